@@ -1,0 +1,259 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// process is one agent binary started by the lab: its output goes to a log
+// file and to a bounded in-memory tail that error messages quote.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	logFile *os.File
+	tail    *tailBuffer
+	done    chan struct{} // closed when the process has exited
+	waitErr error
+}
+
+// startProcess starts bin with args in its own process group, so that Stop
+// can signal it and everything it forked at once.
+func startProcess(name, bin string, args []string, logDir string, extraLog io.Writer, runDir string) (*process, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create %s log: %w", name, err)
+	}
+	p := &process{name: name, logPath: logPath, logFile: f, tail: newTailBuffer(16 << 10), done: make(chan struct{})}
+	writers := []io.Writer{f, p.tail}
+	if extraLog != nil {
+		writers = append(writers, extraLog)
+	}
+	out := io.MultiWriter(writers...)
+
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout = out
+	p.cmd.Stderr = out
+	p.cmd.Env = append(agentEnv(), markerEnv+"="+runDir)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := p.cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("failed to start %s (%s): %w", name, bin, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// agentEnv is the environment the agents run with: the caller's, less the
+// variables that would point them at some other cluster.
+func agentEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "NOMAD_"), strings.HasPrefix(k, "CONSUL_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitError describes an agent that stopped on its own, quoting the end of
+// its output: that is where the agents say what was wrong.
+func (p *process) exitError() error {
+	return fmt.Errorf("%s exited before it was ready (%v); its last output:\n%s", p.name, p.waitErr, p.tail.String())
+}
+
+// waitReady polls ready until it succeeds, the process exits, or ctx ends.
+func (p *process) waitReady(ctx context.Context, ready func(context.Context) error) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		if p.exited() {
+			return p.exitError()
+		}
+		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		last = ready(callCtx)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s was not ready in time (last check: %v); its last output:\n%s", p.name, last, p.tail.String())
+		case <-p.done:
+		case <-tick.C:
+		}
+	}
+}
+
+// stop asks the agent to leave (SIGINT), then kills its process group if it
+// has not exited within grace. It is safe to call more than once.
+func (p *process) stop(grace time.Duration) error {
+	if p == nil || p.cmd.Process == nil {
+		return nil
+	}
+	pgid := p.cmd.Process.Pid
+	if !p.exited() {
+		_ = syscall.Kill(pgid, syscall.SIGINT)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	// Whatever the agent forked and left in its group goes too.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return nil
+}
+
+// logs returns the agent's whole output so far.
+func (p *process) logs() string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return p.tail.String()
+	}
+	return string(b)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.TrimSpace(t.buf))
+}
+
+// killOrphans kills the processes of one lab run that were reparented to this
+// process (a child subreaper, see becomeSubreaper) when the agent that forked
+// them exited: Nomad starts executors and logmon in sessions of their own and
+// leaves tasks running when it shuts down. A process belongs to the run when
+// its environment carries the run's marker or its working directory or
+// command line lies under the run directory. Orphans of orphans are reparented
+// only once their parent dies, so it sweeps until a pass finds nothing.
+func killOrphans(runDir string) {
+	self := os.Getpid()
+	marker := markerEnv + "=" + runDir
+	for range 50 {
+		killed := 0
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || parentOf(pid) != self || !belongsToRun(pid, runDir, marker) {
+				continue
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+				killed++
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(pid, &ws, 0, nil)
+			}
+		}
+		if killed == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func belongsToRun(pid int, runDir, marker string) bool {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	if cwd, err := os.Readlink(filepath.Join(dir, "cwd")); err == nil && strings.HasPrefix(cwd, runDir) {
+		return true
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil && bytes.Contains(b, []byte(runDir)) {
+		return true
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "environ")); err == nil {
+		for _, kv := range bytes.Split(b, []byte{0}) {
+			if string(kv) == marker {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func parentOf(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces; fields after its closing paren are fixed.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
+
+// mountPointsUnder returns the mount points in a mountinfo table that lie
+// under dir, deepest first.
+func mountPointsUnder(mountinfo, dir string) []string {
+	var out []string
+	for _, line := range strings.Split(mountinfo, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 5 {
+			continue
+		}
+		if mnt := fields[4]; strings.HasPrefix(mnt, dir+"/") {
+			out = append(out, mnt)
+		}
+	}
+	// Longer paths are deeper: unmount children before parents.
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}

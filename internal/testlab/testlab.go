@@ -1,0 +1,85 @@
+// Package testlab starts real Nomad and Consul agents for tests: built from
+// the pinned versions (make tools), on free loopback ports, with temporary
+// data directories. Their logs are printed when a test fails, and the agents
+// and everything they started are always stopped.
+package testlab
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/schedulearn/schedulearn/internal/lab"
+)
+
+var (
+	buildOnce sync.Once
+	buildOut  []byte
+	buildErr  error
+)
+
+// Root returns the repository root.
+func Root(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("failed to get working dir: %v", err)
+	}
+	root, err := lab.FindRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// Build runs `make tools build` once per test binary, so the agents, the
+// CLI and the plugins are current; make does nothing when they are.
+func Build(t testing.TB) {
+	t.Helper()
+	buildOnce.Do(func() {
+		cmd := exec.Command("make", "--no-print-directory", "tools", "build")
+		cmd.Dir = Root(t)
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("failed to build what the lab needs: %v\n%s", buildErr, buildOut)
+	}
+}
+
+// Config is a lab config for one test: the default lab, on free ports, its
+// state in the test's temporary directory.
+func Config(t testing.TB) lab.Config {
+	t.Helper()
+	Build(t)
+	cfg := lab.DefaultConfig(Root(t))
+	ports, err := lab.FreePorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Ports = ports
+	cfg.StateDir = filepath.Join(t.TempDir(), "lab")
+	return cfg
+}
+
+// Start starts a lab with cfg (from Config, perhaps changed) and stops it
+// when the test ends, printing both agents' logs if the test failed.
+func Start(t testing.TB, cfg lab.Config) *lab.Lab {
+	t.Helper()
+	l, err := lab.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("failed to start the lab: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("consul log:\n%s", l.Logs("consul"))
+			t.Logf("nomad log:\n%s", l.Logs("nomad"))
+		}
+		if err := l.Stop(); err != nil {
+			t.Errorf("failed to stop the lab: %v", err)
+		}
+	})
+	return l
+}

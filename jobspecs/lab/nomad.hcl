@@ -1,0 +1,34 @@
+# Nomad for the local lab: one agent that is both server and client, on
+# loopback. data_dir, plugin_dir, ports and the Consul address are rendered
+# per run by the lab (internal/lab).
+name      = "lab"
+bind_addr = "127.0.0.1"
+log_level = "INFO"
+
+server {
+  enabled          = true
+  bootstrap_expect = 1
+}
+
+client {
+  enabled           = true
+  network_interface = "lo"
+
+  options {
+    # Where the environment sets AWS_CA_BUNDLE, the cloud fingerprinters fail
+    # the client; a laptop lab has no cloud to find anyway.
+    "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
+  }
+}
+
+# Nomad registers its own services (nomad, nomad-client) in the lab's Consul.
+consul {
+  server_auto_join = false
+  client_auto_join = false
+}
+
+plugin "raw_exec" {
+  config {
+    enabled = true
+  }
+}
