@@ -141,8 +141,9 @@ func TestLabCommand_CtrlCStopsEverything(t *testing.T) {
 			nomad, err := nomadapi.NewClient(&nomadapi.Config{Address: nomadAddr})
 			must.NoError(t, err)
 			allocID := runSleepJob(t, nomad)
-			taskPID := taskPIDs(t, stateDir)
-			must.SliceNotEmpty(t, taskPID, must.Sprintf("no process of alloc %s found", allocID))
+			sleepers := processes(t, stateDir, "/bin/sleep\x003600")
+			must.Len(t, 1, sleepers, must.Sprintf("the task of alloc %s is not among the lab's processes", allocID))
+			must.SliceNotEmpty(t, processes(t, stateDir, "agent\x00-dev"), must.Sprint("the agents are not among the lab's processes"))
 
 			must.NoError(t, cmd.Process.Signal(os.Interrupt))
 			done := make(chan error, 1)
@@ -154,7 +155,7 @@ func TestLabCommand_CtrlCStopsEverything(t *testing.T) {
 				t.Fatal("lab did not stop within 2 minutes of Ctrl-C")
 			}
 
-			must.SliceEmpty(t, taskPIDs(t, stateDir), must.Sprint("processes of the lab run are still alive"))
+			must.SliceEmpty(t, processes(t, stateDir, ""), must.Sprint("processes of the lab run are still alive"))
 			must.SliceEmpty(t, runDirs(t, stateDir))
 			must.False(t, listening(portOf(t, nomadAddr)))
 			must.False(t, listening(portOf(t, consulAddr)))
@@ -195,9 +196,10 @@ func runSleepJob(t *testing.T, nomad *nomadapi.Client) string {
 	return allocID
 }
 
-// taskPIDs lists live processes that belong to a lab run under stateDir: the
-// lab marks every agent's environment, and tasks run in the run's data dir.
-func taskPIDs(t *testing.T, stateDir string) []int {
+// processes lists the live processes of lab runs under stateDir whose
+// command line contains cmdline (all of them for ""): the lab marks every
+// agent's environment, and tasks run in the run's data dir.
+func processes(t *testing.T, stateDir, cmdline string) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	must.NoError(t, err)
@@ -213,7 +215,9 @@ func taskPIDs(t *testing.T, stateDir string) []int {
 		}
 		cwd, _ := os.Readlink(filepath.Join(dir, "cwd"))
 		environ, _ := os.ReadFile(filepath.Join(dir, "environ"))
-		if strings.HasPrefix(cwd, stateDir) || strings.Contains(string(environ), "SCHEDULEARN_LAB_RUN="+stateDir) {
+		args, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		inRun := strings.HasPrefix(cwd, stateDir) || strings.Contains(string(environ), "SCHEDULEARN_LAB_RUN="+stateDir)
+		if inRun && strings.Contains(string(args), cmdline) {
 			pids = append(pids, pid)
 		}
 	}

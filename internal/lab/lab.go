@@ -249,7 +249,10 @@ consul {
 	if err := os.WriteFile(overridePath, []byte(override), 0o644); err != nil {
 		return fmt.Errorf("failed to write nomad override: %w", err)
 	}
-	args := []string{"agent", "-config", filepath.Join(l.cfg.ConfigDir, "nomad.hcl")}
+	// -dev: the client retries its registration every second rather than
+	// every 15 (the first try races the new server's keyring), keeps its
+	// state in memory, and destroys its allocations when it stops.
+	args := []string{"agent", "-dev", "-config", filepath.Join(l.cfg.ConfigDir, "nomad.hcl")}
 	for _, c := range l.cfg.NomadConfigs {
 		args = append(args, "-config", c)
 	}

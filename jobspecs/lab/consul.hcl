@@ -5,6 +5,9 @@ bind_addr   = "127.0.0.1"
 client_addr = "127.0.0.1"
 log_level   = "INFO"
 
+# A lab reaches no network beyond loopback.
+disable_update_check = true
+
 ui_config {
   enabled = true
 }

@@ -5,6 +5,16 @@ name      = "lab"
 bind_addr = "127.0.0.1"
 log_level = "INFO"
 
+# A lab reaches no network beyond loopback.
+disable_update_check = true
+
+# On loopback Nomad will not guess what to advertise.
+advertise {
+  http = "127.0.0.1"
+  rpc  = "127.0.0.1"
+  serf = "127.0.0.1"
+}
+
 server {
   enabled          = true
   bootstrap_expect = 1
@@ -15,6 +25,9 @@ client {
   network_interface = "lo"
 
   options {
+    # Drivers a GPU training lab does not use; they only slow and clutter startup.
+    "driver.denylist" = "docker,podman,qemu,java"
+
     # Where the environment sets AWS_CA_BUNDLE, the cloud fingerprinters fail
     # the client; a laptop lab has no cloud to find anyway.
     "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"

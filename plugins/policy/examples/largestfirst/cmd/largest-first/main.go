@@ -1,0 +1,10 @@
+// Command largest-first is an example external policy plugin. Put it in the
+// planner's plugin_dir and select the policy "largest-first".
+package main
+
+import (
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/examples/largestfirst"
+)
+
+func main() { policy.Serve(largestfirst.New()) }

@@ -1,0 +1,126 @@
+package policy
+
+// Plan is a policy's answer for one round: a target allocation per job.
+//
+// A job absent from Allocations keeps its current allocation (a queued job
+// stays queued, a running job keeps its GPUs). A job present with an empty
+// (or nil) allocation is to hold 0 GPUs: a running one is stopped
+// (preempted). The builtins list every running job and every job they start.
+type Plan struct {
+	// Policy is the name of the policy that made the plan.
+	Policy      string                `json:"policy"`
+	Allocations map[string]Allocation `json:"allocations"`
+	// Reasons explains, per job ID, what the policy decided and why, in
+	// words for `schedulearn job status`.
+	Reasons map[string][]string `json:"reasons,omitempty"`
+}
+
+// Target returns the allocation plan p gives job j.
+func (p *Plan) Target(j *Job) Allocation {
+	if a, ok := p.Allocations[j.ID]; ok {
+		return a
+	}
+	return j.Allocation
+}
+
+// ChangeKind is what a change does to a job.
+type ChangeKind string
+
+const (
+	// Start gives GPUs to a job that holds none.
+	Start ChangeKind = "start"
+	// Grow adds GPUs to a running job (it may also drop some nodes).
+	Grow ChangeKind = "grow"
+	// Shrink takes GPUs from a running job, which keeps at least one worker.
+	Shrink ChangeKind = "shrink"
+	// Move keeps a running job's total but changes its nodes.
+	Move ChangeKind = "move"
+	// Stop takes all GPUs from a running job (preemption).
+	Stop ChangeKind = "stop"
+)
+
+// Change is one job's move from its current allocation to its target.
+type Change struct {
+	Job  string     `json:"job"`
+	Kind ChangeKind `json:"kind"`
+	From Allocation `json:"from,omitempty"`
+	To   Allocation `json:"to,omitempty"`
+}
+
+// Delta returns the per-node change in GPUs (To - From), without zeros.
+func (c Change) Delta() map[string]int {
+	d := make(map[string]int, len(c.From)+len(c.To))
+	for n, g := range c.To {
+		d[n] += g
+	}
+	for n, g := range c.From {
+		d[n] -= g
+	}
+	for n, g := range d {
+		if g == 0 {
+			delete(d, n)
+		}
+	}
+	return d
+}
+
+// Changes are the changes of a plan, by kind; within a kind, in the order
+// of the snapshot's jobs.
+type Changes struct {
+	Stops   []Change `json:"stops,omitempty"`
+	Shrinks []Change `json:"shrinks,omitempty"`
+	Moves   []Change `json:"moves,omitempty"`
+	Grows   []Change `json:"grows,omitempty"`
+	Starts  []Change `json:"starts,omitempty"`
+}
+
+// All returns every change in the order an executor should apply them so
+// that GPUs are released before they are taken: stops, shrinks, moves, grows,
+// starts. Within a move or grow, per-node decreases (Delta < 0) come first.
+func (c Changes) All() []Change {
+	out := make([]Change, 0, len(c.Stops)+len(c.Shrinks)+len(c.Moves)+len(c.Grows)+len(c.Starts))
+	out = append(out, c.Stops...)
+	out = append(out, c.Shrinks...)
+	out = append(out, c.Moves...)
+	out = append(out, c.Grows...)
+	return append(out, c.Starts...)
+}
+
+// Empty reports whether there is nothing to do.
+func (c Changes) Empty() bool {
+	return len(c.Stops)+len(c.Shrinks)+len(c.Moves)+len(c.Grows)+len(c.Starts) == 0
+}
+
+// Diff compares plan p with snapshot s and returns what changes. Jobs of the
+// plan that are not in the snapshot are ignored (Validate reports them).
+func (p *Plan) Diff(s *Snapshot) Changes {
+	var c Changes
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		to := p.Target(j)
+		from := j.Allocation
+		if to.Equal(from) {
+			continue
+		}
+		ch := Change{Job: j.ID, From: from.Clone(), To: to.Clone()}
+		ft, tt := from.Total(), to.Total()
+		switch {
+		case ft == 0:
+			ch.Kind = Start
+			c.Starts = append(c.Starts, ch)
+		case tt == 0:
+			ch.Kind = Stop
+			c.Stops = append(c.Stops, ch)
+		case tt > ft:
+			ch.Kind = Grow
+			c.Grows = append(c.Grows, ch)
+		case tt < ft:
+			ch.Kind = Shrink
+			c.Shrinks = append(c.Shrinks, ch)
+		default:
+			ch.Kind = Move
+			c.Moves = append(c.Moves, ch)
+		}
+	}
+	return c
+}

@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Info describes a policy plugin.
+type Info struct {
+	Name        string `json:"name"`
+	Version     string `json:"version,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Base is what every plugin of the project has, as in nomad-autoscaler.
+type Base interface {
+	// PluginInfo describes the plugin. It does not fail: for an external
+	// plugin it is read once, when the plugin is launched.
+	PluginInfo() Info
+	// SetConfig replaces the plugin's configuration. Unknown keys and bad
+	// values are errors, and leave the previous configuration in place.
+	SetConfig(config map[string]string) error
+}
+
+// Policy decides, each round, how many GPUs each job holds and where.
+//
+// Plan must not modify the snapshot, must be deterministic (the same
+// snapshot and configuration give the same plan), should return promptly
+// when ctx is done, and must be safe to call concurrently with itself and
+// with SetConfig. The plan must pass Validate; Instance checks that it does.
+type Policy interface {
+	Base
+	Plan(ctx context.Context, s *Snapshot) (*Plan, error)
+}
+
+// Version is the version of the builtin policies.
+const Version = "0.1.0"
+
+// Factory makes a new, default-configured policy.
+type Factory func() Policy
+
+// Builtins returns the policies compiled into the project, by name.
+func Builtins() map[string]Factory {
+	return map[string]Factory{
+		FIFOName:        func() Policy { return NewFIFO() },
+		ElasticFIFOName: func() Policy { return NewElasticFIFO() },
+		RoundRobinName:  func() Policy { return NewRoundRobin() },
+	}
+}
+
+// checkKeys returns an error naming the keys of config that are not known.
+func checkKeys(config map[string]string, known ...string) error {
+	var unknown []string
+	for k := range config {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return fmt.Errorf("unknown config key(s) %s; known: %s",
+		strings.Join(unknown, ", "), strings.Join(known, ", "))
+}
+
+// StartSize is how many GPUs the non-elastic builtins give a job with a
+// range when they start it.
+type StartSize string
+
+const (
+	// StartLargest starts a job with the largest count in [Min, Max] that
+	// fits now (so a fixed-count job gets exactly its count).
+	StartLargest StartSize = "largest"
+	// StartMin starts a job with Min GPUs.
+	StartMin StartSize = "min"
+)
+
+func parseStartSize(config map[string]string) (StartSize, error) {
+	v, ok := config["start_size"]
+	if !ok {
+		return StartLargest, nil
+	}
+	switch s := StartSize(v); s {
+	case StartLargest, StartMin:
+		return s, nil
+	default:
+		return "", fmt.Errorf("start_size: %q is neither %q nor %q", v, StartLargest, StartMin)
+	}
+}

@@ -1,0 +1,275 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Snapshot is what a policy sees in one scheduling round: the nodes, every
+// queued and running job, and the current time. A policy must not modify it.
+//
+// A snapshot is consistent: node and job IDs are unique, a job's allocation
+// names only nodes of the snapshot, and no node holds more GPUs than it has
+// (Reserved plus every job's allocation). NewCluster, and so every builtin,
+// rejects a snapshot that is not.
+type Snapshot struct {
+	// Now is the time of the round. Policies use it instead of the clock, so
+	// that the simulator can replay a trace.
+	Now   time.Time `json:"now"`
+	Nodes []Node    `json:"nodes"`
+	Jobs  []Job     `json:"jobs"`
+}
+
+// Node is one GPU machine (a Nomad client node with the nvidia/gpu device).
+type Node struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// Pool is the worker pool (Nomad node pool or Consul-discovered pool).
+	Pool string `json:"pool,omitempty"`
+	// GPUModel is the Nomad device name, e.g. "A100-SXM4-40GB"; a node's
+	// GPUs are assumed to be all of one model.
+	GPUModel     string `json:"gpu_model,omitempty"`
+	GPUMemoryMiB int    `json:"gpu_memory_mib,omitempty"`
+	// GPUs is the number of healthy GPUs the scheduler may hand out.
+	GPUs int `json:"gpus"`
+	// Reserved is the number of those GPUs held by work that is not one of
+	// the snapshot's jobs (other Nomad jobs). Free GPUs are
+	// GPUs - Reserved - the sum of the jobs' allocations on the node.
+	Reserved int `json:"reserved,omitempty"`
+	// Attributes are node attributes and metadata (Nomad node.attr / meta,
+	// datacenter, data-locality labels) that constraints can match.
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// JobState is whether a job currently holds GPUs.
+type JobState string
+
+const (
+	// Queued jobs hold no GPUs.
+	Queued JobState = "queued"
+	// Running jobs hold the GPUs of their Allocation. A running job with an
+	// empty allocation is treated as queued.
+	Running JobState = "running"
+)
+
+// Job is one training job as the policy sees it.
+type Job struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	User string `json:"user,omitempty"`
+	// Priority is larger-is-more-important. The builtins ignore it (they are
+	// strictly first come, first served); it is there for other policies.
+	Priority  int       `json:"priority,omitempty"`
+	Submitted time.Time `json:"submitted"`
+	State     JobState  `json:"state"`
+
+	GPUs        GPURequest  `json:"gpus"`
+	Constraints Constraints `json:"constraints,omitzero"`
+	// AntiAffinity selects jobs this job must not share a node with. The
+	// relation is symmetric: if either job's selector matches the other,
+	// neither may be placed on a node that holds the other.
+	AntiAffinity Selector `json:"anti_affinity,omitzero"`
+	// Affinity selects jobs whose nodes this job prefers (a soft rule).
+	Affinity Selector `json:"affinity,omitzero"`
+	// Labels are matched by other jobs' selectors.
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Allocation is the GPUs the job holds now, per node.
+	Allocation Allocation `json:"allocation,omitempty"`
+	// LastResized is when the allocation last changed (started, grown,
+	// shrunk); zero if never.
+	LastResized time.Time `json:"last_resized,omitzero"`
+	// AttainedGPUSeconds is the GPU time the job has used so far.
+	AttainedGPUSeconds float64 `json:"attained_gpu_seconds,omitempty"`
+	// Progress is what the training script reports; zero if nothing yet.
+	Progress Progress `json:"progress,omitzero"`
+}
+
+// GPURequest is the gang rule's input: a job holds 0 GPUs, or a total in
+// [Min, Max] that is a multiple of PerWorker, with each worker's GPUs on one
+// node. A fixed count is Min == Max; "auto" is resolved by the planner into a
+// range before the policy sees it.
+type GPURequest struct {
+	Min       int `json:"min"`
+	Max       int `json:"max"`
+	PerWorker int `json:"per_worker"`
+}
+
+// Constraints are hard placement rules. Zero values mean "any".
+type Constraints struct {
+	GPUModel        string `json:"gpu_model,omitempty"`
+	MinGPUMemoryMiB int    `json:"min_gpu_memory_mib,omitempty"`
+	Pool            string `json:"pool,omitempty"`
+	// NodeAttributes must all be equal to the node's attributes.
+	NodeAttributes map[string]string `json:"node_attributes,omitempty"`
+	// MaxGPUsPerNode caps the job's GPUs on any one node (0: no cap). Set it
+	// to PerWorker to spread workers one per node (anti-affinity within the
+	// job).
+	MaxGPUsPerNode int `json:"max_gpus_per_node,omitempty"`
+}
+
+// Selector selects jobs: by ID, or by labels (all must match). The zero
+// Selector selects nothing.
+type Selector struct {
+	Jobs   []string          `json:"jobs,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Progress is the training progress and target of a job, for policies that
+// move GPUs toward jobs behind their targets (DQoES, TRADL).
+type Progress struct {
+	Metric string  `json:"metric,omitempty"`
+	Value  float64 `json:"value,omitempty"`
+	Target float64 `json:"target,omitempty"`
+	// Tier1 is TRADL's first-tier target; zero if none.
+	Tier1    float64   `json:"tier1,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	Step     int64     `json:"step,omitempty"`
+	// Throughput is samples (or steps) per second at the current allocation.
+	Throughput float64 `json:"throughput,omitempty"`
+}
+
+// IsZero reports whether the selector selects nothing.
+func (s Selector) IsZero() bool { return len(s.Jobs) == 0 && len(s.Labels) == 0 }
+
+// Matches reports whether the selector selects job j.
+func (s Selector) Matches(j *Job) bool {
+	if slices.Contains(s.Jobs, j.ID) {
+		return true
+	}
+	if len(s.Labels) == 0 {
+		return false
+	}
+	for k, v := range s.Labels {
+		if got, ok := j.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Allows reports whether the constraints allow a job's GPUs on node n
+// (MaxGPUsPerNode aside, which depends on a count).
+func (c *Constraints) Allows(n *Node) bool { return c.mismatch(n) == "" }
+
+// mismatch says which constraint node n fails, or "" if none.
+func (c *Constraints) mismatch(n *Node) string {
+	if c.GPUModel != "" && c.GPUModel != n.GPUModel {
+		return fmt.Sprintf("GPU model %q is not %q", n.GPUModel, c.GPUModel)
+	}
+	if c.MinGPUMemoryMiB > 0 && n.GPUMemoryMiB < c.MinGPUMemoryMiB {
+		return fmt.Sprintf("GPU memory %d MiB is below %d MiB", n.GPUMemoryMiB, c.MinGPUMemoryMiB)
+	}
+	if c.Pool != "" && c.Pool != n.Pool {
+		return fmt.Sprintf("pool %q is not %q", n.Pool, c.Pool)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.NodeAttributes)) {
+		if got, ok := n.Attributes[k]; !ok || got != c.NodeAttributes[k] {
+			return fmt.Sprintf("attribute %s=%q is not %q", k, got, c.NodeAttributes[k])
+		}
+	}
+	return ""
+}
+
+// conflicts reports whether jobs a and b must not share a node.
+func conflicts(a, b *Job) bool {
+	return a.ID != b.ID && (a.AntiAffinity.Matches(b) || b.AntiAffinity.Matches(a))
+}
+
+// Free returns each node's free GPUs: GPUs - Reserved - the sum of the jobs'
+// allocations. It may be negative in an inconsistent snapshot.
+func (s *Snapshot) Free() map[string]int {
+	free := make(map[string]int, len(s.Nodes))
+	for i := range s.Nodes {
+		free[s.Nodes[i].ID] = s.Nodes[i].GPUs - s.Nodes[i].Reserved
+	}
+	for i := range s.Jobs {
+		for n, g := range s.Jobs[i].Allocation {
+			free[n] -= g
+		}
+	}
+	return free
+}
+
+// Apply returns the snapshot that results from carrying out plan p at time
+// now: each job's allocation becomes its target, its state follows (running
+// if it holds GPUs, else queued), and LastResized becomes now where the
+// allocation changed. s is not modified; the result shares its Nodes and
+// unchanged allocations (treat both as read-only). The simulator steps with
+// it.
+func (s *Snapshot) Apply(p *Plan, now time.Time) *Snapshot {
+	out := &Snapshot{Now: now, Nodes: s.Nodes, Jobs: make([]Job, len(s.Jobs))}
+	copy(out.Jobs, s.Jobs)
+	for i := range out.Jobs {
+		j := &out.Jobs[i]
+		target := p.Target(j)
+		if target.Equal(j.Allocation) {
+			continue
+		}
+		j.Allocation = target.Clone()
+		j.LastResized = now
+		j.State = Queued
+		if j.Allocation.Total() > 0 {
+			j.State = Running
+		}
+	}
+	return out
+}
+
+// Allocation is a job's GPUs per node ID. A node absent or mapped to 0 holds
+// none of the job's GPUs; the empty (or nil) allocation is 0 GPUs.
+type Allocation map[string]int
+
+// Total returns the number of GPUs in the allocation.
+func (a Allocation) Total() int {
+	t := 0
+	for _, g := range a {
+		t += g
+	}
+	return t
+}
+
+// Nodes returns the IDs of the nodes holding GPUs, sorted.
+func (a Allocation) Nodes() []string {
+	out := make([]string, 0, len(a))
+	for n, g := range a {
+		if g != 0 {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Equal reports whether a and b hold the same GPUs on the same nodes
+// (entries of 0 are ignored).
+func (a Allocation) Equal(b Allocation) bool {
+	for n, g := range a {
+		if b[n] != g {
+			return false
+		}
+	}
+	for n, g := range b {
+		if a[n] != g {
+			return false
+		}
+	}
+	return true
+}
+
+// Clone returns a copy without entries of 0; nil for an empty allocation.
+func (a Allocation) Clone() Allocation {
+	var out Allocation
+	for n, g := range a {
+		if g == 0 {
+			continue
+		}
+		if out == nil {
+			out = make(Allocation, len(a))
+		}
+		out[n] = g
+	}
+	return out
+}
