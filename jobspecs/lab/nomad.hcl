@@ -45,3 +45,14 @@ plugin "raw_exec" {
     enabled = true
   }
 }
+
+# The project's GPU device plugin. The lab serves a SIMULATED node: 8 x A100
+# built on go-nvml's mock, so Nomad schedules real `device "nvidia/gpu"`
+# requests on a machine without GPUs. On a GPU machine set backend = "nvml"
+# (or "auto"); the plugin refuses "simulated" where NVML sees real GPUs.
+plugin "schedulearn-gpu" {
+  config {
+    backend            = "simulated"
+    fingerprint_period = "5s"
+  }
+}
