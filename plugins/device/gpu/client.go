@@ -59,6 +59,7 @@ type probed struct {
 	health healthState
 }
 
+// Devices enumerates and describes every GPU (see Backend.Devices).
 func (c *nvmlClient) Devices() (*Inventory, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

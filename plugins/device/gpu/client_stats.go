@@ -1,5 +1,6 @@
 package gpu
 
+// Stats samples every GPU NVML enumerates (see Backend.Stats).
 func (c *nvmlClient) Stats() ([]DeviceStats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

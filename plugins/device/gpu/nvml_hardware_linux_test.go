@@ -76,6 +76,15 @@ func TestHardware_RealNVML(t *testing.T) {
 	must.NoError(t, resp.Error)
 	must.Len(t, len(groups), resp.Groups)
 
+	const passes = 50
+	start = time.Now()
+	for range passes {
+		_, ok := p.fingerprintOnce()
+		must.True(t, ok)
+		must.NoError(t, p.statsOnce(time.Now()).Error)
+	}
+	t.Logf("one fingerprint + stats pass on real NVML: %s", time.Since(start)/passes)
+
 	// Simulation is refused where real GPUs exist, unless allowed.
 	sim := NewPlugin(t.Context(), logger)
 	err = configure(t, sim, `backend = "simulated"`)
