@@ -1,0 +1,417 @@
+package jobspec
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// fileSchema is a jobspec file: training blocks, read by hand so that
+// each keeps the range of its header for diagnostics.
+var fileSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "training", LabelNames: []string{"name"}}}}
+
+// The raw shapes gohcl decodes into; parse turns them into a Spec.
+type trainingHCL struct {
+	Name     string    // the block's label
+	DefRange hcl.Range // the block's header
+
+	Command      string            `hcl:"command,optional"`
+	Args         []string          `hcl:"args,optional"`
+	Launcher     string            `hcl:"launcher,optional"`
+	User         string            `hcl:"user,optional"`
+	Queue        string            `hcl:"queue,optional"`
+	Priority     *int              `hcl:"priority,optional"`
+	Pool         string            `hcl:"pool,optional"`
+	Env          map[string]string `hcl:"env,optional"`
+	Labels       map[string]string `hcl:"labels,optional"`
+	Target       *targetHCL        `hcl:"target,block"`
+	Affinity     *selectorHCL      `hcl:"affinity,block"`
+	AntiAffinity *selectorHCL      `hcl:"anti_affinity,block"`
+	Data         []*dataHCL        `hcl:"data,block"`
+	Artifacts    []*artifactHCL    `hcl:"artifact,block"`
+	// gpus is an attribute (a count or "auto") or a block; it is decoded by
+	// hand from what remains.
+	Remain hcl.Body `hcl:",remain"`
+}
+
+type gpusHCL struct {
+	Count     *int   `hcl:"count,optional"`
+	Min       *int   `hcl:"min,optional"`
+	Max       *int   `hcl:"max,optional"`
+	PerWorker *int   `hcl:"per_worker,optional"`
+	Auto      bool   `hcl:"auto,optional"`
+	Model     string `hcl:"model,optional"`
+	MinMemory string `hcl:"min_memory,optional"`
+
+	Body hcl.Body `hcl:",body"`
+}
+
+type targetHCL struct {
+	Metric    string   `hcl:"metric"`
+	Goal      float64  `hcl:"goal"`
+	Tier1     *float64 `hcl:"tier1,optional"`
+	Direction string   `hcl:"direction,optional"`
+	Deadline  string   `hcl:"deadline,optional"`
+	Delivery  string   `hcl:"delivery,optional"`
+
+	Body hcl.Body `hcl:",body"`
+}
+
+type selectorHCL struct {
+	Jobs   []string          `hcl:"jobs,optional"`
+	Labels map[string]string `hcl:"labels,optional"`
+}
+
+type dataHCL struct {
+	Name   string            `hcl:"name,label"`
+	Path   string            `hcl:"path,optional"`
+	Prefer map[string]string `hcl:"prefer,optional"`
+}
+
+type artifactHCL struct {
+	Source      string `hcl:"source"`
+	Destination string `hcl:"destination,optional"`
+}
+
+// Limits on what a jobspec may ask for.
+const (
+	DefaultPriority = 50
+	DefaultQueue    = "default"
+	MaxPriority     = 100
+)
+
+// ParseFile reads and validates the jobspec at path. now is the submission
+// time, against which deadlines are judged.
+func ParseFile(path string, now time.Time) (*Spec, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Failed to read jobspec",
+			Detail:   err.Error(),
+		}}
+	}
+	return Parse(src, path, now)
+}
+
+// Parse validates a jobspec held in memory; filename names it in
+// diagnostics. Warnings come back with a Spec; errors without one.
+func Parse(src []byte, filename string, now time.Time) (*Spec, hcl.Diagnostics) {
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	content, more := file.Body.Content(fileSchema)
+	diags = append(diags, more...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	switch len(content.Blocks) {
+	case 0:
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Missing training block",
+			Detail:   `A jobspec holds one training "name" { ... } block.`,
+			Subject:  &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos},
+		})
+	case 1:
+	default:
+		second := content.Blocks[1]
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "More than one training block",
+			Detail:   fmt.Sprintf("A jobspec holds one training block; %q is the second. Put each job in a file of its own.", second.Labels[0]),
+			Subject:  second.DefRange.Ptr(),
+		})
+	}
+	block := content.Blocks[0]
+	raw := &trainingHCL{Name: block.Labels[0], DefRange: block.DefRange}
+	diags = append(diags, gohcl.DecodeBody(block.Body, nil, raw)...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	spec, more := convert(raw, now)
+	diags = append(diags, more...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return spec, diags
+}
+
+func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	errAt := func(r hcl.Range, summary, detail string) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: r.Ptr()})
+	}
+	attrs := attrRanges(t.Remain, t.DefRange)
+	spec := &Spec{
+		Name:     t.Name,
+		Command:  t.Command,
+		Args:     t.Args,
+		Launcher: t.Launcher,
+		User:     t.User,
+		Queue:    t.Queue,
+		Priority: DefaultPriority,
+		Pool:     t.Pool,
+		Env:      t.Env,
+		Labels:   t.Labels,
+		Range:    t.DefRange,
+	}
+	if !validName(t.Name) {
+		errAt(t.DefRange, "Invalid job name", fmt.Sprintf("%q: a job name is 1 to 63 letters, digits, '-' or '_', starting with a letter or digit.", t.Name))
+	}
+	if spec.Command == "" {
+		errAt(t.DefRange, "Missing command", `The training block needs command = "..." (the program to run, e.g. "python3").`)
+	}
+	switch spec.Launcher {
+	case "":
+		spec.Launcher = LauncherHorovod
+	case LauncherHorovod, LauncherTorchrun:
+	default:
+		errAt(attrs("launcher"), "Invalid launcher", fmt.Sprintf("%q: launcher is %q or %q.", spec.Launcher, LauncherHorovod, LauncherTorchrun))
+	}
+	if spec.Queue == "" {
+		spec.Queue = DefaultQueue
+	}
+	if t.Priority != nil {
+		spec.Priority = *t.Priority
+		if spec.Priority < 1 || spec.Priority > MaxPriority {
+			errAt(attrs("priority"), "Invalid priority", fmt.Sprintf("%d: priority is from 1 to %d.", spec.Priority, MaxPriority))
+		}
+	}
+
+	gpus, more := decodeGPUs(t.Remain, t.DefRange)
+	diags = append(diags, more...)
+	spec.GPUs = gpus
+
+	if t.Target != nil {
+		target, more := convertTarget(t.Target, now)
+		diags = append(diags, more...)
+		spec.Target = target
+	}
+	if t.Affinity != nil {
+		spec.Affinity = Selector{Jobs: t.Affinity.Jobs, Labels: t.Affinity.Labels}
+	}
+	if t.AntiAffinity != nil {
+		spec.AntiAffinity = Selector{Jobs: t.AntiAffinity.Jobs, Labels: t.AntiAffinity.Labels}
+		if slices.Contains(spec.AntiAffinity.Jobs, spec.Name) {
+			errAt(t.DefRange, "Anti-affinity with itself", fmt.Sprintf("%q names itself in anti_affinity; to spread its own workers use gpus { per_worker } and a pool.", spec.Name))
+		}
+	}
+	for _, d := range t.Data {
+		spec.Data = append(spec.Data, Data{Name: d.Name, Path: d.Path, Prefer: d.Prefer})
+	}
+	for _, a := range t.Artifacts {
+		spec.Artifacts = append(spec.Artifacts, Artifact{Source: a.Source, Destination: a.Destination})
+	}
+	return spec, diags
+}
+
+// decodeGPUs reads gpus = N, gpus = "auto", or a gpus { ... } block from
+// what gohcl left over, and reports anything else left as unsupported.
+func decodeGPUs(body hcl.Body, blockRange hcl.Range) (GPUs, hcl.Diagnostics) {
+	content, diags := body.Content(&hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "gpus"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "gpus"}},
+	})
+	if diags.HasErrors() {
+		return GPUs{}, diags
+	}
+	attr, hasAttr := content.Attributes["gpus"]
+	blocks := content.Blocks
+	errAt := func(r hcl.Range, summary, detail string) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: r.Ptr()})
+	}
+	switch {
+	case hasAttr && len(blocks) > 0:
+		errAt(blocks[0].DefRange, "Duplicate gpus", "Give gpus either as an attribute (a count or \"auto\") or as a block, not both.")
+		return GPUs{}, diags
+	case len(blocks) > 1:
+		errAt(blocks[1].DefRange, "Duplicate gpus block", "A training block holds one gpus block.")
+		return GPUs{}, diags
+	case !hasAttr && len(blocks) == 0:
+		errAt(blockRange, "Missing gpus", `Say how many GPUs the job needs: gpus = 4, gpus = "auto", or gpus { min = 2, max = 8 }.`)
+		return GPUs{}, diags
+	}
+
+	if hasAttr {
+		v, d := attr.Expr.Value(nil)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return GPUs{}, diags
+		}
+		switch {
+		case v.Type() == cty.String && v.AsString() == "auto":
+			return GPUs{Auto: true, Min: 1, PerWorker: 1}, diags
+		case v.Type() == cty.Number:
+			bf := v.AsBigFloat()
+			n, acc := bf.Int64()
+			if !bf.IsInt() || acc != 0 || n < 1 {
+				errAt(attr.Expr.Range(), "Invalid gpus", "gpus is a whole number of at least 1, or \"auto\".")
+				return GPUs{}, diags
+			}
+			return GPUs{Min: int(n), Max: int(n), PerWorker: 1}, diags
+		default:
+			errAt(attr.Expr.Range(), "Invalid gpus", `gpus is a whole number of at least 1, or "auto".`)
+			return GPUs{}, diags
+		}
+	}
+
+	var raw gpusHCL
+	diags = append(diags, gohcl.DecodeBody(blocks[0].Body, nil, &raw)...)
+	if diags.HasErrors() {
+		return GPUs{}, diags
+	}
+	at := attrRanges(raw.Body, blocks[0].DefRange)
+	g := GPUs{Auto: raw.Auto, PerWorker: 1, Model: raw.Model}
+	if raw.PerWorker != nil {
+		g.PerWorker = *raw.PerWorker
+		if g.PerWorker < 1 {
+			errAt(at("per_worker"), "Invalid per_worker", "per_worker is at least 1: the GPUs each worker holds on one node.")
+			return g, diags
+		}
+	}
+	switch {
+	case raw.Count != nil && (raw.Min != nil || raw.Max != nil):
+		errAt(at("count"), "Conflicting GPU counts", "Give either count (a fixed number) or min and max (a range), not both.")
+		return g, diags
+	case raw.Count != nil && raw.Auto:
+		errAt(at("count"), "Conflicting GPU counts", "auto = true lets the planner choose the count; drop count, or bound it with min and max.")
+		return g, diags
+	case raw.Count != nil:
+		g.Min, g.Max = *raw.Count, *raw.Count
+		if g.Min < 1 {
+			errAt(at("count"), "Invalid count", "count is at least 1.")
+		}
+	case raw.Min == nil && raw.Max == nil && !raw.Auto:
+		errAt(blocks[0].DefRange, "Missing GPU count", "The gpus block needs count, or min and max, or auto = true.")
+		return g, diags
+	default:
+		g.Min = g.PerWorker
+		if raw.Min != nil {
+			g.Min = *raw.Min
+		}
+		if raw.Max != nil {
+			g.Max = *raw.Max
+		} else if !raw.Auto {
+			errAt(blocks[0].DefRange, "Missing max", "A GPU range needs max (or auto = true to let the planner choose).")
+		}
+		if g.Min < 1 {
+			errAt(at("min"), "Invalid min", "min is at least 1.")
+		}
+		if raw.Max != nil && g.Min > g.Max {
+			errAt(at("max"), "Invalid GPU range", fmt.Sprintf("min (%d) is greater than max (%d).", g.Min, g.Max))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"min", g.Min}, {"max", g.Max}} {
+		if c.n > 0 && c.n%g.PerWorker != 0 {
+			name := c.name
+			if raw.Count != nil {
+				name = "count"
+			}
+			errAt(at(name), "GPU count not a multiple of per_worker", fmt.Sprintf("%s = %d is not a multiple of per_worker = %d: a worker's GPUs are all on one node.", name, c.n, g.PerWorker))
+			break
+		}
+	}
+	if raw.MinMemory != "" {
+		b, err := units.RAMInBytes(raw.MinMemory)
+		if err != nil || b <= 0 {
+			errAt(at("min_memory"), "Invalid min_memory", fmt.Sprintf("%q: give a size such as \"40GiB\" or \"80GB\".", raw.MinMemory))
+		} else {
+			g.MinMemoryMiB = int((b + (1<<20 - 1)) >> 20)
+		}
+	}
+	return g, diags
+}
+
+func convertTarget(raw *targetHCL, now time.Time) (*Target, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	at := attrRanges(raw.Body, hcl.Range{})
+	t := &Target{Metric: raw.Metric, Goal: raw.Goal, Tier1: raw.Tier1, Delivery: raw.Delivery}
+	switch raw.Direction {
+	case "", "max":
+	case "min":
+		t.Lower = true
+	default:
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid direction",
+			Detail: fmt.Sprintf("%q: direction is \"max\" (higher is better, the default) or \"min\" (e.g. a loss).", raw.Direction), Subject: at("direction").Ptr()})
+	}
+	if t.Metric == "" {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty metric",
+			Detail: "metric names what the training reports through the SDK, e.g. \"accuracy\".", Subject: at("metric").Ptr()})
+	}
+	if t.Tier1 != nil {
+		beyond := *t.Tier1 > t.Goal
+		if t.Lower {
+			beyond = *t.Tier1 < t.Goal
+		}
+		if beyond {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "tier1 beyond goal",
+				Detail:  fmt.Sprintf("tier1 (%g) is the first model worth delivering, on the way to goal (%g); it cannot be past the goal.", *t.Tier1, t.Goal),
+				Subject: at("tier1").Ptr()})
+		}
+	}
+	if raw.Deadline != "" {
+		if d, err := time.ParseDuration(raw.Deadline); err == nil {
+			if d <= 0 {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid deadline",
+					Detail: fmt.Sprintf("%q: a relative deadline is a positive duration such as \"6h\".", raw.Deadline), Subject: at("deadline").Ptr()})
+			}
+			t.Within = d
+		} else if ts, err := time.Parse(time.RFC3339, raw.Deadline); err == nil {
+			t.Deadline = ts
+			if !ts.After(now) {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Deadline in the past",
+					Detail:  fmt.Sprintf("%s is before the submission time %s; the job runs, and its target counts as missed.", ts.Format(time.RFC3339), now.UTC().Format(time.RFC3339)),
+					Subject: at("deadline").Ptr()})
+			}
+		} else {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid deadline",
+				Detail: fmt.Sprintf("%q: give a duration after submission (\"6h\") or a time (\"2026-12-01T12:00:00Z\").", raw.Deadline), Subject: at("deadline").Ptr()})
+		}
+	}
+	return t, diags
+}
+
+// attrRanges returns a lookup of attribute ranges in body, falling back to
+// def when the attribute is absent or the body is not native syntax.
+func attrRanges(body hcl.Body, def hcl.Range) func(string) hcl.Range {
+	sb, _ := body.(*hclsyntax.Body)
+	return func(name string) hcl.Range {
+		if sb != nil {
+			if a, ok := sb.Attributes[name]; ok {
+				return a.SrcRange
+			}
+			if def == (hcl.Range{}) {
+				return sb.SrcRange
+			}
+		}
+		return def
+	}
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_') && i > 0:
+		default:
+			return false
+		}
+	}
+	return !strings.HasSuffix(s, "-")
+}

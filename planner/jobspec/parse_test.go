@@ -1,0 +1,202 @@
+package jobspec
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
+)
+
+var submitted = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func TestParse_Valid(t *testing.T) {
+	cases := []struct {
+		name string
+		src  string
+		want func(*testing.T, *Spec)
+	}{
+		{
+			name: "fixed count, defaults",
+			src:  "training \"a\" {\n  command = \"python3\"\n  gpus = 4\n}\n",
+			want: func(t *testing.T, s *Spec) {
+				must.Eq(t, "a", s.Name)
+				must.Eq(t, GPUs{Min: 4, Max: 4, PerWorker: 1}, s.GPUs)
+				must.True(t, s.GPUs.Fixed())
+				must.Eq(t, LauncherHorovod, s.Launcher)
+				must.Eq(t, DefaultPriority, s.Priority)
+				must.Eq(t, DefaultQueue, s.Queue)
+				must.Nil(t, s.Target)
+			},
+		},
+		{
+			name: "auto",
+			src:  "training \"a\" {\n  command = \"python3\"\n  gpus = \"auto\"\n}\n",
+			want: func(t *testing.T, s *Spec) {
+				must.True(t, s.GPUs.Auto)
+				must.False(t, s.GPUs.Fixed())
+			},
+		},
+		{
+			name: "range block with constraints and everything",
+			src: `training "resnet50" {
+  command  = "python3"
+  args     = ["train.py", "--epochs", "90"]
+  launcher = "torchrun"
+  user     = "alice"
+  queue    = "research"
+  priority = 80
+  pool     = "a100"
+  env      = { NCCL_DEBUG = "WARN" }
+  labels   = { team = "vision" }
+
+  gpus {
+    min        = 2
+    max        = 8
+    per_worker = 2
+    model      = "NVIDIA A100-SXM4-40GB"
+    min_memory = "40GiB"
+  }
+
+  target {
+    metric   = "accuracy"
+    goal     = 0.93
+    tier1    = 0.90
+    deadline = "6h"
+    delivery = "/models/resnet50"
+  }
+
+  affinity { labels = { team = "vision" } }
+  anti_affinity { jobs = ["bert"] }
+  data "imagenet" {
+    path   = "/datasets/imagenet"
+    prefer = { "meta.datasets" = "imagenet" }
+  }
+  artifact { source = "https://example.com/train.py" }
+}
+`,
+			want: func(t *testing.T, s *Spec) {
+				must.Eq(t, []string{"train.py", "--epochs", "90"}, s.Args)
+				must.Eq(t, LauncherTorchrun, s.Launcher)
+				must.Eq(t, 80, s.Priority)
+				must.Eq(t, GPUs{Min: 2, Max: 8, PerWorker: 2, Model: "NVIDIA A100-SXM4-40GB", MinMemoryMiB: 40960}, s.GPUs)
+				must.Eq(t, "accuracy", s.Target.Metric)
+				must.Eq(t, 0.93, s.Target.Goal)
+				must.Eq(t, 0.90, *s.Target.Tier1)
+				must.Eq(t, 6*time.Hour, s.Target.Within)
+				must.Eq(t, []string{"bert"}, s.AntiAffinity.Jobs)
+				must.Eq(t, map[string]string{"team": "vision"}, s.Affinity.Labels)
+				must.Eq(t, []Data{{Name: "imagenet", Path: "/datasets/imagenet", Prefer: map[string]string{"meta.datasets": "imagenet"}}}, s.Data)
+				must.Len(t, 1, s.Artifacts)
+				must.Eq(t, "WARN", s.Env["NCCL_DEBUG"])
+			},
+		},
+		{
+			name: "auto bounded, loss target with absolute deadline",
+			src: `training "b" {
+  command = "python3"
+  gpus {
+    auto = true
+    max  = 16
+  }
+  target {
+    metric    = "loss"
+    direction = "min"
+    goal      = 0.1
+    tier1     = 0.5
+    deadline  = "2026-11-23T10:00:00Z"
+  }
+}
+`,
+			want: func(t *testing.T, s *Spec) {
+				must.Eq(t, GPUs{Auto: true, Min: 1, Max: 16, PerWorker: 1}, s.GPUs)
+				must.True(t, s.Target.Lower)
+				must.Eq(t, time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), s.Target.Deadline)
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, diags := Parse([]byte(tc.src), "job.hcl", submitted)
+			must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+			tc.want(t, spec)
+		})
+	}
+}
+
+// Each bad input is an error that says what is wrong and where
+// (file:line:col), and no Spec comes back.
+func TestParse_Errors(t *testing.T) {
+	cases := []struct {
+		name  string
+		src   string
+		where string // file:line:col of the first error
+		what  string // in its summary or detail
+	}{
+		{"syntax error", "training \"a\" {\n  command = \n}\n", "job.hcl:2:13", "Invalid expression"},
+		{"unknown attribute", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  gpu_count = 2\n}\n", "job.hcl:4:3", "gpu_count"},
+		{"unknown block", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  resources {}\n}\n", "job.hcl:4:3", "resources"},
+		{"unknown key in gpus", "training \"a\" {\n  command = \"x\"\n  gpus {\n    count = 1\n    cnt = 2\n  }\n}\n", "job.hcl:5:5", "cnt"},
+		{"missing command", "training \"a\" {\n  gpus = 1\n}\n", "job.hcl:1:1", "Missing command"},
+		{"missing gpus", "training \"a\" {\n  command = \"x\"\n}\n", "job.hcl:1:1", "Missing gpus"},
+		{"min greater than max", "training \"a\" {\n  command = \"x\"\n  gpus {\n    min = 8\n    max = 2\n  }\n}\n", "job.hcl:5:5", "min (8) is greater than max (2)"},
+		{"not a multiple of per_worker", "training \"a\" {\n  command = \"x\"\n  gpus {\n    min = 3\n    max = 8\n    per_worker = 2\n  }\n}\n", "job.hcl:4:5", "not a multiple of per_worker"},
+		{"count and range", "training \"a\" {\n  command = \"x\"\n  gpus {\n    count = 2\n    max = 8\n  }\n}\n", "job.hcl:4:5", "either count"},
+		{"zero gpus", "training \"a\" {\n  command = \"x\"\n  gpus = 0\n}\n", "job.hcl:3:10", "at least 1"},
+		{"bad gpus string", "training \"a\" {\n  command = \"x\"\n  gpus = \"many\"\n}\n", "job.hcl:3:10", "auto"},
+		{"bad launcher", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  launcher = \"mpirun\"\n}\n", "job.hcl:4:3", "launcher is"},
+		{"bad priority", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  priority = 101\n}\n", "job.hcl:4:3", "priority is from 1"},
+		{"bad memory", "training \"a\" {\n  command = \"x\"\n  gpus {\n    count = 1\n    min_memory = \"lots\"\n  }\n}\n", "job.hcl:5:5", "size such as"},
+		{"tier1 above goal", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n    tier1 = 0.95\n  }\n}\n", "job.hcl:7:5", "cannot be past the goal"},
+		{"bad deadline", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n    deadline = \"tomorrow\"\n  }\n}\n", "job.hcl:7:5", "duration after submission"},
+		{"two jobs", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n}\ntraining \"b\" {\n  command = \"x\"\n  gpus = 1\n}\n", "job.hcl:5:1", "file of its own"},
+		{"no job", "# nothing\n", "job.hcl:1:1", "Missing training block"},
+		{"bad name", "training \"no spaces\" {\n  command = \"x\"\n  gpus = 1\n}\n", "job.hcl:1:1", "Invalid job name"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, diags := Parse([]byte(tc.src), "job.hcl", submitted)
+			must.Nil(t, spec)
+			must.True(t, diags.HasErrors())
+			first := firstError(diags)
+			must.NotNil(t, first.Subject, must.Sprintf("no position: %s", first.Error()))
+			must.Eq(t, tc.where, position(first.Subject), must.Sprint(diags.Error()))
+			must.StrContains(t, first.Summary+" "+first.Detail, tc.what)
+			must.StrContains(t, hcldiag.Format(diags), tc.where+": error: ")
+		})
+	}
+}
+
+// A deadline already past is a warning: the job is accepted.
+func TestParse_PastDeadlineWarns(t *testing.T) {
+	src := "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n    deadline = \"2026-11-21T10:00:00Z\"\n  }\n}\n"
+	spec, diags := Parse([]byte(src), "job.hcl", submitted)
+	must.NotNil(t, spec)
+	must.False(t, diags.HasErrors())
+	must.Len(t, 1, diags)
+	must.Eq(t, hcl.DiagWarning, diags[0].Severity)
+	must.StrContains(t, diags[0].Summary, "Deadline in the past")
+	must.Eq(t, "job.hcl:7:5", position(diags[0].Subject))
+}
+
+func TestParseFile_Missing(t *testing.T) {
+	_, diags := ParseFile("/no/such/job.hcl", submitted)
+	must.True(t, diags.HasErrors())
+	must.StrContains(t, diags.Error(), "no such file")
+}
+
+func firstError(diags hcl.Diagnostics) *hcl.Diagnostic {
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			return d
+		}
+	}
+	return nil
+}
+
+func position(r *hcl.Range) string {
+	return r.Filename + ":" + strconv.Itoa(r.Start.Line) + ":" + strconv.Itoa(r.Start.Column)
+}

@@ -1,0 +1,122 @@
+// Package jobspec reads training jobspecs: one HCL file per job, holding one
+// `training "name" { ... }` block. Every error is an HCL diagnostic that
+// names the file, line and column; unknown attributes and blocks are errors.
+//
+//	training "resnet50" {
+//	  command  = "python3"
+//	  args     = ["train.py", "--epochs", "90"]
+//	  launcher = "horovod"          # or "torchrun"
+//	  user     = "alice"
+//	  priority = 50                 # 1..100
+//	  pool     = "a100"             # a Consul-discovered worker pool
+//
+//	  gpus {                        # or gpus = 4, or gpus = "auto"
+//	    min        = 2
+//	    max        = 8
+//	    per_worker = 1
+//	    model      = "NVIDIA A100-SXM4-40GB"
+//	    min_memory = "40GiB"
+//	  }
+//
+//	  target {
+//	    metric   = "accuracy"
+//	    goal     = 0.93
+//	    tier1    = 0.90
+//	    deadline = "6h"             # after submission, or RFC 3339
+//	  }
+//
+//	  anti_affinity { jobs = ["other-job"] }
+//	  data "imagenet" { prefer = { "meta.datasets" = "imagenet" } }
+//	  env = { NCCL_DEBUG = "WARN" }
+//	}
+package jobspec
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Launchers a training job can run under.
+const (
+	LauncherHorovod  = "horovod"
+	LauncherTorchrun = "torchrun"
+)
+
+// Spec is one validated training job.
+type Spec struct {
+	Name     string
+	Command  string
+	Args     []string
+	Launcher string
+	User     string
+	Queue    string
+	Priority int
+	Pool     string
+	Env      map[string]string
+	Labels   map[string]string
+
+	GPUs         GPUs
+	Target       *Target
+	Affinity     Selector
+	AntiAffinity Selector
+	Data         []Data
+	Artifacts    []Artifact
+
+	// Range is where the training block is, for later diagnostics.
+	Range hcl.Range
+}
+
+// GPUs is how many GPUs the job may hold and of which kind. A fixed count
+// is Min == Max. Auto jobs let the planner assess the count within
+// [Min, Max] (Max 0: up to what a node pool offers).
+type GPUs struct {
+	Auto         bool
+	Min, Max     int
+	PerWorker    int
+	Model        string
+	MinMemoryMiB int
+}
+
+// Fixed reports whether the job asks for exactly one count.
+func (g GPUs) Fixed() bool { return !g.Auto && g.Min == g.Max }
+
+// Target is what the user wants: Metric to reach Goal (by Deadline, if
+// set), and the model delivered as soon as it reaches Tier1.
+type Target struct {
+	Metric string
+	Goal   float64
+	Tier1  *float64
+	// Lower is true for metrics where lower is better (a loss).
+	Lower bool
+	// Deadline is absolute; Within is the deadline relative to submission.
+	// At most one is set.
+	Deadline time.Time
+	Within   time.Duration
+	// Delivery is where the tier-1 model is copied.
+	Delivery string
+}
+
+// Selector names other jobs, by name or by labels.
+type Selector struct {
+	Jobs   []string
+	Labels map[string]string
+}
+
+// Empty reports whether the selector selects nothing.
+func (s Selector) Empty() bool { return len(s.Jobs) == 0 && len(s.Labels) == 0 }
+
+// Data is a data set the job reads and a locality hint: nodes whose
+// attributes match Prefer are preferred (a soft affinity).
+type Data struct {
+	Name   string
+	Path   string
+	Prefer map[string]string
+}
+
+// Artifact is fetched into the job's task directory before it starts
+// (Nomad's artifact block).
+type Artifact struct {
+	Source      string
+	Destination string
+}
