@@ -1,0 +1,277 @@
+// Package config reads the planner agent's HCL configuration
+// (`schedulearn agent -config planner.hcl`): Default, then Load the file
+// over it, then Validate. Errors are HCL diagnostics with file:line:col.
+//
+//	bind_addr      = "127.0.0.1:4680"
+//	data_dir       = "/var/lib/schedulearn"
+//	round_interval = "10s"
+//	plugin_dir     = "/opt/schedulearn/plugins"
+//	token          = "..."            # for API writes; or SCHEDULEARN_TOKEN
+//
+//	nomad {
+//	  address = "http://127.0.0.1:4646"
+//	  token   = ""
+//	  tls { ca_file = "", cert_file = "", key_file = "", insecure = false }
+//	}
+//	consul {
+//	  address = "127.0.0.1:8500"
+//	}
+//	store {
+//	  backend = "embedded"            # or "consul" (several planners, leader election)
+//	  prefix  = "schedulearn/"
+//	}
+//	policy {
+//	  name   = "elastic-fifo"
+//	  config = { resize_cooldown = "30s" }
+//	}
+//	pool "a100" {
+//	  service = "gpu-workers"         # Consul service whose nodes form the pool
+//	  tags    = ["a100"]
+//	}
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// Store backends.
+const (
+	StoreEmbedded = "embedded"
+	StoreConsul   = "consul"
+)
+
+// Config is the planner agent's configuration.
+type Config struct {
+	BindAddr      string `hcl:"bind_addr,optional"`
+	DataDir       string `hcl:"data_dir,optional"`
+	RoundInterval string `hcl:"round_interval,optional"`
+	PluginDir     string `hcl:"plugin_dir,optional"`
+	Token         string `hcl:"token,optional"`
+	LogLevel      string `hcl:"log_level,optional"`
+
+	Nomad  *Nomad  `hcl:"nomad,block"`
+	Consul *Consul `hcl:"consul,block"`
+	Store  *Store  `hcl:"store,block"`
+	Policy *Policy `hcl:"policy,block"`
+	Pools  []*Pool `hcl:"pool,block"`
+
+	// Round is RoundInterval parsed by Validate.
+	Round time.Duration
+	// File is where the config was loaded from ("" for defaults only).
+	File string
+
+	ranges map[string]hcl.Range // attribute ranges, for Validate's diagnostics
+}
+
+// Nomad is how the planner reaches Nomad.
+type Nomad struct {
+	Address   string `hcl:"address,optional"`
+	Token     string `hcl:"token,optional"`
+	Region    string `hcl:"region,optional"`
+	Namespace string `hcl:"namespace,optional"`
+	TLS       *TLS   `hcl:"tls,block"`
+}
+
+// Consul is how the planner reaches Consul (pools, and the consul store).
+type Consul struct {
+	Address string `hcl:"address,optional"`
+	Token   string `hcl:"token,optional"`
+	TLS     *TLS   `hcl:"tls,block"`
+}
+
+// TLS is a client TLS configuration.
+type TLS struct {
+	CAFile   string `hcl:"ca_file,optional"`
+	CertFile string `hcl:"cert_file,optional"`
+	KeyFile  string `hcl:"key_file,optional"`
+	Insecure bool   `hcl:"insecure,optional"`
+}
+
+// Store says where the planner keeps its queue and records.
+type Store struct {
+	Backend string `hcl:"backend,optional"`
+	Path    string `hcl:"path,optional"`
+	Prefix  string `hcl:"prefix,optional"`
+}
+
+// Policy is the active scheduling policy at start (the one stored by
+// `schedulearn policy set` wins over it after a restart, until the config's
+// policy block changes).
+type Policy struct {
+	Name   string            `hcl:"name"`
+	Config map[string]string `hcl:"config,optional"`
+}
+
+// Pool is a worker pool: the nodes that carry a Consul service (and tags).
+type Pool struct {
+	Name    string   `hcl:"name,label"`
+	Service string   `hcl:"service"`
+	Tags    []string `hcl:"tags,optional"`
+}
+
+// Default is the configuration of a planner on a local lab.
+func Default() *Config {
+	return &Config{
+		BindAddr:      "127.0.0.1:4680",
+		DataDir:       "schedulearn-data",
+		RoundInterval: "10s",
+		LogLevel:      "INFO",
+		Nomad:         &Nomad{Address: "http://127.0.0.1:4646"},
+		Consul:        &Consul{Address: "127.0.0.1:8500"},
+		Store:         &Store{Backend: StoreEmbedded, Prefix: "schedulearn/"},
+		Policy:        &Policy{Name: "elastic-fifo"},
+	}
+}
+
+// Load reads the file at path over the defaults and validates the result.
+func Load(path string) (*Config, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Failed to read config", Detail: err.Error()}}
+	}
+	return Parse(src, path)
+}
+
+// Parse reads config source over the defaults and validates the result.
+func Parse(src []byte, filename string) (*Config, hcl.Diagnostics) {
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	var loaded Config
+	diags = append(diags, gohcl.DecodeBody(file.Body, nil, &loaded)...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	cfg := Default().Merge(&loaded)
+	cfg.File = filename
+	cfg.ranges = map[string]hcl.Range{}
+	collectRanges(file.Body.(*hclsyntax.Body), "", cfg.ranges)
+	diags = append(diags, cfg.Validate()...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return cfg, diags
+}
+
+// Merge returns c with every value o sets laid over it.
+func (c *Config) Merge(o *Config) *Config {
+	r := *c
+	setStr(&r.BindAddr, o.BindAddr)
+	setStr(&r.DataDir, o.DataDir)
+	setStr(&r.RoundInterval, o.RoundInterval)
+	setStr(&r.PluginDir, o.PluginDir)
+	setStr(&r.Token, o.Token)
+	setStr(&r.LogLevel, o.LogLevel)
+	if o.Nomad != nil {
+		n := *r.Nomad
+		setStr(&n.Address, o.Nomad.Address)
+		setStr(&n.Token, o.Nomad.Token)
+		setStr(&n.Region, o.Nomad.Region)
+		setStr(&n.Namespace, o.Nomad.Namespace)
+		if o.Nomad.TLS != nil {
+			n.TLS = o.Nomad.TLS
+		}
+		r.Nomad = &n
+	}
+	if o.Consul != nil {
+		n := *r.Consul
+		setStr(&n.Address, o.Consul.Address)
+		setStr(&n.Token, o.Consul.Token)
+		if o.Consul.TLS != nil {
+			n.TLS = o.Consul.TLS
+		}
+		r.Consul = &n
+	}
+	if o.Store != nil {
+		s := *r.Store
+		setStr(&s.Backend, o.Store.Backend)
+		setStr(&s.Path, o.Store.Path)
+		setStr(&s.Prefix, o.Store.Prefix)
+		r.Store = &s
+	}
+	if o.Policy != nil {
+		r.Policy = o.Policy
+	}
+	if len(o.Pools) > 0 {
+		r.Pools = o.Pools
+	}
+	return &r
+}
+
+func setStr(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+// Validate checks the values and fills in what derives from them.
+func (c *Config) Validate() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	errAt := func(key, summary, detail string) {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail}
+		if r, ok := c.ranges[key]; ok {
+			d.Subject = r.Ptr()
+		}
+		diags = append(diags, d)
+	}
+	if _, _, err := net.SplitHostPort(c.BindAddr); err != nil {
+		errAt("bind_addr", "Invalid bind_addr", fmt.Sprintf("%q: give host:port, e.g. \"127.0.0.1:4680\".", c.BindAddr))
+	}
+	d, err := time.ParseDuration(c.RoundInterval)
+	if err != nil || d <= 0 {
+		errAt("round_interval", "Invalid round_interval", fmt.Sprintf("%q: give a positive duration, e.g. \"10s\".", c.RoundInterval))
+	}
+	c.Round = d
+	switch c.Store.Backend {
+	case StoreEmbedded, StoreConsul:
+	default:
+		errAt("store.backend", "Invalid store backend", fmt.Sprintf("%q: backend is %q (one planner) or %q (several planners, leader election).", c.Store.Backend, StoreEmbedded, StoreConsul))
+	}
+	if c.Policy.Name == "" {
+		errAt("policy.name", "Missing policy name", "Name the active policy, e.g. \"elastic-fifo\".")
+	}
+	seen := map[string]bool{}
+	for _, p := range c.Pools {
+		if seen[p.Name] {
+			errAt("pool."+p.Name, "Duplicate pool", fmt.Sprintf("Pool %q is defined twice.", p.Name))
+		}
+		seen[p.Name] = true
+	}
+	switch c.LogLevel {
+	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":
+	default:
+		errAt("log_level", "Invalid log_level", fmt.Sprintf("%q: one of TRACE, DEBUG, INFO, WARN, ERROR.", c.LogLevel))
+	}
+	return diags
+}
+
+// StorePath is the embedded store's file.
+func (c *Config) StorePath() string {
+	if c.Store.Path != "" {
+		return c.Store.Path
+	}
+	return c.DataDir + "/planner.db"
+}
+
+// collectRanges records the range of every attribute, keyed by its path
+// ("store.backend"), and of every labelled block ("pool.a100").
+func collectRanges(body *hclsyntax.Body, prefix string, out map[string]hcl.Range) {
+	for name, a := range body.Attributes {
+		out[prefix+name] = a.SrcRange
+	}
+	for _, b := range body.Blocks {
+		key := prefix + b.Type
+		if len(b.Labels) > 0 {
+			out[key+"."+b.Labels[0]] = b.DefRange()
+		}
+		collectRanges(b.Body, key+".", out)
+	}
+}

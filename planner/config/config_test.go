@@ -1,0 +1,68 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
+)
+
+func TestParse_DefaultsAndOverrides(t *testing.T) {
+	cfg, diags := Parse([]byte(`
+round_interval = "2s"
+nomad {
+  address = "http://10.0.0.1:4646"
+}
+store {
+  backend = "consul"
+}
+policy {
+  name   = "fifo"
+  config = { start_size = "min" }
+}
+pool "a100" {
+  service = "gpu-workers"
+  tags    = ["a100"]
+}
+`), "planner.hcl")
+	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+	must.Eq(t, 2*time.Second, cfg.Round)
+	must.Eq(t, "http://10.0.0.1:4646", cfg.Nomad.Address)
+	must.Eq(t, "127.0.0.1:8500", cfg.Consul.Address) // default kept
+	must.Eq(t, StoreConsul, cfg.Store.Backend)
+	must.Eq(t, "schedulearn/", cfg.Store.Prefix) // default kept
+	must.Eq(t, "fifo", cfg.Policy.Name)
+	must.Eq(t, "min", cfg.Policy.Config["start_size"])
+	must.Len(t, 1, cfg.Pools)
+	must.Eq(t, "127.0.0.1:4680", cfg.BindAddr)
+}
+
+func TestParse_Errors(t *testing.T) {
+	cases := []struct {
+		name, src, want string
+	}{
+		{"unknown key", "bogus = 1\n", "planner.hcl:1:1: error: Unsupported argument"},
+		{"bad round", "round_interval = \"soon\"\n", "planner.hcl:1:1: error: Invalid round_interval"},
+		{"bad backend", "store {\n  backend = \"etcd\"\n}\n", "planner.hcl:2:3: error: Invalid store backend"},
+		{"bad bind", "bind_addr = \"4680\"\n", "planner.hcl:1:1: error: Invalid bind_addr"},
+		{"pool without service", "pool \"a\" {\n}\n", "planner.hcl:1:10: error: Missing required argument"},
+		{"duplicate pool", "pool \"a\" {\n  service = \"x\"\n}\npool \"a\" {\n  service = \"y\"\n}\n", "error: Duplicate pool"},
+		{"syntax", "nomad {\n", "planner.hcl:1:7: error: Unclosed configuration block"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, diags := Parse([]byte(tc.src), "planner.hcl")
+			must.Nil(t, cfg)
+			must.True(t, diags.HasErrors())
+			must.StrContains(t, hcldiag.Format(diags), tc.want)
+		})
+	}
+}
+
+func TestLoad_MissingFile(t *testing.T) {
+	_, diags := Load("/no/such/planner.hcl")
+	must.True(t, diags.HasErrors())
+	must.StrContains(t, hcldiag.Format(diags), "no such file")
+}
