@@ -1,0 +1,214 @@
+// Package cluster is the planner's view of the GPU nodes: what Nomad's
+// clients offer through the device plugin, what other work already holds,
+// and which Consul-discovered worker pool each node is in. It turns them
+// into the nodes of a policy.Snapshot.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// GPU device identity, as the schedulearn-gpu plugin (and Nomad's official
+// nvidia plugin) fingerprint it.
+const (
+	GPUVendor = "nvidia"
+	GPUType   = "gpu"
+)
+
+// Pool is a worker pool: the nodes carrying a Consul service with all the
+// given tags.
+type Pool struct {
+	Name    string
+	Service string
+	Tags    []string
+}
+
+// View reads the cluster from Nomad and Consul.
+type View struct {
+	Nomad  *nomadapi.Client
+	Consul *consulapi.Client // nil: no pools
+	Pools  []Pool
+	// Owned reports whether a Nomad job is one the planner manages; the
+	// GPUs other jobs hold count as Reserved.
+	Owned func(nomadJobID string) bool
+}
+
+// Nodes returns the GPU nodes that can take work now, ordered by ID.
+func (v *View) Nodes(ctx context.Context) ([]policy.Node, error) {
+	q := (&nomadapi.QueryOptions{Params: map[string]string{"resources": "true"}}).WithContext(ctx)
+	nodes, _, err := v.Nomad.Nodes().List(q)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list nomad nodes: %w", err)
+	}
+	aq := (&nomadapi.QueryOptions{Params: map[string]string{"resources": "true", "task_states": "false"}}).WithContext(ctx)
+	allocs, _, err := v.Nomad.Allocations().List(aq)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list nomad allocations: %w", err)
+	}
+	pools, err := v.poolMembers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owned := v.Owned
+	if owned == nil {
+		owned = func(string) bool { return false }
+	}
+	return Build(nodes, allocs, pools, owned), nil
+}
+
+// Build is the pure part of Nodes: it keeps the ready, eligible, undrained
+// nodes with healthy GPUs, counts the GPUs held by allocations of jobs the
+// planner does not own as Reserved, and sets each node's pool.
+func Build(nodes []*nomadapi.NodeListStub, allocs []*nomadapi.AllocationListStub, pools map[string]string, owned func(string) bool) []policy.Node {
+	reserved := map[string]map[string]bool{} // node → GPU IDs held by others
+	for _, a := range allocs {
+		if owned(a.JobID) || a.AllocatedResources == nil || terminal(a) {
+			continue
+		}
+		for _, task := range a.AllocatedResources.Tasks {
+			for _, d := range task.Devices {
+				if d.Vendor != GPUVendor || d.Type != GPUType {
+					continue
+				}
+				if reserved[a.NodeID] == nil {
+					reserved[a.NodeID] = map[string]bool{}
+				}
+				for _, id := range d.DeviceIDs {
+					reserved[a.NodeID][id] = true
+				}
+			}
+		}
+	}
+
+	var out []policy.Node
+	for _, n := range nodes {
+		if n.Status != nomadapi.NodeStatusReady || n.Drain || n.SchedulingEligibility != nomadapi.NodeSchedulingEligible || n.NodeResources == nil {
+			continue
+		}
+		group := largestGPUGroup(n.NodeResources.Devices)
+		if group == nil {
+			continue
+		}
+		healthy := 0
+		held := 0
+		for _, inst := range group.Instances {
+			if !inst.Healthy {
+				continue
+			}
+			healthy++
+			if reserved[n.ID][inst.ID] {
+				held++
+			}
+		}
+		if healthy == 0 {
+			continue
+		}
+		out = append(out, policy.Node{
+			ID:           n.ID,
+			Name:         n.Name,
+			Pool:         poolOf(pools, n),
+			GPUModel:     group.Name,
+			GPUMemoryMiB: memoryMiB(group),
+			GPUs:         healthy,
+			Reserved:     held,
+			Attributes:   nodeAttributes(n),
+		})
+	}
+	slices.SortFunc(out, func(a, b policy.Node) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// largestGPUGroup is the node's GPU device group with the most instances;
+// a node that mixes models is scheduled on its largest group.
+func largestGPUGroup(devices []*nomadapi.NodeDeviceResource) *nomadapi.NodeDeviceResource {
+	var best *nomadapi.NodeDeviceResource
+	for _, d := range devices {
+		if d.Vendor != GPUVendor || d.Type != GPUType {
+			continue
+		}
+		if best == nil || len(d.Instances) > len(best.Instances) {
+			best = d
+		}
+	}
+	return best
+}
+
+// memoryMiB reads the group's "memory" attribute, in MiB.
+func memoryMiB(d *nomadapi.NodeDeviceResource) int {
+	a, ok := d.Attributes["memory"]
+	if !ok || a.IntVal == nil {
+		return 0
+	}
+	v := *a.IntVal
+	switch strings.ToLower(a.Unit) {
+	case "gib":
+		v *= 1024
+	case "kib":
+		v /= 1024
+	case "b":
+		v >>= 20
+	}
+	return int(v)
+}
+
+func terminal(a *nomadapi.AllocationListStub) bool {
+	switch a.ClientStatus {
+	case nomadapi.AllocClientStatusComplete, nomadapi.AllocClientStatusFailed, nomadapi.AllocClientStatusLost:
+		return true
+	}
+	return a.DesiredStatus == nomadapi.AllocDesiredStatusStop || a.DesiredStatus == nomadapi.AllocDesiredStatusEvict
+}
+
+// nodeAttributes are the node facts policies can constrain on: Nomad's
+// node pool and datacenter, and the node's meta as "meta.<key>".
+func nodeAttributes(n *nomadapi.NodeListStub) map[string]string {
+	attrs := map[string]string{"node_pool": n.NodePool, "datacenter": n.Datacenter}
+	for k, v := range n.Attributes {
+		if strings.HasPrefix(k, "meta.") {
+			attrs[k] = v
+		}
+	}
+	return attrs
+}
+
+// poolMembers maps node names and addresses to the pool whose Consul
+// service they carry (the first pool wins when a node is in several).
+func (v *View) poolMembers(ctx context.Context) (map[string]string, error) {
+	if v.Consul == nil || len(v.Pools) == 0 {
+		return nil, nil
+	}
+	members := map[string]string{}
+	for _, p := range v.Pools {
+		q := (&consulapi.QueryOptions{}).WithContext(ctx)
+		entries, _, err := v.Consul.Health().ServiceMultipleTags(p.Service, p.Tags, true, q)
+		if err != nil {
+			return nil, fmt.Errorf("failed to list consul service %q for pool %q: %w", p.Service, p.Name, err)
+		}
+		for _, e := range entries {
+			for _, key := range []string{e.Node.Node, e.Node.Address} {
+				if _, taken := members[key]; !taken {
+					members[key] = p.Name
+				}
+			}
+		}
+	}
+	return members, nil
+}
+
+func poolOf(pools map[string]string, n *nomadapi.NodeListStub) string {
+	if p, ok := pools[n.Name]; ok {
+		return p
+	}
+	if p, ok := pools[n.Address]; ok {
+		return p
+	}
+	return ""
+}
