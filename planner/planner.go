@@ -1,0 +1,353 @@
+// Package planner is the Schedulearn planner: it keeps the queue of training
+// jobs, and each round takes a snapshot of the cluster and the jobs, asks the
+// active policy for a plan, and has the executor carry the plan out in Nomad.
+//
+// A round, in order:
+//  1. Jobs the executor reports finished (the launcher exited) are recorded
+//     as complete or failed and give their GPUs back.
+//  2. The snapshot: the GPU nodes (Cluster), and every queued and running
+//     job with the GPUs it holds (the store is the truth for that).
+//  3. The active policy's plan (or the last good policy's, see PolicyHost).
+//  4. The plan's changes, in the order that frees GPUs before taking them:
+//     each is applied by the executor and then recorded (state, GPUs, a
+//     history entry with the policy's reason). A change the executor fails
+//     is not recorded, so the next round tries again from what is true.
+package planner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// Store is what the planner keeps its jobs and policy in (planner/store).
+type Store interface {
+	CreateJob(ctx context.Context, j *structs.Job) error
+	UpdateJob(ctx context.Context, j *structs.Job) error
+	GetJob(ctx context.Context, id string) (*structs.Job, error)
+	ListJobs(ctx context.Context) ([]*structs.Job, error)
+	GetPolicy(ctx context.Context) (*structs.PolicyState, error)
+	PutPolicy(ctx context.Context, p *structs.PolicyState) error
+}
+
+// Cluster lists the GPU nodes that can take work (planner/cluster).
+type Cluster interface {
+	Nodes(ctx context.Context) ([]policy.Node, error)
+}
+
+// Executor carries out the planner's decisions in Nomad.
+type Executor interface {
+	// Apply makes job hold the target allocation: it registers the job when
+	// it holds nothing yet, resizes it in place when it runs, and stops it
+	// when the target is empty. It must be idempotent.
+	Apply(ctx context.Context, job *structs.Job, target policy.Allocation) error
+	// Outcome reports whether a running job has ended, and how.
+	Outcome(ctx context.Context, job *structs.Job) (Outcome, error)
+}
+
+// Outcome is the Nomad side of a job the planner started.
+type Outcome struct {
+	Done     bool
+	ExitCode int
+	Message  string
+}
+
+// InputError is a submission the planner refuses.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// Planner is the scheduling loop and the operations the API serves.
+type Planner struct {
+	Store    Store
+	Cluster  Cluster
+	Executor Executor
+	Policies *PolicyHost
+	Logger   hclog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	kickOnce sync.Once
+	kick     chan struct{}
+	roundMu  sync.Mutex // one round at a time
+}
+
+func (p *Planner) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+func (p *Planner) kicks() chan struct{} {
+	p.kickOnce.Do(func() { p.kick = make(chan struct{}, 1) })
+	return p.kick
+}
+
+// Kick asks for a round soon.
+func (p *Planner) Kick() {
+	select {
+	case p.kicks() <- struct{}{}:
+	default:
+	}
+}
+
+// Run plans a round on every kick and every interval until ctx ends.
+func (p *Planner) Run(ctx context.Context, interval time.Duration) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-p.kicks():
+		}
+		if err := p.Round(ctx); err != nil && ctx.Err() == nil {
+			p.Logger.Error("scheduling round failed", "error", err)
+		}
+		timer.Reset(interval)
+	}
+}
+
+// Submit queues a job. It refuses a job no node of the cluster could ever
+// hold, and answers at once with the stored record.
+func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string) (*structs.Job, error) {
+	nodes, err := p.Cluster.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := fits(spec, nodes); err != nil {
+		return nil, err
+	}
+	now := p.now()
+	j := &structs.Job{
+		ID:        spec.Name + "-" + randomSuffix(),
+		Spec:      *spec,
+		Source:    source,
+		State:     structs.JobQueued,
+		Submitted: now,
+		Events:    []structs.Event{{Time: now, Type: "submitted", Message: "queued"}},
+	}
+	if err := p.Store.CreateJob(ctx, j); err != nil {
+		return nil, fmt.Errorf("failed to store job: %w", err)
+	}
+	p.Logger.Info("job queued", "job", j.ID, "gpus_min", spec.GPUs.Min, "gpus_max", spec.GPUs.Max)
+	p.Kick()
+	return j, nil
+}
+
+// fits says why no node or pool could ever run the job, if none could: the
+// GPUs are counted per pool and model, as the job's constraints allow.
+func fits(spec *jobspec.Spec, nodes []policy.Node) error {
+	req := requestOf(spec)
+	cons := constraintsOf(spec)
+	total, best := 0, 0
+	for _, n := range nodes {
+		if !cons.Allows(&n) {
+			continue
+		}
+		usable := n.GPUs - n.GPUs%req.PerWorker
+		total += usable
+		best = max(best, usable)
+	}
+	if total < req.Min {
+		where := "the cluster"
+		if spec.Pool != "" {
+			where = fmt.Sprintf("pool %q", spec.Pool)
+		}
+		if spec.GPUs.Model != "" || spec.GPUs.MinMemoryMiB > 0 {
+			where += " (with the job's GPU model/memory constraints)"
+		}
+		return &InputError{Msg: fmt.Sprintf("job %s needs at least %d GPUs but %s has %d that it could use", spec.Name, req.Min, where, total)}
+	}
+	return nil
+}
+
+// Round runs one scheduling round.
+func (p *Planner) Round(ctx context.Context) error {
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
+	now := p.now()
+
+	all, err := p.Store.ListJobs(ctx)
+	if err != nil {
+		return fmt.Errorf("failed to list jobs: %w", err)
+	}
+	var live []*structs.Job
+	for _, j := range all {
+		if j.State.Terminal() {
+			continue
+		}
+		if j.State == structs.JobRunning {
+			done, err := p.reap(ctx, j, now)
+			if err != nil {
+				p.Logger.Warn("failed to read job outcome", "job", j.ID, "error", err)
+			}
+			if done {
+				continue
+			}
+		}
+		live = append(live, j)
+	}
+
+	nodes, err := p.Cluster.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("failed to read cluster: %w", err)
+	}
+	snap := snapshot(now, nodes, live)
+	plan, perr := p.Policies.Plan(ctx, snap)
+	if perr != nil {
+		p.Logger.Warn("policy", "error", perr)
+		p.recordPolicyError(ctx, perr)
+	}
+	if plan == nil {
+		return perr
+	}
+
+	byID := make(map[string]*structs.Job, len(live))
+	for _, j := range live {
+		byID[j.ID] = j
+	}
+	var errs []error
+	for _, ch := range plan.Diff(snap).All() {
+		j := byID[ch.Job]
+		if err := p.Executor.Apply(ctx, j, ch.To); err != nil {
+			errs = append(errs, fmt.Errorf("failed to %s job %s: %w", ch.Kind, j.ID, err))
+			continue
+		}
+		reason := strings.Join(plan.Reasons[j.ID], "; ")
+		if err := p.record(ctx, j, ch, plan.Policy, reason, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reap records a running job that has ended; it reports whether it did.
+func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (bool, error) {
+	out, err := p.Executor.Outcome(ctx, j)
+	if err != nil || !out.Done {
+		return false, err
+	}
+	code := out.ExitCode
+	j.ExitCode = &code
+	j.State = structs.JobComplete
+	if code != 0 {
+		j.State = structs.JobFailed
+	}
+	j.Finished = now
+	j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+	j.Allocation = nil
+	j.History = append(j.History, structs.GPUChange{Time: now, GPUs: 0, Reason: "job ended"})
+	j.Events = append(j.Events, structs.Event{Time: now, Type: string(j.State), Message: out.Message})
+	if err := p.Store.UpdateJob(ctx, j); err != nil {
+		return false, fmt.Errorf("failed to record end of job %s: %w", j.ID, err)
+	}
+	p.Logger.Info("job ended", "job", j.ID, "state", j.State, "exit_code", code)
+	return true, nil
+}
+
+// record writes an applied change into the job's record.
+func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, now time.Time) error {
+	j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+	j.Allocation = maps.Clone(map[string]int(ch.To))
+	switch {
+	case ch.To.Total() == 0:
+		j.State = structs.JobQueued // preempted: back in the queue
+	case j.State == structs.JobQueued:
+		j.State = structs.JobRunning
+		if j.Started.IsZero() {
+			j.Started = now
+		}
+	}
+	j.History = append(j.History, structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Policy: policyName, Reason: reason})
+	j.Events = append(j.Events, structs.Event{Time: now, Type: string(ch.Kind),
+		Message: fmt.Sprintf("%s: %d -> %d GPUs (%s)", ch.Kind, ch.From.Total(), ch.To.Total(), policyName)})
+	if err := p.Store.UpdateJob(ctx, j); err != nil {
+		return fmt.Errorf("failed to record %s of job %s: %w", ch.Kind, j.ID, err)
+	}
+	p.Logger.Info("job resized", "job", j.ID, "change", ch.Kind, "gpus", ch.To.Total(), "policy", policyName)
+	return nil
+}
+
+func (p *Planner) recordPolicyError(ctx context.Context, perr error) {
+	name, config := p.Policies.Active()
+	state := &structs.PolicyState{Name: name, Config: config, Changed: p.now(), LastError: perr.Error()}
+	if old, err := p.Store.GetPolicy(ctx); err == nil {
+		state.Changed = old.Changed
+	}
+	if err := p.Store.PutPolicy(ctx, state); err != nil {
+		p.Logger.Warn("failed to record policy error", "error", err)
+	}
+}
+
+// SetPolicy makes the named policy active and stores the choice, so a
+// restarted planner keeps it. A policy that fails to open leaves the
+// current one active.
+func (p *Planner) SetPolicy(ctx context.Context, name string, config map[string]string) (*structs.PolicyState, error) {
+	if _, err := p.Policies.Set(name, config); err != nil {
+		return nil, err
+	}
+	state := &structs.PolicyState{Name: name, Config: config, Changed: p.now()}
+	if err := p.Store.PutPolicy(ctx, state); err != nil {
+		return nil, fmt.Errorf("failed to store policy: %w", err)
+	}
+	p.Kick()
+	return state, nil
+}
+
+// Stop stops a job: a running one in Nomad, a queued one in the queue.
+func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
+	j, err := p.Store.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if j.State.Terminal() {
+		return j, nil
+	}
+	now := p.now()
+	if j.State == structs.JobRunning {
+		if err := p.Executor.Apply(ctx, j, nil); err != nil {
+			return nil, fmt.Errorf("failed to stop job %s: %w", id, err)
+		}
+		j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+		j.History = append(j.History, structs.GPUChange{Time: now, GPUs: 0, Reason: "stopped by user"})
+	}
+	j.State = structs.JobStopped
+	j.Allocation = nil
+	j.Finished = now
+	j.Events = append(j.Events, structs.Event{Time: now, Type: "stopped", Message: "stopped by user"})
+	if err := p.Store.UpdateJob(ctx, j); err != nil {
+		return nil, fmt.Errorf("failed to record stop of job %s: %w", id, err)
+	}
+	p.Kick()
+	return j, nil
+}
+
+func lastChange(j *structs.Job) time.Time {
+	if n := len(j.History); n > 0 {
+		return j.History[n-1].Time
+	}
+	return j.Submitted
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,322 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// memStore is an in-memory Store with the real one's version check.
+type memStore struct {
+	mu     sync.Mutex
+	jobs   map[string]*structs.Job
+	policy *structs.PolicyState
+}
+
+var errNotFound = errors.New("not found")
+
+func newMemStore() *memStore { return &memStore{jobs: map[string]*structs.Job{}} }
+
+func clone(j *structs.Job) *structs.Job {
+	c := *j
+	c.Allocation = maps.Clone(j.Allocation)
+	c.History = slices.Clone(j.History)
+	c.Events = slices.Clone(j.Events)
+	return &c
+}
+
+func (s *memStore) CreateJob(_ context.Context, j *structs.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.jobs[j.ID]; ok {
+		return errors.New("exists")
+	}
+	j.Version = 1
+	s.jobs[j.ID] = clone(j)
+	return nil
+}
+
+func (s *memStore) UpdateJob(_ context.Context, j *structs.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.jobs[j.ID]
+	if !ok {
+		return errNotFound
+	}
+	if old.Version != j.Version {
+		return errors.New("conflict")
+	}
+	j.Version++
+	s.jobs[j.ID] = clone(j)
+	return nil
+}
+
+func (s *memStore) GetJob(_ context.Context, id string) (*structs.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil, errNotFound
+	}
+	return clone(j), nil
+}
+
+func (s *memStore) ListJobs(context.Context) ([]*structs.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*structs.Job
+	for _, j := range s.jobs {
+		out = append(out, clone(j))
+	}
+	slices.SortFunc(out, func(a, b *structs.Job) int {
+		if c := a.Submitted.Compare(b.Submitted); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+func (s *memStore) GetPolicy(context.Context) (*structs.PolicyState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.policy == nil {
+		return nil, errNotFound
+	}
+	c := *s.policy
+	return &c, nil
+}
+
+func (s *memStore) PutPolicy(_ context.Context, p *structs.PolicyState) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *p
+	s.policy = &c
+	return nil
+}
+
+type staticCluster []policy.Node
+
+func (c staticCluster) Nodes(context.Context) ([]policy.Node, error) { return slices.Clone(c), nil }
+
+// fakeExecutor records what it was asked to do; fail makes the next Apply
+// of a job fail, done marks a job's launcher as exited.
+type fakeExecutor struct {
+	mu      sync.Mutex
+	applied []string // "job:total"
+	fail    map[string]bool
+	done    map[string]int
+}
+
+func (e *fakeExecutor) Apply(_ context.Context, j *structs.Job, target policy.Allocation) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fail[j.Spec.Name] {
+		delete(e.fail, j.Spec.Name)
+		return errors.New("nomad said no")
+	}
+	e.applied = append(e.applied, j.Spec.Name+":"+strconv.Itoa(target.Total()))
+	return nil
+}
+
+func (e *fakeExecutor) Outcome(_ context.Context, j *structs.Job) (Outcome, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if code, ok := e.done[j.Spec.Name]; ok {
+		return Outcome{Done: true, ExitCode: code, Message: "launcher exited"}, nil
+	}
+	return Outcome{}, nil
+}
+
+func (e *fakeExecutor) take() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.applied
+	e.applied = nil
+	return out
+}
+
+func spec(t *testing.T, name string, min, max int) *jobspec.Spec {
+	t.Helper()
+	gpus := "gpus {\n min = " + strconv.Itoa(min) + "\n max = " + strconv.Itoa(max) + "\n}\n"
+	s, diags := jobspec.Parse([]byte("training \""+name+"\" {\n command = \"python3\"\n"+gpus+"}\n"), name+".hcl", time.Now())
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	return s
+}
+
+func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*Planner, *memStore, *fakeExecutor, *time.Time) {
+	t.Helper()
+	logger := hclog.NewNullLogger()
+	host, err := NewPolicyHost(t.TempDir(), logger, policyName, nil, 5*time.Second)
+	must.NoError(t, err)
+	t.Cleanup(host.Close)
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	store, exec := newMemStore(), &fakeExecutor{fail: map[string]bool{}, done: map[string]int{}}
+	p := &Planner{Store: store, Cluster: staticCluster(nodes), Executor: exec, Policies: host, Logger: logger,
+		Now: func() time.Time { return now }}
+	return p, store, exec, &now
+}
+
+func node(id string, gpus int) policy.Node {
+	return policy.Node{ID: id, Name: id, GPUModel: "A100", GPUMemoryMiB: 40960, GPUs: gpus}
+}
+
+func submit(t *testing.T, p *Planner, now *time.Time, s *jobspec.Spec) *structs.Job {
+	t.Helper()
+	*now = now.Add(time.Second) // distinct submission times keep FIFO order explicit
+	j, err := p.Submit(context.Background(), s, "")
+	must.NoError(t, err)
+	return j
+}
+
+func state(t *testing.T, st *memStore, id string) *structs.Job {
+	t.Helper()
+	j, err := st.GetJob(context.Background(), id)
+	must.NoError(t, err)
+	return j
+}
+
+// FIFO starts jobs in submission order while they fit; the next one waits.
+// Switching to Elastic FIFO grows the running jobs into the idle GPUs
+// without stopping them, and each job's history says who gave what.
+func TestRound_FIFOThenElasticFIFO(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	a := submit(t, p, now, spec(t, "a", 2, 2))
+	b := submit(t, p, now, spec(t, "b", 2, 4))
+	c := submit(t, p, now, spec(t, "c", 8, 8))
+
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a:2", "b:4"}, exec.take())
+	must.Eq(t, structs.JobRunning, state(t, st, a.ID).State)
+	must.Eq(t, 4, state(t, st, b.ID).GPUs())
+	must.Eq(t, structs.JobQueued, state(t, st, c.ID).State)
+
+	_, err := p.SetPolicy(ctx, "elastic-fifo", nil)
+	must.NoError(t, err)
+	must.NoError(t, p.Round(ctx))
+	// c still does not fit at its min (8) without shrinking below mins;
+	// a is fixed at 2, b is at its max: nothing to grow, nothing stopped.
+	for _, call := range exec.take() {
+		must.False(t, strings.HasSuffix(call, ":0"), must.Sprintf("a running job was stopped: %s", call))
+	}
+
+	// When a ends, its GPUs go to the queue in the same round.
+	exec.done["a"] = 0
+	*now = now.Add(time.Minute)
+	must.NoError(t, p.Round(ctx))
+	ja := state(t, st, a.ID)
+	must.Eq(t, structs.JobComplete, ja.State)
+	must.Eq(t, 0, *ja.ExitCode)
+	must.Eq(t, 2*60.0, ja.AttainedGPUSeconds, must.Sprint("2 GPUs for the 60s it ran"))
+	jb := state(t, st, b.ID)
+	must.Eq(t, "fifo", jb.History[0].Policy)
+	must.Eq(t, 4, jb.History[0].GPUs)
+}
+
+// A change Nomad refuses is not recorded; the next round tries again.
+func TestRound_ExecutorFailureRetried(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	a := submit(t, p, now, spec(t, "a", 2, 2))
+	exec.fail["a"] = true
+	must.ErrorContains(t, p.Round(ctx), "nomad said no")
+	must.Eq(t, structs.JobQueued, state(t, st, a.ID).State)
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, structs.JobRunning, state(t, st, a.ID).State)
+	must.Eq(t, []string{"a:2"}, exec.take())
+}
+
+// A job larger than the cluster is refused at submission; one that fits is
+// queued; nothing already queued is lost by a refusal.
+func TestSubmit_RefusesWhatCanNeverRun(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "fifo", node("n1", 8), node("n2", 4))
+	ok := submit(t, p, now, spec(t, "ok", 12, 12))
+	_, err := p.Submit(ctx, spec(t, "huge", 13, 16), "")
+	var ie *InputError
+	must.True(t, errors.As(err, &ie), must.Sprint(err))
+	must.StrContains(t, err.Error(), "needs at least 13 GPUs but the cluster has 12")
+
+	s := spec(t, "wrong-model", 1, 1)
+	s.GPUs.Model = "H100"
+	_, err = p.Submit(ctx, s, "")
+	must.ErrorContains(t, err, "GPU model/memory constraints")
+
+	jobs, err := st.ListJobs(ctx)
+	must.NoError(t, err)
+	must.Len(t, 1, jobs)
+	must.Eq(t, ok.ID, jobs[0].ID)
+}
+
+// An unknown policy is refused and the active one stays.
+func TestSetPolicy_UnknownKeepsActive(t *testing.T) {
+	p, _, _, _ := newPlanner(t, "fifo", node("n1", 8))
+	_, err := p.SetPolicy(context.Background(), "no-such-policy", nil)
+	must.ErrorContains(t, err, "no-such-policy")
+	name, _ := p.Policies.Active()
+	must.Eq(t, "fifo", name)
+	_, err = p.SetPolicy(context.Background(), "elastic-fifo", map[string]string{"bogus": "1"})
+	must.Error(t, err)
+	name, _ = p.Policies.Active()
+	must.Eq(t, "fifo", name)
+}
+
+// Stopping a running job stops it in Nomad and frees its GPUs; stopping a
+// queued one takes it out of the queue.
+func TestStop(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 4))
+	a := submit(t, p, now, spec(t, "a", 4, 4))
+	b := submit(t, p, now, spec(t, "b", 4, 4))
+	must.NoError(t, p.Round(ctx))
+	exec.take()
+
+	_, err := p.Stop(ctx, b.ID)
+	must.NoError(t, err)
+	must.SliceEmpty(t, exec.take())
+	must.Eq(t, structs.JobStopped, state(t, st, b.ID).State)
+
+	_, err = p.Stop(ctx, a.ID)
+	must.NoError(t, err)
+	must.Eq(t, []string{"a:0"}, exec.take())
+	must.Eq(t, structs.JobStopped, state(t, st, a.ID).State)
+	must.NoError(t, p.Round(ctx))
+	must.SliceEmpty(t, exec.take())
+}
+
+// GPUs on a node that is gone are not planned on: the job's allocation is
+// taken as empty and it is started again elsewhere.
+func TestRound_LostNodeDropped(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 4), node("n2", 4))
+	a := submit(t, p, now, spec(t, "a", 4, 4))
+	must.NoError(t, p.Round(ctx))
+	exec.take()
+	held := state(t, st, a.ID).Allocation
+	var lost string
+	for n := range held {
+		lost = n
+	}
+	remaining := node("n1", 4)
+	if lost == "n1" {
+		remaining = node("n2", 4)
+	}
+	p.Cluster = staticCluster{remaining}
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a:4"}, exec.take())
+	must.Eq(t, map[string]int{remaining.ID: 4}, state(t, st, a.ID).Allocation)
+}

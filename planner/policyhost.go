@@ -1,0 +1,153 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// PolicyHost holds the active scheduling policy and swaps it at run time.
+// It also keeps the last policy that planned successfully: when the active
+// one fails (an external plugin that crashes, hangs or returns an invalid
+// plan), the round is planned by the last good policy instead, and the
+// failure is reported, so scheduling never stops on a bad plugin.
+type PolicyHost struct {
+	registry *policy.Registry
+	logger   hclog.Logger
+	timeout  time.Duration
+
+	mu       sync.Mutex
+	active   *policy.Instance
+	config   map[string]string
+	lastGood *policy.Instance // may be active
+	lastErr  error
+}
+
+// NewPolicyHost opens the named policy from the builtins or pluginDir.
+func NewPolicyHost(pluginDir string, logger hclog.Logger, name string, config map[string]string, timeout time.Duration) (*PolicyHost, error) {
+	h := &PolicyHost{registry: policy.NewRegistry(pluginDir, logger.Named("policy")), logger: logger, timeout: timeout}
+	if _, err := h.Set(name, config); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Available lists the policies that can be set: builtins and plugins.
+func (h *PolicyHost) Available() ([]string, error) { return h.registry.Names() }
+
+// Describe returns a policy's description without making it active.
+func (h *PolicyHost) Describe(name string) (policy.Info, bool, error) {
+	h.mu.Lock()
+	active := h.active
+	h.mu.Unlock()
+	if active != nil && active.Name() == name {
+		return active.PluginInfo(), active.Builtin(), nil
+	}
+	if f, ok := policy.Builtins()[name]; ok {
+		return f().PluginInfo(), true, nil
+	}
+	// External plugins describe themselves only once launched.
+	return policy.Info{Name: name, Description: "external plugin"}, false, nil
+}
+
+// Active returns the active policy's name and configuration.
+func (h *PolicyHost) Active() (string, map[string]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.active.Name(), maps.Clone(h.config)
+}
+
+// LastError is why the active policy last failed to plan (nil when its last
+// round went well).
+func (h *PolicyHost) LastError() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastErr
+}
+
+// Set makes the named policy active. A policy that cannot be opened or
+// configured leaves the current one active and returns the error. Running
+// jobs are not touched: the next round simply asks the new policy.
+func (h *PolicyHost) Set(name string, config map[string]string) (policy.Info, error) {
+	next, err := h.registry.Open(name, config)
+	if err != nil {
+		return policy.Info{}, err
+	}
+	h.mu.Lock()
+	old, oldGood := h.active, h.lastGood
+	h.active, h.config, h.lastErr = next, maps.Clone(config), nil
+	if oldGood == nil {
+		h.lastGood = next
+	}
+	h.mu.Unlock()
+	// The old active policy stays open while it is the last good one.
+	if old != nil && old != oldGood {
+		old.Close()
+	}
+	h.logger.Info("active policy set", "policy", name, "config", config)
+	return next.PluginInfo(), nil
+}
+
+// Plan asks the active policy for a plan, within the host's timeout. If it
+// fails, the last good policy plans the round; the returned error (non-nil
+// alongside a plan) says why the active one was passed over.
+func (h *PolicyHost) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	h.mu.Lock()
+	active, good := h.active, h.lastGood
+	h.mu.Unlock()
+
+	plan, err := h.plan(ctx, active, s)
+	if err == nil {
+		h.mu.Lock()
+		if h.active == active {
+			prev := h.lastGood
+			h.lastGood, h.lastErr = active, nil
+			if prev != nil && prev != active {
+				defer prev.Close()
+			}
+		}
+		h.mu.Unlock()
+		return plan, nil
+	}
+	h.mu.Lock()
+	h.lastErr = err
+	h.mu.Unlock()
+	if good == nil || good == active {
+		return nil, err
+	}
+	h.logger.Warn("active policy failed; planning this round with the last good policy",
+		"policy", active.Name(), "fallback", good.Name(), "error", err)
+	fallback, ferr := h.plan(ctx, good, s)
+	if ferr != nil {
+		return nil, errors.Join(err, ferr)
+	}
+	return fallback, fmt.Errorf("policy %s failed, kept the last good policy %s: %w", active.Name(), good.Name(), err)
+}
+
+func (h *PolicyHost) plan(ctx context.Context, p *policy.Instance, s *policy.Snapshot) (*policy.Plan, error) {
+	if h.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
+	return p.Plan(ctx, s)
+}
+
+// Close stops every open external policy.
+func (h *PolicyHost) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range slices.Compact([]*policy.Instance{h.active, h.lastGood}) {
+		if p != nil {
+			p.Close()
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package planner
+
+import (
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// snapshot is what the policy sees this round. The store is the truth for
+// what each job holds; GPUs on nodes that are gone (down, drained, no longer
+// offering GPUs) are dropped, so the policy never plans on a lost node.
+func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
+	known := make(map[string]bool, len(nodes))
+	largest := 0
+	for _, n := range nodes {
+		known[n.ID] = true
+		largest = max(largest, n.GPUs)
+	}
+	idsByName := map[string][]string{}
+	for _, j := range jobs {
+		idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
+	}
+	s := &policy.Snapshot{Now: now, Nodes: nodes, Jobs: make([]policy.Job, 0, len(jobs))}
+	for _, j := range jobs {
+		alloc := policy.Allocation{}
+		for node, g := range j.Allocation {
+			if known[node] && g > 0 {
+				alloc[node] = g
+			}
+		}
+		state := policy.Queued
+		if alloc.Total() > 0 {
+			state = policy.Running
+		}
+		req := requestOf(&j.Spec)
+		if j.Spec.GPUs.Auto && req.Max == 0 {
+			// Until the job's speedup curve is measured, "auto" may grow
+			// to one whole node.
+			req.Max = max(req.Min, largest-largest%req.PerWorker)
+		}
+		pj := policy.Job{
+			ID:                 j.ID,
+			Name:               j.Spec.Name,
+			User:               j.Spec.User,
+			Priority:           j.Spec.Priority,
+			Submitted:          j.Submitted,
+			State:              state,
+			GPUs:               req,
+			Constraints:        constraintsOf(&j.Spec),
+			AntiAffinity:       selector(j.Spec.AntiAffinity, idsByName),
+			Affinity:           selector(j.Spec.Affinity, idsByName),
+			Labels:             j.Spec.Labels,
+			Allocation:         alloc,
+			LastResized:        lastChange(j),
+			AttainedGPUSeconds: j.AttainedGPUSeconds + float64(alloc.Total())*now.Sub(lastChange(j)).Seconds(),
+		}
+		if t := j.Spec.Target; t != nil {
+			pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal}
+			if t.Tier1 != nil {
+				pj.Progress.Tier1 = *t.Tier1
+			}
+			pj.Progress.Deadline = t.Deadline
+			if t.Within > 0 {
+				pj.Progress.Deadline = j.Submitted.Add(t.Within)
+			}
+		}
+		s.Jobs = append(s.Jobs, pj)
+	}
+	return s
+}
+
+// requestOf is the gang rule's input for a jobspec.
+func requestOf(spec *jobspec.Spec) policy.GPURequest {
+	return policy.GPURequest{Min: spec.GPUs.Min, Max: spec.GPUs.Max, PerWorker: spec.GPUs.PerWorker}
+}
+
+// constraintsOf is the placement rules of a jobspec.
+func constraintsOf(spec *jobspec.Spec) policy.Constraints {
+	return policy.Constraints{GPUModel: spec.GPUs.Model, MinGPUMemoryMiB: spec.GPUs.MinMemoryMiB, Pool: spec.Pool}
+}
+
+// selector turns a jobspec selector, which names jobs by the names users
+// gave them (or by ID), into the policy's, which names them by ID.
+func selector(sel jobspec.Selector, idsByName map[string][]string) policy.Selector {
+	out := policy.Selector{Labels: sel.Labels}
+	for _, name := range sel.Jobs {
+		if ids, ok := idsByName[name]; ok {
+			out.Jobs = append(out.Jobs, ids...)
+		} else {
+			out.Jobs = append(out.Jobs, name) // an ID, or a job not live now
+		}
+	}
+	return out
+}
