@@ -1,0 +1,161 @@
+// Package executor carries out the planner's plans in Nomad: it registers a
+// training job as a Nomad batch job run by the horovod task driver, resizes
+// it in place through the driver's rescale protocol, and stops it.
+//
+// A training job becomes the Nomad job "train-<id>":
+//
+//   - group "launcher" (count 1): the horovod driver in the launcher role,
+//     running horovodrun (or torchrun) elastically between the job's min and
+//     max, discovering workers through the job's worker service.
+//   - one group per node of the plan, "worker-<node>": count = the GPUs the
+//     plan gives the job on that node / per_worker, pinned to that node, each
+//     worker asking for device "nvidia/gpu" { count = per_worker } with the
+//     job's GPU model and memory constraints, and registering the worker
+//     service that the launcher discovers.
+//
+// One group per node keeps the plan's per-node counts exact: Nomad never
+// chooses where a worker goes, and shrinking on a node scales that node's
+// group down, which stops its highest-indexed workers, the ones the rescale
+// protocol drained first.
+package executor
+
+import (
+	"fmt"
+	"strings"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// Names of the parts of a training job in Nomad.
+const (
+	JobPrefix        = "train-"
+	LauncherGroup    = "launcher"
+	LauncherTask     = "launcher"
+	WorkerTask       = "worker"
+	workerGroupStem  = "worker-"
+	workerPortLabel  = "horovod"
+	driverName       = "horovod"
+	gpuDevice        = "nvidia/gpu"
+	metaJob          = "schedulearn_job"
+	metaUser         = "schedulearn_user"
+	launcherCPU      = 200
+	launcherMemoryMB = 256
+	workerCPU        = 500
+	workerMemoryMB   = 1024
+)
+
+// JobID is the Nomad job of a training job.
+func JobID(j *structs.Job) string { return JobPrefix + j.ID }
+
+// WorkerService is the service the job's workers register and the launcher
+// discovers.
+func WorkerService(j *structs.Job) string { return JobPrefix + j.ID + "-workers" }
+
+// WorkerGroup is the job's worker group on a node.
+func WorkerGroup(nodeID string) string { return workerGroupStem + nodeID }
+
+// Build returns the Nomad job that runs j with the target allocation
+// (nodeID → GPUs). target must not be empty.
+func Build(j *structs.Job, target policy.Allocation, namespace string) *nomadapi.Job {
+	spec := &j.Spec
+	per := spec.GPUs.PerWorker
+	total := target.Total()
+
+	job := nomadapi.NewBatchJob(JobID(j), JobID(j), "", 50)
+	job.Datacenters = []string{"*"}
+	if namespace != "" {
+		job.Namespace = &namespace
+	}
+	job.Meta = map[string]string{metaJob: j.ID, metaUser: spec.User}
+
+	launcherConfig := map[string]any{
+		"role":      "launcher",
+		"launcher":  spec.Launcher,
+		"command":   spec.Command,
+		"args":      spec.Args,
+		"np":        total,
+		"min_np":    spec.GPUs.Min,
+		"max_np":    spec.GPUs.Max,
+		"slots":     per,
+		"discovery": []map[string]any{{"service": WorkerService(j)}},
+	}
+	if len(spec.Env) > 0 {
+		launcherConfig["env"] = spec.Env
+	}
+	launcher := nomadapi.NewTask(LauncherTask, driverName)
+	launcher.Config = launcherConfig
+	launcher.Require(&nomadapi.Resources{CPU: ptr(launcherCPU), MemoryMB: ptr(launcherMemoryMB)})
+	for _, a := range spec.Artifacts {
+		launcher.Artifacts = append(launcher.Artifacts, &nomadapi.TaskArtifact{GetterSource: ptr(a.Source), RelativeDest: ptr(a.Destination)})
+	}
+	lg := nomadapi.NewTaskGroup(LauncherGroup, 1).AddTask(launcher)
+	noRetry(lg)
+	job.AddTaskGroup(lg)
+
+	for _, node := range target.Nodes() {
+		g := target[node]
+		if g == 0 {
+			continue
+		}
+		job.AddTaskGroup(workerGroup(j, node, g/per))
+	}
+	return job
+}
+
+func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
+	spec := &j.Spec
+	worker := nomadapi.NewTask(WorkerTask, driverName)
+	worker.Config = map[string]any{"role": "worker"}
+	if len(spec.Env) > 0 {
+		worker.Config["env"] = spec.Env
+	}
+	device := &nomadapi.RequestedDevice{Name: gpuDevice, Count: ptr(uint64(spec.GPUs.PerWorker))}
+	if spec.GPUs.Model != "" {
+		device.Constraints = append(device.Constraints, nomadapi.NewConstraint("${device.model}", "=", spec.GPUs.Model))
+	}
+	if spec.GPUs.MinMemoryMiB > 0 {
+		device.Constraints = append(device.Constraints, nomadapi.NewConstraint("${device.attr.memory}", ">=", fmt.Sprintf("%d MiB", spec.GPUs.MinMemoryMiB)))
+	}
+	worker.Require(&nomadapi.Resources{CPU: ptr(workerCPU), MemoryMB: ptr(workerMemoryMB), Devices: []*nomadapi.RequestedDevice{device}})
+
+	tg := nomadapi.NewTaskGroup(WorkerGroup(node), count).AddTask(worker)
+	tg.Constraints = []*nomadapi.Constraint{nomadapi.NewConstraint("${node.unique.id}", "=", node)}
+	tg.Networks = []*nomadapi.NetworkResource{{DynamicPorts: []nomadapi.Port{{Label: workerPortLabel}}}}
+	tg.Services = []*nomadapi.Service{{
+		Name:      WorkerService(j),
+		PortLabel: workerPortLabel,
+		Provider:  "consul",
+		Checks: []nomadapi.ServiceCheck{{
+			Name: "worker agent", Type: "tcp", Interval: 2e9, Timeout: 1e9,
+		}},
+	}}
+	noRetry(tg)
+	return tg
+}
+
+// noRetry makes a failed task fail its job rather than restart: a restarted
+// launcher would restart training, and a failed worker is the elastic
+// launcher's to handle.
+func noRetry(tg *nomadapi.TaskGroup) {
+	tg.RestartPolicy = &nomadapi.RestartPolicy{Attempts: ptr(0), Mode: ptr("fail")}
+	tg.ReschedulePolicy = &nomadapi.ReschedulePolicy{Attempts: ptr(0), Unlimited: ptr(false)}
+}
+
+// workerCounts reads a registered job's worker groups: node → workers.
+func workerCounts(job *nomadapi.Job) map[string]int {
+	out := map[string]int{}
+	for _, tg := range job.TaskGroups {
+		if tg.Name == nil || tg.Count == nil {
+			continue
+		}
+		if node, ok := strings.CutPrefix(*tg.Name, workerGroupStem); ok {
+			out[node] = *tg.Count
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

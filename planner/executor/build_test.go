@@ -1,0 +1,60 @@
+package executor
+
+import (
+	"testing"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+func TestBuild(t *testing.T) {
+	j := &structs.Job{ID: "resnet-1a2b3c4d", Spec: jobspec.Spec{
+		Name: "resnet", Command: "python3", Args: []string{"train.py"}, Launcher: jobspec.LauncherHorovod, User: "alice",
+		GPUs: jobspec.GPUs{Min: 2, Max: 8, PerWorker: 2, Model: "NVIDIA A100-SXM4-40GB", MinMemoryMiB: 40960},
+		Env:  map[string]string{"NCCL_DEBUG": "WARN"},
+	}}
+	job := Build(j, policy.Allocation{"node-b": 2, "node-a": 4}, "")
+
+	must.Eq(t, "train-resnet-1a2b3c4d", *job.ID)
+	must.Eq(t, "batch", *job.Type)
+	must.Eq(t, "resnet-1a2b3c4d", job.Meta["schedulearn_job"])
+	must.Len(t, 3, job.TaskGroups)
+
+	launcher := job.TaskGroups[0]
+	must.Eq(t, LauncherGroup, *launcher.Name)
+	must.Eq(t, 1, *launcher.Count)
+	cfg := launcher.Tasks[0].Config
+	must.Eq[any](t, "launcher", cfg["role"])
+	must.Eq[any](t, 6, cfg["np"])
+	must.Eq[any](t, 2, cfg["min_np"])
+	must.Eq[any](t, 8, cfg["max_np"])
+	must.Eq[any](t, 2, cfg["slots"])
+	must.Eq[any](t, []map[string]any{{"service": "train-resnet-1a2b3c4d-workers"}}, cfg["discovery"])
+	must.SliceEmpty(t, launcher.Tasks[0].Resources.Devices)
+
+	// Worker groups in node order, pinned, with per-worker GPU requests.
+	for i, want := range []struct {
+		node  string
+		count int
+	}{{"node-a", 2}, {"node-b", 1}} {
+		tg := job.TaskGroups[i+1]
+		must.Eq(t, "worker-"+want.node, *tg.Name)
+		must.Eq(t, want.count, *tg.Count)
+		must.Eq(t, []*nomadapi.Constraint{nomadapi.NewConstraint("${node.unique.id}", "=", want.node)}, tg.Constraints)
+		dev := tg.Tasks[0].Resources.Devices[0]
+		must.Eq(t, "nvidia/gpu", dev.Name)
+		must.Eq(t, uint64(2), *dev.Count)
+		must.Eq(t, []*nomadapi.Constraint{
+			nomadapi.NewConstraint("${device.model}", "=", "NVIDIA A100-SXM4-40GB"),
+			nomadapi.NewConstraint("${device.attr.memory}", ">=", "40960 MiB"),
+		}, dev.Constraints)
+		must.Eq(t, "train-resnet-1a2b3c4d-workers", tg.Services[0].Name)
+		must.Eq(t, "horovod", tg.Services[0].PortLabel)
+		must.Eq(t, 0, *tg.RestartPolicy.Attempts)
+	}
+	must.Eq(t, map[string]int{"node-a": 2, "node-b": 1}, workerCounts(job))
+}
