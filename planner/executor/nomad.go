@@ -1,0 +1,279 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/schedulearn/schedulearn/planner"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// Drainer takes workers out of a running training before their allocations
+// are stopped: it marks them draining, so the launcher's discovery drops
+// them and Horovod re-rendezvouses without them, and returns once they run
+// no training process. Stopping a worker first would count as a failure and
+// blacklist its host.
+type Drainer interface {
+	Drain(ctx context.Context, nomadJobID string, allocIDs []string) error
+}
+
+// Nomad is the executor on a Nomad cluster.
+type Nomad struct {
+	Client    *nomadapi.Client
+	Namespace string
+	Drainer   Drainer
+	Logger    hclog.Logger
+}
+
+var _ planner.Executor = (*Nomad)(nil)
+
+func (n *Nomad) query(ctx context.Context) *nomadapi.QueryOptions {
+	return (&nomadapi.QueryOptions{Namespace: n.Namespace}).WithContext(ctx)
+}
+
+func (n *Nomad) write(ctx context.Context) *nomadapi.WriteOptions {
+	return (&nomadapi.WriteOptions{Namespace: n.Namespace}).WithContext(ctx)
+}
+
+// Apply implements planner.Executor.
+func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocation) error {
+	id := JobID(j)
+	current, err := n.registered(ctx, id)
+	if err != nil {
+		return err
+	}
+	if target.Total() == 0 {
+		if current == nil {
+			return nil
+		}
+		// The launcher gets SIGTERM and its kill timeout to commit state.
+		_, _, err := n.Client.Jobs().Deregister(id, false, n.write(ctx))
+		if err != nil {
+			return fmt.Errorf("failed to stop nomad job %s: %w", id, err)
+		}
+		return nil
+	}
+	if current == nil {
+		_, _, err := n.Client.Jobs().Register(Build(j, target, n.Namespace), n.write(ctx))
+		if err != nil {
+			return fmt.Errorf("failed to register nomad job %s: %w", id, err)
+		}
+		return nil
+	}
+	return n.resize(ctx, j, current, target)
+}
+
+// registered returns the job as Nomad has it, or nil if there is none that
+// runs (never registered, stopped, or dead).
+func (n *Nomad) registered(ctx context.Context, id string) (*nomadapi.Job, error) {
+	job, _, err := n.Client.Jobs().Info(id, n.query(ctx))
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("failed to read nomad job %s: %w", id, err)
+	}
+	if (job.Stop != nil && *job.Stop) || (job.Status != nil && *job.Status == "dead") {
+		return nil, nil
+	}
+	return job, nil
+}
+
+// resize changes only the worker groups of the registered job, so the
+// launcher's task is untouched and keeps running: growing adds workers
+// (Horovod finds them through discovery); shrinking drains the workers that
+// go, then lowers the counts, and Nomad stops exactly those.
+func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Job, target policy.Allocation) error {
+	per := j.Spec.GPUs.PerWorker
+	have := workerCounts(current)
+	want := map[string]int{}
+	for node, g := range target {
+		if g > 0 {
+			want[node] = g / per
+		}
+	}
+
+	var leaving []string
+	for node, c := range have {
+		if want[node] >= c {
+			continue
+		}
+		allocs, err := n.workerAllocs(ctx, *current.ID, WorkerGroup(node))
+		if err != nil {
+			return err
+		}
+		leaving = append(leaving, highestIndexed(allocs, want[node])...)
+	}
+	if len(leaving) > 0 {
+		if n.Drainer == nil {
+			return errors.New("failed to shrink: no drainer configured")
+		}
+		if err := n.Drainer.Drain(ctx, *current.ID, leaving); err != nil {
+			return fmt.Errorf("failed to drain workers of %s: %w", *current.ID, err)
+		}
+	}
+
+	next := *current
+	next.TaskGroups = nil
+	byNode := map[string]*nomadapi.TaskGroup{}
+	for _, tg := range current.TaskGroups {
+		if node, ok := strings.CutPrefix(*tg.Name, workerGroupStem); ok {
+			byNode[node] = tg
+			continue
+		}
+		next.TaskGroups = append(next.TaskGroups, tg)
+	}
+	for _, node := range slices.Sorted(mapsKeys(want, have)) {
+		c := want[node]
+		tg, ok := byNode[node]
+		switch {
+		case !ok && c > 0:
+			tg = workerGroup(j, node, c)
+		case ok:
+			tg.Count = ptr(c)
+		}
+		if tg != nil {
+			// A group scaled to 0 stays, so its allocations stop; it is
+			// dropped at the next resize.
+			if c == 0 && have[node] == 0 {
+				continue
+			}
+			next.TaskGroups = append(next.TaskGroups, tg)
+		}
+	}
+	enforce := *current.JobModifyIndex
+	_, _, err := n.Client.Jobs().EnforceRegister(&next, enforce, n.write(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to resize nomad job %s: %w", *current.ID, err)
+	}
+	return nil
+}
+
+// workerAllocs lists the non-terminal allocations of a worker group.
+func (n *Nomad) workerAllocs(ctx context.Context, jobID, group string) ([]*nomadapi.AllocationListStub, error) {
+	allocs, _, err := n.Client.Jobs().Allocations(jobID, false, n.query(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to list allocations of %s: %w", jobID, err)
+	}
+	var out []*nomadapi.AllocationListStub
+	for _, a := range allocs {
+		if a.TaskGroup == group && a.DesiredStatus == nomadapi.AllocDesiredStatusRun && !clientTerminal(a.ClientStatus) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// highestIndexed returns the IDs of the allocations Nomad stops when a
+// group is scaled down to keep: those with index >= keep ("job.group[3]").
+func highestIndexed(allocs []*nomadapi.AllocationListStub, keep int) []string {
+	var out []string
+	for _, a := range allocs {
+		if allocIndex(a.Name) >= keep {
+			out = append(out, a.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func allocIndex(name string) int {
+	open := strings.LastIndexByte(name, '[')
+	if open < 0 || !strings.HasSuffix(name, "]") {
+		return -1
+	}
+	i, err := strconv.Atoi(name[open+1 : len(name)-1])
+	if err != nil {
+		return -1
+	}
+	return i
+}
+
+// Outcome implements planner.Executor: the job has ended when its launcher
+// has; the launcher's exit code is the job's. The workers are then stopped.
+func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, error) {
+	id := JobID(j)
+	allocs, _, err := n.Client.Jobs().Allocations(id, true, n.query(ctx))
+	if err != nil {
+		if isNotFound(err) {
+			return planner.Outcome{Done: true, ExitCode: -1, Message: "the nomad job is gone"}, nil
+		}
+		return planner.Outcome{}, fmt.Errorf("failed to list allocations of %s: %w", id, err)
+	}
+	var launcher *nomadapi.AllocationListStub
+	for _, a := range allocs {
+		if a.TaskGroup == LauncherGroup && (launcher == nil || a.CreateIndex > launcher.CreateIndex) {
+			launcher = a
+		}
+	}
+	if launcher == nil {
+		job, err := n.registered(ctx, id)
+		if err != nil {
+			return planner.Outcome{}, err
+		}
+		if job == nil {
+			return planner.Outcome{Done: true, ExitCode: -1, Message: "the nomad job was stopped outside the planner"}, nil
+		}
+		return planner.Outcome{}, nil
+	}
+	if !clientTerminal(launcher.ClientStatus) {
+		return planner.Outcome{}, nil
+	}
+	out := planner.Outcome{Done: true, ExitCode: -1, Message: "launcher " + launcher.ClientStatus}
+	if st, ok := launcher.TaskStates[LauncherTask]; ok {
+		for _, e := range st.Events {
+			if e.Type == nomadapi.TaskTerminated {
+				out.ExitCode = e.ExitCode
+				out.Message = e.DisplayMessage
+			}
+		}
+		if out.ExitCode == -1 && launcher.ClientStatus == nomadapi.AllocClientStatusComplete {
+			out.ExitCode = 0
+		}
+		if st.Failed && len(st.Events) > 0 {
+			out.Message = st.Events[len(st.Events)-1].DisplayMessage
+		}
+	}
+	// The workers serve the launcher only; they go with it.
+	if _, _, err := n.Client.Jobs().Deregister(id, false, n.write(ctx)); err != nil {
+		n.Logger.Warn("failed to stop the workers of an ended job", "job", id, "error", err)
+	}
+	return out, nil
+}
+
+func clientTerminal(status string) bool {
+	switch status {
+	case nomadapi.AllocClientStatusComplete, nomadapi.AllocClientStatusFailed, nomadapi.AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+func isNotFound(err error) bool {
+	var ue nomadapi.UnexpectedResponseError
+	return errors.As(err, &ue) && ue.StatusCode() == 404
+}
+
+func mapsKeys(ms ...map[string]int) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		seen := map[string]bool{}
+		for _, m := range ms {
+			for k := range m {
+				if !seen[k] {
+					seen[k] = true
+					if !yield(k) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
