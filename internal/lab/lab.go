@@ -51,6 +51,10 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// Logs, if set, also receives both agents' output as it is written.
 	Logs io.Writer
+
+	// ConsulOnly starts Consul alone, for code that needs Consul and not
+	// Nomad (NomadBin is then not needed and NomadAddr stays empty).
+	ConsulOnly bool
 }
 
 // Ports are the loopback ports the agents listen on.
@@ -138,14 +142,19 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 	l := &Lab{
 		cfg:        cfg,
 		runDir:     runDir,
-		NomadAddr:  "http://127.0.0.1:" + strconv.Itoa(cfg.Ports.NomadHTTP),
 		ConsulAddr: "127.0.0.1:" + strconv.Itoa(cfg.Ports.ConsulHTTP),
+	}
+	if !cfg.ConsulOnly {
+		l.NomadAddr = "http://127.0.0.1:" + strconv.Itoa(cfg.Ports.NomadHTTP)
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
 	if err := l.startConsul(readyCtx); err != nil {
 		l.Stop()
 		return nil, err
+	}
+	if cfg.ConsulOnly {
+		return l, nil
 	}
 	if err := l.startNomad(readyCtx); err != nil {
 		l.Stop()

@@ -47,8 +47,12 @@ func DefaultConfig(root string) Config {
 // CheckBinaries says which of the lab's binaries are missing and how to
 // build them.
 func (c Config) CheckBinaries() error {
+	bins := []string{c.ConsulBin}
+	if !c.ConsulOnly {
+		bins = append(bins, c.NomadBin)
+	}
 	var missing []error
-	for _, bin := range []string{c.NomadBin, c.ConsulBin} {
+	for _, bin := range bins {
 		if _, err := os.Stat(bin); err != nil {
 			missing = append(missing, fmt.Errorf("%s is missing (run `make tools`)", bin))
 		}

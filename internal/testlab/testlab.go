@@ -19,6 +19,10 @@ var (
 	buildOnce sync.Once
 	buildOut  []byte
 	buildErr  error
+
+	consulOnce     sync.Once
+	consulBuildOut []byte
+	consulBuildErr error
 )
 
 // Root returns the repository root.
@@ -65,7 +69,7 @@ func Config(t testing.TB) lab.Config {
 }
 
 // Start starts a lab with cfg (from Config, perhaps changed) and stops it
-// when the test ends, printing both agents' logs if the test failed.
+// when the test ends, printing the agents' logs if the test failed.
 func Start(t testing.TB, cfg lab.Config) *lab.Lab {
 	t.Helper()
 	l, err := lab.Start(context.Background(), cfg)
@@ -75,11 +79,38 @@ func Start(t testing.TB, cfg lab.Config) *lab.Lab {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("consul log:\n%s", l.Logs("consul"))
-			t.Logf("nomad log:\n%s", l.Logs("nomad"))
+			if !cfg.ConsulOnly {
+				t.Logf("nomad log:\n%s", l.Logs("nomad"))
+			}
 		}
 		if err := l.Stop(); err != nil {
 			t.Errorf("failed to stop the lab: %v", err)
 		}
 	})
 	return l
+}
+
+// StartConsul starts a Consul dev agent alone (no Nomad), on free ports with
+// its state in the test's temporary directory, and stops it when the test
+// ends. It builds only the pinned Consul (once per test binary; make does
+// nothing when it is current), not the CLI or the plugins.
+func StartConsul(t testing.TB) *lab.Lab {
+	t.Helper()
+	cfg := lab.DefaultConfig(Root(t))
+	consulOnce.Do(func() {
+		cmd := exec.Command("make", "--no-print-directory", cfg.ConsulBin)
+		cmd.Dir = Root(t)
+		consulBuildOut, consulBuildErr = cmd.CombinedOutput()
+	})
+	if consulBuildErr != nil {
+		t.Fatalf("failed to build consul: %v\n%s", consulBuildErr, consulBuildOut)
+	}
+	ports, err := lab.FreePorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Ports = ports
+	cfg.StateDir = filepath.Join(t.TempDir(), "lab")
+	cfg.ConsulOnly = true
+	return Start(t, cfg)
 }

@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// Bucket and key names in the bolt file.
+var (
+	bucketJobs = []byte("jobs")
+	bucketMeta = []byte("meta")
+	keyPolicy  = []byte("policy")
+	keyFormat  = []byte("format")
+)
+
+// boltFormat is the layout version written to meta/format; Open refuses a
+// file with another one rather than misread it.
+const boltFormat = "1"
+
+// boltLockTimeout bounds how long Open waits for the file lock that another
+// process holds.
+const boltLockTimeout = time.Second
+
+// Bolt is the embedded store: one bbolt file, for a single planner.
+type Bolt struct {
+	db   *bolt.DB
+	path string
+}
+
+var _ Store = (*Bolt)(nil)
+
+// Open opens (creating if needed) the bolt store at path. Only one process
+// can hold the file: if another has it open, Open fails within about a
+// second with an error that says so.
+func Open(path string) (*Bolt, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("failed to create store directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: boltLockTimeout})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("failed to open store %s: the file is in use (its lock was not free within %s; is another planner running with this data dir?): %w", path, boltLockTimeout, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to open store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucketIfNotExists(bucketJobs); err != nil {
+			return err
+		}
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		switch f := meta.Get(keyFormat); {
+		case f == nil:
+			return meta.Put(keyFormat, []byte(boltFormat))
+		case string(f) != boltFormat:
+			return fmt.Errorf("unsupported store format %q (this planner reads %q)", f, boltFormat)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("failed to initialise store %s: %w", path, err)
+	}
+	return &Bolt{db: db, path: path}, nil
+}
+
+// Path is the store's file.
+func (b *Bolt) Path() string { return b.path }
+
+// CreateJob implements Store.
+func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
+	if err := checkJob(j); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c := *j
+	c.Version = 1
+	buf, err := json.Marshal(&c)
+	if err != nil {
+		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
+	}
+	err = b.update(func(tx *bolt.Tx) error {
+		jobs := tx.Bucket(bucketJobs)
+		if jobs.Get([]byte(j.ID)) != nil {
+			return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+		}
+		return jobs.Put([]byte(j.ID), buf)
+	})
+	if err != nil {
+		return err
+	}
+	j.Version = 1
+	return nil
+}
+
+// UpdateJob implements Store.
+func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
+	if err := checkJob(j); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c := *j
+	c.Version = j.Version + 1
+	buf, err := json.Marshal(&c)
+	if err != nil {
+		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
+	}
+	err = b.update(func(tx *bolt.Tx) error {
+		jobs := tx.Bucket(bucketJobs)
+		old := jobs.Get([]byte(j.ID))
+		if old == nil {
+			return fmt.Errorf("job %q: %w", j.ID, ErrNotFound)
+		}
+		v, err := storedVersion(old)
+		if err != nil {
+			return fmt.Errorf("failed to decode job %q: %w", j.ID, err)
+		}
+		if v != j.Version {
+			return conflict(j.ID, j.Version, v)
+		}
+		return jobs.Put([]byte(j.ID), buf)
+	})
+	if err != nil {
+		return err
+	}
+	j.Version++
+	return nil
+}
+
+// GetJob implements Store.
+func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var j *structs.Job
+	err := b.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketJobs).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("job %q: %w", id, ErrNotFound)
+		}
+		j = new(structs.Job)
+		if err := json.Unmarshal(v, j); err != nil {
+			return fmt.Errorf("failed to decode job %q: %w", id, err)
+		}
+		return nil
+	})
+	return j, err
+}
+
+// ListJobs implements Store. It decodes every record and sorts them: bolt
+// keeps keys in ID order, not submission order.
+func (b *Bolt) ListJobs(ctx context.Context) ([]*structs.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var jobs []*structs.Job
+	err := b.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+			j := new(structs.Job)
+			if err := json.Unmarshal(v, j); err != nil {
+				return fmt.Errorf("failed to decode job %q: %w", k, err)
+			}
+			jobs = append(jobs, j)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortJobs(jobs)
+	return jobs, nil
+}
+
+// GetPolicy implements Store.
+func (b *Bolt) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var p *structs.PolicyState
+	err := b.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketMeta).Get(keyPolicy)
+		if v == nil {
+			return fmt.Errorf("policy: %w", ErrNotFound)
+		}
+		p = new(structs.PolicyState)
+		if err := json.Unmarshal(v, p); err != nil {
+			return fmt.Errorf("failed to decode policy: %w", err)
+		}
+		return nil
+	})
+	return p, err
+}
+
+// PutPolicy implements Store.
+func (b *Bolt) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
+	if p == nil {
+		return errors.New("policy is nil")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	buf, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("failed to encode policy: %w", err)
+	}
+	return b.update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyPolicy, buf)
+	})
+}
+
+// Close implements Store.
+func (b *Bolt) Close() error {
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("failed to close store %s: %w", b.path, err)
+	}
+	return nil
+}
+
+// update runs fn in a read-write transaction; bolt commits it with an
+// fsync before returning, so an acknowledged write survives a SIGKILL.
+func (b *Bolt) update(fn func(*bolt.Tx) error) error {
+	err := b.db.Update(fn)
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		return errClosed
+	}
+	return err
+}
+
+func (b *Bolt) view(fn func(*bolt.Tx) error) error {
+	err := b.db.View(fn)
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		return errClosed
+	}
+	return err
+}

@@ -1,0 +1,350 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// harness opens stores of one implementation for the conformance suite.
+type harness struct {
+	// open returns an empty store, closed when the test ends.
+	open func(t *testing.T) Store
+	// reopen closes s and opens the same data again, as a restarted
+	// planner would.
+	reopen func(t *testing.T, s Store) Store
+}
+
+// runConformance runs the behaviour every Store must have.
+func runConformance(t *testing.T, h harness) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, h harness)
+	}{
+		{"create then get", testCreateGet},
+		{"create an existing ID", testCreateExists},
+		{"get a missing job", testGetMissing},
+		{"update", testUpdate},
+		{"update a missing job", testUpdateMissing},
+		{"update with a stale version", testUpdateStale},
+		{"list is ordered by submission then ID", testListOrder},
+		{"list an empty store", testListEmpty},
+		{"policy get and put", testPolicy},
+		{"records survive close and reopen", testPersistence},
+		{"racing updates: exactly one wins", testRacingUpdates},
+		{"invalid IDs are refused", testInvalidIDs},
+		{"returned records are copies", testCopies},
+		{"calls after close fail", testClosed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, h) })
+	}
+}
+
+var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// newJob is a realistic record: nested spec, maps, history, pointers.
+func newJob(id string, submitted time.Time) *structs.Job {
+	tier1 := 0.9
+	return &structs.Job{
+		ID: id,
+		Spec: jobspec.Spec{
+			Name:     "resnet50",
+			Command:  "python3",
+			Args:     []string{"train.py", "--epochs", "90"},
+			Launcher: jobspec.LauncherHorovod,
+			User:     "alice",
+			Priority: 50,
+			Env:      map[string]string{"NCCL_DEBUG": "WARN"},
+			GPUs:     jobspec.GPUs{Min: 2, Max: 8, PerWorker: 1, Model: "NVIDIA A100-SXM4-40GB"},
+			Target:   &jobspec.Target{Metric: "accuracy", Goal: 0.93, Tier1: &tier1, Within: 6 * time.Hour},
+			Data:     []jobspec.Data{{Name: "imagenet", Prefer: map[string]string{"meta.datasets": "imagenet"}}},
+			Range:    hcl.Range{Filename: "train.hcl", Start: hcl.Pos{Line: 1, Column: 1}, End: hcl.Pos{Line: 9, Column: 2, Byte: 120}},
+		},
+		Source:    "training \"resnet50\" {}\n",
+		State:     structs.JobQueued,
+		Submitted: submitted,
+		Events:    []structs.Event{{Time: submitted, Type: "submitted", Message: "accepted"}},
+	}
+}
+
+func testCreateGet(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	j := newJob("resnet50-1", t0)
+	must.NoError(t, s.CreateJob(ctx, j))
+	must.EqOp(t, 1, j.Version)
+
+	got, err := s.GetJob(ctx, j.ID)
+	must.NoError(t, err)
+	must.Eq(t, j, got)
+}
+
+func testCreateExists(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	must.NoError(t, s.CreateJob(ctx, newJob("a", t0)))
+
+	dup := newJob("a", t0.Add(time.Hour))
+	dup.Version = 7
+	err := s.CreateJob(ctx, dup)
+	must.ErrorIs(t, err, ErrExists)
+	must.EqOp(t, 7, dup.Version) // untouched on failure
+
+	got, err := s.GetJob(ctx, "a")
+	must.NoError(t, err)
+	must.Eq(t, t0, got.Submitted) // the first record stays
+}
+
+func testGetMissing(t *testing.T, h harness) {
+	s := h.open(t)
+	_, err := s.GetJob(context.Background(), "nope")
+	must.ErrorIs(t, err, ErrNotFound)
+}
+
+func testUpdate(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	j := newJob("a", t0)
+	must.NoError(t, s.CreateJob(ctx, j))
+
+	j.State = structs.JobRunning
+	j.Started = t0.Add(time.Minute)
+	j.Allocation = map[string]int{"node-1": 4}
+	j.History = append(j.History, structs.GPUChange{Time: j.Started, GPUs: 4, Nodes: j.Allocation, Policy: "fifo"})
+	must.NoError(t, s.UpdateJob(ctx, j))
+	must.EqOp(t, 2, j.Version)
+
+	j.AttainedGPUSeconds = 240
+	must.NoError(t, s.UpdateJob(ctx, j))
+	must.EqOp(t, 3, j.Version)
+
+	got, err := s.GetJob(ctx, "a")
+	must.NoError(t, err)
+	must.Eq(t, j, got)
+}
+
+func testUpdateMissing(t *testing.T, h harness) {
+	s := h.open(t)
+	j := newJob("ghost", t0)
+	j.Version = 1
+	err := s.UpdateJob(context.Background(), j)
+	must.ErrorIs(t, err, ErrNotFound)
+	must.EqOp(t, 1, j.Version)
+}
+
+func testUpdateStale(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	j := newJob("a", t0)
+	must.NoError(t, s.CreateJob(ctx, j))
+	stale := *j // a second reader at version 1
+
+	j.State = structs.JobRunning
+	must.NoError(t, s.UpdateJob(ctx, j))
+
+	cases := []struct {
+		name    string
+		version uint64
+	}{
+		{"behind", 1},
+		{"ahead", 5},
+		{"zero", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := stale
+			w.Version = tc.version
+			w.State = structs.JobFailed
+			err := s.UpdateJob(ctx, &w)
+			must.ErrorIs(t, err, ErrConflict)
+			must.EqOp(t, tc.version, w.Version)
+
+			got, err := s.GetJob(ctx, "a")
+			must.NoError(t, err)
+			must.EqOp(t, structs.JobRunning, got.State)
+			must.EqOp(t, 2, got.Version)
+		})
+	}
+}
+
+func testListOrder(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	// Created out of order; "b" and "c" were submitted at the same instant
+	// and "z" first, so neither ID order nor creation order is the answer.
+	for _, j := range []*structs.Job{
+		newJob("c", t0.Add(time.Second)),
+		newJob("a", t0.Add(2*time.Second)),
+		newJob("z", t0),
+		newJob("b", t0.Add(time.Second)),
+	} {
+		must.NoError(t, s.CreateJob(ctx, j))
+	}
+	jobs, err := s.ListJobs(ctx)
+	must.NoError(t, err)
+	var ids []string
+	for _, j := range jobs {
+		ids = append(ids, j.ID)
+		must.EqOp(t, 1, j.Version)
+	}
+	must.Eq(t, []string{"z", "b", "c", "a"}, ids)
+}
+
+func testListEmpty(t *testing.T, h harness) {
+	s := h.open(t)
+	jobs, err := s.ListJobs(context.Background())
+	must.NoError(t, err)
+	must.SliceEmpty(t, jobs)
+}
+
+func testPolicy(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	_, err := s.GetPolicy(ctx)
+	must.ErrorIs(t, err, ErrNotFound)
+
+	steps := []struct {
+		name string
+		p    structs.PolicyState
+	}{
+		{"first", structs.PolicyState{Name: "fifo", Changed: t0}},
+		{"replaced", structs.PolicyState{Name: "elastic-fifo", Config: map[string]string{"grow": "true"}, Changed: t0.Add(time.Hour)}},
+		{"with an error", structs.PolicyState{Name: "elastic-fifo", Changed: t0.Add(2 * time.Hour), LastError: "plugin crashed"}},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			must.NoError(t, s.PutPolicy(ctx, &st.p))
+			got, err := s.GetPolicy(ctx)
+			must.NoError(t, err)
+			must.Eq(t, &st.p, got)
+		})
+	}
+}
+
+func testPersistence(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	a, b := newJob("a", t0), newJob("b", t0.Add(time.Second))
+	must.NoError(t, s.CreateJob(ctx, a))
+	must.NoError(t, s.CreateJob(ctx, b))
+	b.State = structs.JobComplete
+	exit := 0
+	b.ExitCode = &exit
+	must.NoError(t, s.UpdateJob(ctx, b))
+	p := &structs.PolicyState{Name: "round-robin", Changed: t0}
+	must.NoError(t, s.PutPolicy(ctx, p))
+
+	s = h.reopen(t, s)
+	jobs, err := s.ListJobs(ctx)
+	must.NoError(t, err)
+	must.Eq(t, []*structs.Job{a, b}, jobs)
+	gotP, err := s.GetPolicy(ctx)
+	must.NoError(t, err)
+	must.Eq(t, p, gotP)
+
+	// Versions carry on where they were.
+	b.State = structs.JobStopped
+	must.NoError(t, s.UpdateJob(ctx, b))
+	must.EqOp(t, 3, b.Version)
+}
+
+func testRacingUpdates(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		writers int
+	}{
+		{"two writers", 2},
+		{"eight writers", 8},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for round := range 10 {
+				j := newJob(fmt.Sprintf("race-%d-%d", tc.writers, round), t0)
+				must.NoError(t, s.CreateJob(ctx, j))
+
+				errs := make([]error, tc.writers)
+				var start, wg sync.WaitGroup
+				start.Add(1)
+				for w := range tc.writers {
+					mine := *j // every writer read version 1
+					mine.NomadJobID = fmt.Sprintf("writer-%d", w)
+					wg.Go(func() {
+						start.Wait()
+						errs[w] = s.UpdateJob(ctx, &mine)
+					})
+				}
+				start.Done()
+				wg.Wait()
+
+				winners, winner := 0, -1
+				for w, err := range errs {
+					if err == nil {
+						winners++
+						winner = w
+						continue
+					}
+					must.ErrorIs(t, err, ErrConflict)
+				}
+				must.EqOp(t, 1, winners)
+				got, err := s.GetJob(ctx, j.ID)
+				must.NoError(t, err)
+				must.EqOp(t, 2, got.Version)
+				must.EqOp(t, fmt.Sprintf("writer-%d", winner), got.NomadJobID)
+			}
+		})
+	}
+}
+
+func testInvalidIDs(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	for _, id := range []string{"", "a/b", "/"} {
+		t.Run(fmt.Sprintf("%q", id), func(t *testing.T) {
+			err := s.CreateJob(ctx, newJob(id, t0))
+			must.Error(t, err)
+			must.False(t, errors.Is(err, ErrExists))
+			_, err = s.GetJob(ctx, id)
+			must.Error(t, err)
+			must.False(t, errors.Is(err, ErrNotFound))
+		})
+	}
+}
+
+func testCopies(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	j := newJob("a", t0)
+	must.NoError(t, s.CreateJob(ctx, j))
+	got, err := s.GetJob(ctx, "a")
+	must.NoError(t, err)
+	got.Spec.Env["NCCL_DEBUG"] = "INFO"
+	got.Spec.Args[0] = "evil.py"
+
+	again, err := s.GetJob(ctx, "a")
+	must.NoError(t, err)
+	must.Eq(t, j, again)
+}
+
+func testClosed(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	must.NoError(t, s.Close())
+	must.Error(t, s.CreateJob(ctx, newJob("a", t0)))
+	_, err := s.GetJob(ctx, "a")
+	must.Error(t, err)
+	_, err = s.ListJobs(ctx)
+	must.Error(t, err)
+	must.Error(t, s.PutPolicy(ctx, &structs.PolicyState{Name: "fifo"}))
+}

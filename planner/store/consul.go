@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// DefaultPrefix is where the Consul store keeps its keys unless told
+// otherwise.
+const DefaultPrefix = "schedulearn/"
+
+// Consul is the shared store: records in Consul's KV under a prefix, for
+// several planners (one leader, the others standing by).
+//
+// A job's Version lives in its JSON record, as in the bolt store; each write
+// is additionally a KV check-and-set on the ModifyIndex read with the record,
+// so two planners that read the same version cannot both write.
+type Consul struct {
+	kv     *api.KV
+	prefix string
+	closed atomic.Bool
+}
+
+var _ Store = (*Consul)(nil)
+
+// NewConsul returns a store that keeps its records in client's KV under
+// prefix (DefaultPrefix if empty; a trailing '/' is added if missing). It
+// makes no request.
+func NewConsul(client *api.Client, prefix string) (*Consul, error) {
+	if client == nil {
+		return nil, errors.New("consul client is nil")
+	}
+	return &Consul{kv: client.KV(), prefix: normalizePrefix(prefix)}, nil
+}
+
+func normalizePrefix(prefix string) string {
+	prefix = strings.TrimLeft(prefix, "/")
+	if prefix == "" {
+		return DefaultPrefix
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return prefix
+}
+
+// Prefix is the KV prefix the store uses, ending in '/'.
+func (c *Consul) Prefix() string { return c.prefix }
+
+func (c *Consul) jobsPrefix() string      { return c.prefix + "jobs/" }
+func (c *Consul) jobKey(id string) string { return c.jobsPrefix() + id }
+func (c *Consul) policyKey() string       { return c.prefix + "meta/policy" }
+
+// CreateJob implements Store: a check-and-set with index 0, which Consul
+// applies only if the key does not exist.
+func (c *Consul) CreateJob(ctx context.Context, j *structs.Job) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := checkJob(j); err != nil {
+		return err
+	}
+	cp := *j
+	cp.Version = 1
+	buf, err := json.Marshal(&cp)
+	if err != nil {
+		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
+	}
+	ok, _, err := c.kv.CAS(&api.KVPair{Key: c.jobKey(j.ID), Value: buf, ModifyIndex: 0}, c.writeOpts(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to create job %q: %w", j.ID, err)
+	}
+	if !ok {
+		return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+	}
+	j.Version = 1
+	return nil
+}
+
+// UpdateJob implements Store: it reads the record and its ModifyIndex,
+// compares the versions, and writes with a check-and-set on that index. A
+// failed check-and-set means another write came between (any write raises
+// the version), so it is a conflict too.
+func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := checkJob(j); err != nil {
+		return err
+	}
+	key := c.jobKey(j.ID)
+	pair, _, err := c.kv.Get(key, c.queryOpts(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to read job %q: %w", j.ID, err)
+	}
+	if pair == nil {
+		return fmt.Errorf("job %q: %w", j.ID, ErrNotFound)
+	}
+	v, err := storedVersion(pair.Value)
+	if err != nil {
+		return fmt.Errorf("failed to decode job %q: %w", j.ID, err)
+	}
+	if v != j.Version {
+		return conflict(j.ID, j.Version, v)
+	}
+	cp := *j
+	cp.Version = j.Version + 1
+	buf, err := json.Marshal(&cp)
+	if err != nil {
+		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
+	}
+	ok, _, err := c.kv.CAS(&api.KVPair{Key: key, Value: buf, ModifyIndex: pair.ModifyIndex}, c.writeOpts(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to update job %q: %w", j.ID, err)
+	}
+	if !ok {
+		return fmt.Errorf("failed to update job %q at version %d (written concurrently): %w", j.ID, j.Version, ErrConflict)
+	}
+	j.Version++
+	return nil
+}
+
+// GetJob implements Store.
+func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	pair, _, err := c.kv.Get(c.jobKey(id), c.queryOpts(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read job %q: %w", id, err)
+	}
+	if pair == nil {
+		return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
+	}
+	j := new(structs.Job)
+	if err := json.Unmarshal(pair.Value, j); err != nil {
+		return nil, fmt.Errorf("failed to decode job %q: %w", id, err)
+	}
+	return j, nil
+}
+
+// ListJobs implements Store, with one prefix read of every job.
+func (c *Consul) ListJobs(ctx context.Context) ([]*structs.Job, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	pairs, _, err := c.kv.List(c.jobsPrefix(), c.queryOpts(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to list jobs: %w", err)
+	}
+	jobs := make([]*structs.Job, 0, len(pairs))
+	for _, p := range pairs {
+		j := new(structs.Job)
+		if err := json.Unmarshal(p.Value, j); err != nil {
+			return nil, fmt.Errorf("failed to decode job at %s: %w", p.Key, err)
+		}
+		jobs = append(jobs, j)
+	}
+	sortJobs(jobs)
+	return jobs, nil
+}
+
+// GetPolicy implements Store.
+func (c *Consul) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	pair, _, err := c.kv.Get(c.policyKey(), c.queryOpts(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read policy: %w", err)
+	}
+	if pair == nil {
+		return nil, fmt.Errorf("policy: %w", ErrNotFound)
+	}
+	p := new(structs.PolicyState)
+	if err := json.Unmarshal(pair.Value, p); err != nil {
+		return nil, fmt.Errorf("failed to decode policy: %w", err)
+	}
+	return p, nil
+}
+
+// PutPolicy implements Store.
+func (c *Consul) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if p == nil {
+		return errors.New("policy is nil")
+	}
+	buf, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("failed to encode policy: %w", err)
+	}
+	if _, err := c.kv.Put(&api.KVPair{Key: c.policyKey(), Value: buf}, c.writeOpts(ctx)); err != nil {
+		return fmt.Errorf("failed to write policy: %w", err)
+	}
+	return nil
+}
+
+// Close implements Store. The Consul client is the caller's and stays open.
+func (c *Consul) Close() error {
+	c.closed.Store(true)
+	return nil
+}
+
+func (c *Consul) check() error {
+	if c.closed.Load() {
+		return errClosed
+	}
+	return nil
+}
+
+// queryOpts asks for consistent reads, so a planner that has just become
+// leader sees every write its predecessor made.
+func (c *Consul) queryOpts(ctx context.Context) *api.QueryOptions {
+	return (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx)
+}
+
+func (c *Consul) writeOpts(ctx context.Context) *api.WriteOptions {
+	return (&api.WriteOptions{}).WithContext(ctx)
+}

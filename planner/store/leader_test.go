@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shoenig/test/must"
+)
+
+func TestAlwaysLeader(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, a *AlwaysLeader)
+	}{
+		{"acquire at once, lost on release", func(t *testing.T, a *AlwaysLeader) {
+			lost, err := a.Acquire(context.Background())
+			must.NoError(t, err)
+			must.False(t, closed(lost))
+			must.NoError(t, a.Release())
+			must.True(t, closed(lost))
+		}},
+		{"acquire while held fails", func(t *testing.T, a *AlwaysLeader) {
+			_, err := a.Acquire(context.Background())
+			must.NoError(t, err)
+			_, err = a.Acquire(context.Background())
+			must.ErrorIs(t, err, errLeaderHeld)
+		}},
+		{"acquire again after release", func(t *testing.T, a *AlwaysLeader) {
+			_, err := a.Acquire(context.Background())
+			must.NoError(t, err)
+			must.NoError(t, a.Release())
+			lost, err := a.Acquire(context.Background())
+			must.NoError(t, err)
+			must.False(t, closed(lost))
+		}},
+		{"release when not held", func(t *testing.T, a *AlwaysLeader) {
+			must.NoError(t, a.Release())
+		}},
+		{"cancelled context", func(t *testing.T, a *AlwaysLeader) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := a.Acquire(ctx)
+			must.ErrorIs(t, err, context.Canceled)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, new(AlwaysLeader)) })
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// Store keeps the planner's job records and active policy. Every method is
+// safe for concurrent use; records returned are the caller's own copies.
+type Store interface {
+	// CreateJob stores a new job and sets j.Version to 1. It fails with
+	// ErrExists if the ID is taken.
+	CreateJob(ctx context.Context, j *structs.Job) error
+	// UpdateJob replaces a job if the stored version is j.Version
+	// (compare-and-swap) and then increments j.Version. It fails with
+	// ErrConflict if the stored version differs and ErrNotFound if there is
+	// no such job; j is left unchanged on failure.
+	UpdateJob(ctx context.Context, j *structs.Job) error
+	// GetJob returns one job, or ErrNotFound.
+	GetJob(ctx context.Context, id string) (*structs.Job, error)
+	// ListJobs returns every job, ordered by (Submitted, ID).
+	ListJobs(ctx context.Context) ([]*structs.Job, error)
+	// GetPolicy returns the stored policy state, or ErrNotFound if it was
+	// never set.
+	GetPolicy(ctx context.Context) (*structs.PolicyState, error)
+	// PutPolicy stores the policy state (last write wins).
+	PutPolicy(ctx context.Context, p *structs.PolicyState) error
+	// Close releases the store; later calls fail.
+	Close() error
+}
+
+// The store's errors; compare with errors.Is, as they come wrapped with the
+// job's ID.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+	ErrConflict = errors.New("version conflict")
+)
+
+// errClosed is returned by a store used after Close.
+var errClosed = errors.New("store is closed")
+
+// checkJob rejects jobs no implementation can key. IDs are path segments in
+// Consul's KV, so both implementations refuse '/' and the empty ID alike.
+func checkJob(j *structs.Job) error {
+	if j == nil {
+		return errors.New("job is nil")
+	}
+	return checkID(j.ID)
+}
+
+func checkID(id string) error {
+	if id == "" || strings.ContainsAny(id, "/\x00") {
+		return fmt.Errorf("invalid job ID %q: it must be non-empty and hold no '/'", id)
+	}
+	return nil
+}
+
+// sortJobs orders jobs by (Submitted, ID): the queue's order.
+func sortJobs(jobs []*structs.Job) {
+	slices.SortFunc(jobs, func(a, b *structs.Job) int {
+		if c := a.Submitted.Compare(b.Submitted); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}
+
+// storedVersion reads only the version of an encoded job.
+func storedVersion(buf []byte) (uint64, error) {
+	var v struct {
+		Version uint64 `json:"version"`
+	}
+	if err := json.Unmarshal(buf, &v); err != nil {
+		return 0, err
+	}
+	return v.Version, nil
+}
+
+func conflict(id string, have, stored uint64) error {
+	return fmt.Errorf("failed to update job %q at version %d (stored: %d): %w", id, have, stored, ErrConflict)
+}
