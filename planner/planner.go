@@ -27,6 +27,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -63,11 +64,6 @@ type Outcome struct {
 	ExitCode int
 	Message  string
 }
-
-// InputError is a submission the planner refuses.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
 
 // Planner is the scheduling loop and the operations the API serves.
 type Planner struct {
@@ -171,7 +167,7 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 		if spec.GPUs.Model != "" || spec.GPUs.MinMemoryMiB > 0 {
 			where += " (with the job's GPU model/memory constraints)"
 		}
-		return &InputError{Msg: fmt.Sprintf("job %s needs at least %d GPUs but %s has %d that it could use", spec.Name, req.Min, where, total)}
+		return api.Inputf("job %s needs at least %d GPUs but %s has %d that it could use", spec.Name, req.Min, where, total)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -247,7 +248,7 @@ func TestSubmit_RefusesWhatCanNeverRun(t *testing.T) {
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8), node("n2", 4))
 	ok := submit(t, p, now, spec(t, "ok", 12, 12))
 	_, err := p.Submit(ctx, spec(t, "huge", 13, 16), "")
-	var ie *InputError
+	var ie *api.InputError
 	must.True(t, errors.As(err, &ie), must.Sprint(err))
 	must.StrContains(t, err.Error(), "needs at least 13 GPUs but the cluster has 12")
 

@@ -43,9 +43,10 @@ func (n *Nomad) write(ctx context.Context) *nomadapi.WriteOptions {
 	return (&nomadapi.WriteOptions{Namespace: n.Namespace}).WithContext(ctx)
 }
 
-// Apply implements planner.Executor.
+// Apply implements planner.Executor. It records the Nomad job's ID in j.
 func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocation) error {
 	id := JobID(j)
+	j.NomadJobID = id
 	current, err := n.registered(ctx, id)
 	if err != nil {
 		return err

@@ -1,0 +1,127 @@
+package command
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
+	"github.com/schedulearn/schedulearn/planner/agent"
+	"github.com/schedulearn/schedulearn/planner/config"
+	"github.com/schedulearn/schedulearn/planner/executor"
+)
+
+// AgentCommand runs the planner daemon.
+type AgentCommand struct {
+	Out, Err io.Writer
+	// Drainer takes workers out of trainings before a shrink; main wires
+	// the horovod driver's rescale protocol.
+	Drainer executor.Drainer
+}
+
+func (c *AgentCommand) Synopsis() string { return "Run the planner daemon" }
+
+func (c *AgentCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: schedulearn agent [-config planner.hcl]
+
+  Runs the planner: keeps the queue of training jobs, plans a round on every
+  change and every round_interval with the active policy, runs the jobs in
+  Nomad, and serves the HTTP API the CLI uses. Without -config it runs on the
+  defaults: Nomad and Consul on their local addresses, the embedded store in
+  ./schedulearn-data, the elastic-fifo policy, the API on 127.0.0.1:4680.
+
+  SIGHUP reloads the config file: a changed policy block becomes the active
+  policy (the previous one stays if the new one fails to open). SIGINT or
+  SIGTERM stops the planner; running jobs keep running in Nomad.
+
+  Writes through the API need the token: the config's token, or the
+  SCHEDULEARN_TOKEN environment variable.
+
+Options:
+
+  -config=<file>   The planner's HCL configuration.
+`)
+}
+
+func (c *AgentCommand) Run(args []string) int {
+	var path string
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(c.Err)
+	fs.Usage = func() { fmt.Fprintln(c.Err, c.Help()) }
+	fs.StringVar(&path, "config", "", "")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return ExitUsage
+	}
+	cfg, ok := c.load(path)
+	if !ok {
+		return ExitUsage
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "schedulearn", Level: hclog.LevelFromString(cfg.LogLevel), Output: c.Err})
+
+	a, err := agent.New(cfg, logger, c.Drainer)
+	if err != nil {
+		fmt.Fprintf(c.Err, "Error: %v\n", err)
+		return ExitError
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			if path == "" {
+				logger.Warn("SIGHUP: no config file to reload")
+				continue
+			}
+			next, ok := c.load(path)
+			if !ok {
+				logger.Error("SIGHUP: config not reloaded; the running config stays")
+				continue
+			}
+			if err := a.Reload(next); err != nil {
+				logger.Error("SIGHUP: reload failed", "error", err)
+				continue
+			}
+			logger.Info("SIGHUP: config reloaded", "policy", next.Policy.Name)
+		}
+	}()
+	if err := a.Run(ctx); err != nil {
+		fmt.Fprintf(c.Err, "Error: %v\n", err)
+		return ExitError
+	}
+	return ExitOK
+}
+
+// load reads the config (or the defaults), printing diagnostics.
+func (c *AgentCommand) load(path string) (*config.Config, bool) {
+	var cfg *config.Config
+	if path == "" {
+		cfg = config.Default()
+		if diags := cfg.Validate(); diags.HasErrors() {
+			fmt.Fprintln(c.Err, hcldiag.Format(diags))
+			return nil, false
+		}
+	} else {
+		loaded, diags := config.Load(path)
+		cfg = loaded
+		if len(diags) > 0 {
+			fmt.Fprintln(c.Err, hcldiag.Format(diags))
+		}
+		if diags.HasErrors() {
+			return nil, false
+		}
+	}
+	if cfg.Token == "" {
+		cfg.Token = os.Getenv("SCHEDULEARN_TOKEN")
+	}
+	return cfg, true
+}

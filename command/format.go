@@ -1,0 +1,110 @@
+package command
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+)
+
+// The output helpers print what Nomad's CLI prints with columnize:
+// columns separated by two spaces, and "key = value" lists. They use
+// text/tabwriter, so the CLI needs no module beyond the standard library.
+
+// formatList renders rows (the first is the header) as aligned columns.
+func formatList(rows [][]string) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	_ = tw.Flush()
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// formatKV renders key/value pairs as "key = value", keys aligned.
+func formatKV(pairs [][2]string) string {
+	width := 0
+	for _, p := range pairs {
+		width = max(width, len(p[0]))
+	}
+	lines := make([]string, 0, len(pairs))
+	for _, p := range pairs {
+		lines = append(lines, strings.TrimRight(fmt.Sprintf("%-*s = %s", width, p[0], p[1]), " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// formatTime renders a time as Nomad does; the zero time is "<none>".
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "<none>"
+	}
+	return t.Local().Format(time.RFC3339)
+}
+
+// formatNodes renders GPUs per node, "node-a:4, node-b:2", sorted.
+func formatNodes(m map[string]int) string {
+	if len(m) == 0 {
+		return "<none>"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// formatAsked renders what GPUs a job asked for: "4", "2-8", "auto",
+// "auto (1-16)".
+func formatAsked(auto bool, lo, hi int) string {
+	switch {
+	case auto && hi == 0:
+		return "auto"
+	case auto:
+		return fmt.Sprintf("auto (%d-%d)", lo, hi)
+	case lo == hi:
+		return fmt.Sprint(lo)
+	default:
+		return fmt.Sprintf("%d-%d", lo, hi)
+	}
+}
+
+// formatGPUSpec renders the whole gpus block of a jobspec.
+func formatGPUSpec(g jobspec.GPUs) string {
+	s := formatAsked(g.Auto, g.Min, g.Max)
+	var more []string
+	if g.PerWorker > 1 {
+		more = append(more, fmt.Sprintf("%d per worker", g.PerWorker))
+	}
+	if g.Model != "" {
+		more = append(more, "model "+g.Model)
+	}
+	if g.MinMemoryMiB > 0 {
+		more = append(more, fmt.Sprintf("at least %d MiB each", g.MinMemoryMiB))
+	}
+	if len(more) > 0 {
+		s += " (" + strings.Join(more, ", ") + ")"
+	}
+	return s
+}
+
+// orNone renders an empty string as "<none>".
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// shortID cuts a Nomad node ID to 8 characters, as Nomad's lists do.
+func shortID(id string, verbose bool) string {
+	if verbose || len(id) <= 8 {
+		return id
+	}
+	return id[:8]
+}

@@ -1,0 +1,259 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/client"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// recentRows is how many GPU changes and events job status shows
+// without -verbose.
+const recentRows = 10
+
+// JobStatusCommand lists the jobs, or shows one.
+type JobStatusCommand struct {
+	Meta
+	// list is true for `job list`, which takes no ID.
+	list bool
+}
+
+func (c *JobStatusCommand) name() string {
+	if c.list {
+		return "job list"
+	}
+	return "job status"
+}
+
+func (c *JobStatusCommand) Synopsis() string {
+	if c.list {
+		return "List the training jobs (job status without an ID)"
+	}
+	return "List the training jobs, or show one"
+}
+
+func (c *JobStatusCommand) Help() string {
+	if c.list {
+		return helpText(`
+Usage: schedulearn job list [options]
+
+  Lists the training jobs: ID, name, user, priority, state, GPUs held now
+  and asked for, submission time. The same as job status without an ID.`,
+			generalHelp, `List Options:
+
+  -json
+    Print the jobs as JSON (a list of job stubs).`, exitHelp)
+	}
+	return helpText(`
+Usage: schedulearn job status [options] [<job-id>]
+
+  Without an ID, lists the training jobs (see job list). With one, shows
+  the job: what it asked for, its state, the GPUs it holds now and where,
+  its GPU history (time, GPUs, nodes, policy, reason), its events and its
+  Nomad job ID. A unique prefix of an ID will do.`,
+		generalHelp, `Status Options:
+
+  -json
+    Print JSON instead of text: the list as job stubs, a job as its
+    full record.
+
+  -verbose
+    Show the whole GPU history and every event (not only the last 10),
+    the job's target, and its jobspec as submitted.`, exitHelp)
+}
+
+func (c *JobStatusCommand) Run(args []string) int {
+	var asJSON, verbose bool
+	fs := c.flagSet(c.name())
+	fs.BoolVar(&asJSON, "json", false, "")
+	if !c.list {
+		fs.BoolVar(&verbose, "verbose", false, "")
+	}
+	pos, ok := c.parse(fs, args, c.name())
+	if !ok {
+		return ExitUsage
+	}
+	if c.list && len(pos) > 0 || len(pos) > 1 {
+		c.usageError(c.name(), "too many arguments")
+		return ExitUsage
+	}
+	cl, err := c.client()
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	ctx := context.Background()
+
+	if len(pos) == 0 {
+		jobs, err := cl.Jobs(ctx)
+		if err != nil {
+			return c.apiError(err)
+		}
+		if asJSON {
+			return c.printJSON(jobs)
+		}
+		fmt.Fprintln(c.Out, formatJobList(jobs))
+		return ExitOK
+	}
+
+	job, err := resolveJob(ctx, cl, pos[0])
+	if err != nil {
+		return c.apiError(err)
+	}
+	if asJSON {
+		return c.printJSON(job)
+	}
+	fmt.Fprintln(c.Out, formatJob(job, verbose))
+	return ExitOK
+}
+
+func formatJobList(jobs []api.JobStub) string {
+	if len(jobs) == 0 {
+		return "No jobs"
+	}
+	rows := [][]string{{"ID", "Name", "User", "Priority", "State", "GPUs", "Asked", "Submitted"}}
+	for _, j := range jobs {
+		rows = append(rows, []string{
+			j.ID, j.Name, orNone(j.User), fmt.Sprint(j.Priority), string(j.State),
+			fmt.Sprint(j.GPUs), formatAsked(j.Auto, j.MinGPUs, j.MaxGPUs), formatTime(j.Submitted),
+		})
+	}
+	return formatList(rows)
+}
+
+func formatJob(j *structs.Job, verbose bool) string {
+	s := j.Spec
+	exit := "<none>"
+	if j.ExitCode != nil {
+		exit = fmt.Sprint(*j.ExitCode)
+	}
+	pairs := [][2]string{
+		{"ID", j.ID},
+		{"Name", s.Name},
+		{"User", orNone(s.User)},
+		{"Queue", orNone(s.Queue)},
+		{"Priority", fmt.Sprint(s.Priority)},
+		{"Pool", orNone(s.Pool)},
+		{"Launcher", s.Launcher},
+		{"Command", strings.Join(append([]string{s.Command}, s.Args...), " ")},
+		{"GPUs asked", formatGPUSpec(s.GPUs)},
+	}
+	if verbose && s.Target != nil {
+		pairs = append(pairs, [2]string{"Target", formatTarget(s)})
+	}
+	pairs = append(pairs,
+		[2]string{"State", string(j.State)},
+		[2]string{"GPUs", fmt.Sprint(j.GPUs())},
+		[2]string{"Nomad job ID", orNone(j.NomadJobID)},
+		[2]string{"Submitted", formatTime(j.Submitted)},
+		[2]string{"Started", formatTime(j.Started)},
+		[2]string{"Finished", formatTime(j.Finished)},
+		[2]string{"GPU-seconds", fmt.Sprintf("%.0f", j.AttainedGPUSeconds)},
+		[2]string{"Exit code", exit},
+	)
+	var b strings.Builder
+	b.WriteString(formatKV(pairs))
+
+	b.WriteString("\n\nGPUs Now\n")
+	if len(j.Allocation) == 0 {
+		b.WriteString("No GPUs")
+	} else {
+		rows := [][]string{{"Node", "GPUs"}}
+		for _, n := range slices.Sorted(maps.Keys(j.Allocation)) {
+			rows = append(rows, []string{n, fmt.Sprint(j.Allocation[n])})
+		}
+		b.WriteString(formatList(rows))
+	}
+
+	b.WriteString("\n\n" + heading("GPU History", len(j.History), verbose) + "\n")
+	if len(j.History) == 0 {
+		b.WriteString("No GPU changes")
+	} else {
+		rows := [][]string{{"Time", "GPUs", "Nodes", "Policy", "Reason"}}
+		for _, h := range recent(j.History, verbose) {
+			rows = append(rows, []string{formatTime(h.Time), fmt.Sprint(h.GPUs), formatNodes(h.Nodes), orNone(h.Policy), h.Reason})
+		}
+		b.WriteString(formatList(rows))
+	}
+
+	b.WriteString("\n\n" + heading("Events", len(j.Events), verbose) + "\n")
+	if len(j.Events) == 0 {
+		b.WriteString("No events")
+	} else {
+		rows := [][]string{{"Time", "Type", "Message"}}
+		for _, e := range recent(j.Events, verbose) {
+			rows = append(rows, []string{formatTime(e.Time), e.Type, e.Message})
+		}
+		b.WriteString(formatList(rows))
+	}
+
+	if verbose && j.Source != "" {
+		b.WriteString("\n\nJobspec\n" + strings.TrimRight(j.Source, "\n"))
+	}
+	return b.String()
+}
+
+// heading names a section, saying when only the recent rows are shown.
+func heading(name string, n int, verbose bool) string {
+	if verbose || n <= recentRows {
+		return name
+	}
+	return fmt.Sprintf("%s (last %d of %d; -verbose shows all)", name, recentRows, n)
+}
+
+// recent returns the last recentRows of rows, or all with verbose.
+func recent[T any](rows []T, verbose bool) []T {
+	if verbose || len(rows) <= recentRows {
+		return rows
+	}
+	return rows[len(rows)-recentRows:]
+}
+
+func formatTarget(s jobspec.Spec) string {
+	t := s.Target
+	out := fmt.Sprintf("%s %s %g", t.Metric, map[bool]string{false: ">=", true: "<="}[t.Lower], t.Goal)
+	if t.Tier1 != nil {
+		out += fmt.Sprintf(", tier 1 at %g", *t.Tier1)
+	}
+	switch {
+	case !t.Deadline.IsZero():
+		out += ", by " + formatTime(t.Deadline)
+	case t.Within > 0:
+		out += fmt.Sprintf(", within %s of submission", t.Within)
+	}
+	return out
+}
+
+// resolveJob reads the job with id, or with the one ID that id is a
+// prefix of, as Nomad's commands do.
+func resolveJob(ctx context.Context, cl *client.Client, id string) (*structs.Job, error) {
+	job, err := cl.Job(ctx, id)
+	if err == nil || !errors.Is(err, api.ErrNotFound) {
+		return job, err
+	}
+	stubs, lerr := cl.Jobs(ctx)
+	if lerr != nil {
+		return nil, err
+	}
+	var matches []string
+	for _, s := range stubs {
+		if strings.HasPrefix(s.ID, id) {
+			matches = append(matches, s.ID)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, fmt.Errorf("no job with ID or ID prefix %q", id)
+	case 1:
+		return cl.Job(ctx, matches[0])
+	default:
+		return nil, fmt.Errorf("prefix %q matches %d jobs, say which: %s", id, len(matches), strings.Join(matches, ", "))
+	}
+}

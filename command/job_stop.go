@@ -1,0 +1,59 @@
+package command
+
+import (
+	"context"
+	"fmt"
+)
+
+// JobStopCommand stops a job.
+type JobStopCommand struct{ Meta }
+
+func (c *JobStopCommand) Synopsis() string { return "Stop a training job" }
+
+func (c *JobStopCommand) Help() string {
+	return helpText(`
+Usage: schedulearn job stop [options] <job-id>
+
+  Stops a queued or running training job: the planner deregisters its
+  Nomad job and frees its GPUs. The job's record stays, in state
+  "stopped". A unique prefix of an ID will do. Stopping a job that has
+  already ended is an error.`,
+		generalHelp, `Stop Options:
+
+  -json
+    Print the stopped job's record as JSON.`, exitHelp)
+}
+
+func (c *JobStopCommand) Run(args []string) int {
+	const name = "job stop"
+	var asJSON bool
+	fs := c.flagSet(name)
+	fs.BoolVar(&asJSON, "json", false, "")
+	pos, ok := c.parse(fs, args, name)
+	if !ok {
+		return ExitUsage
+	}
+	if len(pos) != 1 {
+		c.usageError(name, "this command takes one argument: <job-id>")
+		return ExitUsage
+	}
+	cl, err := c.client()
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	ctx := context.Background()
+	job, err := resolveJob(ctx, cl, pos[0])
+	if err != nil {
+		return c.apiError(err)
+	}
+	job, err = cl.Stop(ctx, job.ID)
+	if err != nil {
+		return c.apiError(err)
+	}
+	if asJSON {
+		return c.printJSON(job)
+	}
+	fmt.Fprintf(c.Out, "==> Job %q is %s\n", job.ID, job.State)
+	return ExitOK
+}

@@ -1,0 +1,346 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// A broken jobspec prints file:line:col and exits 2 without a single
+// request to the planner.
+func TestJobRun_BrokenJobspecNeverReachesThePlanner(t *testing.T) {
+	h := newHarness(t)
+	path := h.jobspec("train.hcl", broken)
+	for _, args := range [][]string{{"job", "run", path}, {"job", "run", "-detach", path}, {"job", "run", "-json", path}} {
+		must.Eq(t, ExitUsage, h.run(args...))
+		must.StrContains(t, h.err.String(), path+":3:10: error: ")
+		must.StrContains(t, h.err.String(), "nothing was submitted")
+		must.Eq(t, "", h.out.String())
+	}
+	must.Eq(t, 0, h.server.Requests())
+}
+
+func TestJobRun_Usage(t *testing.T) {
+	h := newHarness(t)
+	path := h.jobspec("train.hcl", fourGPUs)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no jobspec", []string{"job", "run"}, "takes one argument"},
+		{"two jobspecs", []string{"job", "run", path, path}, "takes one argument"},
+		{"unknown flag", []string{"job", "run", "-nope", path}, "flag provided but not defined: -nope"},
+		{"missing file", []string{"job", "run", path + ".missing"}, "failed to read the jobspec"},
+		{"bad address", []string{"job", "run", "-address", "ftp://x", path}, "invalid planner address"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			must.Eq(t, ExitUsage, h.run(tc.args...))
+			must.StrContains(t, h.err.String(), tc.want)
+		})
+	}
+	must.Eq(t, 0, h.server.Requests())
+}
+
+func TestJobRun_Detach(t *testing.T) {
+	h := newHarness(t)
+	// Flags may come after the jobspec.
+	must.Eq(t, ExitOK, h.run("job", "run", h.jobspec("train.hcl", fourGPUs), "-detach"))
+	must.Eq(t, []string{"resnet50-00000001"}, h.backend.IDs())
+	must.StrContains(t, h.out.String(), `Job "resnet50-00000001" submitted; queued`)
+	must.Eq(t, 0, h.backend.Calls()["Job"]) // no monitor
+
+	must.Eq(t, ExitOK, h.run("job", "run", "-detach", "-json", h.jobspec("train.hcl", fourGPUs)))
+	job := decodeOut[structs.Job](t, &h.out)
+	must.Eq(t, "resnet50-00000002", job.ID)
+	must.Eq(t, structs.JobQueued, job.State)
+	must.Eq(t, fourGPUs, job.Source)
+}
+
+// The monitor prints the job's changes and ends when it runs.
+func TestJobRun_MonitorEndsWhenRunning(t *testing.T) {
+	h := newHarness(t)
+	h.backend.OnJob = func(b *apitest.Backend, id string, call int) {
+		if call == 3 {
+			b.Start(id, map[string]int{"gpu-1": 4}, "enough free GPUs")
+		}
+	}
+	must.Eq(t, ExitOK, h.run("job", "run", h.jobspec("train.hcl", fourGPUs)))
+	out := h.out.String()
+	for _, want := range []string{
+		`==> Job "resnet50-00000001" submitted; monitoring it`,
+		": Job submitted; queued",
+		": Job is queued",
+		": GPUs 0 -> 4 on gpu-1:4 (policy fifo: enough free GPUs)",
+		`: Registered Nomad job "train-resnet50-00000001"`,
+		": Job is running",
+		`==> Job "resnet50-00000001" is running with 4 GPUs (gpu-1:4); Nomad job "train-resnet50-00000001"`,
+	} {
+		must.StrContains(t, out, want)
+	}
+	// In order, each once.
+	must.True(t, strings.Index(out, "Job is queued") < strings.Index(out, "GPUs 0 -> 4"))
+	must.True(t, strings.Index(out, "GPUs 0 -> 4") < strings.Index(out, "Job is running"))
+	must.Eq(t, 1, strings.Count(out, "Job is queued"))
+	must.Eq(t, 3, h.backend.Calls()["Job"])
+}
+
+// With -json the monitor prints nothing but the final record.
+func TestJobRun_MonitorJSON(t *testing.T) {
+	h := newHarness(t)
+	h.backend.OnJob = func(b *apitest.Backend, id string, call int) {
+		b.Start(id, map[string]int{"gpu-1": 2, "gpu-2": 2}, "gang of 4")
+	}
+	must.Eq(t, ExitOK, h.run("job", "run", "-json", h.jobspec("train.hcl", fourGPUs)))
+	job := decodeOut[structs.Job](t, &h.out)
+	must.Eq(t, structs.JobRunning, job.State)
+	must.Eq(t, 4, job.GPUs())
+}
+
+func TestJobRun_MonitorJobEnds(t *testing.T) {
+	cases := []struct {
+		state structs.JobState
+		code  int
+	}{
+		{structs.JobComplete, ExitOK},
+		{structs.JobFailed, ExitError},
+		{structs.JobStopped, ExitError},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.state), func(t *testing.T) {
+			h := newHarness(t)
+			h.backend.OnJob = func(b *apitest.Backend, id string, call int) { b.Finish(id, tc.state, "ended") }
+			must.Eq(t, tc.code, h.run("job", "run", h.jobspec("train.hcl", fourGPUs)))
+			must.StrContains(t, h.out.String(), "Job is "+string(tc.state))
+		})
+	}
+}
+
+// Ctrl-C detaches the monitor and leaves the job alone.
+func TestJobRun_InterruptDetaches(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	h.interrupt = ctx
+	h.backend.OnJob = func(*apitest.Backend, string, int) { cancel() }
+	must.Eq(t, ExitOK, h.run("job", "run", h.jobspec("train.hcl", fourGPUs)))
+	must.StrContains(t, h.out.String(), `==> Monitor detached; job "resnet50-00000001" is queued and keeps going`)
+	must.Eq(t, 0, h.backend.Calls()["Stop"])
+	job, err := h.backend.Job(context.Background(), "resnet50-00000001")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobQueued, job.State)
+}
+
+// The monitor gives up, exit 1, when the job vanishes.
+func TestJobRun_MonitorJobGone(t *testing.T) {
+	h := newHarness(t)
+	h.backend.OnJob = func(b *apitest.Backend, id string, call int) { b.Fail(api.ErrNotFound) }
+	must.Eq(t, ExitError, h.run("job", "run", h.jobspec("train.hcl", fourGPUs)))
+	must.StrContains(t, h.err.String(), "is gone from the planner")
+}
+
+// Warnings are printed, and the job is submitted.
+func TestJobRun_WarningsAccepted(t *testing.T) {
+	h := newHarness(t)
+	path := h.jobspec("late.hcl", pastDeadline)
+	must.Eq(t, ExitOK, h.run("job", "run", "-detach", path))
+	must.StrContains(t, h.err.String(), path+":7:5: warning: Deadline in the past")
+	must.Eq(t, []string{"late-00000001"}, h.backend.IDs())
+}
+
+// What only the planner can check comes back as diagnostics, exit 2.
+func TestJobRun_PlannerRefuses(t *testing.T) {
+	h := newHarness(t)
+	path := h.jobspec("huge.hcl", tooBig)
+	must.Eq(t, ExitUsage, h.run("job", "run", path))
+	must.StrContains(t, h.err.String(), path+":1:1: error: Not enough GPUs in the cluster")
+	must.StrContains(t, h.err.String(), "the planner refused")
+	must.SliceEmpty(t, h.backend.IDs())
+}
+
+func TestJobRun_Stdin(t *testing.T) {
+	h := newHarness(t)
+	code := MainWithMeta([]string{"job", "run", "-detach", "-"}, Meta{
+		Out: &h.out, Err: &h.err, In: strings.NewReader(broken),
+		Getenv: func(k string) string { return h.env[k] }, HTTPClient: h.server.Client(),
+	})
+	must.Eq(t, ExitUsage, code)
+	must.StrContains(t, h.err.String(), "<stdin>:3:10: error: ")
+
+	code = MainWithMeta([]string{"job", "run", "-detach", "-"}, Meta{
+		Out: &h.out, Err: &h.err, In: strings.NewReader(fourGPUs),
+		Getenv: func(k string) string { return h.env[k] }, HTTPClient: h.server.Client(),
+	})
+	must.Eq(t, ExitOK, code)
+	must.Eq(t, []string{"resnet50-00000001"}, h.backend.IDs())
+}
+
+// The token and address come from the flags, else the environment.
+func TestJobRun_TokenAndAddress(t *testing.T) {
+	h := newHarness(t)
+	path := h.jobspec("train.hcl", fourGPUs)
+
+	delete(h.env, "SCHEDULEARN_TOKEN")
+	must.Eq(t, ExitError, h.run("job", "run", "-detach", path))
+	must.StrContains(t, h.err.String(), "permission denied")
+	must.StrContains(t, h.err.String(), "HTTP 403")
+
+	must.Eq(t, ExitOK, h.run("job", "run", "-detach", "-token", apitest.Token, path))
+
+	h.env["SCHEDULEARN_TOKEN"] = "wrong"
+	must.Eq(t, ExitError, h.run("job", "run", "-detach", path))
+	must.Eq(t, ExitOK, h.run("job", "run", "-detach", "-token="+apitest.Token, path))
+
+	// -address beats SCHEDULEARN_ADDR.
+	h.env["SCHEDULEARN_ADDR"] = "http://127.0.0.1:1"
+	must.Eq(t, ExitError, h.run("job", "run", "-detach", "-token", apitest.Token, path))
+	must.StrContains(t, h.err.String(), "failed to reach the planner at http://127.0.0.1:1")
+	must.Eq(t, ExitOK, h.run("job", "run", "-detach", "-token", apitest.Token, "-address", h.server.URL, path))
+	must.Len(t, 3, h.backend.IDs())
+}
+
+func TestJobStatus_List(t *testing.T) {
+	h := newHarness(t)
+	must.Eq(t, ExitOK, h.run("job", "status"))
+	must.Eq(t, "No jobs\n", h.out.String())
+
+	a := h.submit(fourGPUs)
+	b := h.submit(elastic)
+	h.backend.Start(a, map[string]int{"gpu-1": 4}, "start")
+
+	for _, args := range [][]string{{"job", "status"}, {"job", "list"}} {
+		must.Eq(t, ExitOK, h.run(args...))
+		lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
+		must.Len(t, 3, lines)
+		must.StrHasPrefix(t, "ID  ", lines[0])
+		must.Eq(t, []string{"ID", "Name", "User", "Priority", "State", "GPUs", "Asked", "Submitted"}, strings.Fields(lines[0]))
+		must.Eq(t, []string{a, "resnet50", "alice", "50", "running", "4", "4"}, strings.Fields(lines[1])[:7])
+		must.Eq(t, []string{b, "bert", "<none>", "50", "queued", "0", "2-8"}, strings.Fields(lines[2])[:7])
+	}
+
+	must.Eq(t, ExitOK, h.run("job", "list", "-json"))
+	stubs := decodeOut[[]api.JobStub](t, &h.out)
+	must.Len(t, 2, stubs)
+	must.Eq(t, 4, stubs[0].GPUs)
+
+	must.Eq(t, ExitUsage, h.run("job", "list", a))
+	must.Eq(t, ExitUsage, h.run("job", "status", a, b))
+}
+
+func TestJobStatus_Job(t *testing.T) {
+	h := newHarness(t)
+	id := h.submit(elastic)
+	h.backend.Start(id, map[string]int{"gpu-1": 2}, "start")
+	h.backend.Resize(id, map[string]int{"gpu-1": 4, "gpu-2": 2}, "queue empty, grow")
+
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	out := h.out.String()
+	for _, want := range []string{
+		"ID           = " + id,
+		"GPUs asked   = 2-8",
+		"State        = running",
+		"GPUs         = 6",
+		"Nomad job ID = train-" + id,
+		"GPUs Now\nNode   GPUs\ngpu-1  4\ngpu-2  2",
+		"GPU History\nTime",
+		"gpu-1:4, gpu-2:2  fifo    queue empty, grow",
+		"Events\nTime",
+		"Job submitted; queued",
+	} {
+		must.StrContains(t, out, want)
+	}
+	must.StrNotContains(t, out, "Jobspec")
+
+	must.Eq(t, ExitOK, h.run("job", "status", "-verbose", id))
+	must.StrContains(t, h.out.String(), "Jobspec\n"+strings.TrimSpace(elastic))
+
+	// A unique prefix will do.
+	must.Eq(t, ExitOK, h.run("job", "status", "-json", "bert"))
+	job := decodeOut[structs.Job](t, &h.out)
+	must.Eq(t, id, job.ID)
+	must.Len(t, 2, job.History)
+}
+
+func TestJobStatus_Errors(t *testing.T) {
+	h := newHarness(t)
+	h.submit(fourGPUs)
+	h.submit(fourGPUs)
+
+	must.Eq(t, ExitError, h.run("job", "status", "nope"))
+	must.StrContains(t, h.err.String(), `no job with ID or ID prefix "nope"`)
+
+	must.Eq(t, ExitError, h.run("job", "status", "resnet50"))
+	must.StrContains(t, h.err.String(), `prefix "resnet50" matches 2 jobs`)
+
+	h.backend.Fail(context.DeadlineExceeded)
+	must.Eq(t, ExitError, h.run("job", "status"))
+	must.StrContains(t, h.err.String(), "HTTP 500")
+}
+
+func TestJobStop(t *testing.T) {
+	h := newHarness(t)
+	id := h.submit(fourGPUs)
+	h.backend.Start(id, map[string]int{"gpu-1": 4}, "start")
+
+	must.Eq(t, ExitOK, h.run("job", "stop", id))
+	must.Eq(t, `==> Job "`+id+`" is stopped`+"\n", h.out.String())
+	job, err := h.backend.Job(context.Background(), id)
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStopped, job.State)
+	must.Eq(t, 0, job.GPUs())
+
+	// Already ended: a conflict.
+	must.Eq(t, ExitError, h.run("job", "stop", id))
+	must.StrContains(t, h.err.String(), "already ended (stopped)")
+	must.StrContains(t, h.err.String(), "HTTP 409")
+
+	must.Eq(t, ExitError, h.run("job", "stop", "nope"))
+	must.Eq(t, ExitUsage, h.run("job", "stop"))
+
+	id2 := h.submit(fourGPUs)
+	delete(h.env, "SCHEDULEARN_TOKEN")
+	must.Eq(t, ExitError, h.run("job", "stop", id2))
+	must.StrContains(t, h.err.String(), "permission denied")
+
+	h.env["SCHEDULEARN_TOKEN"] = apitest.Token
+	must.Eq(t, ExitOK, h.run("job", "stop", "-json", id2))
+	must.Eq(t, structs.JobStopped, decodeOut[structs.Job](t, &h.out).State)
+}
+
+// The parents print their subcommands and exit 2; -help exits 0.
+func TestParentCommands(t *testing.T) {
+	h := newHarness(t)
+	for _, parent := range []string{"job", "policy", "node"} {
+		must.Eq(t, ExitUsage, h.run(parent))
+		must.StrContains(t, h.err.String(), "Subcommands:")
+		must.StrContains(t, h.err.String(), "list")
+	}
+	must.Eq(t, ExitUsage, h.run("job", "frobnicate"))
+	must.StrContains(t, h.err.String(), `unknown subcommand "job frobnicate"`)
+
+	for _, cmd := range [][]string{{"job", "run"}, {"job", "status"}, {"job", "list"}, {"job", "stop"}, {"policy", "list"}, {"policy", "set"}, {"node", "list"}} {
+		must.Eq(t, 0, h.run(append(cmd, "-help")...))
+		must.StrContains(t, h.err.String(), "Usage: schedulearn "+strings.Join(cmd, " "))
+		must.StrContains(t, h.err.String(), "-address=<addr>")
+		must.StrContains(t, h.err.String(), "Exit Codes:")
+	}
+	must.Eq(t, 0, h.server.Requests())
+}
+
+// Polls that fail are retried, and the monitor gives up after
+// maxPollFailures in a row, leaving the job alone.
+func TestJobRun_MonitorGivesUp(t *testing.T) {
+	h := newHarness(t)
+	h.backend.OnJob = func(b *apitest.Backend, id string, call int) { b.Fail(errors.New("store closed")) }
+	must.Eq(t, ExitError, h.run("job", "run", h.jobspec("train.hcl", fourGPUs)))
+	must.Eq(t, maxPollFailures-1, strings.Count(h.out.String(), "Poll failed, retrying"))
+	must.StrContains(t, h.err.String(), "stopped monitoring after 5 failed polls (the job keeps going)")
+	must.Eq(t, 0, h.backend.Calls()["Stop"])
+}

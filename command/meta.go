@@ -1,0 +1,182 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/api/client"
+)
+
+// Exit codes of the commands that talk to the planner.
+const (
+	// ExitOK: done.
+	ExitOK = 0
+	// ExitError: the planner could not be reached or failed, the job does
+	// not exist, or the monitored job failed or was stopped.
+	ExitError = 1
+	// ExitUsage: bad usage or bad input: unknown flags, missing or extra
+	// arguments, a jobspec that does not parse or that the planner
+	// refuses, an unknown policy or a configuration it rejects.
+	ExitUsage = 2
+)
+
+// Meta is what every planner command shares: where its output goes, how
+// it reaches the planner, and the general flags -address and -token.
+// Tests fill in the hooks; Main leaves them nil for the real ones.
+type Meta struct {
+	Out, Err io.Writer
+	// In is read for a jobspec named "-"; os.Stdin when nil.
+	In io.Reader
+	// Getenv reads the environment; os.Getenv when nil.
+	Getenv func(string) string
+	// HTTPClient makes the API calls; the client package's default when nil.
+	HTTPClient *http.Client
+	// PollInterval is how often the job monitor asks for the job; 1s when 0.
+	PollInterval time.Duration
+	// Interrupt returns a context that ends on Ctrl-C (SIGINT, SIGTERM);
+	// signal.NotifyContext when nil.
+	Interrupt func() (context.Context, context.CancelFunc)
+
+	address, token string
+}
+
+// generalHelp documents the flags every planner command takes.
+const generalHelp = `General Options:
+
+  -address=<addr>
+    The planner's HTTP API address. Overrides the SCHEDULEARN_ADDR
+    environment variable; default http://127.0.0.1:4680.
+
+  -token=<token>
+    The planner's token, needed for writes (job run, job stop, policy set).
+    Overrides the SCHEDULEARN_TOKEN environment variable.`
+
+// exitHelp documents the exit codes.
+const exitHelp = `Exit Codes:
+
+  0  Success.
+  1  An error: the planner could not be reached or failed, or no job has
+     that ID.
+  2  Bad usage or bad input: unknown flags, missing or extra arguments, a
+     jobspec that does not parse or that the planner refuses.`
+
+// flagSet returns a flag set with the general flags; parse errors are
+// printed by parse, not by the flag package.
+func (m *Meta) flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&m.address, "address", "", "")
+	fs.StringVar(&m.token, "token", "", "")
+	return fs
+}
+
+// parse parses args with flags and positional arguments in any order
+// ("job run train.hcl -detach" as well as "job run -detach train.hcl");
+// "--" ends the flags. It returns the positional arguments, or prints the
+// error and returns ok false (exit ExitUsage).
+func (m *Meta) parse(fs *flag.FlagSet, args []string, cmd string) (pos []string, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			m.usageError(cmd, err.Error())
+			return nil, false
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), true
+		}
+		if len(rest) == 0 {
+			return pos, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageError prints a usage error the way Nomad does.
+func (m *Meta) usageError(cmd, msg string) {
+	fmt.Fprintf(m.Err, "Error: %s\nFor additional help try 'schedulearn %s -help'\n", msg, cmd)
+}
+
+// errorf prints an error.
+func (m *Meta) errorf(format string, args ...any) {
+	fmt.Fprintf(m.Err, "Error: "+format+"\n", args...)
+}
+
+func (m *Meta) getenv(key string) string {
+	if m.Getenv != nil {
+		return m.Getenv(key)
+	}
+	return os.Getenv(key)
+}
+
+// client returns an API client for the flags and the environment.
+func (m *Meta) client() (*client.Client, error) {
+	addr := m.address
+	if addr == "" {
+		addr = m.getenv(client.EnvAddress)
+	}
+	token := m.token
+	if token == "" {
+		token = m.getenv(client.EnvToken)
+	}
+	return client.New(client.Config{Address: addr, Token: token, HTTPClient: m.HTTPClient})
+}
+
+// interrupt returns a context that ends on Ctrl-C.
+func (m *Meta) interrupt() (context.Context, context.CancelFunc) {
+	if m.Interrupt != nil {
+		return m.Interrupt()
+	}
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func (m *Meta) pollInterval() time.Duration {
+	if m.PollInterval > 0 {
+		return m.PollInterval
+	}
+	return time.Second
+}
+
+func (m *Meta) stdin() io.Reader {
+	if m.In != nil {
+		return m.In
+	}
+	return os.Stdin
+}
+
+// printJSON prints v as indented JSON.
+func (m *Meta) printJSON(v any) int {
+	buf, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		m.errorf("failed to encode JSON: %v", err)
+		return ExitError
+	}
+	fmt.Fprintln(m.Out, string(buf))
+	return ExitOK
+}
+
+// apiError prints err and returns its exit code: ExitUsage where the
+// planner refused the input (400), ExitError otherwise.
+func (m *Meta) apiError(err error) int {
+	m.errorf("%v", err)
+	if client.IsInput(err) {
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// helpText assembles a command's help: its own text, then options, the
+// general options and the exit codes.
+func helpText(parts ...string) string {
+	return strings.TrimSpace(strings.Join(parts, "\n\n"))
+}

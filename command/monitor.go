@@ -1,0 +1,144 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/client"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// maxPollFailures is how many polls in a row may fail (the planner
+// restarting, a leader election) before the monitor gives up.
+const maxPollFailures = 5
+
+// monitor follows a job, like `nomad job run`'s evaluation monitor: it
+// polls the job and prints what changed (state, GPUs, events) until the
+// job runs or ends, or ctx ends (Ctrl-C: the job is left alone).
+//
+// It relies on a job's History and Events being append-only, as the
+// store keeps them.
+type monitor struct {
+	out      io.Writer
+	client   *client.Client
+	interval time.Duration
+
+	state   structs.JobState
+	gpus    int
+	history int // entries of History printed
+	events  int // entries of Events printed
+}
+
+// run follows job (as the submission returned it) and returns the last
+// record seen, the exit code, and an error to print.
+func (m *monitor) run(ctx context.Context, job *structs.Job) (*structs.Job, int, error) {
+	failures := 0
+	for {
+		m.show(job)
+		if code, done := m.done(job); done {
+			return job, code, nil
+		}
+		select {
+		case <-ctx.Done():
+			m.detached(job)
+			return job, ExitOK, nil
+		case <-time.After(m.interval):
+		}
+		next, err := m.client.Job(ctx, job.ID)
+		switch {
+		case err == nil:
+			job, failures = next, 0
+		case ctx.Err() != nil:
+			m.detached(job)
+			return job, ExitOK, nil
+		case errors.Is(err, api.ErrNotFound):
+			return job, ExitError, fmt.Errorf("job %q is gone from the planner: %w", job.ID, err)
+		default:
+			failures++
+			if failures >= maxPollFailures {
+				return job, ExitError, fmt.Errorf("stopped monitoring after %d failed polls (the job keeps going): %w", failures, err)
+			}
+			fmt.Fprintf(m.out, "    %s: Poll failed, retrying: %v\n", formatTime(time.Now()), err)
+		}
+	}
+}
+
+// show prints the job's new GPU changes and events, in time order, then
+// its state if it changed.
+func (m *monitor) show(j *structs.Job) {
+	type line struct {
+		t    time.Time
+		text string
+	}
+	var lines []line
+	for _, h := range j.History[min(m.history, len(j.History)):] {
+		text := fmt.Sprintf("GPUs %d -> %d", m.gpus, h.GPUs)
+		if len(h.Nodes) > 0 {
+			text += " on " + formatNodes(h.Nodes)
+		}
+		text += fmt.Sprintf(" (policy %s", orNone(h.Policy))
+		if h.Reason != "" {
+			text += ": " + h.Reason
+		}
+		lines = append(lines, line{h.Time, text + ")"})
+		m.gpus = h.GPUs
+	}
+	m.history = max(m.history, len(j.History))
+	for _, e := range j.Events[min(m.events, len(j.Events)):] {
+		lines = append(lines, line{e.Time, e.Message})
+	}
+	m.events = max(m.events, len(j.Events))
+	slices.SortStableFunc(lines, func(a, b line) int { return a.t.Compare(b.t) })
+	for _, l := range lines {
+		fmt.Fprintf(m.out, "    %s: %s\n", formatTime(l.t), l.text)
+	}
+	if j.State != m.state {
+		m.state = j.State
+		fmt.Fprintf(m.out, "    %s: Job is %s\n", formatTime(stateTime(j)), j.State)
+	}
+}
+
+// done reports whether the monitor ends at job, printing why.
+func (m *monitor) done(j *structs.Job) (int, bool) {
+	switch j.State {
+	case structs.JobRunning:
+		fmt.Fprintf(m.out, "==> Job %q is running with %d GPUs (%s); Nomad job %q\n",
+			j.ID, j.GPUs(), formatNodes(j.Allocation), j.NomadJobID)
+		fmt.Fprintf(m.out, "    The monitor ends here; follow the job with: schedulearn job status %s\n", j.ID)
+		return ExitOK, true
+	case structs.JobComplete:
+		fmt.Fprintf(m.out, "==> Job %q completed\n", j.ID)
+		return ExitOK, true
+	case structs.JobFailed, structs.JobStopped:
+		msg := fmt.Sprintf("==> Job %q ended: %s", j.ID, j.State)
+		if j.ExitCode != nil {
+			msg += fmt.Sprintf(" (exit code %d)", *j.ExitCode)
+		}
+		fmt.Fprintln(m.out, msg)
+		return ExitError, true
+	}
+	return 0, false
+}
+
+func (m *monitor) detached(j *structs.Job) {
+	fmt.Fprintf(m.out, "==> Monitor detached; job %q is %s and keeps going\n", j.ID, j.State)
+	fmt.Fprintf(m.out, "    Follow it with: schedulearn job status %s\n", j.ID)
+}
+
+// stateTime is when the job entered its state, as well as the record says.
+func stateTime(j *structs.Job) time.Time {
+	switch {
+	case j.State.Terminal() && !j.Finished.IsZero():
+		return j.Finished
+	case j.State == structs.JobRunning && !j.Started.IsZero():
+		return j.Started
+	case j.State == structs.JobQueued:
+		return j.Submitted
+	}
+	return time.Now()
+}

@@ -1,0 +1,137 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// PolicyListCommand lists the scheduling policies.
+type PolicyListCommand struct{ Meta }
+
+func (c *PolicyListCommand) Synopsis() string { return "List the scheduling policies" }
+
+func (c *PolicyListCommand) Help() string {
+	return helpText(`
+Usage: schedulearn policy list [options]
+
+  Lists the scheduling policies the planner can run: the builtins and the
+  external plugins it found. The active one is marked.`,
+		generalHelp, `List Options:
+
+  -json
+    Print the policies as JSON.`, exitHelp)
+}
+
+func (c *PolicyListCommand) Run(args []string) int {
+	const name = "policy list"
+	var asJSON bool
+	fs := c.flagSet(name)
+	fs.BoolVar(&asJSON, "json", false, "")
+	pos, ok := c.parse(fs, args, name)
+	if !ok {
+		return ExitUsage
+	}
+	if len(pos) > 0 {
+		c.usageError(name, "this command takes no arguments")
+		return ExitUsage
+	}
+	cl, err := c.client()
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	ps, err := cl.Policies(context.Background())
+	if err != nil {
+		return c.apiError(err)
+	}
+	if asJSON {
+		return c.printJSON(ps)
+	}
+	if len(ps) == 0 {
+		fmt.Fprintln(c.Out, "No policies")
+		return ExitOK
+	}
+	rows := [][]string{{"Name", "Active", "Kind", "Version", "Description"}}
+	for _, p := range ps {
+		rows = append(rows, []string{p.Name, fmt.Sprint(p.Active), p.Kind, orNone(p.Version), p.Description})
+	}
+	fmt.Fprintln(c.Out, formatList(rows))
+	return ExitOK
+}
+
+// PolicySetCommand switches the active policy.
+type PolicySetCommand struct{ Meta }
+
+func (c *PolicySetCommand) Synopsis() string { return "Switch the active scheduling policy" }
+
+func (c *PolicySetCommand) Help() string {
+	return helpText(`
+Usage: schedulearn policy set [options] <name>
+
+  Makes <name> the active scheduling policy, from the planner's next
+  round, without restarting the planner or any job. An unknown policy or a
+  configuration the policy rejects is refused (exit 2), and so is a
+  plugin that fails to start (exit 1); either way the previous policy
+  stays active.`,
+		generalHelp, `Set Options:
+
+  -config key=value
+    A setting of the policy; repeat for several. Unknown keys are errors.
+
+  -json
+    Print the policy now active as JSON.`, exitHelp)
+}
+
+func (c *PolicySetCommand) Run(args []string) int {
+	const name = "policy set"
+	var asJSON bool
+	config := kvFlag{}
+	fs := c.flagSet(name)
+	fs.BoolVar(&asJSON, "json", false, "")
+	fs.Var(config, "config", "")
+	pos, ok := c.parse(fs, args, name)
+	if !ok {
+		return ExitUsage
+	}
+	if len(pos) != 1 {
+		c.usageError(name, "this command takes one argument: <name>")
+		return ExitUsage
+	}
+	cl, err := c.client()
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	st, err := cl.SetPolicy(context.Background(), pos[0], config)
+	if err != nil {
+		return c.apiError(err)
+	}
+	if asJSON {
+		return c.printJSON(st)
+	}
+	fmt.Fprintf(c.Out, "==> Policy %q is active (since %s)\n", st.Name, formatTime(st.Changed))
+	for _, k := range slices.Sorted(maps.Keys(st.Config)) {
+		fmt.Fprintf(c.Out, "    %s = %s\n", k, st.Config[k])
+	}
+	return ExitOK
+}
+
+// kvFlag collects repeated -flag key=value settings.
+type kvFlag map[string]string
+
+func (f kvFlag) String() string { return "" }
+
+func (f kvFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not key=value", s)
+	}
+	if _, dup := f[k]; dup {
+		return fmt.Errorf("%q is set twice", k)
+	}
+	f[k] = v
+	return nil
+}

@@ -1,0 +1,280 @@
+// Package agent is the planner daemon (`schedulearn agent`): it wires the
+// store, the cluster view, the executor, the policy host and the planner
+// from the configuration, serves the HTTP API, and runs the scheduling loop
+// while it is the leader. With the embedded store it leads alone; with the
+// Consul store several agents share the records and a Consul lock picks the
+// one that schedules, the others standing by.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-hclog"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/schedulearn/schedulearn/planner"
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/cluster"
+	"github.com/schedulearn/schedulearn/planner/config"
+	"github.com/schedulearn/schedulearn/planner/executor"
+	"github.com/schedulearn/schedulearn/planner/store"
+)
+
+// Version is the planner's version, reported by the API.
+var Version = "0.1.0-dev"
+
+// policyTimeout bounds one policy's planning of a round.
+const policyTimeout = 30 * time.Second
+
+// storeBackend is a store the agent owns.
+type storeBackend interface {
+	planner.Store
+	Close() error
+}
+
+// Agent is a running planner daemon.
+type Agent struct {
+	cfg     *config.Config
+	logger  hclog.Logger
+	store   storeBackend
+	leader  store.Leadership
+	consul  *consulapi.Client
+	planner *planner.Planner
+	server  *http.Server
+	addr    string // the API's listen address, once listening
+
+	mu       sync.Mutex
+	leading  bool
+	policyIn *config.Policy // the config's policy block, to see it change on reload
+}
+
+// New builds an agent from cfg. drainer takes workers out of running
+// trainings before a shrink (the horovod driver's rescale protocol).
+func New(cfg *config.Config, logger hclog.Logger, drainer executor.Drainer) (*Agent, error) {
+	nomadCfg := nomadapi.DefaultConfig()
+	nomadCfg.Address = cfg.Nomad.Address
+	nomadCfg.SecretID = cfg.Nomad.Token
+	nomadCfg.Region = cfg.Nomad.Region
+	nomadCfg.Namespace = cfg.Nomad.Namespace
+	if t := cfg.Nomad.TLS; t != nil {
+		nomadCfg.TLSConfig = &nomadapi.TLSConfig{CACert: t.CAFile, ClientCert: t.CertFile, ClientKey: t.KeyFile, Insecure: t.Insecure}
+	}
+	nomad, err := nomadapi.NewClient(nomadCfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create nomad client: %w", err)
+	}
+	consulCfg := consulapi.DefaultConfig()
+	consulCfg.Address = cfg.Consul.Address
+	consulCfg.Token = cfg.Consul.Token
+	if t := cfg.Consul.TLS; t != nil {
+		consulCfg.TLSConfig = consulapi.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, InsecureSkipVerify: t.Insecure}
+	}
+	consul, err := consulapi.NewClient(consulCfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create consul client: %w", err)
+	}
+
+	a := &Agent{cfg: cfg, logger: logger, consul: consul, policyIn: cfg.Policy}
+	switch cfg.Store.Backend {
+	case config.StoreConsul:
+		s, err := store.NewConsul(consul, cfg.Store.Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("failed to open consul store: %w", err)
+		}
+		l, err := store.NewConsulLeadership(consul, cfg.Store.Prefix, store.LeaderOptions{Identity: cfg.BindAddr})
+		if err != nil {
+			return nil, fmt.Errorf("failed to set up leader election: %w", err)
+		}
+		a.store, a.leader = s, l
+	default:
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("failed to create data dir: %w", err)
+		}
+		s, err := store.Open(cfg.StorePath())
+		if err != nil {
+			return nil, err
+		}
+		a.store, a.leader = s, &store.AlwaysLeader{}
+	}
+
+	// The stored policy (set by `schedulearn policy set`) wins over the
+	// config's at start; a changed policy block wins at reload.
+	name, pcfg := cfg.Policy.Name, cfg.Policy.Config
+	if st, err := a.store.GetPolicy(context.Background()); err == nil && st.Name != "" {
+		name, pcfg = st.Name, st.Config
+	}
+	host, err := planner.NewPolicyHost(cfg.PluginDir, logger, name, pcfg, policyTimeout)
+	if err != nil {
+		a.store.Close()
+		return nil, fmt.Errorf("failed to open policy %q: %w", name, err)
+	}
+
+	var pools []cluster.Pool
+	for _, p := range cfg.Pools {
+		pools = append(pools, cluster.Pool{Name: p.Name, Service: p.Service, Tags: p.Tags})
+	}
+	a.planner = &planner.Planner{
+		Store:    a.store,
+		Cluster:  &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
+		Executor: &executor.Nomad{Client: nomad, Namespace: cfg.Nomad.Namespace, Drainer: drainer, Logger: logger.Named("executor")},
+		Policies: host,
+		Logger:   logger.Named("planner"),
+	}
+	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, Logger: logger.Named("api")})
+	if err != nil {
+		return nil, err
+	}
+	a.server = api.NewHTTPServer(cfg.BindAddr, srv)
+	return a, nil
+}
+
+func owned(nomadJobID string) bool {
+	return len(nomadJobID) > len(executor.JobPrefix) && nomadJobID[:len(executor.JobPrefix)] == executor.JobPrefix
+}
+
+// Addr is the API's listen address (after Run has started listening).
+func (a *Agent) Addr() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.addr
+}
+
+// Run serves the API and, while leading, schedules, until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.cfg.BindAddr)
+	if err != nil {
+		return fmt.Errorf("failed to listen on %s: %w", a.cfg.BindAddr, err)
+	}
+	a.mu.Lock()
+	a.addr = ln.Addr().String()
+	a.mu.Unlock()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- a.server.Serve(ln) }()
+	a.logger.Info("planner API listening", "address", ln.Addr().String(), "store", a.cfg.Store.Backend)
+
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		a.lead(ctx)
+	}()
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = a.server.Shutdown(shutdown)
+	<-loopDone
+	_ = a.leader.Release()
+	a.planner.Policies.Close()
+	if cerr := a.store.Close(); cerr != nil {
+		a.logger.Warn("failed to close store", "error", cerr)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// lead stands by for the leadership and schedules while it holds it.
+func (a *Agent) lead(ctx context.Context) {
+	for ctx.Err() == nil {
+		lost, err := a.leader.Acquire(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.logger.Warn("failed to acquire leadership; retrying", "error", err)
+				time.Sleep(time.Second)
+			}
+			continue
+		}
+		a.setLeading(true)
+		a.logger.Info("leading: scheduling")
+		roundCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-lost:
+			case <-roundCtx.Done():
+			}
+			cancel()
+		}()
+		a.planner.Run(roundCtx, a.cfg.Round)
+		cancel()
+		a.setLeading(false)
+		if ctx.Err() == nil {
+			a.logger.Warn("leadership lost; standing by")
+		}
+	}
+}
+
+func (a *Agent) setLeading(v bool) {
+	a.mu.Lock()
+	a.leading = v
+	a.mu.Unlock()
+}
+
+func (a *Agent) isLeading() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.leading
+}
+
+// Reload applies a reloaded configuration: a changed policy block becomes
+// the active policy. Other settings need a restart, and it says so.
+func (a *Agent) Reload(cfg *config.Config) error {
+	a.mu.Lock()
+	prev := a.policyIn
+	a.mu.Unlock()
+	changed := prev == nil || prev.Name != cfg.Policy.Name || !equalMaps(prev.Config, cfg.Policy.Config)
+	if changed {
+		if _, err := a.planner.SetPolicy(context.Background(), cfg.Policy.Name, cfg.Policy.Config); err != nil {
+			return fmt.Errorf("failed to switch to policy %q from the reloaded config (the previous policy stays): %w", cfg.Policy.Name, err)
+		}
+		a.mu.Lock()
+		a.policyIn = cfg.Policy
+		a.mu.Unlock()
+	}
+	if cfg.BindAddr != a.cfg.BindAddr || cfg.Store.Backend != a.cfg.Store.Backend || cfg.Nomad.Address != a.cfg.Nomad.Address {
+		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad); they are not applied")
+	}
+	return nil
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// errNotLeader is a write to a standby.
+func (a *Agent) errNotLeader() error {
+	return fmt.Errorf("this planner is standing by; send writes to the leader (%s): %w", a.leaderAddr(), api.ErrUnavailable)
+}
+
+// leaderAddr is the leading planner's API address, as far as it is known.
+func (a *Agent) leaderAddr() string {
+	if a.isLeading() {
+		return a.Addr()
+	}
+	if cl, ok := a.leader.(*store.ConsulLeadership); ok {
+		pair, _, err := a.consul.KV().Get(cl.Key(), nil)
+		if err == nil && pair != nil && pair.Session != "" {
+			return string(pair.Value)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// backend serves the API from the agent. Reads come from the store, so any
+// planner answers them; writes that act on Nomad or the policy are the
+// leader's. Submissions only add a record, so a standby takes them too.
+type backend struct{ a *Agent }
+
+var _ api.Backend = (*backend)(nil)
+
+// storeErr maps the store's errors onto the API's.
+func storeErr(err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
+	case errors.Is(err, store.ErrConflict):
+		return fmt.Errorf("%w: %w", api.ErrConflict, err)
+	}
+	return err
+}
+
+func (b *backend) Submit(ctx context.Context, spec *jobspec.Spec, source string) (*structs.Job, error) {
+	j, err := b.a.planner.Submit(ctx, spec, source)
+	return j, storeErr(err)
+}
+
+func (b *backend) Job(ctx context.Context, id string) (*structs.Job, error) {
+	j, err := b.a.store.GetJob(ctx, id)
+	return j, storeErr(err)
+}
+
+func (b *backend) Jobs(ctx context.Context) ([]*structs.Job, error) {
+	return b.a.store.ListJobs(ctx)
+}
+
+func (b *backend) Stop(ctx context.Context, id string) (*structs.Job, error) {
+	if !b.a.isLeading() {
+		return nil, b.a.errNotLeader()
+	}
+	j, err := b.a.store.GetJob(ctx, id)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	if j.State.Terminal() {
+		return nil, fmt.Errorf("job %s has already ended (%s): %w", id, j.State, api.ErrConflict)
+	}
+	j, err = b.a.planner.Stop(ctx, id)
+	return j, storeErr(err)
+}
+
+func (b *backend) Policies(ctx context.Context) ([]api.PolicyInfo, error) {
+	names, err := b.a.planner.Policies.Available()
+	if err != nil {
+		return nil, err
+	}
+	active, _ := b.a.planner.Policies.Active()
+	if !slices.Contains(names, active) {
+		names = append(names, active)
+	}
+	var out []api.PolicyInfo
+	for _, name := range names {
+		info, builtin, err := b.a.planner.Policies.Describe(name)
+		if err != nil {
+			return nil, err
+		}
+		kind := api.PolicyExternal
+		if builtin {
+			kind = api.PolicyBuiltin
+		}
+		out = append(out, api.PolicyInfo{Name: name, Version: info.Version, Description: info.Description, Kind: kind, Active: name == active})
+	}
+	return out, nil
+}
+
+func (b *backend) SetPolicy(ctx context.Context, name string, config map[string]string) (*structs.PolicyState, error) {
+	if !b.a.isLeading() {
+		return nil, b.a.errNotLeader()
+	}
+	names, err := b.a.planner.Policies.Available()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(names, name) {
+		return nil, api.Inputf("unknown policy %q; the planner can run: %v", name, names)
+	}
+	st, err := b.a.planner.SetPolicy(ctx, name, config)
+	if err != nil {
+		if _, builtin, _ := b.a.planner.Policies.Describe(name); builtin {
+			// A builtin that refuses its config: the request is wrong.
+			return nil, api.Inputf("%v", err)
+		}
+		return nil, err
+	}
+	return st, nil
+}
+
+func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
+	nodes, err := b.a.planner.Cluster.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := b.a.store.ListJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.NodeInfo, 0, len(nodes))
+	for _, n := range nodes {
+		info := api.NodeInfo{ID: n.ID, Name: n.Name, Pool: n.Pool, Status: "ready", Eligible: true, GPUModel: n.GPUModel, GPUsTotal: n.GPUs}
+		for _, j := range jobs {
+			if g := j.Allocation[n.ID]; g > 0 && !j.State.Terminal() {
+				if info.Jobs == nil {
+					info.Jobs = map[string]int{}
+				}
+				info.Jobs[j.ID] = g
+				info.GPUsUsed += g
+			}
+		}
+		info.GPUsFree = max(0, n.GPUs-n.Reserved-info.GPUsUsed)
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+func (b *backend) Status(ctx context.Context) (*api.Status, error) {
+	name, config := b.a.planner.Policies.Active()
+	st := &api.Status{Leader: b.a.leaderAddr(), IsLeader: b.a.isLeading(), Version: Version,
+		Policy: structs.PolicyState{Name: name, Config: config}}
+	if stored, err := b.a.store.GetPolicy(ctx); err == nil {
+		st.Policy.Changed = stored.Changed
+		st.Policy.LastError = stored.LastError
+	}
+	if err := b.a.planner.Policies.LastError(); err != nil {
+		st.Policy.LastError = err.Error()
+	}
+	return st, nil
+}

@@ -1,0 +1,348 @@
+// Package apitest holds test support for the planner API: an in-memory
+// Backend whose jobs tests move through their states by hand, and an
+// httptest server around it. The API's and the CLI's tests use it; the
+// daemon's tests can use it as a reference for what the API expects.
+package apitest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// Backend is a fake api.Backend: jobs live in memory and stay where
+// Submit puts them (queued) until a test moves them with Start, Resize,
+// Finish or Update, or an OnJob hook does on each read.
+type Backend struct {
+	mu       sync.Mutex
+	jobs     map[string]*structs.Job
+	order    []string
+	nodes    []api.NodeInfo
+	policies map[string]policy.Factory
+	active   structs.PolicyState
+	calls    map[string]int
+	seq      int
+
+	// Now is the fake's clock; time.Now when nil.
+	Now func() time.Time
+	// OnJob, when set, runs before every Job call (outside the fake's
+	// lock) with the ID and how many times Job has been called for it,
+	// counting this one: a script that moves a job along as a client
+	// polls it.
+	OnJob func(b *Backend, id string, call int)
+	// Err, when set, is returned by every method (a failing planner).
+	// Set it before serving, or with Fail.
+	Err error
+	// SetPolicyErr, when set, is returned by SetPolicy for known names
+	// (a plugin that fails to launch); the old policy stays.
+	SetPolicyErr error
+	// Leader and Version are what Status reports.
+	Leader, Version string
+}
+
+// NewBackend returns a fake with the builtin policies (FIFO active) and
+// nodes (none when nil).
+func NewBackend(nodes ...api.NodeInfo) *Backend {
+	return &Backend{
+		jobs:     map[string]*structs.Job{},
+		nodes:    nodes,
+		policies: policy.Builtins(),
+		active:   structs.PolicyState{Name: policy.FIFOName, Changed: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+		calls:    map[string]int{},
+		Leader:   "127.0.0.1:4680",
+		Version:  "0.1.0-test",
+	}
+}
+
+// Node returns a ready node with gpus free A100s, for NewBackend.
+func Node(id, name string, gpus int) api.NodeInfo {
+	return api.NodeInfo{
+		ID: id, Name: name, Pool: "default", Status: "ready", Eligible: true,
+		GPUModel: "NVIDIA A100-SXM4-40GB", GPUsTotal: gpus, GPUsFree: gpus,
+	}
+}
+
+var _ api.Backend = (*Backend)(nil)
+
+func (b *Backend) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}
+
+// Calls returns how many times each method was called, by name.
+func (b *Backend) Calls() map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.calls)
+}
+
+// enter counts a call and returns b.Err; callers hold b.mu.
+func (b *Backend) enter(method string) error {
+	b.calls[method]++
+	return b.Err
+}
+
+// Submit queues the job. A job asking for more GPUs than the largest node
+// has is an *api.InputError pointing at the job's training block (when the
+// fake has nodes).
+func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string) (*structs.Job, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("Submit"); err != nil {
+		return nil, err
+	}
+	if largest := b.largestNode(); len(b.nodes) > 0 && spec.GPUs.Min > largest {
+		return nil, &api.InputError{Diags: hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Not enough GPUs in the cluster",
+			Detail:   fmt.Sprintf("The job needs at least %d GPUs; the largest node has %d.", spec.GPUs.Min, largest),
+			Subject:  spec.Range.Ptr(),
+		}}}
+	}
+	b.seq++
+	now := b.now()
+	j := &structs.Job{
+		ID:        fmt.Sprintf("%s-%08x", spec.Name, b.seq),
+		Spec:      *spec,
+		Source:    source,
+		State:     structs.JobQueued,
+		Submitted: now,
+		Events:    []structs.Event{{Time: now, Type: "submitted", Message: "Job submitted; queued"}},
+		Version:   1,
+	}
+	b.jobs[j.ID] = j
+	b.order = append(b.order, j.ID)
+	return clone(j), nil
+}
+
+func (b *Backend) largestNode() int {
+	n := 0
+	for _, node := range b.nodes {
+		n = max(n, node.GPUsTotal)
+	}
+	return n
+}
+
+// Job returns the job, after running OnJob.
+func (b *Backend) Job(_ context.Context, id string) (*structs.Job, error) {
+	b.mu.Lock()
+	err := b.enter("Job")
+	b.calls["Job:"+id]++
+	call := b.calls["Job:"+id]
+	hook := b.OnJob
+	b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if hook != nil {
+		hook(b, id, call)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j, ok := b.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
+	}
+	return clone(j), nil
+}
+
+// Jobs returns the jobs in submission order.
+func (b *Backend) Jobs(context.Context) ([]*structs.Job, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("Jobs"); err != nil {
+		return nil, err
+	}
+	out := make([]*structs.Job, 0, len(b.order))
+	for _, id := range b.order {
+		out = append(out, clone(b.jobs[id]))
+	}
+	return out, nil
+}
+
+// Stop stops a queued or running job; an ended one is api.ErrConflict.
+func (b *Backend) Stop(_ context.Context, id string) (*structs.Job, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("Stop"); err != nil {
+		return nil, err
+	}
+	j, ok := b.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
+	}
+	if j.State.Terminal() {
+		return nil, fmt.Errorf("job %q has already ended (%s): %w", id, j.State, api.ErrConflict)
+	}
+	b.finish(j, structs.JobStopped, "Stopped by a user")
+	return clone(j), nil
+}
+
+// Policies lists the builtins, sorted by name.
+func (b *Backend) Policies(context.Context) ([]api.PolicyInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("Policies"); err != nil {
+		return nil, err
+	}
+	var out []api.PolicyInfo
+	for _, name := range slices.Sorted(maps.Keys(b.policies)) {
+		info := b.policies[name]().PluginInfo()
+		out = append(out, api.PolicyInfo{
+			Name: name, Version: info.Version, Description: info.Description,
+			Kind: api.PolicyBuiltin, Active: name == b.active.Name,
+		})
+	}
+	return out, nil
+}
+
+// SetPolicy switches the active policy, checking config with the real
+// policy's SetConfig.
+func (b *Backend) SetPolicy(_ context.Context, name string, config map[string]string) (*structs.PolicyState, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("SetPolicy"); err != nil {
+		return nil, err
+	}
+	factory, ok := b.policies[name]
+	if !ok {
+		return nil, api.Inputf("unknown policy %q (known: %v)", name, slices.Sorted(maps.Keys(b.policies)))
+	}
+	if b.SetPolicyErr != nil {
+		b.active.LastError = b.SetPolicyErr.Error()
+		return nil, b.SetPolicyErr
+	}
+	if err := factory().SetConfig(config); err != nil {
+		return nil, api.Inputf("invalid configuration for policy %q: %v", name, err)
+	}
+	b.active = structs.PolicyState{Name: name, Config: maps.Clone(config), Changed: b.now()}
+	st := b.active
+	return &st, nil
+}
+
+// Nodes returns the nodes, with GPUsUsed, GPUsFree and Jobs computed from
+// the running jobs' allocations.
+func (b *Backend) Nodes(context.Context) ([]api.NodeInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("Nodes"); err != nil {
+		return nil, err
+	}
+	out := make([]api.NodeInfo, 0, len(b.nodes))
+	for _, n := range b.nodes {
+		n.Jobs = map[string]int{}
+		n.GPUsUsed = 0
+		for _, id := range b.order {
+			if g := b.jobs[id].Allocation[n.ID]; g > 0 {
+				n.Jobs[id] = g
+				n.GPUsUsed += g
+			}
+		}
+		n.GPUsFree = max(0, n.GPUsTotal-n.GPUsUsed)
+		if len(n.Jobs) == 0 {
+			n.Jobs = nil
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Status reports Leader, Version and the active policy.
+func (b *Backend) Status(context.Context) (*api.Status, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("Status"); err != nil {
+		return nil, err
+	}
+	return &api.Status{Leader: b.Leader, IsLeader: true, Version: b.Version, Policy: b.active}, nil
+}
+
+// Fail makes every later call return err (nil: succeed again); safe to
+// call from an OnJob hook while clients are calling.
+func (b *Backend) Fail(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.Err = err
+}
+
+// Update changes a stored job with fn (and bumps its version).
+func (b *Backend) Update(id string, fn func(j *structs.Job)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if j, ok := b.jobs[id]; ok {
+		fn(j)
+		j.Version++
+	}
+}
+
+// Start runs a queued job with alloc (GPUs per node), as the active
+// policy would.
+func (b *Backend) Start(id string, alloc map[string]int, reason string) {
+	b.Update(id, func(j *structs.Job) {
+		now := b.now()
+		b.resize(j, alloc, reason, now)
+		j.State = structs.JobRunning
+		j.Started = now
+		j.NomadJobID = "train-" + j.ID
+		j.Events = append(j.Events, structs.Event{Time: now, Type: "started", Message: fmt.Sprintf("Registered Nomad job %q", j.NomadJobID)})
+	})
+}
+
+// Resize gives a running job a new allocation.
+func (b *Backend) Resize(id string, alloc map[string]int, reason string) {
+	b.Update(id, func(j *structs.Job) { b.resize(j, alloc, reason, b.now()) })
+}
+
+// Finish ends a job in state (complete, failed or stopped).
+func (b *Backend) Finish(id string, state structs.JobState, message string) {
+	b.Update(id, func(j *structs.Job) { b.finish(j, state, message) })
+}
+
+func (b *Backend) resize(j *structs.Job, alloc map[string]int, reason string, now time.Time) {
+	j.Allocation = maps.Clone(alloc)
+	j.History = append(j.History, structs.GPUChange{
+		Time: now, GPUs: j.GPUs(), Nodes: maps.Clone(alloc), Policy: b.active.Name, Reason: reason,
+	})
+}
+
+func (b *Backend) finish(j *structs.Job, state structs.JobState, message string) {
+	now := b.now()
+	if j.GPUs() > 0 {
+		b.resize(j, nil, string(state), now)
+	}
+	j.State = state
+	j.Finished = now
+	j.Events = append(j.Events, structs.Event{Time: now, Type: string(state), Message: message})
+	if state == structs.JobComplete {
+		zero := 0
+		j.ExitCode = &zero
+	}
+}
+
+// clone copies a job deeply enough that callers cannot change the store.
+func clone(j *structs.Job) *structs.Job {
+	c := *j
+	c.Allocation = maps.Clone(j.Allocation)
+	c.History = slices.Clone(j.History)
+	c.Events = slices.Clone(j.Events)
+	return &c
+}
+
+// IDs returns the jobs' IDs in submission order.
+func (b *Backend) IDs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.order)
+}

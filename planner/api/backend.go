@@ -1,0 +1,142 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// Backend is what the API serves: the planner daemon implements it, and
+// apitest.Backend fakes it. Every method must be safe to call concurrently.
+//
+// Errors tell the API which status to answer (see the package doc):
+// *InputError → 400, ErrNotFound → 404, ErrConflict → 409,
+// ErrUnavailable → 503, anything else → 500. Wrap them freely
+// (fmt.Errorf("...: %w", ErrNotFound)); the API uses errors.Is and errors.As.
+type Backend interface {
+	// Submit stores a parsed, valid jobspec as a queued job and returns it
+	// at once (with its ID). source is the jobspec's text, kept for
+	// `job status -verbose`. The backend re-checks what only it can know
+	// (more GPUs than any node or pool offers, an unknown pool) and
+	// returns *InputError for it, ideally with diagnostics whose ranges
+	// come from spec (spec.Range and friends carry the user's file name).
+	Submit(ctx context.Context, spec *jobspec.Spec, source string) (*structs.Job, error)
+	// Job returns one job, or ErrNotFound.
+	Job(ctx context.Context, id string) (*structs.Job, error)
+	// Jobs returns every job the store holds, in submission order.
+	Jobs(ctx context.Context) ([]*structs.Job, error)
+	// Stop stops a job (queued or running) and returns it as stored after
+	// the stop was recorded. ErrNotFound for an unknown ID; ErrConflict
+	// for a job that has already ended.
+	Stop(ctx context.Context, id string) (*structs.Job, error)
+
+	// Policies lists the policies the planner can run: the builtins and
+	// the external plugins it found, with the active one marked.
+	Policies(ctx context.Context) ([]PolicyInfo, error)
+	// SetPolicy makes name the active policy with config. An unknown
+	// name, or a config the policy rejects (SetConfig's unknown keys and
+	// bad values), is an *InputError; a plugin that fails to launch or
+	// crashes is a plain error. Either way the previous policy stays.
+	SetPolicy(ctx context.Context, name string, config map[string]string) (*structs.PolicyState, error)
+
+	// Nodes lists the cluster's nodes and their GPUs.
+	Nodes(ctx context.Context) ([]NodeInfo, error)
+	// Status says who leads, which version runs and which policy is
+	// active. (Not in the first draft of this interface: only the daemon
+	// knows the leader, and one call is cheaper than listing policies.)
+	Status(ctx context.Context) (*Status, error)
+}
+
+// Policy kinds.
+const (
+	PolicyBuiltin  = "builtin"
+	PolicyExternal = "external"
+)
+
+// PolicyInfo is one policy the planner can run.
+type PolicyInfo struct {
+	Name        string `json:"name"`
+	Version     string `json:"version,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Kind is PolicyBuiltin (compiled in) or PolicyExternal (a go-plugin
+	// binary from plugin_dir).
+	Kind string `json:"kind"`
+	// Active is true for the policy the planner runs now.
+	Active bool `json:"active"`
+}
+
+// NodeInfo is one Nomad client node and its GPUs.
+//
+// GPUsUsed counts the GPUs Schedulearn jobs hold; GPUsFree those the
+// planner may still hand out. GPUsTotal - GPUsFree - GPUsUsed is what is
+// unavailable: unhealthy GPUs, or GPUs held by other Nomad jobs.
+type NodeInfo struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Pool   string `json:"pool,omitempty"`
+	Status string `json:"status"` // Nomad's: "ready", "down", "initializing", "disconnected"
+	// Eligible is false where the node is draining or marked ineligible.
+	Eligible bool `json:"eligible"`
+	// GPUModel is the node's GPU model (Nomad's device name); a node with
+	// several models lists them comma-separated.
+	GPUModel  string `json:"gpu_model,omitempty"`
+	GPUsTotal int    `json:"gpus_total"`
+	GPUsFree  int    `json:"gpus_free"`
+	GPUsUsed  int    `json:"gpus_used"`
+	// Jobs maps the ID of each job holding GPUs here to how many.
+	Jobs map[string]int `json:"jobs,omitempty"`
+}
+
+// Status is the planner's state at a glance.
+type Status struct {
+	// Leader is the address of the planner that leads (it runs the
+	// scheduling loop and takes writes); empty while none does.
+	Leader string `json:"leader"`
+	// IsLeader is true when the planner that answered is the leader.
+	IsLeader bool                `json:"is_leader"`
+	Version  string              `json:"version"`
+	Policy   structs.PolicyState `json:"policy"`
+}
+
+// Errors a Backend returns (wrapped or not) for the API to answer with a
+// meaningful status code.
+var (
+	// ErrNotFound: no such job (404).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the request contradicts the job's state, e.g. stopping
+	// a job that has already ended, or a write that lost a race (409).
+	ErrConflict = errors.New("conflict")
+	// ErrUnavailable: the planner cannot serve now, e.g. it is starting or
+	// is not the leader (503). Clients may retry.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// InputError is a request the backend refuses because of what it asks
+// (400): a job asking for more GPUs than any node offers, an unknown
+// policy. Diags, when set, point into the submitted jobspec.
+type InputError struct {
+	Msg   string
+	Diags hcl.Diagnostics
+}
+
+// Inputf returns an *InputError with a formatted message.
+func Inputf(format string, args ...any) *InputError {
+	return &InputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+func (e *InputError) Error() string {
+	switch {
+	case e.Msg != "" && len(e.Diags) > 0:
+		return e.Msg + ": " + hcldiag.Format(e.Diags)
+	case e.Msg != "":
+		return e.Msg
+	default:
+		return hcldiag.Format(e.Diags)
+	}
+}

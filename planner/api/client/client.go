@@ -1,0 +1,235 @@
+// Package client is a Go client of the planner's HTTP API (planner/api),
+// used by the CLI.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// Where the client finds the planner, as in Nomad (NOMAD_ADDR, NOMAD_TOKEN).
+const (
+	EnvAddress     = "SCHEDULEARN_ADDR"
+	EnvToken       = "SCHEDULEARN_TOKEN"
+	DefaultAddress = "http://127.0.0.1:4680"
+)
+
+// maxResponseBytes bounds what the client reads of an answer.
+const maxResponseBytes = 64 << 20
+
+// Config configures a Client.
+type Config struct {
+	// Address is the planner's URL; "host:port" means http://host:port.
+	// DefaultAddress when empty.
+	Address string
+	// Token is sent with every request (writes need it).
+	Token string
+	// HTTPClient makes the requests; a client with a 30s timeout when nil.
+	HTTPClient *http.Client
+}
+
+// Client calls the planner's API.
+type Client struct {
+	base  *url.URL
+	token string
+	http  *http.Client
+}
+
+// New returns a client for cfg.
+func New(cfg Config) (*Client, error) {
+	addr := cfg.Address
+	if addr == "" {
+		addr = DefaultAddress
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("invalid planner address %q: want http(s)://host:port", cfg.Address)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Client{base: u, token: cfg.Token, http: hc}, nil
+}
+
+// Address is the planner's URL the client calls.
+func (c *Client) Address() string { return c.base.String() }
+
+// Error is an answer that is not 2xx.
+type Error struct {
+	StatusCode int
+	// Message is the server's "error", or the status text.
+	Message string
+	// Diagnostics point into a submitted jobspec.
+	Diagnostics []api.Diagnostic
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.StatusCode)
+}
+
+// Is maps status codes to the api package's errors, so that callers write
+// errors.Is(err, api.ErrNotFound).
+func (e *Error) Is(target error) bool {
+	switch target {
+	case api.ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	case api.ErrConflict:
+		return e.StatusCode == http.StatusConflict
+	case api.ErrUnavailable:
+		return e.StatusCode == http.StatusServiceUnavailable
+	}
+	return false
+}
+
+// IsInput reports whether err is the server refusing the request's input
+// (400: a broken jobspec, an unknown policy), as opposed to a failure.
+func IsInput(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusRequestEntityTooLarge)
+}
+
+// Submit sends a jobspec's text; filename names it in diagnostics.
+func (c *Client) Submit(ctx context.Context, source, filename string) (*structs.Job, error) {
+	var job structs.Job
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs", api.SubmitRequest{Source: source, Filename: filename}, &job); err != nil {
+		return nil, err
+	}
+	return &job, nil
+}
+
+// Job reads one job.
+func (c *Client) Job(ctx context.Context, id string) (*structs.Job, error) {
+	var job structs.Job
+	if err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &job); err != nil {
+		return nil, err
+	}
+	return &job, nil
+}
+
+// Jobs lists the jobs.
+func (c *Client) Jobs(ctx context.Context) ([]api.JobStub, error) {
+	var jobs []api.JobStub
+	if err := c.do(ctx, http.MethodGet, "/v1/jobs", nil, &jobs); err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// Stop stops a job.
+func (c *Client) Stop(ctx context.Context, id string) (*structs.Job, error) {
+	var job structs.Job
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/stop", nil, &job); err != nil {
+		return nil, err
+	}
+	return &job, nil
+}
+
+// Policies lists the policies.
+func (c *Client) Policies(ctx context.Context) ([]api.PolicyInfo, error) {
+	var ps []api.PolicyInfo
+	if err := c.do(ctx, http.MethodGet, "/v1/policies", nil, &ps); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// SetPolicy switches the active policy.
+func (c *Client) SetPolicy(ctx context.Context, name string, config map[string]string) (*structs.PolicyState, error) {
+	var st structs.PolicyState
+	if err := c.do(ctx, http.MethodPut, "/v1/policy", api.SetPolicyRequest{Name: name, Config: config}, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Nodes lists the nodes.
+func (c *Client) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
+	var nodes []api.NodeInfo
+	if err := c.do(ctx, http.MethodGet, "/v1/nodes", nil, &nodes); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// Status reads the planner's status.
+func (c *Client) Status(ctx context.Context) (*api.Status, error) {
+	var st api.Status
+	if err := c.do(ctx, http.MethodGet, "/v1/status", nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// do sends body (JSON, when not nil) and decodes a 2xx answer into out.
+// An answer that is not 2xx is an *Error carrying the server's message,
+// which already says what failed ("failed to stop job ...").
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		buf, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("failed to encode the request: %w", err)
+		}
+		rd = bytes.NewReader(buf)
+	}
+	u := *c.base
+	u.Path += path
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return fmt.Errorf("failed to build the request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set(api.TokenHeader, c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("failed to reach the planner at %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("failed to read the answer to %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := &Error{StatusCode: resp.StatusCode}
+		var er api.ErrorResponse
+		if json.Unmarshal(raw, &er) == nil && er.Error != "" {
+			e.Message, e.Diagnostics = er.Error, er.Diagnostics
+		} else {
+			e.Message = strings.TrimSpace(http.StatusText(resp.StatusCode) + " " + firstLine(raw))
+		}
+		return e
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("failed to decode the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}

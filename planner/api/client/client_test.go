@@ -1,0 +1,97 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/api/client"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+func TestNew_Address(t *testing.T) {
+	cases := []struct {
+		name, in, want, err string
+	}{
+		{name: "default", in: "", want: client.DefaultAddress},
+		{name: "host:port", in: "10.0.0.1:4680", want: "http://10.0.0.1:4680"},
+		{name: "https with path", in: "https://planner.example/api/", want: "https://planner.example/api"},
+		{name: "bad scheme", in: "ftp://x", err: "invalid planner address"},
+		{name: "no host", in: "http://", err: "invalid planner address"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := client.New(client.Config{Address: tc.in})
+			if tc.err != "" {
+				must.ErrorContains(t, err, tc.err)
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, tc.want, c.Address())
+		})
+	}
+}
+
+// The client round-trips every call and maps status codes to the api
+// package's errors.
+func TestClient_Calls(t *testing.T) {
+	b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8))
+	srv := apitest.NewServer(t, b)
+	ctx := context.Background()
+	c, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token, HTTPClient: srv.Client()})
+	must.NoError(t, err)
+
+	job, err := c.Submit(ctx, "training \"a\" {\n  command = \"x\"\n  gpus = 2\n}\n", "a.hcl")
+	must.NoError(t, err)
+	must.Eq(t, structs.JobQueued, job.State)
+
+	got, err := c.Job(ctx, job.ID)
+	must.NoError(t, err)
+	must.Eq(t, job.ID, got.ID)
+
+	stubs, err := c.Jobs(ctx)
+	must.NoError(t, err)
+	must.Len(t, 1, stubs)
+
+	_, err = c.Job(ctx, "nope")
+	must.True(t, errors.Is(err, api.ErrNotFound), must.Sprint(err))
+	must.False(t, client.IsInput(err))
+
+	_, err = c.Submit(ctx, "training \"a\" {\n", "b.hcl")
+	must.True(t, client.IsInput(err))
+	var ce *client.Error
+	must.True(t, errors.As(err, &ce))
+	must.Eq(t, 400, ce.StatusCode)
+	must.Eq(t, "b.hcl", ce.Diagnostics[0].Filename)
+
+	stopped, err := c.Stop(ctx, job.ID)
+	must.NoError(t, err)
+	must.Eq(t, structs.JobStopped, stopped.State)
+	_, err = c.Stop(ctx, job.ID)
+	must.True(t, errors.Is(err, api.ErrConflict), must.Sprint(err))
+
+	ps, err := c.Policies(ctx)
+	must.NoError(t, err)
+	must.SliceNotEmpty(t, ps)
+	st, err := c.SetPolicy(ctx, "round-robin", nil)
+	must.NoError(t, err)
+	must.Eq(t, "round-robin", st.Name)
+
+	nodes, err := c.Nodes(ctx)
+	must.NoError(t, err)
+	must.Len(t, 1, nodes)
+
+	status, err := c.Status(ctx)
+	must.NoError(t, err)
+	must.Eq(t, "round-robin", status.Policy.Name)
+
+	anon, err := client.New(client.Config{Address: srv.URL, HTTPClient: srv.Client()})
+	must.NoError(t, err)
+	_, err = anon.SetPolicy(ctx, "fifo", nil)
+	must.True(t, errors.As(err, &ce))
+	must.Eq(t, 403, ce.StatusCode)
+}

@@ -1,0 +1,179 @@
+package api_test
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// The parts of an OpenAPI 3.0 document the tests read.
+type openAPIDoc struct {
+	OpenAPI    string                                `json:"openapi"`
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas         map[string]schema          `json:"schemas"`
+		Responses       map[string]json.RawMessage `json:"responses"`
+		SecuritySchemes map[string]json.RawMessage `json:"securitySchemes"`
+	} `json:"components"`
+}
+
+type operation struct {
+	OperationID string                     `json:"operationId"`
+	Security    []map[string][]string      `json:"security"`
+	Responses   map[string]json.RawMessage `json:"responses"`
+}
+
+type schema struct {
+	Type       string            `json:"type"`
+	Properties map[string]schema `json:"properties"`
+	Required   []string          `json:"required"`
+}
+
+func loadDoc(t *testing.T) openAPIDoc {
+	t.Helper()
+	var doc openAPIDoc
+	must.NoError(t, json.Unmarshal(api.OpenAPI, &doc))
+	must.StrHasPrefix(t, "3.0.", doc.OpenAPI)
+	return doc
+}
+
+// Every route the server serves is in the document, and the document
+// describes no route the server does not serve.
+func TestOpenAPI_MatchesRoutes(t *testing.T) {
+	doc := loadDoc(t)
+	srv := apitest.NewServer(t, apitest.NewBackend())
+
+	served := map[string]bool{}
+	for _, rt := range srv.API.Routes() {
+		served[strings.ToLower(rt.Method)+" "+rt.Pattern] = rt.Write
+	}
+	documented := map[string]bool{}
+	for path, item := range doc.Paths {
+		for method, rawOp := range item {
+			if !slices.Contains([]string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}, method) {
+				continue // parameters, summary, ...
+			}
+			var op operation
+			must.NoError(t, json.Unmarshal(rawOp, &op))
+			documented[method+" "+path] = len(op.Security) > 0
+			must.NotEq(t, "", op.OperationID, must.Sprintf("%s %s has no operationId", method, path))
+			must.MapNotEmpty(t, op.Responses, must.Sprintf("%s %s has no responses", method, path))
+		}
+	}
+	must.Eq(t, slices.Sorted(maps.Keys(served)), slices.Sorted(maps.Keys(documented)))
+	// And the document says which routes need the token.
+	must.Eq(t, served, documented)
+}
+
+// Every $ref in the document points at something the document holds.
+func TestOpenAPI_RefsResolve(t *testing.T) {
+	var raw any
+	must.NoError(t, json.Unmarshal(api.OpenAPI, &raw))
+	doc := loadDoc(t)
+	var walk func(v any)
+	n := 0
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				n++
+				name, ok := strings.CutPrefix(ref, "#/components/schemas/")
+				if ok {
+					_, found := doc.Components.Schemas[name]
+					must.True(t, found, must.Sprintf("dangling $ref %s", ref))
+					return
+				}
+				name, ok = strings.CutPrefix(ref, "#/components/responses/")
+				must.True(t, ok, must.Sprintf("unexpected $ref %s", ref))
+				_, found := doc.Components.Responses[name]
+				must.True(t, found, must.Sprintf("dangling $ref %s", ref))
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(raw)
+	must.Positive(t, n)
+}
+
+// Each schema names exactly the JSON fields of the Go type it describes,
+// so a field added to a record without documenting it fails here.
+func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
+	doc := loadDoc(t)
+	types := map[string]reflect.Type{
+		"Error":            reflect.TypeFor[api.ErrorResponse](),
+		"Diagnostic":       reflect.TypeFor[api.Diagnostic](),
+		"SubmitRequest":    reflect.TypeFor[api.SubmitRequest](),
+		"SetPolicyRequest": reflect.TypeFor[api.SetPolicyRequest](),
+		"JobStub":          reflect.TypeFor[api.JobStub](),
+		"PolicyInfo":       reflect.TypeFor[api.PolicyInfo](),
+		"NodeInfo":         reflect.TypeFor[api.NodeInfo](),
+		"Status":           reflect.TypeFor[api.Status](),
+		"Job":              reflect.TypeFor[structs.Job](),
+		"GPUChange":        reflect.TypeFor[structs.GPUChange](),
+		"Event":            reflect.TypeFor[structs.Event](),
+		"PolicyState":      reflect.TypeFor[structs.PolicyState](),
+		"Spec":             reflect.TypeFor[jobspec.Spec](),
+		"GPUs":             reflect.TypeFor[jobspec.GPUs](),
+		"Target":           reflect.TypeFor[jobspec.Target](),
+		"Selector":         reflect.TypeFor[jobspec.Selector](),
+		"Data":             reflect.TypeFor[jobspec.Data](),
+		"Artifact":         reflect.TypeFor[jobspec.Artifact](),
+		"Range":            reflect.TypeFor[hcl.Range](),
+		"Pos":              reflect.TypeFor[hcl.Pos](),
+	}
+	for name, s := range doc.Components.Schemas {
+		if s.Type != "object" {
+			continue // enums such as JobState
+		}
+		typ, ok := types[name]
+		must.True(t, ok, must.Sprintf("schema %s describes no Go type the test knows", name))
+		must.Eq(t, jsonFields(t, typ), slices.Sorted(maps.Keys(s.Properties)), must.Sprintf("schema %s vs %s", name, typ))
+		for _, r := range s.Required {
+			_, ok := s.Properties[r]
+			must.True(t, ok, must.Sprintf("schema %s requires %s, which it does not have", name, r))
+		}
+	}
+	for name := range types {
+		_, ok := doc.Components.Schemas[name]
+		must.True(t, ok, must.Sprintf("no schema %s", name))
+	}
+}
+
+// jsonFields returns the names encoding/json gives typ's fields, sorted.
+func jsonFields(t *testing.T, typ reflect.Type) []string {
+	t.Helper()
+	var names []string
+	for f := range typ.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		must.False(t, f.Anonymous, must.Sprintf("%s embeds %s; flatten it in the test", typ, f.Name))
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}

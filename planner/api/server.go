@@ -1,0 +1,394 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+)
+
+// Token headers: a write carries the token in either.
+const (
+	TokenHeader = "X-Schedulearn-Token"
+	authHeader  = "Authorization"
+)
+
+// MaxBodyBytes bounds a request body (a jobspec is a few KiB).
+const MaxBodyBytes = 1 << 20
+
+// maxFilenameLen bounds SubmitRequest.Filename.
+const maxFilenameLen = 1024
+
+// Config configures a Server.
+type Config struct {
+	Backend Backend
+	// Token authorises writes. Empty: every write is refused (403).
+	Token string
+	// Logger gets one line per write and per failure; nil: none.
+	Logger hclog.Logger
+	// Now is the clock a submitted jobspec's deadlines are judged by;
+	// nil: time.Now.
+	Now func() time.Time
+}
+
+// Route is one route the server serves.
+type Route struct {
+	Method  string // "GET", "POST", "PUT", "DELETE"
+	Pattern string // net/http pattern path, e.g. "/v1/jobs/{id}"
+	// Write routes need the token.
+	Write bool
+
+	handle handlerFunc
+}
+
+// handlerFunc serves one route: it returns the status and body of a
+// success, or an error that writeError turns into a status.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) (int, any, error)
+
+// Server is the API as an http.Handler.
+type Server struct {
+	backend Backend
+	token   [sha256.Size]byte
+	hasTok  bool
+	log     hclog.Logger
+	now     func() time.Time
+	routes  []Route
+	mux     *http.ServeMux
+}
+
+// NewServer returns the API for cfg.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("failed to create the API server: no backend")
+	}
+	s := &Server{
+		backend: cfg.Backend,
+		token:   sha256.Sum256([]byte(cfg.Token)),
+		hasTok:  cfg.Token != "",
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		mux:     http.NewServeMux(),
+	}
+	if s.log == nil {
+		s.log = hclog.NewNullLogger()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.routes = []Route{
+		{Method: http.MethodGet, Pattern: "/v1/jobs", handle: s.listJobs},
+		{Method: http.MethodPost, Pattern: "/v1/jobs", Write: true, handle: s.submitJob},
+		{Method: http.MethodGet, Pattern: "/v1/jobs/{id}", handle: s.getJob},
+		{Method: http.MethodPost, Pattern: "/v1/jobs/{id}/stop", Write: true, handle: s.stopJob},
+		{Method: http.MethodDelete, Pattern: "/v1/jobs/{id}", Write: true, handle: s.stopJob},
+		{Method: http.MethodGet, Pattern: "/v1/policies", handle: s.listPolicies},
+		{Method: http.MethodPut, Pattern: "/v1/policy", Write: true, handle: s.setPolicy},
+		{Method: http.MethodGet, Pattern: "/v1/nodes", handle: s.listNodes},
+		{Method: http.MethodGet, Pattern: "/v1/status", handle: s.status},
+		{Method: http.MethodGet, Pattern: "/v1/openapi.json", handle: s.openAPI},
+	}
+	s.register()
+	return s, nil
+}
+
+// Routes lists the routes the server serves.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// NewHTTPServer wraps h in an http.Server with timeouts fit for the API:
+// no request may hold a connection open for long.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// register adds the routes to the mux, and JSON answers for what matches
+// none: 405 (with Allow) for a known path and another method, 404 for an
+// unknown path. net/http's own answers for those are plain text.
+func (s *Server) register() {
+	allowed := map[string][]string{}
+	var paths []string
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
+		if _, ok := allowed[rt.Pattern]; !ok {
+			paths = append(paths, rt.Pattern)
+		}
+		allowed[rt.Pattern] = append(allowed[rt.Pattern], rt.Method)
+		if rt.Method == http.MethodGet {
+			allowed[rt.Pattern] = append(allowed[rt.Pattern], http.MethodHead)
+		}
+	}
+	for _, p := range paths {
+		allow := strings.Join(allowed[p], ", ")
+		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeJSON(w, http.StatusMethodNotAllowed, ErrorResponse{
+				Error: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow),
+			})
+		})
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, ErrorResponse{Error: fmt.Sprintf("no such route: %s %s", r.Method, r.URL.Path)})
+	})
+}
+
+// wrap checks the token of a write route and writes the handler's answer.
+func (s *Server) wrap(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt.Write && !s.authorised(r) {
+			s.log.Warn("write refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			writeJSON(w, http.StatusForbidden, ErrorResponse{Error: s.forbidden()})
+			return
+		}
+		code, body, err := rt.handle(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if rt.Write {
+			s.log.Info("write", "method", r.Method, "path", r.URL.Path, "status", code)
+		}
+		writeJSON(w, code, body)
+	})
+}
+
+// authorised compares the request's token with the server's in constant
+// time: both are hashed first, so neither the length nor a prefix leaks.
+func (s *Server) authorised(r *http.Request) bool {
+	if !s.hasTok {
+		return false
+	}
+	got := r.Header.Get(TokenHeader)
+	if got == "" {
+		scheme, tok, ok := strings.Cut(r.Header.Get(authHeader), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			got = strings.TrimSpace(tok)
+		}
+	}
+	if got == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
+}
+
+func (s *Server) forbidden() string {
+	if !s.hasTok {
+		return "permission denied: this planner has no token configured, so it takes no writes"
+	}
+	return "permission denied: writes need a valid token (" + TokenHeader + " header or Authorization: Bearer)"
+}
+
+// statusError is an error with its own status code (413, 400 for bodies).
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// writeError answers err with the status its kind asks for.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		in *InputError
+		se *statusError
+	)
+	resp := ErrorResponse{Error: err.Error()}
+	code := http.StatusInternalServerError
+	switch {
+	case errors.As(err, &se):
+		code = se.code
+	case errors.As(err, &in):
+		code = http.StatusBadRequest
+		resp.Diagnostics = Diagnostics(in.Diags)
+		if in.Msg != "" {
+			resp.Error = in.Msg
+		}
+	case errors.Is(err, ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		code = http.StatusConflict
+	case errors.Is(err, ErrUnavailable):
+		code = http.StatusServiceUnavailable
+	}
+	if code >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", err)
+	}
+	writeJSON(w, code, resp)
+}
+
+func writeJSON(w http.ResponseWriter, code int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if raw, ok := body.([]byte); ok {
+		w.WriteHeader(code)
+		_, _ = w.Write(raw)
+		return
+	}
+	buf, err := json.Marshal(body)
+	if err != nil {
+		code = http.StatusInternalServerError
+		buf, _ = json.Marshal(ErrorResponse{Error: "failed to encode the response: " + err.Error()})
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write(append(buf, '\n'))
+}
+
+// decode reads a JSON request body into v: one object, known fields only,
+// at most MaxBodyBytes.
+func decode(r *http.Request, v any) error {
+	body := http.MaxBytesReader(nil, r.Body, MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.Decode(new(json.RawMessage)) != io.EOF {
+		err = errors.New("more than one JSON value")
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tooBig):
+		return &statusError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body over %d bytes", MaxBodyBytes)}
+	case errors.Is(err, io.EOF):
+		return &statusError{code: http.StatusBadRequest, msg: "request body is empty; it must be a JSON object"}
+	default:
+		return &statusError{code: http.StatusBadRequest, msg: "invalid request body: " + err.Error()}
+	}
+}
+
+func (s *Server) listJobs(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	jobs, err := s.backend.Jobs(r.Context())
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to list jobs: %w", err)
+	}
+	stubs := make([]JobStub, 0, len(jobs))
+	for _, j := range jobs {
+		stubs = append(stubs, Stub(j))
+	}
+	return http.StatusOK, stubs, nil
+}
+
+// submitJob parses the jobspec here, so that its diagnostics name the
+// user's file, line and column, and hands the spec to the backend.
+func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	var req SubmitRequest
+	if err := decode(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if strings.TrimSpace(req.Source) == "" {
+		return 0, nil, Inputf("source is empty: send the jobspec's HCL text")
+	}
+	name := req.Filename
+	if name == "" {
+		name = DefaultFilename
+	}
+	if len(name) > maxFilenameLen || strings.ContainsAny(name, "\x00\r\n") {
+		return 0, nil, Inputf("invalid filename: at most %d bytes, on one line", maxFilenameLen)
+	}
+	spec, diags := jobspec.Parse([]byte(req.Source), name, s.now())
+	if diags.HasErrors() {
+		return 0, nil, &InputError{Msg: "invalid jobspec: " + hcldiag.Format(errorsOnly(diags)), Diags: diags}
+	}
+	job, err := s.backend.Submit(r.Context(), spec, req.Source)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to submit job %q: %w", spec.Name, err)
+	}
+	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(job.ID))
+	return http.StatusCreated, job, nil
+}
+
+func errorsOnly(diags hcl.Diagnostics) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (s *Server) getJob(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	id := r.PathValue("id")
+	job, err := s.backend.Job(r.Context(), id)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to read job %q: %w", id, err)
+	}
+	return http.StatusOK, job, nil
+}
+
+func (s *Server) stopJob(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	id := r.PathValue("id")
+	job, err := s.backend.Stop(r.Context(), id)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to stop job %q: %w", id, err)
+	}
+	return http.StatusOK, job, nil
+}
+
+func (s *Server) listPolicies(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	ps, err := s.backend.Policies(r.Context())
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to list policies: %w", err)
+	}
+	if ps == nil {
+		ps = []PolicyInfo{}
+	}
+	return http.StatusOK, ps, nil
+}
+
+func (s *Server) setPolicy(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	var req SetPolicyRequest
+	if err := decode(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.Name == "" {
+		return 0, nil, Inputf("name is empty: say which policy to run")
+	}
+	st, err := s.backend.SetPolicy(r.Context(), req.Name, req.Config)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to set policy %q: %w", req.Name, err)
+	}
+	return http.StatusOK, st, nil
+}
+
+func (s *Server) listNodes(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	nodes, err := s.backend.Nodes(r.Context())
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to list nodes: %w", err)
+	}
+	if nodes == nil {
+		nodes = []NodeInfo{}
+	}
+	return http.StatusOK, nodes, nil
+}
+
+func (s *Server) status(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	st, err := s.backend.Status(r.Context())
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to read the planner's status: %w", err)
+	}
+	return http.StatusOK, st, nil
+}

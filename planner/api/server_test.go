@@ -1,0 +1,456 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+const goodSpec = "training \"resnet50\" {\n  command = \"python3\"\n  gpus = 4\n}\n"
+
+// submitBody is a POST /v1/jobs body.
+func submitBody(src, filename string) string {
+	buf, _ := json.Marshal(api.SubmitRequest{Source: src, Filename: filename})
+	return string(buf)
+}
+
+type call struct {
+	method, path, body string
+	header             map[string]string
+}
+
+// do sends c and returns the status and body.
+func do(t *testing.T, srv *apitest.Server, c call) (int, []byte) {
+	t.Helper()
+	code, _, raw := doHeader(t, srv, c)
+	return code, raw
+}
+
+// doHeader sends c and returns the status, headers and body.
+func doHeader(t *testing.T, srv *apitest.Server, c call) (int, http.Header, []byte) {
+	t.Helper()
+	var body io.Reader
+	if c.body != "" {
+		body = strings.NewReader(c.body)
+	}
+	req, err := http.NewRequest(c.method, srv.URL+c.path, body)
+	must.NoError(t, err)
+	for k, v := range c.header {
+		req.Header.Set(k, v)
+	}
+	resp, err := srv.Client().Do(req)
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	must.NoError(t, err)
+	must.Eq(t, "application/json", resp.Header.Get("Content-Type"), must.Sprintf("body %s", raw))
+	return resp.StatusCode, resp.Header, raw
+}
+
+var (
+	withToken  = map[string]string{api.TokenHeader: apitest.Token}
+	withBearer = map[string]string{"Authorization": "Bearer " + apitest.Token}
+	wrongToken = map[string]string{api.TokenHeader: apitest.Token + "x"}
+)
+
+func decodeAs[T any](t *testing.T, raw []byte) T {
+	t.Helper()
+	var v T
+	must.NoError(t, json.Unmarshal(raw, &v), must.Sprintf("body %s", raw))
+	return v
+}
+
+// errorIs checks an ErrorResponse body's message.
+func errorIs(sub string) func(*testing.T, []byte) {
+	return func(t *testing.T, raw []byte) {
+		t.Helper()
+		must.StrContains(t, decodeAs[api.ErrorResponse](t, raw).Error, sub)
+	}
+}
+
+func TestServer_Routes(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(b *apitest.Backend) // after one job, resnet50-00000001, is queued
+		call  call
+		code  int
+		check func(t *testing.T, raw []byte)
+	}{
+		{
+			name: "list jobs",
+			call: call{method: "GET", path: "/v1/jobs"},
+			code: 200,
+			check: func(t *testing.T, raw []byte) {
+				jobs := decodeAs[[]api.JobStub](t, raw)
+				must.Len(t, 1, jobs)
+				must.Eq(t, "resnet50-00000001", jobs[0].ID)
+				must.Eq(t, structs.JobQueued, jobs[0].State)
+				must.Eq(t, 4, jobs[0].MinGPUs)
+				must.StrNotContains(t, string(raw), "source") // stubs only
+			},
+		},
+		{
+			name: "submit",
+			call: call{method: "POST", path: "/v1/jobs", body: submitBody(goodSpec, "train.hcl"), header: withToken},
+			code: 201,
+			check: func(t *testing.T, raw []byte) {
+				j := decodeAs[structs.Job](t, raw)
+				must.Eq(t, "resnet50-00000002", j.ID)
+				must.Eq(t, structs.JobQueued, j.State)
+				must.Eq(t, goodSpec, j.Source)
+				must.Eq(t, "train.hcl", j.Spec.Range.Filename)
+			},
+		},
+		{
+			name: "submit with bearer token",
+			call: call{method: "POST", path: "/v1/jobs", body: submitBody(goodSpec, ""), header: withBearer},
+			code: 201,
+			check: func(t *testing.T, raw []byte) {
+				must.Eq(t, api.DefaultFilename, decodeAs[structs.Job](t, raw).Spec.Range.Filename)
+			},
+		},
+		{
+			name:  "submit without token",
+			call:  call{method: "POST", path: "/v1/jobs", body: submitBody(goodSpec, "train.hcl")},
+			code:  403,
+			check: errorIs("permission denied"),
+		},
+		{
+			name:  "submit with wrong token",
+			call:  call{method: "POST", path: "/v1/jobs", body: submitBody(goodSpec, "train.hcl"), header: wrongToken},
+			code:  403,
+			check: errorIs("permission denied"),
+		},
+		{
+			name: "submit broken jobspec",
+			call: call{method: "POST", path: "/v1/jobs", header: withToken,
+				body: submitBody("training \"a\" {\n  command = \"x\"\n  gpus = 0\n}\n", "jobs/train.hcl")},
+			code: 400,
+			check: func(t *testing.T, raw []byte) {
+				e := decodeAs[api.ErrorResponse](t, raw)
+				must.StrContains(t, e.Error, "jobs/train.hcl:3:10: error: ")
+				must.Len(t, 1, e.Diagnostics)
+				d := e.Diagnostics[0]
+				must.Eq(t, api.Diagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail, Filename: "jobs/train.hcl", Line: 3, Column: 10}, d)
+				must.StrContains(t, d.Summary+d.Detail, "at least 1")
+			},
+		},
+		{
+			name: "submit syntax error",
+			call: call{method: "POST", path: "/v1/jobs", header: withToken,
+				body: submitBody("training \"a\" {\n  command = \n}\n", "t.hcl")},
+			code: 400,
+			check: func(t *testing.T, raw []byte) {
+				e := decodeAs[api.ErrorResponse](t, raw)
+				must.SliceNotEmpty(t, e.Diagnostics)
+				must.Eq(t, 2, e.Diagnostics[0].Line)
+				must.Eq(t, 13, e.Diagnostics[0].Column)
+			},
+		},
+		{
+			name: "submit more GPUs than any node has",
+			call: call{method: "POST", path: "/v1/jobs", header: withToken,
+				body: submitBody("training \"big\" {\n  command = \"x\"\n  gpus = 64\n}\n", "big.hcl")},
+			code: 400,
+			check: func(t *testing.T, raw []byte) {
+				e := decodeAs[api.ErrorResponse](t, raw)
+				must.StrContains(t, e.Error, "big.hcl:1:1: error: Not enough GPUs")
+				must.Eq(t, "big.hcl", e.Diagnostics[0].Filename)
+			},
+		},
+		{
+			name:  "submit empty source",
+			call:  call{method: "POST", path: "/v1/jobs", body: `{"source": "  "}`, header: withToken},
+			code:  400,
+			check: errorIs("source is empty"),
+		},
+		{
+			name:  "submit unknown field",
+			call:  call{method: "POST", path: "/v1/jobs", body: `{"src": "x"}`, header: withToken},
+			code:  400,
+			check: errorIs("unknown field"),
+		},
+		{
+			name:  "submit not JSON",
+			call:  call{method: "POST", path: "/v1/jobs", body: `training "a" {}`, header: withToken},
+			code:  400,
+			check: errorIs("invalid request body"),
+		},
+		{
+			name:  "submit empty body",
+			call:  call{method: "POST", path: "/v1/jobs", header: withToken},
+			code:  400,
+			check: errorIs("empty"),
+		},
+		{
+			name:  "submit too large",
+			call:  call{method: "POST", path: "/v1/jobs", body: submitBody(strings.Repeat("#", api.MaxBodyBytes), "x.hcl"), header: withToken},
+			code:  413,
+			check: errorIs("request body over"),
+		},
+		{
+			name: "get job",
+			call: call{method: "GET", path: "/v1/jobs/resnet50-00000001"},
+			code: 200,
+			check: func(t *testing.T, raw []byte) {
+				j := decodeAs[structs.Job](t, raw)
+				must.Eq(t, "resnet50", j.Spec.Name)
+				must.Eq(t, goodSpec, j.Source)
+			},
+		},
+		{
+			name:  "get unknown job",
+			call:  call{method: "GET", path: "/v1/jobs/nope"},
+			code:  404,
+			check: errorIs(`failed to read job "nope": job "nope": not found`),
+		},
+		{
+			name: "stop job",
+			call: call{method: "POST", path: "/v1/jobs/resnet50-00000001/stop", header: withToken},
+			code: 200,
+			check: func(t *testing.T, raw []byte) {
+				must.Eq(t, structs.JobStopped, decodeAs[structs.Job](t, raw).State)
+			},
+		},
+		{
+			name: "stop job by DELETE",
+			call: call{method: "DELETE", path: "/v1/jobs/resnet50-00000001", header: withBearer},
+			code: 200,
+			check: func(t *testing.T, raw []byte) {
+				must.Eq(t, structs.JobStopped, decodeAs[structs.Job](t, raw).State)
+			},
+		},
+		{
+			name:  "stop without token",
+			call:  call{method: "POST", path: "/v1/jobs/resnet50-00000001/stop"},
+			code:  403,
+			check: errorIs("permission denied"),
+		},
+		{
+			name:  "DELETE without token",
+			call:  call{method: "DELETE", path: "/v1/jobs/resnet50-00000001"},
+			code:  403,
+			check: errorIs("permission denied"),
+		},
+		{
+			name:  "stop unknown job",
+			call:  call{method: "POST", path: "/v1/jobs/nope/stop", header: withToken},
+			code:  404,
+			check: errorIs("not found"),
+		},
+		{
+			name:  "stop ended job",
+			setup: func(b *apitest.Backend) { b.Finish("resnet50-00000001", structs.JobComplete, "done") },
+			call:  call{method: "POST", path: "/v1/jobs/resnet50-00000001/stop", header: withToken},
+			code:  409,
+			check: errorIs("already ended (complete)"),
+		},
+		{
+			name: "list policies",
+			call: call{method: "GET", path: "/v1/policies"},
+			code: 200,
+			check: func(t *testing.T, raw []byte) {
+				ps := decodeAs[[]api.PolicyInfo](t, raw)
+				must.SliceNotEmpty(t, ps)
+				active := 0
+				for _, p := range ps {
+					must.Eq(t, api.PolicyBuiltin, p.Kind)
+					if p.Active {
+						active++
+						must.Eq(t, "fifo", p.Name)
+					}
+				}
+				must.Eq(t, 1, active)
+			},
+		},
+		{
+			name: "set policy",
+			call: call{method: "PUT", path: "/v1/policy", body: `{"name": "elastic-fifo"}`, header: withToken},
+			code: 200,
+			check: func(t *testing.T, raw []byte) {
+				must.Eq(t, "elastic-fifo", decodeAs[structs.PolicyState](t, raw).Name)
+			},
+		},
+		{
+			name:  "set unknown policy",
+			call:  call{method: "PUT", path: "/v1/policy", body: `{"name": "lottery"}`, header: withToken},
+			code:  400,
+			check: errorIs(`unknown policy "lottery"`),
+		},
+		{
+			name:  "set policy with a config it rejects",
+			call:  call{method: "PUT", path: "/v1/policy", body: `{"name": "fifo", "config": {"no_such_key": "1"}}`, header: withToken},
+			code:  400,
+			check: errorIs("no_such_key"),
+		},
+		{
+			name:  "set policy without name",
+			call:  call{method: "PUT", path: "/v1/policy", body: `{}`, header: withToken},
+			code:  400,
+			check: errorIs("name is empty"),
+		},
+		{
+			name:  "set policy, plugin fails",
+			setup: func(b *apitest.Backend) { b.SetPolicyErr = errors.New("plugin exited") },
+			call:  call{method: "PUT", path: "/v1/policy", body: `{"name": "elastic-fifo"}`, header: withToken},
+			code:  500,
+			check: errorIs("plugin exited"),
+		},
+		{
+			name:  "set policy without token",
+			call:  call{method: "PUT", path: "/v1/policy", body: `{"name": "fifo"}`},
+			code:  403,
+			check: errorIs("permission denied"),
+		},
+		{
+			name: "list nodes",
+			setup: func(b *apitest.Backend) {
+				b.Start("resnet50-00000001", map[string]int{"node-1": 4}, "start")
+			},
+			call: call{method: "GET", path: "/v1/nodes"},
+			code: 200,
+			check: func(t *testing.T, raw []byte) {
+				nodes := decodeAs[[]api.NodeInfo](t, raw)
+				must.Len(t, 2, nodes)
+				must.Eq(t, 8, nodes[0].GPUsTotal)
+				must.Eq(t, 4, nodes[0].GPUsUsed)
+				must.Eq(t, 4, nodes[0].GPUsFree)
+				must.Eq(t, map[string]int{"resnet50-00000001": 4}, nodes[0].Jobs)
+				must.Eq(t, 0, nodes[1].GPUsUsed)
+			},
+		},
+		{
+			name: "status",
+			call: call{method: "GET", path: "/v1/status"},
+			code: 200,
+			check: func(t *testing.T, raw []byte) {
+				st := decodeAs[api.Status](t, raw)
+				must.Eq(t, "fifo", st.Policy.Name)
+				must.Eq(t, "0.1.0-test", st.Version)
+				must.Eq(t, "127.0.0.1:4680", st.Leader)
+			},
+		},
+		{
+			name: "openapi",
+			call: call{method: "GET", path: "/v1/openapi.json"},
+			code: 200,
+			check: func(t *testing.T, raw []byte) {
+				must.Eq(t, string(api.OpenAPI), string(raw))
+			},
+		},
+		{
+			name:  "backend fails",
+			setup: func(b *apitest.Backend) { b.Err = errors.New("store closed") },
+			call:  call{method: "GET", path: "/v1/jobs"},
+			code:  500,
+			check: errorIs("failed to list jobs: store closed"),
+		},
+		{
+			name:  "backend unavailable",
+			setup: func(b *apitest.Backend) { b.Err = fmt.Errorf("not the leader: %w", api.ErrUnavailable) },
+			call:  call{method: "GET", path: "/v1/nodes"},
+			code:  503,
+			check: errorIs("not the leader"),
+		},
+		{
+			name:  "wrong method",
+			call:  call{method: "PATCH", path: "/v1/jobs"},
+			code:  405,
+			check: errorIs("allowed: GET, HEAD, POST"),
+		},
+		{
+			name:  "unknown route",
+			call:  call{method: "GET", path: "/v2/jobs"},
+			code:  404,
+			check: errorIs("no such route: GET /v2/jobs"),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8), apitest.Node("node-2", "gpu-2", 8))
+			srv := apitest.NewServer(t, b)
+			_, err := b.Submit(context.Background(), mustSpec(t), goodSpec)
+			must.NoError(t, err)
+			if tc.setup != nil {
+				tc.setup(b)
+			}
+			code, raw := do(t, srv, tc.call)
+			must.Eq(t, tc.code, code, must.Sprintf("body %s", raw))
+			tc.check(t, raw)
+		})
+	}
+}
+
+// Reads are open and writes are not, for every route.
+func TestServer_TokenOnWritesOnly(t *testing.T) {
+	t.Parallel()
+	srv := apitest.NewServer(t, apitest.NewBackend())
+	for _, rt := range srv.API.Routes() {
+		path := strings.ReplaceAll(rt.Pattern, "{id}", "nope")
+		code, _ := do(t, srv, call{method: rt.Method, path: path})
+		if rt.Write {
+			must.Eq(t, http.StatusForbidden, code, must.Sprintf("%s %s", rt.Method, path))
+			must.True(t, rt.Method != http.MethodGet)
+		} else {
+			must.NotEq(t, http.StatusForbidden, code, must.Sprintf("%s %s", rt.Method, path))
+			must.Eq(t, http.MethodGet, rt.Method)
+		}
+	}
+}
+
+// A server without a token takes no writes at all, not even ones with an
+// empty token.
+func TestServer_NoTokenRefusesWrites(t *testing.T) {
+	t.Parallel()
+	s, err := api.NewServer(api.Config{Backend: apitest.NewBackend()})
+	must.NoError(t, err)
+	for _, h := range []map[string]string{nil, {api.TokenHeader: ""}, {"Authorization": "Bearer "}} {
+		req, _ := http.NewRequest("PUT", "/v1/policy", strings.NewReader(`{"name":"fifo"}`))
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		must.Eq(t, http.StatusForbidden, rec.Code)
+		must.StrContains(t, rec.Body.String(), "no token configured")
+	}
+}
+
+func TestNewServer_NeedsBackend(t *testing.T) {
+	_, err := api.NewServer(api.Config{})
+	must.ErrorContains(t, err, "no backend")
+}
+
+func mustSpec(t *testing.T) *jobspec.Spec {
+	t.Helper()
+	spec, diags := jobspec.Parse([]byte(goodSpec), "train.hcl", time.Now())
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	return spec
+}
+
+// A submission answers 201 with the job's URL.
+func TestServer_SubmitLocation(t *testing.T) {
+	t.Parallel()
+	srv := apitest.NewServer(t, apitest.NewBackend())
+	code, h, raw := doHeader(t, srv, call{method: "POST", path: "/v1/jobs", body: submitBody(goodSpec, "train.hcl"), header: withToken})
+	must.Eq(t, http.StatusCreated, code)
+	must.Eq(t, "/v1/jobs/resnet50-00000001", h.Get("Location"))
+	code, raw2 := do(t, srv, call{method: "GET", path: h.Get("Location")})
+	must.Eq(t, http.StatusOK, code)
+	must.Eq(t, decodeAs[structs.Job](t, raw).ID, decodeAs[structs.Job](t, raw2).ID)
+}

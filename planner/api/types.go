@@ -1,0 +1,135 @@
+package api
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// The request and response bodies that are the API's own; jobs and policy
+// states are structs.Job and structs.PolicyState. openapi.json describes
+// every one of them (a test keeps the two in step).
+
+// SubmitRequest is the body of POST /v1/jobs.
+type SubmitRequest struct {
+	// Source is the jobspec's HCL text.
+	Source string `json:"source"`
+	// Filename names the jobspec in diagnostics (the path the user typed);
+	// DefaultFilename when empty.
+	Filename string `json:"filename,omitempty"`
+}
+
+// DefaultFilename names a submitted jobspec that came without a name.
+const DefaultFilename = "jobspec.hcl"
+
+// SetPolicyRequest is the body of PUT /v1/policy.
+type SetPolicyRequest struct {
+	Name   string            `json:"name"`
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// ErrorResponse is the body of every answer that is not 2xx.
+type ErrorResponse struct {
+	Error string `json:"error"`
+	// Diagnostics point into a submitted jobspec (400 on POST /v1/jobs).
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+}
+
+// Diagnostic is an HCL diagnostic on the wire.
+type Diagnostic struct {
+	Severity string `json:"severity"` // "error" or "warning"
+	Summary  string `json:"summary"`
+	Detail   string `json:"detail,omitempty"`
+	// Where it is, when known: the file name the request gave, and the
+	// 1-based line and column.
+	Filename string `json:"filename,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Column   int    `json:"column,omitempty"`
+}
+
+// Severities of a Diagnostic.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+)
+
+// Diagnostics converts HCL diagnostics for the wire.
+func Diagnostics(diags hcl.Diagnostics) []Diagnostic {
+	if len(diags) == 0 {
+		return nil
+	}
+	out := make([]Diagnostic, 0, len(diags))
+	for _, d := range diags {
+		w := Diagnostic{Severity: SeverityError, Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			w.Severity = SeverityWarning
+		}
+		if d.Subject != nil {
+			w.Filename = d.Subject.Filename
+			w.Line, w.Column = d.Subject.Start.Line, d.Subject.Start.Column
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// HCL converts wire diagnostics back, so that clients print them the way
+// the CLI prints local ones (internal/hcldiag).
+func HCL(ds []Diagnostic) hcl.Diagnostics {
+	out := make(hcl.Diagnostics, 0, len(ds))
+	for _, w := range ds {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: w.Summary, Detail: w.Detail}
+		if w.Severity == SeverityWarning {
+			d.Severity = hcl.DiagWarning
+		}
+		if w.Filename != "" || w.Line > 0 {
+			pos := hcl.Pos{Line: w.Line, Column: w.Column}
+			d.Subject = &hcl.Range{Filename: w.Filename, Start: pos, End: pos}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// JobStub is a job in GET /v1/jobs: what a list shows, without the spec,
+// source, history and events (a queue can hold tens of thousands of jobs).
+type JobStub struct {
+	ID       string           `json:"id"`
+	Name     string           `json:"name"`
+	User     string           `json:"user,omitempty"`
+	Queue    string           `json:"queue,omitempty"`
+	Priority int              `json:"priority"`
+	State    structs.JobState `json:"state"`
+	// GPUs is how many the job holds now; MinGPUs..MaxGPUs what it asked
+	// for (equal for a fixed count; MaxGPUs 0 for auto without a bound).
+	GPUs       int       `json:"gpus"`
+	MinGPUs    int       `json:"min_gpus"`
+	MaxGPUs    int       `json:"max_gpus"`
+	Auto       bool      `json:"auto,omitempty"`
+	Submitted  time.Time `json:"submitted"`
+	Started    time.Time `json:"started,omitzero"`
+	Finished   time.Time `json:"finished,omitzero"`
+	NomadJobID string    `json:"nomad_job_id,omitempty"`
+}
+
+// Stub summarises a job for a list.
+func Stub(j *structs.Job) JobStub {
+	return JobStub{
+		ID:         j.ID,
+		Name:       j.Spec.Name,
+		User:       j.Spec.User,
+		Queue:      j.Spec.Queue,
+		Priority:   j.Spec.Priority,
+		State:      j.State,
+		GPUs:       j.GPUs(),
+		MinGPUs:    j.Spec.GPUs.Min,
+		MaxGPUs:    j.Spec.GPUs.Max,
+		Auto:       j.Spec.GPUs.Auto,
+		Submitted:  j.Submitted,
+		Started:    j.Started,
+		Finished:   j.Finished,
+		NomadJobID: j.NomadJobID,
+	}
+}
