@@ -79,6 +79,13 @@
 //   - "round-robin" (RoundRobin): FIFO's admission, but a job's workers are
 //     spread one per node round the ring of nodes, and each job starts on
 //     the node after where the previous one started. Config: start_size.
+//   - "tiresias" (Tiresias): discretized 2D least-attained-service; queues by
+//     attained GPU-seconds, submission order within a queue, preemptive, no
+//     head-of-line blocking; jobs start with Min and are never resized.
+//     Config: queue_thresholds.
+//   - "goodput" (Goodput): Pollux's idea as a greedy: GPUs go, a worker at a
+//     time, where they add the most speedup per GPU (Job.Speedup; linear
+//     where unknown); preemptive and elastic. Config: stickiness.
 //
 // # External plugins
 //

@@ -47,6 +47,8 @@ func Builtins() map[string]Factory {
 		FIFOName:        func() Policy { return NewFIFO() },
 		ElasticFIFOName: func() Policy { return NewElasticFIFO() },
 		RoundRobinName:  func() Policy { return NewRoundRobin() },
+		TiresiasName:    func() Policy { return NewTiresias() },
+		GoodputName:     func() Policy { return NewGoodput() },
 	}
 }
 

@@ -85,6 +85,14 @@ type Job struct {
 	AttainedGPUSeconds float64 `json:"attained_gpu_seconds,omitempty"`
 	// Progress is what the training script reports; zero if nothing yet.
 	Progress Progress `json:"progress,omitzero"`
+	// Speedup is the job's goodput by GPU count in units of its goodput on
+	// one GPU: Speedup[g-1] is the speedup with g GPUs packed onto as few
+	// nodes as possible. Nil means unknown, and policies that use it treat
+	// the job as scaling linearly (g GPUs do g times the work of one);
+	// beyond the end of the table more GPUs add nothing. The simulator
+	// fills it from its job models; the builtins other than goodput ignore
+	// it.
+	Speedup []float64 `json:"speedup,omitempty"`
 }
 
 // GPURequest is the gang rule's input: a job holds 0 GPUs, or a total in

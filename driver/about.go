@@ -1,0 +1,177 @@
+package driver
+
+import (
+	"time"
+
+	"github.com/hashicorp/nomad/plugins/base"
+	"github.com/hashicorp/nomad/plugins/drivers"
+	"github.com/hashicorp/nomad/plugins/drivers/fsisolation"
+	"github.com/hashicorp/nomad/plugins/shared/hclspec"
+	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
+)
+
+// Declarations only: the plugin's name, schemas, capabilities and the
+// structs they decode into. Behaviour lives in driver.go (the RPCs) and the
+// files beside it.
+
+const (
+	// PluginName is the driver's name in jobspecs (`driver = "horovod"`).
+	PluginName = "horovod"
+
+	// PluginVersion is reported in PluginInfo.
+	PluginVersion = "0.1.0"
+
+	// taskHandleVersion is the version of TaskState this driver writes.
+	taskHandleVersion = 1
+
+	// Roles a task plays in an elastic job.
+	RoleLauncher = "launcher"
+	RoleWorker   = "worker"
+
+	// Launchers a launcher task can run.
+	LauncherHorovod  = "horovod"
+	LauncherTorchrun = "torchrun"
+
+	// Service discovery providers.
+	ProviderConsul = "consul"
+	ProviderNomad  = "nomad"
+)
+
+var (
+	pluginInfo = &base.PluginInfoResponse{
+		Type:              base.PluginTypeDriver,
+		PluginApiVersions: []string{drivers.ApiVersion010},
+		PluginVersion:     PluginVersion,
+		Name:              PluginName,
+	}
+
+	// configSpec is the plugin's block in the Nomad client config:
+	// plugin "horovod" { config { ... } }.
+	configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
+		// Directories searched before PATH for horovodrun, python3 and
+		// torchrun, and put first on the launcher's PATH (a virtualenv's bin).
+		"bin_dirs": hclspec.NewAttr("bin_dirs", "list(string)", false),
+		// The cluster secret each job's worker token is derived from; every
+		// client of the cluster must have the same one.
+		"auth_secret": hclspec.NewAttr("auth_secret", "string", false),
+		// Where the launcher's host discovery reaches Consul and Nomad.
+		"consul_address": hclspec.NewDefault(
+			hclspec.NewAttr("consul_address", "string", false),
+			hclspec.NewLiteral(`"127.0.0.1:8500"`),
+		),
+		"consul_token":  hclspec.NewAttr("consul_token", "string", false),
+		"nomad_address": hclspec.NewAttr("nomad_address", "string", false),
+		"fingerprint_period": hclspec.NewDefault(
+			hclspec.NewAttr("fingerprint_period", "string", false),
+			hclspec.NewLiteral(`"30s"`),
+		),
+	})
+
+	// taskConfigSpec is a task's config block; hclspec rejects unknown keys.
+	taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
+		"role":    hclspec.NewAttr("role", "string", true),
+		"command": hclspec.NewAttr("command", "string", false),
+		"args":    hclspec.NewAttr("args", "list(string)", false),
+		"launcher": hclspec.NewDefault(
+			hclspec.NewAttr("launcher", "string", false),
+			hclspec.NewLiteral(`"horovod"`),
+		),
+		"np":     hclspec.NewAttr("np", "number", false),
+		"min_np": hclspec.NewAttr("min_np", "number", false),
+		"max_np": hclspec.NewAttr("max_np", "number", false),
+		"slots": hclspec.NewDefault(
+			hclspec.NewAttr("slots", "number", false),
+			hclspec.NewLiteral("1"),
+		),
+		"discovery": hclspec.NewBlock("discovery", false, hclspec.NewObject(map[string]*hclspec.Spec{
+			"service": hclspec.NewAttr("service", "string", true),
+			"provider": hclspec.NewDefault(
+				hclspec.NewAttr("provider", "string", false),
+				hclspec.NewLiteral(`"consul"`),
+			),
+		})),
+		"elastic_timeout":    hclspec.NewAttr("elastic_timeout", "number", false),
+		"reset_limit":        hclspec.NewAttr("reset_limit", "number", false),
+		"blacklist_cooldown": hclspec.NewAttr("blacklist_cooldown", "list(number)", false),
+		"network_interface":  hclspec.NewAttr("network_interface", "string", false),
+		"env":                hclspec.NewBlockAttrs("env", "string", false),
+		"port": hclspec.NewDefault(
+			hclspec.NewAttr("port", "string", false),
+			hclspec.NewLiteral(`"horovod"`),
+		),
+		"rdzv_port": hclspec.NewDefault(
+			hclspec.NewAttr("rdzv_port", "number", false),
+			hclspec.NewLiteral("29400"),
+		),
+	})
+
+	capabilities = &drivers.Capabilities{
+		SendSignals: true,
+		Exec:        true,
+		FSIsolation: fsisolation.None,
+		NetIsolationModes: []drivers.NetIsolationMode{
+			drivers.NetIsolationModeHost,
+			drivers.NetIsolationModeGroup,
+		},
+		MountConfigs: drivers.MountConfigSupportNone,
+	}
+)
+
+// Config is the plugin's client configuration (configSpec).
+type Config struct {
+	BinDirs           []string `codec:"bin_dirs"`
+	AuthSecret        string   `codec:"auth_secret"`
+	ConsulAddress     string   `codec:"consul_address"`
+	ConsulToken       string   `codec:"consul_token"`
+	NomadAddress      string   `codec:"nomad_address"`
+	FingerprintPeriod string   `codec:"fingerprint_period"`
+}
+
+// TaskConfig is a task's driver config (taskConfigSpec).
+type TaskConfig struct {
+	Role     string   `codec:"role"`
+	Command  string   `codec:"command"`
+	Args     []string `codec:"args"`
+	Launcher string   `codec:"launcher"`
+
+	NP    int `codec:"np"`
+	MinNP int `codec:"min_np"`
+	MaxNP int `codec:"max_np"`
+	// Slots is the number of training processes per worker (its GPUs).
+	Slots int `codec:"slots"`
+
+	Discovery DiscoveryConfig `codec:"discovery"`
+
+	ElasticTimeout    int               `codec:"elastic_timeout"` // seconds
+	ResetLimit        int               `codec:"reset_limit"`
+	BlacklistCooldown []int             `codec:"blacklist_cooldown"` // [min, max] seconds
+	NetworkInterface  string            `codec:"network_interface"`
+	Env               map[string]string `codec:"env"`
+
+	// Port is the label of the group network port a worker's agent listens
+	// on (NOMAD_ADDR_<port>).
+	Port string `codec:"port"`
+	// RdzvPort is the port torchrun's c10d rendezvous store listens on, on
+	// the launcher's address.
+	RdzvPort int `codec:"rdzv_port"`
+}
+
+// DiscoveryConfig says where a launcher finds its workers.
+type DiscoveryConfig struct {
+	Service  string `codec:"service"`
+	Provider string `codec:"provider"`
+}
+
+// TaskState is what Nomad stores for a task and hands back to RecoverTask.
+// It holds only data: the executor's reattach config, the launched pid and
+// the paths of the files the driver wrote for the task.
+type TaskState struct {
+	ReattachConfig *pstructs.ReattachConfig
+	TaskConfig     *drivers.TaskConfig
+	Pid            int
+	StartedAt      time.Time
+	Role           string
+	// StateFile is the job-scoped config the discovery, ssh shim and worker
+	// agent subcommands read (in the task's secrets dir).
+	StateFile string
+}

@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+)
+
+func startServer(t *testing.T, token string) (*Server, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	srv := &Server{Token: token, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "WHO=agent"}, Logger: hclog.NewNullLogger()}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ctx, l)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return srv, l.Addr().String()
+}
+
+func TestRun_StreamsOutputAndExitCode(t *testing.T) {
+	_, addr := startServer(t, "tok")
+	cases := []struct {
+		name, command, stdin string
+		code                 int
+		stdout, stderr       string
+	}{
+		{"ok", `echo "hi $WHO"; pwd >/dev/null`, "", 0, "hi agent\n", ""},
+		{"exit code", `echo bad >&2; exit 42`, "", 42, "", "bad\n"},
+		{"stdin", `cat`, "from launcher\n", 0, "from launcher\n", ""},
+		{"env prefix as horovod sends it", `env A=1 B='two words' sh -c 'echo "$A $B $WHO"'`, "", 0, "1 two words agent\n", ""},
+		{"killed by a signal", `kill -TERM $$`, "", 128 + 15, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			var in *strings.Reader
+			if tc.stdin != "" {
+				in = strings.NewReader(tc.stdin)
+			}
+			var code int
+			var err error
+			if in != nil {
+				code, err = Run(context.Background(), addr, "tok", tc.command, in, &stdout, &stderr, time.Second)
+			} else {
+				code, err = Run(context.Background(), addr, "tok", tc.command, nil, &stdout, &stderr, time.Second)
+			}
+			must.NoError(t, err)
+			must.Eq(t, tc.code, code)
+			must.Eq(t, tc.stdout, stdout.String())
+			must.Eq(t, tc.stderr, stderr.String())
+		})
+	}
+}
+
+func TestRun_WrongTokenRefused(t *testing.T) {
+	srv, addr := startServer(t, "right")
+	var out strings.Builder
+	_, err := Run(context.Background(), addr, "wrong", "touch /tmp/should-not-run", nil, &out, &out, time.Second)
+	must.ErrorIs(t, err, ErrUnauthorized)
+	must.Eq(t, 0, srv.Running())
+}
+
+// Dropping the connection (the launcher's ssh shim killed) kills the
+// command's whole process group on the worker.
+func TestRun_DroppedConnectionKillsProcessGroup(t *testing.T) {
+	srv, addr := startServer(t, "tok")
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		var out strings.Builder
+		_, err := Run(ctx, addr, "tok", `sleep 300 & echo $! > `+pidFile+`.tmp; echo $$ >> `+pidFile+`.tmp; mv `+pidFile+`.tmp `+pidFile+`; wait`, nil, &out, &out, time.Second)
+		done <- err
+	}()
+	b := waitFor(t, pidFile)
+	var pids []int
+	for _, f := range strings.Fields(b) {
+		pid, err := strconv.Atoi(f)
+		must.NoError(t, err)
+		pids = append(pids, pid)
+	}
+	must.Len(t, 2, pids)
+	must.Eq(t, 1, srv.Running())
+
+	cancel()
+	must.ErrorIs(t, <-done, context.Canceled)
+	deadline := time.Now().Add(KillGrace + 5*time.Second)
+	for _, pid := range pids {
+		for syscall.Kill(pid, 0) == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d outlived its connection", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for srv.Running() != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	must.Eq(t, 0, srv.Running())
+}
+
+// The agent going away ends the client's command with a connection error.
+func TestRun_AgentGoneIsConnectionLost(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			_, _ = c.Write([]byte(helloPrefix + "abc\n"))
+			buf := make([]byte, 1024)
+			_, _ = c.Read(buf)
+			_, _ = c.Write([]byte("{}\n"))
+			c.Close()
+		}
+	}()
+	var out strings.Builder
+	_, err = Run(context.Background(), l.Addr().String(), "tok", "true", nil, &out, &out, time.Second)
+	must.ErrorIs(t, err, ErrConnectionLost)
+}
+
+func waitFor(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A finish request ends Serve: the worker task completes.
+func TestFinish_StopsServe(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	srv := &Server{Token: "tok", Dir: t.TempDir(), Logger: hclog.NewNullLogger()}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), l) }()
+
+	must.ErrorIs(t, Finish(context.Background(), l.Addr().String(), "wrong", time.Second), ErrUnauthorized)
+	must.NoError(t, Finish(context.Background(), l.Addr().String(), "tok", time.Second))
+	select {
+	case err := <-done:
+		must.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after finish")
+	}
+}

@@ -1,0 +1,110 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// validate checks a task config after hclspec has decoded it (hclspec has
+// already rejected unknown keys and wrong types), and fills defaults. Each
+// error names the key it is about.
+func (tc *TaskConfig) validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	switch tc.Role {
+	case RoleLauncher:
+	case RoleWorker:
+		if tc.Command != "" {
+			add("command: a worker runs the driver's agent, not a command; set command on the launcher")
+		}
+		if tc.Port == "" {
+			add("port: a worker needs the label of its group's network port")
+		}
+		if tc.Slots < 1 {
+			add("slots: must be at least 1, got %d", tc.Slots)
+		}
+		return errors.Join(errs...)
+	case "":
+		add(`role: required, "launcher" or "worker"`)
+		return errors.Join(errs...)
+	default:
+		add(`role: must be "launcher" or "worker", got %q`, tc.Role)
+		return errors.Join(errs...)
+	}
+
+	if tc.Command == "" {
+		add("command: required for a launcher (the training program horovodrun runs)")
+	}
+	switch tc.Launcher {
+	case "":
+		tc.Launcher = LauncherHorovod
+	case LauncherHorovod, LauncherTorchrun:
+	default:
+		add(`launcher: must be "horovod" or "torchrun", got %q`, tc.Launcher)
+	}
+	if tc.NP < 1 {
+		add("np: required for a launcher and at least 1, got %d", tc.NP)
+	}
+	if tc.MinNP == 0 {
+		tc.MinNP = tc.NP
+	}
+	if tc.MinNP < 1 {
+		add("min_np: must be at least 1, got %d", tc.MinNP)
+	}
+	if tc.MinNP > tc.NP && tc.NP >= 1 {
+		add("min_np (%d) must not exceed np (%d)", tc.MinNP, tc.NP)
+	}
+	if tc.MaxNP != 0 {
+		if tc.MaxNP < tc.NP {
+			add("np (%d) must not exceed max_np (%d)", tc.NP, tc.MaxNP)
+		}
+		if tc.MinNP > tc.MaxNP {
+			add("min_np (%d) must not exceed max_np (%d)", tc.MinNP, tc.MaxNP)
+		}
+	}
+	if tc.Slots < 1 {
+		add("slots: must be at least 1, got %d", tc.Slots)
+	}
+	if tc.Discovery.Service == "" {
+		add("discovery: a launcher needs a discovery block naming its workers' service")
+	}
+	switch tc.Discovery.Provider {
+	case "":
+		tc.Discovery.Provider = ProviderConsul
+	case ProviderConsul, ProviderNomad:
+	default:
+		add(`discovery.provider: must be "consul" or "nomad", got %q`, tc.Discovery.Provider)
+	}
+	if tc.ElasticTimeout < 0 {
+		add("elastic_timeout: must not be negative, got %d", tc.ElasticTimeout)
+	}
+	if tc.ResetLimit < 0 {
+		add("reset_limit: must not be negative, got %d", tc.ResetLimit)
+	}
+	if n := len(tc.BlacklistCooldown); n != 0 {
+		if n != 2 {
+			add("blacklist_cooldown: must be [min, max] seconds, got %d values", n)
+		} else if lo, hi := tc.BlacklistCooldown[0], tc.BlacklistCooldown[1]; lo < 1 || hi > 3600 || lo > hi {
+			add("blacklist_cooldown: must be [min, max] with 1 <= min <= max <= 3600, got [%d, %d]", lo, hi)
+		}
+	}
+	if tc.Launcher == LauncherTorchrun && (tc.RdzvPort < 1 || tc.RdzvPort > 65535) {
+		add("rdzv_port: must be a port number, got %d", tc.RdzvPort)
+	}
+	return errors.Join(errs...)
+}
+
+// fingerprintPeriod parses the plugin config's fingerprint_period.
+func (c *Config) fingerprintPeriod() (time.Duration, error) {
+	if c.FingerprintPeriod == "" {
+		return 30 * time.Second, nil
+	}
+	d, err := time.ParseDuration(c.FingerprintPeriod)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("fingerprint_period: must be a positive duration, got %s", strconv.Quote(c.FingerprintPeriod))
+	}
+	return d, nil
+}

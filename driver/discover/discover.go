@@ -1,0 +1,166 @@
+// Package discover is the launcher's host discovery: horovodrun runs the
+// discovery script (which execs `nomad-driver-horovod discover`) every
+// second, and it prints the job's live, healthy, not draining workers as
+// `host:slots` lines. It also writes the hosts file the ssh shim resolves
+// hosts with, and the host set it printed (jobstate.DiscoveredPath), which
+// the rescale package reads to know when a drained worker has left.
+package discover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+)
+
+// Worker is one healthy instance of the workers' service.
+type Worker struct {
+	AllocID string
+	Address string // the agent's host:port
+}
+
+// Source lists the healthy instances of a service.
+type Source interface {
+	Workers(ctx context.Context, service string) ([]Worker, error)
+}
+
+// Drains reads the job's draining allocations.
+type Drains interface {
+	Draining(ctx context.Context) ([]string, error)
+}
+
+// Discovery is one run of host discovery.
+type Discovery struct {
+	Task *jobstate.Task
+	// Primary is the configured provider; Fallback, if set, is asked when
+	// Primary cannot be reached (Consul down: Nomad's service API).
+	Primary, Fallback Source
+	Drains            Drains
+	Now               func() time.Time
+}
+
+// Run discovers the workers, writes the hosts and discovered files, and
+// prints the `host:slots` lines to out. It fails rather than print a set
+// it is not sure of (a draining worker must never come back): horovodrun
+// keeps its last set when a later run fails.
+func (d *Discovery) Run(ctx context.Context, out io.Writer) error {
+	hosts, err := d.Refresh(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(hosts)) {
+		if _, err := fmt.Fprintf(out, "%s:%d\n", name, hosts[name].Slots); err != nil {
+			return fmt.Errorf("failed to print hosts: %w", err)
+		}
+	}
+	return nil
+}
+
+// Refresh discovers the workers and writes the hosts and discovered files.
+func (d *Discovery) Refresh(ctx context.Context) (map[string]jobstate.Host, error) {
+	hosts, draining, err := d.Hosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.writeFiles(hosts, draining); err != nil {
+		return nil, err
+	}
+	return hosts, nil
+}
+
+// Hosts returns the live, not draining workers by host name, and the
+// draining alloc IDs.
+func (d *Discovery) Hosts(ctx context.Context) (map[string]jobstate.Host, []string, error) {
+	workers, err := d.workers(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	draining, err := d.Drains.Draining(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to read draining workers: %w", err)
+	}
+	hosts := map[string]jobstate.Host{}
+	for _, w := range workers {
+		if w.AllocID == "" || slices.Contains(draining, w.AllocID) {
+			continue
+		}
+		hosts[jobstate.HostName(w.AllocID)] = jobstate.Host{AllocID: w.AllocID, Address: w.Address, Slots: d.Task.Slots}
+	}
+	return hosts, draining, nil
+}
+
+func (d *Discovery) workers(ctx context.Context) ([]Worker, error) {
+	workers, err := d.Primary.Workers(ctx, d.Task.Service)
+	if err == nil || d.Fallback == nil {
+		if err != nil {
+			return nil, fmt.Errorf("failed to list workers: %w", err)
+		}
+		return workers, nil
+	}
+	fallback, ferr := d.Fallback.Workers(ctx, d.Task.Service)
+	if ferr != nil {
+		return nil, fmt.Errorf("failed to list workers: %w", errors.Join(err, ferr))
+	}
+	return fallback, nil
+}
+
+// writeFiles updates the hosts file (keeping hosts printed before, so a
+// late ssh to one still resolves) and replaces the discovered file.
+func (d *Discovery) writeFiles(hosts map[string]jobstate.Host, draining []string) error {
+	addrs := map[string]string{}
+	if old, err := readHostsFile(d.Task.HostsFile); err == nil {
+		addrs = old
+	}
+	for name, h := range hosts {
+		addrs[name] = h.Address
+	}
+	if err := jobstate.WriteJSON(d.Task.HostsFile, addrs); err != nil {
+		return err
+	}
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	return jobstate.WriteJSON(d.Task.DiscoveredFile, jobstate.Discovered{
+		Updated:  now().UTC(),
+		Hosts:    hosts,
+		Draining: draining,
+	})
+}
+
+// nomadAllocInServiceID finds the allocation ID in the ID Nomad gives a
+// service it registers in Consul: _nomad-task-<alloc id>-<group|task>-...
+var nomadAllocInServiceID = regexp.MustCompile(`^_nomad-task-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-`)
+
+// AllocIDFromServiceID returns the allocation of a Nomad-registered
+// Consul service instance, or "".
+func AllocIDFromServiceID(id string) string {
+	if m := nomadAllocInServiceID.FindStringSubmatch(id); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// ParseDraining splits the drain variable's item into alloc IDs.
+func ParseDraining(item string) []string {
+	var ids []string
+	for _, f := range strings.FieldsFunc(item, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		ids = append(ids, f)
+	}
+	return ids
+}
+
+func hostPort(host string, port int) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
+}

@@ -1,0 +1,124 @@
+package discover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+)
+
+type fakeSource struct {
+	workers []Worker
+	err     error
+}
+
+func (f *fakeSource) Workers(context.Context, string) ([]Worker, error) { return f.workers, f.err }
+
+type fakeDrains struct {
+	ids []string
+	err error
+}
+
+func (f *fakeDrains) Draining(context.Context) ([]string, error) { return f.ids, f.err }
+
+const (
+	a1 = "1a2b3c4d-0000-0000-0000-000000000001"
+	a2 = "2a2b3c4d-0000-0000-0000-000000000002"
+	a3 = "3a2b3c4d-0000-0000-0000-000000000003"
+)
+
+func newDiscovery(t *testing.T, primary, fallback Source, drains Drains) *Discovery {
+	dir := t.TempDir()
+	return &Discovery{
+		Task: &jobstate.Task{Service: "w", Slots: 2,
+			HostsFile:      filepath.Join(dir, "hosts.json"),
+			DiscoveredFile: filepath.Join(dir, "alloc", jobstate.DiscoveredPath)},
+		Primary: primary, Fallback: fallback, Drains: drains,
+		Now: func() time.Time { return time.Unix(100, 0) },
+	}
+}
+
+// Discovery prints the healthy, not draining workers as host:slots, and
+// writes the hosts file and the set it printed.
+func TestRun_PrintsLiveNotDrainingWorkers(t *testing.T) {
+	src := &fakeSource{workers: []Worker{
+		{AllocID: a2, Address: "10.0.0.2:3000"},
+		{AllocID: a1, Address: "10.0.0.1:3000"},
+		{AllocID: a3, Address: "10.0.0.3:3000"},
+		{AllocID: "", Address: "10.0.0.9:3000"}, // not a Nomad allocation
+	}}
+	d := newDiscovery(t, src, nil, &fakeDrains{ids: []string{a3}})
+	var out strings.Builder
+	must.NoError(t, d.Run(context.Background(), &out))
+	must.Eq(t, "w-1a2b3c4d:2\nw-2a2b3c4d:2\n", out.String())
+
+	hosts := readJSON[map[string]string](t, d.Task.HostsFile)
+	must.Eq(t, map[string]string{"w-1a2b3c4d": "10.0.0.1:3000", "w-2a2b3c4d": "10.0.0.2:3000"}, hosts)
+	disc := readJSON[jobstate.Discovered](t, d.Task.DiscoveredFile)
+	must.Eq(t, time.Unix(100, 0).UTC(), disc.Updated)
+	must.MapLen(t, 2, disc.Hosts)
+	must.Eq(t, jobstate.Host{AllocID: a1, Address: "10.0.0.1:3000", Slots: 2}, disc.Hosts["w-1a2b3c4d"])
+	must.Eq(t, []string{a3}, disc.Draining)
+
+	// A worker that leaves stays resolvable for a late ssh, but is no
+	// longer printed.
+	src.workers = src.workers[:1]
+	out.Reset()
+	must.NoError(t, d.Run(context.Background(), &out))
+	must.Eq(t, "w-2a2b3c4d:2\n", out.String())
+	must.MapLen(t, 2, readJSON[map[string]string](t, d.Task.HostsFile))
+	must.MapLen(t, 1, readJSON[jobstate.Discovered](t, d.Task.DiscoveredFile).Hosts)
+}
+
+// When Consul cannot be reached, Nomad's service API answers.
+func TestRun_FallsBackWhenPrimaryFails(t *testing.T) {
+	d := newDiscovery(t, &fakeSource{err: errors.New("connection refused")},
+		&fakeSource{workers: []Worker{{AllocID: a1, Address: "10.0.0.1:3000"}}}, &fakeDrains{})
+	var out strings.Builder
+	must.NoError(t, d.Run(context.Background(), &out))
+	must.Eq(t, "w-1a2b3c4d:2\n", out.String())
+}
+
+// Discovery fails rather than print a set it is not sure of.
+func TestRun_FailsWithoutDrainList(t *testing.T) {
+	cases := map[string]*Discovery{
+		"drains unreadable": newDiscovery(t, &fakeSource{workers: []Worker{{AllocID: a1, Address: "x:1"}}}, nil, &fakeDrains{err: errors.New("403")}),
+		"no source":         newDiscovery(t, &fakeSource{err: errors.New("down")}, &fakeSource{err: errors.New("down too")}, &fakeDrains{}),
+	}
+	for name, d := range cases {
+		t.Run(name, func(t *testing.T) {
+			var out strings.Builder
+			must.Error(t, d.Run(context.Background(), &out))
+			must.Eq(t, "", out.String())
+			_, err := os.Stat(d.Task.DiscoveredFile)
+			must.True(t, os.IsNotExist(err))
+		})
+	}
+}
+
+func TestAllocIDFromServiceID(t *testing.T) {
+	must.Eq(t, a1, AllocIDFromServiceID("_nomad-task-"+a1+"-group-workers-train-workers-horovod"))
+	must.Eq(t, "", AllocIDFromServiceID("web-1"))
+}
+
+func TestParseDraining(t *testing.T) {
+	must.Eq(t, []string{a1, a2}, ParseDraining(a1+", "+a2+"\n"))
+	must.SliceEmpty(t, ParseDraining(""))
+}
+
+func readJSON[T any](t *testing.T, path string) T {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	must.NoError(t, err)
+	var v T
+	must.NoError(t, json.Unmarshal(b, &v))
+	return v
+}

@@ -1,0 +1,142 @@
+package discover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+)
+
+// queryTimeout bounds each call discovery makes: horovodrun runs it every
+// second.
+const queryTimeout = 5 * time.Second
+
+// Consul lists the passing instances of a service in Consul.
+type Consul struct {
+	Client *consulapi.Client
+}
+
+// NewConsul returns a Consul source for the task file's address and token.
+func NewConsul(t *jobstate.Task) (*Consul, error) {
+	c, err := consulapi.NewClient(&consulapi.Config{Address: t.ConsulAddress, Token: t.ConsulToken})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create consul client: %w", err)
+	}
+	return &Consul{Client: c}, nil
+}
+
+func (c *Consul) Workers(ctx context.Context, service string) ([]Worker, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	entries, _, err := c.Client.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to query consul for %s: %w", service, err)
+	}
+	var out []Worker
+	for _, e := range entries {
+		s := e.Service
+		alloc := s.Meta["alloc_id"]
+		if alloc == "" {
+			alloc = AllocIDFromServiceID(s.ID)
+		}
+		addr := s.Address
+		if addr == "" && e.Node != nil {
+			addr = e.Node.Address
+		}
+		out = append(out, Worker{AllocID: alloc, Address: hostPort(addr, s.Port)})
+	}
+	return out, nil
+}
+
+// Nomad lists a service's instances in Nomad's native service discovery,
+// and reads the job's drain variable.
+type Nomad struct {
+	Client    *nomadapi.Client
+	Namespace string
+	JobID     string
+}
+
+// NewNomad returns a Nomad source for the task file's address and token.
+func NewNomad(t *jobstate.Task) (*Nomad, error) {
+	c, err := nomadapi.NewClient(&nomadapi.Config{Address: t.NomadAddress, SecretID: t.NomadToken, Namespace: t.Namespace})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create nomad client: %w", err)
+	}
+	return &Nomad{Client: c, Namespace: t.Namespace, JobID: t.JobID}, nil
+}
+
+func (n *Nomad) query(ctx context.Context) *nomadapi.QueryOptions {
+	return (&nomadapi.QueryOptions{Namespace: n.Namespace}).WithContext(ctx)
+}
+
+func (n *Nomad) Workers(ctx context.Context, service string) ([]Worker, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	regs, _, err := n.Client.Services().Get(service, n.query(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to query nomad for %s: %w", service, err)
+	}
+	var out []Worker
+	for _, r := range regs {
+		out = append(out, Worker{AllocID: r.AllocID, Address: hostPort(r.Address, r.Port)})
+	}
+	return out, nil
+}
+
+// Draining reads the job's drain variable; a missing variable drains none.
+func (n *Nomad) Draining(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	v, _, err := n.Client.Variables().Peek(jobstate.DrainVariable(n.JobID), n.query(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read variable %s: %w", jobstate.DrainVariable(n.JobID), err)
+	}
+	if v == nil {
+		return nil, nil
+	}
+	return ParseDraining(v.Items[jobstate.DrainItem]), nil
+}
+
+// New builds the discovery for a launcher's task file: its provider first,
+// and for Consul, Nomad's service API as the fallback.
+func New(t *jobstate.Task) (*Discovery, error) {
+	nomad, err := NewNomad(t)
+	if err != nil {
+		return nil, err
+	}
+	d := &Discovery{Task: t, Drains: nomad}
+	switch t.Provider {
+	case "nomad":
+		d.Primary = nomad
+	case "consul", "":
+		consul, err := NewConsul(t)
+		if err != nil {
+			return nil, err
+		}
+		d.Primary = consul
+		d.Fallback = nomad
+	default:
+		return nil, fmt.Errorf("failed to set up discovery: unknown provider %q", t.Provider)
+	}
+	return d, nil
+}
+
+// readHostsFile reads a hosts file (host -> address).
+func readHostsFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, errors.New("corrupt hosts file")
+	}
+	return m, nil
+}

@@ -1,0 +1,324 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/hashicorp/consul-template/signals"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/client/lib/cpustats"
+	"github.com/hashicorp/nomad/drivers/shared/eventer"
+	"github.com/hashicorp/nomad/plugins/base"
+	"github.com/hashicorp/nomad/plugins/drivers"
+	"github.com/hashicorp/nomad/plugins/shared/hclspec"
+
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/runner"
+)
+
+// Driver is the horovod task driver. This file holds its RPCs.
+type Driver struct {
+	ctx    context.Context
+	logger hclog.Logger
+
+	eventer *eventer.Eventer
+	tasks   *taskStore
+
+	// lookPath finds horovodrun, python and torchrun (exec.LookPath).
+	lookPath LookPathFunc
+	// selfPath is this plugin's binary: workers run its agent, launchers
+	// its ssh shim and discovery.
+	selfPath string
+
+	config      *Config
+	period      time.Duration
+	nomadConfig *base.ClientDriverConfig
+	compute     cpustats.Compute
+}
+
+var (
+	_ drivers.DriverPlugin               = (*Driver)(nil)
+	_ drivers.ExecTaskStreamingRawDriver = (*Driver)(nil)
+)
+
+// NewPlugin is the factory plugins.Serve calls.
+func NewPlugin(ctx context.Context, logger hclog.Logger) drivers.DriverPlugin {
+	self, err := os.Executable()
+	if err != nil {
+		logger.Error("failed to find the plugin's own binary", "error", err)
+	}
+	return New(ctx, logger, exec.LookPath, self)
+}
+
+// New returns a driver that finds its tools with lookPath and runs the
+// subcommands of the binary at selfPath.
+func New(ctx context.Context, logger hclog.Logger, lookPath LookPathFunc, selfPath string) *Driver {
+	logger = logger.Named(PluginName)
+	return &Driver{
+		ctx:      ctx,
+		logger:   logger,
+		eventer:  eventer.NewEventer(ctx, logger),
+		tasks:    newTaskStore(),
+		lookPath: lookPath,
+		selfPath: selfPath,
+		config:   &Config{ConsulAddress: "127.0.0.1:8500"},
+		period:   30 * time.Second,
+	}
+}
+
+func (d *Driver) PluginInfo() (*base.PluginInfoResponse, error) { return pluginInfo, nil }
+
+func (d *Driver) ConfigSchema() (*hclspec.Spec, error) { return configSpec, nil }
+
+func (d *Driver) SetConfig(cfg *base.Config) error {
+	var config Config
+	if len(cfg.PluginConfig) != 0 {
+		if err := base.MsgPackDecode(cfg.PluginConfig, &config); err != nil {
+			return fmt.Errorf("failed to decode plugin config: %w", err)
+		}
+	}
+	period, err := config.fingerprintPeriod()
+	if err != nil {
+		return err
+	}
+	if config.AuthSecret == "" {
+		d.logger.Warn("auth_secret is not set: worker tokens derive from job IDs alone; set it on every client")
+	}
+	d.config = &config
+	d.period = period
+	if cfg.AgentConfig != nil {
+		d.nomadConfig = cfg.AgentConfig.Driver
+		d.compute = cfg.AgentConfig.Compute()
+	}
+	return nil
+}
+
+func (d *Driver) TaskConfigSchema() (*hclspec.Spec, error) { return taskConfigSpec, nil }
+
+func (d *Driver) Capabilities() (*drivers.Capabilities, error) { return capabilities, nil }
+
+func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, error) {
+	ch := make(chan *drivers.Fingerprint)
+	go func() {
+		defer close(ch)
+		timer := time.NewTimer(0)
+		defer timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.ctx.Done():
+				return
+			case <-timer.C:
+				fp := fingerprint(ctx, d.lookPath, d.config.BinDirs)
+				select {
+				case ch <- fp:
+				case <-ctx.Done():
+					return
+				case <-d.ctx.Done():
+					return
+				}
+				timer.Reset(d.period)
+			}
+		}
+	}()
+	return ch, nil
+}
+
+func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drivers.DriverNetwork, error) {
+	if _, ok := d.tasks.get(cfg.ID); ok {
+		return nil, nil, fmt.Errorf("failed to start task: task %q already started", cfg.ID)
+	}
+	var tc TaskConfig
+	if err := cfg.DecodeDriverConfig(&tc); err != nil {
+		return nil, nil, fmt.Errorf("failed to decode driver config: %w", err)
+	}
+	if err := tc.validate(); err != nil {
+		return nil, nil, fmt.Errorf("failed to validate driver config: %w", err)
+	}
+	p, err := d.planTask(cfg, &tc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to plan task: %w", err)
+	}
+	if err := jobstate.Write(p.taskFile, p.task); err != nil {
+		return nil, nil, err
+	}
+	if err := p.writeScripts(); err != nil {
+		return nil, nil, err
+	}
+
+	logger := d.logger.With("alloc_id", cfg.AllocID, "task_name", cfg.Name, "role", tc.Role)
+	logger.Info("starting task", "command", p.cmd.Path, "args", p.cmd.Args)
+	r, err := runner.New(logger, d.nomadConfig, d.compute, p.cmd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to start task: %w", err)
+	}
+
+	h := newTaskHandle(r, cfg, tc.Role, time.Now().Round(time.Millisecond), logger)
+	h.onExit = d.reportFailure(cfg)
+	state := TaskState{
+		ReattachConfig: r.Reattach(),
+		TaskConfig:     cfg,
+		Pid:            r.Pid(),
+		StartedAt:      h.startedAt,
+		Role:           tc.Role,
+		StateFile:      p.taskFile,
+	}
+	handle := drivers.NewTaskHandle(taskHandleVersion)
+	handle.Config = cfg
+	if err := handle.SetDriverState(&state); err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("failed to set driver state: %w", err)
+	}
+	d.tasks.set(cfg.ID, h)
+	go h.run()
+	return handle, nil, nil
+}
+
+func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
+	if handle == nil || handle.Config == nil {
+		return errors.New("failed to recover task: handle is nil")
+	}
+	if _, ok := d.tasks.get(handle.Config.ID); ok {
+		return nil
+	}
+	var state TaskState
+	if err := handle.GetDriverState(&state); err != nil {
+		return fmt.Errorf("failed to decode task state: %w", err)
+	}
+	if state.TaskConfig == nil {
+		state.TaskConfig = handle.Config
+	}
+	logger := d.logger.With("alloc_id", handle.Config.AllocID, "task_name", handle.Config.Name, "role", state.Role)
+	r, err := runner.Recover(logger, d.compute, state.ReattachConfig, state.Pid)
+	if err != nil {
+		return fmt.Errorf("failed to recover task: %w", err)
+	}
+	h := newTaskHandle(r, state.TaskConfig, state.Role, state.StartedAt, logger)
+	h.onExit = d.reportFailure(state.TaskConfig)
+	d.tasks.set(handle.Config.ID, h)
+	go h.run()
+	logger.Info("recovered task", "pid", state.Pid)
+	return nil
+}
+
+func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.ExitResult, error) {
+	h, ok := d.tasks.get(taskID)
+	if !ok {
+		return nil, drivers.ErrTaskNotFound
+	}
+	ch := make(chan *drivers.ExitResult)
+	go func() {
+		defer close(ch)
+		select {
+		case <-h.done:
+		case <-ctx.Done():
+			return
+		case <-d.ctx.Done():
+			return
+		}
+		select {
+		case ch <- h.result():
+		case <-ctx.Done():
+		case <-d.ctx.Done():
+		}
+	}()
+	return ch, nil
+}
+
+// StopTask sends the task's kill signal (SIGTERM unless the job says
+// otherwise), so training can commit its elastic state, and kills the
+// process group once timeout has passed.
+func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) error {
+	h, ok := d.tasks.get(taskID)
+	if !ok {
+		return drivers.ErrTaskNotFound
+	}
+	if signal == "" {
+		signal = "SIGTERM"
+	}
+	if err := h.runner.Shutdown(signal, timeout); err != nil {
+		return fmt.Errorf("failed to stop task: %w", err)
+	}
+	select {
+	case <-h.done:
+	case <-time.After(timeout + 20*time.Second):
+		return fmt.Errorf("failed to stop task: process %d did not exit", h.runner.Pid())
+	}
+	return nil
+}
+
+func (d *Driver) DestroyTask(taskID string, force bool) error {
+	h, ok := d.tasks.get(taskID)
+	if !ok {
+		return drivers.ErrTaskNotFound
+	}
+	if h.isRunning() && !force {
+		return errors.New("failed to destroy task: it is running (use force)")
+	}
+	h.runner.Close()
+	d.tasks.delete(taskID)
+	return nil
+}
+
+func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
+	h, ok := d.tasks.get(taskID)
+	if !ok {
+		return nil, drivers.ErrTaskNotFound
+	}
+	return h.status(), nil
+}
+
+func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Duration) (<-chan *drivers.TaskResourceUsage, error) {
+	h, ok := d.tasks.get(taskID)
+	if !ok {
+		return nil, drivers.ErrTaskNotFound
+	}
+	return h.runner.Stats(ctx, interval)
+}
+
+func (d *Driver) TaskEvents(ctx context.Context) (<-chan *drivers.TaskEvent, error) {
+	return d.eventer.TaskEvents(ctx)
+}
+
+func (d *Driver) SignalTask(taskID string, signal string) error {
+	h, ok := d.tasks.get(taskID)
+	if !ok {
+		return drivers.ErrTaskNotFound
+	}
+	sig, ok := signals.SignalLookup[signal]
+	if !ok {
+		return fmt.Errorf("failed to signal task: unknown signal %q", signal)
+	}
+	return h.runner.Signal(sig)
+}
+
+func (d *Driver) ExecTask(taskID string, cmd []string, timeout time.Duration) (*drivers.ExecTaskResult, error) {
+	if len(cmd) == 0 {
+		return nil, errors.New("failed to exec in task: no command")
+	}
+	h, ok := d.tasks.get(taskID)
+	if !ok {
+		return nil, drivers.ErrTaskNotFound
+	}
+	out, code, err := h.runner.Exec(time.Now().Add(timeout), cmd[0], cmd[1:])
+	if err != nil {
+		return nil, fmt.Errorf("failed to exec in task: %w", err)
+	}
+	return &drivers.ExecTaskResult{Stdout: out, ExitResult: &drivers.ExitResult{ExitCode: code}}, nil
+}
+
+func (d *Driver) ExecTaskStreamingRaw(ctx context.Context, taskID string, cmd []string, tty bool, stream drivers.ExecTaskStream) error {
+	if len(cmd) == 0 {
+		return errors.New("failed to exec in task: no command")
+	}
+	h, ok := d.tasks.get(taskID)
+	if !ok {
+		return drivers.ErrTaskNotFound
+	}
+	return h.runner.ExecStreaming(ctx, cmd, tty, stream)
+}

@@ -1,0 +1,381 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/helper/testlog"
+	"github.com/hashicorp/nomad/plugins/drivers"
+	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/driver/agent"
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+)
+
+// The launcher runs horovodrun in elastic mode with the discovery script
+// and the ssh shim the driver wrote, with the job's environment only, and
+// the job ends with the training command's exit code.
+func TestDriver_LauncherStartWait(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	record := filepath.Join(t.TempDir(), "record")
+	tc := launcherConfig("echo training; exit 0")
+	tc.NetworkInterface = "lo"
+	tc.ElasticTimeout = 60
+	tc.BlacklistCooldown = []int{5, 30}
+	tc.Env = map[string]string{"PROGRESS_FILE": "/tmp/progress"}
+	task := td.newTask(t, "launcher", tc, map[string]string{
+		recordEnv:                  record,
+		"NOMAD_ALLOC_ID":           "launcher-alloc",
+		"NOMAD_TOKEN":              "secret-wi-token",
+		"NOMAD_JOB_ID":             "train",
+		"PATH":                     "/usr/bin:/bin",
+		"NOMAD_ADDR_horovod":       "127.0.0.1:1",
+		"NVIDIA_VISIBLE_DEVICES":   "GPU-launcher",
+		"SOMETHING_THE_USER_NEEDS": "kept",
+	})
+
+	handle, _, err := td.h.StartTask(task)
+	must.NoError(t, err)
+	res := td.waitExit(t, task.ID, 30*time.Second)
+	must.Eq(t, 0, res.ExitCode)
+	must.NoError(t, res.Err)
+
+	args, env, _ := strings.Cut(waitFile(t, record, 5*time.Second), "--env--\n")
+	dirs := task.TaskDir()
+	discovery := filepath.Join(dirs.LocalDir, "horovod", "discover.sh")
+	must.Eq(t, []string{
+		"--gloo", "-np", "2", "--min-np", "1", "--max-np", "3", "--slots-per-host", "1",
+		"--host-discovery-script", discovery,
+		"--network-interface", "lo", "--elastic-timeout", "60", "--blacklist-cooldown-range", "5", "30",
+		"/bin/sh", "-c", "echo training; exit 0",
+	}, strings.Split(strings.TrimSpace(args), "\n"))
+
+	envs := strings.Split(env, "\n")
+	must.SliceContains(t, envs, "NOMAD_JOB_ID=train")
+	must.SliceContains(t, envs, "PROGRESS_FILE=/tmp/progress")
+	must.SliceContains(t, envs, "SOMETHING_THE_USER_NEEDS=kept")
+	for _, gone := range []string{"NOMAD_ALLOC_ID=", "NOMAD_TOKEN=", "NOMAD_ADDR_horovod=", "NVIDIA_VISIBLE_DEVICES="} {
+		for _, e := range envs {
+			must.False(t, strings.HasPrefix(e, gone), must.Sprintf("launcher env has %s", e))
+		}
+	}
+	shimDir := filepath.Join(dirs.LocalDir, "horovod", "bin")
+	must.SliceContains(t, envs, "PATH="+shimDir+":/usr/bin:/bin")
+
+	// The scripts exec this binary's subcommands with the task file.
+	for path, sub := range map[string]string{discovery: "discover", filepath.Join(shimDir, "ssh"): "ssh-shim"} {
+		info, err := os.Stat(path)
+		must.NoError(t, err)
+		must.True(t, info.Mode()&0o111 != 0, must.Sprintf("%s is not executable", path))
+		b, err := os.ReadFile(path)
+		must.NoError(t, err)
+		must.StrContains(t, string(b), "'"+sub+"' '-task-file' '"+filepath.Join(dirs.SecretsDir, "horovod.json")+"'")
+	}
+	jt, err := jobstate.Read(filepath.Join(dirs.SecretsDir, "horovod.json"))
+	must.NoError(t, err)
+	must.Eq(t, "train-workers", jt.Service)
+	must.Eq(t, "secret-wi-token", jt.NomadToken)
+	must.Eq(t, jobstate.Token("test-secret", "default", "train"), jt.Token)
+	must.Eq(t, filepath.Join(dirs.SharedAllocDir, jobstate.DiscoveredPath), jt.DiscoveredFile)
+
+	var state TaskState
+	must.NoError(t, handle.GetDriverState(&state))
+	must.Positive(t, state.Pid)
+	must.NotNil(t, state.ReattachConfig)
+	must.Eq(t, RoleLauncher, state.Role)
+	must.NoError(t, td.h.DestroyTask(task.ID, true))
+}
+
+// A failing training command fails the task with its exit code, and a task
+// event quotes the end of its stderr.
+func TestDriver_FailureExitCodeAndEvent(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	events, err := td.h.TaskEvents(context.Background())
+	must.NoError(t, err)
+	task := td.newTask(t, "launcher", launcherConfig("echo 'loss is NaN, giving up' >&2; exit 3"), nil)
+	_, _, err = td.h.StartTask(task)
+	must.NoError(t, err)
+
+	res := td.waitExit(t, task.ID, 30*time.Second)
+	must.Eq(t, 3, res.ExitCode)
+	must.False(t, res.Successful())
+
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.TaskID != task.ID {
+				continue
+			}
+			must.StrContains(t, ev.Message, "exit code 3")
+			must.StrContains(t, ev.Message, "loss is NaN, giving up")
+			must.Eq(t, "3", ev.Annotations["exit_code"])
+			return
+		case <-deadline:
+			t.Fatal("no task event for the failure")
+		}
+	}
+}
+
+// StopTask sends SIGTERM (the default kill signal): training can trap it,
+// commit, and exit 0 well before the kill timeout.
+func TestDriver_StopSendsSIGTERM(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	dir := t.TempDir()
+	marker, ready := filepath.Join(dir, "term"), filepath.Join(dir, "ready")
+	task := td.newTask(t, "launcher", launcherConfig(fmt.Sprintf(
+		`trap 'echo committed > %s; exit 0' TERM; echo ready > %s; while :; do sleep 0.1; done`, marker, ready)), nil)
+	_, _, err := td.h.StartTask(task)
+	must.NoError(t, err)
+	must.NoError(t, td.h.WaitUntilStarted(task.ID, 10*time.Second))
+	waitFile(t, ready, 20*time.Second)
+
+	start := time.Now()
+	must.NoError(t, td.h.StopTask(task.ID, 30*time.Second, ""))
+	must.Less(t, 15*time.Second, time.Since(start))
+	res := td.waitExit(t, task.ID, 10*time.Second)
+	must.Eq(t, 0, res.ExitCode)
+	must.Eq(t, "committed\n", waitFile(t, marker, time.Second))
+}
+
+// A process that ignores SIGTERM is killed once the kill timeout passes.
+func TestDriver_StopKillsAfterTimeout(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	task := td.newTask(t, "launcher", launcherConfig(`trap '' TERM; echo ready > `+ready+`; while :; do sleep 0.1; done`), nil)
+	_, _, err := td.h.StartTask(task)
+	must.NoError(t, err)
+	waitFile(t, ready, 20*time.Second)
+
+	must.NoError(t, td.h.StopTask(task.ID, time.Second, "SIGTERM"))
+	res := td.waitExit(t, task.ID, 20*time.Second)
+	must.Eq(t, 9, res.Signal)
+}
+
+// After the driver restarts (a new instance, as after a Nomad client
+// restart) RecoverTask reattaches to the same process: same PID, and
+// WaitTask still reports how it ends.
+func TestDriver_RecoverKeepsProcess(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	dir := t.TempDir()
+	release, ready := filepath.Join(dir, "release"), filepath.Join(dir, "ready")
+	task := td.newTask(t, "launcher", launcherConfig(fmt.Sprintf(
+		`echo ready > %s; while [ ! -e %s ]; do sleep 0.1; done; exit 7`, ready, release)), nil)
+	handle, _, err := td.h.StartTask(task)
+	must.NoError(t, err)
+	waitFile(t, ready, 20*time.Second)
+	before, err := td.h.InspectTask(task.ID)
+	must.NoError(t, err)
+
+	// The first driver goes away without stopping anything.
+	td.h.Kill()
+	td2 := newTestDriverIn(t, td.binDir)
+	_, err = td2.h.InspectTask(task.ID)
+	must.ErrorContains(t, err, drivers.ErrTaskNotFound.Error())
+
+	must.NoError(t, td2.h.RecoverTask(handle))
+	must.NoError(t, td2.h.RecoverTask(handle), must.Sprint("recovering twice is a no-op"))
+	after, err := td2.h.InspectTask(task.ID)
+	must.NoError(t, err)
+	must.Eq(t, drivers.TaskStateRunning, after.State)
+	must.Eq(t, before.DriverAttributes["pid"], after.DriverAttributes["pid"])
+	must.Eq(t, before.StartedAt.Unix(), after.StartedAt.Unix())
+
+	must.NoError(t, os.WriteFile(release, nil, 0o644))
+	res := td2.waitExit(t, task.ID, 20*time.Second)
+	must.Eq(t, 7, res.ExitCode)
+	must.NoError(t, td2.h.DestroyTask(task.ID, false))
+}
+
+// Recovering a task whose executor is gone fails (Nomad then restarts the
+// task per its restart policy).
+func TestDriver_RecoverGoneTaskFails(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	task := td.newTask(t, "launcher", launcherConfig("exit 0"), nil)
+	handle, _, err := td.h.StartTask(task)
+	must.NoError(t, err)
+	td.waitExit(t, task.ID, 30*time.Second)
+	must.NoError(t, td.h.DestroyTask(task.ID, true))
+
+	td2 := newTestDriverIn(t, td.binDir)
+	must.Error(t, td2.h.RecoverTask(handle))
+	must.Error(t, td2.d.RecoverTask(nil))
+}
+
+// TaskStats reports the process tree's cpu and memory; ExecTask and
+// SignalTask reach the task.
+func TestDriver_StatsExecSignal(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	dir := t.TempDir()
+	usr1, ready := filepath.Join(dir, "usr1"), filepath.Join(dir, "ready")
+	task := td.newTask(t, "launcher", launcherConfig(fmt.Sprintf(
+		`trap 'echo got > %s' USR1; echo ready > %s; while :; do sleep 0.1; done`, usr1, ready)), map[string]string{"GREETING": "hello", "NOMAD_JOB_ID": "train"})
+	_, _, err := td.h.StartTask(task)
+	must.NoError(t, err)
+	waitFile(t, ready, 20*time.Second)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats, err := td.h.TaskStats(ctx, task.ID, 200*time.Millisecond)
+	must.NoError(t, err)
+	select {
+	case u := <-stats:
+		must.NotNil(t, u)
+		must.NotNil(t, u.ResourceUsage)
+		must.Positive(t, u.ResourceUsage.MemoryStats.RSS+u.ResourceUsage.MemoryStats.Usage)
+		must.MapNotEmpty(t, u.Pids, must.Sprint("stats list the process tree"))
+	case <-time.After(10 * time.Second):
+		t.Fatal("no stats")
+	}
+
+	out, err := td.h.ExecTask(task.ID, []string{"/bin/sh", "-c", "echo $GREETING from $NOMAD_JOB_ID"}, 10*time.Second)
+	must.NoError(t, err)
+	must.Eq(t, 0, out.ExitResult.ExitCode)
+	must.Eq(t, "hello from train\n", string(out.Stdout))
+
+	must.NoError(t, td.h.SignalTask(task.ID, "SIGUSR1"))
+	must.Eq(t, "got\n", waitFile(t, usr1, 10*time.Second))
+	must.Error(t, td.h.SignalTask(task.ID, "SIGNOPE"))
+
+	must.NoError(t, td.h.StopTask(task.ID, 5*time.Second, ""))
+	must.NoError(t, td.h.DestroyTask(task.ID, false))
+}
+
+// A worker runs the agent on its group port, with its GPUs as
+// CUDA_VISIBLE_DEVICES; a launcher with the job's token runs commands there.
+func TestDriver_WorkerAgent(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	addr := freeAddr(t)
+	task := td.newTask(t, "worker", &TaskConfig{Role: RoleWorker, Slots: 1, Port: "horovod"}, map[string]string{
+		"NOMAD_ADDR_horovod":     addr,
+		"NVIDIA_VISIBLE_DEVICES": "GPU-1234",
+		"NOMAD_JOB_ID":           "train",
+	})
+	_, _, err := td.h.StartTask(task)
+	must.NoError(t, err)
+	statusFile := filepath.Join(task.TaskDir().SharedAllocDir, jobstate.AgentStatusPath)
+	waitFile(t, statusFile, 20*time.Second)
+
+	token := jobstate.Token("test-secret", "default", "train")
+	var stdout, stderr strings.Builder
+	code, err := agent.Run(context.Background(), addr, token, `echo "$CUDA_VISIBLE_DEVICES $NOMAD_JOB_ID"; echo oops >&2; exit 4`, nil, &stdout, &stderr, 5*time.Second)
+	must.NoError(t, err)
+	must.Eq(t, 4, code)
+	must.Eq(t, "GPU-1234 train\n", stdout.String())
+	must.Eq(t, "oops\n", stderr.String())
+
+	_, err = agent.Run(context.Background(), addr, "wrong-token", "true", nil, &stdout, &stderr, 5*time.Second)
+	must.ErrorIs(t, err, agent.ErrUnauthorized)
+
+	must.NoError(t, td.h.StopTask(task.ID, 10*time.Second, ""))
+	res := td.waitExit(t, task.ID, 10*time.Second)
+	must.Eq(t, 0, res.ExitCode)
+}
+
+// Bad task configs fail StartTask with a message naming the key.
+func TestDriver_BadConfig(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		edit func(*TaskConfig)
+		want string
+	}{
+		{"min_np above max_np", func(tc *TaskConfig) { tc.MinNP, tc.NP, tc.MaxNP = 4, 4, 3 }, "min_np (4) must not exceed max_np (3)"},
+		{"np above max_np", func(tc *TaskConfig) { tc.NP, tc.MaxNP = 4, 3 }, "np (4) must not exceed max_np (3)"},
+		{"missing command", func(tc *TaskConfig) { tc.Command = "" }, "command: required for a launcher"},
+		{"bad role", func(tc *TaskConfig) { tc.Role = "boss" }, `role: must be "launcher" or "worker", got "boss"`},
+		{"bad launcher", func(tc *TaskConfig) { tc.Launcher = "mpirun" }, `launcher: must be "horovod" or "torchrun"`},
+		{"no discovery", func(tc *TaskConfig) { tc.Discovery = DiscoveryConfig{} }, "discovery: a launcher needs a discovery block"},
+		{"bad provider", func(tc *TaskConfig) { tc.Discovery.Provider = "etcd" }, `discovery.provider: must be "consul" or "nomad"`},
+		{"bad cooldown", func(tc *TaskConfig) { tc.BlacklistCooldown = []int{30, 5} }, "blacklist_cooldown: must be [min, max]"},
+		{"worker with command", func(tc *TaskConfig) { tc.Role = RoleWorker }, "command: a worker runs the driver's agent"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// MkAllocDir's cleanup closes the harness: one per case.
+			td := newTestDriver(t)
+			cfg := launcherConfig("true")
+			tc.edit(cfg)
+			task := td.newTaskLogs(t, "launcher", cfg, nil, false)
+			_, _, err := td.h.StartTask(task)
+			must.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// A worker whose group has no port of the configured label fails to start.
+func TestDriver_WorkerWithoutPort(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	task := td.newTaskLogs(t, "worker", &TaskConfig{Role: RoleWorker, Slots: 1, Port: "hvd-port"}, nil, false)
+	_, _, err := td.h.StartTask(task)
+	must.ErrorContains(t, err, `port: no network port labelled "hvd-port" in the task's group (NOMAD_ADDR_hvd_port is not set)`)
+}
+
+// The fingerprint is healthy with horovodrun and python, with their
+// versions; undetected without horovodrun.
+func TestDriver_Fingerprint(t *testing.T) {
+	t.Parallel()
+	withScripts := t.TempDir()
+	must.NoError(t, os.WriteFile(filepath.Join(withScripts, "horovodrun"), []byte("#!/bin/sh\necho 0.28.1\n"), 0o755))
+	must.NoError(t, os.WriteFile(filepath.Join(withScripts, "python3"), []byte("#!/bin/sh\necho Python 3.11.2\n"), 0o755))
+	must.NoError(t, os.WriteFile(filepath.Join(withScripts, "torchrun"), []byte("#!/bin/sh\n"), 0o755))
+
+	cases := []struct {
+		name   string
+		dir    string
+		health drivers.HealthState
+		attrs  map[string]string
+	}{
+		{"found", withScripts, drivers.HealthStateHealthy, map[string]string{
+			attrHorovodrunVersion: "0.28.1", attrPythonVersion: "3.11.2", attrTorchrun: "true"}},
+		{"no horovodrun", fakeBinDir(t, false), drivers.HealthStateUndetected, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(tc.dir), "")
+			h := dtestutil.NewDriverHarness(t, d)
+			defer h.Kill()
+			ch, err := h.Fingerprint(context.Background())
+			must.NoError(t, err)
+			select {
+			case fp := <-ch:
+				must.Eq(t, tc.health, fp.Health, must.Sprint(fp.HealthDescription))
+				for k, v := range tc.attrs {
+					must.MapContainsKey(t, fp.Attributes, k)
+					must.Eq(t, v, fp.Attributes[k].GoString())
+				}
+				if tc.health == drivers.HealthStateUndetected {
+					must.StrContains(t, fp.HealthDescription, "horovodrun not found")
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("no fingerprint")
+			}
+		})
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	addr := l.Addr().String()
+	must.NoError(t, l.Close())
+	return addr
+}

@@ -1,0 +1,183 @@
+// Package jobstate holds the files the horovod driver shares between its
+// parts: the task file the driver writes for a task (read by the discover,
+// ssh-shim and worker-agent subcommands), and the status files those parts
+// write into their allocation directories, where the rescale package reads
+// them through Nomad's alloc filesystem API.
+package jobstate
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Paths of the status files, relative to an allocation's shared alloc dir
+// (NOMAD_ALLOC_DIR; "alloc/<path>" through Nomad's AllocFS API).
+const (
+	// DiscoveredPath is written by the launcher's discovery on every run:
+	// the host set it last printed for horovodrun.
+	DiscoveredPath = "horovod/discovered.json"
+	// AgentStatusPath is written by a worker's agent whenever the number of
+	// commands it runs changes.
+	AgentStatusPath = "horovod/agent.json"
+)
+
+// DrainVariable is the Nomad variable (in the job's namespace) that lists
+// the job's draining worker allocations: item DrainItem holds their IDs,
+// comma separated. Tasks of the job may read it with their workload
+// identity; the planner (the rescale package) writes it.
+func DrainVariable(jobID string) string { return "nomad/jobs/" + jobID + "/horovod" }
+
+// RdzvEndpointPlaceholder in a TorchrunCommand is replaced by the
+// launcher's c10d store address.
+const RdzvEndpointPlaceholder = "{{rdzv_endpoint}}"
+
+// DrainItem is the item of DrainVariable that lists draining alloc IDs.
+const DrainItem = "draining"
+
+// Task is the file the driver writes into a task's secrets dir.
+type Task struct {
+	Role      string
+	Namespace string
+	JobID     string
+	AllocID   string
+	// Token authenticates the launcher to the job's worker agents.
+	Token string
+
+	// Launcher: discovery.
+	Service       string
+	Provider      string
+	ConsulAddress string
+	ConsulToken   string
+	NomadAddress  string
+	NomadToken    string
+	Slots         int
+	// HostsFile maps each host name discovery printed to its agent's
+	// address; the ssh shim resolves hosts with it.
+	HostsFile string
+	// DiscoveredFile is where discovery writes the host set it printed.
+	DiscoveredFile string
+	// Workdir is the launcher's working directory; the ssh shim drops
+	// horovodrun's `cd <workdir>` from remote commands, which means nothing
+	// on a worker.
+	Workdir string
+
+	// Launcher: torchrun instead of horovodrun. The launcher hosts the c10d
+	// store (with Python) on RdzvPort and runs TorchrunCommand, with
+	// TorchrunEnv, on every discovered worker through its agent.
+	Launcher        string
+	Python          string
+	RdzvPort        int
+	TorchrunCommand []string
+	TorchrunEnv     map[string]string
+
+	// Worker: the agent.
+	StatusFile string
+}
+
+// Write writes t to path, readable only by its owner.
+func Write(path string, t *Task) error {
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return fmt.Errorf("failed to encode task file: %w", err)
+	}
+	return WriteFileAtomic(path, b, 0o600)
+}
+
+// Read reads the task file at path.
+func Read(path string) (*Task, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read task file: %w", err)
+	}
+	var t Task
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("failed to decode task file %s: %w", path, err)
+	}
+	return &t, nil
+}
+
+// Token derives a job's worker token from the cluster secret: every client
+// computes the same token for the same job, and no job can compute
+// another's.
+func Token(secret, namespace, jobID string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("horovod-worker-token\x00" + namespace + "\x00" + jobID))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Host is one worker as discovery printed it.
+type Host struct {
+	AllocID string `json:"alloc_id"`
+	Address string `json:"address"` // the agent's host:port
+	Slots   int    `json:"slots"`
+}
+
+// Discovered is the content of DiscoveredPath.
+type Discovered struct {
+	Updated time.Time       `json:"updated"`
+	Hosts   map[string]Host `json:"hosts"` // by host name
+	// Draining lists the alloc IDs discovery left out as draining.
+	Draining []string `json:"draining,omitempty"`
+}
+
+// AgentStatus is the content of AgentStatusPath.
+type AgentStatus struct {
+	Updated time.Time `json:"updated"`
+	// Running counts the commands (Horovod worker processes) running.
+	Running int `json:"running"`
+	// Started counts the commands started since the agent started.
+	Started int `json:"started"`
+}
+
+// HostName is the name discovery gives a worker allocation: stable for the
+// allocation, and never a name of this machine, so horovodrun always
+// starts its processes through ssh (the shim).
+func HostName(allocID string) string {
+	if len(allocID) > 8 {
+		allocID = allocID[:8]
+	}
+	return "w-" + allocID
+}
+
+// WriteJSON writes v as JSON to path atomically.
+func WriteJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("failed to encode %s: %w", filepath.Base(path), err)
+	}
+	return WriteFileAtomic(path, b, 0o644)
+}
+
+// WriteFileAtomic writes b to a temporary file beside path and renames it
+// over path, so readers see the old or the new content, never a part.
+func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("failed to create directory for %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("failed to create %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return fmt.Errorf("failed to chmod %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("failed to write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("failed to rename %s: %w", path, err)
+	}
+	return nil
+}

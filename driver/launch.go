@@ -1,0 +1,296 @@
+package driver
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/nomad/plugins/drivers"
+
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/runner"
+)
+
+// Files the driver writes into a task's directories.
+const (
+	taskFileName   = "horovod.json"        // in the secrets dir
+	shimDirName    = "horovod/bin"         // in local/: the ssh shim
+	discoverScript = "horovod/discover.sh" // in local/
+	hostsFileName  = "horovod/hosts.json"  // in local/: host -> agent address
+)
+
+// plan is what StartTask runs for a task, and the task file it writes.
+type plan struct {
+	cmd      runner.Command
+	taskFile string
+	task     *jobstate.Task
+	scripts  map[string]string // path -> content, written executable
+}
+
+// planTask turns a validated task config into the command to run.
+func (d *Driver) planTask(cfg *drivers.TaskConfig, tc *TaskConfig) (*plan, error) {
+	dirs := cfg.TaskDir()
+	p := &plan{
+		taskFile: filepath.Join(dirs.SecretsDir, taskFileName),
+		scripts:  map[string]string{},
+		task: &jobstate.Task{
+			Role:      tc.Role,
+			Namespace: cfg.Namespace,
+			JobID:     cfg.JobID,
+			AllocID:   cfg.AllocID,
+			Token:     jobstate.Token(d.config.AuthSecret, cfg.Namespace, cfg.JobID),
+		},
+		cmd: runner.Command{
+			TaskDir:    dirs.Dir,
+			WorkDir:    dirs.Dir,
+			User:       cfg.User,
+			StdoutPath: cfg.StdoutPath,
+			StderrPath: cfg.StderrPath,
+			Resources:  cfg.Resources,
+			Network:    cfg.NetworkIsolation,
+		},
+	}
+	env := maps.Clone(cfg.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, tc.Env)
+
+	switch tc.Role {
+	case RoleWorker:
+		if err := d.planWorker(cfg, tc, p, env); err != nil {
+			return nil, err
+		}
+	case RoleLauncher:
+		if err := d.planLauncher(cfg, tc, p, env); err != nil {
+			return nil, err
+		}
+	}
+	p.cmd.Env = envList(env)
+	return p, nil
+}
+
+func (d *Driver) planWorker(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, env map[string]string) error {
+	label := envLabel(tc.Port)
+	listen := env["NOMAD_ADDR_"+label]
+	if listen == "" {
+		return fmt.Errorf("port: no network port labelled %q in the task's group (NOMAD_ADDR_%s is not set)", tc.Port, label)
+	}
+	// The device plugin's reservation names the task's GPUs in
+	// NVIDIA_VISIBLE_DEVICES; CUDA reads CUDA_VISIBLE_DEVICES.
+	if env["CUDA_VISIBLE_DEVICES"] == "" {
+		if gpus := firstNonEmpty(env["NVIDIA_VISIBLE_DEVICES"], cfg.DeviceEnv["NVIDIA_VISIBLE_DEVICES"]); gpus != "" {
+			env["CUDA_VISIBLE_DEVICES"] = gpus
+		}
+	}
+	env["PATH"] = joinPath(d.config.BinDirs, env["PATH"])
+	p.task.StatusFile = filepath.Join(cfg.TaskDir().SharedAllocDir, jobstate.AgentStatusPath)
+	p.task.Slots = tc.Slots
+	p.cmd.Path = d.selfPath
+	p.cmd.Args = []string{"worker-agent", "-task-file", p.taskFile, "-listen", listen}
+	return nil
+}
+
+func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, env map[string]string) error {
+	dirs := cfg.TaskDir()
+	t := p.task
+	t.Service = tc.Discovery.Service
+	t.Provider = tc.Discovery.Provider
+	t.ConsulAddress = d.config.ConsulAddress
+	t.ConsulToken = d.config.ConsulToken
+	t.NomadToken = env["NOMAD_TOKEN"]
+	t.NomadAddress = d.config.NomadAddress
+	if t.NomadAddress == "" {
+		t.NomadAddress = "http://127.0.0.1:4646"
+		if t.NomadToken != "" {
+			// The Task API: reachable from the task, authenticated by its
+			// workload identity.
+			t.NomadAddress = "unix://" + filepath.Join(dirs.SecretsDir, "api.sock")
+		}
+	}
+	t.Slots = tc.Slots
+	t.HostsFile = filepath.Join(dirs.LocalDir, hostsFileName)
+	t.DiscoveredFile = filepath.Join(dirs.SharedAllocDir, jobstate.DiscoveredPath)
+	t.Workdir = dirs.Dir
+
+	shimDir := filepath.Join(dirs.LocalDir, shimDirName)
+	p.scripts[filepath.Join(shimDir, "ssh")] = shellScript(d.selfPath, "ssh-shim", "-task-file", p.taskFile, "--")
+	discover := filepath.Join(dirs.LocalDir, discoverScript)
+	p.scripts[discover] = shellScript(d.selfPath, "discover", "-task-file", p.taskFile)
+
+	// horovodrun copies its whole environment onto every worker's command
+	// line (env K=V ... in the ssh command), so it runs with the job's
+	// environment only: this allocation's NOMAD_* variables, its token and
+	// its devices would otherwise override the worker's own.
+	if tc.Launcher == LauncherHorovod {
+		for k := range env {
+			if launcherOnlyEnv(k) {
+				delete(env, k)
+			}
+		}
+	}
+	env["PATH"] = joinPath(append([]string{shimDir}, d.config.BinDirs...), env["PATH"])
+
+	switch tc.Launcher {
+	case LauncherHorovod:
+		bin, err := searchPath(d.lookPath, d.config.BinDirs, "horovodrun")
+		if err != nil {
+			return fmt.Errorf("failed to find horovodrun: %w", err)
+		}
+		// The driver's supervisor runs horovodrun: it passes signals on and
+		// tells the workers when training is over.
+		p.cmd.Path = d.selfPath
+		p.cmd.Args = append([]string{"launch", "-task-file", p.taskFile, "--", bin}, horovodrunArgs(tc, discover)...)
+	case LauncherTorchrun:
+		python, err := findPython(d.lookPath, d.config.BinDirs)
+		if err != nil {
+			return fmt.Errorf("failed to find python: %w", err)
+		}
+		t.Launcher = LauncherTorchrun
+		t.Python = python
+		t.RdzvPort = tc.RdzvPort
+		t.TorchrunCommand = torchrunArgs(tc, cfg.JobID)
+		t.TorchrunEnv = maps.Clone(tc.Env)
+		p.cmd.Path = d.selfPath
+		p.cmd.Args = []string{"torchrun-launcher", "-task-file", p.taskFile}
+	}
+	return nil
+}
+
+// horovodrunArgs is horovodrun's command line for an elastic Gloo run.
+func horovodrunArgs(tc *TaskConfig, discoveryScript string) []string {
+	args := []string{"--gloo",
+		"-np", strconv.Itoa(tc.NP),
+		"--min-np", strconv.Itoa(tc.MinNP),
+	}
+	if tc.MaxNP > 0 {
+		args = append(args, "--max-np", strconv.Itoa(tc.MaxNP))
+	}
+	args = append(args,
+		"--slots-per-host", strconv.Itoa(tc.Slots),
+		"--host-discovery-script", discoveryScript,
+	)
+	if tc.NetworkInterface != "" {
+		args = append(args, "--network-interface", tc.NetworkInterface)
+	}
+	if tc.ElasticTimeout > 0 {
+		args = append(args, "--elastic-timeout", strconv.Itoa(tc.ElasticTimeout))
+	}
+	if tc.ResetLimit > 0 {
+		args = append(args, "--reset-limit", strconv.Itoa(tc.ResetLimit))
+	}
+	if len(tc.BlacklistCooldown) == 2 {
+		args = append(args, "--blacklist-cooldown-range",
+			strconv.Itoa(tc.BlacklistCooldown[0]), strconv.Itoa(tc.BlacklistCooldown[1]))
+	}
+	args = append(args, tc.Command)
+	return append(args, tc.Args...)
+}
+
+// torchrunArgs is the torchrun command line each worker runs; the
+// launcher fills in RDZV_ENDPOINT once it knows its address.
+func torchrunArgs(tc *TaskConfig, jobID string) []string {
+	// torchrun counts nodes (workers), horovodrun processes.
+	nodes := func(np int) int { return (np + tc.Slots - 1) / tc.Slots }
+	maxNP := tc.MaxNP
+	if maxNP == 0 {
+		maxNP = tc.NP
+	}
+	args := []string{"torchrun",
+		fmt.Sprintf("--nnodes=%d:%d", nodes(tc.MinNP), nodes(maxNP)),
+		"--nproc-per-node=" + strconv.Itoa(tc.Slots),
+		"--rdzv-backend=c10d",
+		"--rdzv-endpoint=" + jobstate.RdzvEndpointPlaceholder,
+		"--rdzv-id=" + jobID,
+		"--rdzv-conf=is_host=false",
+		"--max-restarts=" + strconv.Itoa(max(tc.ResetLimit, 100)),
+	}
+	if tc.NetworkInterface != "" {
+		// torchrun has no interface flag; Gloo reads GLOO_SOCKET_IFNAME.
+		args = append([]string{"env", "GLOO_SOCKET_IFNAME=" + tc.NetworkInterface}, args...)
+	}
+	args = append(args, tc.Command)
+	return append(args, tc.Args...)
+}
+
+// launcherOnlyEnv says whether an environment variable belongs to the
+// launcher's allocation rather than to the job.
+func launcherOnlyEnv(k string) bool {
+	switch k {
+	case "NOMAD_JOB_ID", "NOMAD_JOB_NAME", "NOMAD_JOB_PARENT_ID", "NOMAD_NAMESPACE", "NOMAD_REGION", "NOMAD_DC":
+		return false
+	case "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "CONSUL_HTTP_TOKEN", "VAULT_TOKEN":
+		return true
+	}
+	return strings.HasPrefix(k, "NOMAD_")
+}
+
+// shellScript is a script that execs bin with args, then its own args.
+func shellScript(bin string, args ...string) string {
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# Written by the horovod task driver.\nexec ")
+	b.WriteString(shellQuote(bin))
+	for _, a := range args {
+		b.WriteString(" " + shellQuote(a))
+	}
+	b.WriteString(` "$@"` + "\n")
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// writeScripts writes the plan's scripts, executable.
+func (p *plan) writeScripts() error {
+	for path, content := range p.scripts {
+		if err := jobstate.WriteFileAtomic(path, []byte(content), 0o755); err != nil {
+			return fmt.Errorf("failed to write script: %w", err)
+		}
+	}
+	return nil
+}
+
+// envLabel is a port label as Nomad spells it in environment variables.
+func envLabel(label string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			return r
+		}
+		return '_'
+	}, label)
+}
+
+func joinPath(first []string, rest string) string {
+	parts := slices.Clone(first)
+	if rest == "" {
+		rest = os.Getenv("PATH")
+	}
+	if rest != "" {
+		parts = append(parts, rest)
+	}
+	return strings.Join(parts, string(os.PathListSeparator))
+}
+
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,248 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/client/lib/cgroupslib"
+	"github.com/hashicorp/nomad/client/lib/numalib"
+	"github.com/hashicorp/nomad/helper/testlog"
+	"github.com/hashicorp/nomad/helper/uuid"
+	nstructs "github.com/hashicorp/nomad/nomad/structs"
+	"github.com/hashicorp/nomad/plugins/base"
+	"github.com/hashicorp/nomad/plugins/drivers"
+	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/driver/subcmd"
+)
+
+// The test binary is also every program the driver runs in these tests
+// (rawexec's trick): Nomad's executor (its package's init handles the
+// "executor" argument), the plugin's subcommands (the worker agent), and,
+// when called through a link named horovodrun, a fake horovodrun.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "horovodrun" {
+		os.Exit(fakeHorovodrun(os.Args[1:]))
+	}
+	if ok, code := subcmd.Run(os.Args); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// recordEnv names the file the fake horovodrun writes its argv and
+// environment to, one per line (args first, a "--env--" line, then env).
+const recordEnv = "FAKE_HOROVODRUN_RECORD"
+
+// fakeHorovodrun checks the command line the driver gave it, records it,
+// then runs the training command (the words after horovodrun's options) as
+// its child, forwarding SIGTERM, SIGINT and SIGUSR1, and exits as it does.
+func fakeHorovodrun(args []string) int {
+	if path := os.Getenv(recordEnv); path != "" {
+		rec := strings.Join(args, "\n") + "\n--env--\n" + strings.Join(os.Environ(), "\n") + "\n"
+		if err := os.WriteFile(path, []byte(rec), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "fake horovodrun:", err)
+			return 97
+		}
+	}
+	withValue := map[string]bool{"-np": true, "--min-np": true, "--max-np": true, "--slots-per-host": true,
+		"--host-discovery-script": true, "--network-interface": true, "--elastic-timeout": true, "--reset-limit": true}
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		switch {
+		case withValue[args[i]]:
+			i += 2
+		case args[i] == "--blacklist-cooldown-range":
+			i += 3
+		default:
+			i++
+		}
+	}
+	if i >= len(args) {
+		fmt.Fprintln(os.Stderr, "fake horovodrun: no training command")
+		return 98
+	}
+	cmd := exec.Command(args[i], args[i+1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "fake horovodrun:", err)
+		return 99
+	}
+	go func() {
+		for s := range sigs {
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+	_ = cmd.Wait()
+	return cmd.ProcessState.ExitCode()
+}
+
+var topology = numalib.Scan(numalib.PlatformScanners(false))
+
+// testDriver is a driver whose horovodrun is the fake and whose python is
+// a script, served over gRPC by Nomad's driver harness.
+type testDriver struct {
+	d      *Driver
+	h      *dtestutil.DriverHarness
+	binDir string
+}
+
+func newTestDriver(t *testing.T) *testDriver {
+	t.Helper()
+	binDir := fakeBinDir(t, true)
+	return newTestDriverIn(t, binDir)
+}
+
+func newTestDriverIn(t *testing.T, binDir string) *testDriver {
+	t.Helper()
+	self, err := os.Executable()
+	must.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d := New(ctx, testlog.HCLogger(t), lookPathIn(binDir), self)
+	d.config.AuthSecret = "test-secret"
+	d.nomadConfig = &base.ClientDriverConfig{Topology: topology}
+	d.compute = topology.Compute()
+	h := dtestutil.NewDriverHarness(t, d)
+	t.Cleanup(h.Kill)
+	return &testDriver{d: d, h: h, binDir: binDir}
+}
+
+// fakeBinDir holds horovodrun (a link to the test binary) and python3 (a
+// script printing a version).
+func fakeBinDir(t *testing.T, withHorovodrun bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	self, err := os.Executable()
+	must.NoError(t, err)
+	if withHorovodrun {
+		must.NoError(t, os.Symlink(self, filepath.Join(dir, "horovodrun")))
+	}
+	must.NoError(t, os.WriteFile(filepath.Join(dir, "python3"), []byte("#!/bin/sh\necho Python 3.11.2\n"), 0o755))
+	return dir
+}
+
+// lookPathIn finds executables in dir only.
+func lookPathIn(dir string) LookPathFunc {
+	return func(name string) (string, error) {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+		}
+		return p, nil
+	}
+}
+
+// newTask returns a task config for the driver config tc, with an alloc
+// dir (and logs, through logmon) and a cgroup, as the Nomad client makes.
+func (td *testDriver) newTask(t *testing.T, name string, tc *TaskConfig, env map[string]string) *drivers.TaskConfig {
+	t.Helper()
+	return td.newTaskLogs(t, name, tc, env, true)
+}
+
+// newTaskLogs is newTask, with logmon only if logs is set: a task that
+// never starts leaves logmon waiting seconds for its fifos.
+func (td *testDriver) newTaskLogs(t *testing.T, name string, tc *TaskConfig, env map[string]string, logs bool) *drivers.TaskConfig {
+	t.Helper()
+	allocID := uuid.Generate()
+	if env == nil {
+		env = map[string]string{}
+	}
+	task := &drivers.TaskConfig{
+		AllocID:   allocID,
+		ID:        uuid.Generate(),
+		Name:      name,
+		JobID:     "train",
+		JobName:   "train",
+		Namespace: "default",
+		Env:       env,
+		Resources: &drivers.Resources{
+			NomadResources: &nstructs.AllocatedTaskResources{
+				Memory: nstructs.AllocatedMemoryResources{MemoryMB: 256},
+				Cpu:    nstructs.AllocatedCpuResources{CpuShares: 100},
+			},
+			LinuxResources: &drivers.LinuxResources{
+				MemoryLimitBytes: 256 << 20,
+				CPUShares:        100,
+				CpusetCgroupPath: cgroupslib.LinuxResourcesPath(allocID, name, false),
+			},
+		},
+	}
+	must.NoError(t, task.EncodeConcreteDriverConfig(tc))
+	cleanup := td.h.MkAllocDir(task, logs)
+	t.Cleanup(cleanup)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dirs := task.TaskDir()
+		for _, f := range []string{
+			filepath.Join(dirs.LogDir, name+".stdout.0"),
+			filepath.Join(dirs.LogDir, name+".stderr.0"),
+			filepath.Join(dirs.Dir, "executor.out"),
+		} {
+			b, _ := os.ReadFile(f)
+			t.Logf("%s:\n%s", f, b)
+		}
+	})
+	td.h.MakeTaskCgroup(allocID, name)
+	return task
+}
+
+// launcherConfig is a valid launcher config running script with /bin/sh.
+func launcherConfig(script string) *TaskConfig {
+	return &TaskConfig{
+		Role:      RoleLauncher,
+		Launcher:  LauncherHorovod,
+		Command:   "/bin/sh",
+		Args:      []string{"-c", script},
+		NP:        2,
+		MinNP:     1,
+		MaxNP:     3,
+		Slots:     1,
+		Discovery: DiscoveryConfig{Service: "train-workers", Provider: ProviderConsul},
+		Port:      "horovod",
+		RdzvPort:  29400,
+	}
+}
+
+// waitExit waits for the task's exit result.
+func (td *testDriver) waitExit(t *testing.T, taskID string, timeout time.Duration) *drivers.ExitResult {
+	t.Helper()
+	ch, err := td.h.WaitTask(context.Background(), taskID)
+	must.NoError(t, err)
+	select {
+	case res := <-ch:
+		must.NotNil(t, res)
+		return res
+	case <-time.After(timeout):
+		t.Fatalf("task %s did not exit within %v", taskID, timeout)
+		return nil
+	}
+}
+
+// waitFile waits until path exists and returns its content.
+func waitFile(t *testing.T, path string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear within %v", path, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,79 @@
+package sshshim
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/driver/agent"
+)
+
+// The command lines horovodrun 0.28.1 builds (util/remote.py
+// get_ssh_command; the quoted command reaches ssh as one word).
+func TestParseArgs(t *testing.T) {
+	remote := "cd /alloc/launcher > /dev/null 2>&1 ; env HOROVOD_HOSTNAME=w-1a2b3c4d HOROVOD_RANK=0 PATH=/bin python train.py"
+	cases := []struct {
+		name string
+		args []string
+		want Invocation
+	}{
+		{"horovod default", []string{"-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "w-1a2b3c4d", remote},
+			Invocation{Host: "w-1a2b3c4d", Command: remote, ConnectTimeout: 10 * time.Second}},
+		{"horovod with port, key and timeout after the host",
+			[]string{"-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "w-1a2b3c4d", "-p", "2222", "-i", "/k", "-o", "ConnectTimeout=7", remote},
+			Invocation{Host: "w-1a2b3c4d", Command: remote, ConnectTimeout: 7 * time.Second}},
+		{"user, flags, attached values, split command",
+			[]string{"-nTq", "-p2222", "-lroot", "me@w-9", "echo", "a", "b"},
+			Invocation{Host: "w-9", Command: "echo a b", NoStdin: true, ConnectTimeout: 10 * time.Second}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseArgs(tc.args)
+			must.NoError(t, err)
+			must.Eq(t, tc.want, *got)
+		})
+	}
+	_, err := ParseArgs([]string{"-o", "X=y", "w-1"})
+	must.ErrorContains(t, err, "no command")
+	_, err = ParseArgs([]string{"-p"})
+	must.ErrorContains(t, err, "needs an argument")
+}
+
+func TestStripCd(t *testing.T) {
+	must.Eq(t, "env A=1 python t.py", StripCd("cd /x/y > /dev/null 2>&1 ; env A=1 python t.py"))
+	must.Eq(t, "echo cd", StripCd("echo cd"))
+}
+
+// The shim resolves the host through the hosts file and runs the command,
+// without horovodrun's cd, on that host's agent.
+func TestRun_ThroughAgent(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	agentDir := t.TempDir()
+	srv := &agent.Server{Token: "tok", Dir: agentDir, Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Serve(ctx, l) }()
+
+	hosts := filepath.Join(t.TempDir(), "hosts.json")
+	must.NoError(t, os.WriteFile(hosts, []byte(`{"w-1a2b3c4d": "`+l.Addr().String()+`"}`), 0o644))
+
+	inv, err := ParseArgs([]string{"-o", "StrictHostKeyChecking=no", "w-1a2b3c4d", "cd /nonexistent-launcher-dir > /dev/null 2>&1 ; pwd; exit 3"})
+	must.NoError(t, err)
+	var stdout, stderr strings.Builder
+	code := Run(context.Background(), inv, hosts, "tok", nil, &stdout, &stderr)
+	must.Eq(t, 3, code, must.Sprint(stderr.String()))
+	must.Eq(t, agentDir+"\n", stdout.String())
+
+	inv.Host = "w-unknown"
+	stderr.Reset()
+	must.Eq(t, ExitConnection, Run(context.Background(), inv, hosts, "tok", nil, &stdout, &stderr))
+	must.StrContains(t, stderr.String(), "Could not resolve hostname w-unknown")
+}

@@ -1,0 +1,196 @@
+// Package subcmd holds the subcommands of the nomad-driver-horovod binary
+// besides serving the plugin: the parts of the driver that run inside
+// tasks. main calls Run before plugins.Serve.
+//
+//	launch            -task-file F -- CMD   (the launcher process for launcher = "horovod")
+//	discover          -task-file F          (the launcher's host discovery script)
+//	ssh-shim          -task-file F -- ARGS  (the `ssh` on the launcher's PATH)
+//	worker-agent      -task-file F -listen A (a worker task's process)
+//	torchrun-launcher -task-file F          (the launcher process for launcher = "torchrun")
+package subcmd
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/driver/agent"
+	"github.com/schedulearn/schedulearn/driver/discover"
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/sshshim"
+	"github.com/schedulearn/schedulearn/driver/supervise"
+	"github.com/schedulearn/schedulearn/driver/torchrun"
+)
+
+// Names of the subcommands.
+var names = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
+	"launch":            runLaunch,
+	"discover":          runDiscover,
+	"ssh-shim":          runSSHShim,
+	"worker-agent":      runWorkerAgent,
+	"torchrun-launcher": runTorchrunLauncher,
+}
+
+// Run runs the subcommand args[1] names, if it is one, and returns true
+// with its exit code; otherwise it returns false.
+func Run(args []string) (bool, int) {
+	if len(args) < 2 {
+		return false, 0
+	}
+	fn, ok := names[args[1]]
+	if !ok {
+		return false, 0
+	}
+	return true, fn(args[2:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+func taskFileFlag(fs *flag.FlagSet) *string {
+	return fs.String("task-file", "", "the task file the driver wrote")
+}
+
+func readTask(path string, stderr io.Writer) (*jobstate.Task, bool) {
+	if path == "" {
+		fmt.Fprintln(stderr, "error: -task-file is required")
+		return nil, false
+	}
+	t, err := jobstate.Read(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return nil, false
+	}
+	return t, true
+}
+
+func runLaunch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	taskFile := taskFileFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	t, ok := readTask(*taskFile, stderr)
+	if !ok {
+		return 1
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-launcher", Output: stderr, Level: hclog.Info})
+	return supervise.Run(t, fs.Args(), stdout, stderr, logger)
+}
+
+func runDiscover(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("discover", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	taskFile := taskFileFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	t, ok := readTask(*taskFile, stderr)
+	if !ok {
+		return 1
+	}
+	d, err := discover.New(t)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	if err := d.Run(context.Background(), stdout); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runSSHShim(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ssh-shim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	taskFile := taskFileFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return sshshim.ExitConnection
+	}
+	t, ok := readTask(*taskFile, stderr)
+	if !ok {
+		return sshshim.ExitConnection
+	}
+	inv, err := sshshim.ParseArgs(fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "ssh: %v\n", err)
+		return sshshim.ExitConnection
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	code := sshshim.Run(ctx, inv, t.HostsFile, t.Token, stdin, stdout, stderr)
+	if ctx.Err() != nil {
+		return 128 + int(syscall.SIGTERM)
+	}
+	return code
+}
+
+func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("worker-agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	taskFile := taskFileFlag(fs)
+	listen := fs.String("listen", "", "address to listen on (NOMAD_ADDR_<port>)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	t, ok := readTask(*taskFile, stderr)
+	if !ok {
+		return 1
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-worker-agent", Output: stderr, Level: hclog.Info})
+	dir, _ := os.Getwd()
+	status := func(running, started int) {
+		if t.StatusFile == "" {
+			return
+		}
+		err := jobstate.WriteJSON(t.StatusFile, jobstate.AgentStatus{Updated: time.Now().UTC(), Running: running, Started: started})
+		if err != nil {
+			logger.Warn("failed to write status", "error", err)
+		}
+	}
+	srv := &agent.Server{Token: t.Token, Dir: dir, Env: agent.Environ(), Logger: logger, OnChange: status}
+	l, err := agent.Listen(*listen)
+	if err != nil {
+		logger.Error("failed to start", "error", err)
+		return 1
+	}
+	status(0, 0)
+	logger.Info("listening", "address", l.Addr().String(), "alloc_id", t.AllocID)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := srv.Serve(ctx, l); err != nil {
+		logger.Error("agent stopped", "error", err)
+		return 1
+	}
+	logger.Info("stopped")
+	return 0
+}
+
+func runTorchrunLauncher(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("torchrun-launcher", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	taskFile := taskFileFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	t, ok := readTask(*taskFile, stderr)
+	if !ok {
+		return 1
+	}
+	d, err := discover.New(t)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-torchrun-launcher", Output: stderr, Level: hclog.Info})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	l := &torchrun.Launcher{Task: t, Discovery: d, Logger: logger, Stdout: stdout, Stderr: stderr}
+	return l.Run(ctx)
+}

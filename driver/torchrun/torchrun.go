@@ -1,0 +1,226 @@
+// Package torchrun is the launcher for launcher = "torchrun", the
+// restart-based baseline that in-place rescaling is measured against.
+// torchrun runs one agent per node, so the launcher does what horovodrun
+// does for Horovod: it hosts the c10d rendezvous store (a TCPStore in a
+// Python child), follows the same host discovery, and runs torchrun on
+// every discovered worker through the worker's agent. A new worker's
+// torchrun joins the rendezvous and every node's workers restart with the
+// new world size; a drained worker's session is dropped, its torchrun is
+// killed, and the others restart without it.
+package torchrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/driver/agent"
+	"github.com/schedulearn/schedulearn/driver/discover"
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/supervise"
+)
+
+// storeScript hosts the c10d store until it is signalled.
+const storeScript = `
+import datetime, signal, sys
+import torch.distributed as dist
+store = dist.TCPStore("0.0.0.0", int(sys.argv[1]), None, True, datetime.timedelta(seconds=600), False)
+print("c10d store listening on port", sys.argv[1], flush=True)
+signal.sigwait([signal.SIGTERM, signal.SIGINT])
+`
+
+// Launcher runs torchrun on the job's workers.
+type Launcher struct {
+	Task      *jobstate.Task
+	Discovery *discover.Discovery
+	Logger    hclog.Logger
+	Stdout    io.Writer
+	Stderr    io.Writer
+	// Period is how often it runs discovery (default 1s, as horovodrun).
+	Period time.Duration
+
+	endpoint string
+}
+
+type session struct {
+	cancel  context.CancelFunc
+	removed bool
+}
+
+type ended struct {
+	host string
+	code int
+	err  error
+}
+
+// Run runs until training ends on the workers, and returns the launcher's
+// exit code.
+func (l *Launcher) Run(ctx context.Context) int {
+	if l.Period == 0 {
+		l.Period = time.Second
+	}
+	store := exec.Command(l.Task.Python, "-c", storeScript, strconv.Itoa(l.Task.RdzvPort))
+	store.Stdout, store.Stderr = l.Stdout, l.Stderr
+	store.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := store.Start(); err != nil {
+		l.Logger.Error("failed to start the c10d store", "error", err)
+		return 1
+	}
+	defer func() {
+		_ = syscall.Kill(-store.Process.Pid, syscall.SIGTERM)
+		_ = store.Wait()
+	}()
+
+	var mu sync.Mutex
+	out := &lockedWriter{mu: &mu, w: l.Stdout}
+	errOut := &lockedWriter{mu: &mu, w: l.Stderr}
+	sessions := map[string]*session{}
+	endedCh := make(chan ended)
+	finishing := false // a worker finished training: start no more
+	exitCode := 0
+	tick := time.NewTicker(l.Period)
+	defer tick.Stop()
+
+	for {
+		if !finishing && ctx.Err() == nil {
+			l.reconcile(ctx, sessions, endedCh, out, errOut)
+		}
+		if (finishing || ctx.Err() != nil) && len(sessions) == 0 {
+			if ctx.Err() != nil {
+				return 128 + int(syscall.SIGTERM)
+			}
+			if exitCode == 0 {
+				supervise.FinishWorkers(l.Task, l.Logger)
+			}
+			return exitCode
+		}
+		select {
+		case <-ctx.Done():
+			for _, s := range sessions {
+				s.cancel()
+			}
+			tick.Stop()
+			for len(sessions) > 0 {
+				e := <-endedCh
+				delete(sessions, e.host)
+			}
+		case e := <-endedCh:
+			s := sessions[e.host]
+			delete(sessions, e.host)
+			if s == nil || s.removed {
+				l.Logger.Info("torchrun stopped on a removed worker", "host", e.host)
+				continue
+			}
+			switch {
+			case e.err != nil:
+				l.Logger.Warn("lost a worker's torchrun", "host", e.host, "error", e.err)
+			case e.code == 0:
+				l.Logger.Info("torchrun finished on a worker", "host", e.host)
+				finishing = true
+			default:
+				l.Logger.Error("torchrun failed on a worker", "host", e.host, "exit_code", e.code)
+				exitCode = e.code
+				finishing = true
+				for _, other := range sessions {
+					other.cancel()
+				}
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+// reconcile starts torchrun on new workers and drops the sessions of
+// workers that left discovery.
+func (l *Launcher) reconcile(ctx context.Context, sessions map[string]*session, endedCh chan<- ended, out, errOut io.Writer) {
+	hosts, err := l.Discovery.Refresh(ctx)
+	if err != nil {
+		l.Logger.Warn("discovery failed", "error", err)
+		return
+	}
+	for name, s := range sessions {
+		if _, ok := hosts[name]; !ok && !s.removed {
+			l.Logger.Info("worker left discovery, stopping its torchrun", "host", name)
+			s.removed = true
+			s.cancel()
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(hosts)) {
+		if _, ok := sessions[name]; ok {
+			continue
+		}
+		h := hosts[name]
+		if l.endpoint == "" {
+			ip, err := localIPFor(h.Address)
+			if err != nil {
+				l.Logger.Warn("failed to find the launcher's address", "error", err)
+				return
+			}
+			l.endpoint = net.JoinHostPort(ip, strconv.Itoa(l.Task.RdzvPort))
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		sessions[name] = &session{cancel: cancel}
+		command := l.command()
+		l.Logger.Info("starting torchrun on a worker", "host", name, "address", h.Address)
+		go func() {
+			code, err := agent.Run(sctx, h.Address, l.Task.Token, command, nil,
+				prefixWriter(out, name), prefixWriter(errOut, name), 10*time.Second)
+			endedCh <- ended{host: name, code: code, err: err}
+		}()
+	}
+}
+
+// command is the shell command a worker's agent runs.
+func (l *Launcher) command() string {
+	var words []string
+	if len(l.Task.TorchrunEnv) > 0 {
+		words = append(words, "env")
+		for _, k := range slices.Sorted(maps.Keys(l.Task.TorchrunEnv)) {
+			words = append(words, shellQuote(k+"="+l.Task.TorchrunEnv[k]))
+		}
+	}
+	for _, a := range l.Task.TorchrunCommand {
+		words = append(words, shellQuote(strings.ReplaceAll(a, jobstate.RdzvEndpointPlaceholder, l.endpoint)))
+	}
+	return strings.Join(words, " ")
+}
+
+// localIPFor is this machine's address on the route to addr: where a
+// worker reaches the launcher's store.
+func localIPFor(addr string) (string, error) {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return "", fmt.Errorf("failed to route to %s: %w", addr, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// prefixWriter passes output through; torchrun already prefixes ranks.
+func prefixWriter(w io.Writer, _ string) io.Writer { return w }
