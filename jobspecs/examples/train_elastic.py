@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Elastic training example for the horovod task driver.
+
+A small real PyTorch model (an MLP classifier) trained on synthetic data
+with Horovod's elastic API: the training state (model, optimizer, step) is
+a hvd.elastic.TorchState committed every COMMIT_EVERY steps, so workers can
+join and leave while training runs. Every step prints the step and the
+world size, and appends one JSON line to $PROGRESS_FILE (if set):
+
+    {"step": 12, "world_size": 2, "rank": 0, "time": 1700000000.1, "loss": 2.3}
+
+Run by horovodrun (launcher = "horovod") or, with --torchrun, by torchrun
+(launcher = "torchrun"), which restarts the workers on every membership
+change; then the state is kept in a checkpoint file ($CHECKPOINT) instead.
+
+Environment:
+    TOTAL_STEPS    steps to train (default 200)
+    STEP_SLEEP     seconds to sleep per step, to pace a demo (default 0.1)
+    COMMIT_EVERY   steps between commits (default 5)
+    BATCH_SIZE     samples per worker per step (default 64)
+    PROGRESS_FILE  JSON lines progress, one per step and rank
+    FAIL_AT_STEP   exit 3 with a message on stderr at this step (tests)
+    CUDA_VISIBLE_DEVICES  the worker's GPUs; used when CUDA is available
+"""
+
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+TOTAL_STEPS = int(os.environ.get("TOTAL_STEPS", "200"))
+STEP_SLEEP = float(os.environ.get("STEP_SLEEP", "0.1"))
+COMMIT_EVERY = int(os.environ.get("COMMIT_EVERY", "5"))
+BATCH_SIZE = int(os.environ.get("BATCH_SIZE", "64"))
+PROGRESS_FILE = os.environ.get("PROGRESS_FILE", "")
+FAIL_AT_STEP = int(os.environ.get("FAIL_AT_STEP", "0"))
+BASE_LR = 0.01
+
+
+def make_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(32, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def device_for(local_rank):
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def synthetic_batch(step, rank, device):
+    # A fixed random linear rule, so the loss can fall.
+    g = torch.Generator().manual_seed(step * 1000 + rank)
+    x = torch.randn(BATCH_SIZE, 32, generator=g)
+    w = torch.Generator().manual_seed(42)
+    rule = torch.randn(32, 10, generator=w)
+    y = (x @ rule).argmax(dim=1)
+    return x.to(device), y.to(device)
+
+
+def record(step, world_size, rank, loss, launcher):
+    print(f"step {step} world_size {world_size} rank {rank} loss {loss:.4f}", flush=True)
+    if PROGRESS_FILE:
+        line = json.dumps({"step": step, "world_size": world_size, "rank": rank,
+                           "time": time.time(), "loss": round(loss, 5), "launcher": launcher})
+        with open(PROGRESS_FILE, "a") as f:
+            f.write(line + "\n")
+
+
+def maybe_fail(step):
+    if FAIL_AT_STEP and step >= FAIL_AT_STEP:
+        print(f"training failed: loss diverged at step {step}", file=sys.stderr, flush=True)
+        sys.exit(3)
+
+
+def run_horovod():
+    import horovod.torch as hvd
+
+    hvd.init()
+    device = device_for(hvd.local_rank())
+    model = make_model().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=BASE_LR * hvd.size())
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+
+    @hvd.elastic.run
+    def train(state):
+        while state.step < TOTAL_STEPS:
+            maybe_fail(state.step + 1)
+            x, y = synthetic_batch(state.step, hvd.rank(), device)
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            state.step += 1
+            record(state.step, hvd.size(), hvd.rank(), loss.item(), "horovod")
+            if state.step % COMMIT_EVERY == 0:
+                state.commit()
+            time.sleep(STEP_SLEEP)
+
+    def on_reset():
+        # Scale the learning rate with the new world size.
+        for group in optimizer.param_groups:
+            group["lr"] = BASE_LR * hvd.size()
+
+    state = hvd.elastic.TorchState(model, optimizer, step=0)
+    state.register_reset_callbacks([on_reset])
+    train(state)
+    if hvd.rank() == 0:
+        print(f"training done after {TOTAL_STEPS} steps", flush=True)
+
+
+def run_torchrun():
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    device = device_for(int(os.environ.get("LOCAL_RANK", "0")))
+    model = make_model().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=BASE_LR * size)
+    ckpt = os.environ.get("CHECKPOINT", "")
+    step = 0
+    # torchrun restarts every worker on a membership change: the state
+    # comes back from the last checkpoint rank 0 wrote.
+    if ckpt and os.path.exists(ckpt):
+        saved = torch.load(ckpt)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        step = saved["step"]
+    for p in model.parameters():
+        dist.broadcast(p.data, 0)
+    step_t = torch.tensor([step])
+    dist.broadcast(step_t, 0)
+    step = int(step_t.item())
+    while step < TOTAL_STEPS:
+        maybe_fail(step + 1)
+        x, y = synthetic_batch(step, rank, device)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= size
+        optimizer.step()
+        step += 1
+        record(step, size, rank, loss.item(), "torchrun")
+        if ckpt and rank == 0 and step % COMMIT_EVERY == 0:
+            tmp = ckpt + ".tmp"
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, tmp)
+            os.replace(tmp, ckpt)
+        time.sleep(STEP_SLEEP)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    if "--torchrun" in sys.argv[1:]:
+        run_torchrun()
+    else:
+        run_horovod()
