@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/schedulearn/schedulearn/internal/hcldiag"
@@ -71,7 +72,12 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.errorf("failed to read the jobspec: %v", err)
 		return ExitUsage
 	}
+	// Absolute, so a jobspec's ${jobspec_dir} names the same directory
+	// wherever the planner parses it again.
 	filename := path
+	if abs, err := filepath.Abs(path); err == nil && path != "-" {
+		filename = abs
+	}
 	if path == "-" {
 		filename = "<stdin>"
 	}

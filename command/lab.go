@@ -2,21 +2,34 @@ package command
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
 	"github.com/schedulearn/schedulearn/internal/lab"
+	"github.com/schedulearn/schedulearn/planner/agent"
+	"github.com/schedulearn/schedulearn/planner/config"
+	"github.com/schedulearn/schedulearn/planner/executor"
 )
 
 // LabCommand runs a local lab in the foreground until interrupted.
 type LabCommand struct {
 	Out, Err io.Writer
+	// Drainer is the planner's (see AgentCommand).
+	Drainer executor.Drainer
 }
 
 func (c *LabCommand) Synopsis() string {
@@ -29,15 +42,16 @@ Usage: schedulearn lab [options]
 
   Starts a Consul dev agent and a Nomad agent (server and client) on loopback,
   with the project's plugin directory configured and Nomad registering its
-  services in that Consul. Waits until both are healthy, prints where they
-  are, and runs until interrupted (Ctrl-C), then stops everything it started
-  and removes the run's state.
+  services in that Consul, then the planner (embedded store, the policy of
+  <config-dir>/planner.hcl). Waits until all are healthy, prints where they
+  are and how to submit the example training job, and runs until interrupted
+  (Ctrl-C), then stops everything it started and removes the run's state.
 
 Options:
 
   -root=<dir>         Repository root (default: found above the working dir).
-  -config-dir=<dir>   Agent base configs, consul.hcl and nomad.hcl
-                      (default: <root>/jobspecs/lab).
+  -config-dir=<dir>   Agent base configs, consul.hcl, nomad.hcl and
+                      planner.hcl (default: <root>/jobspecs/lab).
   -plugin-dir=<dir>   Nomad plugin_dir (default: <root>/.cache/plugins).
   -state-dir=<dir>    Where runs keep data and logs (default: <root>/.cache/lab).
   -free-ports         Use free ports instead of the agents' default ports.
@@ -100,10 +114,25 @@ func (c *LabCommand) Run(args []string) int {
 		fmt.Fprintf(c.Err, "Error: failed to start the lab: %v\n", err)
 		return 1
 	}
-	c.printReady(l, cfg)
+	token, err := randomToken()
+	if err != nil {
+		l.Stop()
+		fmt.Fprintf(c.Err, "Error: %v\n", err)
+		return 1
+	}
+	plannerDone, plannerAddr, err := c.startPlanner(ctx, l, cfg, token)
+	if err != nil {
+		l.Stop()
+		fmt.Fprintf(c.Err, "Error: failed to start the planner: %v\n", err)
+		return 1
+	}
+	c.printReady(l, cfg, root, plannerAddr, token)
 
 	<-ctx.Done()
 	fmt.Fprintln(c.Out, "==> Stopping the lab...")
+	if err := <-plannerDone; err != nil {
+		fmt.Fprintf(c.Err, "Error: planner: %v\n", err)
+	}
 	if err := l.Stop(); err != nil {
 		fmt.Fprintf(c.Err, "Error: %v\n", err)
 		return 1
@@ -112,20 +141,90 @@ func (c *LabCommand) Run(args []string) int {
 	return 0
 }
 
-func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config) {
+// startPlanner runs the planner on the lab until ctx ends: the config in
+// the lab's config dir, with the lab's addresses, its store in the run
+// directory and token. It returns once the planner's API answers.
+func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Config, token string) (<-chan error, string, error) {
+	pcfg, diags := config.Load(filepath.Join(cfg.ConfigDir, "planner.hcl"))
+	if diags.HasErrors() {
+		return nil, "", errors.New(hcldiag.Format(diags))
+	}
+	pcfg.BindAddr = fmt.Sprintf("127.0.0.1:%d", cfg.Ports.Planner)
+	pcfg.DataDir = filepath.Join(l.RunDir(), "planner")
+	pcfg.Nomad.Address = l.NomadAddr
+	pcfg.Consul.Address = l.ConsulAddr
+	pcfg.Token = token
+	logs, err := os.Create(filepath.Join(l.RunDir(), "planner.log"))
+	if err != nil {
+		return nil, "", err
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "planner", Level: hclog.LevelFromString(pcfg.LogLevel), Output: logs})
+	a, err := agent.New(pcfg, logger, c.Drainer)
+	if err != nil {
+		logs.Close()
+		return nil, "", err
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx)
+		logs.Close()
+	}()
+	addr := "http://" + pcfg.BindAddr
+	if err := waitHTTP(ctx, addr+"/v1/status", done); err != nil {
+		return nil, "", err
+	}
+	return done, addr, nil
+}
+
+// waitHTTP waits until url answers 200, failing early if the server ends.
+func waitHTTP(ctx context.Context, url string, done <-chan error) error {
+	deadline := time.After(30 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("planner stopped: %v", err)
+		case <-deadline:
+			return fmt.Errorf("planner API at %s did not answer in 30s: %v", url, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("failed to make a token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config, root, plannerAddr, token string) {
 	bin := filepath.Dir(cfg.NomadBin)
 	fmt.Fprintf(c.Out, `
     Nomad:      %[1]s   (UI: %[1]s/ui)
     Consul:     http://%[2]s   (UI: http://%[2]s/ui)
+    Planner:    %[6]s   (API: %[6]s/v1/openapi.json)
     Plugins:    %[3]s
-    Logs:       %[4]s/nomad.log, consul.log
+    Logs:       %[4]s/nomad.log, consul.log, planner.log
 
   Next, in another terminal:
     export NOMAD_ADDR=%[1]s CONSUL_HTTP_ADDR=%[2]s
-    %[5]s/nomad node status -verbose $(%[5]s/nomad node status -quiet)   # the lab node and its devices
-    %[5]s/consul catalog services                                          # Nomad's services in Consul
+    export SCHEDULEARN_ADDR=%[6]s SCHEDULEARN_TOKEN=%[7]s
+    %[8]s/bin/schedulearn node list                                   # the GPUs the planner sees
+    %[8]s/bin/schedulearn job run %[8]s/jobspecs/examples/train.hcl   # an elastic training job
+    %[8]s/bin/schedulearn job status                                  # the queue
+    %[5]s/nomad job status                                             # what runs in Nomad
 
   Press Ctrl-C to stop the lab; it removes everything it started.
 ==> Lab ready.
-`, l.NomadAddr, l.ConsulAddr, cfg.PluginDir, l.RunDir(), bin)
+`, l.NomadAddr, l.ConsulAddr, cfg.PluginDir, l.RunDir(), bin, plannerAddr, token, root)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,6 +138,11 @@ func TestLabCommand_CtrlCStopsEverything(t *testing.T) {
 			out := readUntil(t, stdout, "==> Lab ready.", 3*time.Minute, &stderr)
 			nomadAddr := fieldAfter(t, out, "Nomad:")
 			consulAddr := strings.TrimPrefix(fieldAfter(t, out, "Consul:"), "http://")
+			plannerAddr := fieldAfter(t, out, "Planner:")
+			resp, err := http.Get(plannerAddr + "/v1/status")
+			must.NoError(t, err)
+			must.Eq(t, http.StatusOK, resp.StatusCode)
+			resp.Body.Close()
 
 			nomad, err := nomadapi.NewClient(&nomadapi.Config{Address: nomadAddr})
 			must.NoError(t, err)
@@ -159,6 +165,7 @@ func TestLabCommand_CtrlCStopsEverything(t *testing.T) {
 			must.SliceEmpty(t, runDirs(t, stateDir))
 			must.False(t, listening(portOf(t, nomadAddr)))
 			must.False(t, listening(portOf(t, consulAddr)))
+			must.False(t, listening(portOf(t, plannerAddr)))
 		})
 	}
 }
@@ -314,4 +321,32 @@ func appendFile(t *testing.T, path, text string) {
 	_, err = f.WriteString(text)
 	must.NoError(t, err)
 	must.NoError(t, f.Close())
+}
+
+// A lab with PersistentNomad restarts only the Nomad agent: a running
+// task keeps its process, and the restarted client reports it running.
+func TestLab_RestartNomadKeepsTasks(t *testing.T) {
+	cfg := testlab.Config(t)
+	cfg.PersistentNomad = true
+	l := testlab.Start(t, cfg)
+	nomad, err := l.NomadClient()
+	must.NoError(t, err)
+	allocID := runSleepJob(t, nomad)
+	before := processes(t, cfg.StateDir, "/bin/sleep\x003600")
+	must.Len(t, 1, before)
+
+	must.NoError(t, l.RestartNomad(context.Background()))
+	must.Eq(t, before, processes(t, cfg.StateDir, "/bin/sleep\x003600"))
+	must.Wait(t, wait.InitialSuccess(wait.ErrorFunc(func() error {
+		a, _, err := nomad.Allocations().Info(allocID, nil)
+		if err != nil {
+			return err
+		}
+		if a.ClientStatus != nomadapi.AllocClientStatusRunning || a.TaskStates["sleep"].Restarts != 0 {
+			return fmt.Errorf("alloc %s, %d restarts", a.ClientStatus, a.TaskStates["sleep"].Restarts)
+		}
+		return nil
+	}), wait.Timeout(time.Minute), wait.Gap(500*time.Millisecond)))
+	time.Sleep(5 * time.Second)
+	must.Eq(t, before, processes(t, cfg.StateDir, "/bin/sleep\x003600"), must.Sprint("the restarted client must not restart the task"))
 }

@@ -55,12 +55,22 @@ type Config struct {
 	// ConsulOnly starts Consul alone, for code that needs Consul and not
 	// Nomad (NomadBin is then not needed and NomadAddr stays empty).
 	ConsulOnly bool
+
+	// PersistentNomad runs Nomad without -dev: its state lives in the run's
+	// data_dir and its allocations outlive the agent, so RestartNomad
+	// restarts only the agent and the client recovers its tasks. The
+	// default (-dev) keeps the client's state in memory and destroys its
+	// allocations when the agent stops.
+	PersistentNomad bool
 }
 
 // Ports are the loopback ports the agents listen on.
 type Ports struct {
 	NomadHTTP, NomadRPC, NomadSerf                                    int
 	ConsulHTTP, ConsulDNS, ConsulServer, ConsulSerfLAN, ConsulSerfWAN int
+	// Planner is the planner API's port, for what runs a planner on the
+	// lab (the lab itself starts only the agents).
+	Planner int
 }
 
 // DefaultPorts are the agents' usual ports, so the nomad and consul CLIs and
@@ -69,12 +79,13 @@ func DefaultPorts() Ports {
 	return Ports{
 		NomadHTTP: 4646, NomadRPC: 4647, NomadSerf: 4648,
 		ConsulHTTP: 8500, ConsulDNS: 8600, ConsulServer: 8300, ConsulSerfLAN: 8301, ConsulSerfWAN: 8302,
+		Planner: 4680,
 	}
 }
 
 // FreePorts picks unused loopback ports for every listener.
 func FreePorts() (Ports, error) {
-	var ps [8]int
+	var ps [9]int
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
@@ -92,6 +103,7 @@ func FreePorts() (Ports, error) {
 	return Ports{
 		NomadHTTP: ps[0], NomadRPC: ps[1], NomadSerf: ps[2],
 		ConsulHTTP: ps[3], ConsulDNS: ps[4], ConsulServer: ps[5], ConsulSerfLAN: ps[6], ConsulSerfWAN: ps[7],
+		Planner: ps[8],
 	}, nil
 }
 
@@ -102,6 +114,9 @@ type Lab struct {
 
 	consul *process
 	nomad  *process
+	// nomadArgs are the agent's arguments, for RestartNomad.
+	nomadArgs []string
+	restarts  int
 
 	NomadAddr  string // http://127.0.0.1:port
 	ConsulAddr string // 127.0.0.1:port
@@ -261,12 +276,23 @@ consul {
 	// -dev: the client retries its registration every second rather than
 	// every 15 (the first try races the new server's keyring), keeps its
 	// state in memory, and destroys its allocations when it stops.
-	args := []string{"agent", "-dev", "-config", filepath.Join(l.cfg.ConfigDir, "nomad.hcl")}
+	args := []string{"agent"}
+	if !l.cfg.PersistentNomad {
+		args = append(args, "-dev")
+	}
+	args = append(args, "-config", filepath.Join(l.cfg.ConfigDir, "nomad.hcl"))
 	for _, c := range l.cfg.NomadConfigs {
 		args = append(args, "-config", c)
 	}
 	args = append(args, "-config", overridePath)
-	proc, err := startProcess("nomad", l.cfg.NomadBin, args, l.runDir, l.cfg.Logs, l.runDir)
+	l.nomadArgs = args
+	return l.launchNomad(ctx, "nomad")
+}
+
+// launchNomad starts the nomad agent with l.nomadArgs, logging to
+// <logName>.log, and waits until it has a leader and a ready client.
+func (l *Lab) launchNomad(ctx context.Context, logName string) error {
+	proc, err := startProcess(logName, l.cfg.NomadBin, l.nomadArgs, l.runDir, l.cfg.Logs, l.runDir)
 	if err != nil {
 		return err
 	}

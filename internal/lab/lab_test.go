@@ -35,7 +35,7 @@ func TestFreePorts_Distinct(t *testing.T) {
 	p, err := FreePorts()
 	must.NoError(t, err)
 	seen := map[int]bool{}
-	for _, port := range []int{p.NomadHTTP, p.NomadRPC, p.NomadSerf, p.ConsulHTTP, p.ConsulDNS, p.ConsulServer, p.ConsulSerfLAN, p.ConsulSerfWAN} {
+	for _, port := range []int{p.NomadHTTP, p.NomadRPC, p.NomadSerf, p.ConsulHTTP, p.ConsulDNS, p.ConsulServer, p.ConsulSerfLAN, p.ConsulSerfWAN, p.Planner} {
 		must.Positive(t, port)
 		must.False(t, seen[port], must.Sprintf("port %d given twice", port))
 		seen[port] = true

@@ -95,6 +95,8 @@ job "elastic-train" {
           TOTAL_STEPS   = var.total_steps
           STEP_SLEEP    = var.step_sleep
           COMMIT_EVERY  = "5"
+          # One thread per process: several workers may share a node's cores.
+          OMP_NUM_THREADS = "1"
         }
       }
 

@@ -20,6 +20,8 @@ Environment:
     BATCH_SIZE     samples per worker per step (default 64)
     PROGRESS_FILE  JSON lines progress, one per step and rank
     FAIL_AT_STEP   exit 3 with a message on stderr at this step (tests)
+    STOP_FILE      when this file exists, training ends at the next commit
+                   (tests and demos that rescale a running job)
     CUDA_VISIBLE_DEVICES  the worker's GPUs; used when CUDA is available
 """
 
@@ -38,6 +40,7 @@ COMMIT_EVERY = int(os.environ.get("COMMIT_EVERY", "5"))
 BATCH_SIZE = int(os.environ.get("BATCH_SIZE", "64"))
 PROGRESS_FILE = os.environ.get("PROGRESS_FILE", "")
 FAIL_AT_STEP = int(os.environ.get("FAIL_AT_STEP", "0"))
+STOP_FILE = os.environ.get("STOP_FILE", "")
 BASE_LR = 0.01
 
 
@@ -72,6 +75,10 @@ def record(step, world_size, rank, loss, launcher):
             f.write(line + "\n")
 
 
+def stop_requested():
+    return 1 if STOP_FILE and os.path.exists(STOP_FILE) else 0
+
+
 def maybe_fail(step):
     if FAIL_AT_STEP and step >= FAIL_AT_STEP:
         print(f"training failed: loss diverged at step {step}", file=sys.stderr, flush=True)
@@ -100,6 +107,9 @@ def run_horovod():
             record(state.step, hvd.size(), hvd.rank(), loss.item(), "horovod")
             if state.step % COMMIT_EVERY == 0:
                 state.commit()
+                # Every rank agrees on stopping: the flag is summed.
+                if STOP_FILE and hvd.allreduce(torch.tensor(float(stop_requested())), op=hvd.Sum).item() > 0:
+                    break
             time.sleep(STEP_SLEEP)
 
     def on_reset():
@@ -111,7 +121,7 @@ def run_horovod():
     state.register_reset_callbacks([on_reset])
     train(state)
     if hvd.rank() == 0:
-        print(f"training done after {TOTAL_STEPS} steps", flush=True)
+        print(f"training done after {state.step} steps", flush=True)
 
 
 def run_torchrun():
@@ -148,10 +158,16 @@ def run_torchrun():
         optimizer.step()
         step += 1
         record(step, size, rank, loss.item(), "torchrun")
-        if ckpt and rank == 0 and step % COMMIT_EVERY == 0:
-            tmp = ckpt + ".tmp"
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, tmp)
-            os.replace(tmp, ckpt)
+        if step % COMMIT_EVERY == 0:
+            if ckpt and rank == 0:
+                tmp = ckpt + ".tmp"
+                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, tmp)
+                os.replace(tmp, ckpt)
+            if STOP_FILE:
+                flag = torch.tensor([stop_requested()])
+                dist.all_reduce(flag)
+                if flag.item() > 0:
+                    break
         time.sleep(STEP_SLEEP)
     dist.destroy_process_group()
 

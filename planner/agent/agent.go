@@ -122,9 +122,10 @@ func New(cfg *config.Config, logger hclog.Logger, drainer executor.Drainer) (*Ag
 		pools = append(pools, cluster.Pool{Name: p.Name, Service: p.Service, Tags: p.Tags})
 	}
 	a.planner = &planner.Planner{
-		Store:    a.store,
-		Cluster:  &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
-		Executor: &executor.Nomad{Client: nomad, Namespace: cfg.Nomad.Namespace, Drainer: drainer, Logger: logger.Named("executor")},
+		Store:   a.store,
+		Cluster: &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
+		Executor: &executor.Nomad{Client: nomad, Drainer: drainer, Logger: logger.Named("executor"),
+			Options: executor.Options{Namespace: cfg.Nomad.Namespace, NetworkInterface: cfg.NetworkInterface}},
 		Policies: host,
 		Logger:   logger.Named("planner"),
 	}

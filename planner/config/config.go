@@ -7,6 +7,7 @@
 //	round_interval = "10s"
 //	plugin_dir     = "/opt/schedulearn/plugins"
 //	token          = "..."            # for API writes; or SCHEDULEARN_TOKEN
+//	network_interface = "eth0"        # Horovod's interface between nodes
 //
 //	nomad {
 //	  address = "http://127.0.0.1:4646"
@@ -55,6 +56,9 @@ type Config struct {
 	PluginDir     string `hcl:"plugin_dir,optional"`
 	Token         string `hcl:"token,optional"`
 	LogLevel      string `hcl:"log_level,optional"`
+	// NetworkInterface is the interface Horovod uses between nodes
+	// (horovodrun --network-interface); "" lets Horovod choose.
+	NetworkInterface string `hcl:"network_interface,optional"`
 
 	Nomad  *Nomad  `hcl:"nomad,block"`
 	Consul *Consul `hcl:"consul,block"`
@@ -170,6 +174,7 @@ func (c *Config) Merge(o *Config) *Config {
 	setStr(&r.PluginDir, o.PluginDir)
 	setStr(&r.Token, o.Token)
 	setStr(&r.LogLevel, o.LogLevel)
+	setStr(&r.NetworkInterface, o.NetworkInterface)
 	if o.Nomad != nil {
 		n := *r.Nomad
 		setStr(&n.Address, o.Nomad.Address)

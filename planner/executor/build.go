@@ -22,6 +22,7 @@ package executor
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
@@ -42,10 +43,21 @@ const (
 	metaJob          = "schedulearn_job"
 	metaUser         = "schedulearn_user"
 	launcherCPU      = 200
-	launcherMemoryMB = 256
+	launcherMemoryMB = 512
 	workerCPU        = 500
 	workerMemoryMB   = 1024
+	// killTimeout is how long a task has after SIGTERM to commit its
+	// elastic state before it is killed.
+	killTimeout = 30 * time.Second
 )
+
+// Options are the cluster-wide settings of the jobs the executor builds.
+type Options struct {
+	Namespace string
+	// NetworkInterface is the interface Horovod's Gloo uses between nodes
+	// (horovodrun --network-interface); "" lets Horovod choose.
+	NetworkInterface string
+}
 
 // JobID is the Nomad job of a training job.
 func JobID(j *structs.Job) string { return JobPrefix + j.ID }
@@ -59,15 +71,15 @@ func WorkerGroup(nodeID string) string { return workerGroupStem + nodeID }
 
 // Build returns the Nomad job that runs j with the target allocation
 // (nodeID → GPUs). target must not be empty.
-func Build(j *structs.Job, target policy.Allocation, namespace string) *nomadapi.Job {
+func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job {
 	spec := &j.Spec
 	per := spec.GPUs.PerWorker
 	total := target.Total()
 
 	job := nomadapi.NewBatchJob(JobID(j), JobID(j), "", 50)
 	job.Datacenters = []string{"*"}
-	if namespace != "" {
-		job.Namespace = &namespace
+	if opts.Namespace != "" {
+		job.Namespace = &opts.Namespace
 	}
 	job.Meta = map[string]string{metaJob: j.ID, metaUser: spec.User}
 
@@ -85,8 +97,15 @@ func Build(j *structs.Job, target policy.Allocation, namespace string) *nomadapi
 	if len(spec.Env) > 0 {
 		launcherConfig["env"] = spec.Env
 	}
+	if opts.NetworkInterface != "" {
+		launcherConfig["network_interface"] = opts.NetworkInterface
+	}
 	launcher := nomadapi.NewTask(LauncherTask, driverName)
 	launcher.Config = launcherConfig
+	// The workload identity lets discovery read the job's drain variable
+	// and Nomad's service API.
+	launcher.Identity = &nomadapi.WorkloadIdentity{Env: true}
+	sigterm(launcher)
 	launcher.Require(&nomadapi.Resources{CPU: ptr(launcherCPU), MemoryMB: ptr(launcherMemoryMB)})
 	for _, a := range spec.Artifacts {
 		launcher.Artifacts = append(launcher.Artifacts, &nomadapi.TaskArtifact{GetterSource: ptr(a.Source), RelativeDest: ptr(a.Destination)})
@@ -108,7 +127,8 @@ func Build(j *structs.Job, target policy.Allocation, namespace string) *nomadapi
 func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
 	spec := &j.Spec
 	worker := nomadapi.NewTask(WorkerTask, driverName)
-	worker.Config = map[string]any{"role": "worker"}
+	worker.Config = map[string]any{"role": "worker", "slots": spec.GPUs.PerWorker, "port": workerPortLabel}
+	sigterm(worker)
 	if len(spec.Env) > 0 {
 		worker.Config["env"] = spec.Env
 	}
@@ -128,12 +148,20 @@ func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
 		Name:      WorkerService(j),
 		PortLabel: workerPortLabel,
 		Provider:  "consul",
+		// The launcher's discovery maps instances to allocations by it.
+		Meta: map[string]string{"alloc_id": "${NOMAD_ALLOC_ID}"},
 		Checks: []nomadapi.ServiceCheck{{
 			Name: "worker agent", Type: "tcp", Interval: 2e9, Timeout: 1e9,
 		}},
 	}}
 	noRetry(tg)
 	return tg
+}
+
+// sigterm gives a task SIGTERM and time to commit its elastic state.
+func sigterm(t *nomadapi.Task) {
+	t.KillSignal = "SIGTERM"
+	t.KillTimeout = ptr(killTimeout)
 }
 
 // noRetry makes a failed task fail its job rather than restart: a restarted

@@ -17,7 +17,7 @@ func TestBuild(t *testing.T) {
 		GPUs: jobspec.GPUs{Min: 2, Max: 8, PerWorker: 2, Model: "NVIDIA A100-SXM4-40GB", MinMemoryMiB: 40960},
 		Env:  map[string]string{"NCCL_DEBUG": "WARN"},
 	}}
-	job := Build(j, policy.Allocation{"node-b": 2, "node-a": 4}, "")
+	job := Build(j, policy.Allocation{"node-b": 2, "node-a": 4}, Options{NetworkInterface: "lo"})
 
 	must.Eq(t, "train-resnet-1a2b3c4d", *job.ID)
 	must.Eq(t, "batch", *job.Type)
@@ -34,7 +34,10 @@ func TestBuild(t *testing.T) {
 	must.Eq[any](t, 8, cfg["max_np"])
 	must.Eq[any](t, 2, cfg["slots"])
 	must.Eq[any](t, []map[string]any{{"service": "train-resnet-1a2b3c4d-workers"}}, cfg["discovery"])
+	must.Eq[any](t, "lo", cfg["network_interface"])
 	must.SliceEmpty(t, launcher.Tasks[0].Resources.Devices)
+	must.True(t, launcher.Tasks[0].Identity.Env)
+	must.Eq(t, "SIGTERM", launcher.Tasks[0].KillSignal)
 
 	// Worker groups in node order, pinned, with per-worker GPU requests.
 	for i, want := range []struct {
@@ -55,6 +58,8 @@ func TestBuild(t *testing.T) {
 		must.Eq(t, "train-resnet-1a2b3c4d-workers", tg.Services[0].Name)
 		must.Eq(t, "horovod", tg.Services[0].PortLabel)
 		must.Eq(t, 0, *tg.RestartPolicy.Attempts)
+		must.Eq[any](t, 2, tg.Tasks[0].Config["slots"])
+		must.Eq(t, "${NOMAD_ALLOC_ID}", tg.Services[0].Meta["alloc_id"])
 	}
 	must.Eq(t, map[string]int{"node-a": 2, "node-b": 1}, workerCounts(job))
 }

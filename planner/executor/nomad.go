@@ -27,20 +27,20 @@ type Drainer interface {
 
 // Nomad is the executor on a Nomad cluster.
 type Nomad struct {
-	Client    *nomadapi.Client
-	Namespace string
-	Drainer   Drainer
-	Logger    hclog.Logger
+	Client  *nomadapi.Client
+	Options Options
+	Drainer Drainer
+	Logger  hclog.Logger
 }
 
 var _ planner.Executor = (*Nomad)(nil)
 
 func (n *Nomad) query(ctx context.Context) *nomadapi.QueryOptions {
-	return (&nomadapi.QueryOptions{Namespace: n.Namespace}).WithContext(ctx)
+	return (&nomadapi.QueryOptions{Namespace: n.Options.Namespace}).WithContext(ctx)
 }
 
 func (n *Nomad) write(ctx context.Context) *nomadapi.WriteOptions {
-	return (&nomadapi.WriteOptions{Namespace: n.Namespace}).WithContext(ctx)
+	return (&nomadapi.WriteOptions{Namespace: n.Options.Namespace}).WithContext(ctx)
 }
 
 // Apply implements planner.Executor. It records the Nomad job's ID in j.
@@ -63,7 +63,7 @@ func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocat
 		return nil
 	}
 	if current == nil {
-		_, _, err := n.Client.Jobs().Register(Build(j, target, n.Namespace), n.write(ctx))
+		_, _, err := n.Client.Jobs().Register(Build(j, target, n.Options), n.write(ctx))
 		if err != nil {
 			return fmt.Errorf("failed to register nomad job %s: %w", id, err)
 		}

@@ -3,6 +3,7 @@ package jobspec
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -134,7 +135,7 @@ func Parse(src []byte, filename string, now time.Time) (*Spec, hcl.Diagnostics) 
 	}
 	block := content.Blocks[0]
 	raw := &trainingHCL{Name: block.Labels[0], DefRange: block.DefRange}
-	diags = append(diags, gohcl.DecodeBody(block.Body, nil, raw)...)
+	diags = append(diags, gohcl.DecodeBody(block.Body, evalContext(filename), raw)...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -213,6 +214,16 @@ func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
 		spec.Artifacts = append(spec.Artifacts, Artifact{Source: a.Source, Destination: a.Destination})
 	}
 	return spec, diags
+}
+
+// evalContext holds the variables a jobspec may use: jobspec_dir, the
+// directory of the jobspec file (absolute when filename is), so a job can
+// name files beside its jobspec, like a training script in a lab or on a
+// shared filesystem.
+func evalContext(filename string) *hcl.EvalContext {
+	return &hcl.EvalContext{Variables: map[string]cty.Value{
+		"jobspec_dir": cty.StringVal(filepath.Dir(filename)),
+	}}
 }
 
 // decodeGPUs reads gpus = N, gpus = "auto", or a gpus { ... } block from

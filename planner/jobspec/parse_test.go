@@ -200,3 +200,13 @@ func firstError(diags hcl.Diagnostics) *hcl.Diagnostic {
 func position(r *hcl.Range) string {
 	return r.Filename + ":" + strconv.Itoa(r.Start.Line) + ":" + strconv.Itoa(r.Start.Column)
 }
+
+func TestParse_JobspecDir(t *testing.T) {
+	src := "training \"a\" {\n  command = \"python3\"\n  args = [\"${jobspec_dir}/train.py\"]\n  gpus = 1\n}\n"
+	spec, diags := Parse([]byte(src), "/home/alice/jobs/a.hcl", submitted)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.Eq(t, []string{"/home/alice/jobs/train.py"}, spec.Args)
+
+	_, diags = Parse([]byte("training \"a\" {\n  command = \"${no_such}\"\n  gpus = 1\n}\n"), "a.hcl", submitted)
+	must.StrContains(t, hcldiag.Format(diags), "a.hcl:2:16: error: Unknown variable")
+}

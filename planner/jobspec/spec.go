@@ -4,7 +4,7 @@
 //
 //	training "resnet50" {
 //	  command  = "python3"
-//	  args     = ["train.py", "--epochs", "90"]
+//	  args     = ["${jobspec_dir}/train.py", "--epochs", "90"]
 //	  launcher = "horovod"          # or "torchrun"
 //	  user     = "alice"
 //	  priority = 50                 # 1..100
@@ -29,6 +29,10 @@
 //	  data "imagenet" { prefer = { "meta.datasets" = "imagenet" } }
 //	  env = { NCCL_DEBUG = "WARN" }
 //	}
+//
+// jobspec_dir is the directory of the jobspec file on the machine that
+// submitted it (the CLI sends the file's absolute path), for files beside
+// the jobspec in a lab or on a shared filesystem.
 package jobspec
 
 import (

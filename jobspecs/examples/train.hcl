@@ -1,0 +1,22 @@
+# An elastic training job for the planner:
+#
+#   schedulearn job run jobspecs/examples/train.hcl
+#
+# A small real PyTorch model on synthetic data (train_elastic.py, beside this
+# file), trained with Horovod's elastic mode: the planner starts it with 1 GPU
+# and Elastic FIFO grows it into idle GPUs, up to 4, without restarting it.
+training "elastic-demo" {
+  command = "python3"
+  args    = ["${jobspec_dir}/train_elastic.py"]
+
+  gpus {
+    min        = 1
+    max        = 4
+    per_worker = 1
+  }
+
+  env = {
+    TOTAL_STEPS = "300"
+    STEP_SLEEP  = "0.1"
+  }
+}
