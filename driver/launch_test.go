@@ -1,0 +1,39 @@
+package driver
+
+import (
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+)
+
+// torchrun counts nodes: min and max come from min_np, max_np and slots.
+func TestTorchrunArgs(t *testing.T) {
+	tc := launcherConfig("x")
+	tc.Launcher = LauncherTorchrun
+	tc.Command, tc.Args = "python3", []string{"train.py", "--torchrun"}
+	tc.NP, tc.MinNP, tc.MaxNP, tc.Slots = 4, 2, 8, 2
+	tc.NetworkInterface = "eth0"
+	must.Eq(t, []string{
+		"env", "GLOO_SOCKET_IFNAME=eth0",
+		"torchrun", "--nnodes=1:4", "--nproc-per-node=2", "--rdzv-backend=c10d",
+		"--rdzv-endpoint=" + jobstate.RdzvEndpointPlaceholder, "--rdzv-id=job-1",
+		"--rdzv-conf=is_host=false,last_call_timeout=1", "--monitor-interval=1", "--max-restarts=100",
+		"python3", "train.py", "--torchrun",
+	}, torchrunArgs(tc, "job-1"))
+}
+
+func TestLauncherOnlyEnv(t *testing.T) {
+	for k, want := range map[string]bool{
+		"NOMAD_ALLOC_ID": true, "NOMAD_TASK_DIR": true, "NOMAD_ADDR_horovod": true, "NOMAD_TOKEN": true,
+		"NVIDIA_VISIBLE_DEVICES": true, "CUDA_VISIBLE_DEVICES": true,
+		"NOMAD_JOB_ID": false, "NOMAD_NAMESPACE": false, "PATH": false, "PROGRESS_FILE": false,
+	} {
+		must.Eq(t, want, launcherOnlyEnv(k), must.Sprint(k))
+	}
+}
+
+func TestEnvLabel(t *testing.T) {
+	must.Eq(t, "hvd_port_1", envLabel("hvd-port.1"))
+}
