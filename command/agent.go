@@ -15,15 +15,11 @@ import (
 	"github.com/schedulearn/schedulearn/internal/hcldiag"
 	"github.com/schedulearn/schedulearn/planner/agent"
 	"github.com/schedulearn/schedulearn/planner/config"
-	"github.com/schedulearn/schedulearn/planner/executor"
 )
 
 // AgentCommand runs the planner daemon.
 type AgentCommand struct {
 	Out, Err io.Writer
-	// Drainer takes workers out of trainings before a shrink; main wires
-	// the horovod driver's rescale protocol.
-	Drainer executor.Drainer
 }
 
 func (c *AgentCommand) Synopsis() string { return "Run the planner daemon" }
@@ -66,7 +62,7 @@ func (c *AgentCommand) Run(args []string) int {
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "schedulearn", Level: hclog.LevelFromString(cfg.LogLevel), Output: c.Err})
 
-	a, err := agent.New(cfg, logger, c.Drainer)
+	a, err := agent.New(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(c.Err, "Error: %v\n", err)
 		return ExitError

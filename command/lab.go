@@ -22,14 +22,11 @@ import (
 	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/planner/agent"
 	"github.com/schedulearn/schedulearn/planner/config"
-	"github.com/schedulearn/schedulearn/planner/executor"
 )
 
 // LabCommand runs a local lab in the foreground until interrupted.
 type LabCommand struct {
 	Out, Err io.Writer
-	// Drainer is the planner's (see AgentCommand).
-	Drainer executor.Drainer
 }
 
 func (c *LabCommand) Synopsis() string {
@@ -159,7 +156,7 @@ func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Confi
 		return nil, "", err
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "planner", Level: hclog.LevelFromString(pcfg.LogLevel), Output: logs})
-	a, err := agent.New(pcfg, logger, c.Drainer)
+	a, err := agent.New(pcfg, logger)
 	if err != nil {
 		logs.Close()
 		return nil, "", err

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/schedulearn/schedulearn/driver/rescale"
 	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/cluster"
@@ -56,9 +57,8 @@ type Agent struct {
 	policyIn *config.Policy // the config's policy block, to see it change on reload
 }
 
-// New builds an agent from cfg. drainer takes workers out of running
-// trainings before a shrink (the horovod driver's rescale protocol).
-func New(cfg *config.Config, logger hclog.Logger, drainer executor.Drainer) (*Agent, error) {
+// New builds an agent from cfg.
+func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	nomadCfg := nomadapi.DefaultConfig()
 	nomadCfg.Address = cfg.Nomad.Address
 	nomadCfg.SecretID = cfg.Nomad.Token
@@ -124,7 +124,10 @@ func New(cfg *config.Config, logger hclog.Logger, drainer executor.Drainer) (*Ag
 	a.planner = &planner.Planner{
 		Store:   a.store,
 		Cluster: &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
-		Executor: &executor.Nomad{Client: nomad, Drainer: drainer, Logger: logger.Named("executor"),
+		Executor: &executor.Nomad{Client: nomad, Logger: logger.Named("executor"),
+			// Shrinks drain workers first, through the horovod driver's
+			// rescale protocol.
+			Drainer: rescale.JobDrainer{Rescaler: &rescale.Rescaler{Client: nomad}, Namespace: cfg.Nomad.Namespace},
 			Options: executor.Options{Namespace: cfg.Nomad.Namespace, NetworkInterface: cfg.NetworkInterface}},
 		Policies: host,
 		Logger:   logger.Named("planner"),

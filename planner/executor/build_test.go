@@ -63,15 +63,3 @@ func TestBuild(t *testing.T) {
 	}
 	must.Eq(t, map[string]int{"node-a": 2, "node-b": 1}, workerCounts(job))
 }
-
-func TestHighestIndexed(t *testing.T) {
-	allocs := []*nomadapi.AllocationListStub{
-		{ID: "a0", Name: "train-x.worker-n1[0]"},
-		{ID: "a3", Name: "train-x.worker-n1[3]"},
-		{ID: "a1", Name: "train-x.worker-n1[1]"},
-		{ID: "a2", Name: "train-x.worker-n1[2]"},
-	}
-	must.Eq(t, []string{"a2", "a3"}, highestIndexed(allocs, 2))
-	must.SliceEmpty(t, highestIndexed(allocs, 4))
-	must.Eq(t, -1, allocIndex("no-index"))
-}

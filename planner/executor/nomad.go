@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/schedulearn/schedulearn/driver/rescale"
 	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -111,7 +111,7 @@ func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Jo
 		if err != nil {
 			return err
 		}
-		leaving = append(leaving, highestIndexed(allocs, want[node])...)
+		leaving = append(leaving, rescale.HighestIndexed(allocs, want[node])...)
 	}
 	if len(leaving) > 0 {
 		if n.Drainer == nil {
@@ -171,31 +171,6 @@ func (n *Nomad) workerAllocs(ctx context.Context, jobID, group string) ([]*nomad
 		}
 	}
 	return out, nil
-}
-
-// highestIndexed returns the IDs of the allocations Nomad stops when a
-// group is scaled down to keep: those with index >= keep ("job.group[3]").
-func highestIndexed(allocs []*nomadapi.AllocationListStub, keep int) []string {
-	var out []string
-	for _, a := range allocs {
-		if allocIndex(a.Name) >= keep {
-			out = append(out, a.ID)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func allocIndex(name string) int {
-	open := strings.LastIndexByte(name, '[')
-	if open < 0 || !strings.HasSuffix(name, "]") {
-		return -1
-	}
-	i, err := strconv.Atoi(name[open+1 : len(name)-1])
-	if err != nil {
-		return -1
-	}
-	return i
 }
 
 // Outcome implements planner.Executor: the job has ended when its launcher
