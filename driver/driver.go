@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/consul-template/signals"
@@ -84,6 +85,12 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 	period, err := config.fingerprintPeriod()
 	if err != nil {
 		return err
+	}
+	// Relative bin_dirs are the agent's working directory's.
+	for i, dir := range config.BinDirs {
+		if abs, err := filepath.Abs(dir); err == nil {
+			config.BinDirs[i] = abs
+		}
 	}
 	if config.AuthSecret == "" {
 		d.logger.Warn("auth_secret is not set: worker tokens derive from job IDs alone; set it on every client")

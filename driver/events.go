@@ -12,8 +12,12 @@ import (
 	"github.com/hashicorp/nomad/plugins/drivers"
 )
 
-// stderrTailBytes bounds how much of a failed task's stderr its event quotes.
-const stderrTailBytes = 1500
+// stderrTailBytes bounds how much of a failed task's stderr its event
+// quotes; stderrReadBytes how much of the file's end it reads to find it.
+const (
+	stderrTailBytes = 1500
+	stderrReadBytes = 16 << 10
+)
 
 // reportFailure returns the exit hook that, when the task fails, emits a
 // task event quoting the end of its stderr: why training failed shows in
@@ -67,9 +71,39 @@ func stderrTail(cfg *drivers.TaskConfig) string {
 		return ""
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > stderrTailBytes {
-		_, _ = f.Seek(st.Size()-stderrTailBytes, io.SeekStart)
+	if st, err := f.Stat(); err == nil && st.Size() > stderrReadBytes {
+		_, _ = f.Seek(st.Size()-stderrReadBytes, io.SeekStart)
 	}
 	b, _ := io.ReadAll(f)
-	return strings.TrimSpace(string(b))
+	s := summarizeStderr(string(b))
+	if len(s) > stderrTailBytes {
+		s = "..." + s[len(s)-stderrTailBytes:]
+	}
+	return s
+}
+
+// summarizeStderr drops the frames of Python tracebacks (horovodrun's own,
+// when training fails): what is left is the training's stderr, which
+// horovodrun prefixes with "[rank]<stderr>:", and the final error.
+func summarizeStderr(s string) string {
+	lines := strings.Split(s, "\n")
+	var keep []string
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, `File "`) && strings.HasPrefix(line, " "):
+			// A frame; its source line follows, indented deeper.
+			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "    ") {
+				i++
+			}
+			continue
+		case trimmed != "" && strings.Trim(trimmed, "^~ ") == "":
+			continue // the caret markers under a frame's source line
+		case trimmed == "":
+			continue
+		}
+		keep = append(keep, line)
+	}
+	return strings.TrimSpace(strings.Join(keep, "\n"))
 }

@@ -50,7 +50,7 @@ func horovodConfig(t *testing.T) lab.Config {
 	cfg := testlab.Config(t)
 	extra := filepath.Join(t.TempDir(), "horovod.hcl")
 	must.NoError(t, os.WriteFile(extra, []byte(fmt.Sprintf(`
-plugin "horovod" {
+plugin "nomad-driver-horovod" {
   config {
     bin_dirs           = [%q]
     auth_secret        = "e2e-cluster-secret"
@@ -305,16 +305,18 @@ func (h *horovodLab) dumpTaskLogs(t *testing.T, job string) {
 			if err != nil {
 				continue
 			}
-			for task := range a.TaskStates {
-				for _, stream := range []string{"stdout", "stderr"} {
-					r, err := h.nomad.AllocFS().Cat(a, "alloc/logs/"+task+"."+stream+".0", nil)
-					if err != nil {
-						continue
-					}
-					b, _ := io.ReadAll(r)
-					r.Close()
-					t.Logf("== %s %s %s (%s):\n%s", a.Name, task, stream, a.ClientStatus, tail(string(b), 6000))
+			files, _, _ := h.nomad.AllocFS().List(a, "alloc/logs", nil)
+			for _, f := range files {
+				if f.IsDir || strings.HasPrefix(f.Name, ".") {
+					continue
 				}
+				r, err := h.nomad.AllocFS().Cat(a, "alloc/logs/"+f.Name, nil)
+				if err != nil {
+					continue
+				}
+				b, _ := io.ReadAll(r)
+				r.Close()
+				t.Logf("== %s %s (%s, %d bytes):\n%s", a.Name, f.Name, a.ClientStatus, f.Size, tail(string(b), 6000))
 			}
 			t.Logf("== %s events:%s", a.Name, taskEvents(a))
 		}

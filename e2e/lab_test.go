@@ -147,9 +147,10 @@ func TestLabCommand_CtrlCStopsEverything(t *testing.T) {
 			nomad, err := nomadapi.NewClient(&nomadapi.Config{Address: nomadAddr})
 			must.NoError(t, err)
 			allocID := runSleepJob(t, nomad)
-			sleepers := processes(t, stateDir, "/bin/sleep\x003600")
+			dirs := labDirs(t, stateDir)
+			sleepers := processes(t, dirs, "/bin/sleep\x003600")
 			must.Len(t, 1, sleepers, must.Sprintf("the task of alloc %s is not among the lab's processes", allocID))
-			must.SliceNotEmpty(t, processes(t, stateDir, "agent\x00-dev"), must.Sprint("the agents are not among the lab's processes"))
+			must.SliceNotEmpty(t, processes(t, dirs, "agent\x00-dev"), must.Sprint("the agents are not among the lab's processes"))
 
 			must.NoError(t, cmd.Process.Signal(os.Interrupt))
 			done := make(chan error, 1)
@@ -161,8 +162,12 @@ func TestLabCommand_CtrlCStopsEverything(t *testing.T) {
 				t.Fatal("lab did not stop within 2 minutes of Ctrl-C")
 			}
 
-			must.SliceEmpty(t, processes(t, stateDir, ""), must.Sprint("processes of the lab run are still alive"))
+			must.SliceEmpty(t, processes(t, dirs, ""), must.Sprint("processes of the lab run are still alive"))
 			must.SliceEmpty(t, runDirs(t, stateDir))
+			for _, d := range dirs[1:] {
+				_, err := os.Stat(d)
+				must.True(t, os.IsNotExist(err), must.Sprintf("nomad data dir %s left behind", d))
+			}
 			must.False(t, listening(portOf(t, nomadAddr)))
 			must.False(t, listening(portOf(t, consulAddr)))
 			must.False(t, listening(portOf(t, plannerAddr)))
@@ -203,10 +208,23 @@ func runSleepJob(t *testing.T, nomad *nomadapi.Client) string {
 	return allocID
 }
 
-// processes lists the live processes of lab runs under stateDir whose
-// command line contains cmdline (all of them for ""): the lab marks every
-// agent's environment, and tasks run in the run's data dir.
-func processes(t *testing.T, stateDir, cmdline string) []int {
+// labDirs are the directories of the lab runs under stateDir: stateDir
+// itself and each run's Nomad data dir, which the run links as <run>/nomad.
+func labDirs(t *testing.T, stateDir string) []string {
+	t.Helper()
+	dirs := []string{stateDir}
+	for _, run := range runDirs(t, stateDir) {
+		if d, err := os.Readlink(filepath.Join(run, "nomad")); err == nil {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// processes lists the live processes of the lab runs in dirs (see labDirs)
+// whose command line contains cmdline (all of them for ""): the lab marks
+// every agent's environment, and tasks run in the Nomad data dir.
+func processes(t *testing.T, dirs []string, cmdline string) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	must.NoError(t, err)
@@ -223,7 +241,10 @@ func processes(t *testing.T, stateDir, cmdline string) []int {
 		cwd, _ := os.Readlink(filepath.Join(dir, "cwd"))
 		environ, _ := os.ReadFile(filepath.Join(dir, "environ"))
 		args, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
-		inRun := strings.HasPrefix(cwd, stateDir) || strings.Contains(string(environ), "SCHEDULEARN_LAB_RUN="+stateDir)
+		inRun := false
+		for _, d := range dirs {
+			inRun = inRun || strings.HasPrefix(cwd, d) || strings.Contains(string(environ), "SCHEDULEARN_LAB_RUN="+d)
+		}
 		if inRun && strings.Contains(string(args), cmdline) {
 			pids = append(pids, pid)
 		}
@@ -332,11 +353,11 @@ func TestLab_RestartNomadKeepsTasks(t *testing.T) {
 	nomad, err := l.NomadClient()
 	must.NoError(t, err)
 	allocID := runSleepJob(t, nomad)
-	before := processes(t, cfg.StateDir, "/bin/sleep\x003600")
+	before := processes(t, labDirs(t, cfg.StateDir), "/bin/sleep\x003600")
 	must.Len(t, 1, before)
 
 	must.NoError(t, l.RestartNomad(context.Background()))
-	must.Eq(t, before, processes(t, cfg.StateDir, "/bin/sleep\x003600"))
+	must.Eq(t, before, processes(t, labDirs(t, cfg.StateDir), "/bin/sleep\x003600"))
 	must.Wait(t, wait.InitialSuccess(wait.ErrorFunc(func() error {
 		a, _, err := nomad.Allocations().Info(allocID, nil)
 		if err != nil {
@@ -348,5 +369,28 @@ func TestLab_RestartNomadKeepsTasks(t *testing.T) {
 		return nil
 	}), wait.Timeout(time.Minute), wait.Gap(500*time.Millisecond)))
 	time.Sleep(5 * time.Second)
-	must.Eq(t, before, processes(t, cfg.StateDir, "/bin/sleep\x003600"), must.Sprint("the restarted client must not restart the task"))
+	must.Eq(t, before, processes(t, labDirs(t, cfg.StateDir), "/bin/sleep\x003600"), must.Sprint("the restarted client must not restart the task"))
+}
+
+// A task that ends after a restart is reported complete by the restarted
+// client: the lab reaps the executors the old agent left to it, so the
+// client sees them exit.
+func TestLab_RestartNomadThenTaskCompletes(t *testing.T) {
+	cfg := testlab.Config(t)
+	cfg.PersistentNomad = true
+	l := testlab.Start(t, cfg)
+	nomad, err := l.NomadClient()
+	must.NoError(t, err)
+	release := filepath.Join(t.TempDir(), "release")
+	job := nomadapi.NewBatchJob("waiter", "waiter", "global", 50)
+	task := nomadapi.NewTask("wait", "raw_exec").
+		SetConfig("command", "/bin/sh").
+		SetConfig("args", []string{"-c", "while [ ! -e " + release + " ]; do sleep 0.2; done"})
+	job.AddTaskGroup(nomadapi.NewTaskGroup("wait", 1).AddTask(task))
+	register(t, nomad, job)
+	waitAlloc(t, nomad, "waiter", nomadapi.AllocClientStatusRunning)
+
+	must.NoError(t, l.RestartNomad(context.Background()))
+	must.NoError(t, os.WriteFile(release, nil, 0o644))
+	waitAlloc(t, nomad, "waiter", nomadapi.AllocClientStatusComplete)
 }

@@ -111,6 +111,9 @@ func FreePorts() (Ports, error) {
 type Lab struct {
 	cfg    Config
 	runDir string
+	// dataDir is Nomad's data dir, at a short path outside the run dir
+	// (see shortNomadDataDir); removed on Stop.
+	dataDir string
 
 	consul *process
 	nomad  *process
@@ -123,6 +126,8 @@ type Lab struct {
 
 	stopOnce sync.Once
 	stopErr  error
+	// stopReaper ends reapOrphans.
+	stopReaper chan struct{}
 }
 
 // Start starts Consul, then Nomad, and waits until Consul has a leader and
@@ -158,7 +163,9 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 		cfg:        cfg,
 		runDir:     runDir,
 		ConsulAddr: "127.0.0.1:" + strconv.Itoa(cfg.Ports.ConsulHTTP),
+		stopReaper: make(chan struct{}),
 	}
+	go reapOrphans(runDir, l.stopReaper)
 	if !cfg.ConsulOnly {
 		l.NomadAddr = "http://127.0.0.1:" + strconv.Itoa(cfg.Ports.NomadHTTP)
 	}
@@ -257,6 +264,10 @@ func (l *Lab) startNomad(ctx context.Context) error {
 	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 		return fmt.Errorf("failed to create plugin dir: %w", err)
 	}
+	dataDir, err := l.shortNomadDataDir()
+	if err != nil {
+		return err
+	}
 	override := fmt.Sprintf(`# Rendered by the lab for one run.
 data_dir   = %q
 plugin_dir = %q
@@ -268,7 +279,7 @@ ports {
 consul {
   address = "127.0.0.1:%d"
 }
-`, filepath.Join(l.runDir, "nomad"), pluginDir, p.NomadHTTP, p.NomadRPC, p.NomadSerf, p.ConsulHTTP)
+`, dataDir, pluginDir, p.NomadHTTP, p.NomadRPC, p.NomadSerf, p.ConsulHTTP)
 	overridePath := filepath.Join(l.runDir, "nomad-override.hcl")
 	if err := os.WriteFile(overridePath, []byte(override), 0o644); err != nil {
 		return fmt.Errorf("failed to write nomad override: %w", err)
@@ -288,6 +299,28 @@ consul {
 	l.nomadArgs = args
 	return l.launchNomad(ctx, "nomad")
 }
+
+// shortNomadDataDir creates the run's Nomad data dir at a short path in the
+// temp dir, linked from <run>/nomad. Each task's Task API socket is
+// <data_dir>/alloc/<alloc id>/<task>/secrets/api.sock, and Unix socket paths
+// are limited to 107 bytes, which a data dir under a checkout a few
+// directories deep exceeds: Nomad then runs tasks without the Task API. (The
+// data dir cannot itself be a symlink: Nomad's alloc filesystem API refuses
+// paths that resolve outside the alloc dir.)
+func (l *Lab) shortNomadDataDir() (string, error) {
+	dir, err := os.MkdirTemp("", "sl-")
+	if err != nil {
+		return "", fmt.Errorf("failed to create nomad data dir: %w", err)
+	}
+	l.dataDir = dir
+	if err := os.Symlink(dir, filepath.Join(l.runDir, "nomad")); err != nil {
+		return "", fmt.Errorf("failed to link nomad data dir: %w", err)
+	}
+	return dir, nil
+}
+
+// NomadDataDir is the run's Nomad data dir ("" before Nomad starts).
+func (l *Lab) NomadDataDir() string { return l.dataDir }
 
 // launchNomad starts the nomad agent with l.nomadArgs, logging to
 // <logName>.log, and waits until it has a leader and a ready client.
@@ -327,12 +360,18 @@ func (l *Lab) launchNomad(ctx context.Context, logName string) error {
 // removes the run directory. It is safe to call more than once.
 func (l *Lab) Stop() error {
 	l.stopOnce.Do(func() {
+		close(l.stopReaper)
 		_ = l.nomad.stop(20 * time.Second)
 		_ = l.consul.stop(10 * time.Second)
-		killOrphans(l.runDir)
-		unmountUnder(l.runDir)
-		if err := os.RemoveAll(l.runDir); err != nil {
-			l.stopErr = fmt.Errorf("failed to remove run dir: %w", err)
+		killOrphans(l.runDir, l.dataDir)
+		for _, dir := range []string{l.dataDir, l.runDir} {
+			if dir == "" {
+				continue
+			}
+			unmountUnder(dir)
+			if err := os.RemoveAll(dir); err != nil {
+				l.stopErr = errors.Join(l.stopErr, fmt.Errorf("failed to remove %s: %w", dir, err))
+			}
 		}
 	})
 	return l.stopErr

@@ -52,8 +52,10 @@ func startProcess(name, bin string, args []string, logDir string, extraLog io.Wr
 		f.Close()
 		return nil, fmt.Errorf("failed to start %s (%s): %w", name, bin, err)
 	}
+	agentPIDs.Store(p.cmd.Process.Pid, true)
 	go func() {
 		p.waitErr = p.cmd.Wait()
+		agentPIDs.Delete(p.cmd.Process.Pid)
 		f.Close()
 		close(p.done)
 	}()
@@ -173,10 +175,11 @@ func (t *tailBuffer) String() string {
 // process (a child subreaper, see becomeSubreaper) when the agent that forked
 // them exited: Nomad starts executors and logmon in sessions of their own and
 // leaves tasks running when it shuts down. A process belongs to the run when
-// its environment carries the run's marker or its working directory or
-// command line lies under the run directory. Orphans of orphans are reparented
+// its environment carries the run's marker, or its working directory or
+// command line lies under the run directory or one of the run's other
+// directories (Nomad's data dir). Orphans of orphans are reparented
 // only once their parent dies, so it sweeps until a pass finds nothing.
-func killOrphans(runDir string) {
+func killOrphans(runDir string, others ...string) {
 	self := os.Getpid()
 	marker := markerEnv + "=" + runDir
 	for range 50 {
@@ -187,7 +190,7 @@ func killOrphans(runDir string) {
 		}
 		for _, e := range entries {
 			pid, err := strconv.Atoi(e.Name())
-			if err != nil || parentOf(pid) != self || !belongsToRun(pid, runDir, marker) {
+			if err != nil || parentOf(pid) != self || !belongsToRun(pid, marker, append([]string{runDir}, others...)) {
 				continue
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
@@ -203,13 +206,17 @@ func killOrphans(runDir string) {
 	}
 }
 
-func belongsToRun(pid int, runDir, marker string) bool {
+func belongsToRun(pid int, marker string, dirs []string) bool {
 	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	if cwd, err := os.Readlink(filepath.Join(dir, "cwd")); err == nil && strings.HasPrefix(cwd, runDir) {
-		return true
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil && bytes.Contains(b, []byte(runDir)) {
-		return true
+	cwd, _ := os.Readlink(filepath.Join(dir, "cwd"))
+	cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if strings.HasPrefix(cwd, d) || bytes.Contains(cmdline, []byte(d)) {
+			return true
+		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "environ")); err == nil {
 		for _, kv := range bytes.Split(b, []byte{0}) {

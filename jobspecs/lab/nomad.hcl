@@ -56,3 +56,15 @@ plugin "schedulearn-gpu" {
     fingerprint_period = "5s"
   }
 }
+
+# The horovod task driver (docs/driver.md). The block is named after the
+# binary in plugin_dir. `make python-deps` installs horovodrun and torchrun
+# into .cache/venv; a relative bin_dirs entry is resolved against the agent's
+# working directory, the repository root under `make lab`. Discovery reaches
+# Consul and Nomad at their default addresses (as `make lab` runs them).
+plugin "nomad-driver-horovod" {
+  config {
+    bin_dirs    = [".cache/venv/bin"]
+    auth_secret = "schedulearn-lab-only-secret"
+  }
+}
