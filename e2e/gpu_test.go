@@ -23,7 +23,7 @@ import (
 
 // gpuLab starts a lab whose device plugin re-fingerprints every second and
 // reads its injected faults from the returned file.
-func gpuLab(t *testing.T) (*lab.Lab, *nomadapi.Client, string) {
+func gpuLab(t testing.TB) (*lab.Lab, *nomadapi.Client, string) {
 	t.Helper()
 	cfg := testlab.Config(t)
 	dir := t.TempDir()
@@ -295,7 +295,7 @@ func gpuGroup(t *testing.T, nomad *nomadapi.Client) *nomadapi.NodeDeviceResource
 }
 
 // waitGPUs waits until the node offers exactly n healthy GPUs.
-func waitGPUs(t *testing.T, nomad *nomadapi.Client, n int) {
+func waitGPUs(t testing.TB, nomad *nomadapi.Client, n int) {
 	t.Helper()
 	must.Wait(t, wait.InitialSuccess(wait.ErrorFunc(func() error {
 		nodes, _, err := nomad.Nodes().List(nil)

@@ -1,0 +1,65 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// TestMain lets the test binary serve as an external policy plugin that
+// crashes in Plan (SCHEDULEARN_TEST_POLICY=crash).
+func TestMain(m *testing.M) {
+	if os.Getenv("SCHEDULEARN_TEST_POLICY") == "crash" {
+		policy.Serve(crashing{})
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type crashing struct{}
+
+func (crashing) PluginInfo() policy.Info           { return policy.Info{Name: "crashy", Version: "0"} }
+func (crashing) SetConfig(map[string]string) error { return nil }
+func (crashing) Plan(context.Context, *policy.Snapshot) (*policy.Plan, error) {
+	os.Exit(3) // the plugin process dies mid-round
+	return nil, nil
+}
+
+// A plugin that crashes while planning does not stop scheduling: the round
+// is planned by the last good policy, and the failure is reported.
+func TestPolicyHost_CrashFallsBackToLastGood(t *testing.T) {
+	dir := t.TempDir()
+	self, err := os.Executable()
+	must.NoError(t, err)
+	script := fmt.Sprintf("#!/bin/sh\nSCHEDULEARN_TEST_POLICY=crash exec %q \"$@\"\n", self)
+	must.NoError(t, os.WriteFile(filepath.Join(dir, "crashy"), []byte(script), 0o755))
+
+	host, err := NewPolicyHost(dir, hclog.NewNullLogger(), "fifo", nil, 10*time.Second)
+	must.NoError(t, err)
+	t.Cleanup(host.Close)
+	snap := &policy.Snapshot{Now: time.Now(),
+		Nodes: []policy.Node{{ID: "n1", GPUs: 4}},
+		Jobs:  []policy.Job{{ID: "a", Submitted: time.Now(), GPUs: policy.GPURequest{Min: 2, Max: 2, PerWorker: 1}}}}
+
+	plan, err := host.Plan(context.Background(), snap)
+	must.NoError(t, err)
+	must.Eq(t, "fifo", plan.Policy)
+
+	_, err = host.Set("crashy", nil)
+	must.NoError(t, err)
+	plan, err = host.Plan(context.Background(), snap)
+	must.NotNil(t, plan, must.Sprint("no plan: scheduling stopped with the crashed plugin"))
+	must.Eq(t, "fifo", plan.Policy)
+	must.ErrorContains(t, err, "kept the last good policy fifo")
+	must.ErrorContains(t, host.LastError(), "crashy")
+	name, _ := host.Active()
+	must.Eq(t, "crashy", name, must.Sprint("the operator's choice stays active; it is retried next round"))
+}
