@@ -29,17 +29,8 @@ func (c *JobStopCommand) Run(args []string) int {
 	var asJSON bool
 	fs := c.flagSet(name)
 	fs.BoolVar(&asJSON, "json", false, "")
-	pos, ok := c.parse(fs, args, name)
+	pos, cl, ok := c.start(fs, args, name, "<job-id>")
 	if !ok {
-		return ExitUsage
-	}
-	if len(pos) != 1 {
-		c.usageError(name, "this command takes one argument: <job-id>")
-		return ExitUsage
-	}
-	cl, err := c.client()
-	if err != nil {
-		c.errorf("%v", err)
 		return ExitUsage
 	}
 	ctx := context.Background()

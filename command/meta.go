@@ -103,6 +103,34 @@ func (m *Meta) parse(fs *flag.FlagSet, args []string, cmd string) (pos []string,
 }
 
 // usageError prints a usage error the way Nomad does.
+// start parses a command's flags and arguments, checks that it got exactly
+// the arguments argNames names, and returns them with a client of the
+// planner. When ok is false the error is printed and the command exits
+// with ExitUsage.
+func (m *Meta) start(fs *flag.FlagSet, args []string, cmd string, argNames ...string) (pos []string, cl *client.Client, ok bool) {
+	pos, ok = m.parse(fs, args, cmd)
+	if !ok {
+		return nil, nil, false
+	}
+	if len(pos) != len(argNames) {
+		switch len(argNames) {
+		case 0:
+			m.usageError(cmd, "this command takes no arguments")
+		case 1:
+			m.usageError(cmd, "this command takes one argument: "+argNames[0])
+		default:
+			m.usageError(cmd, fmt.Sprintf("this command takes %d arguments: %s", len(argNames), strings.Join(argNames, " ")))
+		}
+		return nil, nil, false
+	}
+	cl, err := m.client()
+	if err != nil {
+		m.errorf("%v", err)
+		return nil, nil, false
+	}
+	return pos, cl, true
+}
+
 func (m *Meta) usageError(cmd, msg string) {
 	fmt.Fprintf(m.Err, "Error: %s\nFor additional help try 'schedulearn %s -help'\n", msg, cmd)
 }

@@ -36,17 +36,8 @@ func (c *NodeListCommand) Run(args []string) int {
 	fs := c.flagSet(name)
 	fs.BoolVar(&asJSON, "json", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
-	pos, ok := c.parse(fs, args, name)
+	_, cl, ok := c.start(fs, args, name)
 	if !ok {
-		return ExitUsage
-	}
-	if len(pos) > 0 {
-		c.usageError(name, "this command takes no arguments")
-		return ExitUsage
-	}
-	cl, err := c.client()
-	if err != nil {
-		c.errorf("%v", err)
 		return ExitUsage
 	}
 	nodes, err := cl.Nodes(context.Background())

@@ -30,17 +30,8 @@ func (c *PolicyListCommand) Run(args []string) int {
 	var asJSON bool
 	fs := c.flagSet(name)
 	fs.BoolVar(&asJSON, "json", false, "")
-	pos, ok := c.parse(fs, args, name)
+	_, cl, ok := c.start(fs, args, name)
 	if !ok {
-		return ExitUsage
-	}
-	if len(pos) > 0 {
-		c.usageError(name, "this command takes no arguments")
-		return ExitUsage
-	}
-	cl, err := c.client()
-	if err != nil {
-		c.errorf("%v", err)
 		return ExitUsage
 	}
 	ps, err := cl.Policies(context.Background())
@@ -92,17 +83,8 @@ func (c *PolicySetCommand) Run(args []string) int {
 	fs := c.flagSet(name)
 	fs.BoolVar(&asJSON, "json", false, "")
 	fs.Var(config, "config", "")
-	pos, ok := c.parse(fs, args, name)
+	pos, cl, ok := c.start(fs, args, name, "<name>")
 	if !ok {
-		return ExitUsage
-	}
-	if len(pos) != 1 {
-		c.usageError(name, "this command takes one argument: <name>")
-		return ExitUsage
-	}
-	cl, err := c.client()
-	if err != nil {
-		c.errorf("%v", err)
 		return ExitUsage
 	}
 	st, err := cl.SetPolicy(context.Background(), pos[0], config)
