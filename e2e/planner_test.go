@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -280,4 +282,47 @@ func activeIs(policyList, name string) bool {
 		}
 	}
 	return false
+}
+
+// SIGHUP reloads the config file: a changed policy block becomes active; a
+// broken file is refused with its diagnostics and the running config stays.
+func TestPlanner_SIGHUPReload(t *testing.T) {
+	l, _, _ := gpuLab(t)
+	dir := t.TempDir()
+	p := startPlanner(t, l, filepath.Join(dir, "data"), `
+policy {
+  name = "fifo"
+}
+`)
+	out, _ := p.cli("policy", "list")
+	must.True(t, activeIs(out, "fifo"), must.Sprint(out))
+
+	replacePolicy := func(block string) {
+		b, err := os.ReadFile(p.config)
+		must.NoError(t, err)
+		src := string(b)
+		i := strings.Index(src, "policy {")
+		must.Positive(t, i+1)
+		must.NoError(t, os.WriteFile(p.config, []byte(src[:i]+block), 0o644))
+		must.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	}
+
+	replacePolicy("policy {\n  name = \"elastic-fifo\"\n}\n")
+	waitUntil(t, 30*time.Second, func() error {
+		if out, _ := p.cli("policy", "list"); !activeIs(out, "elastic-fifo") {
+			return errorf("elastic-fifo not active yet:\n%s", out)
+		}
+		return nil
+	})
+
+	replacePolicy("policy {\n  name = \n}\n")
+	waitUntil(t, 30*time.Second, func() error {
+		b, _ := os.ReadFile(p.log)
+		if !strings.Contains(string(b), "planner.hcl:") || !strings.Contains(string(b), "config not reloaded") {
+			return errorf("no diagnostics for the broken reload yet")
+		}
+		return nil
+	})
+	out, _ = p.cli("policy", "list")
+	must.True(t, activeIs(out, "elastic-fifo"), must.Sprintf("a broken reload changed the policy:\n%s", out))
 }
