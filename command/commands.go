@@ -45,6 +45,7 @@ func Commands(m Meta) map[string]cli.CommandFactory {
 	cmds := map[string]cli.CommandFactory{
 		"lab":   func() (cli.Command, error) { return &LabCommand{Out: m.Out, Err: m.Err}, nil },
 		"agent": func() (cli.Command, error) { return &AgentCommand{Out: m.Out, Err: m.Err}, nil },
+		"sim":   func() (cli.Command, error) { return &SimCommand{Out: m.Out, Err: m.Err}, nil },
 
 		"job run":    func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
 		"job status": func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },

@@ -1,0 +1,309 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/sim"
+)
+
+// SimCommand replays traces on a simulated cluster with policies.
+type SimCommand struct {
+	Out, Err io.Writer
+}
+
+func (c *SimCommand) Synopsis() string {
+	return "Replay job traces on a simulated GPU cluster with scheduling policies"
+}
+
+func (c *SimCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: schedulearn sim -trace <file> [options]
+
+  Replays a job trace on a simulated cluster of nodes x GPUs with one or more
+  scheduling policies (the same code the planner runs), and reports average,
+  median and p99 JCT, makespan, queueing delay, GPU utilisation, restarts per
+  job and the lower bounds beside them. Philly traces replay rigid jobs with
+  their recorded durations; Pollux workloads replay each job with the goodput
+  model of its application (apps/<app>/: measured step and sync times per
+  placement, statistical efficiency from the gradient noise scale).
+
+  Prints a Markdown table; with -out also writes results.json, results.md and
+  SVG plots (JCT CDF, GPUs held over time, a Gantt chart per policy).
+
+Options:
+
+  -trace=<file>          A trace; repeat for several (each gets a subfolder).
+  -format=philly|pollux  The traces' format (default: from the header).
+  -apps=<dir>            Pollux applications (default: <trace dir>/../apps).
+  -nodes=16              Nodes.
+  -gpus-per-node=4       GPUs per node.
+  -policy=<names>        Policies, comma-separated or repeated; "all" for
+                         every builtin (default: all).
+  -policy-config=<p>:<key>=<value>
+                         A policy setting; repeatable.
+  -plugin-dir=<dir>      Where external policy plugins are.
+  -round=60s             Time between scheduling rounds.
+  -event-rounds          Also plan at every arrival and completion.
+  -restart-delay=30s     What a start, restart or (with a restart launcher) a
+                         rescale costs a job: it holds its GPUs, no progress.
+  -inplace-delay=5s      What an in-place grow or shrink costs (-launcher
+                         inplace).
+  -launcher=restart      restart (checkpoint-restart, as Pollux) or inplace
+                         (Horovod elastic, as Schedulearn's driver).
+  -jobs=auto             How Pollux jobs ask for GPUs: rigid (their
+                         num_replicas), elastic (1..what their batch can use),
+                         or auto (elastic under elastic-fifo and goodput).
+  -batch=auto            Pollux jobs' batch size: fixed (as requested),
+                         scaled (with the replicas), adaptive (best goodput),
+                         or auto (fixed if rigid, adaptive if elastic).
+  -limit=<n>             Replay only the first n jobs of each trace.
+  -gantt=true            Record per-GPU holders for the Gantt charts.
+  -skip-quiet-rounds=true
+                         Skip rounds in which nothing happened since a round
+                         that changed nothing, for the policies that plan
+                         from the jobs alone (fifo, round-robin, goodput,
+                         elastic-fifo without resize_cooldown): same result,
+                         faster.
+  -out=<dir>             Write results.json, results.md and plots there.
+  -progress              Show a progress bar on stderr even when it is not a
+                         terminal.
+`)
+}
+
+// listFlag is a repeatable flag whose values may be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// repeatFlag is a repeatable flag taken whole.
+type repeatFlag []string
+
+func (l *repeatFlag) String() string     { return strings.Join(*l, " ") }
+func (l *repeatFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func (c *SimCommand) Run(args []string) int {
+	cfg := sim.DefaultConfig()
+	var traces, policyConfig repeatFlag
+	var policies listFlag
+	var format, apps, pluginDir, jobs, batch, launcher, out string
+	var limit int
+	var progress, skipQuiet bool
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(c.Err)
+	fs.Usage = func() { fmt.Fprintln(c.Err, c.Help()) }
+	fs.Var(&traces, "trace", "")
+	fs.StringVar(&format, "format", "", "")
+	fs.StringVar(&apps, "apps", "", "")
+	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "")
+	fs.IntVar(&cfg.GPUsPerNode, "gpus-per-node", cfg.GPUsPerNode, "")
+	fs.Var(&policies, "policy", "")
+	fs.Var(&policyConfig, "policy-config", "")
+	fs.StringVar(&pluginDir, "plugin-dir", "", "")
+	fs.DurationVar(&cfg.Round, "round", cfg.Round, "")
+	fs.BoolVar(&cfg.EventRounds, "event-rounds", false, "")
+	fs.DurationVar(&cfg.RestartDelay, "restart-delay", cfg.RestartDelay, "")
+	fs.DurationVar(&cfg.InPlaceDelay, "inplace-delay", cfg.InPlaceDelay, "")
+	fs.StringVar(&launcher, "launcher", string(sim.LauncherRestart), "")
+	fs.StringVar(&jobs, "jobs", string(sim.JobsAuto), "")
+	fs.StringVar(&batch, "batch", string(sim.BatchAuto), "")
+	fs.IntVar(&limit, "limit", 0, "")
+	fs.BoolVar(&cfg.Gantt, "gantt", true, "")
+	fs.BoolVar(&skipQuiet, "skip-quiet-rounds", true, "")
+	fs.StringVar(&out, "out", "", "")
+	fs.BoolVar(&progress, "progress", false, "")
+	if err := fs.Parse(args); err != nil {
+		return 1
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(c.Err, "Error: %v\n", err)
+		return 1
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("unexpected arguments %q (options go before them, e.g. -trace=<file>)", fs.Args()))
+	}
+	if len(traces) == 0 {
+		return fail(errors.New("no -trace given"))
+	}
+	cfg.Launcher = sim.Launcher(launcher)
+	if err := cfg.Validate(); err != nil {
+		return fail(err)
+	}
+	e := &sim.Experiment{Config: cfg, Registry: policy.NewRegistry(pluginDir, nil), Command: commandLine(args),
+		SkipQuietRounds: skipQuiet}
+	var err error
+	if e.Jobs, err = sim.ParseJobsMode(jobs); err != nil {
+		return fail(err)
+	}
+	if e.Batch, err = sim.ParseBatchMode(batch); err != nil {
+		return fail(err)
+	}
+	if e.Policies, err = resolvePolicies(e.Registry, policies); err != nil {
+		return fail(err)
+	}
+	if e.PolicyConfig, err = parsePolicyConfig(policyConfig); err != nil {
+		return fail(err)
+	}
+	if format != "" && format != string(sim.FormatPhilly) && format != string(sim.FormatPollux) {
+		return fail(fmt.Errorf("-format %q is not philly or pollux", format))
+	}
+	for _, path := range traces {
+		t, err := sim.LoadTrace(path, sim.Format(format), apps)
+		if err != nil {
+			return fail(err)
+		}
+		if limit > 0 && len(t.Jobs) > limit {
+			t.Jobs = t.Jobs[:limit]
+		}
+		e.Traces = append(e.Traces, t)
+	}
+	if progress || isTerminal(c.Err) {
+		e.Progress = newProgressBar(c.Err).run
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := e.Run(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	if err := rep.WriteMarkdown(c.Out, false); err != nil {
+		return fail(err)
+	}
+	if out != "" {
+		if err := rep.WriteFiles(out); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(c.Err, "==> Wrote %s/results.md, results.json and the plots\n", out)
+	}
+	return 0
+}
+
+// resolvePolicies expands "all" into the builtins and checks the names.
+func resolvePolicies(reg *policy.Registry, names []string) ([]string, error) {
+	if len(names) == 0 {
+		names = []string{"all"}
+	}
+	var out []string
+	for _, n := range names {
+		if n == "all" {
+			for _, b := range []string{policy.FIFOName, policy.ElasticFIFOName, policy.RoundRobinName,
+				policy.TiresiasName, policy.GoodputName} {
+				if !slices.Contains(out, b) {
+					out = append(out, b)
+				}
+			}
+			for b := range policy.Builtins() {
+				if !slices.Contains(out, b) {
+					out = append(out, b)
+				}
+			}
+			continue
+		}
+		known, err := reg.Names()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("policy %q is not a builtin or plugin (%s)", n, strings.Join(known, ", "))
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// parsePolicyConfig parses -policy-config values, <policy>:<key>=<value>.
+func parsePolicyConfig(vals []string) (map[string]map[string]string, error) {
+	out := make(map[string]map[string]string)
+	for _, v := range vals {
+		name, kv, ok := strings.Cut(v, ":")
+		k, val, ok2 := strings.Cut(kv, "=")
+		if !ok || !ok2 || name == "" || k == "" {
+			return nil, fmt.Errorf("-policy-config %q is not <policy>:<key>=<value>", v)
+		}
+		if out[name] == nil {
+			out[name] = make(map[string]string)
+		}
+		out[name][k] = val
+	}
+	return out, nil
+}
+
+// commandLine is the command as a user would type it.
+func commandLine(args []string) string {
+	q := make([]string, 0, len(args)+2)
+	q = append(q, "schedulearn", "sim")
+	for _, a := range args {
+		if strings.ContainsAny(a, " \t'\"$") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q = append(q, a)
+	}
+	return strings.Join(q, " ")
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws one line per run on w, redrawn at most 5 times a
+// second.
+type progressBar struct {
+	w    io.Writer
+	mu   sync.Mutex
+	last time.Time
+}
+
+func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w} }
+
+func (p *progressBar) run(trace, name string) func(finished, total int, now float64) {
+	start := time.Now()
+	return func(finished, total int, now float64) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		done := finished == total
+		if !done && time.Since(p.last) < 200*time.Millisecond {
+			return
+		}
+		p.last = time.Now()
+		const width = 30
+		frac := 1.0
+		if total > 0 {
+			frac = float64(finished) / float64(total)
+		}
+		n := int(frac * width)
+		fmt.Fprintf(p.w, "\r%-12s %-14s [%s%s] %3.0f%% %d/%d jobs, sim %.1f h, %.0f s",
+			trace, name, strings.Repeat("#", n), strings.Repeat("-", width-n), 100*frac, finished, total,
+			now/3600, time.Since(start).Seconds())
+		if done {
+			fmt.Fprintln(p.w)
+		}
+	}
+}

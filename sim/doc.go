@@ -1,0 +1,69 @@
+// Package sim is a discrete-event simulator of a GPU cluster that drives
+// the project's scheduling policies (policy.Policy: the builtins in
+// process, an external plugin through policy.Registry) on job traces, and
+// reports how the jobs fared.
+//
+// # The event loop
+//
+// The cluster is Nodes x GPUsPerNode GPUs. Time advances from event to
+// event: a job's arrival, a job reaching the end of its work or of an epoch
+// (where its rate changes), and the scheduling rounds every Round (60 s),
+// on a grid from second 0; with EventRounds every arrival and completion
+// also runs a round. Arrivals and completions happen at their exact times,
+// so a job that arrives between rounds waits for the next one, as in the
+// Pollux simulator. A round builds a policy.Snapshot (the nodes, every
+// arrived unfinished job with its allocation, LastResized,
+// AttainedGPUSeconds and Speedup), asks the policy for a plan, and carries
+// out plan.Diff: a job whose allocation changes pauses (holds its GPUs, makes
+// no progress) for RestartDelay, or InPlaceDelay for a grow or shrink with
+// LauncherInPlace. The first start is charged too for goodput jobs (Pollux's
+// simulator charges every allocation) but not for rigid ones (a trace's
+// duration includes the start-up). Jobs progress at a rate that is constant
+// between events, so the loop is exact, and a run costs O(events log jobs)
+// plus the rounds. A round of a time-invariant policy in which nothing has
+// happened can be skipped (Config.SkipQuietRounds) without changing the run.
+//
+// # Job models
+//
+// Rigid (Philly): a job runs for its recorded duration on its recorded GPU
+// count (workers of the largest divisor of the count that fits a node).
+//
+// Goodput (Pollux workloads, the model of the Pollux paper's simulator): a
+// job of application A is done when its progress reaches the end of A's
+// validation curves (the least progress over the batch sizes at the last
+// epoch of the shortest curve). Its progress per second on a placement is
+// goodput = efficiency / iteration time, where
+//   - the iteration time comes from the placement's measured step and sync
+//     times (placements.csv, up to a rotation of the per-node counts,
+//     interpolated over the per-GPU batch; other placements interpolated
+//     over local batch, replicas and nodes between the measured shapes of
+//     placements.csv and scalability.csv), with gradient accumulation when
+//     the per-GPU batch exceeds the GPU's limit: step + (step - sync) x
+//     accumulation steps;
+//   - the efficiency is the statistical efficiency of total batch m in the
+//     current epoch from the gradient noise scale phi = grad_var/grad_sqr of
+//     the validation curves (interpolated between batch sizes):
+//     (phi + 1) / (phi/s + 1) with s = m/m0 and m0 the smallest validated
+//     batch, i.e. s x E(m) with Pollux's E(m) = (phi_m0 + m0)/(phi_m0 + m);
+//     progress is counted in iterations at m0.
+//
+// The total batch follows BatchMode: fixed (the requested batch, as Pollux's
+// simulator runs its baselines), scaled (the requested per-GPU batch), or
+// adaptive (the goodput-optimal batch per allocation and epoch, from 50
+// geometric samples, with the true model as an oracle: Pollux fits its
+// model online). Under JobsAuto a goodput job is rigid (its num_replicas,
+// fixed batch) for policies that do not resize, and elastic (1 up to
+// MaxBatch/MinLocal GPUs, adaptive batch) for elastic-fifo and goodput, as
+// the Pollux paper compares Pollux with Tiresias. The simulator fills
+// policy.Job.Speedup from the same model (packed placements).
+//
+// # Results
+//
+// Per run: average, median and p99 JCT, makespan, queueing delay (to the
+// first start), GPU utilisation (GPU-seconds held over GPUs x makespan) and
+// its time series, restarts (re-allocations after the first start) per job,
+// preemptions, the policy's time per round, the run's wall time, and the
+// lower bounds of traces/README.md. Report writes them as JSON and
+// Markdown, and plots as hand-written SVG (JCT CDF, GPUs held over time, a
+// Gantt chart per GPU).
+package sim

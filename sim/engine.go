@@ -1,0 +1,472 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// Launcher is how a job's GPU count changes while it runs.
+type Launcher string
+
+const (
+	// LauncherRestart stops and restarts the job from a checkpoint on every
+	// change (AdaptDL, Pollux's simulator): RestartDelay each time.
+	LauncherRestart Launcher = "restart"
+	// LauncherInPlace grows and shrinks the running job without a restart
+	// (Horovod elastic, Schedulearn's driver): InPlaceDelay per grow or
+	// shrink; starts, resumes and moves still cost RestartDelay.
+	LauncherInPlace Launcher = "inplace"
+)
+
+// Config is the simulated cluster and its costs.
+type Config struct {
+	Nodes, GPUsPerNode int
+	// Round is the time between scheduling rounds (60 s by default).
+	Round time.Duration
+	// EventRounds adds a round at every arrival and completion; without it
+	// (the default, as Pollux's simulator) jobs arrive and complete at their
+	// exact times but wait for the next timed round.
+	EventRounds bool
+	// RestartDelay is what a (re)start costs a job: it holds its GPUs and
+	// makes no progress. InPlaceDelay is the same for an in-place rescale.
+	RestartDelay, InPlaceDelay time.Duration
+	Launcher                   Launcher
+	// Gantt records every GPU's holders over time (for the Gantt chart).
+	Gantt bool
+	// SkipQuietRounds skips a timed round when nothing has happened since
+	// the last one (no arrival, completion or change of a job's rate or
+	// speedup) and that round changed nothing. It is only correct for
+	// policies whose plan does not depend on the time or attained service
+	// (see TimeInvariant); the run is then the same, only faster.
+	// Simultaneous events still run a round each.
+	SkipQuietRounds bool
+	// Progress, if set, is called now and then with the jobs finished so far.
+	Progress func(finished, total int, now float64)
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Nodes < 1 || c.GPUsPerNode < 1 {
+		errs = append(errs, fmt.Errorf("the cluster must have nodes (%d) and GPUs per node (%d)", c.Nodes, c.GPUsPerNode))
+	}
+	if c.Round <= 0 {
+		errs = append(errs, fmt.Errorf("round %s is not positive", c.Round))
+	}
+	if c.RestartDelay < 0 || c.InPlaceDelay < 0 {
+		errs = append(errs, errors.New("delays must not be negative"))
+	}
+	if c.Launcher != LauncherRestart && c.Launcher != LauncherInPlace {
+		errs = append(errs, fmt.Errorf("launcher %q is not restart or inplace", c.Launcher))
+	}
+	return errors.Join(errs...)
+}
+
+// TimeInvariant reports whether builtin policy name, configured with
+// config, plans from the jobs and their allocations alone (not the time,
+// nor attained service), so that Config.SkipQuietRounds is correct for it:
+// fifo, round-robin, goodput, and elastic-fifo without a resize_cooldown.
+func TimeInvariant(name string, config map[string]string) bool {
+	switch name {
+	case policy.FIFOName, policy.RoundRobinName, policy.GoodputName:
+		return true
+	case policy.ElasticFIFOName:
+		d, err := time.ParseDuration(config["resize_cooldown"])
+		return config["resize_cooldown"] == "" || (err == nil && d == 0)
+	}
+	return false
+}
+
+// DefaultConfig is the Pollux simulator's setting: 16 nodes x 4 GPUs,
+// 60 s rounds, a 30 s restart on every re-allocation.
+func DefaultConfig() Config {
+	return Config{Nodes: 16, GPUsPerNode: 4, Round: time.Minute, RestartDelay: 30 * time.Second,
+		InPlaceDelay: 5 * time.Second, Launcher: LauncherRestart, Gantt: true}
+}
+
+// simJob is one job's state in a run.
+type simJob struct {
+	spec *JobSpec
+	idx  int32
+	pj   policy.Job // as the policy sees it
+
+	placement []int // GPUs per node, node order, zeros dropped
+	gpus      int
+	work      float64
+	done      float64 // progress at time t
+	t         float64 // when done and attained were last brought up to date
+	rate      float64 // progress per second once pauseUntil is past
+	until     float64 // progress up to which rate holds
+	pause     float64 // end of the current (re)start delay
+	attained  float64 // GPU-seconds held
+	speedTo   float64 // progress up to which pj.Speedup holds
+	seq       uint64  // version of the job's pending event
+
+	arrived, started, finished bool
+	firstStart, end            float64
+	restarts, preemptions      int
+}
+
+// event is a job reaching a point where its rate changes or it is done.
+type event struct {
+	t   float64
+	job int32
+	seq uint64
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].job < h[j].job
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// simulator is one run.
+type simulator struct {
+	cfg    Config
+	policy policy.Policy
+	start  time.Time
+	round  float64
+
+	nodes   []policy.Node
+	nodeIdx map[string]int
+	jobs    []*simJob // submission order
+	byID    map[string]*simJob
+	active  []*simJob // arrived, not finished
+	events  eventHeap
+	snap    policy.Snapshot
+
+	now      float64
+	busy     int
+	finished int
+	util     []UtilPoint
+	planMs   []float64
+	rounds   int
+	skipped  int
+	dirty    bool // something happened since the last round
+
+	owner    [][]int32 // per node, per GPU: the job holding it, or -1
+	since    [][]float64
+	segments []Segment
+}
+
+// Run simulates specs (in submission order, as Trace.Specs returns them) on
+// the cluster of cfg, scheduled by p, and returns the measurements. start is
+// the wall-clock time of second 0, which the policy sees as Snapshot.Now.
+func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p policy.Policy) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("failed to simulate: %w", err)
+	}
+	wall := time.Now()
+	s := &simulator{cfg: cfg, policy: p, start: start, round: cfg.Round.Seconds(),
+		nodeIdx: make(map[string]int, cfg.Nodes), byID: make(map[string]*simJob, len(specs))}
+	width := len(fmt.Sprint(cfg.Nodes - 1))
+	for i := range cfg.Nodes {
+		id := fmt.Sprintf("node-%0*d", width, i)
+		s.nodes = append(s.nodes, policy.Node{ID: id, Name: id, GPUs: cfg.GPUsPerNode})
+		s.nodeIdx[id] = i
+	}
+	if cfg.Gantt {
+		s.owner = make([][]int32, cfg.Nodes)
+		s.since = make([][]float64, cfg.Nodes)
+		for i := range s.owner {
+			s.owner[i] = slices.Repeat([]int32{-1}, cfg.GPUsPerNode)
+			s.since[i] = make([]float64, cfg.GPUsPerNode)
+		}
+	}
+	for i := range specs {
+		sp := &specs[i]
+		if _, dup := s.byID[sp.ID]; dup {
+			return nil, fmt.Errorf("failed to simulate: job ID %s is not unique", sp.ID)
+		}
+		if i > 0 && sp.Submit < specs[i-1].Submit {
+			return nil, fmt.Errorf("failed to simulate: jobs are not in submission order at %s", sp.ID)
+		}
+		j := &simJob{spec: sp, idx: int32(i), work: sp.Model.Work(), pj: policy.Job{
+			ID: sp.ID, Name: sp.Kind, Submitted: s.at(sp.Submit), State: policy.Queued, GPUs: sp.GPUs}}
+		s.jobs = append(s.jobs, j)
+		s.byID[sp.ID] = j
+	}
+	s.snap.Nodes = s.nodes
+	if err := s.loop(ctx); err != nil {
+		return nil, err
+	}
+	return s.result(time.Since(wall)), nil
+}
+
+// at is the wall-clock time of simulated second sec.
+func (s *simulator) at(sec float64) time.Time {
+	return s.start.Add(time.Duration(math.Round(sec * 1e9)))
+}
+
+func (s *simulator) loop(ctx context.Context) error {
+	next := 0 // the next job to arrive
+	nextRound := 0.0
+	if len(s.jobs) > 0 {
+		nextRound = math.Ceil(s.jobs[0].spec.Submit/s.round) * s.round
+	}
+	for iter := 0; s.finished < len(s.jobs); iter++ {
+		if iter%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("failed to simulate: %w", err)
+			}
+		}
+		t := nextRound
+		if len(s.events) > 0 {
+			t = min(t, s.events[0].t)
+		}
+		if next < len(s.jobs) {
+			t = min(t, s.jobs[next].spec.Submit)
+		}
+		s.now = t
+		changed := false
+		for len(s.events) > 0 && s.events[0].t <= t {
+			ev := heap.Pop(&s.events).(event)
+			j := s.jobs[ev.job]
+			if ev.seq != j.seq || j.finished {
+				continue
+			}
+			s.reach(j)
+			s.dirty = true
+			changed = changed || j.finished
+		}
+		for next < len(s.jobs) && s.jobs[next].spec.Submit <= t {
+			j := s.jobs[next]
+			j.arrived, j.t = true, j.spec.Submit
+			s.active = append(s.active, j)
+			next++
+			changed, s.dirty = true, true
+		}
+		if t >= nextRound || (changed && s.cfg.EventRounds) {
+			if s.cfg.SkipQuietRounds && !s.dirty {
+				s.skipped++
+			} else if err := s.schedule(ctx); err != nil {
+				return err
+			}
+			if t >= nextRound {
+				nextRound += s.round
+			}
+			if len(s.active) == 0 && next < len(s.jobs) {
+				// Idle: the next round is the first after the next arrival.
+				nextRound = max(nextRound, math.Ceil(s.jobs[next].spec.Submit/s.round)*s.round)
+			}
+			if s.busy == 0 && len(s.active) > 0 && next == len(s.jobs) && len(s.events) == 0 {
+				return s.stalled()
+			}
+			if s.cfg.Progress != nil && (s.rounds+s.skipped)%64 == 0 {
+				s.cfg.Progress(s.finished, len(s.jobs), s.now)
+			}
+		}
+	}
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(s.finished, len(s.jobs), s.now)
+	}
+	return nil
+}
+
+// stalled is the error of a run in which queued jobs can never start.
+func (s *simulator) stalled() error {
+	var ids []string
+	for _, j := range s.active {
+		if len(ids) == 10 {
+			ids = append(ids, "…")
+			break
+		}
+		ids = append(ids, fmt.Sprintf("%s (%d-%d GPUs)", j.spec.ID, j.spec.GPUs.Min, j.spec.GPUs.Max))
+	}
+	return fmt.Errorf("failed to simulate: stalled at %.0f s: %d job(s) queued, none running, none to come, and policy %s starts none: %s",
+		s.now, len(s.active), s.policy.PluginInfo().Name, strings.Join(ids, ", "))
+}
+
+// advance brings job j's progress and attained service up to now.
+func (s *simulator) advance(j *simJob) {
+	if dt := s.now - j.t; dt > 0 && j.gpus > 0 {
+		j.attained += float64(j.gpus) * dt
+		if from := max(j.t, j.pause); s.now > from {
+			j.done += j.rate * (s.now - from)
+		}
+	}
+	j.t = s.now
+}
+
+// reach handles job j's event: it has reached the end of its rate (an epoch
+// boundary) or of its work.
+func (s *simulator) reach(j *simJob) {
+	s.advance(j)
+	j.done = min(j.until, j.work) // the event is exactly there
+	if j.done >= j.work {
+		s.complete(j)
+		return
+	}
+	j.rate, j.until = j.spec.Model.Rate(j.placement, j.done)
+	s.plan(j)
+}
+
+// plan pushes job j's next event.
+func (s *simulator) plan(j *simJob) {
+	j.seq++
+	if j.gpus == 0 || j.rate <= 0 {
+		return
+	}
+	target := min(j.until, j.work)
+	t := max(s.now, j.pause) + max(target-j.done, 0)/j.rate
+	heap.Push(&s.events, event{t: t, job: j.idx, seq: j.seq})
+}
+
+func (s *simulator) complete(j *simJob) {
+	j.finished, j.end = true, s.now
+	s.finished++
+	s.setAllocation(j, nil)
+	j.seq++
+}
+
+// schedule runs one round: the policy plans on a snapshot, and the plan is
+// carried out.
+func (s *simulator) schedule(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("failed to simulate: %w", err)
+	}
+	s.active = slices.DeleteFunc(s.active, func(j *simJob) bool { return j.finished })
+	s.dirty = false
+	if len(s.active) == 0 {
+		return nil
+	}
+	s.rounds++
+	now := s.at(s.now)
+	s.snap.Now = now
+	s.snap.Jobs = s.snap.Jobs[:0]
+	for _, j := range s.active {
+		s.advance(j)
+		j.pj.AttainedGPUSeconds = j.attained
+		if j.pj.Speedup == nil || j.done >= j.speedTo {
+			// Tables change at epoch boundaries, which are events.
+			j.pj.Speedup, j.speedTo = j.spec.Model.Speedup(j.done, j.spec.GPUs.Max, s.cfg.GPUsPerNode)
+		}
+		s.snap.Jobs = append(s.snap.Jobs, j.pj)
+	}
+	t0 := time.Now()
+	plan, err := s.policy.Plan(ctx, &s.snap)
+	s.planMs = append(s.planMs, float64(time.Since(t0))/float64(time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("failed to simulate: round at %.0f s: %w", s.now, err)
+	}
+	for _, ch := range plan.Diff(&s.snap).All() {
+		s.change(s.byID[ch.Job], ch, now)
+		s.dirty = true
+	}
+	return nil
+}
+
+// change carries out one job's change of allocation.
+func (s *simulator) change(j *simJob, ch policy.Change, now time.Time) {
+	restart, inplace := s.cfg.RestartDelay.Seconds(), s.cfg.InPlaceDelay.Seconds()
+	delay := restart
+	switch ch.Kind {
+	case policy.Start:
+		if !j.started {
+			j.started, j.firstStart = true, s.now
+			if !j.spec.ChargeStart {
+				delay = 0
+			}
+		} else {
+			j.restarts++
+		}
+	case policy.Stop:
+		j.preemptions++
+	case policy.Grow, policy.Shrink:
+		j.restarts++
+		if s.cfg.Launcher == LauncherInPlace {
+			delay = inplace
+		}
+	case policy.Move:
+		j.restarts++
+	}
+	s.setAllocation(j, ch.To)
+	j.pj.LastResized = now
+	if j.gpus > 0 {
+		j.pause = s.now + delay
+		j.rate, j.until = j.spec.Model.Rate(j.placement, j.done)
+	}
+	s.plan(j)
+}
+
+// setAllocation gives job j allocation a (nil: none), keeping the GPU
+// count, the placement, the utilisation and the Gantt chart up to date.
+func (s *simulator) setAllocation(j *simJob, a policy.Allocation) {
+	s.advance(j)
+	counts := make([]int, len(s.nodes))
+	for id, g := range a {
+		counts[s.nodeIdx[id]] = g
+	}
+	if s.cfg.Gantt {
+		old := make([]int, len(s.nodes))
+		for id, g := range j.pj.Allocation {
+			old[s.nodeIdx[id]] = g
+		}
+		for n := range s.nodes {
+			if d := counts[n] - old[n]; d != 0 {
+				s.gantt(j, n, d)
+			}
+		}
+	}
+	j.placement = j.placement[:0]
+	total := 0
+	for _, g := range counts {
+		if g > 0 {
+			j.placement = append(j.placement, g)
+			total += g
+		}
+	}
+	s.busy += total - j.gpus
+	j.gpus = total
+	j.pj.Allocation = a.Clone()
+	j.pj.State = policy.Queued
+	if total > 0 {
+		j.pj.State = policy.Running
+	}
+	if n := len(s.util); n > 0 && s.util[n-1].T == s.now {
+		s.util[n-1].Busy = s.busy
+	} else {
+		s.util = append(s.util, UtilPoint{T: s.now, Busy: s.busy})
+	}
+}
+
+// gantt moves d GPUs of node n to (d > 0) or from (d < 0) job j: it takes
+// the lowest free GPUs and gives back its highest.
+func (s *simulator) gantt(j *simJob, n, d int) {
+	own, since := s.owner[n], s.since[n]
+	for g := 0; g < len(own) && d > 0; g++ {
+		if own[g] == -1 {
+			own[g], since[g] = j.idx, s.now
+			d--
+		}
+	}
+	for g := len(own) - 1; g >= 0 && d < 0; g-- {
+		if own[g] == j.idx {
+			if s.now > since[g] {
+				s.segments = append(s.segments, Segment{GPU: int32(n*s.cfg.GPUsPerNode + g), Job: j.idx, Start: since[g], End: s.now})
+			}
+			own[g] = -1
+			d++
+		}
+	}
+}

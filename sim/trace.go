@@ -1,0 +1,380 @@
+package sim
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// Format is a trace format.
+type Format string
+
+const (
+	// FormatPhilly is the processed Philly trace:
+	// timestamp,duration,num_gpus,gpu_time,cluster. Jobs are rigid.
+	FormatPhilly Format = "philly"
+	// FormatPollux is a Pollux simulator workload:
+	// name,time,application,num_replicas,batch_size. Jobs follow the
+	// goodput model of their application (apps/<application>/).
+	FormatPollux Format = "pollux"
+)
+
+// Trace is a parsed trace: its jobs in submission order, times in seconds
+// from the trace's start.
+type Trace struct {
+	// Name is the file's base name without extension.
+	Name   string
+	Path   string
+	Format Format
+	// Start is the wall-clock time of second 0 (Philly: the first
+	// submission; Pollux: a fixed date).
+	Start time.Time
+	Jobs  []TraceJob
+}
+
+// TraceJob is one job of a trace, as recorded.
+type TraceJob struct {
+	ID string
+	// Line is the job's line in the trace file (1-based, the header is 1).
+	Line   int
+	Submit float64
+	// Rigid jobs (Philly): the recorded run time and GPU count.
+	Duration float64
+	GPUs     int
+	// Goodput jobs (Pollux): the application and what the user asked for.
+	App      *App
+	Replicas int
+	Batch    float64
+}
+
+// ParseError is a malformed trace line.
+type ParseError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *ParseError) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %v", e.Path, e.Err)
+	}
+	return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// LoadTrace reads a trace file. format "" detects it from the header.
+// appsDir is where a Pollux workload's applications are ("" for
+// <trace dir>/../apps).
+func LoadTrace(path string, format Format, appsDir string) (*Trace, error) {
+	if format == "" {
+		var err error
+		if format, err = detect(path); err != nil {
+			return nil, err
+		}
+	}
+	switch format {
+	case FormatPhilly:
+		return loadPhilly(path)
+	case FormatPollux:
+		if appsDir == "" {
+			appsDir = filepath.Join(filepath.Dir(path), "..", "apps")
+		}
+		apps, err := LoadApps(appsDir)
+		if err != nil {
+			return nil, err
+		}
+		return loadPollux(path, apps)
+	}
+	return nil, fmt.Errorf("failed to load trace %s: format %q is not philly or pollux", path, format)
+}
+
+var (
+	phillyHeader = []string{"timestamp", "duration", "num_gpus", "gpu_time", "cluster"}
+	polluxHeader = []string{"name", "time", "application", "num_replicas", "batch_size"}
+)
+
+func detect(path string) (Format, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("failed to load trace: %w", err)
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("failed to load trace: %w", err)
+	}
+	got := splitCSV(line)
+	switch {
+	case slices.Equal(got, phillyHeader):
+		return FormatPhilly, nil
+	case slices.Equal(got, polluxHeader):
+		return FormatPollux, nil
+	}
+	return "", &ParseError{Path: path, Line: 1, Err: fmt.Errorf("header %q is neither philly (%s) nor pollux (%s); pass -format",
+		strings.TrimSpace(line), strings.Join(phillyHeader, ","), strings.Join(polluxHeader, ","))}
+}
+
+// phillyTime is the Philly trace's timestamp layout.
+const phillyTime = "2006-01-02 15:04:05"
+
+func loadPhilly(path string) (*Trace, error) {
+	t := &Trace{Name: traceName(path), Path: path, Format: FormatPhilly}
+	var at []time.Time
+	err := readCSV(path, phillyHeader, func(line int, f []string) error {
+		ts, err := time.Parse(phillyTime, f[0])
+		if err != nil {
+			return fmt.Errorf("timestamp %q is not %q", f[0], phillyTime)
+		}
+		d, err := strconv.ParseFloat(f[1], 64)
+		if err != nil || d < 0 || d != d {
+			return fmt.Errorf("duration %q is not a non-negative number of seconds", f[1])
+		}
+		g, err := strconv.Atoi(f[2])
+		if err != nil || g < 1 {
+			return fmt.Errorf("num_gpus %q is not a positive integer", f[2])
+		}
+		if _, err := strconv.ParseFloat(f[3], 64); err != nil {
+			return fmt.Errorf("gpu_time %q is not a number", f[3])
+		}
+		at = append(at, ts)
+		t.Jobs = append(t.Jobs, TraceJob{Line: line, Duration: d, GPUs: g})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Jobs) == 0 {
+		return nil, &ParseError{Path: path, Err: errors.New("no jobs")}
+	}
+	t.Start = slices.MinFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	for i := range t.Jobs {
+		t.Jobs[i].Submit = at[i].Sub(t.Start).Seconds()
+	}
+	return t, t.finish()
+}
+
+func loadPollux(path string, apps map[string]*App) (*Trace, error) {
+	t := &Trace{Name: traceName(path), Path: path, Format: FormatPollux,
+		Start: time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)}
+	seen := make(map[string]bool)
+	err := readCSV(path, polluxHeader, func(line int, f []string) error {
+		if f[0] == "" || seen[f[0]] {
+			return fmt.Errorf("name %q is empty or not unique", f[0])
+		}
+		seen[f[0]] = true
+		sec, err := strconv.ParseFloat(f[1], 64)
+		if err != nil || sec < 0 {
+			return fmt.Errorf("time %q is not a non-negative number of seconds", f[1])
+		}
+		app, ok := apps[f[2]]
+		if !ok {
+			return fmt.Errorf("application %q is not one of %s", f[2], strings.Join(sortedKeys(apps), ", "))
+		}
+		r, err := strconv.Atoi(f[3])
+		if err != nil || r < 1 {
+			return fmt.Errorf("num_replicas %q is not a positive integer", f[3])
+		}
+		b, err := strconv.ParseFloat(f[4], 64)
+		if err != nil || b < 1 {
+			return fmt.Errorf("batch_size %q is not a positive number", f[4])
+		}
+		t.Jobs = append(t.Jobs, TraceJob{ID: f[0], Line: line, Submit: sec, App: app, Replicas: r, Batch: b})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Jobs) == 0 {
+		return nil, &ParseError{Path: path, Err: errors.New("no jobs")}
+	}
+	return t, t.finish()
+}
+
+// finish orders the jobs by submission (stable, so equal times keep file
+// order) and names Philly's jobs by line.
+func (t *Trace) finish() error {
+	slices.SortStableFunc(t.Jobs, func(a, b TraceJob) int { return cmp.Compare(a.Submit, b.Submit) })
+	for i := range t.Jobs {
+		if t.Jobs[i].ID == "" {
+			t.Jobs[i].ID = fmt.Sprintf("%s-%06d", t.Name, t.Jobs[i].Line)
+		}
+	}
+	return nil
+}
+
+// readCSV reads a CSV file with the given header (exactly, after trimming),
+// calling row for every non-empty line with its number and fields; an error from row
+// becomes a ParseError naming the file and line. Fields are plain (no
+// quoting: the traces have none).
+func readCSV(path string, header []string, row func(line int, fields []string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("failed to read %s: %w", path, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if line == 1 {
+			if got := splitCSV(text); !slices.Equal(got, header) {
+				return &ParseError{Path: path, Line: 1, Err: fmt.Errorf("header is %q, want %q", text, strings.Join(header, ","))}
+			}
+			continue
+		}
+		if text == "" {
+			continue
+		}
+		fields := splitCSV(text)
+		if len(fields) != len(header) {
+			return &ParseError{Path: path, Line: line, Err: fmt.Errorf("%d fields, want %d (%s)", len(fields), len(header), strings.Join(header, ","))}
+		}
+		if err := row(line, fields); err != nil {
+			return &ParseError{Path: path, Line: line, Err: err}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return &ParseError{Path: path, Line: line + 1, Err: err}
+	}
+	if line == 0 {
+		return &ParseError{Path: path, Err: errors.New("empty file")}
+	}
+	return nil
+}
+
+func splitCSV(line string) []string {
+	fields := strings.Split(strings.TrimSpace(line), ",")
+	for i := range fields {
+		fields[i] = strings.TrimSpace(fields[i])
+	}
+	return fields
+}
+
+func traceName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// JobOptions say how a trace's jobs become simulated jobs.
+type JobOptions struct {
+	// Elastic makes goodput jobs ask for 1..their most useful count instead
+	// of exactly their num_replicas. Rigid (Philly) jobs are always rigid.
+	Elastic bool
+	// Batch is the batch mode of goodput jobs (BatchAuto: fixed if rigid,
+	// adaptive if elastic).
+	Batch BatchMode
+	// GPUsPerNode and ClusterGPUs size the cluster: a job that cannot fit
+	// is skipped and reported.
+	GPUsPerNode, ClusterGPUs int
+}
+
+// JobSpec is one job as the simulator runs it.
+type JobSpec struct {
+	ID     string
+	Line   int
+	Submit float64
+	GPUs   policy.GPURequest
+	Model  Model
+	// ChargeStart: the first start costs a restart delay too (Pollux's
+	// simulator charges every allocation; a Philly duration already holds
+	// the job's start-up).
+	ChargeStart bool
+	// Kind is the application, or "rigid".
+	Kind string
+}
+
+// Skipped is a job that cannot run on the cluster.
+type Skipped struct {
+	ID     string `json:"id"`
+	Line   int    `json:"line"`
+	GPUs   int    `json:"gpus"`
+	Reason string `json:"reason"`
+}
+
+// Specs turns the trace's jobs into simulated jobs; jobs that cannot fit the
+// cluster are returned apart.
+func (t *Trace) Specs(o JobOptions) ([]JobSpec, []Skipped) {
+	type cacheKey struct {
+		app      *App
+		mode     BatchMode
+		batch    float64
+		replicas int
+	}
+	caches := make(map[cacheKey]*rateCache)
+	specs := make([]JobSpec, 0, len(t.Jobs))
+	var skipped []Skipped
+	for _, j := range t.Jobs {
+		s := JobSpec{ID: j.ID, Line: j.Line, Submit: j.Submit}
+		if j.App == nil {
+			w := gcd(j.GPUs, o.GPUsPerNode)
+			s.GPUs = policy.GPURequest{Min: j.GPUs, Max: j.GPUs, PerWorker: w}
+			s.Model = &Rigid{Duration: j.Duration, GPUs: j.GPUs}
+			s.Kind = "rigid"
+		} else {
+			mode := o.Batch
+			if mode == BatchAuto || mode == "" {
+				mode = BatchFixed
+				if o.Elastic {
+					mode = BatchAdaptive
+				}
+			}
+			m := NewGoodput(j.App, mode, j.Batch, j.Replicas)
+			k := cacheKey{j.App, mode, j.Batch, j.Replicas}
+			if mode == BatchAdaptive {
+				k.batch, k.replicas = 0, 0 // the request does not matter
+			}
+			if c, ok := caches[k]; ok {
+				m.cache = c
+			} else {
+				caches[k] = m.cache
+			}
+			s.GPUs = policy.GPURequest{Min: j.Replicas, Max: j.Replicas, PerWorker: 1}
+			if o.Elastic {
+				s.GPUs.Min, s.GPUs.Max = 1, min(m.MaxReplicas(), o.ClusterGPUs)
+			}
+			s.Model = m
+			s.ChargeStart = true
+			s.Kind = j.App.Name
+		}
+		switch {
+		case s.GPUs.Min > o.ClusterGPUs:
+			skipped = append(skipped, Skipped{ID: j.ID, Line: j.Line, GPUs: s.GPUs.Min,
+				Reason: fmt.Sprintf("needs %d GPUs, the cluster has %d", s.GPUs.Min, o.ClusterGPUs)})
+			continue
+		case s.GPUs.PerWorker > o.GPUsPerNode:
+			skipped = append(skipped, Skipped{ID: j.ID, Line: j.Line, GPUs: s.GPUs.Min,
+				Reason: fmt.Sprintf("a worker needs %d GPUs on one node, nodes have %d", s.GPUs.PerWorker, o.GPUsPerNode)})
+			continue
+		}
+		specs = append(specs, s)
+	}
+	return specs, skipped
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
