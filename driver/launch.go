@@ -194,7 +194,9 @@ func horovodrunArgs(tc *TaskConfig, discoveryScript string) []string {
 // torchrunArgs is the torchrun command line each worker runs; the
 // launcher fills in RDZV_ENDPOINT once it knows its address.
 func torchrunArgs(tc *TaskConfig, jobID string) []string {
-	// torchrun counts nodes (workers), horovodrun processes.
+	// torchrun counts nodes (workers), horovodrun processes. The flags are
+	// spelled with underscores: torch 1.13 knows no other spelling, later
+	// versions take both.
 	nodes := func(np int) int { return (np + tc.Slots - 1) / tc.Slots }
 	maxNP := tc.MaxNP
 	if maxNP == 0 {
@@ -202,23 +204,34 @@ func torchrunArgs(tc *TaskConfig, jobID string) []string {
 	}
 	args := []string{"torchrun",
 		fmt.Sprintf("--nnodes=%d:%d", nodes(tc.MinNP), nodes(maxNP)),
-		"--nproc-per-node=" + strconv.Itoa(tc.Slots),
-		"--rdzv-backend=c10d",
-		"--rdzv-endpoint=" + jobstate.RdzvEndpointPlaceholder,
-		"--rdzv-id=" + jobID,
+		"--nproc_per_node=" + strconv.Itoa(tc.Slots),
+		"--rdzv_backend=c10d",
+		"--rdzv_endpoint=" + jobstate.RdzvEndpointPlaceholder,
+		"--rdzv_id=" + jobID,
 		// The launcher hosts the store. A short last call and monitor
 		// interval give the baseline its best case: torchrun's defaults
 		// (30s, 5s) would add up to 35s to every membership change.
-		"--rdzv-conf=is_host=false,last_call_timeout=1",
-		"--monitor-interval=1",
-		"--max-restarts=" + strconv.Itoa(max(tc.ResetLimit, 100)),
+		"--rdzv_conf=is_host=false,last_call_timeout=1",
+		"--monitor_interval=1",
+		"--max_restarts=" + strconv.Itoa(max(tc.ResetLimit, 100)),
 	}
 	if tc.NetworkInterface != "" {
 		// torchrun has no interface flag; Gloo reads GLOO_SOCKET_IFNAME.
 		args = append([]string{"env", "GLOO_SOCKET_IFNAME=" + tc.NetworkInterface}, args...)
 	}
-	args = append(args, tc.Command)
+	// torchrun runs a script (or -m module) with its own Python; any other
+	// program needs --no_python.
+	if isPython(tc.Command) && len(tc.Args) > 0 {
+		return append(args, tc.Args...)
+	}
+	args = append(args, "--no_python", tc.Command)
 	return append(args, tc.Args...)
+}
+
+// isPython says whether a command names a Python interpreter.
+func isPython(command string) bool {
+	base := filepath.Base(command)
+	return base == "python" || strings.HasPrefix(base, "python3")
 }
 
 // launcherOnlyEnv says whether an environment variable belongs to the

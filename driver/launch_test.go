@@ -17,11 +17,16 @@ func TestTorchrunArgs(t *testing.T) {
 	tc.NetworkInterface = "eth0"
 	must.Eq(t, []string{
 		"env", "GLOO_SOCKET_IFNAME=eth0",
-		"torchrun", "--nnodes=1:4", "--nproc-per-node=2", "--rdzv-backend=c10d",
-		"--rdzv-endpoint=" + jobstate.RdzvEndpointPlaceholder, "--rdzv-id=job-1",
-		"--rdzv-conf=is_host=false,last_call_timeout=1", "--monitor-interval=1", "--max-restarts=100",
-		"python3", "train.py", "--torchrun",
+		"torchrun", "--nnodes=1:4", "--nproc_per_node=2", "--rdzv_backend=c10d",
+		"--rdzv_endpoint=" + jobstate.RdzvEndpointPlaceholder, "--rdzv_id=job-1",
+		"--rdzv_conf=is_host=false,last_call_timeout=1", "--monitor_interval=1", "--max_restarts=100",
+		"train.py", "--torchrun",
 	}, torchrunArgs(tc, "job-1"))
+
+	// Not a Python interpreter: torchrun runs it as is.
+	tc.Command, tc.Args = "/opt/train.sh", []string{"--fast"}
+	args := torchrunArgs(tc, "job-1")
+	must.Eq(t, []string{"--no_python", "/opt/train.sh", "--fast"}, args[len(args)-3:])
 }
 
 func TestLauncherOnlyEnv(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -319,6 +320,15 @@ func (h *horovodLab) dumpTaskLogs(t *testing.T, job string) {
 				t.Logf("== %s %s (%s, %d bytes):\n%s", a.Name, f.Name, a.ClientStatus, f.Size, tail(string(b), 6000))
 			}
 			t.Logf("== %s events:%s", a.Name, taskEvents(a))
+		}
+		if out, err := exec.Command("ps", "-eo", "pid,ppid,stat,args").Output(); err == nil {
+			var keep []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.Contains(line, "nomad") || strings.Contains(line, "horovod") || strings.Contains(line, "python") {
+					keep = append(keep, tail(line, 300))
+				}
+			}
+			t.Logf("== processes (test pid %d):\n%s", os.Getpid(), strings.Join(keep, "\n"))
 		}
 	})
 }

@@ -109,7 +109,7 @@ func (s *Server) handle(conn net.Conn) error {
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var req request
 	if err := readJSONLine(r, &req); err != nil {
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
 			return nil // a health check: connected, then closed
 		}
 		return fmt.Errorf("failed to read request: %w", err)

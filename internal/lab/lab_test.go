@@ -63,3 +63,11 @@ func TestStart_MissingBinariesSaysHowToBuild(t *testing.T) {
 	_, err := Start(t.Context(), cfg)
 	must.ErrorContains(t, err, "make tools")
 }
+
+func TestReadStat_Self(t *testing.T) {
+	st, ok := readStat(os.Getpid())
+	must.True(t, ok)
+	must.Eq(t, os.Getppid(), st.ppid)
+	must.False(t, st.zombie)
+	must.NotEq(t, "", st.start)
+}
