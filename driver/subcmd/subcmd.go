@@ -51,33 +51,32 @@ func Run(args []string) (bool, int) {
 	return true, fn(args[2:], os.Stdin, os.Stdout, os.Stderr)
 }
 
-func taskFileFlag(fs *flag.FlagSet) *string {
-	return fs.String("task-file", "", "the task file the driver wrote")
-}
-
-func readTask(path string, stderr io.Writer) (*jobstate.Task, bool) {
-	if path == "" {
-		fmt.Fprintln(stderr, "error: -task-file is required")
-		return nil, false
+// parseTask parses a subcommand's flags (fs, to which it adds -task-file)
+// and reads the task file the driver wrote. When t is nil the subcommand
+// exits with code; the error is printed.
+func parseTask(fs *flag.FlagSet, args []string, stderr io.Writer) (t *jobstate.Task, code int) {
+	fs.SetOutput(stderr)
+	path := fs.String("task-file", "", "the task file the driver wrote")
+	if err := fs.Parse(args); err != nil {
+		return nil, 2
 	}
-	t, err := jobstate.Read(path)
+	if *path == "" {
+		fmt.Fprintln(stderr, "error: -task-file is required")
+		return nil, 1
+	}
+	t, err := jobstate.Read(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
-		return nil, false
+		return nil, 1
 	}
-	return t, true
+	return t, 0
 }
 
 func runLaunch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	taskFile := taskFileFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	t, ok := readTask(*taskFile, stderr)
-	if !ok {
-		return 1
+	t, code := parseTask(fs, args, stderr)
+	if t == nil {
+		return code
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-launcher", Output: stderr, Level: hclog.Info})
 	return supervise.Run(t, fs.Args(), stdout, stderr, logger)
@@ -85,14 +84,9 @@ func runLaunch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 func runDiscover(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("discover", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	taskFile := taskFileFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	t, ok := readTask(*taskFile, stderr)
-	if !ok {
-		return 1
+	t, code := parseTask(fs, args, stderr)
+	if t == nil {
+		return code
 	}
 	d, err := discover.New(t)
 	if err != nil {
@@ -108,13 +102,9 @@ func runDiscover(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 func runSSHShim(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ssh-shim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	taskFile := taskFileFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return sshshim.ExitConnection
-	}
-	t, ok := readTask(*taskFile, stderr)
-	if !ok {
+	// Failures end like ssh's own: the launcher reads 255 as "unreachable".
+	t, _ := parseTask(fs, args, stderr)
+	if t == nil {
 		return sshshim.ExitConnection
 	}
 	inv, err := sshshim.ParseArgs(fs.Args())
@@ -133,15 +123,10 @@ func runSSHShim(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
 	fs := flag.NewFlagSet("worker-agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	taskFile := taskFileFlag(fs)
 	listen := fs.String("listen", "", "address to listen on (NOMAD_ADDR_<port>)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	t, ok := readTask(*taskFile, stderr)
-	if !ok {
-		return 1
+	t, code := parseTask(fs, args, stderr)
+	if t == nil {
+		return code
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-worker-agent", Output: stderr, Level: hclog.Info})
 	dir, _ := os.Getwd()
@@ -174,14 +159,9 @@ func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
 
 func runTorchrunLauncher(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("torchrun-launcher", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	taskFile := taskFileFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	t, ok := readTask(*taskFile, stderr)
-	if !ok {
-		return 1
+	t, code := parseTask(fs, args, stderr)
+	if t == nil {
+		return code
 	}
 	d, err := discover.New(t)
 	if err != nil {
