@@ -158,6 +158,9 @@ func formatJob(j *structs.Job, verbose bool) string {
 		[2]string{"GPU-seconds", fmt.Sprintf("%.0f", j.AttainedGPUSeconds)},
 		[2]string{"Exit code", exit},
 	)
+	if j.Progress != nil {
+		pairs = append(pairs, [2]string{"Progress", formatProgress(j)})
+	}
 	var b strings.Builder
 	b.WriteString(formatKV(pairs))
 
@@ -214,6 +217,30 @@ func recent[T any](rows []T, verbose bool) []T {
 		return rows
 	}
 	return rows[len(rows)-recentRows:]
+}
+
+// formatProgress renders what the training last reported: "step 1200,
+// 850.0 samples/s, loss 0.4213, accuracy 0.91 (target), 4 workers, at ...".
+func formatProgress(j *structs.Job) string {
+	p := j.Progress
+	parts := []string{fmt.Sprintf("step %d", p.Step)}
+	if p.SamplesPerSec != nil {
+		parts = append(parts, fmt.Sprintf("%.1f samples/s", *p.SamplesPerSec))
+	}
+	if p.Loss != nil {
+		parts = append(parts, fmt.Sprintf("loss %.4g", *p.Loss))
+	}
+	if t := j.Spec.Target; t != nil {
+		if v, ok := p.Metrics[t.Metric]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.4g (target %g)", t.Metric, v, t.Goal))
+		}
+	} else if p.Metric != nil {
+		parts = append(parts, fmt.Sprintf("%s %.4g", p.Metric.Name, p.Metric.Value))
+	}
+	if p.WorldSize > 0 {
+		parts = append(parts, fmt.Sprintf("world size %d", p.WorldSize))
+	}
+	return strings.Join(parts, ", ") + " at " + formatTime(p.Time)
 }
 
 func formatTarget(s jobspec.Spec) string {

@@ -268,6 +268,22 @@ func TestJobStatus_Job(t *testing.T) {
 	must.Len(t, 2, job.History)
 }
 
+// What the training reported shows as one line.
+func TestJobStatus_Progress(t *testing.T) {
+	h := newHarness(t)
+	id := h.submit(elastic)
+	h.backend.Start(id, map[string]int{"gpu-1": 2}, "start")
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrNotContains(t, h.out.String(), "Progress")
+
+	rate, loss := 812.5, 0.42131
+	must.NoError(t, h.backend.ReportProgress(context.Background(), id, []api.ProgressReport{
+		{Step: 120, SamplesPerSec: &rate, Loss: &loss, Metric: &structs.Metric{Name: "accuracy", Value: 0.91}, WorldSize: 2},
+	}))
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrContains(t, h.out.String(), "Progress     = step 120, 812.5 samples/s, loss 0.4213, accuracy 0.91, world size 2 at ")
+}
+
 func TestJobStatus_Errors(t *testing.T) {
 	h := newHarness(t)
 	h.submit(fourGPUs)

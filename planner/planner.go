@@ -29,6 +29,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -239,17 +240,20 @@ func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (bool
 		return false, err
 	}
 	code := out.ExitCode
-	j.ExitCode = &code
-	j.State = structs.JobComplete
-	if code != 0 {
-		j.State = structs.JobFailed
-	}
-	j.Finished = now
-	j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
-	j.Allocation = nil
-	j.History = append(j.History, structs.GPUChange{Time: now, GPUs: 0, Reason: "job ended"})
-	j.Events = append(j.Events, structs.Event{Time: now, Type: string(j.State), Message: out.Message})
-	if err := p.Store.UpdateJob(ctx, j); err != nil {
+	err = p.update(ctx, j, func(j *structs.Job) error {
+		j.ExitCode = &code
+		j.State = structs.JobComplete
+		if code != 0 {
+			j.State = structs.JobFailed
+		}
+		j.Finished = now
+		j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+		j.Allocation = nil
+		j.History = append(j.History, structs.GPUChange{Time: now, GPUs: 0, Reason: "job ended"})
+		j.Events = append(j.Events, structs.Event{Time: now, Type: string(j.State), Message: out.Message})
+		return nil
+	})
+	if err != nil {
 		return false, fmt.Errorf("failed to record end of job %s: %w", j.ID, err)
 	}
 	p.Logger.Info("job ended", "job", j.ID, "state", j.State, "exit_code", code)
@@ -258,25 +262,80 @@ func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (bool
 
 // record writes an applied change into the job's record.
 func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, now time.Time) error {
-	j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
-	j.Allocation = maps.Clone(map[string]int(ch.To))
-	switch {
-	case ch.To.Total() == 0:
-		j.State = structs.JobQueued // preempted: back in the queue
-	case j.State == structs.JobQueued:
-		j.State = structs.JobRunning
-		if j.Started.IsZero() {
-			j.Started = now
+	nomadJobID := j.NomadJobID // the executor's, not yet stored
+	err := p.update(ctx, j, func(j *structs.Job) error {
+		j.NomadJobID = nomadJobID
+		j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+		j.Allocation = maps.Clone(map[string]int(ch.To))
+		switch {
+		case ch.To.Total() == 0:
+			j.State = structs.JobQueued // preempted: back in the queue
+		case j.State == structs.JobQueued:
+			j.State = structs.JobRunning
+			if j.Started.IsZero() {
+				j.Started = now
+			}
 		}
-	}
-	j.History = append(j.History, structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Policy: policyName, Reason: reason})
-	j.Events = append(j.Events, structs.Event{Time: now, Type: string(ch.Kind),
-		Message: fmt.Sprintf("%s: %d -> %d GPUs (%s)", ch.Kind, ch.From.Total(), ch.To.Total(), policyName)})
-	if err := p.Store.UpdateJob(ctx, j); err != nil {
+		j.History = append(j.History, structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Policy: policyName, Reason: reason})
+		j.Events = append(j.Events, structs.Event{Time: now, Type: string(ch.Kind),
+			Message: fmt.Sprintf("%s: %d -> %d GPUs (%s)", ch.Kind, ch.From.Total(), ch.To.Total(), policyName)})
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("failed to record %s of job %s: %w", ch.Kind, j.ID, err)
 	}
 	p.Logger.Info("job resized", "job", j.ID, "change", ch.Kind, "gpus", ch.To.Total(), "policy", policyName)
 	return nil
+}
+
+// updateAttempts bounds how often a write is retried after losing a race
+// (store.ErrConflict) with another writer of the same record.
+const updateAttempts = 5
+
+// update applies mutate to a copy of j and stores it. The round, Stop and
+// progress reports write the same records: when the stored record has
+// moved on since j was read (store.ErrConflict), update reads it again,
+// applies mutate to that, and tries again, a few times. mutate must
+// therefore derive everything from the record it is given; an error from
+// it is returned as is, and nothing is written. On success j is the
+// record as stored.
+func (p *Planner) update(ctx context.Context, j *structs.Job, mutate func(*structs.Job) error) error {
+	base := j
+	for attempt := 1; ; attempt++ {
+		next := base.Clone()
+		if err := mutate(next); err != nil {
+			return err
+		}
+		err := p.Store.UpdateJob(ctx, next)
+		if err == nil {
+			*j = *next
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) || attempt == updateAttempts {
+			return err
+		}
+		if base, err = p.Store.GetJob(ctx, j.ID); err != nil {
+			return err
+		}
+	}
+}
+
+// ReportProgress records a batch of the job's progress reports (already
+// checked by api.ValidateProgress), in any state. It is no leader's work:
+// any planner sharing the store takes it. A batch the record refuses (too
+// many metric names) is an *api.InputError.
+func (p *Planner) ReportProgress(ctx context.Context, id string, reports []structs.ProgressReport) error {
+	j, err := p.Store.GetJob(ctx, id)
+	if err != nil {
+		return err
+	}
+	now := p.now()
+	return p.update(ctx, j, func(j *structs.Job) error {
+		if err := j.AddProgress(reports, now); err != nil {
+			return api.Inputf("%v", err)
+		}
+		return nil
+	})
 }
 
 func (p *Planner) recordPolicyError(ctx context.Context, perr error) {
@@ -317,18 +376,26 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 		return j, nil
 	}
 	now := p.now()
-	if j.State == structs.JobRunning {
+	running := j.State == structs.JobRunning
+	if running {
 		if err := p.Executor.Apply(ctx, j, nil); err != nil {
 			return nil, fmt.Errorf("failed to stop job %s: %w", id, err)
 		}
-		j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
-		j.History = append(j.History, structs.GPUChange{Time: now, GPUs: 0, Reason: "stopped by user"})
 	}
-	j.State = structs.JobStopped
-	j.Allocation = nil
-	j.Finished = now
-	j.Events = append(j.Events, structs.Event{Time: now, Type: "stopped", Message: "stopped by user"})
-	if err := p.Store.UpdateJob(ctx, j); err != nil {
+	nomadJobID := j.NomadJobID
+	err = p.update(ctx, j, func(j *structs.Job) error {
+		j.NomadJobID = nomadJobID
+		if running {
+			j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+			j.History = append(j.History, structs.GPUChange{Time: now, GPUs: 0, Reason: "stopped by user"})
+		}
+		j.State = structs.JobStopped
+		j.Allocation = nil
+		j.Finished = now
+		j.Events = append(j.Events, structs.Event{Time: now, Type: "stopped", Message: "stopped by user"})
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("failed to record stop of job %s: %w", id, err)
 	}
 	p.Kick()

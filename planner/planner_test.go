@@ -3,7 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
-	"maps"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,28 +16,27 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
-// memStore is an in-memory Store with the real one's version check.
+// memStore is an in-memory Store with the real one's version check and
+// errors.
 type memStore struct {
 	mu     sync.Mutex
 	jobs   map[string]*structs.Job
 	policy *structs.PolicyState
+	// conflicts makes that many next UpdateJob calls lose a race: another
+	// writer bumps the stored version first.
+	conflicts int
 }
 
-var errNotFound = errors.New("not found")
+var errNotFound = fmt.Errorf("job: %w", store.ErrNotFound)
 
 func newMemStore() *memStore { return &memStore{jobs: map[string]*structs.Job{}} }
 
-func clone(j *structs.Job) *structs.Job {
-	c := *j
-	c.Allocation = maps.Clone(j.Allocation)
-	c.History = slices.Clone(j.History)
-	c.Events = slices.Clone(j.Events)
-	return &c
-}
+func clone(j *structs.Job) *structs.Job { return j.Clone() }
 
 func (s *memStore) CreateJob(_ context.Context, j *structs.Job) error {
 	s.mu.Lock()
@@ -57,8 +56,12 @@ func (s *memStore) UpdateJob(_ context.Context, j *structs.Job) error {
 	if !ok {
 		return errNotFound
 	}
+	if s.conflicts > 0 {
+		s.conflicts--
+		old.Version++
+	}
 	if old.Version != j.Version {
-		return errors.New("conflict")
+		return fmt.Errorf("job %s at version %d: %w", j.ID, j.Version, store.ErrConflict)
 	}
 	j.Version++
 	s.jobs[j.ID] = clone(j)
@@ -120,9 +123,14 @@ type fakeExecutor struct {
 	applied []string // "job:total"
 	fail    map[string]bool
 	done    map[string]int
+	// onApply, when set, runs at the start of every Apply (unlocked).
+	onApply func(j *structs.Job)
 }
 
 func (e *fakeExecutor) Apply(_ context.Context, j *structs.Job, target policy.Allocation) error {
+	if e.onApply != nil {
+		e.onApply(j)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.fail[j.Spec.Name] {

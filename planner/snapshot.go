@@ -66,9 +66,32 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 				pj.Progress.Deadline = j.Submitted.Add(t.Within)
 			}
 		}
+		progressOf(&pj.Progress, j.Progress)
 		s.Jobs = append(s.Jobs, pj)
 	}
 	return s
+}
+
+// progressOf fills what the training script reported into the policy's
+// view: the step, the throughput, and the value of the target's metric.
+// Without a target, the metric is the one reported last. With a target
+// whose metric the script has not reported, Value stays 0 (unknown) even
+// if it reports others: a policy must not judge a loss against an
+// accuracy goal (the job's events carry a warning for the user).
+func progressOf(out *policy.Progress, in *structs.Progress) {
+	if in == nil {
+		return
+	}
+	out.Step = in.Step
+	if in.SamplesPerSec != nil {
+		out.Throughput = *in.SamplesPerSec
+	}
+	if out.Metric == "" && in.Metric != nil {
+		out.Metric = in.Metric.Name
+	}
+	if v, ok := in.Metrics[out.Metric]; ok && out.Metric != "" {
+		out.Value = v
+	}
 }
 
 // requestOf is the gang rule's input for a jobspec.

@@ -13,6 +13,12 @@ Run by horovodrun (launcher = "horovod") or, with --torchrun, by torchrun
 (launcher = "torchrun"), which restarts the workers on every membership
 change; then the state is kept in a checkpoint file ($CHECKPOINT) instead.
 
+Run by the planner, it also reports its progress (step, throughput, loss,
+and the batch accuracy as the metric "accuracy") through the training SDK
+(sdk/python, the `schedulearn` package, which `make python-deps` installs
+into .cache/venv): rank 0 reports when SCHEDULEARN_ADDR is set. Without the
+SDK, or outside the planner, it trains the same and reports nothing.
+
 Environment:
     TOTAL_STEPS    steps to train (default 200)
     STEP_SLEEP     seconds to sleep per step, to pace a demo (default 0.1)
@@ -42,6 +48,38 @@ PROGRESS_FILE = os.environ.get("PROGRESS_FILE", "")
 FAIL_AT_STEP = int(os.environ.get("FAIL_AT_STEP", "0"))
 STOP_FILE = os.environ.get("STOP_FILE", "")
 BASE_LR = 0.01
+
+
+def make_reporter(launcher, hvd=None):
+    """The SDK's reporter for this launcher, or None: not run by the
+    planner (no SCHEDULEARN_ADDR), or the SDK is not installed."""
+    if not os.environ.get("SCHEDULEARN_ADDR"):
+        return None
+    try:
+        if launcher == "horovod":
+            from schedulearn import horovod as sl
+            return sl.Reporter(hvd)
+        from schedulearn import torchrun as sl
+        return sl.Reporter()
+    except ImportError:
+        print("schedulearn SDK not installed; progress is not reported", file=sys.stderr, flush=True)
+        return None
+
+
+class Pace:
+    """Samples per second over the last step, all workers together."""
+
+    def __init__(self):
+        self.last = time.monotonic()
+
+    def rate(self, samples):
+        now = time.monotonic()
+        elapsed, self.last = now - self.last, now
+        return samples / elapsed if elapsed > 0 else None
+
+
+def accuracy(logits, y):
+    return (logits.argmax(dim=1) == y).float().mean().item()
 
 
 def make_model():
@@ -94,17 +132,24 @@ def run_horovod():
     optimizer = torch.optim.SGD(model.parameters(), lr=BASE_LR * hvd.size())
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
 
+    reporter = make_reporter("horovod", hvd)
+    pace = Pace()
+
     @hvd.elastic.run
     def train(state):
         while state.step < TOTAL_STEPS:
             maybe_fail(state.step + 1)
             x, y = synthetic_batch(state.step, hvd.rank(), device)
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(x), y)
+            logits = model(x)
+            loss = F.cross_entropy(logits, y)
             loss.backward()
             optimizer.step()
             state.step += 1
             record(state.step, hvd.size(), hvd.rank(), loss.item(), "horovod")
+            if reporter is not None and not os.environ.get("SL_NO_REPORT"):
+                reporter.report(state.step, samples_per_sec=pace.rate(BATCH_SIZE * hvd.size()), loss=loss.item(),
+                                metric="accuracy", value=accuracy(logits, y))
             if state.step % COMMIT_EVERY == 0:
                 state.commit()
                 # Every rank agrees on stopping: the flag is summed.
@@ -119,9 +164,13 @@ def run_horovod():
 
     state = hvd.elastic.TorchState(model, optimizer, step=0)
     state.register_reset_callbacks([on_reset])
+    if reporter is not None and not os.environ.get("SL_NO_TRACK"):
+        reporter.track(state)  # the world size after every reset, the step at every commit
     train(state)
     if hvd.rank() == 0:
         print(f"training done after {state.step} steps", flush=True)
+    if reporter is not None:
+        reporter.close(timeout=5)
 
 
 def run_torchrun():
@@ -146,11 +195,14 @@ def run_torchrun():
     step_t = torch.tensor([step])
     dist.broadcast(step_t, 0)
     step = int(step_t.item())
+    reporter = make_reporter("torchrun")
+    pace = Pace()
     while step < TOTAL_STEPS:
         maybe_fail(step + 1)
         x, y = synthetic_batch(step, rank, device)
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
         loss.backward()
         for p in model.parameters():
             dist.all_reduce(p.grad)
@@ -158,17 +210,24 @@ def run_torchrun():
         optimizer.step()
         step += 1
         record(step, size, rank, loss.item(), "torchrun")
+        if reporter is not None:
+            reporter.report(step, samples_per_sec=pace.rate(BATCH_SIZE * size), loss=loss.item(),
+                            metric="accuracy", value=accuracy(logits, y))
         if step % COMMIT_EVERY == 0:
             if ckpt and rank == 0:
                 tmp = ckpt + ".tmp"
                 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, tmp)
                 os.replace(tmp, ckpt)
+                if reporter is not None:
+                    reporter.report(step, checkpoint=ckpt)
             if STOP_FILE:
                 flag = torch.tensor([stop_requested()])
                 dist.all_reduce(flag)
                 if flag.item() > 0:
                     break
         time.sleep(STEP_SLEEP)
+    if reporter is not None:
+        reporter.close(timeout=5)
     dist.destroy_process_group()
 
 

@@ -49,6 +49,7 @@ type Agent struct {
 	leader  store.Leadership
 	consul  *consulapi.Client
 	planner *planner.Planner
+	exec    *executor.Nomad
 	server  *http.Server
 	addr    string // the API's listen address, once listening
 
@@ -121,14 +122,16 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	for _, p := range cfg.Pools {
 		pools = append(pools, cluster.Pool{Name: p.Name, Service: p.Service, Tags: p.Tags})
 	}
+	a.exec = &executor.Nomad{Client: nomad, Logger: logger.Named("executor"),
+		// Shrinks drain workers first, through the horovod driver's
+		// rescale protocol.
+		Drainer: rescale.JobDrainer{Rescaler: &rescale.Rescaler{Client: nomad}, Namespace: cfg.Nomad.Namespace},
+		// PlannerAddress is set by Run, once the API listens.
+		Options: executor.Options{Namespace: cfg.Nomad.Namespace, NetworkInterface: cfg.NetworkInterface, Token: cfg.Token}}
 	a.planner = &planner.Planner{
-		Store:   a.store,
-		Cluster: &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
-		Executor: &executor.Nomad{Client: nomad, Logger: logger.Named("executor"),
-			// Shrinks drain workers first, through the horovod driver's
-			// rescale protocol.
-			Drainer: rescale.JobDrainer{Rescaler: &rescale.Rescaler{Client: nomad}, Namespace: cfg.Nomad.Namespace},
-			Options: executor.Options{Namespace: cfg.Nomad.Namespace, NetworkInterface: cfg.NetworkInterface}},
+		Store:    a.store,
+		Cluster:  &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
+		Executor: a.exec,
 		Policies: host,
 		Logger:   logger.Named("planner"),
 	}
@@ -138,6 +141,25 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	}
 	a.server = api.NewHTTPServer(cfg.BindAddr, srv)
 	return a, nil
+}
+
+// advertiseAddr is the API's URL for the training tasks: the configured
+// advertise_addr, or the listen address, an unspecified host (0.0.0.0,
+// ::) replaced by the machine's hostname.
+func advertiseAddr(configured, listen string) (string, error) {
+	if configured != "" {
+		return config.NormalizeAddr(configured)
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("invalid listen address %q: %w", listen, err)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if host, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("failed to read the hostname for the API's advertised address (set advertise_addr): %w", err)
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
 }
 
 func owned(nomadJobID string) bool {
@@ -160,6 +182,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.addr = ln.Addr().String()
 	a.mu.Unlock()
+	// The training tasks report progress here (before any round builds a
+	// job).
+	if a.exec.Options.PlannerAddress, err = advertiseAddr(a.cfg.AdvertiseAddr, ln.Addr().String()); err != nil {
+		ln.Close()
+		return err
+	}
+	if a.cfg.Token == "" {
+		a.logger.Warn("no token: training jobs cannot report progress (the API takes no writes)")
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.server.Serve(ln) }()
 	a.logger.Info("planner API listening", "address", ln.Addr().String(), "store", a.cfg.Store.Backend)

@@ -59,6 +59,14 @@ func (b *backend) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	return j, storeErr(err)
 }
 
+// ReportProgress records a job's progress reports. Like a submission it
+// only writes a record, so a standby takes it too; the store's optimistic
+// concurrency (retried by the planner) keeps it from clobbering the
+// leader's writes.
+func (b *backend) ReportProgress(ctx context.Context, id string, reports []api.ProgressReport) error {
+	return storeErr(b.a.planner.ReportProgress(ctx, id, reports))
+}
+
 func (b *backend) Policies(ctx context.Context) ([]api.PolicyInfo, error) {
 	names, err := b.a.planner.Policies.Available()
 	if err != nil {

@@ -35,6 +35,13 @@ type Backend interface {
 	// the stop was recorded. ErrNotFound for an unknown ID; ErrConflict
 	// for a job that has already ended.
 	Stop(ctx context.Context, id string) (*structs.Job, error)
+	// ReportProgress records a batch of a job's progress reports (already
+	// checked by ValidateProgress), in order: the job's latest values and
+	// bounded history (structs.Job.AddProgress). ErrNotFound for an unknown
+	// ID; *InputError for a batch the record refuses (too many metric
+	// names). Reports for a job that has ended are recorded too: the last
+	// ones often arrive after the launcher exits.
+	ReportProgress(ctx context.Context, id string, reports []ProgressReport) error
 
 	// Policies lists the policies the planner can run: the builtins and
 	// the external plugins it found, with the active one marked.

@@ -8,6 +8,7 @@
 //	GET    /v1/jobs/{id}       one structs.Job
 //	POST   /v1/jobs/{id}/stop  stop it → structs.Job
 //	DELETE /v1/jobs/{id}       the same
+//	POST   /v1/jobs/{id}/progress  [ProgressReport] → 204 (the training SDK)
 //	GET    /v1/policies        []PolicyInfo
 //	PUT    /v1/policy          {"name", "config"} → structs.PolicyState
 //	GET    /v1/nodes           []NodeInfo
@@ -16,7 +17,9 @@
 //
 // Writes (POST, PUT, DELETE) need the server's token in the
 // X-Schedulearn-Token header or as "Authorization: Bearer <token>";
-// reads are open. A server without a token refuses every write.
+// reads are open. A server without a token refuses every write. A job's
+// progress route also takes the job's report token (ReportToken), which
+// the executor gives the job's tasks and which is good for nothing else.
 //
 // Every answer that is not 2xx is JSON ErrorResponse {"error": "..."}:
 // 400 bad input (a broken jobspec also carries "diagnostics", each with

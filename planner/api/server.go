@@ -1,8 +1,10 @@
 package api
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +52,9 @@ type Route struct {
 	Pattern string // net/http pattern path, e.g. "/v1/jobs/{id}"
 	// Write routes need the token.
 	Write bool
+	// JobToken routes (a job's progress) also take the job's report
+	// token, ReportToken(token, id), for the job in the path.
+	JobToken bool
 
 	handle handlerFunc
 }
@@ -62,6 +67,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) (int, any, error)
 type Server struct {
 	backend Backend
 	token   [sha256.Size]byte
+	secret  string // the token itself, the key of the jobs' report tokens
 	hasTok  bool
 	log     hclog.Logger
 	now     func() time.Time
@@ -77,6 +83,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s := &Server{
 		backend: cfg.Backend,
 		token:   sha256.Sum256([]byte(cfg.Token)),
+		secret:  cfg.Token,
 		hasTok:  cfg.Token != "",
 		log:     cfg.Logger,
 		now:     cfg.Now,
@@ -94,6 +101,7 @@ func NewServer(cfg Config) (*Server, error) {
 		{Method: http.MethodGet, Pattern: "/v1/jobs/{id}", handle: s.getJob},
 		{Method: http.MethodPost, Pattern: "/v1/jobs/{id}/stop", Write: true, handle: s.stopJob},
 		{Method: http.MethodDelete, Pattern: "/v1/jobs/{id}", Write: true, handle: s.stopJob},
+		{Method: http.MethodPost, Pattern: "/v1/jobs/{id}/progress", Write: true, JobToken: true, handle: s.reportProgress},
 		{Method: http.MethodGet, Pattern: "/v1/policies", handle: s.listPolicies},
 		{Method: http.MethodPut, Pattern: "/v1/policy", Write: true, handle: s.setPolicy},
 		{Method: http.MethodGet, Pattern: "/v1/nodes", handle: s.listNodes},
@@ -157,7 +165,7 @@ func (s *Server) register() {
 // wrap checks the token of a write route and writes the handler's answer.
 func (s *Server) wrap(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.Write && !s.authorised(r) {
+		if rt.Write && !s.authorised(r) && !(rt.JobToken && s.jobAuthorised(r, r.PathValue("id"))) {
 			s.log.Warn("write refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 			writeJSON(w, http.StatusForbidden, ErrorResponse{Error: s.forbidden()})
 			return
@@ -177,9 +185,27 @@ func (s *Server) wrap(rt Route) http.Handler {
 // authorised compares the request's token with the server's in constant
 // time: both are hashed first, so neither the length nor a prefix leaks.
 func (s *Server) authorised(r *http.Request) bool {
-	if !s.hasTok {
+	got := requestToken(r)
+	if !s.hasTok || got == "" {
 		return false
 	}
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
+}
+
+// jobAuthorised reports whether the request carries job id's report token.
+func (s *Server) jobAuthorised(r *http.Request, id string) bool {
+	got := requestToken(r)
+	if !s.hasTok || got == "" || id == "" {
+		return false
+	}
+	want := sha256.Sum256([]byte(ReportToken(s.secret, id)))
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+}
+
+// requestToken is the token a request carries, in either header.
+func requestToken(r *http.Request) string {
 	got := r.Header.Get(TokenHeader)
 	if got == "" {
 		scheme, tok, ok := strings.Cut(r.Header.Get(authHeader), " ")
@@ -187,11 +213,25 @@ func (s *Server) authorised(r *http.Request) bool {
 			got = strings.TrimSpace(tok)
 		}
 	}
-	if got == "" {
-		return false
+	return got
+}
+
+// ReportToken is job id's report token under the planner's token: what
+// the executor gives the job's tasks (SCHEDULEARN_REPORT_TOKEN) and what
+// POST /v1/jobs/{id}/progress accepts, for that job only, besides the
+// planner's token. It is HMAC-SHA256(token, "schedulearn-progress:" + id)
+// in hex: the planner keeps no per-job secret, the token stays the same
+// for the job's life (a resize re-registers nothing), one job's token
+// says nothing about another's or about the planner's, and changing the
+// planner's token revokes every report token with it. Empty when the
+// planner has no token (it then takes no writes at all).
+func ReportToken(token, id string) string {
+	if token == "" {
+		return ""
 	}
-	sum := sha256.Sum256([]byte(got))
-	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
+	mac := hmac.New(sha256.New, []byte(token))
+	mac.Write([]byte("schedulearn-progress:" + id))
+	return hex.EncodeToString(mac.Sum(nil))
 }
 
 func (s *Server) forbidden() string {
@@ -240,8 +280,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, body any) {
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if code == http.StatusNoContent {
+		w.WriteHeader(code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	if raw, ok := body.([]byte); ok {
 		w.WriteHeader(code)
 		_, _ = w.Write(raw)
@@ -273,7 +317,7 @@ func decode(r *http.Request, v any) error {
 	case errors.As(err, &tooBig):
 		return &statusError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body over %d bytes", MaxBodyBytes)}
 	case errors.Is(err, io.EOF):
-		return &statusError{code: http.StatusBadRequest, msg: "request body is empty; it must be a JSON object"}
+		return &statusError{code: http.StatusBadRequest, msg: "request body is empty; it must be JSON"}
 	default:
 		return &statusError{code: http.StatusBadRequest, msg: "invalid request body: " + err.Error()}
 	}
@@ -346,6 +390,22 @@ func (s *Server) stopJob(_ http.ResponseWriter, r *http.Request) (int, any, erro
 		return 0, nil, fmt.Errorf("failed to stop job %q: %w", id, err)
 	}
 	return http.StatusOK, job, nil
+}
+
+// reportProgress records a batch of a job's progress reports: 204.
+func (s *Server) reportProgress(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	id := r.PathValue("id")
+	var reports []ProgressReport
+	if err := decode(r, &reports); err != nil {
+		return 0, nil, err
+	}
+	if err := ValidateProgress(reports); err != nil {
+		return 0, nil, err
+	}
+	if err := s.backend.ReportProgress(r.Context(), id, reports); err != nil {
+		return 0, nil, fmt.Errorf("failed to record progress of job %q: %w", id, err)
+	}
+	return http.StatusNoContent, nil, nil
 }
 
 func (s *Server) listPolicies(_ http.ResponseWriter, r *http.Request) (int, any, error) {

@@ -57,7 +57,11 @@ func doHeader(t *testing.T, srv *apitest.Server, c call) (int, http.Header, []by
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	must.NoError(t, err)
-	must.Eq(t, "application/json", resp.Header.Get("Content-Type"), must.Sprintf("body %s", raw))
+	if resp.StatusCode == http.StatusNoContent {
+		must.SliceEmpty(t, raw)
+	} else {
+		must.Eq(t, "application/json", resp.Header.Get("Content-Type"), must.Sprintf("body %s", raw))
+	}
 	return resp.StatusCode, resp.Header, raw
 }
 
@@ -453,4 +457,99 @@ func TestServer_SubmitLocation(t *testing.T) {
 	code, raw2 := do(t, srv, call{method: "GET", path: h.Get("Location")})
 	must.Eq(t, http.StatusOK, code)
 	must.Eq(t, decodeAs[structs.Job](t, raw).ID, decodeAs[structs.Job](t, raw2).ID)
+}
+
+// POST /v1/jobs/{id}/progress: a batch of reports with the planner's token
+// or the job's own report token (for that job only), 204; bad reports 400;
+// an unknown job 404; a metric that is not the target's is kept, with one
+// warning event.
+func TestServer_Progress(t *testing.T) {
+	t.Parallel()
+	const targetSpec = "training \"resnet50\" {\n  command = \"python3\"\n  gpus = 4\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n  }\n}\n"
+	b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8))
+	srv := apitest.NewServer(t, b)
+	spec, diags := jobspec.Parse([]byte(targetSpec), "train.hcl", time.Now())
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	job, err := b.Submit(context.Background(), spec, targetSpec)
+	must.NoError(t, err)
+	other, err := b.Submit(context.Background(), mustSpec(t), goodSpec)
+	must.NoError(t, err)
+	path := "/v1/jobs/" + job.ID + "/progress"
+	jobToken := map[string]string{api.TokenHeader: api.ReportToken(apitest.Token, job.ID)}
+
+	for _, tc := range []struct {
+		name   string
+		path   string
+		body   string
+		header map[string]string
+		code   int
+		errSub string
+	}{
+		{name: "planner token", body: `[{"step": 1, "samples_per_sec": 100, "loss": 2.5}]`, header: withToken, code: 204},
+		{name: "job token", body: `[{"time": "2026-11-22T10:00:00Z", "step": 2, "metric": {"name": "top5", "value": 0.4}, "world_size": 2},
+			{"step": 3, "metric": {"name": "top5", "value": 0.5}, "checkpoint": "/ckpt/3.pt"}]`, header: jobToken, code: 204},
+		{name: "job token as bearer", body: `[{"step": 4}]`, header: map[string]string{"Authorization": "Bearer " + jobToken[api.TokenHeader]}, code: 204},
+		{name: "job token of another job", path: "/v1/jobs/" + other.ID + "/progress", body: `[{"step": 1}]`, header: jobToken, code: 403, errSub: "permission denied"},
+		{name: "no token", body: `[{"step": 1}]`, code: 403, errSub: "permission denied"},
+		{name: "wrong token", body: `[{"step": 1}]`, header: wrongToken, code: 403, errSub: "permission denied"},
+		{name: "unknown job", path: "/v1/jobs/nope/progress", body: `[{"step": 1}]`, header: withToken, code: 404, errSub: "not found"},
+		{name: "negative step", body: `[{"step": 5}, {"step": -1}]`, header: jobToken, code: 400, errSub: "progress report 1: negative step -1"},
+		{name: "negative throughput", body: `[{"step": 5, "samples_per_sec": -2}]`, header: jobToken, code: 400, errSub: "samples_per_sec"},
+		{name: "unnamed metric", body: `[{"step": 5, "metric": {"value": 1}}]`, header: jobToken, code: 400, errSub: "metric without a name"},
+		{name: "unknown field", body: `[{"step": 5, "acc": 1}]`, header: jobToken, code: 400, errSub: "unknown field"},
+		{name: "empty batch", body: `[]`, header: jobToken, code: 400, errSub: "no progress reports"},
+		{name: "an object, not an array", body: `{"step": 5}`, header: jobToken, code: 400, errSub: "invalid request body"},
+	} {
+		p := path
+		if tc.path != "" {
+			p = tc.path
+		}
+		code, raw := do(t, srv, call{method: "POST", path: p, body: tc.body, header: tc.header})
+		must.Eq(t, tc.code, code, must.Sprintf("%s: body %s", tc.name, raw))
+		if tc.errSub != "" {
+			errorIs(tc.errSub)(t, raw)
+		}
+	}
+	// The job token is no token for anything else.
+	code, _ := do(t, srv, call{method: "POST", path: "/v1/jobs/" + job.ID + "/stop", header: jobToken})
+	must.Eq(t, http.StatusForbidden, code)
+
+	code, raw := do(t, srv, call{method: "GET", path: "/v1/jobs/" + job.ID})
+	must.Eq(t, http.StatusOK, code)
+	got := decodeAs[structs.Job](t, raw)
+	pr := got.Progress
+	must.NotNil(t, pr)
+	must.Eq(t, int64(4), pr.Step)
+	must.Eq(t, int64(4), pr.Reports, must.Sprint("the refused batches recorded nothing"))
+	must.Eq(t, 100.0, *pr.SamplesPerSec)
+	must.Eq(t, 2.5, *pr.Loss)
+	must.Eq(t, structs.Metric{Name: "top5", Value: 0.5}, *pr.Metric)
+	must.Eq(t, map[string]float64{"top5": 0.5}, pr.Metrics)
+	must.Eq(t, 2, pr.WorldSize)
+	must.Eq(t, "/ckpt/3.pt", pr.Checkpoint)
+	must.Len(t, 4, pr.History)
+	must.Eq(t, time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), pr.History[1].Time.UTC())
+	must.False(t, pr.History[0].Time.IsZero(), must.Sprint("a report without a time gets the arrival time"))
+	var warnings []string
+	for _, e := range got.Events {
+		if e.Type == structs.EventWarning {
+			warnings = append(warnings, e.Message)
+		}
+	}
+	must.Eq(t, []string{`target metric "accuracy" was never reported; got "top5"`}, warnings)
+	// The job's stub and the other job are untouched.
+	code, raw = do(t, srv, call{method: "GET", path: "/v1/jobs/" + other.ID})
+	must.Eq(t, http.StatusOK, code)
+	must.Nil(t, decodeAs[structs.Job](t, raw).Progress)
+}
+
+// A report token is the HMAC of the job ID under the planner's token:
+// stable, different per job and per planner token, none without a token.
+func TestReportToken(t *testing.T) {
+	a := api.ReportToken("secret", "job-1")
+	must.Eq(t, a, api.ReportToken("secret", "job-1"))
+	must.Len(t, 64, []byte(a))
+	must.NotEq(t, a, api.ReportToken("secret", "job-2"))
+	must.NotEq(t, a, api.ReportToken("other", "job-1"))
+	must.Eq(t, "", api.ReportToken("", "job-1"))
 }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -23,6 +25,62 @@ type SubmitRequest struct {
 
 // DefaultFilename names a submitted jobspec that came without a name.
 const DefaultFilename = "jobspec.hcl"
+
+// ProgressReport is one report in the body of POST /v1/jobs/{id}/progress
+// (a JSON array of them, oldest first).
+type ProgressReport = structs.ProgressReport
+
+// Bounds of a progress batch.
+const (
+	// MaxProgressBatch is the most reports one request may carry.
+	MaxProgressBatch = 1000
+	// MaxMetricNameLen and MaxCheckpointLen bound those fields.
+	MaxMetricNameLen = 128
+	MaxCheckpointLen = 4096
+)
+
+// ValidateProgress checks a batch of reports: not empty, at most
+// MaxProgressBatch, no negative step, throughput or world size, metrics
+// named, finite numbers. It returns an *InputError naming the first bad
+// report.
+func ValidateProgress(reports []ProgressReport) error {
+	if len(reports) == 0 {
+		return Inputf("no progress reports: send a JSON array of at least one")
+	}
+	if len(reports) > MaxProgressBatch {
+		return Inputf("%d progress reports in one request; at most %d", len(reports), MaxProgressBatch)
+	}
+	for i, r := range reports {
+		bad := func(format string, args ...any) error {
+			return Inputf("progress report %d: %s", i, fmt.Sprintf(format, args...))
+		}
+		switch {
+		case r.Step < 0:
+			return bad("negative step %d", r.Step)
+		case r.SamplesPerSec != nil && (*r.SamplesPerSec < 0 || !finite(*r.SamplesPerSec)):
+			return bad("samples_per_sec must be a finite number >= 0, not %v", *r.SamplesPerSec)
+		case r.Loss != nil && !finite(*r.Loss):
+			return bad("loss must be finite, not %v", *r.Loss)
+		case r.WorldSize < 0:
+			return bad("negative world_size %d", r.WorldSize)
+		case len(r.Checkpoint) > MaxCheckpointLen:
+			return bad("checkpoint path over %d bytes", MaxCheckpointLen)
+		}
+		if m := r.Metric; m != nil {
+			switch {
+			case m.Name == "":
+				return bad("metric without a name")
+			case len(m.Name) > MaxMetricNameLen:
+				return bad("metric name over %d bytes", MaxMetricNameLen)
+			case !finite(m.Value):
+				return bad("metric %q must be finite, not %v", m.Name, m.Value)
+			}
+		}
+	}
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // SetPolicyRequest is the body of PUT /v1/policy.
 type SetPolicyRequest struct {

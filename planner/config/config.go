@@ -8,6 +8,7 @@
 //	plugin_dir     = "/opt/schedulearn/plugins"
 //	token          = "..."            # for API writes; or SCHEDULEARN_TOKEN
 //	network_interface = "eth0"        # Horovod's interface between nodes
+//	advertise_addr = "http://10.0.0.5:4680"  # the API as training tasks reach it
 //
 //	nomad {
 //	  address = "http://127.0.0.1:4646"
@@ -34,7 +35,9 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -59,6 +62,12 @@ type Config struct {
 	// NetworkInterface is the interface Horovod uses between nodes
 	// (horovodrun --network-interface); "" lets Horovod choose.
 	NetworkInterface string `hcl:"network_interface,optional"`
+	// AdvertiseAddr is the API's address as the training tasks reach it
+	// to report progress (SCHEDULEARN_ADDR in their environment): an
+	// http(s) URL or host:port. Empty: http://<the address the API listens
+	// on>, with an unspecified host (0.0.0.0, ::) replaced by the
+	// machine's hostname.
+	AdvertiseAddr string `hcl:"advertise_addr,optional"`
 
 	Nomad  *Nomad  `hcl:"nomad,block"`
 	Consul *Consul `hcl:"consul,block"`
@@ -175,6 +184,7 @@ func (c *Config) Merge(o *Config) *Config {
 	setStr(&r.Token, o.Token)
 	setStr(&r.LogLevel, o.LogLevel)
 	setStr(&r.NetworkInterface, o.NetworkInterface)
+	setStr(&r.AdvertiseAddr, o.AdvertiseAddr)
 	if o.Nomad != nil {
 		n := *r.Nomad
 		setStr(&n.Address, o.Nomad.Address)
@@ -230,6 +240,11 @@ func (c *Config) Validate() hcl.Diagnostics {
 	if _, _, err := net.SplitHostPort(c.BindAddr); err != nil {
 		errAt("bind_addr", "Invalid bind_addr", fmt.Sprintf("%q: give host:port, e.g. \"127.0.0.1:4680\".", c.BindAddr))
 	}
+	if c.AdvertiseAddr != "" {
+		if _, err := NormalizeAddr(c.AdvertiseAddr); err != nil {
+			errAt("advertise_addr", "Invalid advertise_addr", fmt.Sprintf("%q: give the planner's API as the training tasks reach it, e.g. \"http://10.0.0.5:4680\".", c.AdvertiseAddr))
+		}
+	}
 	d, err := time.ParseDuration(c.RoundInterval)
 	if err != nil || d <= 0 {
 		errAt("round_interval", "Invalid round_interval", fmt.Sprintf("%q: give a positive duration, e.g. \"10s\".", c.RoundInterval))
@@ -256,6 +271,22 @@ func (c *Config) Validate() hcl.Diagnostics {
 		errAt("log_level", "Invalid log_level", fmt.Sprintf("%q: one of TRACE, DEBUG, INFO, WARN, ERROR.", c.LogLevel))
 	}
 	return diags
+}
+
+// NormalizeAddr turns an API address (a URL, or host:port) into an
+// http(s) URL without a trailing slash.
+func NormalizeAddr(addr string) (string, error) {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return "", err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return "", fmt.Errorf("invalid address %q: want http(s)://host:port", addr)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }
 
 // StorePath is the embedded store's file.

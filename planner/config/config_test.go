@@ -37,6 +37,25 @@ pool "a100" {
 	must.Eq(t, "min", cfg.Policy.Config["start_size"])
 	must.Len(t, 1, cfg.Pools)
 	must.Eq(t, "127.0.0.1:4680", cfg.BindAddr)
+	must.Eq(t, "", cfg.AdvertiseAddr)
+}
+
+func TestNormalizeAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.0.0.5:4680":             "http://10.0.0.5:4680",
+		"http://planner:4680/":      "http://planner:4680",
+		"https://planner.example":   "https://planner.example",
+		"http://[::1]:4680":         "http://[::1]:4680",
+		"https://p.example/api/v1/": "https://p.example/api/v1",
+	} {
+		got, err := NormalizeAddr(in)
+		must.NoError(t, err, must.Sprint(in))
+		must.Eq(t, want, got)
+	}
+	for _, in := range []string{"ftp://x:1", "http://", "http://:4680"} {
+		_, err := NormalizeAddr(in)
+		must.Error(t, err, must.Sprint(in))
+	}
 }
 
 func TestParse_Errors(t *testing.T) {
@@ -47,6 +66,7 @@ func TestParse_Errors(t *testing.T) {
 		{"bad round", "round_interval = \"soon\"\n", "planner.hcl:1:1: error: Invalid round_interval"},
 		{"bad backend", "store {\n  backend = \"etcd\"\n}\n", "planner.hcl:2:3: error: Invalid store backend"},
 		{"bad bind", "bind_addr = \"4680\"\n", "planner.hcl:1:1: error: Invalid bind_addr"},
+		{"bad advertise", "advertise_addr = \"ftp://x:1\"\n", "planner.hcl:1:1: error: Invalid advertise_addr"},
 		{"pool without service", "pool \"a\" {\n}\n", "planner.hcl:1:10: error: Missing required argument"},
 		{"duplicate pool", "pool \"a\" {\n  service = \"x\"\n}\npool \"a\" {\n  service = \"y\"\n}\n", "error: Duplicate pool"},
 		{"syntax", "nomad {\n", "planner.hcl:1:7: error: Unclosed configuration block"},

@@ -13,6 +13,14 @@
 //     job's GPU model and memory constraints, and registering the worker
 //     service that the launcher discovers.
 //
+// The launcher's environment (which horovodrun copies onto every worker's
+// command line, and torchrun's workers inherit) tells the training SDK
+// (sdk/python) where to report progress: SCHEDULEARN_JOB_ID always, and
+// SCHEDULEARN_ADDR and SCHEDULEARN_REPORT_TOKEN (api.ReportToken: good for
+// this job's progress only) when Options name the planner's address and
+// token; SCHEDULEARN_TARGET_METRIC names the jobspec's target metric. What
+// the executor sets overrides the jobspec's env of the same name.
+//
 // One group per node keeps the plan's per-node counts exact: Nomad never
 // chooses where a worker goes, and shrinking on a node scales that node's
 // group down, which stops its highest-indexed workers, the ones the rescale
@@ -21,11 +29,13 @@ package executor
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -57,7 +67,21 @@ type Options struct {
 	// NetworkInterface is the interface Horovod's Gloo uses between nodes
 	// (horovodrun --network-interface); "" lets Horovod choose.
 	NetworkInterface string
+	// PlannerAddress is the planner's API as the training tasks reach it
+	// (http://host:port), and Token the planner's token, from which each
+	// job's report token is derived. Without both, jobs get no address and
+	// the SDK does nothing.
+	PlannerAddress string
+	Token          string
 }
+
+// The environment of a training job's launcher, for the training SDK.
+const (
+	EnvPlannerAddress = "SCHEDULEARN_ADDR"
+	EnvJobID          = "SCHEDULEARN_JOB_ID"
+	EnvReportToken    = "SCHEDULEARN_REPORT_TOKEN"
+	EnvTargetMetric   = "SCHEDULEARN_TARGET_METRIC"
+)
 
 // JobID is the Nomad job of a training job.
 func JobID(j *structs.Job) string { return JobPrefix + j.ID }
@@ -94,9 +118,7 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 		"slots":     per,
 		"discovery": []map[string]any{{"service": WorkerService(j)}},
 	}
-	if len(spec.Env) > 0 {
-		launcherConfig["env"] = spec.Env
-	}
+	launcherConfig["env"] = launcherEnv(j, opts)
 	if opts.NetworkInterface != "" {
 		launcherConfig["network_interface"] = opts.NetworkInterface
 	}
@@ -122,6 +144,23 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 		job.AddTaskGroup(workerGroup(j, node, g/per))
 	}
 	return job
+}
+
+// launcherEnv is the jobspec's env and the SDK's settings.
+func launcherEnv(j *structs.Job, opts Options) map[string]string {
+	env := maps.Clone(j.Spec.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[EnvJobID] = j.ID
+	if opts.PlannerAddress != "" && opts.Token != "" {
+		env[EnvPlannerAddress] = opts.PlannerAddress
+		env[EnvReportToken] = api.ReportToken(opts.Token, j.ID)
+	}
+	if t := j.Spec.Target; t != nil && t.Metric != "" {
+		env[EnvTargetMetric] = t.Metric
+	}
+	return env
 }
 
 func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {

@@ -6,6 +6,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -18,6 +19,8 @@ func TestBuild(t *testing.T) {
 		Env:  map[string]string{"NCCL_DEBUG": "WARN"},
 	}}
 	job := Build(j, policy.Allocation{"node-b": 2, "node-a": 4}, Options{NetworkInterface: "lo"})
+	// No planner address: the SDK gets the job's ID only, and does nothing.
+	must.Eq[any](t, map[string]string{"NCCL_DEBUG": "WARN", "SCHEDULEARN_JOB_ID": "resnet-1a2b3c4d"}, job.TaskGroups[0].Tasks[0].Config["env"])
 
 	must.Eq(t, "train-resnet-1a2b3c4d", *job.ID)
 	must.Eq(t, "batch", *job.Type)
@@ -62,4 +65,26 @@ func TestBuild(t *testing.T) {
 		must.Eq(t, "${NOMAD_ALLOC_ID}", tg.Services[0].Meta["alloc_id"])
 	}
 	must.Eq(t, map[string]int{"node-a": 2, "node-b": 1}, workerCounts(job))
+}
+
+// With the planner's address and token, the launcher's environment tells
+// the training SDK where to report, with the job's own report token, and
+// which metric the target names.
+func TestBuild_ReportEnv(t *testing.T) {
+	goal := jobspec.Target{Metric: "accuracy", Goal: 0.9}
+	j := &structs.Job{ID: "resnet-1a2b3c4d", Spec: jobspec.Spec{
+		Name: "resnet", Command: "python3", Launcher: jobspec.LauncherTorchrun,
+		GPUs:   jobspec.GPUs{Min: 1, Max: 2, PerWorker: 1},
+		Env:    map[string]string{"SCHEDULEARN_ADDR": "http://elsewhere:1", "A": "b"},
+		Target: &goal,
+	}}
+	job := Build(j, policy.Allocation{"node-a": 1}, Options{PlannerAddress: "http://10.0.0.5:4680", Token: "secret"})
+	must.Eq[any](t, map[string]string{
+		"A":                         "b",
+		"SCHEDULEARN_ADDR":          "http://10.0.0.5:4680",
+		"SCHEDULEARN_JOB_ID":        "resnet-1a2b3c4d",
+		"SCHEDULEARN_REPORT_TOKEN":  api.ReportToken("secret", "resnet-1a2b3c4d"),
+		"SCHEDULEARN_TARGET_METRIC": "accuracy",
+	}, job.TaskGroups[0].Tasks[0].Config["env"])
+	must.Eq(t, "http://elsewhere:1", j.Spec.Env["SCHEDULEARN_ADDR"], must.Sprint("the spec is not changed"))
 }

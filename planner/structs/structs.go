@@ -1,10 +1,13 @@
 // Package structs holds the planner's records: what the store keeps, the
 // API serves and the CLI prints. They are plain data (JSON), with no
 // behaviour beyond small helpers, so every part of the planner can share
-// them.
+// them. The few helpers that change a record (AddProgress) keep it
+// consistent; they do no I/O.
 package structs
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
@@ -57,6 +60,9 @@ type Job struct {
 	AttainedGPUSeconds float64 `json:"attained_gpu_seconds"`
 	// ExitCode is the launcher's, once the job has ended.
 	ExitCode *int `json:"exit_code,omitempty"`
+	// Progress is what the training script reported through the SDK
+	// (POST /v1/jobs/{id}/progress); nil until its first report.
+	Progress *Progress `json:"progress,omitempty"`
 
 	// Version increases on every write; the store rejects a write whose
 	// version is not the stored one (optimistic concurrency).
@@ -97,4 +103,202 @@ type PolicyState struct {
 	// LastError is why the last attempt to switch or run a policy failed
 	// (the planner then keeps the last good policy).
 	LastError string `json:"last_error,omitempty"`
+}
+
+// Clone returns a copy of j whose allocation, history, events, exit code
+// and progress are its own (the spec, which nothing changes, is shared).
+func (j *Job) Clone() *Job {
+	c := *j
+	if j.Allocation != nil {
+		c.Allocation = make(map[string]int, len(j.Allocation))
+		for k, v := range j.Allocation {
+			c.Allocation[k] = v
+		}
+	}
+	c.History = slices.Clone(j.History)
+	c.Events = slices.Clone(j.Events)
+	if j.ExitCode != nil {
+		code := *j.ExitCode
+		c.ExitCode = &code
+	}
+	c.Progress = j.Progress.Clone()
+	return &c
+}
+
+// Bounds of a job's progress record.
+const (
+	// MaxProgressHistory bounds Progress.History. When it is full, the
+	// older half is thinned (every second point dropped) rather than the
+	// oldest points: the history then spans the whole run at a resolution
+	// that falls with age, which is what a policy fitting a convergence
+	// curve needs, in at most this many points (about 25 KiB of JSON).
+	MaxProgressHistory = 200
+	// MaxProgressMetrics bounds the distinct metric names a job reports.
+	MaxProgressMetrics = 16
+)
+
+// ProgressReport is one report of a training script (the SDK batches
+// them): where training is, how fast it goes, how good the model is.
+// Every field but Step is optional; a zero Time means "when it arrived".
+type ProgressReport struct {
+	Time time.Time `json:"time,omitzero"`
+	// Step is the training step (or iteration) the report is about.
+	Step int64 `json:"step"`
+	// SamplesPerSec is the job's training throughput, all workers together.
+	SamplesPerSec *float64 `json:"samples_per_sec,omitempty"`
+	Loss          *float64 `json:"loss,omitempty"`
+	// Metric is a quality measure, e.g. {"name": "accuracy", "value": 0.91};
+	// the one the jobspec's target names is the one policies read.
+	Metric *Metric `json:"metric,omitempty"`
+	// WorldSize is the number of training processes (0: not reported).
+	WorldSize int `json:"world_size,omitempty"`
+	// Checkpoint is the path of a checkpoint written at this step.
+	Checkpoint string `json:"checkpoint,omitempty"`
+}
+
+// Metric is a named quality measure of the model.
+type Metric struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+// Progress is the latest of what a job's training reported, and a bounded
+// history of its reports.
+type Progress struct {
+	// Updated is when the planner received the last report.
+	Updated time.Time `json:"updated"`
+	// Time and Step are the last report's.
+	Time time.Time `json:"time"`
+	Step int64     `json:"step"`
+	// The latest reported value of each of these (absent: never reported).
+	SamplesPerSec *float64 `json:"samples_per_sec,omitempty"`
+	Loss          *float64 `json:"loss,omitempty"`
+	Metric        *Metric  `json:"metric,omitempty"`
+	WorldSize     int      `json:"world_size,omitempty"`
+	Checkpoint    string   `json:"checkpoint,omitempty"`
+	// Metrics is the latest value of every metric name reported (at most
+	// MaxProgressMetrics names).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Reports counts the reports received.
+	Reports int64 `json:"reports"`
+	// History is the reports, oldest first, at most MaxProgressHistory of
+	// them (see there for which are kept).
+	History []ProgressReport `json:"history,omitempty"`
+}
+
+// Clone returns a deep copy of p (nil for nil).
+func (p *Progress) Clone() *Progress {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.SamplesPerSec = clonePtr(p.SamplesPerSec)
+	c.Loss = clonePtr(p.Loss)
+	c.Metric = clonePtr(p.Metric)
+	if p.Metrics != nil {
+		c.Metrics = make(map[string]float64, len(p.Metrics))
+		for k, v := range p.Metrics {
+			c.Metrics[k] = v
+		}
+	}
+	if p.History != nil {
+		c.History = make([]ProgressReport, len(p.History))
+		for i, r := range p.History {
+			c.History[i] = r.clone()
+		}
+	}
+	return &c
+}
+
+func (r ProgressReport) clone() ProgressReport {
+	r.SamplesPerSec = clonePtr(r.SamplesPerSec)
+	r.Loss = clonePtr(r.Loss)
+	r.Metric = clonePtr(r.Metric)
+	return r
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// EventWarning is the type of an event that tells the user something is
+// probably wrong with the job (it goes on regardless).
+const EventWarning = "warning"
+
+// AddProgress records a batch of reports, in order, received at now: the
+// latest values, the history, and a warning event (once per metric name)
+// when the job has a target whose metric the script has never reported
+// but it reports another one. The reports must be valid (api checks them).
+// It fails, changing nothing, when the batch would take the job over
+// MaxProgressMetrics metric names.
+func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
+	p := j.Progress.Clone()
+	if p == nil {
+		p = &Progress{}
+	}
+	var warnings []string
+	for _, r := range reports {
+		r = r.clone()
+		if r.Time.IsZero() {
+			r.Time = now
+		}
+		p.Time, p.Step = r.Time, r.Step
+		if r.SamplesPerSec != nil {
+			p.SamplesPerSec = clonePtr(r.SamplesPerSec)
+		}
+		if r.Loss != nil {
+			p.Loss = clonePtr(r.Loss)
+		}
+		if r.WorldSize > 0 {
+			p.WorldSize = r.WorldSize
+		}
+		if r.Checkpoint != "" {
+			p.Checkpoint = r.Checkpoint
+		}
+		if m := r.Metric; m != nil {
+			if _, known := p.Metrics[m.Name]; !known && len(p.Metrics) >= MaxProgressMetrics {
+				return fmt.Errorf("job %s reports more than %d metric names (new: %q)", j.ID, MaxProgressMetrics, m.Name)
+			}
+			if p.Metrics == nil {
+				p.Metrics = map[string]float64{}
+			}
+			p.Metrics[m.Name] = m.Value
+			p.Metric = clonePtr(m)
+			if t := j.Spec.Target; t != nil && t.Metric != "" && m.Name != t.Metric {
+				if _, seen := p.Metrics[t.Metric]; !seen {
+					warnings = append(warnings, fmt.Sprintf("target metric %q was never reported; got %q", t.Metric, m.Name))
+				}
+			}
+		}
+		p.Reports++
+		p.History = appendThinned(p.History, r)
+	}
+	p.Updated = now
+	j.Progress = p
+	for _, w := range warnings {
+		if !slices.ContainsFunc(j.Events, func(e Event) bool { return e.Type == EventWarning && e.Message == w }) {
+			j.Events = append(j.Events, Event{Time: now, Type: EventWarning, Message: w})
+		}
+	}
+	return nil
+}
+
+// appendThinned appends r to h, first dropping every second point of the
+// older half when h is full.
+func appendThinned(h []ProgressReport, r ProgressReport) []ProgressReport {
+	if len(h) >= MaxProgressHistory {
+		half := len(h) / 2
+		kept := h[:0]
+		for i := range h {
+			if i >= half || i%2 == 0 {
+				kept = append(kept, h[i])
+			}
+		}
+		h = kept
+	}
+	return append(h, r)
 }

@@ -190,6 +190,25 @@ func (b *Backend) Stop(_ context.Context, id string) (*structs.Job, error) {
 	return clone(j), nil
 }
 
+// ReportProgress records the reports in the job (structs.Job.AddProgress),
+// in any state, as the planner does.
+func (b *Backend) ReportProgress(_ context.Context, id string, reports []api.ProgressReport) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("ReportProgress"); err != nil {
+		return err
+	}
+	j, ok := b.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %q: %w", id, api.ErrNotFound)
+	}
+	if err := j.AddProgress(reports, b.now()); err != nil {
+		return api.Inputf("%v", err)
+	}
+	j.Version++
+	return nil
+}
+
 // Policies lists the builtins, sorted by name.
 func (b *Backend) Policies(context.Context) ([]api.PolicyInfo, error) {
 	b.mu.Lock()
@@ -332,13 +351,7 @@ func (b *Backend) finish(j *structs.Job, state structs.JobState, message string)
 }
 
 // clone copies a job deeply enough that callers cannot change the store.
-func clone(j *structs.Job) *structs.Job {
-	c := *j
-	c.Allocation = maps.Clone(j.Allocation)
-	c.History = slices.Clone(j.History)
-	c.Events = slices.Clone(j.Events)
-	return &c
-}
+func clone(j *structs.Job) *structs.Job { return j.Clone() }
 
 // IDs returns the jobs' IDs in submission order.
 func (b *Backend) IDs() []string {

@@ -140,6 +140,12 @@ func (c *Client) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	return &job, nil
 }
 
+// ReportProgress sends a batch of a job's progress reports. The token
+// may be the planner's or the job's report token (api.ReportToken).
+func (c *Client) ReportProgress(ctx context.Context, id string, reports []api.ProgressReport) error {
+	return c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/progress", reports, nil)
+}
+
 // Policies lists the policies.
 func (c *Client) Policies(ctx context.Context) ([]api.PolicyInfo, error) {
 	var ps []api.PolicyInfo
@@ -176,7 +182,8 @@ func (c *Client) Status(ctx context.Context) (*api.Status, error) {
 	return &st, nil
 }
 
-// do sends body (JSON, when not nil) and decodes a 2xx answer into out.
+// do sends body (JSON, when not nil) and decodes a 2xx answer into out
+// (when not nil; a 204 has nothing to decode).
 // An answer that is not 2xx is an *Error carrying the server's message,
 // which already says what failed ("failed to stop job ...").
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
@@ -219,6 +226,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 			e.Message = strings.TrimSpace(http.StatusText(resp.StatusCode) + " " + firstLine(raw))
 		}
 		return e
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("failed to decode the answer to %s %s: %w", method, path, err)

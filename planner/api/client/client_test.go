@@ -95,3 +95,42 @@ func TestClient_Calls(t *testing.T) {
 	must.True(t, errors.As(err, &ce))
 	must.Eq(t, 403, ce.StatusCode)
 }
+
+// Progress reports go through with the planner's token or the job's report
+// token, and the job's report token works for that job only.
+func TestClient_ReportProgress(t *testing.T) {
+	b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8))
+	srv := apitest.NewServer(t, b)
+	ctx := context.Background()
+	admin, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token, HTTPClient: srv.Client()})
+	must.NoError(t, err)
+	a, err := admin.Submit(ctx, "training \"a\" {\n  command = \"x\"\n  gpus = 2\n}\n", "a.hcl")
+	must.NoError(t, err)
+	other, err := admin.Submit(ctx, "training \"b\" {\n  command = \"x\"\n  gpus = 2\n}\n", "b.hcl")
+	must.NoError(t, err)
+
+	rate := 512.0
+	must.NoError(t, admin.ReportProgress(ctx, a.ID, []api.ProgressReport{{Step: 10, SamplesPerSec: &rate}}))
+
+	job, err := client.New(client.Config{Address: srv.URL, Token: api.ReportToken(apitest.Token, a.ID), HTTPClient: srv.Client()})
+	must.NoError(t, err)
+	must.NoError(t, job.ReportProgress(ctx, a.ID, []api.ProgressReport{{Step: 20, Metric: &structs.Metric{Name: "accuracy", Value: 0.5}}}))
+	got, err := admin.Job(ctx, a.ID)
+	must.NoError(t, err)
+	must.Eq(t, int64(20), got.Progress.Step)
+	must.Eq(t, rate, *got.Progress.SamplesPerSec)
+	must.Eq(t, int64(2), got.Progress.Reports)
+
+	var ce *client.Error
+	err = job.ReportProgress(ctx, other.ID, []api.ProgressReport{{Step: 1}})
+	must.True(t, errors.As(err, &ce), must.Sprint(err))
+	must.Eq(t, 403, ce.StatusCode)
+	_, err = job.Stop(ctx, a.ID)
+	must.True(t, errors.As(err, &ce), must.Sprint(err))
+	must.Eq(t, 403, ce.StatusCode)
+
+	err = admin.ReportProgress(ctx, "nope", []api.ProgressReport{{Step: 1}})
+	must.True(t, errors.Is(err, api.ErrNotFound), must.Sprint(err))
+	err = admin.ReportProgress(ctx, a.ID, []api.ProgressReport{{Step: -1}})
+	must.True(t, client.IsInput(err), must.Sprint(err))
+}

@@ -1,0 +1,58 @@
+package structs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// The history keeps at most MaxProgressHistory points, spanning the whole
+// run: the first report stays, and the latest ones are all there.
+func TestAddProgress_HistoryBounded(t *testing.T) {
+	j := &Job{ID: "a"}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for i := range 5000 {
+		must.NoError(t, j.AddProgress([]ProgressReport{{Step: int64(i)}}, now))
+	}
+	h := j.Progress.History
+	must.LessEq(t, MaxProgressHistory, len(h))
+	must.Greater(t, MaxProgressHistory/2, len(h))
+	must.Eq(t, int64(0), h[0].Step)
+	must.Eq(t, int64(4999), h[len(h)-1].Step)
+	for i := 1; i < len(h); i++ {
+		must.Less(t, h[i].Step, h[i-1].Step)
+	}
+	for i := 1; i <= MaxProgressHistory/4; i++ {
+		must.Eq(t, int64(5000-i), h[len(h)-i].Step, must.Sprint("the latest points are all kept"))
+	}
+	must.Eq(t, int64(5000), j.Progress.Reports)
+}
+
+// A clone shares nothing that the planner changes.
+func TestJob_Clone(t *testing.T) {
+	code, loss := 0, 0.5
+	j := &Job{ID: "a", Allocation: map[string]int{"n": 2}, History: []GPUChange{{GPUs: 2}}, Events: []Event{{Type: "x"}}, ExitCode: &code}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	must.NoError(t, j.AddProgress([]ProgressReport{{Step: 1, Loss: &loss, Metric: &Metric{Name: "acc", Value: 0.1}}}, now))
+	c := j.Clone()
+	must.Eq(t, j, c)
+	c.Allocation["n"] = 4
+	c.History[0].GPUs = 4
+	c.Events[0].Type = "y"
+	*c.ExitCode = 1
+	*c.Progress.Loss = 9
+	c.Progress.Metrics["acc"] = 9
+	c.Progress.Metric.Value = 9
+	*c.Progress.History[0].Loss = 9
+	must.NoError(t, c.AddProgress([]ProgressReport{{Step: 2}}, now))
+	must.Eq(t, 2, j.Allocation["n"])
+	must.Eq(t, 2, j.History[0].GPUs)
+	must.Eq(t, "x", j.Events[0].Type)
+	must.Eq(t, 0, *j.ExitCode)
+	must.Eq(t, 0.5, *j.Progress.Loss)
+	must.Eq(t, 0.1, j.Progress.Metrics["acc"])
+	must.Eq(t, 0.1, j.Progress.Metric.Value)
+	must.Eq(t, 0.5, *j.Progress.History[0].Loss)
+	must.Len(t, 1, j.Progress.History)
+}

@@ -1,0 +1,47 @@
+"""Schedulearn's training SDK: report a training job's progress to the
+planner, and hooks for elastic training.
+
+    import schedulearn
+
+    reporter = schedulearn.Reporter()   # from SCHEDULEARN_ADDR, _JOB_ID, _REPORT_TOKEN
+    for step in range(steps):
+        ...
+        reporter.report(step, samples_per_sec=rate, loss=loss.item(),
+                        metric="accuracy", value=acc)
+
+or, with one reporter for the whole process, ``schedulearn.report(...)``.
+Reporting never blocks the training loop and never raises into it; without
+SCHEDULEARN_ADDR (training outside the planner) it does nothing. See
+:mod:`schedulearn.horovod` and :mod:`schedulearn.torchrun` for the
+launchers' helpers, and :func:`on_sigterm` to save before a shrink or a
+preemption.
+"""
+
+import threading
+
+from .reporter import (ENV_ADDR, ENV_JOB_ID, ENV_REPORT_TOKEN, ENV_TARGET_METRIC, ENV_TOKEN,
+                       TOKEN_HEADER, Reporter)
+from .signals import on_sigterm
+
+__version__ = "0.1.0"
+
+__all__ = ["Reporter", "report", "default_reporter", "on_sigterm", "ENV_ADDR", "ENV_JOB_ID",
+           "ENV_REPORT_TOKEN", "ENV_TOKEN", "ENV_TARGET_METRIC", "TOKEN_HEADER", "__version__"]
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_reporter():
+    """The process's reporter, made from the environment on first use."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Reporter()
+    return _default
+
+
+def report(step, **kwargs):
+    """``default_reporter().report(step, ...)``: queues a report, at once."""
+    default_reporter().report(step, **kwargs)

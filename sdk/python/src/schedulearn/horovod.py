@@ -1,0 +1,118 @@
+"""Progress reporting and state hooks for Horovod elastic training.
+
+Every Horovod process runs the training script, and in elastic mode the
+process that is rank 0 changes as workers come and go. :class:`Reporter`
+checks the rank at every report, so exactly one process reports, and fills
+in the world size::
+
+    import horovod.torch as hvd
+    from schedulearn import horovod as sl
+
+    hvd.init()
+    reporter = sl.Reporter(hvd)
+    state = hvd.elastic.TorchState(model, optimizer, step=0)
+    reporter.track(state)    # reports the world size after every reset,
+                             # and the step at every commit
+    sl.on_sigterm(lambda: save_checkpoint(state), reporter)
+
+    @hvd.elastic.run
+    def train(state):
+        ...
+        reporter.report(state.step, samples_per_sec=..., loss=loss.item())
+
+Horovod is not imported by this module: pass ``horovod.torch`` (or
+``horovod.tensorflow``...) as ``hvd``, or leave it out to use
+``horovod.torch``.
+"""
+
+import logging
+
+from .reporter import Reporter as _Reporter
+from .signals import on_sigterm
+
+__all__ = ["Reporter", "on_sigterm"]
+
+log = logging.getLogger("schedulearn")
+
+
+class Reporter(_Reporter):
+    """A :class:`schedulearn.Reporter` for Horovod: reports from the current
+    rank 0 only and fills in the world size (``hvd.size()``).
+
+    Every process keeps its own queue and sender, so whichever becomes rank
+    0 after a reset reports on; the others' reports are not even queued.
+    """
+
+    def __init__(self, hvd=None, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._hvd = hvd
+        self._step_of = None
+
+    @property
+    def hvd(self):
+        if self._hvd is None:
+            import horovod.torch as hvd  # the usual one; imported on first use
+            self._hvd = hvd
+        return self._hvd
+
+    def _rank_size(self):
+        try:
+            return self.hvd.rank(), self.hvd.size()
+        except Exception:  # not initialised (yet), or mid-reset
+            return None, None
+
+    def report(self, step, samples_per_sec=None, loss=None, metric=None, value=None,
+               world_size=None, checkpoint=None):
+        if not self.enabled:
+            return
+        rank, size = self._rank_size()
+        if rank != 0:
+            return
+        if world_size is None:
+            world_size = size
+        super().report(step, samples_per_sec=samples_per_sec, loss=loss, metric=metric, value=value,
+                       world_size=world_size, checkpoint=checkpoint)
+
+    def on_reset(self):
+        """A reset callback (``state.register_reset_callbacks``): reports
+        the new world size at the state's step (or the last step
+        reported)."""
+        step = self._current_step()
+        if step is not None:
+            self.report(step)
+
+    def on_commit(self, state=None):
+        """Reports the step of a commit, with the world size."""
+        step = self._current_step(state)
+        if step is not None:
+            self.report(step)
+
+    def track(self, state, step_attr="step"):
+        """Hooks a Horovod elastic ``State``: its reset callbacks report the
+        new world size, and every ``state.commit()`` reports the step (read
+        from ``state.<step_attr>``). Returns the state."""
+        self._step_of = lambda s=state: getattr(s, step_attr, None)
+        state.register_reset_callbacks([self.on_reset])
+        commit = state.commit
+
+        def commit_and_report(*args, **kwargs):
+            result = commit(*args, **kwargs)
+            try:
+                self.on_commit()
+            except Exception:
+                log.debug("schedulearn: failed to report a commit", exc_info=True)
+            return result
+
+        state.commit = commit_and_report
+        return state
+
+    def _current_step(self, state=None):
+        step = None
+        try:
+            if state is not None:
+                step = getattr(state, "step", None)
+            elif self._step_of is not None:
+                step = self._step_of()
+        except Exception:
+            step = None
+        return self.last_step if step is None else step

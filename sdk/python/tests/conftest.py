@@ -1,0 +1,105 @@
+"""A fake planner: an HTTP server in a thread that records progress reports
+and answers with scripted status codes."""
+
+import http.server
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+import schedulearn
+
+
+class FakePlanner:
+    def __init__(self, port=0):
+        self.requests = []  # (path, headers, body)
+        self.codes = []  # status codes for the next requests; then 204
+        self.lock = threading.Lock()
+        planner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with planner.lock:
+                    code = planner.codes.pop(0) if planner.codes else 204
+                    if code == 204:
+                        planner.requests.append((self.path, dict(self.headers), json.loads(body)))
+                if code == 204:
+                    self.send_response(204)
+                    self.end_headers()
+                    return
+                out = json.dumps({"error": "scripted %d" % code}).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.addr = "http://127.0.0.1:%d" % self.port
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def reports(self):
+        with self.lock:
+            return [r for _, _, body in self.requests for r in body]
+
+    def batches(self):
+        with self.lock:
+            return [body for _, _, body in self.requests]
+
+    def wait_for(self, n, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.reports()) >= n:
+                return True
+            time.sleep(0.01)
+        return False
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def planner():
+    p = FakePlanner()
+    yield p
+    p.stop()
+
+
+def free_port():
+    """A port nobody listens on (nothing guarantees nobody will later)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for k in (schedulearn.ENV_ADDR, schedulearn.ENV_JOB_ID, schedulearn.ENV_REPORT_TOKEN,
+              schedulearn.ENV_TOKEN, schedulearn.ENV_TARGET_METRIC, "RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(k, raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+def reporters():
+    """Reporters made through it are closed (quickly) after the test."""
+    made = []
+
+    def make(*args, cls=schedulearn.Reporter, **kwargs):
+        r = cls(*args, **kwargs)
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        r.close(timeout=0.1)

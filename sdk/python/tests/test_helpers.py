@@ -1,0 +1,136 @@
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import schedulearn
+from schedulearn import horovod as sl_horovod
+from schedulearn import torchrun as sl_torchrun
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def _steps(planner):
+    return [{k: v for k, v in x.items() if k != "time"} for x in planner.reports()]
+
+
+def test_torchrun_reports_from_rank_zero_only(clean_env, planner, reporters):
+    clean_env.setenv("RANK", "1")
+    clean_env.setenv("WORLD_SIZE", "4")
+    r = reporters(planner.addr, "job", "t", interval=60, cls=sl_torchrun.Reporter)
+    assert not r.enabled and r._thread is None
+    r.report(1)
+    assert r.flush(1)
+
+    clean_env.setenv("RANK", "0")
+    r = reporters(planner.addr, "job", "t", interval=60, cls=sl_torchrun.Reporter)
+    assert sl_torchrun.is_rank_zero() and sl_torchrun.world_size() == 4
+    r.report(2, loss=0.5)
+    r.report(3, world_size=2)
+    assert r.flush(5)
+    assert _steps(planner) == [{"step": 2, "loss": 0.5, "world_size": 4}, {"step": 3, "world_size": 2}]
+
+
+class FakeHvd:
+    def __init__(self):
+        self._rank, self._size = 0, 2
+
+    def rank(self):
+        return self._rank
+
+    def size(self):
+        return self._size
+
+
+class FakeState:
+    """The parts of horovod.common.elastic.State the helper uses."""
+
+    def __init__(self):
+        self.step = 0
+        self.commits = 0
+        self.reset_callbacks = []
+
+    def register_reset_callbacks(self, callbacks):
+        self.reset_callbacks.extend(callbacks)
+
+    def commit(self):
+        self.commits += 1
+
+    def on_reset(self):
+        for cb in self.reset_callbacks:
+            cb()
+
+
+def test_horovod_rank_zero_world_size_commit_and_reset(clean_env, planner, reporters):
+    hvd = FakeHvd()
+    r = reporters(hvd, planner.addr, "job", "t", interval=60, cls=sl_horovod.Reporter)
+    state = r.track(FakeState())
+
+    state.step = 5
+    r.report(state.step, loss=1.5)  # world size filled in
+    state.commit()  # reports the step
+    assert state.commits == 1
+
+    hvd._size = 4  # a worker joined: Horovod resets, then calls back
+    state.on_reset()
+
+    hvd._rank = 1  # another process is rank 0 now: this one is silent
+    state.step = 6
+    r.report(6)
+    state.commit()
+    assert state.commits == 2
+    assert r.flush(5)
+    assert _steps(planner) == [
+        {"step": 5, "loss": 1.5, "world_size": 2},
+        {"step": 5, "world_size": 2},
+        {"step": 5, "world_size": 4},
+    ]
+
+
+def test_horovod_not_initialised_is_silent(clean_env, planner, reporters):
+    class Uninitialised:
+        def rank(self):
+            raise ValueError("Horovod has not been initialized; use hvd.init().")
+
+        size = rank
+
+    r = reporters(Uninitialised(), planner.addr, "job", "t", interval=60, cls=sl_horovod.Reporter)
+    r.report(1)
+    assert r.pending() == 0
+
+
+def test_horovod_real_elastic_state(clean_env, planner):
+    """With the real horovod.torch (when installed): one process, hvd.init(),
+    a TorchState tracked through commits."""
+    pytest.importorskip("torch")
+    try:
+        import horovod.torch  # noqa: F401
+    except Exception as e:  # not installed, or built without torch
+        pytest.skip("horovod.torch: %s" % e)
+    code = textwrap.dedent("""
+        import torch
+        import horovod.torch as hvd
+        from schedulearn import horovod as sl
+        hvd.init()
+        model = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        reporter = sl.Reporter(hvd, interval=60)
+        state = reporter.track(hvd.elastic.TorchState(model, opt, step=0))
+        for _ in range(3):
+            state.step += 1
+            reporter.report(state.step, samples_per_sec=10.0)
+        state.commit()
+        assert reporter.flush(10)
+    """)
+    env = dict(os.environ, PYTHONPATH=SRC, SCHEDULEARN_ADDR=planner.addr, SCHEDULEARN_JOB_ID="job",
+               SCHEDULEARN_REPORT_TOKEN="t")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert _steps(planner) == [
+        {"step": 1, "samples_per_sec": 10.0, "world_size": 1},
+        {"step": 2, "samples_per_sec": 10.0, "world_size": 1},
+        {"step": 3, "samples_per_sec": 10.0, "world_size": 1},
+        {"step": 3, "world_size": 1},
+    ]
