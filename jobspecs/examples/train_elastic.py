@@ -147,7 +147,7 @@ def run_horovod():
             optimizer.step()
             state.step += 1
             record(state.step, hvd.size(), hvd.rank(), loss.item(), "horovod")
-            if reporter is not None and not os.environ.get("SL_NO_REPORT"):
+            if reporter is not None:
                 reporter.report(state.step, samples_per_sec=pace.rate(BATCH_SIZE * hvd.size()), loss=loss.item(),
                                 metric="accuracy", value=accuracy(logits, y))
             if state.step % COMMIT_EVERY == 0:
@@ -164,8 +164,10 @@ def run_horovod():
 
     state = hvd.elastic.TorchState(model, optimizer, step=0)
     state.register_reset_callbacks([on_reset])
-    if reporter is not None and not os.environ.get("SL_NO_TRACK"):
-        reporter.track(state)  # the world size after every reset, the step at every commit
+    if reporter is not None:
+        # Reports the world size after every reset and the step at every
+        # commit, and keeps host updates that arrive during a reset.
+        reporter.track(state)
     train(state)
     if hvd.rank() == 0:
         print(f"training done after {state.step} steps", flush=True)

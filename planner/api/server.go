@@ -175,7 +175,11 @@ func (s *Server) wrap(rt Route) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		if rt.Write {
+		switch {
+		case rt.JobToken:
+			// Every running job reports every few seconds: not news.
+			s.log.Debug("write", "method", r.Method, "path", r.URL.Path, "status", code)
+		case rt.Write:
 			s.log.Info("write", "method", r.Method, "path", r.URL.Path, "status", code)
 		}
 		writeJSON(w, code, body)

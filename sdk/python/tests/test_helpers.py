@@ -1,4 +1,5 @@
 import os
+import queue
 import subprocess
 import sys
 import textwrap
@@ -51,6 +52,11 @@ class FakeState:
         self.step = 0
         self.commits = 0
         self.reset_callbacks = []
+        self._host_messages = queue.Queue()
+        self._last_updated_timestamp = 0
+
+    def on_hosts_updated(self, timestamp, update):
+        self._host_messages.put((timestamp, update))
 
     def register_reset_callbacks(self, callbacks):
         self.reset_callbacks.extend(callbacks)
@@ -59,6 +65,7 @@ class FakeState:
         self.commits += 1
 
     def on_reset(self):
+        self._host_messages = queue.Queue()
         for cb in self.reset_callbacks:
             cb()
 
@@ -134,3 +141,42 @@ def test_horovod_real_elastic_state(clean_env, planner):
         {"step": 3, "samples_per_sec": 10.0, "world_size": 1},
         {"step": 3, "world_size": 1},
     ]
+
+
+def test_host_updates_that_arrive_during_a_reset_are_kept():
+    """Horovod's coordinator drops a host update that arrives while it
+    resets (its on_reset starts a new queue): a second worker added a
+    second after the first never joins. The hook keeps it for the next
+    commit, even when its timestamp is the same second as the last."""
+    elastic = pytest.importorskip("horovod.common.elastic")
+    from horovod.common.exceptions import HostsUpdatedInterrupt
+    from horovod.runner.elastic.worker import HostUpdateResult
+
+    def fresh():
+        return elastic.ObjectState(bcast_object=lambda x: x, get_rank=lambda: 0, step=0)
+
+    def grow_twice(state):
+        state.on_hosts_updated(100, HostUpdateResult.added)  # the first worker
+        with pytest.raises(HostsUpdatedInterrupt):
+            state.commit()
+        state.on_hosts_updated(100, HostUpdateResult.added)  # the second, while resetting
+        state.on_reset()
+
+    plain = fresh()
+    grow_twice(plain)
+    plain.commit()  # Horovod 0.28 alone: the second update is lost
+
+    kept = sl_horovod.keep_host_updates_across_resets(fresh())
+    assert sl_horovod.keep_host_updates_across_resets(kept) is kept  # idempotent
+    grow_twice(kept)
+    with pytest.raises(HostsUpdatedInterrupt):
+        kept.commit()
+    kept.on_reset()
+    kept.commit()  # handled once, then quiet
+
+
+def test_track_keeps_host_updates(clean_env, planner, reporters):
+    r = reporters(FakeHvd(), planner.addr, "job", "t", interval=60, cls=sl_horovod.Reporter)
+    state = FakeState()
+    r.track(state)
+    assert getattr(state, "_schedulearn_keeps_updates", False)

@@ -68,3 +68,15 @@ def test_sigterm_chains_to_the_previous_handler(clean_env):
         assert calls == ["save", "previous", "previous"]
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_flush_from_a_handler_that_interrupted_report(clean_env, planner, reporters):
+    # A SIGTERM handler runs in the main thread between bytecodes, possibly
+    # while report() holds the reporter's lock: its report and flush must
+    # not deadlock.
+    r = reporters(planner.addr, "job", "t", interval=60)
+    r.report(1)
+    with r._lock:
+        r.report(2, checkpoint="/ckpt")
+        assert r.flush(5)
+    assert [x["step"] for x in planner.reports()] == [1, 2]

@@ -30,7 +30,7 @@ import logging
 from .reporter import Reporter as _Reporter
 from .signals import on_sigterm
 
-__all__ = ["Reporter", "on_sigterm"]
+__all__ = ["Reporter", "keep_host_updates_across_resets", "on_sigterm"]
 
 log = logging.getLogger("schedulearn")
 
@@ -90,8 +90,11 @@ class Reporter(_Reporter):
     def track(self, state, step_attr="step"):
         """Hooks a Horovod elastic ``State``: its reset callbacks report the
         new world size, and every ``state.commit()`` reports the step (read
-        from ``state.<step_attr>``). Returns the state."""
+        from ``state.<step_attr>``). It also keeps host updates that arrive
+        during a reset (see :func:`keep_host_updates_across_resets`).
+        Returns the state."""
         self._step_of = lambda s=state: getattr(s, step_attr, None)
+        keep_host_updates_across_resets(state)
         state.register_reset_callbacks([self.on_reset])
         commit = state.commit
 
@@ -116,3 +119,44 @@ class Reporter(_Reporter):
         except Exception:
             step = None
         return self.last_step if step is None else step
+
+
+def keep_host_updates_across_resets(state):
+    """Makes a Horovod elastic ``State`` keep the host updates that arrive
+    while it resets, so that a worker added during a reset joins.
+
+    Horovod's driver tells the coordinator (rank 0) about added hosts once,
+    and the coordinator's ``State.on_reset()`` starts a new message queue:
+    an update that arrives while the workers re-rendezvous for an earlier
+    one (a job grown by two workers whose checks pass a second apart) is
+    dropped, and the second worker never joins (Horovod 0.28). With this
+    hook the update is kept and, at the next ``commit()``, triggers one
+    more reset that takes the worker in. Its timestamp is moved past the
+    last one handled, as Horovod's are whole seconds and an update in the
+    same second as the last would be ignored. At worst a reset that
+    changes nothing (a second or two) follows. Idempotent; returns the
+    state.
+    """
+    if getattr(state, "_schedulearn_keeps_updates", False):
+        return state
+    on_reset = state.on_reset
+
+    def on_reset_keeping_updates(*args, **kwargs):
+        pending = []
+        queue = getattr(state, "_host_messages", None)
+        try:
+            while queue is not None and not queue.empty():
+                pending.append(queue.get_nowait())
+        except Exception:
+            pass
+        result = on_reset(*args, **kwargs)
+        if pending:
+            last = getattr(state, "_last_updated_timestamp", 0)
+            for timestamp, update in pending:
+                state.on_hosts_updated(max(timestamp, last + 1), update)
+            log.info("schedulearn: kept %d host update(s) that arrived during a reset", len(pending))
+        return result
+
+    state.on_reset = on_reset_keeping_updates
+    state._schedulearn_keeps_updates = True
+    return state

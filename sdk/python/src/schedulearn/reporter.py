@@ -158,7 +158,9 @@ class Reporter:
         #: The last step reported (None before the first report).
         self.last_step = None
 
-        self._lock = threading.Lock()
+        # Reentrant: a signal handler (on_sigterm) may report and flush
+        # while the main thread it interrupted is inside report().
+        self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # the queue shrank
         self._wake = threading.Event()
         self._pending = collections.deque()  # (seq, timestamp, report dict)
