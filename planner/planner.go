@@ -34,16 +34,6 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
-// Store is what the planner keeps its jobs and policy in (planner/store).
-type Store interface {
-	CreateJob(ctx context.Context, j *structs.Job) error
-	UpdateJob(ctx context.Context, j *structs.Job) error
-	GetJob(ctx context.Context, id string) (*structs.Job, error)
-	ListJobs(ctx context.Context) ([]*structs.Job, error)
-	GetPolicy(ctx context.Context) (*structs.PolicyState, error)
-	PutPolicy(ctx context.Context, p *structs.PolicyState) error
-}
-
 // Cluster lists the GPU nodes that can take work (planner/cluster).
 type Cluster interface {
 	Nodes(ctx context.Context) ([]policy.Node, error)
@@ -68,7 +58,7 @@ type Outcome struct {
 
 // Planner is the scheduling loop and the operations the API serves.
 type Planner struct {
-	Store    Store
+	Store    store.Store
 	Cluster  Cluster
 	Executor Executor
 	Policies *PolicyHost

@@ -38,6 +38,8 @@ func newMemStore() *memStore { return &memStore{jobs: map[string]*structs.Job{}}
 
 func clone(j *structs.Job) *structs.Job { return j.Clone() }
 
+func (s *memStore) Close() error { return nil }
+
 func (s *memStore) CreateJob(_ context.Context, j *structs.Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -35,17 +35,11 @@ var Version = "0.1.0-dev"
 // policyTimeout bounds one policy's planning of a round.
 const policyTimeout = 30 * time.Second
 
-// storeBackend is a store the agent owns.
-type storeBackend interface {
-	planner.Store
-	Close() error
-}
-
 // Agent is a running planner daemon.
 type Agent struct {
 	cfg     *config.Config
 	logger  hclog.Logger
-	store   storeBackend
+	store   store.Store
 	leader  store.Leadership
 	consul  *consulapi.Client
 	planner *planner.Planner
