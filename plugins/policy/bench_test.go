@@ -34,7 +34,7 @@ func BenchmarkPlanBusy(b *testing.B) {
 }
 
 func benchPolicies(b *testing.B, s *policy.Snapshot) {
-	for _, name := range []string{policy.FIFOName, policy.ElasticFIFOName, policy.RoundRobinName} {
+	for _, name := range []string{policy.FIFOName, policy.ElasticFIFOName, policy.RoundRobinName, policy.EDFName, policy.QoEName} {
 		b.Run(name, func(b *testing.B) {
 			p := policy.Builtins()[name]()
 			ctx := context.Background()

@@ -86,6 +86,17 @@
 //   - "goodput" (Goodput): Pollux's idea as a greedy: GPUs go, a worker at a
 //     time, where they add the most speedup per GPU (Job.Speedup; linear
 //     where unknown); preemptive and elastic. Config: stickiness.
+//   - "edf" (EDF): Elastic FIFO's round in deadline order
+//     (Progress.Deadline, earliest first; jobs without one last), shrinking
+//     the latest deadlines first to admit. Config: resize_cooldown.
+//   - "qoe" (QoE): DQoES's idea: from each job's estimated work left
+//     (Progress.RemainingWork) and speedup, the least count that reaches its
+//     target by its deadline; on-track jobs are brought up to it, earliest
+//     deadline first, with GPUs from jobs without a target, then jobs that
+//     miss anyway, then jobs ahead of their targets (never below what they
+//     need); everyone else is admitted at Min without head-of-line
+//     blocking; idle GPUs grow on-track jobs first. Config: headroom,
+//     resize_cooldown.
 //
 // # External plugins
 //

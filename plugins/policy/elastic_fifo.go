@@ -53,15 +53,9 @@ func (p *ElasticFIFO) PluginInfo() Info {
 
 // SetConfig implements Base.
 func (p *ElasticFIFO) SetConfig(config map[string]string) error {
-	if err := checkKeys(config, "resize_cooldown"); err != nil {
-		return fmt.Errorf("failed to configure %s: %w", ElasticFIFOName, err)
-	}
-	var d time.Duration
-	if v, ok := config["resize_cooldown"]; ok {
-		var err error
-		if d, err = time.ParseDuration(v); err != nil || d < 0 {
-			return fmt.Errorf("failed to configure %s: resize_cooldown: %q is not a non-negative duration", ElasticFIFOName, v)
-		}
+	d, err := cooldownConfig(ElasticFIFOName, config)
+	if err != nil {
+		return err
 	}
 	p.cooldown.Store(int64(d))
 	return nil
@@ -69,22 +63,45 @@ func (p *ElasticFIFO) SetConfig(config map[string]string) error {
 
 // Plan implements Policy.
 func (p *ElasticFIFO) Plan(ctx context.Context, s *Snapshot) (*Plan, error) {
-	cooldown := time.Duration(p.cooldown.Load())
 	c, err := NewCluster(s)
 	if err != nil {
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
-	e := elasticRound{c: c, shrunk: make([]bool, len(c.jobs))}
+	order := make([]int32, len(c.jobs))
+	for j := range order {
+		order[j] = int32(j)
+	}
+	e := elasticRound{c: c, shrunk: make([]bool, len(c.jobs)), order: order, cooldown: time.Duration(p.cooldown.Load())}
+	return e.run(ctx, s.Now, ElasticFIFOName, "first come, first served")
+}
 
+// elasticRound is the state of one round of ElasticFIFO, or of EDF, which
+// is the same round in another order.
+type elasticRound struct {
+	c        *Cluster
+	order    []int32 // the jobs in the order they are admitted and grown
+	cooldown time.Duration
+	// donors are the running jobs in the order they give up GPUs to admit
+	// a job; nil until needed, then those of preferDonors if that is set,
+	// else most recently resized first.
+	donors       []int32
+	preferDonors []int32
+	shrunk       []bool // by job: shrunk in this round
+}
+
+// run admits and then grows the jobs in e.order; rule names the order in
+// the reasons of jobs that wait behind another.
+func (e *elasticRound) run(ctx context.Context, now time.Time, name, rule string) (*Plan, error) {
+	c := e.c
 	var waiting []string
-	for j, job := range c.jobs {
-		if j%1024 == 0 {
+	for i, jj := range e.order {
+		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("failed to plan: %w", err)
 			}
 		}
-		jj := int32(j)
-		if c.total[j] > 0 {
+		job := c.jobs[jj]
+		if c.total[jj] > 0 {
 			continue
 		}
 		if waiting != nil {
@@ -92,24 +109,24 @@ func (p *ElasticFIFO) Plan(ctx context.Context, s *Snapshot) (*Plan, error) {
 			continue
 		}
 		if c.place(jj, job.GPUs.Min) || e.shrinkToAdmit(jj) {
-			c.note(jj, "started with %d GPUs (its minimum) on %d node(s)", job.GPUs.Min, len(c.alloc[j]))
+			c.note(jj, "started with %d GPUs (its minimum) on %d node(s)", job.GPUs.Min, len(c.alloc[jj]))
 			continue
 		}
 		c.note(jj, "queued: needs %d GPUs, which do not fit even with running jobs at their minimum; later jobs wait behind it", job.GPUs.Min)
-		waiting = []string{fmt.Sprintf("queued: waiting behind job %s, which does not fit yet (first come, first served)", job.ID)}
+		waiting = []string{fmt.Sprintf("queued: waiting behind job %s, which does not fit yet (%s)", job.ID, rule)}
 	}
 
-	for j, job := range c.jobs {
+	for _, jj := range e.order {
 		if c.totalFree == 0 {
 			break
 		}
-		jj := int32(j)
+		job := c.jobs[jj]
 		r := job.GPUs
-		t := c.total[j]
-		if t == 0 || t >= r.Max || e.shrunk[j] || c.totalFree < r.PerWorker {
+		t := c.total[jj]
+		if t == 0 || t >= r.Max || e.shrunk[jj] || c.totalFree < r.PerWorker {
 			continue
 		}
-		if cooldown > 0 && job.Allocation.Total() > 0 && s.Now.Sub(job.LastResized) < cooldown {
+		if e.cooldown > 0 && job.Allocation.Total() > 0 && now.Sub(job.LastResized) < e.cooldown {
 			continue
 		}
 		g := min(r.Max-t, c.room(jj)) / r.PerWorker * r.PerWorker
@@ -117,20 +134,21 @@ func (p *ElasticFIFO) Plan(ctx context.Context, s *Snapshot) (*Plan, error) {
 			c.note(jj, "grown from %d to %d GPUs into idle GPUs", t, t+g)
 		}
 	}
-	return c.Plan(ElasticFIFOName), nil
-}
-
-// elasticRound is the state of one ElasticFIFO round.
-type elasticRound struct {
-	c      *Cluster
-	donors []int32 // running jobs, most recently resized first; nil until needed
-	shrunk []bool  // by job: shrunk in this round
+	return c.Plan(name), nil
 }
 
 // shrinkToAdmit shrinks donors to make room for queued job b at its Min and
 // places it; or changes nothing and returns false.
 func (e *elasticRound) shrinkToAdmit(b int32) bool {
 	c := e.c
+	if e.donors == nil && e.preferDonors != nil {
+		e.donors = make([]int32, 0, len(c.jobs))
+		for _, j := range e.preferDonors {
+			if c.total[j] > 0 {
+				e.donors = append(e.donors, j)
+			}
+		}
+	}
 	if e.donors == nil {
 		e.donors = make([]int32, 0, len(c.jobs))
 		for j := range c.jobs {
@@ -146,35 +164,50 @@ func (e *elasticRound) shrinkToAdmit(b int32) bool {
 		})
 	}
 	job := c.jobs[b]
-	need, w, capN := job.GPUs.Min, job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
+	taken, ok := c.takeFor(b, job.GPUs.Min, e.donors, func(d int32) int { return c.jobs[d].GPUs.Min })
+	for _, t := range taken {
+		e.shrunk[t.job] = true
+		c.note(t.job, "shrunk from %d to %d GPUs to admit job %s", c.total[t.job]+t.gpus, c.total[t.job], job.ID)
+	}
+	return ok
+}
+
+// takeFor makes room for job b to gain gain GPUs (a multiple of its
+// PerWorker) by shrinking donors, in order, a worker at a time and never
+// below floor(donor), on the nodes b may use; then it grows b by gain and
+// puts back, last taken first, the shrinks the placement did not need. It
+// returns what each donor gave up (job and GPUs, in the order they were
+// first taken from). If b cannot gain gain GPUs even with every donor at
+// its floor, it changes nothing and returns false.
+func (c *Cluster) takeFor(b int32, gain int, donors []int32, floor func(int32) int) ([]change, bool) {
 	c.candidates(b)
 	// The candidates can only grow as donors shrink, so this mask is safe
-	// for deciding when enough room exists; place recomputes it exactly.
+	// for choosing where to shrink; room recomputes them exactly.
 	mask := slices.Clone(c.cand)
 	mark := len(c.undo)
 	var taken []change
-	fits := c.capacity(mask, w, capN) >= need
-	for _, d := range e.donors {
+	fits := c.room(b) >= gain
+	for _, d := range donors {
 		if fits {
 			break
 		}
 		if d == b {
 			continue
 		}
-		dr := c.jobs[d].GPUs
-		for !fits && c.total[d]-dr.PerWorker >= dr.Min {
-			n := e.donorNode(d, mask)
+		w := c.jobs[d].GPUs.PerWorker
+		for !fits && c.total[d]-w >= floor(d) {
+			n := c.donorNode(d, b, mask)
 			if n < 0 {
 				break
 			}
-			c.add(d, n, -dr.PerWorker)
-			taken = append(taken, change{job: d, node: n, gpus: dr.PerWorker})
-			fits = c.capacity(mask, w, capN) >= need
+			c.add(d, n, -w)
+			taken = append(taken, change{job: d, node: n, gpus: w})
+			fits = c.room(b) >= gain
 		}
 	}
-	if !fits || !c.place(b, need) {
+	if !fits || !c.place(b, gain) {
 		c.rollback(mark)
-		return false
+		return nil, false
 	}
 	// Put back what the placement did not use, last taken first.
 	for i := len(taken) - 1; i >= 0; i-- {
@@ -191,29 +224,33 @@ func (e *elasticRound) shrinkToAdmit(b int32) bool {
 		c.add(t.job, t.node, t.gpus)
 		taken[i].gpus = 0
 	}
-	before := make(map[int32]int)
+	var out []change
 	for _, t := range taken {
-		before[t.job] += t.gpus
-	}
-	for _, t := range taken {
-		if lost := before[t.job]; lost > 0 {
-			before[t.job] = 0
-			e.shrunk[t.job] = true
-			c.note(t.job, "shrunk from %d to %d GPUs to admit job %s", c.total[t.job]+lost, c.total[t.job], job.ID)
+		if t.gpus == 0 {
+			continue
+		}
+		if i := slices.IndexFunc(out, func(o change) bool { return o.job == t.job }); i >= 0 {
+			out[i].gpus += t.gpus
+		} else {
+			out = append(out, change{job: t.job, gpus: t.gpus})
 		}
 	}
-	return true
+	return out, true
 }
 
-// donorNode picks the node of mask on which donor d gives up a worker: the
+// donorNode picks the node of mask on which donor d gives up a worker for
+// job b: one where b holds GPUs already (so that b grows in place), else the
 // one with the most free GPUs already (so the freed GPUs join others into a
 // worker's room), lowest index among equals; -1 if d holds none in mask.
-func (e *elasticRound) donorNode(d int32, mask bitset) int32 {
-	c := e.c
-	best := int32(-1)
+func (c *Cluster) donorNode(d, b int32, mask bitset) int32 {
+	best, bestOwn := int32(-1), false
 	for _, s := range c.alloc[d] {
-		if mask.has(s.node) && (best < 0 || c.free[s.node] > c.free[best]) {
-			best = s.node
+		if !mask.has(s.node) {
+			continue
+		}
+		own := c.held(b, s.node) > 0
+		if best < 0 || (own && !bestOwn) || (own == bestOwn && c.free[s.node] > c.free[best]) {
+			best, bestOwn = s.node, own
 		}
 	}
 	return best

@@ -57,6 +57,20 @@ func randomSnapshot(r *rand.Rand) *policy.Snapshot {
 			if r.IntN(6) == 0 && len(s.Jobs) > 0 {
 				j.Affinity.Jobs = []string{s.Jobs[r.IntN(len(s.Jobs))].ID}
 			}
+			if r.IntN(2) == 0 {
+				// A target: a deadline (some already passed), and, for
+				// most, an estimate of the work left and a speedup table.
+				j.Progress.Deadline = at(80 + r.IntN(400))
+				if r.IntN(4) != 0 {
+					j.Progress.RemainingWork = float64(r.IntN(2000))
+				}
+				if r.IntN(2) == 0 {
+					for g := 1; g <= j.GPUs.Max; g++ {
+						j.Speedup = append(j.Speedup, float64(g)/(1+0.1*float64(g-1)))
+					}
+				}
+				j.Progress.Reached = r.IntN(10) == 0
+			}
 			s.Jobs = append(s.Jobs, j)
 		}
 	}

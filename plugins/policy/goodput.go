@@ -40,7 +40,8 @@ const DefaultGoodputStickiness = 0.1
 //     queued jobs start in the order their first step was taken, packed best
 //     fit. A job that does not fit whole workers gets the largest count that
 //     does (at least Min), or waits. GPUs still free then go, one step at a
-//     time, to the jobs whose next step scores best and fits.
+//     time, to the jobs whose next step scores best and fits, except jobs
+//     that gave up GPUs in this round (growing them again would move them).
 //
 // Running jobs are never moved. The round costs O((jobs + GPUs) log jobs)
 // plus the placements.
@@ -258,6 +259,9 @@ func (g *goodputRound) fill() {
 	g.h.items = g.h.items[:0]
 	for j := range c.jobs {
 		jj := int32(j)
+		if g.target[j] < g.cur[j] {
+			continue // gave GPUs up this round: growing it again would move it
+		}
 		if to, score, ok := g.next(jj, c.total[j]); ok && to-c.total[j] <= c.totalFree {
 			g.h.items = append(g.h.items, goodputStep{job: jj, from: c.total[j], to: to, score: score, running: g.cur[j] > 0})
 		}

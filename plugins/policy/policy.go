@@ -49,6 +49,8 @@ func Builtins() map[string]Factory {
 		RoundRobinName:  func() Policy { return NewRoundRobin() },
 		TiresiasName:    func() Policy { return NewTiresias() },
 		GoodputName:     func() Policy { return NewGoodput() },
+		EDFName:         func() Policy { return NewEDF() },
+		QoEName:         func() Policy { return NewQoE() },
 	}
 }
 

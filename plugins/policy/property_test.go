@@ -91,6 +91,16 @@ func checkPromises(t *testing.T, name string, s *policy.Snapshot, p *policy.Plan
 		}
 		return 1
 	})
+	if name == policy.EDFName {
+		slices.SortStableFunc(order, func(a, b *policy.Job) int {
+			da, db := a.Progress.Deadline, b.Progress.Deadline
+			switch {
+			case da.IsZero() || db.IsZero():
+				return boolInt(da.IsZero()) - boolInt(db.IsZero())
+			}
+			return da.Compare(db)
+		})
+	}
 	blocked := ""
 	for _, j := range order {
 		from, to := j.Allocation.Total(), p.Target(j).Total()
@@ -105,7 +115,10 @@ func checkPromises(t *testing.T, name string, s *policy.Snapshot, p *policy.Plan
 		if from > 0 || name == largestfirst.Name {
 			continue
 		}
-		// Head-of-line blocking in submission order.
+		if name == policy.QoEName {
+			continue // admits whatever fits (no head-of-line blocking)
+		}
+		// Head-of-line blocking in submission order (EDF: deadline order).
 		switch {
 		case to == 0 && blocked == "":
 			blocked = j.ID
@@ -116,4 +129,11 @@ func checkPromises(t *testing.T, name string, s *policy.Snapshot, p *policy.Plan
 			must.Eq(t, j.GPUs.Min, min(to, j.GPUs.Min), why)
 		}
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

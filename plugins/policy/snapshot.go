@@ -137,6 +137,15 @@ type Progress struct {
 	Step     int64     `json:"step,omitempty"`
 	// Throughput is samples (or steps) per second at the current allocation.
 	Throughput float64 `json:"throughput,omitempty"`
+	// RemainingWork is the estimated work left until Value reaches Target,
+	// in seconds on one GPU: at g GPUs the job needs RemainingWork /
+	// Speedup[g-1] seconds (RemainingWork / g where Speedup is unknown).
+	// Zero means unknown (no estimate yet, or no target); the planner
+	// estimates it from the reported progress, the simulator knows it.
+	RemainingWork float64 `json:"remaining_work,omitempty"`
+	// Reached is true once Value has reached Target: the target is met and
+	// its deadline no longer matters.
+	Reached bool `json:"reached,omitempty"`
 }
 
 // IsZero reports whether the selector selects nothing.

@@ -165,8 +165,12 @@ func (p *Tiresias) Plan(ctx context.Context, s *Snapshot) (*Plan, error) {
 	for _, j := range preempted {
 		job := c.jobs[j]
 		back := true
+		if len(c.antiJobs) > 0 {
+			// A job started this round may conflict with it there.
+			c.candidates(j)
+		}
 		for _, s := range held[j] {
-			if c.free[s.node] < s.gpus {
+			if c.free[s.node] < s.gpus || (len(c.antiJobs) > 0 && !c.cand.has(s.node)) {
 				back = false
 				break
 			}

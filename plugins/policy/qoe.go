@@ -1,0 +1,334 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// QoEName is the name of the QoE (deadline-aware) builtin.
+const QoEName = "qoe"
+
+// DefaultQoEHeadroom is the QoE builtin's default safety margin: a job is
+// on track when its estimated time to target is within (1 - headroom) of
+// the time left to its deadline.
+const DefaultQoEHeadroom = 0.1
+
+// QoE moves GPUs toward the jobs behind their targets, after the idea of
+// DQoES (Mao et al., "Differentiate Quality of Experience Scheduling for
+// Deep Learning Inferences/Trainings", 2020): users state a target (a
+// metric's goal by a deadline), the scheduler estimates from the reported
+// progress when each job reaches it, and GPUs go from jobs comfortably
+// ahead of their targets to jobs behind them.
+//
+// Each job with a deadline is judged from Progress.RemainingWork (seconds
+// on one GPU) and its speedup (Job.Speedup; linear where unknown): at g
+// GPUs it needs RemainingWork / Speedup(g) seconds. Its need is the least
+// count in [Min, Max] (whole workers) that reaches the target within
+// (1 - headroom) of the time left to the deadline. Classes:
+//
+//   - on track: some count in [Min, Max] meets the deadline; need is it;
+//   - unknown: a deadline but no estimate yet (RemainingWork 0); need Min;
+//   - no target: no deadline, or the target is reached; need Min;
+//   - behind: even Max misses the deadline (or it has passed); need Min.
+//
+// Semantics, one round:
+//  1. On-track jobs, earliest deadline first, are brought up to their need:
+//     from idle GPUs, else by shrinking, a worker at a time on the nodes the
+//     job may use, jobs without a target, then jobs behind, then jobs of
+//     unknown progress (each most recently resized first, never below Min),
+//     then on-track jobs holding more than they need (latest deadline
+//     first, never below their need). A job whose need cannot be met so is
+//     left to step 2.
+//  2. Every job that holds nothing is admitted at Min, on-track and unknown
+//     jobs earliest deadline first, then jobs without a target in
+//     submission order, then jobs behind, shrinking the same donors in the
+//     same way when Min does not fit. A job that does not fit waits, and
+//     later jobs are still admitted (no head-of-line blocking).
+//  3. Idle GPUs grow running jobs toward Max: on-track jobs (earliest
+//     deadline first, building slack), then jobs of unknown progress, then
+//     jobs without a target (submission order), then jobs behind. Jobs shrunk
+//     this round are not grown; with resize_cooldown > 0, nor are jobs
+//     resized less than resize_cooldown ago.
+//
+// A job holding more than it needs keeps it until another job needs it, so
+// estimates that wobble do not move GPUs back and forth. Jobs are never
+// stopped. Without deadlines in the snapshot, QoE is Elastic FIFO without
+// head-of-line blocking.
+//
+// Config: headroom = a number in [0, 1) (default 0.1); resize_cooldown = a
+// Go duration (default "0s").
+type QoE struct {
+	cooldown atomic.Int64  // nanoseconds
+	headroom atomic.Uint64 // math.Float64bits
+}
+
+// NewQoE returns a QoE policy with the default configuration.
+func NewQoE() *QoE {
+	p := &QoE{}
+	p.headroom.Store(math.Float64bits(DefaultQoEHeadroom))
+	return p
+}
+
+// PluginInfo implements Base.
+func (p *QoE) PluginInfo() Info {
+	return Info{Name: QoEName, Version: Version,
+		Description: "deadline-aware (DQoES's idea): moves GPUs from jobs ahead of their targets to jobs behind them; the rest share idle GPUs"}
+}
+
+// SetConfig implements Base.
+func (p *QoE) SetConfig(config map[string]string) error {
+	d, err := cooldownConfig(QoEName, config, "headroom")
+	if err != nil {
+		return err
+	}
+	h := DefaultQoEHeadroom
+	if v, ok := config["headroom"]; ok {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 || x >= 1 {
+			return fmt.Errorf("failed to configure %s: headroom: %q is not a number in [0, 1)", QoEName, v)
+		}
+		h = x
+	}
+	p.cooldown.Store(int64(d))
+	p.headroom.Store(math.Float64bits(h))
+	return nil
+}
+
+type qoeClass uint8
+
+const (
+	qoeOnTrack qoeClass = iota
+	qoeUnknown
+	qoeNone
+	qoeBehind
+)
+
+// qoeRound is the state of one QoE round.
+type qoeRound struct {
+	c        *Cluster
+	now      time.Time
+	headroom float64
+	class    []qoeClass // by job
+	need     []int      // by job
+	edf      []int32    // the jobs, earliest deadline first
+	shrunk   []bool     // by job: shrunk in this round
+	donors   []int32    // every job, in the order they give GPUs up; nil until needed
+	// surplus is the sum over jobs of the GPUs above their floor: with
+	// the free GPUs, a bound on what a job can gain (checked before
+	// looking for donors, which is what makes a busy round cheap).
+	surplus int
+}
+
+// Plan implements Policy.
+func (p *QoE) Plan(ctx context.Context, s *Snapshot) (*Plan, error) {
+	c, err := NewCluster(s)
+	if err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+	q := &qoeRound{c: c, now: s.Now, headroom: math.Float64frombits(p.headroom.Load()),
+		class: make([]qoeClass, len(c.jobs)), need: make([]int, len(c.jobs)),
+		edf: deadlineOrder(c), shrunk: make([]bool, len(c.jobs))}
+	for j := range c.jobs {
+		q.judge(int32(j))
+		q.surplus += q.above(int32(j))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+
+	// 1. On-track jobs up to their need.
+	for _, j := range q.edf {
+		if q.class[j] != qoeOnTrack || c.total[j] >= q.need[j] {
+			continue
+		}
+		from := c.total[j]
+		if !q.grow(j, q.need[j]-from, "which is behind its target") {
+			continue
+		}
+		if from == 0 {
+			c.note(j, "started with %d GPUs: %s", c.total[j], q.outlook(j, c.total[j]))
+		} else {
+			c.note(j, "grown from %d to %d GPUs: behind its target at %d; %s", from, c.total[j], from, q.outlook(j, c.total[j]))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+
+	// 2. Admission at Min.
+	for _, j := range q.order(qoeOnTrack, qoeUnknown, qoeNone, qoeBehind) {
+		job := c.jobs[j]
+		if c.total[j] > 0 {
+			continue
+		}
+		if !q.grow(j, job.GPUs.Min, "to admit it") {
+			c.note(j, "queued: needs %d GPUs, which do not fit even with other jobs at what they need", job.GPUs.Min)
+			continue
+		}
+		c.note(j, "started with %d GPUs (its minimum): %s", job.GPUs.Min, q.outlook(j, job.GPUs.Min))
+	}
+
+	// 3. Growth into idle GPUs.
+	for _, j := range q.order(qoeOnTrack, qoeUnknown, qoeNone, qoeBehind) {
+		if c.totalFree == 0 {
+			break
+		}
+		job := c.jobs[j]
+		r, t := job.GPUs, c.total[j]
+		if t == 0 || t >= r.Max || q.shrunk[j] || c.totalFree < r.PerWorker {
+			continue
+		}
+		if cd := time.Duration(p.cooldown.Load()); cd > 0 && job.Allocation.Total() > 0 && s.Now.Sub(job.LastResized) < cd {
+			continue
+		}
+		g := min(r.Max-t, c.room(j)) / r.PerWorker * r.PerWorker
+		if g > 0 && c.place(j, g) {
+			c.note(j, "grown from %d to %d GPUs into idle GPUs", t, t+g)
+		}
+	}
+	return c.Plan(QoEName), nil
+}
+
+// judge sets job j's class and need.
+func (q *qoeRound) judge(j int32) {
+	job := q.c.jobs[j]
+	r, pr := job.GPUs, &job.Progress
+	q.need[j] = r.Min
+	switch {
+	case pr.Deadline.IsZero() || pr.Reached:
+		q.class[j] = qoeNone
+	case pr.RemainingWork <= 0:
+		q.class[j] = qoeUnknown
+	default:
+		q.class[j] = qoeBehind
+		budget := pr.Deadline.Sub(q.now).Seconds() * (1 - q.headroom)
+		for g := r.Min; g <= r.Max && budget > 0; g += r.PerWorker {
+			if pr.RemainingWork/job.speedupAt(g) <= budget {
+				q.class[j], q.need[j] = qoeOnTrack, g
+				break
+			}
+		}
+	}
+}
+
+// order returns the jobs of the given classes, class by class in that
+// order; within a class, jobs with a deadline earliest first and the others
+// in submission order.
+func (q *qoeRound) order(classes ...qoeClass) []int32 {
+	out := make([]int32, 0, len(q.edf))
+	for _, cl := range classes {
+		for _, j := range q.edf {
+			if q.class[j] == cl {
+				out = append(out, j)
+			}
+		}
+	}
+	return out
+}
+
+// floor is how far donor d may shrink.
+func (q *qoeRound) floor(d int32) int {
+	if q.class[d] == qoeOnTrack {
+		return q.need[d]
+	}
+	return q.c.jobs[d].GPUs.Min
+}
+
+// above is how many GPUs job j holds above its floor.
+func (q *qoeRound) above(j int32) int { return max(0, q.c.total[j]-q.floor(j)) }
+
+// grow gives job b gain more GPUs, from idle ones or else from donors (see
+// QoE); or changes nothing and returns false. why ends the donors' reason.
+func (q *qoeRound) grow(b int32, gain int, why string) bool {
+	c := q.c
+	before := q.above(b)
+	if c.place(b, gain) {
+		q.surplus += q.above(b) - before
+		return true
+	}
+	if c.totalFree+q.surplus-before < gain {
+		return false
+	}
+	if q.donors == nil {
+		q.donors = make([]int32, 0, len(c.jobs))
+		for _, cl := range []qoeClass{qoeNone, qoeBehind, qoeUnknown} {
+			from := len(q.donors)
+			for j := range c.jobs {
+				if q.class[j] == cl {
+					q.donors = append(q.donors, int32(j))
+				}
+			}
+			slices.SortStableFunc(q.donors[from:], func(x, y int32) int {
+				if d := c.jobs[y].LastResized.Compare(c.jobs[x].LastResized); d != 0 {
+					return d
+				}
+				return int(y - x)
+			})
+		}
+		for i := len(q.edf) - 1; i >= 0; i-- {
+			if d := q.edf[i]; q.class[d] == qoeOnTrack {
+				q.donors = append(q.donors, d)
+			}
+		}
+	}
+	taken, ok := c.takeFor(b, gain, q.donors, q.floor)
+	if ok {
+		q.surplus += q.above(b) - before
+	}
+	for _, t := range taken {
+		q.surplus -= t.gpus
+		q.shrunk[t.job] = true
+		c.note(t.job, "shrunk from %d to %d GPUs for job %s, %s; this job: %s",
+			c.total[t.job]+t.gpus, c.total[t.job], c.jobs[b].ID, why, q.outlook(t.job, c.total[t.job]))
+	}
+	return ok
+}
+
+// outlook says how job j stands at g GPUs, for the reasons.
+func (q *qoeRound) outlook(j int32, g int) string {
+	job := q.c.jobs[j]
+	pr := &job.Progress
+	switch q.class[j] {
+	case qoeNone:
+		if pr.Reached {
+			return "target reached"
+		}
+		return "no deadline"
+	case qoeUnknown:
+		return "no estimate of its progress yet"
+	}
+	left := pr.Deadline.Sub(q.now)
+	if left <= 0 {
+		return fmt.Sprintf("its deadline passed %s ago", (-left).Round(time.Second))
+	}
+	sec := pr.RemainingWork / job.speedupAt(g)
+	eta := time.Duration(sec * float64(time.Second)).Round(time.Second)
+	est := fmt.Sprintf("about %s to its target at %d GPUs, %s to the deadline", eta, g, left.Round(time.Second))
+	switch {
+	case sec <= left.Seconds()*(1-q.headroom):
+		return "on track: " + est
+	case q.class[j] == qoeBehind:
+		return fmt.Sprintf("behind: %s; even %d GPUs miss it", est, job.GPUs.Max)
+	}
+	return fmt.Sprintf("behind: %s; it needs %d", est, q.need[j])
+}
+
+// speedupAt returns the job's speedup with g GPUs (Job.Speedup; g where the
+// table is unknown or unusable; flat beyond its end).
+func (j *Job) speedupAt(g int) float64 {
+	if g <= 0 {
+		return 0
+	}
+	if !usableSpeedup(j.Speedup) {
+		return float64(g)
+	}
+	if s := j.Speedup[min(g, len(j.Speedup))-1]; s > 0 {
+		return s
+	}
+	return math.SmallestNonzeroFloat64
+}
