@@ -10,7 +10,6 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
-	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -55,9 +54,11 @@ Usage: schedulearn job list [options]
 Usage: schedulearn job status [options] [<job-id>]
 
   Without an ID, lists the training jobs (see job list). With one, shows
-  the job: what it asked for, its state, the GPUs it holds now and where,
-  its GPU history (time, GPUs, nodes, policy, reason), its events and its
-  Nomad job ID. A unique prefix of an ID will do.`,
+  the job: what it asked for, its state, its target (goal and tier 1,
+  whether reached, and where their models were delivered), the GPUs it
+  holds now and where, its GPU history (time, GPUs, nodes, policy,
+  reason), its events and its Nomad job ID. A unique prefix of an ID will
+  do.`,
 		generalHelp, `Status Options:
 
   -json
@@ -66,7 +67,7 @@ Usage: schedulearn job status [options] [<job-id>]
 
   -verbose
     Show the whole GPU history and every event (not only the last 10),
-    the job's target, and its jobspec as submitted.`, exitHelp)
+    and the job's jobspec as submitted.`, exitHelp)
 }
 
 func (c *JobStatusCommand) Run(args []string) int {
@@ -145,9 +146,6 @@ func formatJob(j *structs.Job, verbose bool) string {
 		{"Command", strings.Join(append([]string{s.Command}, s.Args...), " ")},
 		{"GPUs asked", formatGPUSpec(s.GPUs)},
 	}
-	if verbose && s.Target != nil {
-		pairs = append(pairs, [2]string{"Target", formatTarget(s)})
-	}
 	pairs = append(pairs,
 		[2]string{"State", string(j.State)},
 		[2]string{"GPUs", fmt.Sprint(j.GPUs())},
@@ -158,11 +156,18 @@ func formatJob(j *structs.Job, verbose bool) string {
 		[2]string{"GPU-seconds", fmt.Sprintf("%.0f", j.AttainedGPUSeconds)},
 		[2]string{"Exit code", exit},
 	)
+	if o := j.Outlook; o != nil && o.GPUs != nil {
+		pairs = append(pairs, [2]string{"GPUs assessed", formatAssessment(o.GPUs)})
+	}
 	if j.Progress != nil {
 		pairs = append(pairs, [2]string{"Progress", formatProgress(j)})
 	}
 	var b strings.Builder
 	b.WriteString(formatKV(pairs))
+
+	if s.Target != nil {
+		b.WriteString("\n\n" + formatTargetSection(j))
+	}
 
 	b.WriteString("\n\nGPUs Now\n")
 	if len(j.Allocation) == 0 {
@@ -219,6 +224,15 @@ func recent[T any](rows []T, verbose bool) []T {
 	return rows[len(rows)-recentRows:]
 }
 
+// formatAssessment renders the count a gpus = "auto" job is worth: "4
+// (4 GPUs: a 5th would add ...)", or "measuring (...)".
+func formatAssessment(a *structs.GPUAssessment) string {
+	if a.Measuring {
+		return fmt.Sprintf("up to %d while measuring (%s)", a.Choice, a.Reason)
+	}
+	return fmt.Sprintf("%d (%s)", a.Choice, a.Reason)
+}
+
 // formatProgress renders what the training last reported: "step 1200,
 // 850.0 samples/s, loss 0.4213, accuracy 0.91 (target), 4 workers, at ...".
 func formatProgress(j *structs.Job) string {
@@ -243,17 +257,95 @@ func formatProgress(j *structs.Job) string {
 	return strings.Join(parts, ", ") + " at " + formatTime(p.Time)
 }
 
-func formatTarget(s jobspec.Spec) string {
-	t := s.Target
-	out := fmt.Sprintf("%s %s %g", t.Metric, map[bool]string{false: ">=", true: "<="}[t.Lower], t.Goal)
-	if t.Tier1 != nil {
-		out += fmt.Sprintf(", tier 1 at %g", *t.Tier1)
+// formatTargetSection renders the job's target: the metric and where it
+// stands, the goal and tier 1 (whether and when reached, and the model
+// delivered for each), and the deadline. One "key = value" line each;
+// add a line by appending a pair.
+//
+//	Target
+//	Metric   = accuracy (higher is better), now 0.91 at step 130
+//	Goal     = 0.93: not reached
+//	Tier 1   = 0.9: reached (0.91 at step 120, 2026-11-22T10:20:00Z); delivered to /models/a-1/tier1/model.pt
+//	Deadline = 2026-11-22T16:00:00Z (6h0m0s after submission)
+func formatTargetSection(j *structs.Job) string {
+	t := j.Spec.Target
+	direction := "higher is better"
+	if t.Lower {
+		direction = "lower is better"
 	}
-	switch {
-	case !t.Deadline.IsZero():
-		out += ", by " + formatTime(t.Deadline)
-	case t.Within > 0:
-		out += fmt.Sprintf(", within %s of submission", t.Within)
+	metric := fmt.Sprintf("%s (%s)", t.Metric, direction)
+	if p := j.Progress; p != nil {
+		if v, ok := p.Metrics[t.Metric]; ok {
+			metric += fmt.Sprintf(", now %.4g at step %d", v, p.Step)
+		}
+	}
+	pairs := [][2]string{{"Metric", metric}, {"Goal", formatTier(j, structs.TierGoal, t.Goal)}}
+	if t.Tier1 != nil {
+		pairs = append(pairs, [2]string{"Tier 1", formatTier(j, structs.TierOne, *t.Tier1)})
+	}
+	deadline := "<none>"
+	if due := j.Deadline(); !due.IsZero() {
+		deadline = formatTime(due)
+		if t.Within > 0 {
+			deadline += fmt.Sprintf(" (%s after submission)", t.Within)
+		}
+		if d := j.Delivery(structs.TierGoal); d != nil {
+			if d.Reached.After(due) {
+				deadline += "; missed (goal reached after it)"
+			} else {
+				deadline += "; met"
+			}
+		}
+	}
+	pairs = append(pairs, [2]string{"Deadline", deadline})
+	if o := j.Outlook; o != nil && o.Target != nil {
+		pairs = append(pairs, [2]string{"Outlook", formatOutlook(o.Target)})
+	}
+	return "Target\n" + formatKV(pairs)
+}
+
+// formatOutlook renders the planner's estimate for the target: "about 4m
+// to accuracy 0.93 at 4 GPUs (...), at 2026-11-22T10:24:00Z; the deadline
+// looks reachable".
+func formatOutlook(o *structs.TargetOutlook) string {
+	out := o.Status + ": " + o.Reason
+	if !o.ETA.IsZero() && o.Status == structs.OutlookEstimated {
+		out += ", at " + formatTime(o.ETA)
+	}
+	switch o.Reachable {
+	case "yes":
+		out += "; the deadline looks reachable"
+	case "no":
+		out += "; the deadline looks unreachable"
+	}
+	return out
+}
+
+// formatTier renders a tier's threshold, whether it was reached, and its
+// delivery: "0.9: reached (0.91 at step 120, <time>); delivered to ...".
+func formatTier(j *structs.Job, tier string, threshold float64) string {
+	d := j.Delivery(tier)
+	if d == nil {
+		return fmt.Sprintf("%g: not reached", threshold)
+	}
+	out := fmt.Sprintf("%g: reached (%.4g at step %d, %s); ", threshold, d.Value, d.Step, formatTime(d.Reached))
+	switch d.State {
+	case structs.DeliveryWaiting:
+		out += fmt.Sprintf("delivery waits for a checkpoint at or after step %d", d.Step)
+	case structs.DeliveryPending:
+		out += fmt.Sprintf("delivering the checkpoint of step %d (%s)", d.CheckpointStep, d.Checkpoint)
+	case structs.DeliveryDone:
+		out += "delivered to " + d.Location
+		switch d.Webhook {
+		case structs.WebhookPending:
+			out += "; webhook pending"
+		case structs.WebhookFailed:
+			out += "; webhook failed: " + d.WebhookError
+		}
+	case structs.DeliveryFailed:
+		out += "delivery failed: " + d.Error
+	default:
+		out += string(d.State)
 	}
 	return out
 }

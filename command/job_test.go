@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 
@@ -282,6 +283,77 @@ func TestJobStatus_Progress(t *testing.T) {
 	}))
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	must.StrContains(t, h.out.String(), "Progress     = step 120, 812.5 samples/s, loss 0.4213, accuracy 0.91, world size 2 at ")
+}
+
+// The target section: where the metric stands, each tier reached or not,
+// and its model's delivery (waiting, delivered, failed); the deadline.
+// -json carries the deliveries.
+func TestJobStatus_Target(t *testing.T) {
+	h := newHarness(t)
+	id := h.submit(withTarget)
+	h.backend.Start(id, map[string]int{"gpu-1": 2}, "start")
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	job := h.job(id)
+	due := formatTime(job.Submitted.Add(6 * time.Hour))
+	must.StrContains(t, h.out.String(), strings.Join([]string{
+		"Target",
+		"Metric   = accuracy (higher is better)",
+		"Goal     = 0.93: not reached",
+		"Tier 1   = 0.9: not reached",
+		"Deadline = " + due + " (6h0m0s after submission)",
+		"",
+		"GPUs Now",
+	}, "\n"))
+
+	// Tier 1 reached, no checkpoint yet.
+	must.NoError(t, h.backend.ReportProgress(context.Background(), id, []api.ProgressReport{
+		{Step: 120, Metric: &structs.Metric{Name: "accuracy", Value: 0.91}},
+	}))
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	reached := formatTime(h.job(id).Delivery(structs.TierOne).Reached)
+	out := h.out.String()
+	must.StrContains(t, out, "Metric   = accuracy (higher is better), now 0.91 at step 120\n")
+	must.StrContains(t, out, "Tier 1   = 0.9: reached (0.91 at step 120, "+reached+"); delivery waits for a checkpoint at or after step 120\n")
+	must.StrContains(t, out, "Goal     = 0.93: not reached\n")
+
+	// Delivered; then the goal, whose copy failed.
+	h.backend.Update(id, func(j *structs.Job) {
+		d := j.Delivery(structs.TierOne)
+		d.State, d.Checkpoint, d.CheckpointStep, d.Location = structs.DeliveryDone, "/alloc/ckpt-120.pt", 120, "/models/"+id+"/tier1/ckpt-120.pt"
+		d.Webhook, d.WebhookError = structs.WebhookFailed, "https://hooks.example/x: HTTP 503 Service Unavailable (attempt 4 of 4)"
+		j.Deliveries = append(j.Deliveries, structs.Delivery{Tier: structs.TierGoal, Metric: "accuracy", Value: 0.935, Step: 300,
+			Reached: j.Submitted.Add(time.Hour), State: structs.DeliveryFailed, Checkpoint: "/alloc/ckpt-300.pt",
+			Error: "cannot read checkpoint /alloc/ckpt-300.pt on the planner's machine"})
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	out = h.out.String()
+	must.StrContains(t, out, "Tier 1   = 0.9: reached (0.91 at step 120, "+reached+"); delivered to /models/"+id+"/tier1/ckpt-120.pt; webhook failed: https://hooks.example/x: HTTP 503")
+	must.StrContains(t, out, "Goal     = 0.93: reached (0.935 at step 300, "+formatTime(job.Submitted.Add(time.Hour))+"); delivery failed: cannot read checkpoint /alloc/ckpt-300.pt")
+	must.StrContains(t, out, "Deadline = "+due+" (6h0m0s after submission); met\n")
+
+	must.Eq(t, ExitOK, h.run("job", "status", "-json", id))
+	rec := decodeOut[structs.Job](t, &h.out)
+	must.Len(t, 2, rec.Deliveries)
+	must.Eq(t, "/models/"+id+"/tier1/ckpt-120.pt", rec.Deliveries[0].Location)
+	must.Eq(t, structs.DeliveryFailed, rec.Deliveries[1].State)
+
+	// The planner's outlook, and a gpus = "auto" job's assessment.
+	h.backend.Update(id, func(j *structs.Job) {
+		j.Outlook = &structs.Outlook{
+			GPUs: &structs.GPUAssessment{Choice: 4, Reason: "4 GPUs: a 5th would add 0.38x of one GPU's throughput"},
+			Target: &structs.TargetOutlook{Status: structs.OutlookEstimated, Reachable: "no", ETA: j.Submitted.Add(7 * time.Hour),
+				Reason: "about 7h to accuracy 0.93 at 2 GPUs (curve fit)"}}
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	out = h.out.String()
+	must.StrContains(t, out, "GPUs assessed = 4 (4 GPUs: a 5th would add 0.38x of one GPU's throughput)\n")
+	must.StrContains(t, out, "Outlook  = estimated: about 7h to accuracy 0.93 at 2 GPUs (curve fit), at "+
+		formatTime(job.Submitted.Add(7*time.Hour))+"; the deadline looks unreachable\n")
+
+	// A job without a target has no such section.
+	other := h.submit(elastic)
+	must.Eq(t, ExitOK, h.run("job", "status", other))
+	must.StrNotContains(t, h.out.String(), "Target")
 }
 
 func TestJobStatus_Errors(t *testing.T) {

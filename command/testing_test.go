@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api/apitest"
 	"github.com/schedulearn/schedulearn/planner/api/client"
+	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // harness runs CLI commands against an API server on a fake backend.
@@ -80,6 +81,14 @@ func (h *harness) submit(src string) string {
 	return ids[len(ids)-1]
 }
 
+// job reads a job from the fake backend.
+func (h *harness) job(id string) *structs.Job {
+	h.t.Helper()
+	j, err := h.backend.Job(context.Background(), id)
+	must.NoError(h.t, err)
+	return j
+}
+
 // decodeOut decodes stdout as JSON into a T.
 func decodeOut[T any](t *testing.T, out *bytes.Buffer) T {
 	t.Helper()
@@ -95,6 +104,8 @@ const (
 	broken = "training \"a\" {\n  command = \"x\"\n  gpus = 0\n}\n"
 	// pastDeadline draws a warning at line 7, column 5.
 	pastDeadline = "training \"late\" {\n  command = \"x\"\n  gpus = 1\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n    deadline = \"2020-01-01T00:00:00Z\"\n  }\n}\n"
+	// withTarget has a target with a tier 1 and a relative deadline.
+	withTarget = "training \"vit\" {\n  command = \"python3\"\n  gpus = 2\n  target {\n    metric = \"accuracy\"\n    goal = 0.93\n    tier1 = 0.9\n    deadline = \"6h\"\n  }\n}\n"
 	// tooBig parses, but asks more GPUs than any node of the harness has.
 	tooBig = "training \"huge\" {\n  command = \"x\"\n  gpus = 64\n}\n"
 )

@@ -5,11 +5,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -175,7 +177,20 @@ func (p *plannerProc) waitState(id string, state structs.JobState, timeout time.
 // real horovodrun; the training stops cleanly once stopFile exists.
 func trainingSpec(t *testing.T, dir, name string, min, max int, progress, stopFile string) string {
 	t.Helper()
+	return exampleSpec(t, dir, name, min, max, "", map[string]string{
+		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.1", "PROGRESS_FILE": progress, "STOP_FILE": stopFile})
+}
+
+// exampleSpec writes dir/name.hcl: a training jobspec running the example
+// script (jobspecs/examples/train_elastic.py) with the venv's Python under
+// real horovodrun, with [min, max] GPUs, extra blocks and env.
+func exampleSpec(t *testing.T, dir, name string, min, max int, extra string, env map[string]string) string {
+	t.Helper()
 	root := testlab.Root(t)
+	var envLines strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		fmt.Fprintf(&envLines, "    %s = %q\n", k, env[k])
+	}
 	path := filepath.Join(dir, name+".hcl")
 	must.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`
 training %q {
@@ -186,15 +201,12 @@ training %q {
     max        = %d
     per_worker = 1
   }
+%s
   env = {
-    TOTAL_STEPS   = "100000"
-    STEP_SLEEP    = "0.1"
-    PROGRESS_FILE = %q
-    STOP_FILE     = %q
-  }
+%s  }
 }
 `, name, filepath.Join(root, ".cache", "venv", "bin", "python3"), filepath.Join(root, "jobspecs", "examples", "train_elastic.py"),
-		min, max, progress, stopFile)), 0o644))
+		min, max, extra, envLines.String())), 0o644))
 	return path
 }
 

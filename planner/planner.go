@@ -23,6 +23,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -65,10 +66,27 @@ type Planner struct {
 	Logger   hclog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Delivery says where models reaching the jobs' tier1 and goal are
+	// delivered, and which webhook hears of it (RunDeliveries).
+	Delivery DeliveryOptions
+
+	delivery deliveryWorker
 
 	kickOnce sync.Once
 	kick     chan struct{}
 	roundMu  sync.Mutex // one round at a time
+	// largest is the GPUs of the largest node seen last (for gpus =
+	// "auto" jobs without a max, between rounds).
+	largest atomic.Int64
+}
+
+// noteNodes remembers the largest node of nodes.
+func (p *Planner) noteNodes(nodes []policy.Node) {
+	largest := 0
+	for _, n := range nodes {
+		largest = max(largest, n.GPUs)
+	}
+	p.largest.Store(int64(largest))
 }
 
 func (p *Planner) now() time.Time {
@@ -119,6 +137,7 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string)
 	if err := fits(spec, nodes); err != nil {
 		return nil, err
 	}
+	p.noteNodes(nodes)
 	now := p.now()
 	j := &structs.Job{
 		ID:        spec.Name + "-" + randomSuffix(),
@@ -127,6 +146,15 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string)
 		State:     structs.JobQueued,
 		Submitted: now,
 		Events:    []structs.Event{{Time: now, Type: "submitted", Message: "queued"}},
+	}
+	if spec.Target != nil {
+		earlier, err := p.Store.ListJobs(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("failed to list earlier jobs: %w", err)
+		}
+		if e := admission(spec, now, int(p.largest.Load()), earlier); e != nil {
+			j.Events = append(j.Events, *e)
+		}
 	}
 	if err := p.Store.CreateJob(ctx, j); err != nil {
 		return nil, fmt.Errorf("failed to store job: %w", err)
@@ -194,6 +222,7 @@ func (p *Planner) Round(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("failed to read cluster: %w", err)
 	}
+	p.noteNodes(nodes)
 	snap := snapshot(now, nodes, live)
 	plan, perr := p.Policies.Plan(ctx, snap)
 	if perr != nil {
@@ -313,19 +342,26 @@ func (p *Planner) update(ctx context.Context, j *structs.Job, mutate func(*struc
 // ReportProgress records a batch of the job's progress reports (already
 // checked by api.ValidateProgress), in any state. It is no leader's work:
 // any planner sharing the store takes it. A batch the record refuses (too
-// many metric names) is an *api.InputError.
+// many metric names) is an *api.InputError. A report that takes the
+// target metric to tier1 or goal records a delivery; the model is copied
+// later, by RunDeliveries, which this nudges (it never waits for it).
 func (p *Planner) ReportProgress(ctx context.Context, id string, reports []structs.ProgressReport) error {
 	j, err := p.Store.GetJob(ctx, id)
 	if err != nil {
 		return err
 	}
 	now := p.now()
-	return p.update(ctx, j, func(j *structs.Job) error {
+	err = p.update(ctx, j, func(j *structs.Job) error {
 		if err := j.AddProgress(reports, now); err != nil {
 			return api.Inputf("%v", err)
 		}
+		renewOutlook(j, now, int(p.largest.Load()))
 		return nil
 	})
+	if err == nil && j.HasDeliveryWork() {
+		p.nudgeDeliveries(j.ID)
+	}
+	return err
 }
 
 func (p *Planner) recordPolicyError(ctx context.Context, perr error) {

@@ -57,16 +57,13 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 			AttainedGPUSeconds: j.AttainedGPUSeconds + float64(alloc.Total())*now.Sub(lastChange(j)).Seconds(),
 		}
 		if t := j.Spec.Target; t != nil {
-			pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal}
+			pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
 			if t.Tier1 != nil {
 				pj.Progress.Tier1 = *t.Tier1
 			}
-			pj.Progress.Deadline = t.Deadline
-			if t.Within > 0 {
-				pj.Progress.Deadline = j.Submitted.Add(t.Within)
-			}
 		}
 		progressOf(&pj.Progress, j.Progress)
+		applyOutlook(&pj, j, now)
 		s.Jobs = append(s.Jobs, pj)
 	}
 	return s

@@ -5,6 +5,11 @@
 # A small real PyTorch model on synthetic data (train_elastic.py, beside this
 # file), trained with Horovod's elastic mode: the planner starts it with 1 GPU
 # and Elastic FIFO grows it into idle GPUs, up to 4, without restarting it.
+#
+# Its validation accuracy climbs past 0.3 and then 0.4: at each, the planner
+# delivers the model (the checkpoint the script saved at or after that step)
+# to the planner's delivery_dir, <data_dir>/deliveries/<job-id>/tier1/ and
+# .../goal/, and `schedulearn job status <id>` shows where.
 training "elastic-demo" {
   command = "python3"
   args    = ["${jobspec_dir}/train_elastic.py"]
@@ -13,6 +18,12 @@ training "elastic-demo" {
     min        = 1
     max        = 4
     per_worker = 1
+  }
+
+  target {
+    metric = "accuracy"
+    tier1  = 0.3
+    goal   = 0.4
   }
 
   env = {

@@ -14,10 +14,28 @@ Run by horovodrun (launcher = "horovod") or, with --torchrun, by torchrun
 change; then the state is kept in a checkpoint file ($CHECKPOINT) instead.
 
 Run by the planner, it also reports its progress (step, throughput, loss,
-and the batch accuracy as the metric "accuracy") through the training SDK
-(sdk/python, the `schedulearn` package, which `make python-deps` installs
-into .cache/venv): rank 0 reports when SCHEDULEARN_ADDR is set. Without the
-SDK, or outside the planner, it trains the same and reports nothing.
+and the metric "accuracy") through the training SDK (sdk/python, the
+`schedulearn` package, which `make python-deps` installs into
+.cache/venv): rank 0 reports when SCHEDULEARN_ADDR is set. Without the SDK,
+or outside the planner, it trains the same and reports nothing.
+
+The "accuracy" metric is the model's accuracy on a small fixed validation
+set (VALIDATION_SIZE samples of the same synthetic rule, drawn once with a
+seed of their own), measured by rank 0 at every commit: unlike one batch's
+accuracy, which jumps by several points from step to step, it rises
+steadily, so a jobspec target on it (tier1, goal) is reached once, for a
+model that is that good. (It climbs from 0.1 to about 0.45 in 300 steps
+on one worker, faster with more.)
+
+Model checkpoints, for the planner's model delivery: every CHECKPOINT_EVERY
+commits, rank 0 saves the model's state_dict (torch.save) to
+model-step<step>.pt in $CHECKPOINT_DIR, or in $NOMAD_ALLOC_DIR/checkpoints
+when that is unset (neither: no checkpoints), writing a temporary file and
+renaming it, keeps the last three, and reports the path with the SDK's
+checkpoint= argument. When the accuracy reaches the jobspec's tier1 (and
+goal), the planner copies the first checkpoint reported at or after that
+step; it reads the path on its own machine, so CHECKPOINT_DIR should be on
+a filesystem the planner shares when the workers run elsewhere.
 
 Environment:
     TOTAL_STEPS    steps to train (default 200)
@@ -28,6 +46,16 @@ Environment:
     FAIL_AT_STEP   exit 3 with a message on stderr at this step (tests)
     STOP_FILE      when this file exists, training ends at the next commit
                    (tests and demos that rescale a running job)
+    STOP_AT_GOAL   "1" (default): with a jobspec target on "accuracy", the
+                   horovod run ends at the first commit whose validation
+                   accuracy reaches the goal, after saving that model;
+                   "0": train all TOTAL_STEPS
+    CHECKPOINT_EVERY  commits between model checkpoints (default 4)
+    CHECKPOINT_DIR    where model checkpoints go (default
+                   $NOMAD_ALLOC_DIR/checkpoints; neither set: none)
+    VALIDATION_SIZE   samples in the validation set (default 512)
+    CHECKPOINT     --torchrun: the training state's file, to resume from
+                   after a restart (also reported as a checkpoint)
     CUDA_VISIBLE_DEVICES  the worker's GPUs; used when CUDA is available
 """
 
@@ -47,7 +75,30 @@ BATCH_SIZE = int(os.environ.get("BATCH_SIZE", "64"))
 PROGRESS_FILE = os.environ.get("PROGRESS_FILE", "")
 FAIL_AT_STEP = int(os.environ.get("FAIL_AT_STEP", "0"))
 STOP_FILE = os.environ.get("STOP_FILE", "")
+CHECKPOINT_EVERY = max(1, int(os.environ.get("CHECKPOINT_EVERY", "4")))
+CHECKPOINT_DIR = os.environ.get("CHECKPOINT_DIR", "") or (
+    os.path.join(os.environ["NOMAD_ALLOC_DIR"], "checkpoints") if os.environ.get("NOMAD_ALLOC_DIR") else "")
+CHECKPOINT_KEEP = 3
+VALIDATION_SIZE = int(os.environ.get("VALIDATION_SIZE", "512"))
+STOP_AT_GOAL = os.environ.get("STOP_AT_GOAL", "1") == "1"
 BASE_LR = 0.01
+
+
+def job_target():
+    """The jobspec's target on "accuracy" that training stops at (the SDK
+    reads it from the planner's environment), or None: no target on it,
+    STOP_AT_GOAL=0, or no SDK."""
+    if not STOP_AT_GOAL:
+        return None
+    try:
+        from schedulearn import target
+    except ImportError:
+        return None
+    t = target()
+    return t if t is not None and t.metric == "accuracy" else None
+
+
+TARGET = job_target()
 
 
 def make_reporter(launcher, hvd=None):
@@ -82,6 +133,48 @@ def accuracy(logits, y):
     return (logits.argmax(dim=1) == y).float().mean().item()
 
 
+def rule():
+    # A fixed random linear rule, so the loss can fall.
+    return torch.randn(32, 10, generator=torch.Generator().manual_seed(42))
+
+
+def validation_set(device):
+    """VALIDATION_SIZE samples of the rule, the same on every run and rank."""
+    x = torch.randn(VALIDATION_SIZE, 32, generator=torch.Generator().manual_seed(7))
+    return x.to(device), (x @ rule()).argmax(dim=1).to(device)
+
+
+def validation_accuracy(model, val):
+    x, y = val
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        acc = accuracy(model(x), y)
+    model.train(was_training)
+    return acc
+
+
+def save_model(model, step, force=False):
+    """Saves the model's weights for delivery, every CHECKPOINT_EVERY
+    commits, or now if force (call it at commits, on rank 0); returns the
+    path, or None."""
+    if not CHECKPOINT_DIR or (not force and step % (COMMIT_EVERY * CHECKPOINT_EVERY) != 0):
+        return None
+    try:
+        os.makedirs(CHECKPOINT_DIR, exist_ok=True)
+        path = os.path.abspath(os.path.join(CHECKPOINT_DIR, f"model-step{step:08d}.pt"))
+        tmp = path + ".tmp"
+        torch.save(model.state_dict(), tmp)
+        os.replace(tmp, path)
+        saved = sorted(f for f in os.listdir(CHECKPOINT_DIR) if f.startswith("model-step") and f.endswith(".pt"))
+        for old in saved[:-CHECKPOINT_KEEP]:
+            os.remove(os.path.join(CHECKPOINT_DIR, old))
+        return path
+    except OSError as e:  # a full disk must not stop training
+        print(f"failed to save a checkpoint at step {step}: {e}", file=sys.stderr, flush=True)
+        return None
+
+
 def make_model():
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(32, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -95,12 +188,9 @@ def device_for(local_rank):
 
 
 def synthetic_batch(step, rank, device):
-    # A fixed random linear rule, so the loss can fall.
     g = torch.Generator().manual_seed(step * 1000 + rank)
     x = torch.randn(BATCH_SIZE, 32, generator=g)
-    w = torch.Generator().manual_seed(42)
-    rule = torch.randn(32, 10, generator=w)
-    y = (x @ rule).argmax(dim=1)
+    y = (x @ rule()).argmax(dim=1)
     return x.to(device), y.to(device)
 
 
@@ -134,6 +224,7 @@ def run_horovod():
 
     reporter = make_reporter("horovod", hvd)
     pace = Pace()
+    val = validation_set(device)
 
     @hvd.elastic.run
     def train(state):
@@ -148,12 +239,23 @@ def run_horovod():
             state.step += 1
             record(state.step, hvd.size(), hvd.rank(), loss.item(), "horovod")
             if reporter is not None:
-                reporter.report(state.step, samples_per_sec=pace.rate(BATCH_SIZE * hvd.size()), loss=loss.item(),
-                                metric="accuracy", value=accuracy(logits, y))
+                reporter.report(state.step, samples_per_sec=pace.rate(BATCH_SIZE * hvd.size()), loss=loss.item())
             if state.step % COMMIT_EVERY == 0:
                 state.commit()
+                stop = stop_requested()
+                if hvd.rank() == 0:
+                    # Every rank holds the same model: rank 0 measures and saves it.
+                    acc = validation_accuracy(model, val)
+                    # At the goal, save at once: that model is the one delivered.
+                    at_goal = TARGET is not None and TARGET.reached("accuracy", acc)
+                    path = save_model(model, state.step, force=at_goal)
+                    if reporter is not None:
+                        reporter.report(state.step, metric="accuracy", value=acc, checkpoint=path)
+                    if at_goal:
+                        print(f"accuracy {acc:.4f} reached the goal {TARGET.goal} at step {state.step}", flush=True)
+                        stop = 1
                 # Every rank agrees on stopping: the flag is summed.
-                if STOP_FILE and hvd.allreduce(torch.tensor(float(stop_requested())), op=hvd.Sum).item() > 0:
+                if (STOP_FILE or TARGET is not None) and hvd.allreduce(torch.tensor(float(stop)), op=hvd.Sum).item() > 0:
                     break
             time.sleep(STEP_SLEEP)
 
@@ -199,6 +301,7 @@ def run_torchrun():
     step = int(step_t.item())
     reporter = make_reporter("torchrun")
     pace = Pace()
+    val = validation_set(device)
     while step < TOTAL_STEPS:
         maybe_fail(step + 1)
         x, y = synthetic_batch(step, rank, device)
@@ -213,15 +316,19 @@ def run_torchrun():
         step += 1
         record(step, size, rank, loss.item(), "torchrun")
         if reporter is not None:
-            reporter.report(step, samples_per_sec=pace.rate(BATCH_SIZE * size), loss=loss.item(),
-                            metric="accuracy", value=accuracy(logits, y))
+            reporter.report(step, samples_per_sec=pace.rate(BATCH_SIZE * size), loss=loss.item())
         if step % COMMIT_EVERY == 0:
             if ckpt and rank == 0:
                 tmp = ckpt + ".tmp"
                 torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, tmp)
                 os.replace(tmp, ckpt)
                 if reporter is not None:
-                    reporter.report(step, checkpoint=ckpt)
+                    reporter.report(step, checkpoint=os.path.abspath(ckpt))
+            if rank == 0:
+                acc = validation_accuracy(model, val)
+                path = save_model(model, step)
+                if reporter is not None:
+                    reporter.report(step, metric="accuracy", value=acc, checkpoint=path)
             if STOP_FILE:
                 flag = torch.tensor([stop_requested()])
                 dist.all_reduce(flag)

@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"reflect"
 	"sync"
 	"time"
 
@@ -34,6 +36,11 @@ var Version = "0.1.0-dev"
 
 // policyTimeout bounds one policy's planning of a round.
 const policyTimeout = 30 * time.Second
+
+// deliveryScan is how often the leader looks for model deliveries left
+// pending: recorded by a planner standing by, or by one that stopped
+// before it was done (it also looks when it starts leading).
+const deliveryScan = 30 * time.Second
 
 // Agent is a running planner daemon.
 type Agent struct {
@@ -122,12 +129,19 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Drainer: rescale.JobDrainer{Rescaler: &rescale.Rescaler{Client: nomad}, Namespace: cfg.Nomad.Namespace},
 		// PlannerAddress is set by Run, once the API listens.
 		Options: executor.Options{Namespace: cfg.Nomad.Namespace, NetworkInterface: cfg.NetworkInterface, Token: cfg.Token}}
+	delivery, err := deliveryOptions(cfg)
+	if err != nil {
+		a.store.Close()
+		host.Close()
+		return nil, err
+	}
 	a.planner = &planner.Planner{
 		Store:    a.store,
 		Cluster:  &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
 		Executor: a.exec,
 		Policies: host,
 		Logger:   logger.Named("planner"),
+		Delivery: delivery,
 	}
 	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, Logger: logger.Named("api")})
 	if err != nil {
@@ -135,6 +149,21 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	}
 	a.server = api.NewHTTPServer(cfg.BindAddr, srv)
 	return a, nil
+}
+
+// deliveryOptions are the planner's model delivery settings from cfg: the
+// delivery directory made absolute (it is recorded in the jobs), and the
+// webhook.
+func deliveryOptions(cfg *config.Config) (planner.DeliveryOptions, error) {
+	dir, err := filepath.Abs(cfg.DeliveryPath())
+	if err != nil {
+		return planner.DeliveryOptions{}, fmt.Errorf("failed to resolve delivery_dir: %w", err)
+	}
+	opts := planner.DeliveryOptions{Dir: dir}
+	if w := cfg.Webhook; w != nil {
+		opts.Webhook = &planner.Webhook{URL: w.URL, Headers: w.Headers, Timeout: w.TimeoutDuration, Attempts: w.MaxAttempts()}
+	}
+	return opts, nil
 }
 
 // advertiseAddr is the API's URL for the training tasks: the configured
@@ -235,8 +264,17 @@ func (a *Agent) lead(ctx context.Context) {
 			}
 			cancel()
 		}()
+		// Deliveries are the leader's work too: one planner copies each
+		// model. They stop with the rounds (what is cut short stays
+		// pending for the next leader).
+		deliveriesDone := make(chan struct{})
+		go func() {
+			defer close(deliveriesDone)
+			a.planner.RunDeliveries(roundCtx, deliveryScan)
+		}()
 		a.planner.Run(roundCtx, a.cfg.Round)
 		cancel()
+		<-deliveriesDone
 		a.setLeading(false)
 		if ctx.Err() == nil {
 			a.logger.Warn("leadership lost; standing by")
@@ -271,8 +309,9 @@ func (a *Agent) Reload(cfg *config.Config) error {
 		a.policyIn = cfg.Policy
 		a.mu.Unlock()
 	}
-	if cfg.BindAddr != a.cfg.BindAddr || cfg.Store.Backend != a.cfg.Store.Backend || cfg.Nomad.Address != a.cfg.Nomad.Address {
-		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad); they are not applied")
+	if cfg.BindAddr != a.cfg.BindAddr || cfg.Store.Backend != a.cfg.Store.Backend || cfg.Nomad.Address != a.cfg.Nomad.Address ||
+		cfg.DeliveryPath() != a.cfg.DeliveryPath() || !reflect.DeepEqual(cfg.Webhook, a.cfg.Webhook) {
+		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad, delivery_dir, webhook); they are not applied")
 	}
 	return nil
 }

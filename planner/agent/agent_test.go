@@ -2,9 +2,15 @@ package agent
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
+	"github.com/schedulearn/schedulearn/planner"
+	"github.com/schedulearn/schedulearn/planner/config"
 )
 
 // The training tasks get the configured address, or the one the API
@@ -24,4 +30,34 @@ func TestAdvertiseAddr(t *testing.T) {
 		must.NoError(t, err)
 		must.Eq(t, tc.want, got, must.Sprintf("%+v", tc))
 	}
+}
+
+// The planner delivers into an absolute directory (it is recorded in the
+// jobs), <data_dir>/deliveries by default, and tells the configured
+// webhook with its headers, timeout and attempts.
+func TestDeliveryOptions(t *testing.T) {
+	cfg, diags := config.Parse([]byte(`
+data_dir = "lab-data"
+webhook {
+  url      = "https://hooks.example/models"
+  headers  = { Authorization = "Bearer x" }
+  timeout  = "3s"
+  attempts = 2
+}
+`), "planner.hcl")
+	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+	opts, err := deliveryOptions(cfg)
+	must.NoError(t, err)
+	wd, err := os.Getwd()
+	must.NoError(t, err)
+	must.Eq(t, filepath.Join(wd, "lab-data", "deliveries"), opts.Dir)
+	must.Eq(t, &planner.Webhook{URL: "https://hooks.example/models", Headers: map[string]string{"Authorization": "Bearer x"},
+		Timeout: 3 * time.Second, Attempts: 2}, opts.Webhook)
+
+	cfg, diags = config.Parse([]byte(`delivery_dir = "/srv/models"`), "planner.hcl")
+	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+	opts, err = deliveryOptions(cfg)
+	must.NoError(t, err)
+	must.Eq(t, "/srv/models", opts.Dir)
+	must.Nil(t, opts.Webhook)
 }

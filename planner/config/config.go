@@ -9,6 +9,7 @@
 //	token          = "..."            # for API writes; or SCHEDULEARN_TOKEN
 //	network_interface = "eth0"        # Horovod's interface between nodes
 //	advertise_addr = "http://10.0.0.5:4680"  # the API as training tasks reach it
+//	delivery_dir   = "/srv/models"    # delivered models; default <data_dir>/deliveries
 //
 //	nomad {
 //	  address = "http://127.0.0.1:4646"
@@ -30,13 +31,22 @@
 //	  service = "gpu-workers"         # Consul service whose nodes form the pool
 //	  tags    = ["a100"]
 //	}
+//	webhook {                         # told of every delivered model
+//	  url      = "https://hooks.example/schedulearn"
+//	  headers  = { Authorization = "Bearer ..." }
+//	  timeout  = "10s"                # per attempt
+//	  attempts = 4                    # with backoff 1s, 2s, 4s, ...
+//	}
 package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,12 +78,18 @@ type Config struct {
 	// on>, with an unspecified host (0.0.0.0, ::) replaced by the
 	// machine's hostname.
 	AdvertiseAddr string `hcl:"advertise_addr,optional"`
+	// DeliveryDir is where the models of jobs whose target names no
+	// delivery directory are delivered (<dir>/<job-id>/<tier>/); empty:
+	// <data_dir>/deliveries (see DeliveryPath).
+	DeliveryDir string `hcl:"delivery_dir,optional"`
 
 	Nomad  *Nomad  `hcl:"nomad,block"`
 	Consul *Consul `hcl:"consul,block"`
 	Store  *Store  `hcl:"store,block"`
 	Policy *Policy `hcl:"policy,block"`
 	Pools  []*Pool `hcl:"pool,block"`
+	// Webhook, when set, is told of every delivered model.
+	Webhook *Webhook `hcl:"webhook,block"`
 
 	// Round is RoundInterval parsed by Validate.
 	Round time.Duration
@@ -106,6 +122,29 @@ type TLS struct {
 	KeyFile  string `hcl:"key_file,optional"`
 	Insecure bool   `hcl:"insecure,optional"`
 }
+
+// Webhook is told of every delivered model: a POST of a JSON body (see
+// planner.WebhookBody) with Headers, retried with backoff.
+type Webhook struct {
+	URL     string            `hcl:"url"`
+	Headers map[string]string `hcl:"headers,optional"`
+	// Timeout bounds one attempt (DefaultWebhookTimeout when empty).
+	Timeout string `hcl:"timeout,optional"`
+	// Attempts is how often a delivery is sent before giving up
+	// (DefaultWebhookAttempts when nil).
+	Attempts *int `hcl:"attempts,optional"`
+
+	// TimeoutDuration is Timeout parsed by Validate.
+	TimeoutDuration time.Duration
+}
+
+// Webhook defaults and bounds.
+const (
+	DefaultWebhookTimeout  = 10 * time.Second
+	DefaultWebhookAttempts = 4
+	MaxWebhookTimeout      = 5 * time.Minute
+	MaxWebhookAttempts     = 10
+)
 
 // Store says where the planner keeps its queue and records.
 type Store struct {
@@ -185,6 +224,11 @@ func (c *Config) Merge(o *Config) *Config {
 	setStr(&r.LogLevel, o.LogLevel)
 	setStr(&r.NetworkInterface, o.NetworkInterface)
 	setStr(&r.AdvertiseAddr, o.AdvertiseAddr)
+	setStr(&r.DeliveryDir, o.DeliveryDir)
+	if o.Webhook != nil {
+		w := *o.Webhook
+		r.Webhook = &w
+	}
 	if o.Nomad != nil {
 		n := *r.Nomad
 		setStr(&n.Address, o.Nomad.Address)
@@ -265,12 +309,69 @@ func (c *Config) Validate() hcl.Diagnostics {
 		}
 		seen[p.Name] = true
 	}
+	if w := c.Webhook; w != nil {
+		c.validateWebhook(w, errAt)
+	}
 	switch c.LogLevel {
 	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":
 	default:
 		errAt("log_level", "Invalid log_level", fmt.Sprintf("%q: one of TRACE, DEBUG, INFO, WARN, ERROR.", c.LogLevel))
 	}
 	return diags
+}
+
+func (c *Config) validateWebhook(w *Webhook, errAt func(key, summary, detail string)) {
+	if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errAt("webhook.url", "Invalid webhook url", fmt.Sprintf("%q: give the http(s) URL the planner POSTs each delivered model to.", w.URL))
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.Headers)) {
+		if !validHeaderName(name) || strings.ContainsAny(w.Headers[name], "\r\n\x00") {
+			errAt("webhook.headers", "Invalid webhook header", fmt.Sprintf("%q: a header name is letters, digits and -_.!#$%%&'*+^`|~; a value is one line.", name))
+			break
+		}
+	}
+	w.TimeoutDuration = DefaultWebhookTimeout
+	if w.Timeout != "" {
+		d, err := time.ParseDuration(w.Timeout)
+		if err != nil || d <= 0 || d > MaxWebhookTimeout {
+			errAt("webhook.timeout", "Invalid webhook timeout", fmt.Sprintf("%q: give a positive duration of at most %s, e.g. \"10s\".", w.Timeout, MaxWebhookTimeout))
+		}
+		w.TimeoutDuration = d
+	}
+	if w.Attempts != nil && (*w.Attempts < 1 || *w.Attempts > MaxWebhookAttempts) {
+		errAt("webhook.attempts", "Invalid webhook attempts", fmt.Sprintf("%d: attempts is from 1 to %d.", *w.Attempts, MaxWebhookAttempts))
+	}
+}
+
+// MaxAttempts is how often the webhook is tried per delivery.
+func (w *Webhook) MaxAttempts() int {
+	if w.Attempts == nil {
+		return DefaultWebhookAttempts
+	}
+	return *w.Attempts
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("-_.!#$%&'*+^`|~", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// DeliveryPath is the default directory of delivered models.
+func (c *Config) DeliveryPath() string {
+	if c.DeliveryDir != "" {
+		return c.DeliveryDir
+	}
+	return filepath.Join(c.DataDir, "deliveries")
 }
 
 // NormalizeAddr turns an API address (a URL, or host:port) into an

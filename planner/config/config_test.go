@@ -69,6 +69,12 @@ func TestParse_Errors(t *testing.T) {
 		{"bad advertise", "advertise_addr = \"ftp://x:1\"\n", "planner.hcl:1:1: error: Invalid advertise_addr"},
 		{"pool without service", "pool \"a\" {\n}\n", "planner.hcl:1:10: error: Missing required argument"},
 		{"duplicate pool", "pool \"a\" {\n  service = \"x\"\n}\npool \"a\" {\n  service = \"y\"\n}\n", "error: Duplicate pool"},
+		{"webhook without url", "webhook {\n  timeout = \"5s\"\n}\n", "planner.hcl:1:9: error: Missing required argument"},
+		{"bad webhook url", "webhook {\n  url = \"hooks.example/x\"\n}\n", "planner.hcl:2:3: error: Invalid webhook url"},
+		{"bad webhook header", "webhook {\n  url = \"https://hooks.example/x\"\n  headers = { \"Bad Header\" = \"x\" }\n}\n", "planner.hcl:3:3: error: Invalid webhook header"},
+		{"bad webhook timeout", "webhook {\n  url = \"https://hooks.example/x\"\n\n  timeout = \"0s\"\n}\n", "planner.hcl:4:3: error: Invalid webhook timeout"},
+		{"bad webhook attempts", "webhook {\n  url = \"https://hooks.example/x\"\n  attempts = 0\n}\n", "planner.hcl:3:3: error: Invalid webhook attempts"},
+		{"unknown webhook key", "webhook {\n  url = \"https://hooks.example/x\"\n  retries = 3\n}\n", "planner.hcl:3:3: error: Unsupported argument"},
 		{"syntax", "nomad {\n", "planner.hcl:1:7: error: Unclosed configuration block"},
 	}
 	for _, tc := range cases {
@@ -79,6 +85,34 @@ func TestParse_Errors(t *testing.T) {
 			must.StrContains(t, hcldiag.Format(diags), tc.want)
 		})
 	}
+}
+
+// The delivery directory defaults to <data_dir>/deliveries; a webhook
+// block is optional, with defaults for its timeout and attempts.
+func TestParse_DeliveryAndWebhook(t *testing.T) {
+	cfg, diags := Parse([]byte("data_dir = \"/var/lib/sl\"\n"), "planner.hcl")
+	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+	must.Eq(t, "/var/lib/sl/deliveries", cfg.DeliveryPath())
+	must.Nil(t, cfg.Webhook)
+
+	cfg, diags = Parse([]byte(`
+delivery_dir = "/srv/models"
+webhook {
+  url     = "https://hooks.example/models"
+  headers = { Authorization = "Bearer s3cret", "X-Team" = "vision" }
+}
+`), "planner.hcl")
+	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+	must.Eq(t, "/srv/models", cfg.DeliveryPath())
+	must.Eq(t, "https://hooks.example/models", cfg.Webhook.URL)
+	must.Eq(t, map[string]string{"Authorization": "Bearer s3cret", "X-Team": "vision"}, cfg.Webhook.Headers)
+	must.Eq(t, DefaultWebhookTimeout, cfg.Webhook.TimeoutDuration)
+	must.Eq(t, DefaultWebhookAttempts, cfg.Webhook.MaxAttempts())
+
+	cfg, diags = Parse([]byte("webhook {\n  url = \"http://10.0.0.9:9000/hook\"\n  timeout = \"3s\"\n  attempts = 2\n}\n"), "planner.hcl")
+	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+	must.Eq(t, 3*time.Second, cfg.Webhook.TimeoutDuration)
+	must.Eq(t, 2, cfg.Webhook.MaxAttempts())
 }
 
 func TestLoad_MissingFile(t *testing.T) {

@@ -18,7 +18,8 @@
 // (sdk/python) where to report progress: SCHEDULEARN_JOB_ID always, and
 // SCHEDULEARN_ADDR and SCHEDULEARN_REPORT_TOKEN (api.ReportToken: good for
 // this job's progress only) when Options name the planner's address and
-// token; SCHEDULEARN_TARGET_METRIC names the jobspec's target metric. What
+// token; SCHEDULEARN_TARGET_METRIC, _GOAL and _DIRECTION ("max" or "min")
+// are the jobspec's target, for scripts that stop at the goal. What
 // the executor sets overrides the jobspec's env of the same name.
 //
 // One group per node keeps the plan's per-node counts exact: Nomad never
@@ -30,6 +31,7 @@ package executor
 import (
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,6 +83,8 @@ const (
 	EnvJobID          = "SCHEDULEARN_JOB_ID"
 	EnvReportToken    = "SCHEDULEARN_REPORT_TOKEN"
 	EnvTargetMetric   = "SCHEDULEARN_TARGET_METRIC"
+	EnvTargetGoal     = "SCHEDULEARN_TARGET_GOAL"
+	EnvTargetDir      = "SCHEDULEARN_TARGET_DIRECTION"
 )
 
 // JobID is the Nomad job of a training job.
@@ -159,6 +163,11 @@ func launcherEnv(j *structs.Job, opts Options) map[string]string {
 	}
 	if t := j.Spec.Target; t != nil && t.Metric != "" {
 		env[EnvTargetMetric] = t.Metric
+		env[EnvTargetGoal] = strconv.FormatFloat(t.Goal, 'g', -1, 64)
+		env[EnvTargetDir] = "max"
+		if t.Lower {
+			env[EnvTargetDir] = "min"
+		}
 	}
 	return env
 }

@@ -80,11 +80,13 @@ func TestBuild_ReportEnv(t *testing.T) {
 	}}
 	job := Build(j, policy.Allocation{"node-a": 1}, Options{PlannerAddress: "http://10.0.0.5:4680", Token: "secret"})
 	must.Eq[any](t, map[string]string{
-		"A":                         "b",
-		"SCHEDULEARN_ADDR":          "http://10.0.0.5:4680",
-		"SCHEDULEARN_JOB_ID":        "resnet-1a2b3c4d",
-		"SCHEDULEARN_REPORT_TOKEN":  api.ReportToken("secret", "resnet-1a2b3c4d"),
-		"SCHEDULEARN_TARGET_METRIC": "accuracy",
+		"A":                            "b",
+		"SCHEDULEARN_ADDR":             "http://10.0.0.5:4680",
+		"SCHEDULEARN_JOB_ID":           "resnet-1a2b3c4d",
+		"SCHEDULEARN_REPORT_TOKEN":     api.ReportToken("secret", "resnet-1a2b3c4d"),
+		"SCHEDULEARN_TARGET_METRIC":    "accuracy",
+		"SCHEDULEARN_TARGET_GOAL":      "0.9",
+		"SCHEDULEARN_TARGET_DIRECTION": "max",
 	}, job.TaskGroups[0].Tasks[0].Config["env"])
 	must.Eq(t, "http://elsewhere:1", j.Spec.Env["SCHEDULEARN_ADDR"], must.Sprint("the spec is not changed"))
 }

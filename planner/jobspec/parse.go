@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,7 @@ type targetHCL struct {
 	Direction string   `hcl:"direction,optional"`
 	Deadline  string   `hcl:"deadline,optional"`
 	Delivery  string   `hcl:"delivery,optional"`
+	Webhook   string   `hcl:"webhook,optional"`
 
 	Body hcl.Body `hcl:",body"`
 }
@@ -349,7 +351,7 @@ func decodeGPUs(body hcl.Body, blockRange hcl.Range) (GPUs, hcl.Diagnostics) {
 func convertTarget(raw *targetHCL, now time.Time) (*Target, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	at := attrRanges(raw.Body, hcl.Range{})
-	t := &Target{Metric: raw.Metric, Goal: raw.Goal, Tier1: raw.Tier1, Delivery: raw.Delivery}
+	t := &Target{Metric: raw.Metric, Goal: raw.Goal, Tier1: raw.Tier1, Delivery: raw.Delivery, Webhook: raw.Webhook}
 	switch raw.Direction {
 	case "", "max":
 	case "min":
@@ -371,6 +373,18 @@ func convertTarget(raw *targetHCL, now time.Time) (*Target, hcl.Diagnostics) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "tier1 beyond goal",
 				Detail:  fmt.Sprintf("tier1 (%g) is the first model worth delivering, on the way to goal (%g); it cannot be past the goal.", *t.Tier1, t.Goal),
 				Subject: at("tier1").Ptr()})
+		}
+	}
+	if t.Delivery != "" && !filepath.IsAbs(t.Delivery) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid delivery",
+			Detail:  fmt.Sprintf("%q: delivery is an absolute directory on the planner's machine, e.g. \"/models\" or \"${jobspec_dir}/models\".", t.Delivery),
+			Subject: at("delivery").Ptr()})
+	}
+	if t.Webhook != "" {
+		if u, err := url.Parse(t.Webhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid webhook",
+				Detail:  fmt.Sprintf("%q: webhook is an http(s) URL the planner POSTs each delivered model to.", t.Webhook),
+				Subject: at("webhook").Ptr()})
 		}
 	}
 	if raw.Deadline != "" {

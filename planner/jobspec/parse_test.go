@@ -67,6 +67,7 @@ func TestParse_Valid(t *testing.T) {
     tier1    = 0.90
     deadline = "6h"
     delivery = "/models/resnet50"
+    webhook  = "https://hooks.example/models"
   }
 
   affinity { labels = { team = "vision" } }
@@ -87,6 +88,8 @@ func TestParse_Valid(t *testing.T) {
 				must.Eq(t, 0.93, s.Target.Goal)
 				must.Eq(t, 0.90, *s.Target.Tier1)
 				must.Eq(t, 6*time.Hour, s.Target.Within)
+				must.Eq(t, "/models/resnet50", s.Target.Delivery)
+				must.Eq(t, "https://hooks.example/models", s.Target.Webhook)
 				must.Eq(t, []string{"bert"}, s.AntiAffinity.Jobs)
 				must.Eq(t, map[string]string{"team": "vision"}, s.Affinity.Labels)
 				must.Eq(t, []Data{{Name: "imagenet", Path: "/datasets/imagenet", Prefer: map[string]string{"meta.datasets": "imagenet"}}}, s.Data)
@@ -152,6 +155,8 @@ func TestParse_Errors(t *testing.T) {
 		{"bad memory", "training \"a\" {\n  command = \"x\"\n  gpus {\n    count = 1\n    min_memory = \"lots\"\n  }\n}\n", "job.hcl:5:5", "size such as"},
 		{"tier1 above goal", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n    tier1 = 0.95\n  }\n}\n", "job.hcl:7:5", "cannot be past the goal"},
 		{"bad deadline", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n    deadline = \"tomorrow\"\n  }\n}\n", "job.hcl:7:5", "duration after submission"},
+		{"relative delivery", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n    delivery = \"models\"\n  }\n}\n", "job.hcl:7:5", "absolute directory"},
+		{"bad webhook", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n    webhook = \"hooks.example/x\"\n  }\n}\n", "job.hcl:7:5", "http(s) URL"},
 		{"two jobs", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n}\ntraining \"b\" {\n  command = \"x\"\n  gpus = 1\n}\n", "job.hcl:5:1", "file of its own"},
 		{"no job", "# nothing\n", "job.hcl:1:1", "Missing training block"},
 		{"bad name", "training \"no spaces\" {\n  command = \"x\"\n  gpus = 1\n}\n", "job.hcl:1:1", "Invalid job name"},
@@ -209,4 +214,13 @@ func TestParse_JobspecDir(t *testing.T) {
 
 	_, diags = Parse([]byte("training \"a\" {\n  command = \"${no_such}\"\n  gpus = 1\n}\n"), "a.hcl", submitted)
 	must.StrContains(t, hcldiag.Format(diags), "a.hcl:2:16: error: Unknown variable")
+}
+
+// The example jobspec parses, target included.
+func TestParse_Example(t *testing.T) {
+	spec, diags := ParseFile("../../jobspecs/examples/train.hcl", submitted)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.Eq(t, "accuracy", spec.Target.Metric)
+	must.Eq(t, 0.3, *spec.Target.Tier1)
+	must.Eq(t, 0.4, spec.Target.Goal)
 }

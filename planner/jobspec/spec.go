@@ -23,6 +23,8 @@
 //	    goal     = 0.93
 //	    tier1    = 0.90
 //	    deadline = "6h"             # after submission, or RFC 3339
+//	    delivery = "/models"        # where tier-1 and goal models go
+//	    webhook  = "https://hooks.example/models"  # told of each delivery
 //	  }
 //
 //	  anti_affinity { jobs = ["other-job"] }
@@ -97,8 +99,15 @@ type Target struct {
 	// At most one is set.
 	Deadline time.Time
 	Within   time.Duration
-	// Delivery is where the tier-1 model is copied.
+	// Delivery is the directory, on the planner's machine, where the
+	// models are delivered: when the metric reaches tier1, and again when
+	// it reaches goal, the planner copies the checkpoint the training
+	// reported into <Delivery>/<job-id>/<tier>/ ("tier1" or "goal").
+	// Empty: the planner's delivery_dir. An absolute path.
 	Delivery string
+	// Webhook is an http(s) URL the planner POSTs each delivery to (besides
+	// the webhook of its own configuration, if any).
+	Webhook string
 }
 
 // Selector names other jobs, by name or by labels.

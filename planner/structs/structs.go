@@ -63,6 +63,13 @@ type Job struct {
 	// Progress is what the training script reported through the SDK
 	// (POST /v1/jobs/{id}/progress); nil until its first report.
 	Progress *Progress `json:"progress,omitempty"`
+	// Outlook is the planner's reading of the progress (see Outlook).
+	Outlook *Outlook `json:"outlook,omitempty"`
+	// Deliveries are the models delivered (or to be delivered) as the
+	// target metric reached the jobspec's tier1 and goal, one per tier
+	// reached, in the order reached (recorded by AddProgress; the planner
+	// copies the models, see Delivery).
+	Deliveries []Delivery `json:"deliveries,omitempty"`
 
 	// Version increases on every write; the store rejects a write whose
 	// version is not the stored one (optimistic concurrency).
@@ -105,8 +112,9 @@ type PolicyState struct {
 	LastError string `json:"last_error,omitempty"`
 }
 
-// Clone returns a copy of j whose allocation, history, events, exit code
-// and progress are its own (the spec, which nothing changes, is shared).
+// Clone returns a copy of j whose allocation, history, events, exit code,
+// progress and deliveries are its own (the spec, which nothing changes, is
+// shared).
 func (j *Job) Clone() *Job {
 	c := *j
 	if j.Allocation != nil {
@@ -122,6 +130,8 @@ func (j *Job) Clone() *Job {
 		c.ExitCode = &code
 	}
 	c.Progress = j.Progress.Clone()
+	c.Outlook = j.Outlook.Clone()
+	c.Deliveries = slices.Clone(j.Deliveries)
 	return &c
 }
 
@@ -232,15 +242,20 @@ const EventWarning = "warning"
 // AddProgress records a batch of reports, in order, received at now: the
 // latest values, the history, and a warning event (once per metric name)
 // when the job has a target whose metric the script has never reported
-// but it reports another one. The reports must be valid (api checks them).
-// It fails, changing nothing, when the batch would take the job over
-// MaxProgressMetrics metric names.
+// but it reports another one. With a target, it also records when the
+// target metric first reaches tier1 and goal, and which checkpoint is the
+// model to deliver for each (Deliveries, with an event per crossing; the
+// planner copies the checkpoints). The reports must be valid (api checks
+// them). It fails, changing nothing, when the batch would take the job
+// over MaxProgressMetrics metric names.
 func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
 	p := j.Progress.Clone()
 	if p == nil {
 		p = &Progress{}
 	}
 	var warnings []string
+	deliveries := slices.Clone(j.Deliveries)
+	var targetEvents []Event
 	for _, r := range reports {
 		r = r.clone()
 		if r.Time.IsZero() {
@@ -274,11 +289,14 @@ func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
 				}
 			}
 		}
+		deliveries, targetEvents = trackTarget(j.Spec.Target, deliveries, p.History, r, targetEvents, now)
 		p.Reports++
 		p.History = appendThinned(p.History, r)
 	}
 	p.Updated = now
 	j.Progress = p
+	j.Deliveries = deliveries
+	j.Events = append(j.Events, targetEvents...)
 	for _, w := range warnings {
 		if !slices.ContainsFunc(j.Events, func(e Event) bool { return e.Type == EventWarning && e.Message == w }) {
 			j.Events = append(j.Events, Event{Time: now, Type: EventWarning, Message: w})

@@ -1,0 +1,214 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/assess"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// renewOutlook reads job j's progress history again after a batch of
+// reports received at now (see structs.Outlook); largest is the GPUs of
+// the cluster's largest node, the limit of a gpus = "auto" job without a
+// max. A target that starts or stops looking reachable by its deadline
+// gets an event.
+func renewOutlook(j *structs.Job, now time.Time, largest int) {
+	if j.Progress == nil {
+		return
+	}
+	prev := j.Outlook
+	hist := j.Progress.History
+	spec := &j.Spec.GPUs
+	pw := max(1, spec.PerWorker)
+	maxG := maxGPUs(&j.Spec, largest)
+	o := &structs.Outlook{Updated: now}
+	sc := assess.ChooseGPUs(assess.Throughputs(hist, pw), assess.Counts{Min: spec.Min, Max: maxG, PerWorker: pw}, assess.DefaultThreshold)
+	if !sc.Measuring {
+		o.Speedup = sc.Speedup
+	}
+	if spec.Auto {
+		o.GPUs = &structs.GPUAssessment{Choice: sc.GPUs, Measuring: sc.Measuring, Reason: sc.Reason}
+	}
+	if t := j.Spec.Target; t != nil {
+		if _, ok := j.Progress.Metrics[t.Metric]; !ok && j.Progress.Reports >= silentReports {
+			warnOnce(j, now, fmt.Sprintf("target metric %q not reported in %d progress reports: the planner cannot judge the target (report it with metric=%q)",
+				t.Metric, silentReports, t.Metric))
+		}
+		o.Target = targetOutlook(j, t, prev, o.Speedup, maxG, now)
+		if prev != nil && prev.Target != nil {
+			was := prev.Target.Reachable
+			switch is := o.Target.Reachable; {
+			case is == "no" && was != "no":
+				j.Events = append(j.Events, structs.Event{Time: now, Type: structs.EventWarning,
+					Message: "target looks unreachable by the deadline: " + o.Target.Reason})
+			case is == "yes" && was == "no":
+				j.Events = append(j.Events, structs.Event{Time: now, Type: "target",
+					Message: "target looks reachable by the deadline again: " + o.Target.Reason})
+			}
+		} else if o.Target.Reachable == "no" {
+			j.Events = append(j.Events, structs.Event{Time: now, Type: structs.EventWarning,
+				Message: "target looks unreachable by the deadline: " + o.Target.Reason})
+		}
+	}
+	j.Outlook = o
+}
+
+// silentReports is how many progress reports without the target's metric
+// earn a job a warning.
+const silentReports = 20
+
+// warnOnce adds a warning event to j unless it has one with that message.
+func warnOnce(j *structs.Job, now time.Time, msg string) {
+	for _, e := range j.Events {
+		if e.Type == structs.EventWarning && e.Message == msg {
+			return
+		}
+	}
+	j.Events = append(j.Events, structs.Event{Time: now, Type: structs.EventWarning, Message: msg})
+}
+
+// targetOutlook is how job j stands against target t at now; prev is the
+// job's last outlook. The goal is reached for good when the metric first
+// reaches it (the goal's delivery records that): a noisy metric that dips
+// after has still met its target.
+func targetOutlook(j *structs.Job, t *jobspec.Target, prev *structs.Outlook, speedup []float64, maxG int, now time.Time) *structs.TargetOutlook {
+	hist := j.Progress.History
+	if d := j.Delivery(structs.TierGoal); d != nil {
+		out := &structs.TargetOutlook{Status: structs.OutlookReached,
+			Reason: fmt.Sprintf("%s reached %g at step %d (goal %g)", t.Metric, d.Value, d.Step, t.Goal)}
+		if prev != nil && prev.Target != nil && prev.Target.WorkToGoal > 0 {
+			out.WorkToGoal = prev.Target.WorkToGoal
+		} else {
+			out.WorkToGoal = workDone(hist, speedup, max(1, j.Spec.GPUs.PerWorker))
+		}
+		return out
+	}
+	est := assess.ToGoal(hist, assess.Goal{Metric: t.Metric, Value: t.Goal, Lower: t.Lower})
+	out := &structs.TargetOutlook{Status: est.Status.String(), Reason: est.Reason}
+	deadline := j.Deadline()
+	switch est.Status {
+	case assess.Unreachable:
+		if !deadline.IsZero() {
+			out.Reachable = "no"
+		}
+	case assess.Estimated:
+		g := 0
+		if n := len(hist); n > 0 {
+			g = hist[n-1].WorldSize * max(1, j.Spec.GPUs.PerWorker)
+		}
+		if g <= 0 {
+			g = j.GPUs()
+		}
+		out.Remaining, out.Unit, out.GPUs = est.Remaining, string(est.Unit), g
+		out.RemainingWork = assess.RemainingWork(est.Remaining, est.Rate, assess.SpeedupAt(speedup, g))
+		if out.RemainingWork <= 0 {
+			break
+		}
+		at := func(g int) time.Duration {
+			return time.Duration(out.RemainingWork / assess.SpeedupAt(speedup, g) * float64(time.Second))
+		}
+		out.ETA = now.Add(at(g))
+		out.Reason = fmt.Sprintf("about %s to %s %g at %d GPUs (%s)", at(g).Round(time.Second), t.Metric, t.Goal, g, est.Reason)
+		if !deadline.IsZero() {
+			out.Reachable = "yes"
+			if now.Add(at(maxG)).After(deadline) {
+				out.Reachable = "no"
+				out.Reason = fmt.Sprintf("about %s to %s %g even at %d GPUs, %s to the deadline (%s)",
+					at(maxG).Round(time.Second), t.Metric, t.Goal, maxG, deadline.Sub(now).Round(time.Second), est.Reason)
+			}
+		}
+	}
+	return out
+}
+
+// workDone is the training a job's history records, in seconds on one GPU:
+// the time between reports, each at the speedup of the GPUs the job then
+// held (linear where the table is unknown).
+func workDone(hist []structs.ProgressReport, speedup []float64, perWorker int) float64 {
+	w := 0.0
+	for i := 1; i < len(hist); i++ {
+		g := hist[i].WorldSize * perWorker
+		if g <= 0 {
+			g = perWorker
+		}
+		w += hist[i].Time.Sub(hist[i-1].Time).Seconds() * assess.SpeedupAt(speedup, g)
+	}
+	return w
+}
+
+// maxGPUs is the most GPUs a job may hold: its max, or for gpus = "auto"
+// without one, a whole node of the largest kind in whole workers.
+func maxGPUs(spec *jobspec.Spec, largest int) int {
+	pw := max(1, spec.GPUs.PerWorker)
+	if spec.GPUs.Max > 0 {
+		return spec.GPUs.Max
+	}
+	return max(spec.GPUs.Min, largest-largest%pw)
+}
+
+// admission says at submission whether a job's target looks reachable by
+// its deadline, from the latest earlier job of the same name that reached
+// its goal (how much training that took, and how it scaled); nil without a
+// deadline.
+func admission(spec *jobspec.Spec, now time.Time, largest int, earlier []*structs.Job) *structs.Event {
+	t := spec.Target
+	if t == nil || (t.Deadline.IsZero() && t.Within == 0) {
+		return nil
+	}
+	deadline := t.Deadline
+	if t.Within > 0 {
+		deadline = now.Add(t.Within)
+	}
+	var ref *structs.Job
+	for _, j := range earlier {
+		o := j.Outlook
+		if j.Spec.Name != spec.Name || o == nil || o.Target == nil || o.Target.WorkToGoal <= 0 {
+			continue
+		}
+		if ref == nil || j.Submitted.After(ref.Submitted) {
+			ref = j
+		}
+	}
+	if ref == nil {
+		return &structs.Event{Time: now, Type: "admission", Message: fmt.Sprintf(
+			"no estimate yet (no earlier run of %s reached its goal); judged again from the job's progress reports", spec.Name)}
+	}
+	maxG := maxGPUs(spec, largest)
+	work := ref.Outlook.Target.WorkToGoal
+	need := time.Duration(work / assess.SpeedupAt(ref.Outlook.Speedup, maxG) * float64(time.Second))
+	left := deadline.Sub(now)
+	detail := fmt.Sprintf("job %s reached its goal after about %s of one-GPU training: about %s at %d GPUs, %s to the deadline",
+		ref.ID, time.Duration(work*float64(time.Second)).Round(time.Second), need.Round(time.Second), maxG, left.Round(time.Second))
+	if need > left {
+		return &structs.Event{Time: now, Type: structs.EventWarning, Message: "target looks unreachable by the deadline: " + detail}
+	}
+	return &structs.Event{Time: now, Type: "admission", Message: "target looks reachable by the deadline: " + detail}
+}
+
+// applyOutlook puts what the outlook of job j says into its view pj:
+// the measured speedup, the count of a gpus = "auto" job, and the work
+// left to its target (less what it did since the outlook, at the GPUs it
+// holds).
+func applyOutlook(pj *policy.Job, j *structs.Job, now time.Time) {
+	o := j.Outlook
+	if o == nil {
+		return
+	}
+	pj.Speedup = slices.Clone(o.Speedup)
+	if a := o.GPUs; a != nil && j.Spec.GPUs.Auto && !a.Measuring {
+		pj.GPUs.Max = max(pj.GPUs.Min, a.Choice)
+	}
+	t := o.Target
+	if t == nil {
+		return
+	}
+	pj.Progress.Reached = t.Status == structs.OutlookReached
+	if t.Status == structs.OutlookEstimated && t.RemainingWork > 0 {
+		done := now.Sub(o.Updated).Seconds() * assess.SpeedupAt(o.Speedup, pj.Allocation.Total())
+		pj.Progress.RemainingWork = max(t.RemainingWork-done, 1)
+	}
+}

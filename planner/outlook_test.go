@@ -1,0 +1,204 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+func parseSpec(t *testing.T, src string, now time.Time) *jobspec.Spec {
+	t.Helper()
+	s, diags := jobspec.Parse([]byte(src), "job.hcl", now)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	return s
+}
+
+// deadlineSpec is a job with 1 to 4 GPUs and a target of accuracy 0.9 by
+// deadline.
+func deadlineSpec(t *testing.T, name, deadline string, now time.Time) *jobspec.Spec {
+	return parseSpec(t, fmt.Sprintf(`training %q {
+  command = "python3"
+  gpus {
+    min = 1
+    max = 4
+  }
+  target {
+    metric   = "accuracy"
+    goal     = 0.9
+    deadline = %q
+  }
+}`, name, deadline), now)
+}
+
+// reportCurve reports, every 10 s for n reports, a training at gpus GPUs
+// that does 100 samples/s per GPU and whose accuracy follows
+// 0.95 - 0.9 exp(-samples / 30000), continuing from samples done.
+func reportCurve(t *testing.T, p *Planner, now *time.Time, id string, gpus, n int, samples *float64) {
+	t.Helper()
+	for range n {
+		*now = now.Add(10 * time.Second)
+		*samples += 10 * 100 * float64(gpus)
+		acc := 0.95 - 0.9*math.Exp(-*samples/30000)
+		must.NoError(t, p.ReportProgress(context.Background(), id, []structs.ProgressReport{{
+			Time: *now, Step: int64(*samples / 64), SamplesPerSec: f64(100 * float64(gpus)), WorldSize: gpus,
+			Metric: &structs.Metric{Name: "accuracy", Value: acc}}}))
+	}
+}
+
+// The planner estimates the work left to a target from the reported
+// learning curve; the snapshot gives the policy the work left, less what
+// the job did since; a deadline that even max GPUs miss gets one warning.
+func TestOutlook_Target(t *testing.T) {
+	for _, tc := range []struct {
+		deadline  string
+		reachable string
+	}{{"2h", "yes"}, {"3m", "no"}} {
+		t.Run(tc.deadline, func(t *testing.T) {
+			p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
+			j := submit(t, p, now, deadlineSpec(t, "t", tc.deadline, *now))
+			samples := 0.0
+			reportCurve(t, p, now, j.ID, 2, 12, &samples)
+			rec := state(t, st, j.ID)
+			o := rec.Outlook.Target
+			must.NotNil(t, o)
+			must.Eq(t, structs.OutlookEstimated, o.Status, must.Sprint(o.Reason))
+			// Truth: accuracy 0.9 at samples = 30000 ln(18) = 86710; done
+			// 24000; at 100 samples/s per GPU that is 627 s on one GPU.
+			truth := (30000*math.Log(18) - samples) / 100
+			must.Between(t, 0.9*truth, o.RemainingWork, 1.1*truth)
+			must.Eq(t, 2, o.GPUs)
+			must.Eq(t, tc.reachable, o.Reachable, must.Sprint(o.Reason))
+			warnings := 0
+			for _, e := range rec.Events {
+				if e.Type == structs.EventWarning && strings.Contains(e.Message, "unreachable by the deadline") {
+					warnings++
+				}
+			}
+			must.Eq(t, map[string]int{"yes": 0, "no": 1}[tc.reachable], warnings, must.Sprintf("%v", rec.Events))
+
+			// 60 s later at 2 GPUs, 120 one-GPU seconds less are left.
+			rec.Allocation = map[string]int{"n1": 2}
+			snap := snapshot(now.Add(time.Minute), []policy.Node{node("n1", 8)}, []*structs.Job{rec})
+			must.Between(t, o.RemainingWork-121, snap.Jobs[0].Progress.RemainingWork, o.RemainingWork-119)
+		})
+	}
+}
+
+// Once the metric reaches the goal the outlook says so for good (a noisy
+// dip after does not undo it) and records the training it took, by which
+// the next job of that name is judged at submission.
+func TestOutlook_ReachedAndAdmission(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
+	src := func(deadline string) *jobspec.Spec { return deadlineSpec(t, "r", deadline, *now) }
+	first := submit(t, p, now, src("2h"))
+	var admitted string
+	for _, e := range state(t, st, first.ID).Events {
+		if e.Type == "admission" {
+			admitted = e.Message
+		}
+	}
+	must.StrContains(t, admitted, "no estimate yet")
+
+	samples := 0.0
+	reportCurve(t, p, now, first.ID, 2, 50, &samples) // 100,000 samples: past the goal
+	o := state(t, st, first.ID).Outlook.Target
+	must.Eq(t, structs.OutlookReached, o.Status)
+	// Accuracy first reaches 0.9 at 86,710 samples: in report 44, after
+	// 43 intervals of 10 s at 2 GPUs (the first report starts the clock).
+	must.Eq(t, 43*10*2.0, o.WorkToGoal)
+	must.NoError(t, p.ReportProgress(ctx, first.ID, []structs.ProgressReport{{Time: now.Add(time.Second), Step: 2000,
+		SamplesPerSec: f64(200), WorldSize: 2, Metric: &structs.Metric{Name: "accuracy", Value: 0.85}}}))
+	must.Eq(t, structs.OutlookReached, state(t, st, first.ID).Outlook.Target.Status)
+
+	live, err := st.ListJobs(ctx)
+	must.NoError(t, err)
+	must.True(t, snapshot(*now, []policy.Node{node("n1", 8)}, live).Jobs[0].Progress.Reached)
+
+	// 860 one-GPU seconds at 4 GPUs: 215 s.
+	for deadline, want := range map[string]string{"10m": "target looks reachable", "3m": "target looks unreachable"} {
+		j := submit(t, p, now, src(deadline))
+		var msgs []string
+		for _, e := range state(t, st, j.ID).Events {
+			msgs = append(msgs, e.Message)
+		}
+		must.StrContains(t, strings.Join(msgs, "\n"), want)
+		must.StrContains(t, strings.Join(msgs, "\n"), "about 3m35s at 4 GPUs")
+	}
+}
+
+// A gpus = "auto" job grows to measure, then is held at the count where
+// another GPU stops paying, which its outlook states with the reason.
+func TestOutlook_AutoGPUs(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
+	j := submit(t, p, now, parseSpec(t, `training "auto" {
+  command = "python3"
+  gpus    = "auto"
+}`, *now))
+	must.NoError(t, p.Round(ctx)) // learns the largest node
+
+	report := func(g int, rate float64) {
+		for range 4 {
+			*now = now.Add(5 * time.Second)
+			must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{{Time: *now, Step: 1, SamplesPerSec: f64(rate), WorldSize: g}}))
+		}
+	}
+	report(1, 100)
+	rec := state(t, st, j.ID)
+	must.True(t, rec.Outlook.GPUs.Measuring)
+	must.StrContains(t, rec.Outlook.GPUs.Reason, "measuring")
+	view := snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0]
+	must.Eq(t, 8, view.GPUs.Max, must.Sprint("measuring: may grow to a whole node"))
+
+	// Amdahl with s = 0.25: T(g) = 100 g / (1 + 0.25 (g - 1)); the 3rd GPU
+	// adds 0.4 of one GPU's throughput: the choice is 2.
+	amdahl := func(g int) float64 { return 100 * float64(g) / (1 + 0.25*float64(g-1)) }
+	report(2, amdahl(2))
+	report(4, amdahl(4))
+	rec = state(t, st, j.ID)
+	a := rec.Outlook.GPUs
+	must.False(t, a.Measuring)
+	must.Eq(t, 2, a.Choice, must.Sprint(a.Reason))
+	must.StrContains(t, a.Reason, "2 GPUs: a 3rd would add 0.40x")
+	view = snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0]
+	must.Eq(t, 2, view.GPUs.Max)
+	must.Len(t, 8, view.Speedup)
+	must.Between(t, 1.59, view.Speedup[1], 1.61)
+}
+
+// A target whose metric the training never reports: one warning after
+// silentReports reports, the outlook stays unknown, the policy sees no
+// estimate, and nothing fails.
+func TestOutlook_MetricNeverReported(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "qoe", node("n1", 8))
+	j := submit(t, p, now, targetSpec(t, "silent", "accuracy", 0.9))
+	for i := range 2 * silentReports {
+		*now = now.Add(time.Second)
+		must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{{Time: *now, Step: int64(i), SamplesPerSec: f64(100), WorldSize: 1}}))
+		must.NoError(t, p.Round(ctx))
+	}
+	rec := state(t, st, j.ID)
+	var warnings []string
+	for _, e := range rec.Events {
+		if e.Type == structs.EventWarning {
+			warnings = append(warnings, e.Message)
+		}
+	}
+	must.Eq(t, []string{`target metric "accuracy" not reported in 20 progress reports: the planner cannot judge the target (report it with metric="accuracy")`}, warnings)
+	must.Eq(t, structs.OutlookUnknown, rec.Outlook.Target.Status)
+	live, err := st.ListJobs(ctx)
+	must.NoError(t, err)
+	must.Zero(t, snapshot(*now, []policy.Node{node("n1", 8)}, live).Jobs[0].Progress.RemainingWork)
+	must.Positive(t, rec.GPUs(), must.Sprint("it runs regardless"))
+}

@@ -1,0 +1,93 @@
+package structs
+
+import (
+	"slices"
+	"time"
+)
+
+// Outlook is the planner's reading of a job's progress reports, renewed
+// with every batch: for gpus = "auto", the count the job is worth; for a
+// target, the work left and whether the deadline looks reachable. The
+// policies' snapshot is built from it; `job status` shows it.
+type Outlook struct {
+	// Updated is when it was computed (the time of the batch).
+	Updated time.Time `json:"updated"`
+	// Speedup is the measured speedup table (policy.Job.Speedup's format),
+	// once the job has run at two GPU counts or more; nil before.
+	Speedup []float64 `json:"speedup,omitempty"`
+	// GPUs is the assessment of a gpus = "auto" job; nil for others.
+	GPUs *GPUAssessment `json:"gpus,omitempty"`
+	// Target is the outlook of the job's target; nil without one.
+	Target *TargetOutlook `json:"target,omitempty"`
+}
+
+// GPUAssessment is the count a gpus = "auto" job is worth.
+type GPUAssessment struct {
+	// Choice is the count the policies may give it at most (its max).
+	Choice int `json:"choice"`
+	// Measuring is true while the job has run at fewer than two counts:
+	// the policies may then grow it up to a whole node, to measure.
+	Measuring bool `json:"measuring,omitempty"`
+	// Reason says why, in one line.
+	Reason string `json:"reason"`
+}
+
+// Target outlook statuses.
+const (
+	OutlookUnknown     = "unknown"
+	OutlookEstimated   = "estimated"
+	OutlookReached     = "reached"
+	OutlookUnreachable = "unreachable"
+)
+
+// TargetOutlook is how a job stands against its target.
+type TargetOutlook struct {
+	// Status is OutlookUnknown (too few reports), OutlookEstimated,
+	// OutlookReached (sticky: once reached, always) or OutlookUnreachable
+	// (the metric levels off short of the goal).
+	Status string `json:"status"`
+	// Remaining is the training left, in Unit ("samples" or "steps").
+	Remaining float64 `json:"remaining,omitempty"`
+	Unit      string  `json:"unit,omitempty"`
+	// RemainingWork is Remaining in seconds on one GPU (0: unknown), at
+	// Updated; at g GPUs it takes RemainingWork / Speedup(g) seconds.
+	RemainingWork float64 `json:"remaining_work,omitempty"`
+	// GPUs is the count the job held when it was estimated, and ETA when
+	// it reaches the target if it keeps them.
+	GPUs int       `json:"gpus,omitempty"`
+	ETA  time.Time `json:"eta,omitzero"`
+	// Reachable says whether the deadline looks reachable: "yes" (at the
+	// job's max GPUs), "no", or "" (no deadline or no estimate).
+	Reachable string `json:"reachable,omitempty"`
+	// WorkToGoal is the training it took to reach the goal, in seconds on
+	// one GPU; set when the goal is reached. The next job of the same name
+	// is judged by it at submission.
+	WorkToGoal float64 `json:"work_to_goal,omitempty"`
+	// Reason says how the estimate was made, in one line.
+	Reason string `json:"reason"`
+}
+
+// Clone returns a deep copy of o (nil for nil).
+func (o *Outlook) Clone() *Outlook {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	c.Speedup = slices.Clone(o.Speedup)
+	c.GPUs = clonePtr(o.GPUs)
+	c.Target = clonePtr(o.Target)
+	return &c
+}
+
+// Deadline is the job's target deadline (absolute, or relative to its
+// submission); zero without one.
+func (j *Job) Deadline() time.Time {
+	t := j.Spec.Target
+	switch {
+	case t == nil:
+		return time.Time{}
+	case t.Within > 0:
+		return j.Submitted.Add(t.Within)
+	}
+	return t.Deadline
+}
