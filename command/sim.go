@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,7 +69,18 @@ Options:
   -batch=auto            Pollux jobs' batch size: fixed (as requested),
                          scaled (with the replicas), adaptive (best goodput),
                          or auto (fixed if rigid, adaptive if elastic).
+  -from=<time>, -to=<time>
+                         Replay only the jobs submitted in [from, to), as
+                         2017-10-09 or 2017-10-09T12:00:00 (UTC); from
+                         becomes second 0.
   -limit=<n>             Replay only the first n jobs of each trace.
+  -deadlines             Make each Philly job elastic with a deadline
+                         (docs/sim/deadline/README.md): Amdahl speedup, from
+                         max(1, n/2) to 2n GPUs, due at submit + lambda x
+                         duration; reports the deadline satisfaction ratio.
+  -lambda=0.5,2          The range lambda is drawn from (uniform).
+  -serial=0,0.1          The range of the Amdahl serial fraction (uniform).
+  -seed=1                The seed of those draws (per job and line).
   -gantt=true            Record per-GPU holders for the Gantt charts.
   -skip-quiet-rounds=true
                          Skip rounds in which nothing happened since a round
@@ -107,7 +119,9 @@ func (c *SimCommand) Run(args []string) int {
 	var policies listFlag
 	var format, apps, pluginDir, jobs, batch, launcher, out string
 	var limit int
-	var progress, skipQuiet bool
+	var progress, skipQuiet, deadlines bool
+	var from, to, lambda, serial string
+	dl := sim.DefaultDeadlineOptions()
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(c.Err)
 	fs.Usage = func() { fmt.Fprintln(c.Err, c.Help()) }
@@ -127,6 +141,12 @@ func (c *SimCommand) Run(args []string) int {
 	fs.StringVar(&jobs, "jobs", string(sim.JobsAuto), "")
 	fs.StringVar(&batch, "batch", string(sim.BatchAuto), "")
 	fs.IntVar(&limit, "limit", 0, "")
+	fs.StringVar(&from, "from", "", "")
+	fs.StringVar(&to, "to", "", "")
+	fs.BoolVar(&deadlines, "deadlines", false, "")
+	fs.StringVar(&lambda, "lambda", fmt.Sprintf("%g,%g", dl.Lambda[0], dl.Lambda[1]), "")
+	fs.StringVar(&serial, "serial", fmt.Sprintf("%g,%g", dl.Serial[0], dl.Serial[1]), "")
+	fs.Uint64Var(&dl.Seed, "seed", dl.Seed, "")
 	fs.BoolVar(&cfg.Gantt, "gantt", true, "")
 	fs.BoolVar(&skipQuiet, "skip-quiet-rounds", true, "")
 	fs.StringVar(&out, "out", "", "")
@@ -166,10 +186,38 @@ func (c *SimCommand) Run(args []string) int {
 	if format != "" && format != string(sim.FormatPhilly) && format != string(sim.FormatPollux) {
 		return fail(fmt.Errorf("-format %q is not philly or pollux", format))
 	}
+	var fromT, toT time.Time
+	if fromT, err = parseWhen("-from", from); err != nil {
+		return fail(err)
+	}
+	if toT, err = parseWhen("-to", to); err != nil {
+		return fail(err)
+	}
+	if deadlines {
+		if dl.Lambda, err = parseRange("-lambda", lambda); err != nil {
+			return fail(err)
+		}
+		if dl.Serial, err = parseRange("-serial", serial); err != nil {
+			return fail(err)
+		}
+		if err := dl.Validate(); err != nil {
+			return fail(err)
+		}
+	}
 	for _, path := range traces {
 		t, err := sim.LoadTrace(path, sim.Format(format), apps)
 		if err != nil {
 			return fail(err)
+		}
+		if deadlines {
+			if err := t.WithDeadlines(dl); err != nil {
+				return fail(err)
+			}
+		}
+		if !fromT.IsZero() || !toT.IsZero() {
+			if err := t.Window(fromT, toT); err != nil {
+				return fail(err)
+			}
 		}
 		if limit > 0 && len(t.Jobs) > limit {
 			t.Jobs = t.Jobs[:limit]
@@ -231,6 +279,31 @@ func resolvePolicies(reg *policy.Registry, names []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// parseWhen parses a -from or -to value: a date or a date and time, UTC;
+// "" is the zero time.
+func parseWhen(flag, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.DateOnly, "2006-01-02T15:04:05", time.DateTime} {
+		if at, err := time.Parse(layout, v); err == nil {
+			return at, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s %q is not 2006-01-02 or 2006-01-02T15:04:05", flag, v)
+}
+
+// parseRange parses a "<min>,<max>" flag value.
+func parseRange(flag, v string) ([2]float64, error) {
+	lo, hi, ok := strings.Cut(v, ",")
+	a, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+	b, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+	if !ok || err1 != nil || err2 != nil {
+		return [2]float64{}, fmt.Errorf("%s %q is not <min>,<max>", flag, v)
+	}
+	return [2]float64{a, b}, nil
 }
 
 // parsePolicyConfig parses -policy-config values, <policy>:<key>=<value>.

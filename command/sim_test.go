@@ -38,6 +38,72 @@ func TestSimCommand(t *testing.T) {
 	js, err := os.ReadFile(filepath.Join(out, "results.json"))
 	must.NoError(t, err)
 	must.StrContains(t, string(js), `"reason": "needs 16 GPUs, the cluster has 8"`)
+	// No deadlines, no deadline report.
+	must.StrNotContains(t, string(js), `"deadlines"`)
+	must.StrNotContains(t, md, "satisfaction")
+}
+
+func TestSimCommand_Deadlines(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "philly.csv")
+	must.NoError(t, os.WriteFile(trace, []byte(strings.Join([]string{
+		"timestamp,duration,num_gpus,gpu_time,cluster",
+		"2017-10-09 07:00:00,600,1,600,a",
+		"2017-10-09 07:01:00,60,2,120,a",
+		"2017-10-09 09:00:00,60,1,60,b", // after the window
+	}, "\n")), 0o644))
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	// lambda 1, linear speedups, 2 GPUs: fifo starts the first job on 2
+	// GPUs at 0 (done at 300, due at 600); the second waits for them until
+	// the round at 300 and runs 60 s on its 2 GPUs: done at 360 (a JCT of
+	// 300), due at 120.
+	// Both could meet their deadlines alone.
+	code := Main([]string{"sim", "-trace", trace, "-deadlines", "-lambda", "1,1", "-serial", "0,0", "-seed", "5",
+		"-from", "2017-10-09T07:00:00", "-to", "2017-10-09T08:00:00",
+		"-nodes", "1", "-gpus-per-node", "2", "-policy", "fifo,edf,qoe", "-gantt=false", "-out", out}, &stdout, &stderr)
+	must.Zero(t, code, must.Sprint(stderr.String()))
+	md := stdout.String()
+	must.StrContains(t, md, "2 jobs submitted from 2017-10-09 07:00:00 to 2017-10-09 08:00:00.")
+	must.StrContains(t, md, "Deadlines (derived, seed 5;")
+	must.StrContains(t, md, "lambda uniform in [1, 1)")
+	must.StrContains(t, md, "| fifo | 2 | 1 | 0.500 | 1.000 | 300 | 300 | 300 | 240 |")
+	must.StrContains(t, md, "| fifo (elastic) | 2 |")
+	// The deadline-aware builtins run on the same jobs.
+	must.StrContains(t, md, "| edf | 2 | ")
+	must.StrContains(t, md, "| qoe | 2 | ")
+	must.StrNotContains(t, md, "Gantt")
+	js, err := os.ReadFile(filepath.Join(out, "results.json"))
+	must.NoError(t, err)
+	must.StrContains(t, string(js), `"satisfaction_ratio": 0.5`)
+	must.StrContains(t, string(js), `"seed": 5`)
+	must.StrContains(t, string(js), `"from": "2017-10-09 07:00:00"`)
+	for _, f := range []string{"results.md", "jct-cdf.svg", "utilization.svg"} {
+		_, err := os.Stat(filepath.Join(out, f))
+		must.NoError(t, err)
+	}
+	_, err = os.Stat(filepath.Join(out, "gantt-fifo.svg"))
+	must.ErrorIs(t, err, os.ErrNotExist)
+
+	cases := []struct {
+		name string
+		args []string
+		err  string
+	}{
+		{"bad lambda", []string{"-deadlines", "-lambda", "x"}, `-lambda "x" is not <min>,<max>`},
+		{"lambda zero", []string{"-deadlines", "-lambda", "0,1"}, "lambda range [0, 1]"},
+		{"serial one", []string{"-deadlines", "-serial", "0,1"}, "serial fraction range"},
+		{"bad from", []string{"-from", "yesterday"}, `-from "yesterday" is not`},
+		{"empty window", []string{"-from", "2018-01-01"}, "no job of"},
+		{"backwards window", []string{"-from", "2018-01-01", "-to", "2017-01-01"}, "is empty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			must.One(t, Main(append([]string{"sim", "-trace", trace, "-policy", "fifo"}, tc.args...), &stdout, &stderr))
+			must.StrContains(t, stderr.String(), tc.err)
+		})
+	}
 }
 
 func TestSimCommand_Errors(t *testing.T) {

@@ -57,6 +57,16 @@
 // the Pollux paper compares Pollux with Tiresias. The simulator fills
 // policy.Job.Speedup from the same model (packed placements).
 //
+// Amdahl (Philly jobs with deadlines, Trace.WithDeadlines and
+// DeadlineOptions): a job recorded as d seconds on n GPUs is elastic from
+// max(1, n/2) to 2n GPUs with speedup g / (1 + s (g - 1)) on g GPUs, its
+// work d x speedup(n) seconds on one GPU, and it is due at submit + lambda
+// x d; s and lambda are drawn per job from a seeded generator. Each round
+// the simulator fills such a job's policy.Progress (Value the fraction
+// done, Target 1, Deadline, Throughput, RemainingWork in seconds on one
+// GPU) and Speedup, and the run reports the deadline satisfaction ratio
+// (Result.Deadlines).
+//
 // # Results
 //
 // Per run: average, median and p99 JCT, makespan, queueing delay (to the

@@ -113,6 +113,8 @@ type simJob struct {
 	arrived, started, finished bool
 	firstStart, end            float64
 	restarts, preemptions      int
+
+	remaining remainingWorker // the model, if it knows its remaining work
 }
 
 // event is a job reaching a point where its rate changes or it is done.
@@ -203,6 +205,10 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 		}
 		j := &simJob{spec: sp, idx: int32(i), work: sp.Model.Work(), pj: policy.Job{
 			ID: sp.ID, Name: sp.Kind, Submitted: s.at(sp.Submit), State: policy.Queued, GPUs: sp.GPUs}}
+		if sp.HasDeadline {
+			j.pj.Progress = policy.Progress{Metric: ProgressMetric, Target: 1, Deadline: s.at(sp.Deadline)}
+			j.remaining, _ = sp.Model.(remainingWorker)
+		}
 		s.jobs = append(s.jobs, j)
 		s.byID[sp.ID] = j
 	}
@@ -357,6 +363,9 @@ func (s *simulator) schedule(ctx context.Context) error {
 	for _, j := range s.active {
 		s.advance(j)
 		j.pj.AttainedGPUSeconds = j.attained
+		if j.spec.HasDeadline {
+			s.progress(j)
+		}
 		if j.pj.Speedup == nil || j.done >= j.speedTo {
 			// Tables change at epoch boundaries, which are events.
 			j.pj.Speedup, j.speedTo = j.spec.Model.Speedup(j.done, j.spec.GPUs.Max, s.cfg.GPUsPerNode)
@@ -374,6 +383,27 @@ func (s *simulator) schedule(ctx context.Context) error {
 		s.dirty = true
 	}
 	return nil
+}
+
+// ProgressMetric is policy.Progress.Metric of the jobs with deadlines:
+// Value is the fraction of the work done, Target 1.
+const ProgressMetric = "progress"
+
+// progress brings job j's policy.Progress up to date (a job with a
+// deadline; done is current).
+func (s *simulator) progress(j *simJob) {
+	p := &j.pj.Progress
+	p.Value = 1
+	if j.work > 0 {
+		p.Value = min(j.done/j.work, 1)
+	}
+	p.Throughput = 0
+	if j.gpus > 0 {
+		p.Throughput = j.rate
+	}
+	if j.remaining != nil {
+		p.RemainingWork = j.remaining.RemainingWork(j.done)
+	}
 }
 
 // change carries out one job's change of allocation.

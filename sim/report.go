@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -90,7 +92,12 @@ type TraceReport struct {
 	Jobs      int                `json:"jobs"`
 	Skipped   []Skipped          `json:"skipped"`
 	Published map[string]float64 `json:"published_mean_jct,omitempty"`
-	Runs      []*RunReport       `json:"runs"`
+	// Deadlines is how the jobs' deadlines were derived (Trace.WithDeadlines),
+	// From and To the window of submissions (Trace.Window); absent if none.
+	Deadlines *DeadlineOptions `json:"deadlines,omitempty"`
+	From      string           `json:"from,omitempty"`
+	To        string           `json:"to,omitempty"`
+	Runs      []*RunReport     `json:"runs"`
 	// Dir is where its plots go, relative to the output folder.
 	Dir string `json:"-"`
 }
@@ -114,7 +121,14 @@ func (e *Experiment) Run(ctx context.Context) (*Report, error) {
 		InPlaceSeconds: c.InPlaceDelay.Seconds(), Launcher: c.Launcher, Jobs: e.Jobs, Batch: e.Batch}}
 	gpus := c.Nodes * c.GPUsPerNode
 	for _, t := range e.Traces {
-		tr := &TraceReport{Name: t.Name, Path: t.Path, Format: t.Format, Jobs: len(t.Jobs), Published: Published(t)}
+		tr := &TraceReport{Name: t.Name, Path: t.Path, Format: t.Format, Jobs: len(t.Jobs), Published: Published(t),
+			Deadlines: t.Deadlines}
+		if !t.From.IsZero() {
+			tr.From = t.From.Format(time.DateTime)
+		}
+		if !t.To.IsZero() {
+			tr.To = t.To.Format(time.DateTime)
+		}
 		if len(e.Traces) > 1 {
 			tr.Dir = t.Name
 		}
@@ -153,6 +167,9 @@ func (e *Experiment) Run(ctx context.Context) (*Report, error) {
 			run := &RunReport{Result: res, Elastic: elastic, Batch: batch}
 			if t.Format == FormatPhilly { // rigid replays: no batch, no elasticity
 				run.Elastic, run.Batch = false, ""
+				if t.Deadlines != nil { // elastic Amdahl jobs: no batch
+					run.Elastic = true
+				}
 			}
 			for q := 0; q <= 100; q++ {
 				run.JCTCDF = append(run.JCTCDF, [2]float64{quantile(res.JCTs, float64(q)/100), float64(q) / 100})
@@ -250,13 +267,18 @@ func (r *Report) WriteMarkdown(w io.Writer, plots bool) error {
 	if c.Launcher == LauncherInPlace {
 		fmt.Fprintf(b, ", an in-place grow or shrink %g s", c.InPlaceSeconds)
 	}
-	fmt.Fprintf(b, " (launcher %s). Jobs: %s", c.Launcher, c.Jobs)
-	if c.Jobs == JobsAuto {
-		fmt.Fprintf(b, " (elastic under %s, rigid under the others)", strings.Join(ElasticPolicies, ", "))
-	}
-	fmt.Fprintf(b, "; batch size: %s", c.Batch)
-	if slices.ContainsFunc(r.Traces, func(t *TraceReport) bool { return t.Format == FormatPhilly }) {
-		fmt.Fprint(b, " (Philly jobs are rigid in every mode)")
+	fmt.Fprintf(b, " (launcher %s).", c.Launcher)
+	if slices.ContainsFunc(r.Traces, func(t *TraceReport) bool { return t.Deadlines == nil }) {
+		fmt.Fprintf(b, " Jobs: %s", c.Jobs)
+		if c.Jobs == JobsAuto {
+			fmt.Fprintf(b, " (elastic under %s, rigid under the others)", strings.Join(ElasticPolicies, ", "))
+		}
+		fmt.Fprintf(b, "; batch size: %s", c.Batch)
+		if slices.ContainsFunc(r.Traces, func(t *TraceReport) bool { return t.Format == FormatPhilly && t.Deadlines == nil }) {
+			fmt.Fprint(b, " (Philly jobs are rigid in every mode)")
+		}
+	} else {
+		fmt.Fprint(b, " Jobs: elastic, with deadlines (derived from the trace as each section says)")
 	}
 	fmt.Fprint(b, ". Times in seconds; \"≥\" columns are lower bounds; rounds are those planned, + the quiet ones skipped.\n\n")
 
@@ -346,10 +368,16 @@ func (r *Report) summary(b *bufio.Writer) {
 // traceTable is one trace's table of runs.
 func (r *Report) traceTable(b *bufio.Writer, t *TraceReport, plots bool) {
 	fmt.Fprintf(b, "## %s\n\n`%s` (%s), %d jobs", t.Name, t.Path, t.Format, t.Jobs)
+	if t.From != "" || t.To != "" {
+		fmt.Fprintf(b, " submitted from %s to %s", cmp.Or(t.From, "the start"), cmp.Or(t.To, "the end"))
+	}
 	if len(t.Skipped) > 0 {
 		fmt.Fprintf(b, "; %d skipped", len(t.Skipped))
 	}
 	fmt.Fprint(b, ".\n\n")
+	if t.Deadlines != nil {
+		deadlineTable(b, t)
+	}
 	fmt.Fprint(b, "| policy | jobs | avg JCT | median JCT | p99 JCT | makespan | avg queueing | GPU util | restarts/job | preemptions | avg JCT ≥ | makespan ≥ | offered load | rounds | plan ms (mean / p99) | wall s |\n")
 	fmt.Fprint(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, run := range t.Runs {
@@ -391,13 +419,42 @@ func (r *Report) traceTable(b *bufio.Writer, t *TraceReport, plots bool) {
 		if d != "" {
 			d += "/"
 		}
-		fmt.Fprintf(b, "\n![JCT CDF](%sjct-cdf.svg)\n![GPUs held over time](%sutilization.svg)\n\nGantt charts:", d, d)
-		for _, run := range t.Runs {
-			if len(run.Segments) > 0 {
-				fmt.Fprintf(b, " [%s](%sgantt-%s.svg)", run.Policy, d, run.Policy)
+		fmt.Fprintf(b, "\n![JCT CDF](%sjct-cdf.svg)\n![GPUs held over time](%sutilization.svg)\n", d, d)
+		if slices.ContainsFunc(t.Runs, func(run *RunReport) bool { return len(run.Segments) > 0 }) {
+			fmt.Fprint(b, "\nGantt charts:")
+			for _, run := range t.Runs {
+				if len(run.Segments) > 0 {
+					fmt.Fprintf(b, " [%s](%sgantt-%s.svg)", run.Policy, d, run.Policy)
+				}
 			}
+			fmt.Fprintln(b)
 		}
-		fmt.Fprintln(b)
+	}
+	fmt.Fprintln(b)
+}
+
+// deadlineTable is the derivation of a trace's deadlines and the table of
+// how each policy met them.
+func deadlineTable(b *bufio.Writer, t *TraceReport) {
+	o := t.Deadlines
+	fmt.Fprintf(b, "Deadlines (derived, seed %d; docs/sim/deadline/README.md): a job recorded as d seconds on n GPUs "+
+		"is elastic from max(1, n/2) to 2n GPUs (at most the cluster's), one GPU per worker, with Amdahl speedup "+
+		"g / (1 + s (g - 1)) on g GPUs, s uniform in [%g, %g); its work is d x speedup(n) seconds on one GPU "+
+		"(d on its n GPUs), and it is due at submit + lambda x d, lambda uniform in [%g, %g). "+
+		"A job meets its deadline if it completes by it; \"ratio ≤\" is the share of jobs that could, "+
+		"alone on the cluster from the first round at or after their arrival at their largest count; "+
+		"tardiness is completion - deadline over the jobs that missed.\n\n",
+		o.Seed, o.Serial[0], o.Serial[1], o.Lambda[0], o.Lambda[1])
+	fmt.Fprint(b, "| policy | jobs | met | satisfaction ratio | ratio ≤ | avg JCT | avg JCT met | avg JCT missed | avg tardiness | median tardiness | p99 tardiness |\n")
+	fmt.Fprint(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, run := range t.Runs {
+		d := run.Deadlines
+		if d == nil {
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %d | %d | %.3f | %.3f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+			run.Policy, d.Jobs, d.Met, d.SatisfactionRatio, d.FeasibleRatio, run.JCT.Mean, d.MeanJCTMet, d.MeanJCTMissed,
+			d.Tardiness.Mean, d.Tardiness.Median, d.Tardiness.P99)
 	}
 	fmt.Fprintln(b)
 }

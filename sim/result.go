@@ -22,6 +22,8 @@ type Result struct {
 	SkippedRounds int     `json:"skipped_rounds"`
 	PlanMs        Stats   `json:"plan_ms"` // time the policy took per round
 	WallSeconds   float64 `json:"wall_seconds"`
+	// Deadlines is how the jobs with deadlines fared; nil if none has one.
+	Deadlines *DeadlineResult `json:"deadlines,omitempty"`
 
 	// JCTs are the jobs' completion times, sorted (for the CDF).
 	JCTs []float64 `json:"-"`
@@ -98,6 +100,7 @@ func (s *simulator) result(wall time.Duration) *Result {
 	r.Restarts = summarize(restarts)
 	r.PlanMs = summarize(s.planMs)
 	r.Bounds = bounds(s.jobs, gpus, s.cfg.GPUsPerNode)
+	r.Deadlines = s.deadlines()
 	return r
 }
 

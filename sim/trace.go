@@ -40,6 +40,11 @@ type Trace struct {
 	// submission; Pollux: a fixed date).
 	Start time.Time
 	Jobs  []TraceJob
+	// From and To are the window of Window (zero: none).
+	From, To time.Time
+	// Deadlines is how WithDeadlines derived the jobs' deadlines; nil if
+	// it did not.
+	Deadlines *DeadlineOptions
 }
 
 // TraceJob is one job of a trace, as recorded.
@@ -55,6 +60,12 @@ type TraceJob struct {
 	App      *App
 	Replicas int
 	Batch    float64
+	// Jobs with deadlines (Trace.WithDeadlines): the deadline in seconds
+	// from the trace's start, the lambda it was drawn with, and the serial
+	// fraction of the job's Amdahl model. Specs makes them elastic.
+	HasDeadline      bool
+	Deadline, Lambda float64
+	Serial           float64
 }
 
 // ParseError is a malformed trace line.
@@ -300,8 +311,17 @@ type JobSpec struct {
 	// simulator charges every allocation; a Philly duration already holds
 	// the job's start-up).
 	ChargeStart bool
-	// Kind is the application, or "rigid".
+	// Kind is the application, "rigid" or "elastic" (a job with a
+	// deadline).
 	Kind string
+	// Deadline, if HasDeadline, is when the job is due, in seconds from
+	// second 0. The simulator then fills the job's policy.Progress every
+	// round: Metric "progress", Value the fraction done, Target 1, the
+	// Deadline, Throughput (progress per second at its allocation) and
+	// RemainingWork (in seconds on one GPU, from models that know it:
+	// Amdahl), and Result.Deadlines measures how the jobs fared.
+	HasDeadline bool
+	Deadline    float64
 }
 
 // Skipped is a job that cannot run on the cluster.
@@ -325,13 +345,19 @@ func (t *Trace) Specs(o JobOptions) ([]JobSpec, []Skipped) {
 	specs := make([]JobSpec, 0, len(t.Jobs))
 	var skipped []Skipped
 	for _, j := range t.Jobs {
-		s := JobSpec{ID: j.ID, Line: j.Line, Submit: j.Submit}
-		if j.App == nil {
+		s := JobSpec{ID: j.ID, Line: j.Line, Submit: j.Submit, HasDeadline: j.HasDeadline, Deadline: j.Deadline}
+		switch {
+		case j.App == nil && j.HasDeadline:
+			// Elastic from half to twice the recorded count (docs/sim/deadline).
+			s.GPUs = policy.GPURequest{Min: max(1, j.GPUs/2), Max: min(2*j.GPUs, o.ClusterGPUs), PerWorker: 1}
+			s.Model = NewAmdahl(j.Duration, j.GPUs, j.Serial)
+			s.Kind = "elastic"
+		case j.App == nil:
 			w := gcd(j.GPUs, o.GPUsPerNode)
 			s.GPUs = policy.GPURequest{Min: j.GPUs, Max: j.GPUs, PerWorker: w}
 			s.Model = &Rigid{Duration: j.Duration, GPUs: j.GPUs}
 			s.Kind = "rigid"
-		} else {
+		default:
 			mode := o.Batch
 			if mode == BatchAuto || mode == "" {
 				mode = BatchFixed

@@ -93,10 +93,10 @@
 //     (Progress.RemainingWork) and speedup, the least count that reaches its
 //     target by its deadline; on-track jobs are brought up to it, earliest
 //     deadline first, with GPUs from jobs without a target, then jobs that
-//     miss anyway, then jobs ahead of their targets (never below what they
-//     need); everyone else is admitted at Min without head-of-line
-//     blocking; idle GPUs grow on-track jobs first. Config: headroom,
-//     resize_cooldown.
+//     miss anyway (stopped if need be), then jobs ahead of their targets
+//     (never below what they need); everyone else is admitted at Min
+//     without head-of-line blocking; idle GPUs go a worker at a time where
+//     they add the most speedup per GPU. Config: headroom, resize_cooldown.
 //
 // # External plugins
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -104,8 +105,12 @@ func checkPromises(t *testing.T, name string, s *policy.Snapshot, p *policy.Plan
 	blocked := ""
 	for _, j := range order {
 		from, to := j.Allocation.Total(), p.Target(j).Total()
-		if from > 0 && wellFormed(j) {
-			// No builtin preempts a well-formed running job.
+		if from > 0 && wellFormed(j) && to == 0 && name == policy.QoEName {
+			// QoE stops only jobs that miss their deadlines anyway.
+			must.False(t, j.Progress.Deadline.IsZero(), why, must.Sprintf("job %s was stopped", j.ID))
+			must.StrContains(t, strings.Join(p.Reasons[j.ID], "; "), "preempted (", why)
+		} else if from > 0 && wellFormed(j) {
+			// No other builtin preempts a well-formed running job.
 			must.Positive(t, to, why, must.Sprintf("job %s was stopped", j.ID))
 			switch name {
 			case policy.FIFOName, policy.RoundRobinName, largestfirst.Name:

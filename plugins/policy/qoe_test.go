@@ -103,6 +103,17 @@ func TestQoE(t *testing.T) {
 		reasons: map[string]string{
 			"hopeless": "queued: needs 4 GPUs, which do not fit"},
 	}, {
+		name:  "a job that misses its deadline anyway is stopped for one on track",
+		nodes: []policy.Node{node("n1", 8, 0)},
+		jobs: []policy.Job{
+			withTarget(running("hopeless", 1, 8, 8, 4, A{"n1": 8}, 10), 200, 100000),
+			// needs 1000 / g <= 810: g = 4.
+			withTarget(queued("ontrack", 2, 4, 4, 4), 1000, 1000)},
+		want: map[string]A{"ontrack": {"n1": 4}},
+		reasons: map[string]string{
+			"hopeless": "preempted (8 GPUs) for job ontrack, which is behind its target; this job: behind: even 8 GPUs miss its deadline",
+			"ontrack":  "started with 4 GPUs: on track"},
+	}, {
 		name:  "a sublinear speedup raises the need",
 		nodes: []policy.Node{node("n1", 8, 0)},
 		// 1000 s of work, 410 s left (budget 369 s): linear needs 3;
@@ -147,7 +158,7 @@ func TestQoE(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &policy.Snapshot{Now: at(100), Nodes: tc.nodes, Jobs: tc.jobs}
-			p := plan(t, policy.NewQoE(), s)
+			p := plan(t, configured(t, policy.QoEName, map[string]string{"headroom": "0.1"}), s)
 			must.Eq(t, tc.want, targets(s, p))
 			for id, want := range tc.reasons {
 				got := strings.Join(p.Reasons[id], " | ")
@@ -169,8 +180,12 @@ func TestQoE_Headroom(t *testing.T) {
 		withTarget(running("y", 2, 1, 8, 1, A{"n1": 1}, 10), 1100, 3000)}}
 	// y: 3000 s of work, 1000 s left. headroom 0.1: 3000/g <= 900 -> 4;
 	// headroom 0.5: <= 500 -> 6.
-	for h, want := range map[string]int{"0.1": 4, "0.5": 6, "0": 3} {
-		p := configured(t, policy.QoEName, map[string]string{"headroom": h})
+	for h, want := range map[string]int{"0.1": 4, "0.5": 6, "0": 3, "": 5} { // default 0.3: <= 700 -> 5
+		config := map[string]string{"headroom": h}
+		if h == "" {
+			config = nil
+		}
+		p := configured(t, policy.QoEName, config)
 		plan := plan(t, p, s)
 		must.Eq(t, want, plan.Target(&s.Jobs[1]).Total(), must.Sprintf("headroom %s", h))
 	}
