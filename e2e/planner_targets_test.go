@@ -122,3 +122,58 @@ policy {
 	t.Logf("urgent reached its goal %s after submission (deadline %s); GPU history: %+v",
 		reachedAt.Sub(submitted).Round(time.Second), deadline, u.History)
 }
+
+// A gpus = "auto" job on the lab's 8 idle GPUs under Elastic FIFO: the
+// planner starts it at 1 GPU, lets it grow a step at a time while it
+// measures the real training's throughput (the example script with
+// SYNC_SLEEP, a stand-in for a slow interconnect: Amdahl's law with a
+// serial fraction of about 0.25), and holds it at 2 GPUs, where a 3rd would
+// add less than half a GPU's throughput; job status says so.
+func TestPlanner_AutoGPUs(t *testing.T) {
+	h := startHorovodLab(t, horovodConfig(t))
+	dir := t.TempDir()
+	p := startPlanner(t, h.lab, filepath.Join(dir, "data"), `
+policy {
+  name = "elastic-fifo"
+}
+`)
+	stop := filepath.Join(dir, "auto.stop")
+	path := exampleSpec(t, dir, "auto", 1, 1, "", map[string]string{
+		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.2", "SYNC_SLEEP": "0.05", "STOP_FILE": stop})
+	spec, err := os.ReadFile(path)
+	must.NoError(t, err)
+	// gpus = "auto" instead of the block.
+	auto := strings.Replace(string(spec), "gpus {\n    min        = 1\n    max        = 1\n    per_worker = 1\n  }", `gpus = "auto"`, 1)
+	must.NotEq(t, string(spec), auto)
+	must.NoError(t, os.WriteFile(path, []byte(auto), 0o644))
+	id := p.submit(path)
+
+	var a *structs.GPUAssessment
+	waitUntil(t, 4*time.Minute, func() error {
+		j := p.job(id)
+		if j.Outlook == nil || j.Outlook.GPUs == nil || j.Outlook.GPUs.Measuring {
+			return errorf("not assessed yet: %+v (holds %d GPUs)", j.Outlook, j.GPUs())
+		}
+		a = j.Outlook.GPUs
+		return nil
+	})
+	t.Logf("assessed: %+v", a)
+	must.Eq(t, 2, a.Choice, must.Sprint(a.Reason))
+	must.StrContains(t, a.Reason, "2 GPUs: a 3rd would add")
+	must.StrContains(t, a.Reason, "fit from 1, 2 GPUs")
+
+	// Held there, with 6 GPUs idle; never more than 2 on the way.
+	time.Sleep(5 * time.Second)
+	j := p.job(id)
+	must.Eq(t, 2, j.GPUs())
+	for _, c := range j.History {
+		must.LessEq(t, 2, c.GPUs, must.Sprintf("%+v", j.History))
+	}
+	out, code := p.cli("job", "status", id)
+	must.Zero(t, code, must.Sprint(out))
+	must.StrContains(t, out, "GPUs assessed = 2 (2 GPUs: a 3rd would add")
+
+	touch(t, stop)
+	done := p.waitState(id, structs.JobComplete, 3*time.Minute)
+	must.Eq(t, 0, *done.ExitCode)
+}

@@ -32,6 +32,9 @@ func renewOutlook(j *structs.Job, now time.Time, largest int) {
 	}
 	if spec.Auto {
 		o.GPUs = &structs.GPUAssessment{Choice: sc.GPUs, Measuring: sc.Measuring, Reason: sc.Reason}
+		if n := len(sc.Points); n > 0 {
+			o.GPUs.Measured = sc.Points[n-1].GPUs
+		}
 	}
 	if t := j.Spec.Target; t != nil {
 		if _, ok := j.Progress.Metrics[t.Metric]; !ok && j.Progress.Reports >= silentReports {
@@ -189,9 +192,32 @@ func admission(spec *jobspec.Spec, now time.Time, largest int, earlier []*struct
 	return &structs.Event{Time: now, Type: "admission", Message: "target looks reachable by the deadline: " + detail}
 }
 
+// autoMax is the most GPUs the policies may give job j, of gpus = "auto",
+// now: its min until its throughput is measured, then at most twice the
+// largest count measured (so each new count is measured before the next),
+// and at most the count it was assessed to be worth; never above the
+// largest node or its max, never below its min.
+func autoMax(j *structs.Job, largest int) int {
+	r := j.Spec.GPUs
+	pw := max(1, r.PerWorker)
+	hi := maxGPUs(&j.Spec, largest)
+	var a *structs.GPUAssessment
+	if j.Outlook != nil {
+		a = j.Outlook.GPUs
+	}
+	switch {
+	case a == nil || a.Measured == 0:
+		hi = r.Min
+	case a.Measuring:
+		hi = min(hi, 2*a.Measured)
+	default:
+		hi = min(hi, 2*a.Measured, a.Choice)
+	}
+	return max(r.Min, hi-hi%pw)
+}
+
 // applyOutlook puts what the outlook of job j says into its view pj:
-// the measured speedup, the count of a gpus = "auto" job, and the work
-// left to its target (less what it did since the outlook, at the GPUs it
+// the measured speedup and the work left to its target (less what it did since the outlook, at the GPUs it
 // holds).
 func applyOutlook(pj *policy.Job, j *structs.Job, now time.Time) {
 	o := j.Outlook
@@ -199,9 +225,6 @@ func applyOutlook(pj *policy.Job, j *structs.Job, now time.Time) {
 		return
 	}
 	pj.Speedup = slices.Clone(o.Speedup)
-	if a := o.GPUs; a != nil && j.Spec.GPUs.Auto && !a.Measuring {
-		pj.GPUs.Max = max(pj.GPUs.Min, a.Choice)
-	}
 	t := o.Target
 	if t == nil {
 		return

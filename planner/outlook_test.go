@@ -136,8 +136,10 @@ func TestOutlook_ReachedAndAdmission(t *testing.T) {
 	}
 }
 
-// A gpus = "auto" job grows to measure, then is held at the count where
-// another GPU stops paying, which its outlook states with the reason.
+// A gpus = "auto" job starts at its min, grows a step at a time (at most
+// twice the largest count measured) while it is measured, and is then held
+// at the count where another GPU stops paying, which its outlook states
+// with the reason.
 func TestOutlook_AutoGPUs(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
@@ -146,6 +148,11 @@ func TestOutlook_AutoGPUs(t *testing.T) {
   gpus    = "auto"
 }`, *now))
 	must.NoError(t, p.Round(ctx)) // learns the largest node
+	maxNow := func() int {
+		t.Helper()
+		return snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{state(t, st, j.ID)}).Jobs[0].GPUs.Max
+	}
+	must.Eq(t, 1, maxNow(), must.Sprint("nothing measured: its min"))
 
 	report := func(g int, rate float64) {
 		for range 4 {
@@ -157,8 +164,7 @@ func TestOutlook_AutoGPUs(t *testing.T) {
 	rec := state(t, st, j.ID)
 	must.True(t, rec.Outlook.GPUs.Measuring)
 	must.StrContains(t, rec.Outlook.GPUs.Reason, "measuring")
-	view := snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0]
-	must.Eq(t, 8, view.GPUs.Max, must.Sprint("measuring: may grow to a whole node"))
+	must.Eq(t, 2, maxNow(), must.Sprint("measured at 1: may grow to 2"))
 
 	// Amdahl with s = 0.25: T(g) = 100 g / (1 + 0.25 (g - 1)); the 3rd GPU
 	// adds 0.4 of one GPU's throughput: the choice is 2.
@@ -170,7 +176,7 @@ func TestOutlook_AutoGPUs(t *testing.T) {
 	must.False(t, a.Measuring)
 	must.Eq(t, 2, a.Choice, must.Sprint(a.Reason))
 	must.StrContains(t, a.Reason, "2 GPUs: a 3rd would add 0.40x")
-	view = snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0]
+	view := snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0]
 	must.Eq(t, 2, view.GPUs.Max)
 	must.Len(t, 8, view.Speedup)
 	must.Between(t, 1.59, view.Speedup[1], 1.61)
@@ -201,4 +207,24 @@ func TestOutlook_MetricNeverReported(t *testing.T) {
 	must.NoError(t, err)
 	must.Zero(t, snapshot(*now, []policy.Node{node("n1", 8)}, live).Jobs[0].Progress.RemainingWork)
 	must.Positive(t, rec.GPUs(), must.Sprint("it runs regardless"))
+}
+
+// A job that scales linearly is let grow a step at a time, up to a node.
+func TestOutlook_AutoGPUsLinear(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
+	j := submit(t, p, now, parseSpec(t, `training "auto" {
+  command = "python3"
+  gpus    = "auto"
+}`, *now))
+	must.NoError(t, p.Round(ctx))
+	for _, g := range []int{1, 2, 4, 8} {
+		for range 3 {
+			*now = now.Add(5 * time.Second)
+			must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{{Time: *now, Step: 1, SamplesPerSec: f64(100 * float64(g)), WorldSize: g}}))
+		}
+		rec := state(t, st, j.ID)
+		must.Eq(t, min(8, 2*g), snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0].GPUs.Max,
+			must.Sprintf("measured up to %d: %s", g, rec.Outlook.GPUs.Reason))
+	}
 }

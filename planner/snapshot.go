@@ -35,10 +35,8 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 			state = policy.Running
 		}
 		req := requestOf(&j.Spec)
-		if j.Spec.GPUs.Auto && req.Max == 0 {
-			// Until the job's speedup curve is measured, "auto" may grow
-			// to one whole node.
-			req.Max = max(req.Min, largest-largest%req.PerWorker)
+		if j.Spec.GPUs.Auto {
+			req.Max = autoMax(j, largest)
 		}
 		pj := policy.Job{
 			ID:                 j.ID,

@@ -40,6 +40,11 @@ a filesystem the planner shares when the workers run elsewhere.
 Environment:
     TOTAL_STEPS    steps to train (default 200)
     STEP_SLEEP     seconds to sleep per step, to pace a demo (default 0.1)
+    SYNC_SLEEP     more seconds per step for each worker beyond the first
+                   (default 0): a stand-in for the gradient exchange of a
+                   slow interconnect, so that throughput stops scaling
+                   linearly (throughput(g) ~ g / (STEP_SLEEP + SYNC_SLEEP
+                   * (g - 1)), Amdahl's law) in a lab on simulated GPUs
     COMMIT_EVERY   steps between commits (default 5)
     BATCH_SIZE     samples per worker per step (default 64)
     PROGRESS_FILE  JSON lines progress, one per step and rank
@@ -70,6 +75,7 @@ import torch.nn.functional as F
 
 TOTAL_STEPS = int(os.environ.get("TOTAL_STEPS", "200"))
 STEP_SLEEP = float(os.environ.get("STEP_SLEEP", "0.1"))
+SYNC_SLEEP = float(os.environ.get("SYNC_SLEEP", "0"))
 COMMIT_EVERY = int(os.environ.get("COMMIT_EVERY", "5"))
 BATCH_SIZE = int(os.environ.get("BATCH_SIZE", "64"))
 PROGRESS_FILE = os.environ.get("PROGRESS_FILE", "")
@@ -257,7 +263,7 @@ def run_horovod():
                 # Every rank agrees on stopping: the flag is summed.
                 if (STOP_FILE or TARGET is not None) and hvd.allreduce(torch.tensor(float(stop)), op=hvd.Sum).item() > 0:
                     break
-            time.sleep(STEP_SLEEP)
+            time.sleep(STEP_SLEEP + SYNC_SLEEP * (hvd.size() - 1))
 
     def on_reset():
         # Scale the learning rate with the new world size.
@@ -334,7 +340,7 @@ def run_torchrun():
                 dist.all_reduce(flag)
                 if flag.item() > 0:
                     break
-        time.sleep(STEP_SLEEP)
+        time.sleep(STEP_SLEEP + SYNC_SLEEP * (size - 1))
     if reporter is not None:
         reporter.close(timeout=5)
     dist.destroy_process_group()

@@ -23,11 +23,16 @@ type Outlook struct {
 
 // GPUAssessment is the count a gpus = "auto" job is worth.
 type GPUAssessment struct {
-	// Choice is the count the policies may give it at most (its max).
+	// Choice is the count it is worth (while Measuring, the largest it may
+	// hold).
 	Choice int `json:"choice"`
-	// Measuring is true while the job has run at fewer than two counts:
-	// the policies may then grow it up to a whole node, to measure.
+	// Measuring is true while the job has run at fewer than two counts.
 	Measuring bool `json:"measuring,omitempty"`
+	// Measured is the largest count its throughput was measured at. The
+	// policies may give the job at most twice that (and at most Choice
+	// once it is measured), so it grows a step at a time and each new
+	// count is measured before the next.
+	Measured int `json:"measured,omitempty"`
 	// Reason says why, in one line.
 	Reason string `json:"reason"`
 }
