@@ -140,7 +140,8 @@ func (c *LabCommand) Run(args []string) int {
 
 // startPlanner runs the planner on the lab until ctx ends: the config in
 // the lab's config dir, with the lab's addresses, its store in the run
-// directory and token. It returns once the planner's API answers.
+// directory, delivered models in <state dir>/deliveries (kept after the
+// lab stops), and token. It returns once the planner's API answers.
 func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Config, token string) (<-chan error, string, error) {
 	pcfg, diags := config.Load(filepath.Join(cfg.ConfigDir, "planner.hcl"))
 	if diags.HasErrors() {
@@ -148,6 +149,10 @@ func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Confi
 	}
 	pcfg.BindAddr = fmt.Sprintf("127.0.0.1:%d", cfg.Ports.Planner)
 	pcfg.DataDir = filepath.Join(l.RunDir(), "planner")
+	if pcfg.DeliveryDir == "" {
+		// Delivered models outlive the run (whose state the lab removes).
+		pcfg.DeliveryDir = filepath.Join(cfg.StateDir, "deliveries")
+	}
 	pcfg.Nomad.Address = l.NomadAddr
 	pcfg.Consul.Address = l.ConsulAddr
 	pcfg.Token = token

@@ -82,7 +82,7 @@ func targetOutlook(j *structs.Job, t *jobspec.Target, prev *structs.Outlook, spe
 	hist := j.Progress.History
 	if d := j.Delivery(structs.TierGoal); d != nil {
 		out := &structs.TargetOutlook{Status: structs.OutlookReached,
-			Reason: fmt.Sprintf("%s reached %g at step %d (goal %g)", t.Metric, d.Value, d.Step, t.Goal)}
+			Reason: fmt.Sprintf("%s reached %.4g at step %d (goal %g)", t.Metric, d.Value, d.Step, t.Goal)}
 		if prev != nil && prev.Target != nil && prev.Target.WorkToGoal > 0 {
 			out.WorkToGoal = prev.Target.WorkToGoal
 		} else {
