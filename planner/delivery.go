@@ -41,6 +41,10 @@ type DeliveryOptions struct {
 	// directory: <Dir>/<job-id>/<tier>/ (an absolute path). Empty: those
 	// deliveries fail.
 	Dir string
+	// CheckpointDirs, when set, are the only directories checkpoints are
+	// copied from (links resolved, also those inside a checkpoint
+	// directory); empty: any absolute path.
+	CheckpointDirs []string
 	// Webhook, when set, is told of every delivery (a job's target may
 	// name a webhook of its own, which is told too).
 	Webhook *Webhook
@@ -212,7 +216,7 @@ func (p *Planner) deliver(ctx context.Context, id, tier string) {
 		return
 	}
 	if d.State == structs.DeliveryPending {
-		loc, cerr := copyModel(ctx, d.Checkpoint, p.deliveryBase(j), j.ID, tier)
+		loc, cerr := copyModel(ctx, d.Checkpoint, p.deliveryBase(j), j.ID, tier, p.Delivery.CheckpointDirs)
 		if ctx.Err() != nil {
 			return // stopping: left pending for the next planner
 		}
@@ -418,7 +422,7 @@ func redactURL(u string) string {
 // <base>/<job>/<tier>/, replacing what an earlier attempt left there, and
 // returns the copy's path. The tier's directory appears whole or not at
 // all: the copy is made beside it and renamed.
-func copyModel(ctx context.Context, src, base, job, tier string) (string, error) {
+func copyModel(ctx context.Context, src, base, job, tier string, roots []string) (string, error) {
 	if base == "" {
 		return "", errors.New("no delivery directory: set the target's delivery or the planner's delivery_dir")
 	}
@@ -431,6 +435,13 @@ func copyModel(ctx context.Context, src, base, job, tier string) (string, error)
 	info, err := os.Stat(src)
 	if err != nil {
 		return "", fmt.Errorf("cannot read checkpoint %s on the planner's machine (a job that trains on other machines must write its checkpoints to a filesystem the planner shares): %w", src, unwrapPath(err))
+	}
+	allowed := func(string) error { return nil }
+	if len(roots) > 0 {
+		allowed = func(path string) error { return within(roots, path) }
+	}
+	if err := allowed(src); err != nil {
+		return "", err
 	}
 	parent := filepath.Join(base, job)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -454,7 +465,7 @@ func copyModel(ctx context.Context, src, base, job, tier string) (string, error)
 		name = "checkpoint"
 	}
 	if info.IsDir() {
-		err = copyDir(ctx, src, filepath.Join(tmp, name))
+		err = copyDir(ctx, src, filepath.Join(tmp, name), allowed)
 	} else {
 		err = copyFile(ctx, src, filepath.Join(tmp, name), info.Mode())
 	}
@@ -481,7 +492,26 @@ func unwrapPath(err error) error {
 	return err
 }
 
-func copyDir(ctx context.Context, src, dst string) error {
+// within says why path, its links resolved, is under none of roots (nil
+// if it is under one).
+func within(roots []string, path string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	for _, r := range roots {
+		rr, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(rr, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("checkpoint %s is not in the planner's checkpoint_dirs (%s)", path, strings.Join(roots, ", "))
+}
+
+func copyDir(ctx context.Context, src, dst string, allowed func(string) error) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -499,6 +529,9 @@ func copyDir(ctx context.Context, src, dst string) error {
 			return err
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
+			if err := allowed(path); err != nil {
+				return err
+			}
 			if info, err = os.Stat(path); err != nil {
 				return err
 			}

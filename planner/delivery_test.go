@@ -532,3 +532,41 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// With checkpoint_dirs set, the planner copies checkpoints only from under
+// those directories, links resolved: a path outside, and a checkpoint
+// directory holding a link to a file outside, fail the delivery; a
+// checkpoint inside is delivered.
+func TestDelivery_CheckpointDirs(t *testing.T) {
+	ctx := context.Background()
+	allowed, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	must.NoError(t, os.WriteFile(secret, []byte("not a model"), 0o600))
+	sneaky := filepath.Join(allowed, "sneaky")
+	must.NoError(t, os.MkdirAll(sneaky, 0o755))
+	must.NoError(t, os.Symlink(secret, filepath.Join(sneaky, "weights.bin")))
+	good := filepath.Join(allowed, "model.pt")
+	must.NoError(t, os.WriteFile(good, []byte("weights"), 0o644))
+
+	for _, tc := range []struct{ name, src, err string }{
+		{"outside", secret, "is not in the planner's checkpoint_dirs"},
+		{"link inside a directory", sneaky, "is not in the planner's checkpoint_dirs"},
+		{"inside", good, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+			p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: []string{allowed}}
+			j := submit(t, p, now, deliverySpec(t, "c", "metric = \"accuracy\"\ngoal = 0.9"))
+			runDeliveries(t, p)
+			must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.95), checkpoint(10, tc.src)}))
+			d := waitDelivery(t, st, j.ID, structs.TierGoal, settled).Delivery(structs.TierGoal)
+			if tc.err != "" {
+				must.Eq(t, structs.DeliveryFailed, d.State)
+				must.StrContains(t, d.Error, tc.err)
+				return
+			}
+			must.Eq(t, structs.DeliveryDone, d.State, must.Sprint(d.Error))
+			must.Eq(t, "weights", readFile(t, d.Location))
+		})
+	}
+}

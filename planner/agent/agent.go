@@ -159,7 +159,7 @@ func deliveryOptions(cfg *config.Config) (planner.DeliveryOptions, error) {
 	if err != nil {
 		return planner.DeliveryOptions{}, fmt.Errorf("failed to resolve delivery_dir: %w", err)
 	}
-	opts := planner.DeliveryOptions{Dir: dir}
+	opts := planner.DeliveryOptions{Dir: dir, CheckpointDirs: cfg.CheckpointDirs}
 	if w := cfg.Webhook; w != nil {
 		opts.Webhook = &planner.Webhook{URL: w.URL, Headers: w.Headers, Timeout: w.TimeoutDuration, Attempts: w.MaxAttempts()}
 	}

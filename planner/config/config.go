@@ -10,6 +10,7 @@
 //	network_interface = "eth0"        # Horovod's interface between nodes
 //	advertise_addr = "http://10.0.0.5:4680"  # the API as training tasks reach it
 //	delivery_dir   = "/srv/models"    # delivered models; default <data_dir>/deliveries
+//	checkpoint_dirs = ["/shared/ckpt"] # copy checkpoints only from these (default: anywhere)
 //
 //	nomad {
 //	  address = "http://127.0.0.1:4646"
@@ -82,6 +83,12 @@ type Config struct {
 	// delivery directory are delivered (<dir>/<job-id>/<tier>/); empty:
 	// <data_dir>/deliveries (see DeliveryPath).
 	DeliveryDir string `hcl:"delivery_dir,optional"`
+	// CheckpointDirs, when set, are the only directories the planner
+	// copies delivered checkpoints from (after resolving links): a job
+	// chooses the path it reports, so on a shared cluster set it to where
+	// jobs write checkpoints, lest a job have the planner copy any file it
+	// can read. Empty: any absolute path.
+	CheckpointDirs []string `hcl:"checkpoint_dirs,optional"`
 
 	Nomad  *Nomad  `hcl:"nomad,block"`
 	Consul *Consul `hcl:"consul,block"`
@@ -225,6 +232,9 @@ func (c *Config) Merge(o *Config) *Config {
 	setStr(&r.NetworkInterface, o.NetworkInterface)
 	setStr(&r.AdvertiseAddr, o.AdvertiseAddr)
 	setStr(&r.DeliveryDir, o.DeliveryDir)
+	if o.CheckpointDirs != nil {
+		r.CheckpointDirs = slices.Clone(o.CheckpointDirs)
+	}
 	if o.Webhook != nil {
 		w := *o.Webhook
 		r.Webhook = &w
@@ -311,6 +321,12 @@ func (c *Config) Validate() hcl.Diagnostics {
 	}
 	if w := c.Webhook; w != nil {
 		c.validateWebhook(w, errAt)
+	}
+	for _, d := range c.CheckpointDirs {
+		if !filepath.IsAbs(d) {
+			errAt("checkpoint_dirs", "Invalid checkpoint_dirs", fmt.Sprintf("%q: give absolute directories, e.g. \"/shared/checkpoints\".", d))
+			break
+		}
 	}
 	switch c.LogLevel {
 	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":

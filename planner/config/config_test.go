@@ -75,6 +75,7 @@ func TestParse_Errors(t *testing.T) {
 		{"bad webhook timeout", "webhook {\n  url = \"https://hooks.example/x\"\n\n  timeout = \"0s\"\n}\n", "planner.hcl:4:3: error: Invalid webhook timeout"},
 		{"bad webhook attempts", "webhook {\n  url = \"https://hooks.example/x\"\n  attempts = 0\n}\n", "planner.hcl:3:3: error: Invalid webhook attempts"},
 		{"unknown webhook key", "webhook {\n  url = \"https://hooks.example/x\"\n  retries = 3\n}\n", "planner.hcl:3:3: error: Unsupported argument"},
+		{"relative checkpoint dir", "checkpoint_dirs = [\"/ok\", \"ckpt\"]\n", "planner.hcl:1:1: error: Invalid checkpoint_dirs"},
 		{"syntax", "nomad {\n", "planner.hcl:1:7: error: Unclosed configuration block"},
 	}
 	for _, tc := range cases {
