@@ -32,7 +32,7 @@ const (
 
 // ElasticPolicies are the builtins that resize running jobs, and so get
 // elastic jobs under JobsAuto.
-var ElasticPolicies = []string{policy.ElasticFIFOName, policy.GoodputName}
+var ElasticPolicies = []string{policy.ElasticFIFOName, policy.GoodputName, policy.EDFName, policy.QoEName}
 
 // ParseJobsMode parses a -jobs value.
 func ParseJobsMode(s string) (JobsMode, error) {

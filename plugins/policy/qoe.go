@@ -38,7 +38,8 @@ const DefaultQoEHeadroom = 0.3
 //   - on track: some count in [Min, Max] meets the deadline; need is it;
 //   - unknown: a deadline but no estimate yet (RemainingWork 0); need Min;
 //   - no target: no deadline, or the target is reached; need Min;
-//   - behind: even Max misses the deadline (or it has passed); need Min.
+//   - behind: even Max does not reach the target within (1 - headroom) of
+//     the time left (or the deadline has passed); need Min.
 //
 // Semantics, one round:
 //  1. On-track jobs, earliest deadline first, are brought up to their need:
@@ -367,7 +368,7 @@ func (q *qoeRound) outlook(j int32, g int) string {
 	}
 	if g <= 0 {
 		if q.class[j] == qoeBehind {
-			return fmt.Sprintf("behind: even %d GPUs miss its deadline", job.GPUs.Max)
+			return fmt.Sprintf("behind: even %d GPUs miss its deadline (with the headroom)", job.GPUs.Max)
 		}
 		return "on track"
 	}
@@ -378,7 +379,7 @@ func (q *qoeRound) outlook(j int32, g int) string {
 	case sec <= left.Seconds()*(1-q.headroom):
 		return "on track: " + est
 	case q.class[j] == qoeBehind:
-		return fmt.Sprintf("behind: %s; even %d GPUs miss it", est, job.GPUs.Max)
+		return fmt.Sprintf("behind: %s; even %d GPUs miss it (with the headroom)", est, job.GPUs.Max)
 	}
 	return fmt.Sprintf("behind: %s; it needs %d", est, q.need[j])
 }

@@ -111,7 +111,7 @@ func TestQoE(t *testing.T) {
 			withTarget(queued("ontrack", 2, 4, 4, 4), 1000, 1000)},
 		want: map[string]A{"ontrack": {"n1": 4}},
 		reasons: map[string]string{
-			"hopeless": "preempted (8 GPUs) for job ontrack, which is behind its target; this job: behind: even 8 GPUs miss its deadline",
+			"hopeless": "preempted (8 GPUs) for job ontrack, which is behind its target; this job: behind: even 8 GPUs miss its deadline (with the headroom)",
 			"ontrack":  "started with 4 GPUs: on track"},
 	}, {
 		name:  "a sublinear speedup raises the need",
