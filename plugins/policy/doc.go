@@ -93,8 +93,8 @@
 //     (Progress.RemainingWork) and speedup, the least count that reaches its
 //     target by its deadline; on-track jobs are brought up to it, earliest
 //     deadline first, with GPUs from jobs without a target, then jobs that
-//     miss anyway (stopped if need be), then jobs ahead of their targets
-//     (never below what they need); everyone else is admitted at Min
+//     miss anyway (stopped if need be), then on-track jobs due later
+//     (never below what they need unless they can spare the time); everyone else is admitted at Min
 //     without head-of-line blocking; idle GPUs go a worker at a time where
 //     they add the most speedup per GPU. Config: headroom, resize_cooldown.
 //

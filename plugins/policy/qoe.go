@@ -16,11 +16,11 @@ const QoEName = "qoe"
 
 // DefaultQoEHeadroom is the QoE builtin's default safety margin: a job is
 // on track when its estimated time to target is within (1 - headroom) of
-// the time left to its deadline. 0.3 is the middle of the plateau (0.2 to
-// 0.5) that beat 0.1 on the simulator's validation week of the Philly
-// deadline workload (docs/sim/deadline/README.md): the margin also keeps
-// room for jobs that arrive later, and for estimates that are optimistic.
-const DefaultQoEHeadroom = 0.3
+// the time left to its deadline. It is a margin for the planner's
+// estimates, which are fitted to noisy reports and are optimistic right
+// after a resize; in the simulator, whose estimates are exact, a smaller
+// headroom meets slightly more deadlines (docs/sim/deadline/README.md).
+const DefaultQoEHeadroom = 0.1
 
 // QoE moves GPUs toward the jobs behind their targets, after the idea of
 // DQoES (Mao et al., "Differentiate Quality of Experience Scheduling for
@@ -47,8 +47,11 @@ const DefaultQoEHeadroom = 0.3
 //     job may use, jobs without a target (never below Min), then jobs
 //     behind (which miss their deadlines anyway: below Min, a job behind is
 //     stopped), then jobs of unknown progress (never below Min), each most
-//     recently resized first, then on-track jobs holding more than they
-//     need (latest deadline first, never below their need). A job whose
+//     recently resized first, then on-track jobs due later (latest deadline
+//     first): never below their need, unless the donor can spare the time
+//     (it would still be on track at its Max if stopped now and started
+//     again when the job it gives to is done at its need); such a donor may
+//     be shrunk below its need, and below Min it is stopped. A job whose
 //     need cannot be met so is left to step 2.
 //  2. Every job that holds nothing is admitted at Min, on-track and unknown
 //     jobs earliest deadline first, then jobs without a target in
@@ -63,10 +66,13 @@ const DefaultQoEHeadroom = 0.3
 //
 // A job holding more than it needs keeps it until another job needs it, so
 // estimates that wobble do not move GPUs back and forth. The only jobs ever
-// stopped are jobs behind, for on-track jobs. Without deadlines in the snapshot, QoE is Elastic FIFO without
-// head-of-line blocking.
+// stopped are jobs behind, and on-track jobs with time to spare, for on-track
+// jobs due earlier: without the latter, on-track jobs already running kept
+// their need against queued ones due sooner, and under load the queued ones
+// (often short) turned behind before they started. Without deadlines in the
+// snapshot, QoE is Elastic FIFO without head-of-line blocking.
 //
-// Config: headroom = a number in [0, 1) (default 0.3); resize_cooldown = a
+// Config: headroom = a number in [0, 1) (default 0.1); resize_cooldown = a
 // Go duration (default "0s").
 type QoE struct {
 	cooldown atomic.Int64  // nanoseconds
@@ -131,6 +137,10 @@ type qoeRound struct {
 	// preempt is set while on-track jobs are brought up to their need:
 	// then jobs behind (which miss their deadlines anyway) may be stopped.
 	preempt bool
+	// recipient is the job that grow is finding GPUs for (-1 outside
+	// grow): in step 1, on-track jobs due after it that can spare the time
+	// may be shrunk below their need, or stopped, for it (see spare).
+	recipient int32
 }
 
 // Plan implements Policy.
@@ -141,7 +151,7 @@ func (p *QoE) Plan(ctx context.Context, s *Snapshot) (*Plan, error) {
 	}
 	q := &qoeRound{c: c, now: s.Now, headroom: math.Float64frombits(p.headroom.Load()),
 		class: make([]qoeClass, len(c.jobs)), need: make([]int, len(c.jobs)),
-		edf: deadlineOrder(c), shrunk: make([]bool, len(c.jobs))}
+		edf: deadlineOrder(c), shrunk: make([]bool, len(c.jobs)), recipient: -1}
 	for j := range c.jobs {
 		q.judge(int32(j))
 	}
@@ -282,11 +292,27 @@ func (q *qoeRound) order(classes ...qoeClass) []int32 {
 func (q *qoeRound) floor(d int32) int {
 	switch {
 	case q.class[d] == qoeOnTrack:
+		if q.preempt && q.recipient >= 0 && q.spare(d, q.recipient) {
+			return 0
+		}
 		return q.need[d]
 	case q.class[d] == qoeBehind && q.preempt:
 		return 0
 	}
 	return q.c.jobs[d].GPUs.Min
+}
+
+// spare reports whether on-track job d, whose deadline is after b's, would
+// still be on track at its Max if it stopped now and started again when b,
+// at its need, is done.
+func (q *qoeRound) spare(d, b int32) bool {
+	jd, jb := q.c.jobs[d], q.c.jobs[b]
+	if q.class[b] != qoeOnTrack || !jd.Progress.Deadline.After(jb.Progress.Deadline) {
+		return false
+	}
+	tb := jb.Progress.RemainingWork / jb.speedupAt(q.need[b])
+	left := jd.Progress.Deadline.Sub(q.now).Seconds() - tb
+	return jd.Progress.RemainingWork/jd.speedupAt(jd.GPUs.Max) <= left*(1-q.headroom)
 }
 
 // above is how many GPUs job j holds above its floor.
@@ -327,7 +353,9 @@ func (q *qoeRound) grow(b int32, gain int, why string) bool {
 			}
 		}
 	}
+	q.recipient = b
 	taken, ok := c.takeFor(b, gain, q.donors, q.floor)
+	q.recipient = -1
 	if ok && !q.preempt {
 		q.surplus += q.above(b) - before
 	}

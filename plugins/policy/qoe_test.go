@@ -114,6 +114,27 @@ func TestQoE(t *testing.T) {
 			"hopeless": "preempted (8 GPUs) for job ontrack, which is behind its target; this job: behind: even 8 GPUs miss its deadline (with the headroom)",
 			"ontrack":  "started with 4 GPUs: on track"},
 	}, {
+		// late: 8000 s of work, at 8 GPUs 1000 s, due in 99,900 s. soon
+		// needs 4 for 250 s; late can wait that long and still be on track
+		// at its max, so it is stopped (below its min) for soon.
+		name:  "an on-track job that can spare the time is stopped for one due earlier",
+		nodes: []policy.Node{node("n1", 8, 0)},
+		jobs: []policy.Job{
+			withTarget(running("late", 1, 8, 8, 8, A{"n1": 8}, 10), 100000, 8000),
+			withTarget(queued("soon", 2, 4, 4, 4), 1000, 1000)},
+		want: map[string]A{"soon": {"n1": 4}},
+		reasons: map[string]string{
+			"late": "preempted (8 GPUs) for job soon, which is behind its target; this job: on track"},
+	}, {
+		// late: 9000 s of work, 1125 s at 8 GPUs, 1400 s left: on track,
+		// but not after waiting 250 s for soon (1125 > 0.9 x 1150).
+		name:  "an on-track job that cannot spare the time keeps its need",
+		nodes: []policy.Node{node("n1", 8, 0)},
+		jobs: []policy.Job{
+			withTarget(running("late", 1, 8, 8, 8, A{"n1": 8}, 10), 1500, 9000),
+			withTarget(queued("soon", 2, 4, 4, 4), 1000, 1000)},
+		want: map[string]A{"late": {"n1": 8}},
+	}, {
 		name:  "a sublinear speedup raises the need",
 		nodes: []policy.Node{node("n1", 8, 0)},
 		// 1000 s of work, 410 s left (budget 369 s): linear needs 3;
@@ -180,7 +201,7 @@ func TestQoE_Headroom(t *testing.T) {
 		withTarget(running("y", 2, 1, 8, 1, A{"n1": 1}, 10), 1100, 3000)}}
 	// y: 3000 s of work, 1000 s left. headroom 0.1: 3000/g <= 900 -> 4;
 	// headroom 0.5: <= 500 -> 6.
-	for h, want := range map[string]int{"0.1": 4, "0.5": 6, "0": 3, "": 5} { // default 0.3: <= 700 -> 5
+	for h, want := range map[string]int{"0.3": 5, "0.5": 6, "0": 3, "": 4} { // default 0.1
 		config := map[string]string{"headroom": h}
 		if h == "" {
 			config = nil
