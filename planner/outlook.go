@@ -107,12 +107,12 @@ func targetOutlook(j *structs.Job, t *jobspec.Target, prev *structs.Outlook, spe
 			g = j.GPUs()
 		}
 		out.Remaining, out.Unit, out.GPUs = est.Remaining, string(est.Unit), g
-		out.RemainingWork = assess.RemainingWork(est.Remaining, est.Rate, assess.SpeedupAt(speedup, g))
+		out.RemainingWork = assess.RemainingWork(est.Remaining, est.Rate, policy.SpeedupAt(speedup, g))
 		if out.RemainingWork <= 0 {
 			break
 		}
 		at := func(g int) time.Duration {
-			return time.Duration(out.RemainingWork / assess.SpeedupAt(speedup, g) * float64(time.Second))
+			return time.Duration(out.RemainingWork / policy.SpeedupAt(speedup, g) * float64(time.Second))
 		}
 		out.ETA = now.Add(at(g))
 		out.Reason = fmt.Sprintf("about %s to %s %g at %d GPUs (%s)", at(g).Round(time.Second), t.Metric, t.Goal, g, est.Reason)
@@ -138,7 +138,7 @@ func workDone(hist []structs.ProgressReport, speedup []float64, perWorker int) f
 		if g <= 0 {
 			g = perWorker
 		}
-		w += hist[i].Time.Sub(hist[i-1].Time).Seconds() * assess.SpeedupAt(speedup, g)
+		w += hist[i].Time.Sub(hist[i-1].Time).Seconds() * policy.SpeedupAt(speedup, g)
 	}
 	return w
 }
@@ -182,7 +182,7 @@ func admission(spec *jobspec.Spec, now time.Time, largest int, earlier []*struct
 	}
 	maxG := maxGPUs(spec, largest)
 	work := ref.Outlook.Target.WorkToGoal
-	need := time.Duration(work / assess.SpeedupAt(ref.Outlook.Speedup, maxG) * float64(time.Second))
+	need := time.Duration(work / policy.SpeedupAt(ref.Outlook.Speedup, maxG) * float64(time.Second))
 	left := deadline.Sub(now)
 	detail := fmt.Sprintf("job %s reached its goal after about %s of one-GPU training: about %s at %d GPUs, %s to the deadline",
 		ref.ID, time.Duration(work*float64(time.Second)).Round(time.Second), need.Round(time.Second), maxG, left.Round(time.Second))
@@ -231,7 +231,7 @@ func applyOutlook(pj *policy.Job, j *structs.Job, now time.Time) {
 	}
 	pj.Progress.Reached = t.Status == structs.OutlookReached
 	if t.Status == structs.OutlookEstimated && t.RemainingWork > 0 {
-		done := now.Sub(o.Updated).Seconds() * assess.SpeedupAt(o.Speedup, pj.Allocation.Total())
+		done := now.Sub(o.Updated).Seconds() * policy.SpeedupAt(o.Speedup, pj.Allocation.Total())
 		pj.Progress.RemainingWork = max(t.RemainingWork-done, 1)
 	}
 }

@@ -224,7 +224,7 @@ func ToGoal(history []structs.ProgressReport, goal Goal) Estimate {
 //
 // throughput is the job's rate, in remaining's unit per second (as
 // Estimate.Rate), measured at some GPU count g, and speedup is the
-// job's speedup at g (SpeedupAt(table, g)). At g GPUs the job then needs
+// job's speedup at g (policy.SpeedupAt(table, g)). At g GPUs the job then needs
 // remaining/throughput = RemainingWork/speedup seconds, which is how
 // policies read it. Take g as the count the throughput was measured at
 // (the last report's world_size times per_worker), which is not the count
@@ -235,22 +235,6 @@ func RemainingWork(remaining, throughput, speedup float64) float64 {
 		return 0
 	}
 	return remaining / throughput * speedup
-}
-
-// SpeedupAt reads a policy.Job.Speedup table at g GPUs the way policies
-// do: g itself for a nil table (linear scaling), the last entry beyond
-// its end, 0 for g < 1.
-func SpeedupAt(table []float64, g int) float64 {
-	switch {
-	case g < 1:
-		return 0
-	case len(table) == 0:
-		return float64(g)
-	case g > len(table):
-		return table[len(table)-1]
-	default:
-		return table[g-1]
-	}
 }
 
 // pauseFactor: an interval whose samples per step exceed this many times

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // phase is a stretch of training: n reports, one every dt seconds, at
@@ -352,7 +353,7 @@ func cloneHistory(h []structs.ProgressReport) []structs.ProgressReport {
 func TestRemainingWork(t *testing.T) {
 	// 1e6 samples at 2000 samples/s on 4 GPUs that do 3.2 times one GPU:
 	// 500 s at 4 GPUs, 1600 s on one.
-	if got := RemainingWork(1e6, 2000, SpeedupAt([]float64{1, 1.8, 2.5, 3.2}, 4)); got != 1600 {
+	if got := RemainingWork(1e6, 2000, policy.SpeedupAt([]float64{1, 1.8, 2.5, 3.2}, 4)); got != 1600 {
 		t.Errorf("RemainingWork = %v, want 1600", got)
 	}
 	for _, tc := range []struct{ r, t, s float64 }{
@@ -360,18 +361,6 @@ func TestRemainingWork(t *testing.T) {
 	} {
 		if got := RemainingWork(tc.r, tc.t, tc.s); got != 0 {
 			t.Errorf("RemainingWork(%v, %v, %v) = %v, want 0 (unknown)", tc.r, tc.t, tc.s, got)
-		}
-	}
-	tab := []float64{1, 1.8, 2.5}
-	for _, tc := range []struct {
-		tab  []float64
-		g    int
-		want float64
-	}{
-		{tab, 1, 1}, {tab, 3, 2.5}, {tab, 8, 2.5}, {tab, 0, 0}, {nil, 4, 4}, {nil, -1, 0},
-	} {
-		if got := SpeedupAt(tc.tab, tc.g); got != tc.want {
-			t.Errorf("SpeedupAt(%v, %d) = %v, want %v", tc.tab, tc.g, got, tc.want)
 		}
 	}
 }
@@ -382,7 +371,7 @@ func TestRemainingWorkFromHistory(t *testing.T) {
 	h, xs := train("accuracy", acc, phase{n: 50, dt: 60, rate: 1000, batch: 32, ws: 2})
 	est := ToGoal(h, Goal{Metric: "accuracy", Value: 0.93})
 	speedup := []float64{1, 1.6, 2}
-	work := RemainingWork(est.Remaining, est.Rate, SpeedupAt(speedup, 2))
+	work := RemainingWork(est.Remaining, est.Rate, policy.SpeedupAt(speedup, 2))
 	// At 2 GPUs (1.6x one) the job does 1000 samples/s: 625 on one GPU.
 	want := (accAt(0.93) - xs[len(xs)-1]) / 625
 	within(t, "RemainingWork", work, want, 0.01)

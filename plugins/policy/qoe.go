@@ -216,7 +216,7 @@ func (q *qoeRound) fill(cooldown time.Duration) {
 		if t+r.PerWorker > r.Max {
 			return goodputStep{}, false
 		}
-		gain := (c.jobs[j].speedupAt(t+r.PerWorker) - c.jobs[j].speedupAt(t)) / float64(r.PerWorker)
+		gain := (SpeedupAt(c.jobs[j].Speedup, t+r.PerWorker) - SpeedupAt(c.jobs[j].Speedup, t)) / float64(r.PerWorker)
 		return goodputStep{job: j, from: t, to: t + r.PerWorker, score: gain, running: true}, gain > 0
 	}
 	for j, job := range c.jobs {
@@ -265,7 +265,7 @@ func (q *qoeRound) judge(j int32) {
 		q.class[j] = qoeBehind
 		budget := pr.Deadline.Sub(q.now).Seconds() * (1 - q.headroom)
 		for g := r.Min; g <= r.Max && budget > 0; g += r.PerWorker {
-			if pr.RemainingWork/job.speedupAt(g) <= budget {
+			if pr.RemainingWork/SpeedupAt(job.Speedup, g) <= budget {
 				q.class[j], q.need[j] = qoeOnTrack, g
 				break
 			}
@@ -310,9 +310,9 @@ func (q *qoeRound) spare(d, b int32) bool {
 	if q.class[b] != qoeOnTrack || !jd.Progress.Deadline.After(jb.Progress.Deadline) {
 		return false
 	}
-	tb := jb.Progress.RemainingWork / jb.speedupAt(q.need[b])
+	tb := jb.Progress.RemainingWork / SpeedupAt(jb.Speedup, q.need[b])
 	left := jd.Progress.Deadline.Sub(q.now).Seconds() - tb
-	return jd.Progress.RemainingWork/jd.speedupAt(jd.GPUs.Max) <= left*(1-q.headroom)
+	return jd.Progress.RemainingWork/SpeedupAt(jd.Speedup, jd.GPUs.Max) <= left*(1-q.headroom)
 }
 
 // above is how many GPUs job j holds above its floor.
@@ -400,7 +400,7 @@ func (q *qoeRound) outlook(j int32, g int) string {
 		}
 		return "on track"
 	}
-	sec := pr.RemainingWork / job.speedupAt(g)
+	sec := pr.RemainingWork / SpeedupAt(job.Speedup, g)
 	eta := time.Duration(sec * float64(time.Second)).Round(time.Second)
 	est := fmt.Sprintf("about %s to its target at %d GPUs, %s to the deadline", eta, g, left.Round(time.Second))
 	switch {
@@ -410,19 +410,4 @@ func (q *qoeRound) outlook(j int32, g int) string {
 		return fmt.Sprintf("behind: %s; even %d GPUs miss it (with the headroom)", est, job.GPUs.Max)
 	}
 	return fmt.Sprintf("behind: %s; it needs %d", est, q.need[j])
-}
-
-// speedupAt returns the job's speedup with g GPUs (Job.Speedup; g where the
-// table is unknown or unusable; flat beyond its end).
-func (j *Job) speedupAt(g int) float64 {
-	if g <= 0 {
-		return 0
-	}
-	if !usableSpeedup(j.Speedup) {
-		return float64(g)
-	}
-	if s := j.Speedup[min(g, len(j.Speedup))-1]; s > 0 {
-		return s
-	}
-	return math.SmallestNonzeroFloat64
 }

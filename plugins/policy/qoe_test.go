@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -216,4 +217,20 @@ func TestQoE_Headroom(t *testing.T) {
 	}
 	must.ErrorContains(t, q.SetConfig(map[string]string{"resize_cooldown": "-1s"}), "resize_cooldown")
 	must.ErrorContains(t, q.SetConfig(map[string]string{"nope": "1"}), "unknown config key")
+}
+
+// SpeedupAt reads a speedup table as the policies do.
+func TestSpeedupAt(t *testing.T) {
+	tab := []float64{1, 1.8, 2.5}
+	for _, tc := range []struct {
+		tab  []float64
+		g    int
+		want float64
+	}{
+		{tab, 1, 1}, {tab, 3, 2.5}, {tab, 8, 2.5}, {tab, 0, 0}, {nil, 4, 4}, {nil, -1, 0},
+		{[]float64{1, -2}, 2, 2}, // unusable: linear
+		{[]float64{1, 0}, 2, math.SmallestNonzeroFloat64},
+	} {
+		must.Eq(t, tc.want, policy.SpeedupAt(tc.tab, tc.g), must.Sprintf("SpeedupAt(%v, %d)", tc.tab, tc.g))
+	}
 }

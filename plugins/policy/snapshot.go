@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 )
@@ -289,4 +290,21 @@ func (a Allocation) Clone() Allocation {
 		out[n] = g
 	}
 	return out
+}
+
+// SpeedupAt reads a speedup table (Job.Speedup) at g GPUs: g itself where
+// the table is unknown or unusable (linear scaling), its last entry beyond
+// its end, 0 for g < 1. An entry of 0 reads as the smallest positive
+// number, so that dividing work by it never divides by zero.
+func SpeedupAt(table []float64, g int) float64 {
+	if g < 1 {
+		return 0
+	}
+	if !usableSpeedup(table) {
+		return float64(g)
+	}
+	if s := table[min(g, len(table))-1]; s > 0 {
+		return s
+	}
+	return math.SmallestNonzeroFloat64
 }
