@@ -153,27 +153,24 @@ func maxGPUs(spec *jobspec.Spec, largest int) int {
 	return max(spec.GPUs.Min, largest-largest%pw)
 }
 
-// admission says at submission whether a job's target looks reachable by
+// admission says at submission whether job j's target looks reachable by
 // its deadline, from the latest earlier job of the same name that reached
 // its goal (how much training that took, and how it scaled); nil without a
 // deadline.
-func admission(spec *jobspec.Spec, now time.Time, largest int, earlier []*structs.Job) *structs.Event {
-	t := spec.Target
-	if t == nil || (t.Deadline.IsZero() && t.Within == 0) {
+func admission(j *structs.Job, largest int, earlier []*structs.Job) *structs.Event {
+	deadline := j.Deadline()
+	if deadline.IsZero() {
 		return nil
 	}
-	deadline := t.Deadline
-	if t.Within > 0 {
-		deadline = now.Add(t.Within)
-	}
+	spec, now := &j.Spec, j.Submitted
 	var ref *structs.Job
-	for _, j := range earlier {
-		o := j.Outlook
-		if j.Spec.Name != spec.Name || o == nil || o.Target == nil || o.Target.WorkToGoal <= 0 {
+	for _, e := range earlier {
+		o := e.Outlook
+		if e.Spec.Name != spec.Name || o == nil || o.Target == nil || o.Target.WorkToGoal <= 0 {
 			continue
 		}
-		if ref == nil || j.Submitted.After(ref.Submitted) {
-			ref = j
+		if ref == nil || e.Submitted.After(ref.Submitted) {
+			ref = e
 		}
 	}
 	if ref == nil {

@@ -81,13 +81,7 @@ type Planner struct {
 }
 
 // noteNodes remembers the largest node of nodes.
-func (p *Planner) noteNodes(nodes []policy.Node) {
-	largest := 0
-	for _, n := range nodes {
-		largest = max(largest, n.GPUs)
-	}
-	p.largest.Store(int64(largest))
-}
+func (p *Planner) noteNodes(nodes []policy.Node) { p.largest.Store(int64(largestNode(nodes))) }
 
 func (p *Planner) now() time.Time {
 	if p.Now != nil {
@@ -147,12 +141,12 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string)
 		Submitted: now,
 		Events:    []structs.Event{{Time: now, Type: "submitted", Message: "queued"}},
 	}
-	if spec.Target != nil {
+	if !j.Deadline().IsZero() {
 		earlier, err := p.Store.ListJobs(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("failed to list earlier jobs: %w", err)
 		}
-		if e := admission(spec, now, int(p.largest.Load()), earlier); e != nil {
+		if e := admission(j, int(p.largest.Load()), earlier); e != nil {
 			j.Events = append(j.Events, *e)
 		}
 	}

@@ -13,11 +13,10 @@ import (
 // offering GPUs) are dropped, so the policy never plans on a lost node.
 func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
 	known := make(map[string]bool, len(nodes))
-	largest := 0
 	for _, n := range nodes {
 		known[n.ID] = true
-		largest = max(largest, n.GPUs)
 	}
+	largest := largestNode(nodes)
 	idsByName := map[string][]string{}
 	for _, j := range jobs {
 		idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
@@ -111,4 +110,13 @@ func selector(sel jobspec.Selector, idsByName map[string][]string) policy.Select
 		}
 	}
 	return out
+}
+
+// largestNode is the GPUs of the largest of nodes (0 for none).
+func largestNode(nodes []policy.Node) int {
+	largest := 0
+	for _, n := range nodes {
+		largest = max(largest, n.GPUs)
+	}
+	return largest
 }
