@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -102,4 +104,18 @@ func cooldownConfig(name string, config map[string]string, known ...string) (tim
 		return 0, fmt.Errorf("failed to configure %s: resize_cooldown: %q is not a non-negative duration", name, v)
 	}
 	return d, nil
+}
+
+// floatConfig reads key of config as a number for which ok holds (def when
+// absent); want says what ok asks, for the error.
+func floatConfig(name string, config map[string]string, key string, def float64, ok func(float64) bool, want string) (float64, error) {
+	v, set := config[key]
+	if !set {
+		return def, nil
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(x) || !ok(x) {
+		return 0, fmt.Errorf("failed to configure %s: %s: %q is not %s", name, key, v, want)
+	}
+	return x, nil
 }

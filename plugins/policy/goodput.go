@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"sync/atomic"
 )
 
@@ -69,13 +68,10 @@ func (p *Goodput) SetConfig(config map[string]string) error {
 	if err := checkKeys(config, "stickiness"); err != nil {
 		return fmt.Errorf("failed to configure %s: %w", GoodputName, err)
 	}
-	s := DefaultGoodputStickiness
-	if v, ok := config["stickiness"]; ok {
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || x < 0 || math.IsInf(x, 0) {
-			return fmt.Errorf("failed to configure %s: stickiness: %q is not a non-negative number", GoodputName, v)
-		}
-		s = x
+	s, err := floatConfig(GoodputName, config, "stickiness", DefaultGoodputStickiness,
+		func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }, "a non-negative number")
+	if err != nil {
+		return err
 	}
 	p.stickiness.Store(math.Float64bits(s))
 	return nil

@@ -84,7 +84,7 @@ func TestGoodput(t *testing.T) {
 
 func TestGoodput_Config(t *testing.T) {
 	p := policy.NewGoodput()
-	for _, bad := range []string{"x", "-1", "+Inf"} {
+	for _, bad := range []string{"x", "-1", "+Inf", "NaN"} {
 		must.ErrorContains(t, p.SetConfig(map[string]string{"stickiness": bad}), "stickiness")
 	}
 	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.25"}))

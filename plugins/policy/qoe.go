@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -98,13 +97,9 @@ func (p *QoE) SetConfig(config map[string]string) error {
 	if err != nil {
 		return err
 	}
-	h := DefaultQoEHeadroom
-	if v, ok := config["headroom"]; ok {
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil || x < 0 || x >= 1 {
-			return fmt.Errorf("failed to configure %s: headroom: %q is not a number in [0, 1)", QoEName, v)
-		}
-		h = x
+	h, err := floatConfig(QoEName, config, "headroom", DefaultQoEHeadroom, func(x float64) bool { return x >= 0 && x < 1 }, "a number in [0, 1)")
+	if err != nil {
+		return err
 	}
 	p.cooldown.Store(int64(d))
 	p.headroom.Store(math.Float64bits(h))

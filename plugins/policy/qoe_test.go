@@ -212,7 +212,7 @@ func TestQoE_Headroom(t *testing.T) {
 		must.Eq(t, want, plan.Target(&s.Jobs[1]).Total(), must.Sprintf("headroom %s", h))
 	}
 	q := policy.NewQoE()
-	for _, bad := range []string{"1", "-0.1", "x"} {
+	for _, bad := range []string{"1", "-0.1", "x", "NaN"} {
 		must.ErrorContains(t, q.SetConfig(map[string]string{"headroom": bad}), "headroom")
 	}
 	must.ErrorContains(t, q.SetConfig(map[string]string{"resize_cooldown": "-1s"}), "resize_cooldown")
