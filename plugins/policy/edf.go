@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
