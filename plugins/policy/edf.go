@@ -3,9 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -88,34 +86,4 @@ func reversed(s []int32) []int32 {
 	out := slices.Clone(s)
 	slices.Reverse(out)
 	return out
-}
-
-// cooldownConfig reads the resize_cooldown key of the elastic builtins.
-func cooldownConfig(name string, config map[string]string, known ...string) (time.Duration, error) {
-	if err := checkKeys(config, append([]string{"resize_cooldown"}, known...)...); err != nil {
-		return 0, fmt.Errorf("failed to configure %s: %w", name, err)
-	}
-	v, ok := config["resize_cooldown"]
-	if !ok {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("failed to configure %s: resize_cooldown: %q is not a non-negative duration", name, v)
-	}
-	return d, nil
-}
-
-// floatConfig reads key of config as a number for which ok holds (def when
-// absent); want says what ok asks, for the error.
-func floatConfig(name string, config map[string]string, key string, def float64, ok func(float64) bool, want string) (float64, error) {
-	v, set := config[key]
-	if !set {
-		return def, nil
-	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(x) || !ok(x) {
-		return 0, fmt.Errorf("failed to configure %s: %s: %q is not %s", name, key, v, want)
-	}
-	return x, nil
 }
