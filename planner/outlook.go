@@ -38,23 +38,21 @@ func renewOutlook(j *structs.Job, now time.Time, largest int) {
 	}
 	if t := j.Spec.Target; t != nil {
 		if _, ok := j.Progress.Metrics[t.Metric]; !ok && j.Progress.Reports >= silentReports {
-			warnOnce(j, now, fmt.Sprintf("target metric %q not reported in %d progress reports: the planner cannot judge the target (report it with metric=%q)",
+			j.WarnOnce(now, fmt.Sprintf("target metric %q not reported in %d progress reports: the planner cannot judge the target (report it with metric=%q)",
 				t.Metric, silentReports, t.Metric))
 		}
 		o.Target = targetOutlook(j, t, prev, o.Speedup, maxG, now)
+		was := ""
 		if prev != nil && prev.Target != nil {
-			was := prev.Target.Reachable
-			switch is := o.Target.Reachable; {
-			case is == "no" && was != "no":
-				j.Events = append(j.Events, structs.Event{Time: now, Type: structs.EventWarning,
-					Message: "target looks unreachable by the deadline: " + o.Target.Reason})
-			case is == "yes" && was == "no":
-				j.Events = append(j.Events, structs.Event{Time: now, Type: "target",
-					Message: "target looks reachable by the deadline again: " + o.Target.Reason})
-			}
-		} else if o.Target.Reachable == "no" {
+			was = prev.Target.Reachable
+		}
+		switch is := o.Target.Reachable; {
+		case is == "no" && was != "no":
 			j.Events = append(j.Events, structs.Event{Time: now, Type: structs.EventWarning,
 				Message: "target looks unreachable by the deadline: " + o.Target.Reason})
+		case is == "yes" && was == "no":
+			j.Events = append(j.Events, structs.Event{Time: now, Type: "target",
+				Message: "target looks reachable by the deadline again: " + o.Target.Reason})
 		}
 	}
 	j.Outlook = o
@@ -63,16 +61,6 @@ func renewOutlook(j *structs.Job, now time.Time, largest int) {
 // silentReports is how many progress reports without the target's metric
 // earn a job a warning.
 const silentReports = 20
-
-// warnOnce adds a warning event to j unless it has one with that message.
-func warnOnce(j *structs.Job, now time.Time, msg string) {
-	for _, e := range j.Events {
-		if e.Type == structs.EventWarning && e.Message == msg {
-			return
-		}
-	}
-	j.Events = append(j.Events, structs.Event{Time: now, Type: structs.EventWarning, Message: msg})
-}
 
 // targetOutlook is how job j stands against target t at now; prev is the
 // job's last outlook. The goal is reached for good when the metric first

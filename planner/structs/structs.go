@@ -235,6 +235,14 @@ func clonePtr[T any](p *T) *T {
 	return &v
 }
 
+// WarnOnce adds a warning event with msg at now, unless the job has one
+// with that message already.
+func (j *Job) WarnOnce(now time.Time, msg string) {
+	if !slices.ContainsFunc(j.Events, func(e Event) bool { return e.Type == EventWarning && e.Message == msg }) {
+		j.Events = append(j.Events, Event{Time: now, Type: EventWarning, Message: msg})
+	}
+}
+
 // EventWarning is the type of an event that tells the user something is
 // probably wrong with the job (it goes on regardless).
 const EventWarning = "warning"
@@ -298,9 +306,7 @@ func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
 	j.Deliveries = deliveries
 	j.Events = append(j.Events, targetEvents...)
 	for _, w := range warnings {
-		if !slices.ContainsFunc(j.Events, func(e Event) bool { return e.Type == EventWarning && e.Message == w }) {
-			j.Events = append(j.Events, Event{Time: now, Type: EventWarning, Message: w})
-		}
+		j.WarnOnce(now, w)
 	}
 	return nil
 }
