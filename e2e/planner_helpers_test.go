@@ -177,14 +177,20 @@ func (p *plannerProc) waitState(id string, state structs.JobState, timeout time.
 // real horovodrun; the training stops cleanly once stopFile exists.
 func trainingSpec(t *testing.T, dir, name string, min, max int, progress, stopFile string) string {
 	t.Helper()
-	return exampleSpec(t, dir, name, min, max, "", map[string]string{
+	return exampleSpec(t, dir, name, gpuRange(min, max), "", map[string]string{
 		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.1", "PROGRESS_FILE": progress, "STOP_FILE": stopFile})
+}
+
+// gpuRange is a jobspec's gpus block for [min, max] GPUs, one per worker.
+func gpuRange(min, max int) string {
+	return fmt.Sprintf("gpus {\n    min        = %d\n    max        = %d\n    per_worker = 1\n  }", min, max)
 }
 
 // exampleSpec writes dir/name.hcl: a training jobspec running the example
 // script (jobspecs/examples/train_elastic.py) with the venv's Python under
-// real horovodrun, with [min, max] GPUs, extra blocks and env.
-func exampleSpec(t *testing.T, dir, name string, min, max int, extra string, env map[string]string) string {
+// real horovodrun, with gpus (a gpus block or attribute), extra blocks and
+// env.
+func exampleSpec(t *testing.T, dir, name, gpus, extra string, env map[string]string) string {
 	t.Helper()
 	root := testlab.Root(t)
 	var envLines strings.Builder
@@ -196,17 +202,13 @@ func exampleSpec(t *testing.T, dir, name string, min, max int, extra string, env
 training %q {
   command = %q
   args    = [%q]
-  gpus {
-    min        = %d
-    max        = %d
-    per_worker = 1
-  }
+  %s
 %s
   env = {
 %s  }
 }
 `, name, filepath.Join(root, ".cache", "venv", "bin", "python3"), filepath.Join(root, "jobspecs", "examples", "train_elastic.py"),
-		min, max, extra, envLines.String())), 0o644))
+		gpus, extra, envLines.String())), 0o644))
 	return path
 }
 

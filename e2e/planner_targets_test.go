@@ -20,7 +20,7 @@ import (
 // script stops there), checkpointing into dir/<name>-ckpt.
 func targetSpecFile(t *testing.T, dir, name string, maxGPUs int, tier1, goal float64, deadline string) string {
 	t.Helper()
-	return exampleSpec(t, dir, name, 1, maxGPUs, fmt.Sprintf(`
+	return exampleSpec(t, dir, name, gpuRange(1, maxGPUs), fmt.Sprintf(`
   target {
     metric   = "accuracy"
     tier1    = %g
@@ -138,14 +138,8 @@ policy {
 }
 `)
 	stop := filepath.Join(dir, "auto.stop")
-	path := exampleSpec(t, dir, "auto", 1, 1, "", map[string]string{
+	path := exampleSpec(t, dir, "auto", `gpus = "auto"`, "", map[string]string{
 		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.2", "SYNC_SLEEP": "0.05", "STOP_FILE": stop})
-	spec, err := os.ReadFile(path)
-	must.NoError(t, err)
-	// gpus = "auto" instead of the block.
-	auto := strings.Replace(string(spec), "gpus {\n    min        = 1\n    max        = 1\n    per_worker = 1\n  }", `gpus = "auto"`, 1)
-	must.NotEq(t, string(spec), auto)
-	must.NoError(t, os.WriteFile(path, []byte(auto), 0o644))
 	id := p.submit(path)
 
 	var a *structs.GPUAssessment

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/assess"
@@ -209,7 +208,7 @@ func applyOutlook(pj *policy.Job, j *structs.Job, now time.Time) {
 	if o == nil {
 		return
 	}
-	pj.Speedup = slices.Clone(o.Speedup)
+	pj.Speedup = o.Speedup
 	t := o.Target
 	if t == nil {
 		return
