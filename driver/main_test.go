@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/client/lib/cgroupslib"
 	"github.com/hashicorp/nomad/client/lib/numalib"
 	"github.com/hashicorp/nomad/helper/testlog"
@@ -23,6 +24,8 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/driver/subcmd"
+	"github.com/schedulearn/schedulearn/internal/leakcheck"
+	"github.com/schedulearn/schedulearn/internal/testcgroup"
 )
 
 // The test binary is also every program the driver runs in these tests
@@ -36,7 +39,15 @@ func TestMain(m *testing.M) {
 	if ok, code := subcmd.Run(os.Args); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	// The cgroup tree a Nomad client would have made when it started
+	// (TestDriver_FreshCgroupTree makes its own, in a sandbox).
+	if os.Getenv(freshCgroupEnv) == "" {
+		if err := testcgroup.Ensure(hclog.Default(), topology); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(leakcheck.Main(m))
 }
 
 // recordEnv names the file the fake horovodrun writes its argv and
@@ -159,6 +170,8 @@ func (td *testDriver) newTaskLogs(t *testing.T, name string, tc *TaskConfig, env
 	if env == nil {
 		env = map[string]string{}
 	}
+	// Task processes get only the task's environment: mark them too.
+	env[leakcheck.EnvName] = leakcheck.Mark()
 	task := &drivers.TaskConfig{
 		AllocID:   allocID,
 		ID:        uuid.Generate(),
@@ -197,6 +210,9 @@ func (td *testDriver) newTaskLogs(t *testing.T, name string, tc *TaskConfig, env
 		}
 	})
 	td.h.MakeTaskCgroup(allocID, name)
+	// As the Nomad client does once a task is done with: stop its executor
+	// (it outlives the task process by design). Runs first of the cleanups.
+	t.Cleanup(func() { _ = td.h.DestroyTask(task.ID, true) })
 	return task
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/internal/leakcheck"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 		policy.Serve(crashing{})
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(leakcheck.Main(m))
 }
 
 type crashing struct{}

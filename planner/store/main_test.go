@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/schedulearn/schedulearn/internal/leakcheck"
 )
 
 // The test binary doubles as a second process for the bolt tests: with one
@@ -43,5 +45,5 @@ func TestMain(m *testing.M) {
 			fmt.Println(j.ID)
 		}
 	}
-	os.Exit(m.Run())
+	os.Exit(leakcheck.Main(m))
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/schedulearn/schedulearn/internal/leakcheck"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
@@ -17,7 +18,7 @@ func TestMain(m *testing.M) {
 		policy.Serve(&testPlugin{inner: policy.NewElasticFIFO()})
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(leakcheck.Main(m))
 }
 
 // testPlugin plans with elastic-fifo or misbehaves, as configured:

@@ -49,26 +49,9 @@ trap 'rc=$?; printf "install.sh: FAILED (exit %s) at line %s: %s\n" "$rc" "$LINE
 # ---------------------------------------------------------------- Debian
 step "Debian packages: ${APT_PACKAGES[*]}"
 [ -r /etc/debian_version ] || die "this installer needs Debian (apt-get); /etc/debian_version not found"
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=()
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null || die "missing Debian packages (${missing[*]}) and not root; install them or run as root"
-    SUDO=(sudo)
-  fi
-  t=$(date +%s)
-  step "apt-get update (missing: ${missing[*]})"
-  "${SUDO[@]}" apt-get update -q || die "apt-get update failed"
-  step "apt-get install -y --no-install-recommends ${missing[*]}"
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" \
-    || die "apt-get install ${missing[*]} failed"
-  info "apt: $(since "$t")"
-else
-  info "all installed"
-fi
+t=$(date +%s)
+"$ROOT/tools/apt-install.sh" "${APT_PACKAGES[@]}" || die "could not install the Debian packages"
+info "apt: $(since "$t")"
 [ -x "$SYS_PY" ] || die "$SYS_PY not found after installing python3"
 read -r PY_VERSION TORCH_VERSION < <("$SYS_PY" -c 'import sys, torch; print("%d.%d" % sys.version_info[:2], torch.__version__)') \
   || die "Debian's python3-torch does not import with $SYS_PY"
