@@ -38,6 +38,10 @@
 //	  timeout  = "10s"                # per attempt
 //	  attempts = 4                    # with backoff 1s, 2s, 4s, ...
 //	}
+//
+// A config is bounded as a jobspec is (see internal/hclsafe): at most 256
+// KiB, nested at most 32 deep, at most 1,000 operators, no for-expressions
+// and no function calls; each refusal is an error at file:line:col.
 package config
 
 import (
