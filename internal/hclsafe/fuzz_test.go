@@ -10,7 +10,7 @@ import (
 )
 
 // fuzzLimits are small, so that the fuzzer reaches them.
-var fuzzLimits = Limits{MaxBytes: 4096, MaxDepth: 8, MaxOperators: 16}
+var fuzzLimits = Limits{MaxBytes: 4096, MaxDepth: 8, MaxOperators: 16, MaxItems: 8}
 
 // treeDepth is the deepest nesting of nodes under body.
 type treeDepth struct{ cur, max int }
@@ -63,9 +63,13 @@ func FuzzParseConfig(f *testing.F) {
 		must.LessEq(t, fuzzLimits.MaxBytes, len(src))
 		must.SliceEmpty(t, Check([]byte(src), "f.hcl", fuzzLimits))
 		_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
-			switch n.(type) {
+			switch e := n.(type) {
 			case *hclsyntax.ForExpr, *hclsyntax.FunctionCallExpr:
 				t.Fatalf("accepted a %T", n)
+			case *hclsyntax.TupleConsExpr:
+				must.LessEq(t, fuzzLimits.MaxItems, len(e.Exprs))
+			case *hclsyntax.ObjectConsExpr:
+				must.LessEq(t, fuzzLimits.MaxItems, len(e.Items))
 			}
 			return nil
 		})

@@ -28,6 +28,11 @@ type Limits struct {
 	// expression. Each can nest the parsed expression one level deeper
 	// without a bracket (a-b-c-..., !!!x, x[(0)][(0)]...).
 	MaxOperators int
+	// MaxItems bounds the elements of one list or the items of one object
+	// literal: converting a literal to a list or map type unifies its
+	// element types in time quadratic in their number (go-cty), so 65,000
+	// strings in one list took over a minute.
+	MaxItems int
 }
 
 // Default limits: far above any jobspec or config a person writes (a few
@@ -37,11 +42,12 @@ const (
 	DefaultMaxBytes     = 256 << 10
 	DefaultMaxDepth     = 32
 	DefaultMaxOperators = 1000
+	DefaultMaxItems     = 1000
 )
 
 // DefaultLimits are the limits of jobspecs and configs.
 func DefaultLimits() Limits {
-	return Limits{MaxBytes: DefaultMaxBytes, MaxDepth: DefaultMaxDepth, MaxOperators: DefaultMaxOperators}
+	return Limits{MaxBytes: DefaultMaxBytes, MaxDepth: DefaultMaxDepth, MaxOperators: DefaultMaxOperators, MaxItems: DefaultMaxItems}
 }
 
 // ParseConfig checks src against lim, parses it as an HCL config file, and
@@ -61,7 +67,7 @@ func ParseConfig(src []byte, filename string, lim Limits) (*hclsyntax.Body, hcl.
 		return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unexpected HCL body",
 			Detail: fmt.Sprintf("%s did not parse as native HCL syntax.", filename)})
 	}
-	diags = append(diags, Restrict(body)...)
+	diags = append(diags, Restrict(body, lim)...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -156,12 +162,29 @@ func endsExpression(t hclsyntax.TokenType) bool {
 
 // Restrict refuses, anywhere in body, the expressions that may loop or
 // call out: for-expressions (including %{ for } template directives) and
-// function calls. body must come from a file Check accepted: the walk
-// recurses once per level.
-func Restrict(body *hclsyntax.Body) hcl.Diagnostics {
+// function calls; and list or object literals of more than lim.MaxItems
+// items. body must come from a file Check accepted: the walk recurses once
+// per level.
+func Restrict(body *hclsyntax.Body, lim Limits) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	tooMany := func(n int, r hcl.Range) {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Too many items",
+			Detail:   fmt.Sprintf("This literal has %d items; a list or object holds at most %d.", n, lim.MaxItems),
+			Subject:  r.Ptr(),
+		})
+	}
 	_ = hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
 		switch e := n.(type) {
+		case *hclsyntax.TupleConsExpr:
+			if len(e.Exprs) > lim.MaxItems {
+				tooMany(len(e.Exprs), e.OpenRange)
+			}
+		case *hclsyntax.ObjectConsExpr:
+			if len(e.Items) > lim.MaxItems {
+				tooMany(len(e.Items), e.OpenRange)
+			}
 		case *hclsyntax.ForExpr:
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,

@@ -19,6 +19,7 @@ func TestParseConfig_Accepts(t *testing.T) {
 		{"arithmetic and a conditional", "x = (1 + 2) * 3 > 4 ? -1 : !false\n"},
 		{"nesting at the limit", "x = " + strings.Repeat("[", DefaultMaxDepth) + strings.Repeat("]", DefaultMaxDepth) + "\n"},
 		{"brackets in strings do not nest", "x = \"" + strings.Repeat("[{(", 1000) + "\"\n"},
+		{"items at the limit", "x = [" + strings.Repeat("1,", DefaultMaxItems) + "]\n"},
 		{"operators at the limit", "x = 1" + strings.Repeat("+1", DefaultMaxOperators) + "\n"},
 	}
 	for _, tc := range cases {
@@ -62,6 +63,8 @@ func TestParseConfig_Refuses(t *testing.T) {
 		{"function call", "x = upper(\"a\")\n", "Function calls are not supported", 1, 5},
 		{"namespaced function", "x = core::upper(\"a\")\n", "Function calls are not supported", 1, 5},
 		{"syntax error", "x = [1,\n", "", 2, 0},
+		{"a long list", "x = [" + strings.Repeat("1,", DefaultMaxItems+1) + "]\n", "Too many items", 1, 5},
+		{"a large object", "x = {\n" + strings.Repeat("a = 1\n", DefaultMaxItems+1) + "}\n", "Too many items", 1, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +86,7 @@ func TestParseConfig_Refuses(t *testing.T) {
 }
 
 func TestCheck_Limits(t *testing.T) {
-	lim := Limits{MaxBytes: 12, MaxDepth: 2, MaxOperators: 1}
+	lim := Limits{MaxBytes: 12, MaxDepth: 2, MaxOperators: 1, MaxItems: 2}
 	must.SliceEmpty(t, Check([]byte("x = [[1]]"), "f", lim))
 	for src, summary := range map[string]string{
 		"x = [[[1]]]":       "Nested too deeply",

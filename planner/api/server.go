@@ -46,7 +46,7 @@ type Config struct {
 	Now func() time.Time
 	// Parses bounds the jobspec parses of submissions running at once; a
 	// submission that finds no slot in time gets 503. nil:
-	// jobspec.NewGate(0, 0) (GOMAXPROCS slots, at least 2; 5 s wait).
+	// jobspec.NewGate(0, 0) (jobspec.DefaultParses slots; 5 s wait).
 	Parses *jobspec.Gate
 }
 

@@ -39,9 +39,10 @@
 //	  attempts = 4                    # with backoff 1s, 2s, 4s, ...
 //	}
 //
-// A config is bounded as a jobspec is (see internal/hclsafe): at most 256
-// KiB, nested at most 32 deep, at most 1,000 operators, no for-expressions
-// and no function calls; each refusal is an error at file:line:col.
+// A config is bounded before it is parsed (internal/hclsafe): at most 256
+// KiB, nested at most 32 deep, at most 1,000 operators and 1,000 items per
+// list or object, no for-expressions and no function calls; each refusal
+// is an error at file:line:col.
 package config
 
 import (
@@ -205,9 +206,8 @@ func Load(path string) (*Config, hcl.Diagnostics) {
 }
 
 // Parse reads config source over the defaults and validates the result.
-// The source is bounded before it is parsed (hclsafe.DefaultLimits: 256
-// KiB, nesting 32 deep, 1,000 operators), and for-expressions and function
-// calls are refused.
+// The source is bounded before it is parsed (hclsafe.DefaultLimits), and
+// for-expressions and function calls are refused.
 func Parse(src []byte, filename string) (*Config, hcl.Diagnostics) {
 	body, diags := hclsafe.ParseConfig(src, filename, hclsafe.DefaultLimits())
 	if diags.HasErrors() {

@@ -16,9 +16,10 @@ var ErrBusy = errors.New("too many jobspecs are being parsed at once")
 // DefaultParseWait is how long Gate.Parse waits for a slot by default.
 const DefaultParseWait = 5 * time.Second
 
-// DefaultParses is how many parses a default Gate runs at once: the CPUs
-// Go may use, at least 2.
-func DefaultParses() int { return max(2, runtime.GOMAXPROCS(0)) }
+// DefaultParses is how many parses a default Gate runs at once: 4, or the
+// CPUs Go may use where fewer (at least 2). Each may take about 100 MB at
+// the limits.
+func DefaultParses() int { return min(4, max(2, runtime.GOMAXPROCS(0))) }
 
 // Gate bounds the jobspec parses that run at once, so that many large
 // submissions cannot take all of a planner's CPU and memory: a parse waits

@@ -51,4 +51,5 @@ func TestNewGate_Defaults(t *testing.T) {
 	must.Eq(t, DefaultParses(), cap(g.slots))
 	must.Eq(t, DefaultParseWait, g.wait)
 	must.GreaterEq(t, 2, DefaultParses())
+	must.LessEq(t, 4, DefaultParses())
 }

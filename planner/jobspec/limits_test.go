@@ -25,9 +25,9 @@ func TestParse_Row3_DeepNestingRefused(t *testing.T) {
 	}{
 		{"300,000 deep (600 KB)", job("  args = " + strings.Repeat("[", 300_000) + strings.Repeat("]", 300_000) + "\n"),
 			"File too large", "job.hcl:4:"},
-		{"100,000 deep (200 KB)", job("  args = " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "\n"),
+		{"30,000 deep (60 KB)", job("  args = " + strings.Repeat("[", 30_000) + strings.Repeat("]", 30_000) + "\n"),
 			"Nested too deeply", "job.hcl:4:41"},
-		{"unary minus 200,000 times", job("  priority = " + strings.Repeat("-", 200_000) + "1\n"),
+		{"unary minus 60,000 times", job("  priority = " + strings.Repeat("-", 60_000) + "1\n"),
 			"Too many operators", "job.hcl:4:"},
 	}
 	for _, tc := range cases {
@@ -132,7 +132,29 @@ func TestParse_NumbersBounded(t *testing.T) {
 	}
 }
 
+// Found while sizing the Gate: 65,000 strings in args (256 KiB) took 72 s
+// and 380 MB to decode (go-cty unifies a list's element types in quadratic
+// time; 15,000 in 64 KiB take seconds). A literal holds at most 1,000
+// items; 1,000 decode in milliseconds.
+func TestParse_ItemsBounded(t *testing.T) {
+	list := func(n int) string { return "[" + strings.Repeat("\"a\",", n) + "]" }
+	start := time.Now()
+	spec, diags := Parse([]byte(job("  args = "+list(15_000)+"\n")), "job.hcl", submitted)
+	must.Less(t, 5*time.Second, time.Since(start))
+	must.Nil(t, spec)
+	must.Eq(t, "Too many items", firstError(diags).Summary)
+	must.Eq(t, "job.hcl:4:10", position(firstError(diags).Subject))
+
+	obj := "{" + strings.Repeat("k = \"v\"\n", 1001) + "}"
+	_, diags = Parse([]byte(job("  env = "+obj+"\n")), "job.hcl", submitted)
+	must.Eq(t, "Too many items", firstError(diags).Summary)
+
+	spec, diags = Parse([]byte(job("  args = "+list(1000)+"\n")), "job.hcl", submitted)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.Len(t, 1000, spec.Args)
+}
+
 // The limits the package doc promises are the ones Parse applies.
 func TestLimits_Documented(t *testing.T) {
-	must.Eq(t, hclsafe.Limits{MaxBytes: 256 << 10, MaxDepth: 32, MaxOperators: 1000}, Limits())
+	must.Eq(t, hclsafe.Limits{MaxBytes: 64 << 10, MaxDepth: 32, MaxOperators: 1000, MaxItems: 1000}, Limits())
 }

@@ -99,9 +99,19 @@ const (
 	MaxMinMemory = 1 << 50
 )
 
+// MaxBytes bounds a jobspec's size (64 KiB; a jobspec is a few KiB). The
+// parse of a file at the limits costs up to about 0.5 s and 100 MB in the
+// worst shapes (BenchmarkParse_AtTheLimits), which Gate multiplies by its
+// slots.
+const MaxBytes = 64 << 10
+
 // Limits are the bounds on a jobspec's text, checked before it is parsed
-// (see the package doc).
-func Limits() hclsafe.Limits { return hclsafe.DefaultLimits() }
+// (see the package doc): hclsafe's defaults, with MaxBytes.
+func Limits() hclsafe.Limits {
+	lim := hclsafe.DefaultLimits()
+	lim.MaxBytes = MaxBytes
+	return lim
+}
 
 // ParseFile reads and validates the jobspec at path. now is the submission
 // time, against which deadlines are judged.
