@@ -59,7 +59,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("the cluster must have nodes (%d) and GPUs per node (%d)", c.Nodes, c.GPUsPerNode))
 	}
 	if c.Round < MinRound {
-		errs = append(errs, fmt.Errorf("round %s is not positive, or under %s", c.Round, MinRound))
+		errs = append(errs, fmt.Errorf("round %s is shorter than %s", c.Round, MinRound))
 	}
 	if c.RestartDelay < 0 || c.InPlaceDelay < 0 {
 		errs = append(errs, errors.New("delays must not be negative"))

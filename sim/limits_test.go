@@ -87,7 +87,7 @@ func TestRun_Row13_NoEndlessLoop(t *testing.T) {
 func TestConfig_MinRound(t *testing.T) {
 	cfg := config(1, 1)
 	cfg.Round = time.Millisecond
-	must.ErrorContains(t, cfg.Validate(), "under 1s")
+	must.ErrorContains(t, cfg.Validate(), "shorter than 1s")
 	cfg.Round = sim.MinRound
 	must.NoError(t, cfg.Validate())
 }
