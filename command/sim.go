@@ -55,7 +55,7 @@ Options:
   -policy-config=<p>:<key>=<value>
                          A policy setting; repeatable.
   -plugin-dir=<dir>      Where external policy plugins are.
-  -round=60s             Time between scheduling rounds.
+  -round=60s             Time between scheduling rounds (at least 1s).
   -event-rounds          Also plan at every arrival and completion.
   -restart-delay=30s     What a start, restart or (with a restart launcher) a
                          rescale costs a job: it holds its GPUs, no progress.

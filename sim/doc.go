@@ -23,6 +23,16 @@
 // plus the rounds. A round of a time-invariant policy in which nothing has
 // happened can be skipped (Config.SkipQuietRounds) without changing the run.
 //
+// # Bounds
+//
+// The trace readers refuse, with file:line, what the loop could not order
+// or reach: NaN, Inf, negative or overflowing times and durations (at most
+// MaxTraceSeconds, 50 years, after the first submission), GPU and replica
+// counts beyond MaxGPUs, batch sizes beyond MaxBatch. Run refuses specs with
+// such times whatever made them, takes rounds of at least MinRound, and
+// fails instead of looping when a job's next event would lie beyond
+// MaxSimSeconds (200 years) or simulated time passes it.
+//
 // # Job models
 //
 // Rigid (Philly): a job runs for its recorded duration on its recorded GPU

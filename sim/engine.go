@@ -58,8 +58,8 @@ func (c *Config) Validate() error {
 	if c.Nodes < 1 || c.GPUsPerNode < 1 {
 		errs = append(errs, fmt.Errorf("the cluster must have nodes (%d) and GPUs per node (%d)", c.Nodes, c.GPUsPerNode))
 	}
-	if c.Round <= 0 {
-		errs = append(errs, fmt.Errorf("round %s is not positive", c.Round))
+	if c.Round < MinRound {
+		errs = append(errs, fmt.Errorf("round %s is shorter than %s", c.Round, MinRound))
 	}
 	if c.RestartDelay < 0 || c.InPlaceDelay < 0 {
 		errs = append(errs, errors.New("delays must not be negative"))
@@ -69,6 +69,17 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Bounds of a run: they keep its clock within time.Duration (292 years)
+// and its loop finite whatever the input.
+const (
+	// MinRound is the shortest round.
+	MinRound = time.Second
+	// MaxSimSeconds is the simulated time after which a run fails (200
+	// years): jobs that have not finished by then never will (a model
+	// whose rate does not add up), and a run must not go on forever.
+	MaxSimSeconds = 200 * 365 * 24 * 3600
+)
 
 // TimeInvariant reports whether builtin policy name, configured with
 // config, plans from the jobs and their allocations alone (not the time,
@@ -164,7 +175,8 @@ type simulator struct {
 	planMs   []float64
 	rounds   int
 	skipped  int
-	dirty    bool // something happened since the last round
+	dirty    bool  // something happened since the last round
+	err      error // a model gave what the loop cannot use
 
 	owner    [][]int32 // per node, per GPU: the job holding it, or -1
 	since    [][]float64
@@ -200,6 +212,9 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 		if _, dup := s.byID[sp.ID]; dup {
 			return nil, fmt.Errorf("failed to simulate: job ID %s is not unique", sp.ID)
 		}
+		if err := checkSpec(sp); err != nil {
+			return nil, fmt.Errorf("failed to simulate: %w", err)
+		}
 		if i > 0 && sp.Submit < specs[i-1].Submit {
 			return nil, fmt.Errorf("failed to simulate: jobs are not in submission order at %s", sp.ID)
 		}
@@ -219,8 +234,28 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 	return s.result(time.Since(wall)), nil
 }
 
-// at is the wall-clock time of simulated second sec.
+// checkSpec refuses a job whose times the loop cannot order or reach
+// (NaN compares false with everything: a NaN submission never arrives).
+func checkSpec(sp *JobSpec) error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case sp.Model == nil:
+		return fmt.Errorf("job %s has no model", sp.ID)
+	case !finite(sp.Submit) || sp.Submit < 0 || sp.Submit > MaxTraceSeconds:
+		return fmt.Errorf("job %s: submission time %g is not from 0 to %d s", sp.ID, sp.Submit, MaxTraceSeconds)
+	case sp.HasDeadline && !finite(sp.Deadline):
+		return fmt.Errorf("job %s: deadline %g is not a finite time", sp.ID, sp.Deadline)
+	}
+	if w := sp.Model.Work(); !finite(w) || w < 0 {
+		return fmt.Errorf("job %s: work %g is not a finite, non-negative amount", sp.ID, w)
+	}
+	return nil
+}
+
+// at is the wall-clock time of simulated second sec, clamped to the
+// run's bounds (a deadline may lie beyond them).
 func (s *simulator) at(sec float64) time.Time {
+	sec = min(max(sec, -MaxSimSeconds), MaxSimSeconds)
 	return s.start.Add(time.Duration(math.Round(sec * 1e9)))
 }
 
@@ -242,6 +277,12 @@ func (s *simulator) loop(ctx context.Context) error {
 		}
 		if next < len(s.jobs) {
 			t = min(t, s.jobs[next].spec.Submit)
+		}
+		if s.err != nil {
+			return s.err
+		}
+		if !(t <= MaxSimSeconds) { // NaN too
+			return fmt.Errorf("failed to simulate: %d job(s) unfinished after %d s of simulated time, the most a run may take", len(s.jobs)-s.finished, MaxSimSeconds)
 		}
 		s.now = t
 		changed := false
@@ -335,6 +376,13 @@ func (s *simulator) plan(j *simJob) {
 	}
 	target := min(j.until, j.work)
 	t := max(s.now, j.pause) + max(target-j.done, 0)/j.rate
+	if !(t <= MaxSimSeconds) || math.IsInf(j.rate, 0) { // NaN too
+		if s.err == nil {
+			s.err = fmt.Errorf("failed to simulate: job %s: at rate %g from progress %g of %g, its next event (%g s) is not within %d s",
+				j.spec.ID, j.rate, j.done, j.work, t, MaxSimSeconds)
+		}
+		return
+	}
 	heap.Push(&s.events, event{t: t, job: j.idx, seq: j.seq})
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,16 +148,16 @@ func loadPhilly(path string) (*Trace, error) {
 		if err != nil {
 			return fmt.Errorf("timestamp %q is not %q", f[0], phillyTime)
 		}
-		d, err := strconv.ParseFloat(f[1], 64)
-		if err != nil || d < 0 || d != d {
-			return fmt.Errorf("duration %q is not a non-negative number of seconds", f[1])
+		d, err := parseSeconds("duration", f[1])
+		if err != nil {
+			return err
 		}
-		g, err := strconv.Atoi(f[2])
-		if err != nil || g < 1 {
-			return fmt.Errorf("num_gpus %q is not a positive integer", f[2])
+		g, err := parseCount("num_gpus", f[2])
+		if err != nil {
+			return err
 		}
-		if _, err := strconv.ParseFloat(f[3], 64); err != nil {
-			return fmt.Errorf("gpu_time %q is not a number", f[3])
+		if _, err := parseFinite("gpu_time", f[3], 0, math.MaxFloat64); err != nil {
+			return err
 		}
 		at = append(at, ts)
 		t.Jobs = append(t.Jobs, TraceJob{Line: line, Duration: d, GPUs: g})
@@ -170,6 +171,11 @@ func loadPhilly(path string) (*Trace, error) {
 	}
 	t.Start = slices.MinFunc(at, func(a, b time.Time) int { return a.Compare(b) })
 	for i := range t.Jobs {
+		// time.Time.Sub saturates at 292 years: bound the span first.
+		if at[i].After(t.Start.Add(MaxTraceSeconds * time.Second)) {
+			return nil, &ParseError{Path: path, Line: t.Jobs[i].Line, Err: fmt.Errorf("timestamp %s is more than %d s after the first (%s)",
+				at[i].Format(phillyTime), MaxTraceSeconds, t.Start.Format(phillyTime))}
+		}
 		t.Jobs[i].Submit = at[i].Sub(t.Start).Seconds()
 	}
 	return t, t.finish()
@@ -184,21 +190,21 @@ func loadPollux(path string, apps map[string]*App) (*Trace, error) {
 			return fmt.Errorf("name %q is empty or not unique", f[0])
 		}
 		seen[f[0]] = true
-		sec, err := strconv.ParseFloat(f[1], 64)
-		if err != nil || sec < 0 {
-			return fmt.Errorf("time %q is not a non-negative number of seconds", f[1])
+		sec, err := parseSeconds("time", f[1])
+		if err != nil {
+			return err
 		}
 		app, ok := apps[f[2]]
 		if !ok {
 			return fmt.Errorf("application %q is not one of %s", f[2], strings.Join(sortedKeys(apps), ", "))
 		}
-		r, err := strconv.Atoi(f[3])
-		if err != nil || r < 1 {
-			return fmt.Errorf("num_replicas %q is not a positive integer", f[3])
+		r, err := parseCount("num_replicas", f[3])
+		if err != nil {
+			return err
 		}
-		b, err := strconv.ParseFloat(f[4], 64)
-		if err != nil || b < 1 {
-			return fmt.Errorf("batch_size %q is not a positive number", f[4])
+		b, err := parseFinite("batch_size", f[4], 1, MaxBatch)
+		if err != nil {
+			return err
 		}
 		t.Jobs = append(t.Jobs, TraceJob{ID: f[0], Line: line, Submit: sec, App: app, Replicas: r, Batch: b})
 		return nil
@@ -210,6 +216,43 @@ func loadPollux(path string, apps map[string]*App) (*Trace, error) {
 		return nil, &ParseError{Path: path, Err: errors.New("no jobs")}
 	}
 	return t, t.finish()
+}
+
+// Bounds on a trace's values, far beyond any real trace (Philly spans four
+// months; its largest job has 128 GPUs) and within what the simulator's
+// clock (time.Duration: 292 years) and float64 seconds hold exactly enough.
+const (
+	// MaxTraceSeconds bounds submission times (from the first) and
+	// durations: 50 years.
+	MaxTraceSeconds = 50 * 365 * 24 * 3600
+	// MaxGPUs bounds a job's GPU or replica count.
+	MaxGPUs = 1 << 20
+	// MaxBatch bounds a Pollux job's batch size.
+	MaxBatch = 1 << 30
+)
+
+// parseSeconds reads a time in seconds: a finite number from 0 to
+// MaxTraceSeconds (strconv.ParseFloat takes "NaN" and "Inf").
+func parseSeconds(name, s string) (float64, error) {
+	return parseFinite(name, s, 0, MaxTraceSeconds)
+}
+
+// parseFinite reads a finite number in [lo, hi].
+func parseFinite(name, s string, lo, hi float64) (float64, error) {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < lo || x > hi {
+		return 0, fmt.Errorf("%s %q is not a number from %g to %g", name, s, lo, hi)
+	}
+	return x, nil
+}
+
+// parseCount reads a whole number from 1 to MaxGPUs.
+func parseCount(name, s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxGPUs {
+		return 0, fmt.Errorf("%s %q is not a whole number from 1 to %d", name, s, MaxGPUs)
+	}
+	return n, nil
 }
 
 // finish orders the jobs by submission (stable, so equal times keep file

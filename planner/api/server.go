@@ -44,6 +44,10 @@ type Config struct {
 	// Now is the clock a submitted jobspec's deadlines are judged by;
 	// nil: time.Now.
 	Now func() time.Time
+	// Parses bounds the jobspec parses of submissions running at once; a
+	// submission that finds no slot in time gets 503. nil:
+	// jobspec.NewGate(0, 0) (jobspec.DefaultParses slots; 5 s wait).
+	Parses *jobspec.Gate
 }
 
 // Route is one route the server serves.
@@ -71,6 +75,7 @@ type Server struct {
 	hasTok  bool
 	log     hclog.Logger
 	now     func() time.Time
+	parses  *jobspec.Gate
 	routes  []Route
 	mux     *http.ServeMux
 }
@@ -87,7 +92,11 @@ func NewServer(cfg Config) (*Server, error) {
 		hasTok:  cfg.Token != "",
 		log:     cfg.Logger,
 		now:     cfg.Now,
+		parses:  cfg.Parses,
 		mux:     http.NewServeMux(),
+	}
+	if s.parses == nil {
+		s.parses = jobspec.NewGate(0, 0)
 	}
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
@@ -356,7 +365,11 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) (int, any, er
 	if len(name) > maxFilenameLen || strings.ContainsAny(name, "\x00\r\n") {
 		return 0, nil, Inputf("invalid filename: at most %d bytes, on one line", maxFilenameLen)
 	}
-	spec, diags := jobspec.Parse([]byte(req.Source), name, s.now())
+	spec, diags, err := s.parses.Parse(r.Context(), []byte(req.Source), name, s.now())
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		return 0, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
 	if diags.HasErrors() {
 		return 0, nil, &InputError{Msg: "invalid jobspec: " + hcldiag.Format(errorsOnly(diags)), Diags: diags}
 	}

@@ -38,6 +38,11 @@
 //	  timeout  = "10s"                # per attempt
 //	  attempts = 4                    # with backoff 1s, 2s, 4s, ...
 //	}
+//
+// A config is bounded before it is parsed (internal/hclsafe): at most 256
+// KiB, nested at most 32 deep, at most 1,000 operators and 1,000 items per
+// list or object, no for-expressions and no function calls; each refusal
+// is an error at file:line:col.
 package config
 
 import (
@@ -54,6 +59,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/schedulearn/schedulearn/internal/hclsafe"
 )
 
 // Store backends.
@@ -199,20 +206,22 @@ func Load(path string) (*Config, hcl.Diagnostics) {
 }
 
 // Parse reads config source over the defaults and validates the result.
+// The source is bounded before it is parsed (hclsafe.DefaultLimits), and
+// for-expressions and function calls are refused.
 func Parse(src []byte, filename string) (*Config, hcl.Diagnostics) {
-	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	body, diags := hclsafe.ParseConfig(src, filename, hclsafe.DefaultLimits())
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	var loaded Config
-	diags = append(diags, gohcl.DecodeBody(file.Body, nil, &loaded)...)
+	diags = append(diags, gohcl.DecodeBody(body, nil, &loaded)...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	cfg := Default().Merge(&loaded)
 	cfg.File = filename
 	cfg.ranges = map[string]hcl.Range{}
-	collectRanges(file.Body.(*hclsyntax.Body), "", cfg.ranges)
+	collectRanges(body, "", cfg.ranges)
 	diags = append(diags, cfg.Validate()...)
 	if diags.HasErrors() {
 		return nil, diags

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -120,4 +121,29 @@ func TestLoad_MissingFile(t *testing.T) {
 	_, diags := Load("/no/such/planner.hcl")
 	must.True(t, diags.HasErrors())
 	must.StrContains(t, hcldiag.Format(diags), "no such file")
+}
+
+// Issue #13 rows 3 and 4, for the config: nesting and size are bounded
+// before parsing, and for-expressions and function calls are refused
+// (main evaluated them: a config of nested fors took the agent's memory).
+func TestParse_Bounded(t *testing.T) {
+	cases := []struct {
+		name, src, summary, where string
+	}{
+		{"deep nesting", "checkpoint_dirs = " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "\n",
+			"Nested too deeply", "planner.hcl:1:51"},
+		{"too large", "token = \"" + strings.Repeat("x", 300_000) + "\"\n", "File too large", "planner.hcl:1:262145"},
+		{"for-expression", "checkpoint_dirs = [for d in [\"/a\"]: d]\n", "For-expressions are not supported", "planner.hcl:1:19"},
+		{"function call", "policy {\n  name = lower(\"FIFO\")\n}\n", "Function calls are not supported", "planner.hcl:2:10"},
+		{"attempts beyond int64", "webhook {\n  url = \"http://h\"\n  attempts = 1e30\n}\n", "Unsuitable value type", "planner.hcl:3:14"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, diags := Parse([]byte(tc.src), "planner.hcl")
+			must.Nil(t, cfg)
+			must.True(t, diags.HasErrors())
+			must.Eq(t, tc.summary, diags[0].Summary)
+			must.StrContains(t, hcldiag.Format(diags), tc.where+": error: ")
+		})
+	}
 }

@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/schedulearn/schedulearn/internal/hclsafe"
 )
 
 // fileSchema is a jobspec file: training blocks, read by hand so that
@@ -89,7 +92,26 @@ const (
 	DefaultPriority = 50
 	DefaultQueue    = "default"
 	MaxPriority     = 100
+	// MaxGPUs bounds every GPU count (count, min, max, per_worker).
+	MaxGPUs = 1 << 20
+	// MaxMinMemory bounds min_memory (1 PiB): no GPU comes near it, and
+	// its MiB fit any int.
+	MaxMinMemory = 1 << 50
 )
+
+// MaxBytes bounds a jobspec's size (64 KiB; a jobspec is a few KiB). The
+// parse of a file at the limits costs up to about 0.5 s and 100 MB in the
+// worst shapes (BenchmarkParse_AtTheLimits), which Gate multiplies by its
+// slots.
+const MaxBytes = 64 << 10
+
+// Limits are the bounds on a jobspec's text, checked before it is parsed
+// (see the package doc): hclsafe's defaults, with MaxBytes.
+func Limits() hclsafe.Limits {
+	lim := hclsafe.DefaultLimits()
+	lim.MaxBytes = MaxBytes
+	return lim
+}
 
 // ParseFile reads and validates the jobspec at path. now is the submission
 // time, against which deadlines are judged.
@@ -108,11 +130,11 @@ func ParseFile(path string, now time.Time) (*Spec, hcl.Diagnostics) {
 // Parse validates a jobspec held in memory; filename names it in
 // diagnostics. Warnings come back with a Spec; errors without one.
 func Parse(src []byte, filename string, now time.Time) (*Spec, hcl.Diagnostics) {
-	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	body, diags := hclsafe.ParseConfig(src, filename, Limits())
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	content, more := file.Body.Content(fileSchema)
+	content, more := body.Content(fileSchema)
 	diags = append(diags, more...)
 	if diags.HasErrors() {
 		return nil, diags
@@ -267,8 +289,8 @@ func decodeGPUs(body hcl.Body, blockRange hcl.Range) (GPUs, hcl.Diagnostics) {
 		case v.Type() == cty.Number:
 			bf := v.AsBigFloat()
 			n, acc := bf.Int64()
-			if !bf.IsInt() || acc != 0 || n < 1 {
-				errAt(attr.Expr.Range(), "Invalid gpus", "gpus is a whole number of at least 1, or \"auto\".")
+			if !bf.IsInt() || acc != 0 || n < 1 || n > MaxGPUs {
+				errAt(attr.Expr.Range(), "Invalid gpus", fmt.Sprintf("gpus is a whole number of at least 1 (and at most %d), or \"auto\".", MaxGPUs))
 				return GPUs{}, diags
 			}
 			return GPUs{Min: int(n), Max: int(n), PerWorker: 1}, diags
@@ -285,6 +307,15 @@ func decodeGPUs(body hcl.Body, blockRange hcl.Range) (GPUs, hcl.Diagnostics) {
 	}
 	at := attrRanges(raw.Body, blocks[0].DefRange)
 	g := GPUs{Auto: raw.Auto, PerWorker: 1, Model: raw.Model}
+	for _, c := range []struct {
+		name string
+		n    *int
+	}{{"count", raw.Count}, {"min", raw.Min}, {"max", raw.Max}, {"per_worker", raw.PerWorker}} {
+		if c.n != nil && *c.n > MaxGPUs {
+			errAt(at(c.name), "Invalid "+c.name, fmt.Sprintf("%s = %d: a GPU count is at most %d.", c.name, *c.n, MaxGPUs))
+			return g, diags
+		}
+	}
 	if raw.PerWorker != nil {
 		g.PerWorker = *raw.PerWorker
 		if g.PerWorker < 1 {
@@ -338,14 +369,25 @@ func decodeGPUs(body hcl.Body, blockRange hcl.Range) (GPUs, hcl.Diagnostics) {
 		}
 	}
 	if raw.MinMemory != "" {
+		// units.RAMInBytes multiplies in float64 and converts, so a size
+		// beyond int64 comes back as garbage (often negative): bound it.
 		b, err := units.RAMInBytes(raw.MinMemory)
-		if err != nil || b <= 0 {
-			errAt(at("min_memory"), "Invalid min_memory", fmt.Sprintf("%q: give a size such as \"40GiB\" or \"80GB\".", raw.MinMemory))
+		if err != nil || b <= 0 || b > MaxMinMemory {
+			errAt(at("min_memory"), "Invalid min_memory", fmt.Sprintf("%q: give a size such as \"40GiB\" or \"80GB\" (at most 1PiB).", raw.MinMemory))
 		} else {
-			g.MinMemoryMiB = int((b + (1<<20 - 1)) >> 20)
+			g.MinMemoryMiB = int(mib(b))
 		}
 	}
 	return g, diags
+}
+
+// mib is b bytes in MiB, rounded up, without overflow.
+func mib(b int64) int64 {
+	m := b >> 20
+	if b&(1<<20-1) != 0 {
+		m++
+	}
+	return m
 }
 
 func convertTarget(raw *targetHCL, now time.Time) (*Target, hcl.Diagnostics) {
@@ -363,6 +405,16 @@ func convertTarget(raw *targetHCL, now time.Time) (*Target, hcl.Diagnostics) {
 	if t.Metric == "" {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty metric",
 			Detail: "metric names what the training reports through the SDK, e.g. \"accuracy\".", Subject: at("metric").Ptr()})
+	}
+	for _, v := range []struct {
+		name string
+		x    *float64
+	}{{"goal", &t.Goal}, {"tier1", t.Tier1}} {
+		if v.x != nil && (math.IsInf(*v.x, 0) || math.IsNaN(*v.x)) {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + v.name,
+				Detail: fmt.Sprintf("%s is %g: give a finite number.", v.name, *v.x), Subject: at(v.name).Ptr()})
+			return t, diags
+		}
 	}
 	if t.Tier1 != nil {
 		beyond := *t.Tier1 > t.Goal

@@ -35,6 +35,30 @@
 // jobspec_dir is the directory of the jobspec file on the machine that
 // submitted it (the CLI sends the file's absolute path), for files beside
 // the jobspec in a lab or on a shared filesystem.
+//
+// # Limits
+//
+// A jobspec comes from users over the network, so it is bounded before it
+// is parsed (the bytes are scanned first, without recursion) and what it
+// may compute is bounded too; every refusal is an error at file:line:col:
+//
+//   - at most 64 KiB (MaxBytes);
+//   - braces, brackets, parentheses, quoted strings, heredocs and template
+//     sequences (${ ... }, %{ if } ... %{ endif }) nested at most 32 deep;
+//   - at most 1,000 operators in the file (arithmetic, comparisons, !, the
+//     conditional ?:, and index steps such as x[0]);
+//   - at most 1,000 items in one list or object literal;
+//   - no for-expressions ([for ...], {for ...}, %{ for }) and no function
+//     calls: no functions are available, and the only variable is
+//     jobspec_dir. Literal values, ${jobspec_dir} interpolation, %{ if }
+//     and the operators above are all a jobspec evaluates;
+//   - numbers in range: GPU counts (gpus, count, min, max, per_worker) from
+//     1 to MaxGPUs (1,048,576), priority 1 to 100, min_memory from 1 byte to
+//     1 PiB, goal and tier1 finite (1/0 is refused).
+//
+// The planner also runs only a few parses at once (Gate: 4, or GOMAXPROCS
+// where fewer, at least 2); a submission that finds no slot free within 5 s is refused
+// with 503 and Retry-After, and can be sent again.
 package jobspec
 
 import (
