@@ -77,7 +77,7 @@ if [ -n "$baseline" ]; then
   [ -r "$baseline" ] || die "cannot read $baseline"
   mapfile -t pkgs < <(comm -23 \
     <(dpkg-query -W -f='${Status} ${Package}\n' | awk '$3 == "installed" {print $4}' | sort -u) \
-    <(awk '/^#/ {next} NF >= 2 && $1 == "apt" {print $2; next} NF >= 1 {print $1}' "$baseline" | sort -u))
+    <(awk '/^#/ {next} NF >= 2 && $1 == "apt" {n = $2} NF == 1 {n = $1} {sub(/:.*/, "", n); if (n != "") print n; n = ""}' "$baseline" | sort -u))
 elif [ -r "$MANIFEST" ]; then
   mapfile -t pkgs < <(sort -u "$MANIFEST" | while read -r p; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' && echo "$p"; done)
