@@ -143,7 +143,8 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Logger:   logger.Named("planner"),
 		Delivery: delivery,
 	}
-	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, Logger: logger.Named("api")})
+	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, ReadToken: cfg.ReadToken,
+		AllowedHosts: cfg.APIHosts(os.Hostname), Logger: logger.Named("api")})
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +160,7 @@ func deliveryOptions(cfg *config.Config) (planner.DeliveryOptions, error) {
 	if err != nil {
 		return planner.DeliveryOptions{}, fmt.Errorf("failed to resolve delivery_dir: %w", err)
 	}
-	opts := planner.DeliveryOptions{Dir: dir, CheckpointDirs: cfg.CheckpointDirs}
+	opts := planner.DeliveryOptions{Dir: dir, CheckpointDirs: cfg.CheckpointDirs, Roots: cfg.DeliveryRoots, WebhookHosts: cfg.WebhookHosts}
 	if w := cfg.Webhook; w != nil {
 		opts.Webhook = &planner.Webhook{URL: w.URL, Headers: w.Headers, Timeout: w.TimeoutDuration, Attempts: w.MaxAttempts()}
 	}
@@ -213,6 +214,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.cfg.Token == "" {
 		a.logger.Warn("no token: training jobs cannot report progress (the API takes no writes)")
+	}
+	if len(a.cfg.CheckpointDirs) == 0 {
+		a.logger.Warn("no checkpoint_dirs: model delivery of files is off (deliveries fail, saying so)")
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.server.Serve(ln) }()
