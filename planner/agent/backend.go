@@ -22,7 +22,7 @@ var _ api.Backend = (*backend)(nil)
 // storeErr maps the store's errors onto the API's.
 func storeErr(err error) error {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidID):
 		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("%w: %w", api.ErrConflict, err)

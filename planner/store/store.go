@@ -48,6 +48,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrExists   = errors.New("already exists")
 	ErrConflict = errors.New("version conflict")
+	// ErrInvalidID: a job ID no job can have (empty, or holding '/' or
+	// NUL); there is no such job.
+	ErrInvalidID = errors.New("invalid job ID")
 	// ErrKeyExists: another job was created with the Idempotency key.
 	ErrKeyExists = errors.New("idempotency key already used")
 )
@@ -89,7 +92,7 @@ func keyIndex(key string) string {
 
 func checkID(id string) error {
 	if id == "" || strings.ContainsAny(id, "/\x00") {
-		return fmt.Errorf("invalid job ID %q: it must be non-empty and hold no '/'", id)
+		return fmt.Errorf("%w %q: it must be non-empty and hold no '/'", ErrInvalidID, id)
 	}
 	return nil
 }
