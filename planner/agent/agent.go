@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -314,8 +315,11 @@ func (a *Agent) Reload(cfg *config.Config) error {
 		a.mu.Unlock()
 	}
 	if cfg.BindAddr != a.cfg.BindAddr || cfg.Store.Backend != a.cfg.Store.Backend || cfg.Nomad.Address != a.cfg.Nomad.Address ||
-		cfg.DeliveryPath() != a.cfg.DeliveryPath() || !reflect.DeepEqual(cfg.Webhook, a.cfg.Webhook) {
-		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad, delivery_dir, webhook); they are not applied")
+		cfg.DeliveryPath() != a.cfg.DeliveryPath() || !reflect.DeepEqual(cfg.Webhook, a.cfg.Webhook) ||
+		cfg.Token != a.cfg.Token || cfg.ReadToken != a.cfg.ReadToken || !slices.Equal(cfg.AllowedHosts, a.cfg.AllowedHosts) ||
+		!slices.Equal(cfg.CheckpointDirs, a.cfg.CheckpointDirs) || !slices.Equal(cfg.DeliveryRoots, a.cfg.DeliveryRoots) ||
+		!slices.Equal(cfg.WebhookHosts, a.cfg.WebhookHosts) {
+		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad, delivery_dir, webhook, tokens, allowed_hosts, checkpoint_dirs, delivery_roots, webhook_hosts); they are not applied")
 	}
 	return nil
 }
