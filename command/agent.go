@@ -39,7 +39,10 @@ Usage: schedulearn agent [-config planner.hcl]
   SIGTERM stops the planner; running jobs keep running in Nomad.
 
   Writes through the API need the token: the config's token, or the
-  SCHEDULEARN_TOKEN environment variable.
+  SCHEDULEARN_TOKEN environment variable. Reads (job records, nodes,
+  policies) need the token or the read token: the config's read_token, or
+  the SCHEDULEARN_READ_TOKEN environment variable. Only GET /v1/status and
+  GET /v1/openapi.json are open.
 
 Options:
 
@@ -118,6 +121,13 @@ func (c *AgentCommand) load(path string) (*config.Config, bool) {
 	}
 	if cfg.Token == "" {
 		cfg.Token = os.Getenv("SCHEDULEARN_TOKEN")
+	}
+	if cfg.ReadToken == "" {
+		cfg.ReadToken = os.Getenv("SCHEDULEARN_READ_TOKEN")
+	}
+	if cfg.ReadToken != "" && cfg.ReadToken == cfg.Token {
+		fmt.Fprintln(c.Err, "Error: the read token (read_token or SCHEDULEARN_READ_TOKEN) is the same as the token; give it a value of its own")
+		return nil, false
 	}
 	return cfg, true
 }

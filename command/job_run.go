@@ -100,7 +100,14 @@ func (c *JobRunCommand) Run(args []string) int {
 	ctx, stop := c.interrupt()
 	defer stop()
 
-	job, err := cl.Submit(context.WithoutCancel(ctx), string(src), filename)
+	// One key per `job run`: the client's retries of this submission
+	// (after a time-out, a dropped connection) make one job, not several.
+	key, err := client.NewIdempotencyKey()
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitError
+	}
+	job, err := cl.Submit(context.WithoutCancel(ctx), string(src), filename, key)
 	if err != nil {
 		var e *client.Error
 		if errors.As(err, &e) && len(e.Diagnostics) > 0 {

@@ -111,19 +111,21 @@ func (c *LabCommand) Run(args []string) int {
 		fmt.Fprintf(c.Err, "Error: failed to start the lab: %v\n", err)
 		return 1
 	}
-	token, err := randomToken()
-	if err != nil {
-		l.Stop()
-		fmt.Fprintf(c.Err, "Error: %v\n", err)
-		return 1
+	var tokens labTokens
+	for _, t := range []*string{&tokens.write, &tokens.read} {
+		if *t, err = randomToken(); err != nil {
+			l.Stop()
+			fmt.Fprintf(c.Err, "Error: %v\n", err)
+			return 1
+		}
 	}
-	plannerDone, plannerAddr, err := c.startPlanner(ctx, l, cfg, token)
+	plannerDone, plannerAddr, err := c.startPlanner(ctx, l, cfg, tokens)
 	if err != nil {
 		l.Stop()
 		fmt.Fprintf(c.Err, "Error: failed to start the planner: %v\n", err)
 		return 1
 	}
-	c.printReady(l, cfg, root, plannerAddr, token)
+	c.printReady(l, cfg, root, plannerAddr, tokens)
 
 	<-ctx.Done()
 	fmt.Fprintln(c.Out, "==> Stopping the lab...")
@@ -138,11 +140,17 @@ func (c *LabCommand) Run(args []string) int {
 	return 0
 }
 
+// labTokens are the lab planner's tokens: write (writes and reads) and
+// read (reads only).
+type labTokens struct{ write, read string }
+
 // startPlanner runs the planner on the lab until ctx ends: the config in
 // the lab's config dir, with the lab's addresses, its store in the run
 // directory, delivered models in <state dir>/deliveries (kept after the
-// lab stops), and token. It returns once the planner's API answers.
-func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Config, token string) (<-chan error, string, error) {
+// lab stops), checkpoints copied from the lab's Nomad allocations (where
+// the example writes them) unless the config names checkpoint_dirs, and
+// tokens. It returns once the planner's API answers.
+func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Config, tokens labTokens) (<-chan error, string, error) {
 	pcfg, diags := config.Load(filepath.Join(cfg.ConfigDir, "planner.hcl"))
 	if diags.HasErrors() {
 		return nil, "", errors.New(hcldiag.Format(diags))
@@ -155,7 +163,10 @@ func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Confi
 	}
 	pcfg.Nomad.Address = l.NomadAddr
 	pcfg.Consul.Address = l.ConsulAddr
-	pcfg.Token = token
+	if len(pcfg.CheckpointDirs) == 0 {
+		pcfg.CheckpointDirs = []string{filepath.Join(l.NomadDataDir(), "alloc")}
+	}
+	pcfg.Token, pcfg.ReadToken = tokens.write, tokens.read
 	logs, err := os.Create(filepath.Join(l.RunDir(), "planner.log"))
 	if err != nil {
 		return nil, "", err
@@ -209,18 +220,19 @@ func randomToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config, root, plannerAddr, token string) {
+func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config, root, plannerAddr string, tokens labTokens) {
 	bin := filepath.Dir(cfg.NomadBin)
 	fmt.Fprintf(c.Out, `
     Nomad:      %[1]s   (UI: %[1]s/ui)
     Consul:     http://%[2]s   (UI: http://%[2]s/ui)
     Planner:    %[6]s   (API: %[6]s/v1/openapi.json)
+    Tokens:     %[7]s (writes and reads), %[9]s (reads only)
     Plugins:    %[3]s
     Logs:       %[4]s/nomad.log, consul.log, planner.log
 
   Next, in another terminal:
     export NOMAD_ADDR=%[1]s CONSUL_HTTP_ADDR=%[2]s
-    export SCHEDULEARN_ADDR=%[6]s SCHEDULEARN_TOKEN=%[7]s
+    export SCHEDULEARN_ADDR=%[6]s SCHEDULEARN_TOKEN=%[7]s   # read only: SCHEDULEARN_TOKEN=%[9]s
     %[8]s/bin/schedulearn node list                                   # the GPUs the planner sees
     %[8]s/bin/schedulearn job run %[8]s/jobspecs/examples/train.hcl   # an elastic training job
     %[8]s/bin/schedulearn job status                                  # the queue
@@ -228,5 +240,5 @@ func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config, root, plannerAddr, t
 
   Press Ctrl-C to stop the lab; it removes everything it started.
 ==> Lab ready.
-`, l.NomadAddr, l.ConsulAddr, cfg.PluginDir, l.RunDir(), bin, plannerAddr, token, root)
+`, l.NomadAddr, l.ConsulAddr, cfg.PluginDir, l.RunDir(), bin, plannerAddr, tokens.write, root, tokens.read)
 }

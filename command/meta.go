@@ -57,8 +57,9 @@ const generalHelp = `General Options:
     environment variable; default http://127.0.0.1:4680.
 
   -token=<token>
-    The planner's token, needed for writes (job run, job stop, policy set).
-    Overrides the SCHEDULEARN_TOKEN environment variable.`
+    The planner's token (writes and reads), or its read token (reads only:
+    job status, job list, policy list, node list). Overrides the
+    SCHEDULEARN_TOKEN environment variable.`
 
 // exitHelp documents the exit codes.
 const exitHelp = `Exit Codes:

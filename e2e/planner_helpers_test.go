@@ -26,7 +26,11 @@ import (
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
-const plannerToken = "e2e-planner-token"
+// The planners' tokens: writes (and reads), and reads only.
+const (
+	plannerToken     = "e2e-planner-token"
+	plannerReadToken = "e2e-planner-read-token"
+)
 
 // plannerProc is a `schedulearn agent` process, as an operator runs it.
 type plannerProc struct {
@@ -54,6 +58,7 @@ bind_addr         = "127.0.0.1:%d"
 data_dir          = %q
 round_interval    = "1s"
 token             = %q
+read_token        = %q
 network_interface = "lo"
 log_level         = "DEBUG"
 nomad {
@@ -63,7 +68,7 @@ consul {
   address = %q
 }
 %s
-`, port, dataDir, plannerToken, l.NomadAddr, l.ConsulAddr, extra)), 0o644))
+`, port, dataDir, plannerToken, plannerReadToken, l.NomadAddr, l.ConsulAddr, extra)), 0o644))
 	p.start()
 	t.Cleanup(func() {
 		if p.cmd != nil && p.cmd.ProcessState == nil {
@@ -112,12 +117,18 @@ func (p *plannerProc) kill() {
 	_ = p.cmd.Wait()
 }
 
-// cli runs the schedulearn CLI against the planner and returns its output
-// and exit code.
+// cli runs the schedulearn CLI against the planner (with the token) and
+// returns its output and exit code.
 func (p *plannerProc) cli(args ...string) (string, int) {
 	p.t.Helper()
+	return p.cliAs(plannerToken, args...)
+}
+
+// cliAs runs the CLI with token in SCHEDULEARN_TOKEN.
+func (p *plannerProc) cliAs(token string, args ...string) (string, int) {
+	p.t.Helper()
 	cmd := exec.Command(filepath.Join(p.root, "bin", "schedulearn"), args...)
-	cmd.Env = append(os.Environ(), "SCHEDULEARN_ADDR="+p.addr, "SCHEDULEARN_TOKEN="+plannerToken)
+	cmd.Env = append(os.Environ(), "SCHEDULEARN_ADDR="+p.addr, "SCHEDULEARN_TOKEN="+token)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -151,7 +162,10 @@ func (p *plannerProc) job(id string) *structs.Job {
 // jobs lists the planner's jobs.
 func (p *plannerProc) jobs() []api.JobStub {
 	p.t.Helper()
-	resp, err := http.Get(p.addr + "/v1/jobs")
+	req, err := http.NewRequest(http.MethodGet, p.addr+"/v1/jobs", nil)
+	must.NoError(p.t, err)
+	req.Header.Set(api.TokenHeader, plannerReadToken)
+	resp, err := http.DefaultClient.Do(req)
 	must.NoError(p.t, err)
 	defer resp.Body.Close()
 	var out []api.JobStub

@@ -42,11 +42,14 @@ func TestPlanner_Targets(t *testing.T) {
 	h := startHorovodLab(t, horovodConfig(t))
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	p := startPlanner(t, h.lab, data, `
+	// The jobs checkpoint under dir (targetSpecFile), the only place the
+	// planner copies models from.
+	p := startPlanner(t, h.lab, data, fmt.Sprintf(`
+checkpoint_dirs = [%q]
 policy {
   name = "qoe"
 }
-`)
+`, dir))
 	const tier1, goal = 0.3, 0.42
 	relaxed := p.submit(targetSpecFile(t, dir, "relaxed", 6, tier1, goal, "1h"))
 

@@ -18,13 +18,11 @@ package planner
 // twice (at least once, not exactly once).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -41,10 +39,17 @@ type DeliveryOptions struct {
 	// directory: <Dir>/<job-id>/<tier>/ (an absolute path). Empty: those
 	// deliveries fail.
 	Dir string
-	// CheckpointDirs, when set, are the only directories checkpoints are
-	// copied from (links resolved, also those inside a checkpoint
-	// directory); empty: any absolute path.
+	// CheckpointDirs are the only directories checkpoints are copied from,
+	// with no link followed beneath them (nor a file with more than one
+	// hard link copied); empty: no files are delivered at all.
 	CheckpointDirs []string
+	// Roots are where a target's own delivery directory may lie, besides
+	// under Dir; a jobspec whose delivery lies elsewhere is refused.
+	Roots []string
+	// WebhookHosts are the hosts a target's own webhook may name ("host",
+	// "host:port", "*.domain"); empty: no job may name a webhook. The
+	// planner's Webhook, from its config, needs no entry.
+	WebhookHosts []string
 	// Webhook, when set, is told of every delivery (a job's target may
 	// name a webhook of its own, which is told too).
 	Webhook *Webhook
@@ -63,6 +68,9 @@ type Webhook struct {
 	// made before giving up (4 when 0).
 	Timeout  time.Duration
 	Attempts int
+	// Job is true for a job's own webhook, sent only to a host
+	// DeliveryOptions.WebhookHosts allows.
+	Job bool
 }
 
 // WebhookBody is the JSON a webhook receives for a delivered model.
@@ -216,7 +224,7 @@ func (p *Planner) deliver(ctx context.Context, id, tier string) {
 		return
 	}
 	if d.State == structs.DeliveryPending {
-		loc, cerr := copyModel(ctx, d.Checkpoint, p.deliveryBase(j), j.ID, tier, p.Delivery.CheckpointDirs)
+		loc, cerr := copyModel(ctx, d.Checkpoint, p.deliveryBase(j), j.ID, tier, p.Delivery.CheckpointDirs, p.Delivery.deliveryRoots())
 		if ctx.Err() != nil {
 			return // stopping: left pending for the next planner
 		}
@@ -262,10 +270,13 @@ func (p *Planner) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.D
 		return
 	}
 	hooks := p.webhooks(j)
-	var errs []string
+	var errs, details []string
 	for _, h := range hooks {
 		if err := p.post(ctx, h, body); err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", redactURL(h.URL), err))
+			// The record says what a reader may know (the host, an HTTP
+			// status, "no answer"); the log has the rest.
+			errs = append(errs, fmt.Sprintf("%s: %s", webhookHost(h.URL), publicError(err)))
+			details = append(details, fmt.Sprintf("%s: %v", redactURL(h.URL), err))
 		}
 	}
 	if ctx.Err() != nil {
@@ -289,7 +300,7 @@ func (p *Planner) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.D
 		p.Logger.Warn("failed to record webhook outcome", "job", j.ID, "tier", tier, "error", err)
 	}
 	if len(errs) > 0 {
-		p.Logger.Warn("webhook failed", "job", j.ID, "tier", tier, "error", strings.Join(errs, "; "))
+		p.Logger.Warn("webhook failed", "job", j.ID, "tier", tier, "error", strings.Join(details, "; "))
 	}
 }
 
@@ -331,7 +342,7 @@ func (p *Planner) webhooks(j *structs.Job) []Webhook {
 		out = append(out, *w)
 	}
 	if t := j.Spec.Target; t != nil && t.Webhook != "" {
-		h := Webhook{URL: t.Webhook}
+		h := Webhook{URL: t.Webhook, Job: true}
 		if w := p.Delivery.Webhook; w != nil {
 			h.Timeout, h.Attempts = w.Timeout, w.Attempts
 		}
@@ -340,111 +351,28 @@ func (p *Planner) webhooks(j *structs.Job) []Webhook {
 	return out
 }
 
-// post sends body to h, retrying with backoff: after a network error, a
-// timeout, a 5xx, 408 or 429; not after another 4xx.
-func (p *Planner) post(ctx context.Context, h Webhook, body []byte) error {
-	attempts, timeout, delay := h.Attempts, h.Timeout, p.Delivery.RetryDelay
-	if attempts <= 0 {
-		attempts = defaultWebhookAttempts
-	}
-	if timeout <= 0 {
-		timeout = defaultWebhookTimeout
-	}
-	if delay <= 0 {
-		delay = time.Second
-	}
-	client := p.Delivery.Client
-	if client == nil {
-		client = &http.Client{}
-	}
-	for attempt := 1; ; attempt++ {
-		retry, err := postOnce(ctx, client, h, body, timeout)
-		if err == nil {
-			return nil
-		}
-		if !retry || attempt == attempts || ctx.Err() != nil {
-			return fmt.Errorf("%w (attempt %d of %d)", err, attempt, attempts)
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		delay *= 2
-	}
-}
-
-func postOnce(ctx context.Context, client *http.Client, h Webhook, body []byte, timeout time.Duration) (retry bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
-	if err != nil {
-		return false, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "schedulearn-planner")
-	for k, v := range h.Headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		var uerr interface{ Unwrap() error }
-		if errors.As(err, &uerr) {
-			err = uerr.Unwrap() // the url.Error repeats the URL, which may hold a secret
-		}
-		return true, err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode/100 == 2 {
-		return false, nil
-	}
-	retry = resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests
-	return retry, fmt.Errorf("HTTP %s", resp.Status)
-}
-
-// redactURL is u without its query and credentials, for messages.
-func redactURL(u string) string {
-	if i := strings.IndexAny(u, "?#"); i >= 0 {
-		u = u[:i]
-	}
-	if scheme, rest, ok := strings.Cut(u, "://"); ok {
-		if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
-			u = scheme + "://" + rest[at+1:]
-		}
-	}
-	return u
-}
-
-// copyModel copies the checkpoint at src (a file or a directory) into
-// <base>/<job>/<tier>/, replacing what an earlier attempt left there, and
-// returns the copy's path. The tier's directory appears whole or not at
-// all: the copy is made beside it and renamed.
-func copyModel(ctx context.Context, src, base, job, tier string, roots []string) (string, error) {
-	if base == "" {
+// copyModel copies the checkpoint at src (a file or a directory, under one
+// of roots) into <base>/<job>/<tier>/, replacing what an earlier attempt
+// left there, and returns the copy's path. base must lie under one of
+// deliveryRoots. The tier's directory appears whole or not at all: the
+// copy is made beside it and renamed. What it writes is the planner's
+// alone: directories 0700, files 0600.
+func copyModel(ctx context.Context, src, base, job, tier string, roots, deliveryRoots []string) (string, error) {
+	switch {
+	case len(roots) == 0:
+		return "", errors.New("model delivery of files is off: the planner's config sets no checkpoint_dirs to copy checkpoints from")
+	case base == "":
 		return "", errors.New("no delivery directory: set the target's delivery or the planner's delivery_dir")
-	}
-	if src == "" {
+	case src == "":
 		return "", errors.New("no checkpoint reported")
-	}
-	if !filepath.IsAbs(src) {
+	case !filepath.IsAbs(src):
 		return "", fmt.Errorf("checkpoint path %q is relative; the training must report an absolute path", src)
 	}
-	info, err := os.Stat(src)
-	if err != nil {
-		return "", fmt.Errorf("cannot read checkpoint %s on the planner's machine (a job that trains on other machines must write its checkpoints to a filesystem the planner shares): %w", src, unwrapPath(err))
-	}
-	allowed := func(string) error { return nil }
-	if len(roots) > 0 {
-		allowed = func(path string) error { return within(roots, path) }
-	}
-	if err := allowed(src); err != nil {
+	if err := underRoot(deliveryRoots, base); err != nil {
 		return "", err
 	}
 	parent := filepath.Join(base, job)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return "", fmt.Errorf("failed to create delivery directory: %w", err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+tier+".tmp-")
@@ -457,20 +385,12 @@ func copyModel(ctx context.Context, src, base, job, tier string, roots []string)
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
 	name := filepath.Base(filepath.Clean(src))
 	if name == string(filepath.Separator) || name == "." {
 		name = "checkpoint"
 	}
-	if info.IsDir() {
-		err = copyDir(ctx, src, filepath.Join(tmp, name), allowed)
-	} else {
-		err = copyFile(ctx, src, filepath.Join(tmp, name), info.Mode())
-	}
-	if err != nil {
-		return "", fmt.Errorf("failed to copy checkpoint %s: %w", src, err)
+	if err := copyCheckpoint(ctx, roots, src, filepath.Join(tmp, name)); err != nil {
+		return "", err // it names the checkpoint
 	}
 	final := filepath.Join(parent, tier)
 	if err := os.RemoveAll(final); err != nil {
@@ -483,92 +403,21 @@ func copyModel(ctx context.Context, src, base, job, tier string, roots []string)
 	return filepath.Join(final, name), nil
 }
 
-// unwrapPath drops an *fs.PathError's repetition of the path.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// within says why path, its links resolved, is under none of roots (nil
-// if it is under one).
-func within(roots []string, path string) error {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return err
+// underRoot says why dir lies under none of roots (nil if it lies under
+// one), lexically: dir and roots are absolute.
+func underRoot(roots []string, dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("delivery directory %q is not absolute", dir)
 	}
 	for _, r := range roots {
-		rr, err := filepath.EvalSymlinks(r)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(rr, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if _, ok := beneath(filepath.Clean(r), filepath.Clean(dir)); ok {
 			return nil
 		}
 	}
-	return fmt.Errorf("checkpoint %s is not in the planner's checkpoint_dirs (%s)", path, strings.Join(roots, ", "))
-}
-
-func copyDir(ctx context.Context, src, dst string, allowed func(string) error) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			if err := allowed(path); err != nil {
-				return err
-			}
-			if info, err = os.Stat(path); err != nil {
-				return err
-			}
-			if info.IsDir() {
-				return fmt.Errorf("%s: a link to a directory is not copied", path)
-			}
-		}
-		switch {
-		case info.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case info.Mode().IsRegular():
-			return copyFile(ctx, path, target, info.Mode())
-		default:
-			return nil // sockets, devices: not part of a model
-		}
-	})
-}
-
-func copyFile(ctx context.Context, src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
+	if len(roots) == 0 {
+		return fmt.Errorf("delivery directory %s is not allowed: the planner has no delivery_dir or delivery_roots", dir)
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm()|0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, ctxReader{ctx, in}); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return fmt.Errorf("delivery directory %s is not under the planner's delivery_dir or delivery_roots (%s)", dir, strings.Join(roots, ", "))
 }
 
 // ctxReader stops a copy when its context ends.

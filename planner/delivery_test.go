@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shoenig/test/must"
+	"golang.org/x/sys/unix"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -165,7 +168,8 @@ func TestDelivery_Tier1ThenGoal(t *testing.T) {
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
 	planned, own := newHookServer(t), newHookServer(t)
 	deliveries, ckpts := t.TempDir(), t.TempDir()
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), RetryDelay: time.Millisecond,
+	p.Delivery = DeliveryOptions{Dir: t.TempDir(), RetryDelay: time.Millisecond, Roots: []string{deliveries},
+		CheckpointDirs: []string{ckpts}, WebhookHosts: []string{hostOf(t, own.URL)},
 		Webhook: &Webhook{URL: planned.URL + "/hook?token=s3cret", Headers: map[string]string{"Authorization": "Bearer s3cret"}}}
 	j := submit(t, p, now, deliverySpec(t, "a", fmt.Sprintf("metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.8\ndelivery = %q\nwebhook = %q", deliveries, own.URL)))
 	runDeliveries(t, p)
@@ -222,20 +226,21 @@ func TestDelivery_Tier1ThenGoal(t *testing.T) {
 }
 
 // A checkpoint directory is copied whole into <dir>/<job>/<tier>/, and
-// the planner's delivery_dir is used when the target names none.
+// the planner's delivery_dir is used when the target names none. What
+// the planner writes is its own: directories 0700, files 0600.
 func TestDelivery_Directory(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{Dir: filepath.Join(t.TempDir(), "deliveries")}
+	ckpts := t.TempDir()
+	p.Delivery = DeliveryOptions{Dir: filepath.Join(t.TempDir(), "deliveries"), CheckpointDirs: []string{ckpts}}
 	j := submit(t, p, now, deliverySpec(t, "d", "metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.8"))
 	runDeliveries(t, p)
 
-	src := filepath.Join(t.TempDir(), "step-120")
+	src := filepath.Join(ckpts, "step-120")
 	must.NoError(t, os.MkdirAll(filepath.Join(src, "shards"), 0o755))
 	must.NoError(t, os.WriteFile(filepath.Join(src, "config.json"), []byte(`{"layers": 2}`), 0o644))
 	must.NoError(t, os.WriteFile(filepath.Join(src, "shards", "0.bin"), []byte("shard 0"), 0o600))
 	must.NoError(t, os.WriteFile(filepath.Join(src, "shards", "1.bin"), []byte("shard 1"), 0o644))
-	must.NoError(t, os.Symlink(filepath.Join(src, "config.json"), filepath.Join(src, "latest.json")))
 
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(120, "accuracy", 0.8), checkpoint(120, src)}))
 	rec := waitDelivery(t, st, j.ID, structs.TierOne, settled)
@@ -245,20 +250,43 @@ func TestDelivery_Directory(t *testing.T) {
 	must.Eq(t, loc, d.Location)
 	must.Eq(t, "", d.Webhook, must.Sprint("no webhook to tell"))
 	must.Eq(t, `{"layers": 2}`, readFile(t, filepath.Join(loc, "config.json")))
-	must.Eq(t, `{"layers": 2}`, readFile(t, filepath.Join(loc, "latest.json")))
 	must.Eq(t, "shard 0", readFile(t, filepath.Join(loc, "shards", "0.bin")))
 	must.Eq(t, "shard 1", readFile(t, filepath.Join(loc, "shards", "1.bin")))
 	entries, err := os.ReadDir(filepath.Join(p.Delivery.Dir, j.ID))
 	must.NoError(t, err)
 	must.Len(t, 1, entries, must.Sprint("no temporary directory left"))
+	for _, path := range []string{filepath.Join(p.Delivery.Dir, j.ID), filepath.Join(p.Delivery.Dir, j.ID, "tier1"), loc, filepath.Join(loc, "shards")} {
+		mustMode(t, path, fs.ModeDir|0o700)
+	}
+	for _, path := range []string{filepath.Join(loc, "config.json"), filepath.Join(loc, "shards", "1.bin")} {
+		mustMode(t, path, 0o600)
+	}
 }
+
+func mustMode(t *testing.T, path string, want fs.FileMode) {
+	t.Helper()
+	info, err := os.Stat(path)
+	must.NoError(t, err)
+	must.Eq(t, want, info.Mode(), must.Sprint(path))
+}
+
+// hostOf is a URL's host:port.
+func hostOf(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	must.NoError(t, err)
+	return u.Host
+}
+
+// tmpRoots lets a test's checkpoints anywhere under the temp dir.
+var tmpRoots = []string{os.TempDir()}
 
 // With direction = "min" the tiers are reached going down; a report that
 // jumps past both delivers both, from the same checkpoint.
 func TestDelivery_LowerIsBetter(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{Dir: t.TempDir()}
+	p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "l", "metric = \"loss\"\ndirection = \"min\"\ngoal = 0.1\ntier1 = 0.5"))
 	runDeliveries(t, p)
 	file := filepath.Join(t.TempDir(), "ckpt.pt")
@@ -298,7 +326,7 @@ func sortedByTier(msgs []string) []string {
 func TestDelivery_CheckpointAfterCrossing(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{Dir: t.TempDir()}
+	p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "w", "metric = \"accuracy\"\ngoal = 0.95\ntier1 = 0.8"))
 	runDeliveries(t, p)
 	dir := t.TempDir()
@@ -330,7 +358,7 @@ func TestDelivery_UnreadableCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
 	hook := newHookServer(t)
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL}}
+	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL}, CheckpointDirs: []string{"/nonexistent"}}
 	j := submit(t, p, now, deliverySpec(t, "u", "metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.8"))
 	runDeliveries(t, p)
 
@@ -367,7 +395,7 @@ func TestDelivery_WebhookDown(t *testing.T) {
 			p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
 			hook := newHookServer(t)
 			hook.status = tc.status
-			p.Delivery = DeliveryOptions{Dir: t.TempDir(), RetryDelay: time.Millisecond,
+			p.Delivery = DeliveryOptions{Dir: t.TempDir(), RetryDelay: time.Millisecond, CheckpointDirs: tmpRoots,
 				Webhook: &Webhook{URL: hook.URL + "/x?key=s3cret", Attempts: 3, Timeout: time.Second}}
 			j := submit(t, p, now, deliverySpec(t, "h", "metric = \"accuracy\"\ngoal = 0.9"))
 			runDeliveries(t, p)
@@ -380,7 +408,7 @@ func TestDelivery_WebhookDown(t *testing.T) {
 			must.Eq(t, structs.DeliveryDone, d.State)
 			must.Eq(t, structs.WebhookFailed, d.Webhook)
 			must.Eq(t, tc.calls, hook.callCount())
-			want := fmt.Sprintf("%s/x: HTTP %d %s (attempt %d of 3)", hook.URL, tc.status, http.StatusText(tc.status), tc.calls)
+			want := fmt.Sprintf("%s: HTTP %d %s (attempt %d of 3)", hostOf(t, hook.URL), tc.status, http.StatusText(tc.status), tc.calls)
 			must.Eq(t, want, d.WebhookError)
 			must.Eq(t, []string{"webhook not told of the goal model (accuracy 0.9 at step 10): " + want}, eventsOf(rec, structs.EventWarning))
 			must.StrNotContains(t, d.WebhookError, "s3cret")
@@ -392,7 +420,7 @@ func TestDelivery_WebhookDown(t *testing.T) {
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), RetryDelay: time.Millisecond, Webhook: &Webhook{URL: gone.URL, Attempts: 2}}
+	p.Delivery = DeliveryOptions{Dir: t.TempDir(), RetryDelay: time.Millisecond, Webhook: &Webhook{URL: gone.URL, Attempts: 2}, CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "g", "metric = \"accuracy\"\ngoal = 0.9"))
 	runDeliveries(t, p)
 	file := filepath.Join(t.TempDir(), "m.pt")
@@ -400,8 +428,10 @@ func TestDelivery_WebhookDown(t *testing.T) {
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.95), checkpoint(10, file)}))
 	d := waitDelivery(t, st, j.ID, structs.TierGoal, settled).Delivery(structs.TierGoal)
 	must.Eq(t, structs.WebhookFailed, d.Webhook)
-	must.StrContains(t, d.WebhookError, "connection refused")
-	must.StrContains(t, d.WebhookError, "(attempt 2 of 2)")
+	// Row 6 of issue 13: the record says no more than "no answer", so
+	// a job's webhook cannot tell a closed port from a filtered one.
+	must.Eq(t, hostOf(t, gone.URL)+": no answer (network error or timeout) (attempt 2 of 2)", d.WebhookError)
+	must.StrNotContains(t, d.WebhookError, "refused")
 }
 
 // The progress report returns at once, whatever the webhook does: the
@@ -412,7 +442,7 @@ func TestDelivery_SlowWebhookDoesNotHoldTheReport(t *testing.T) {
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
 	hook := newHookServer(t)
 	hook.block = make(chan struct{})
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL, Timeout: time.Minute}}
+	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL, Timeout: time.Minute}, CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "s", "metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.5"))
 	runDeliveries(t, p)
 	file := filepath.Join(t.TempDir(), "m.pt")
@@ -452,7 +482,7 @@ func TestDelivery_ResumedByNextPlanner(t *testing.T) {
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
 	hook := newHookServer(t)
 	hook.block = make(chan struct{})
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL, Timeout: time.Minute}}
+	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL, Timeout: time.Minute}, CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "r", "metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.5"))
 	file := filepath.Join(t.TempDir(), "m.pt")
 	must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
@@ -496,6 +526,7 @@ func TestDelivery_ResumedByNextPlanner(t *testing.T) {
 func TestDelivery_NoDirectory(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p.Delivery = DeliveryOptions{CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "n", "metric = \"accuracy\"\ngoal = 0.9"))
 	runDeliveries(t, p)
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.95), checkpoint(10, "/tmp/x.pt")}))
@@ -508,7 +539,7 @@ func TestDelivery_NoDirectory(t *testing.T) {
 func TestDelivery_RecordRetriesConflicts(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{Dir: t.TempDir()}
+	p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "c", "metric = \"accuracy\"\ngoal = 0.9"))
 	file := filepath.Join(t.TempDir(), "m.pt")
 	must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
@@ -533,10 +564,15 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// With checkpoint_dirs set, the planner copies checkpoints only from under
-// those directories, links resolved: a path outside, and a checkpoint
-// directory holding a link to a file outside, fail the delivery; a
-// checkpoint inside is delivered.
+// The planner copies checkpoints only from under its checkpoint_dirs,
+// following no link and copying no file with more than one hard link, so
+// a job cannot have it copy (and show) a file it may not read:
+//   - row 2 of issue 13: without checkpoint_dirs no file is copied (on
+//     main any readable path was);
+//   - row 10: a hard link inside checkpoint_dirs to a file outside
+//     (on main the path check passed and the file was copied);
+//   - links on the path, inside a checkpoint directory, or the
+//     checkpoint itself.
 func TestDelivery_CheckpointDirs(t *testing.T) {
 	ctx := context.Background()
 	allowed, outside := t.TempDir(), t.TempDir()
@@ -545,28 +581,103 @@ func TestDelivery_CheckpointDirs(t *testing.T) {
 	sneaky := filepath.Join(allowed, "sneaky")
 	must.NoError(t, os.MkdirAll(sneaky, 0o755))
 	must.NoError(t, os.Symlink(secret, filepath.Join(sneaky, "weights.bin")))
+	hard := filepath.Join(allowed, "hard.pt")
+	must.NoError(t, os.Link(secret, hard))
+	soft := filepath.Join(allowed, "soft.pt")
+	must.NoError(t, os.Symlink(secret, soft))
+	must.NoError(t, os.Symlink(outside, filepath.Join(allowed, "via")))
 	good := filepath.Join(allowed, "model.pt")
 	must.NoError(t, os.WriteFile(good, []byte("weights"), 0o644))
+	fifo := filepath.Join(allowed, "pipe")
+	must.NoError(t, unix.Mkfifo(fifo, 0o644))
 
-	for _, tc := range []struct{ name, src, err string }{
-		{"outside", secret, "is not in the planner's checkpoint_dirs"},
-		{"link inside a directory", sneaky, "is not in the planner's checkpoint_dirs"},
-		{"inside", good, ""},
+	for _, tc := range []struct {
+		name  string
+		roots []string
+		src   string
+		err   string
+	}{
+		{"no checkpoint_dirs: delivery of files is off", nil, good, "model delivery of files is off: the planner's config sets no checkpoint_dirs"},
+		{"outside", []string{allowed}, secret, "is not in the planner's checkpoint_dirs"},
+		{"dot-dot out of a root", []string{allowed}, allowed + "/../" + filepath.Base(outside) + "/secret", "is not in the planner's checkpoint_dirs"},
+		{"hard link to a file outside", []string{allowed}, hard, "has 2 hard links"},
+		{"symlink as the checkpoint", []string{allowed}, soft, "follows no links"},
+		{"symlink on the path", []string{allowed}, filepath.Join(allowed, "via", "secret"), "follows no links"},
+		{"link inside a directory", []string{allowed}, sneaky, "follows no links"},
+		{"a pipe", []string{allowed}, fifo, "neither a file nor a directory"},
+		{"inside", []string{allowed}, good, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-			p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: []string{allowed}}
+			p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: tc.roots}
 			j := submit(t, p, now, deliverySpec(t, "c", "metric = \"accuracy\"\ngoal = 0.9"))
 			runDeliveries(t, p)
 			must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.95), checkpoint(10, tc.src)}))
-			d := waitDelivery(t, st, j.ID, structs.TierGoal, settled).Delivery(structs.TierGoal)
+			rec := waitDelivery(t, st, j.ID, structs.TierGoal, settled)
+			d := rec.Delivery(structs.TierGoal)
 			if tc.err != "" {
 				must.Eq(t, structs.DeliveryFailed, d.State)
 				must.StrContains(t, d.Error, tc.err)
+				must.Eq(t, "", d.Location)
+				warnings := eventsOf(rec, structs.EventWarning)
+				must.Len(t, 1, warnings)
+				must.StrContains(t, warnings[0], "goal model (accuracy 0.95 at step 10) not delivered: ")
+				must.StrContains(t, warnings[0], tc.err)
+				entries, _ := os.ReadDir(filepath.Join(p.Delivery.Dir, j.ID))
+				must.Len(t, 0, entries, must.Sprint("nothing left in the delivery directory"))
 				return
 			}
 			must.Eq(t, structs.DeliveryDone, d.State, must.Sprint(d.Error))
 			must.Eq(t, "weights", readFile(t, d.Location))
+			mustMode(t, d.Location, 0o600)
 		})
 	}
+}
+
+// Row 9 of issue 13: a target's delivery directory must lie under the
+// planner's delivery_dir or delivery_roots (on main any absolute path was
+// written to). The submission is refused, saying so; a job stored before
+// the roots changed fails its delivery instead of writing there.
+func TestDelivery_TargetDirectoryUnderRoots(t *testing.T) {
+	ctx := context.Background()
+	roots := t.TempDir()
+	elsewhere := t.TempDir()
+	for _, tc := range []struct{ name, dir, err string }{
+		{"under delivery_dir", "", ""},
+		{"under a delivery root", filepath.Join(roots, "team-a"), ""},
+		{"elsewhere", elsewhere, "is not under the planner's delivery_dir or delivery_roots"},
+		{"dot-dot out of a root", roots + "/../" + filepath.Base(elsewhere), "is not under the planner's delivery_dir or delivery_roots"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, _, now := newPlanner(t, "fifo", node("n1", 8))
+			p.Delivery = DeliveryOptions{Dir: t.TempDir(), Roots: []string{roots}, CheckpointDirs: tmpRoots}
+			target := "metric = \"accuracy\"\ngoal = 0.9"
+			if tc.dir != "" {
+				target += fmt.Sprintf("\ndelivery = %q", tc.dir)
+			}
+			*now = now.Add(time.Second)
+			_, _, err := p.Submit(ctx, deliverySpec(t, "t", target), "", nil)
+			if tc.err == "" {
+				must.NoError(t, err)
+				return
+			}
+			mustInputError(t, err, tc.err)
+		})
+	}
+
+	// Stored when the roots allowed it; delivered after they changed.
+	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Roots: []string{elsewhere}, CheckpointDirs: tmpRoots}
+	j := submit(t, p, now, deliverySpec(t, "t", fmt.Sprintf("metric = \"accuracy\"\ngoal = 0.9\ndelivery = %q", elsewhere)))
+	p.Delivery.Roots = nil
+	runDeliveries(t, p)
+	file := filepath.Join(t.TempDir(), "m.pt")
+	must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
+	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.95), checkpoint(10, file)}))
+	d := waitDelivery(t, st, j.ID, structs.TierGoal, settled).Delivery(structs.TierGoal)
+	must.Eq(t, structs.DeliveryFailed, d.State)
+	must.StrContains(t, d.Error, "is not under the planner's delivery_dir or delivery_roots")
+	entries, err := os.ReadDir(elsewhere)
+	must.NoError(t, err)
+	must.Len(t, 0, entries)
 }

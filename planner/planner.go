@@ -122,40 +122,67 @@ func (p *Planner) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Submit queues a job. It refuses a job no node of the cluster could ever
-// hold, and answers at once with the stored record.
-func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string) (*structs.Job, error) {
+// hold, or whose webhook or delivery directory the planner's delivery
+// options do not allow, and answers at once with the stored record. With
+// idem, the job that already holds the key is the answer (replayed), or
+// api.ErrIdempotencyMismatch when it was submitted with another request.
+func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (*structs.Job, bool, error) {
+	if idem != nil {
+		// A retry: the job that holds the key, whatever the cluster now.
+		j, err := p.Store.JobByIdempotencyKey(ctx, idem.Key)
+		switch {
+		case err == nil:
+			j, err = api.Replay(j, idem)
+			return j, err == nil, err
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, false, fmt.Errorf("failed to look up the idempotency key: %w", err)
+		}
+	}
+	if err := p.Delivery.checkSpec(spec); err != nil {
+		return nil, false, err
+	}
 	nodes, err := p.Cluster.Nodes(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := fits(spec, nodes); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p.noteNodes(nodes)
 	now := p.now()
 	j := &structs.Job{
-		ID:        spec.Name + "-" + randomSuffix(),
-		Spec:      *spec,
-		Source:    source,
-		State:     structs.JobQueued,
-		Submitted: now,
-		Events:    []structs.Event{{Time: now, Type: "submitted", Message: "queued"}},
+		ID:          spec.Name + "-" + randomSuffix(),
+		Spec:        *spec,
+		Source:      source,
+		State:       structs.JobQueued,
+		Submitted:   now,
+		Events:      []structs.Event{{Time: now, Type: "submitted", Message: "queued"}},
+		Idempotency: idem,
 	}
 	if !j.Deadline().IsZero() {
 		earlier, err := p.Store.ListJobs(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("failed to list earlier jobs: %w", err)
+			return nil, false, fmt.Errorf("failed to list earlier jobs: %w", err)
 		}
 		if e := admission(j, int(p.largest.Load()), earlier); e != nil {
 			j.Events = append(j.Events, *e)
 		}
 	}
 	if err := p.Store.CreateJob(ctx, j); err != nil {
-		return nil, fmt.Errorf("failed to store job: %w", err)
+		if errors.Is(err, store.ErrKeyExists) {
+			// A retry that raced the first request: the first one won.
+			first, gerr := p.Store.JobByIdempotencyKey(ctx, idem.Key)
+			if gerr != nil {
+				return nil, false, fmt.Errorf("failed to read the job of the idempotency key: %w", gerr)
+			}
+			first, err = api.Replay(first, idem)
+			return first, err == nil, err
+		}
+		return nil, false, fmt.Errorf("failed to store job: %w", err)
 	}
 	p.Logger.Info("job queued", "job", j.ID, "gpus_min", spec.GPUs.Min, "gpus_max", spec.GPUs.Max)
 	p.Kick()
-	return j, nil
+	return j, false, nil
 }
 
 // fits says why no node or pool could ever run the job, if none could: the

@@ -46,6 +46,13 @@ func (s *memStore) CreateJob(_ context.Context, j *structs.Job) error {
 	if _, ok := s.jobs[j.ID]; ok {
 		return errors.New("exists")
 	}
+	if j.Idempotency != nil {
+		for _, o := range s.jobs {
+			if o.Idempotency != nil && o.Idempotency.Key == j.Idempotency.Key {
+				return fmt.Errorf("job %s: %w", j.ID, store.ErrKeyExists)
+			}
+		}
+	}
 	j.Version = 1
 	s.jobs[j.ID] = clone(j)
 	return nil
@@ -68,6 +75,17 @@ func (s *memStore) UpdateJob(_ context.Context, j *structs.Job) error {
 	j.Version++
 	s.jobs[j.ID] = clone(j)
 	return nil
+}
+
+func (s *memStore) JobByIdempotencyKey(_ context.Context, key string) (*structs.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.jobs {
+		if j.Idempotency != nil && j.Idempotency.Key == key {
+			return clone(j), nil
+		}
+	}
+	return nil, errNotFound
 }
 
 func (s *memStore) GetJob(_ context.Context, id string) (*structs.Job, error) {
@@ -188,7 +206,7 @@ func node(id string, gpus int) policy.Node {
 func submit(t *testing.T, p *Planner, now *time.Time, s *jobspec.Spec) *structs.Job {
 	t.Helper()
 	*now = now.Add(time.Second) // distinct submission times keep FIFO order explicit
-	j, err := p.Submit(context.Background(), s, "")
+	j, _, err := p.Submit(context.Background(), s, "", nil)
 	must.NoError(t, err)
 	return j
 }
@@ -257,14 +275,14 @@ func TestSubmit_RefusesWhatCanNeverRun(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8), node("n2", 4))
 	ok := submit(t, p, now, spec(t, "ok", 12, 12))
-	_, err := p.Submit(ctx, spec(t, "huge", 13, 16), "")
+	_, _, err := p.Submit(ctx, spec(t, "huge", 13, 16), "", nil)
 	var ie *api.InputError
 	must.True(t, errors.As(err, &ie), must.Sprint(err))
 	must.StrContains(t, err.Error(), "needs at least 13 GPUs but the cluster has 12")
 
 	s := spec(t, "wrong-model", 1, 1)
 	s.GPUs.Model = "H100"
-	_, err = p.Submit(ctx, s, "")
+	_, _, err = p.Submit(ctx, s, "", nil)
 	must.ErrorContains(t, err, "GPU model/memory constraints")
 
 	jobs, err := st.ListJobs(ctx)

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -143,7 +144,8 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Logger:   logger.Named("planner"),
 		Delivery: delivery,
 	}
-	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, Logger: logger.Named("api")})
+	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, ReadToken: cfg.ReadToken,
+		AllowedHosts: cfg.APIHosts(os.Hostname), Logger: logger.Named("api")})
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +161,7 @@ func deliveryOptions(cfg *config.Config) (planner.DeliveryOptions, error) {
 	if err != nil {
 		return planner.DeliveryOptions{}, fmt.Errorf("failed to resolve delivery_dir: %w", err)
 	}
-	opts := planner.DeliveryOptions{Dir: dir, CheckpointDirs: cfg.CheckpointDirs}
+	opts := planner.DeliveryOptions{Dir: dir, CheckpointDirs: cfg.CheckpointDirs, Roots: cfg.DeliveryRoots, WebhookHosts: cfg.WebhookHosts}
 	if w := cfg.Webhook; w != nil {
 		opts.Webhook = &planner.Webhook{URL: w.URL, Headers: w.Headers, Timeout: w.TimeoutDuration, Attempts: w.MaxAttempts()}
 	}
@@ -213,6 +215,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.cfg.Token == "" {
 		a.logger.Warn("no token: training jobs cannot report progress (the API takes no writes)")
+	}
+	if len(a.cfg.CheckpointDirs) == 0 {
+		a.logger.Warn("no checkpoint_dirs: model delivery of files is off (deliveries fail, saying so)")
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.server.Serve(ln) }()
@@ -310,8 +315,11 @@ func (a *Agent) Reload(cfg *config.Config) error {
 		a.mu.Unlock()
 	}
 	if cfg.BindAddr != a.cfg.BindAddr || cfg.Store.Backend != a.cfg.Store.Backend || cfg.Nomad.Address != a.cfg.Nomad.Address ||
-		cfg.DeliveryPath() != a.cfg.DeliveryPath() || !reflect.DeepEqual(cfg.Webhook, a.cfg.Webhook) {
-		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad, delivery_dir, webhook); they are not applied")
+		cfg.DeliveryPath() != a.cfg.DeliveryPath() || !reflect.DeepEqual(cfg.Webhook, a.cfg.Webhook) ||
+		cfg.Token != a.cfg.Token || cfg.ReadToken != a.cfg.ReadToken || !slices.Equal(cfg.AllowedHosts, a.cfg.AllowedHosts) ||
+		!slices.Equal(cfg.CheckpointDirs, a.cfg.CheckpointDirs) || !slices.Equal(cfg.DeliveryRoots, a.cfg.DeliveryRoots) ||
+		!slices.Equal(cfg.WebhookHosts, a.cfg.WebhookHosts) {
+		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad, delivery_dir, webhook, tokens, allowed_hosts, checkpoint_dirs, delivery_roots, webhook_hosts); they are not applied")
 	}
 	return nil
 }

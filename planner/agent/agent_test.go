@@ -34,7 +34,8 @@ func TestAdvertiseAddr(t *testing.T) {
 
 // The planner delivers into an absolute directory (it is recorded in the
 // jobs), <data_dir>/deliveries by default, and tells the configured
-// webhook with its headers, timeout and attempts.
+// webhook with its headers, timeout and attempts; checkpoint_dirs,
+// delivery_roots and webhook_hosts reach the delivery options.
 func TestDeliveryOptions(t *testing.T) {
 	cfg, diags := config.Parse([]byte(`
 data_dir = "lab-data"
@@ -54,10 +55,21 @@ webhook {
 	must.Eq(t, &planner.Webhook{URL: "https://hooks.example/models", Headers: map[string]string{"Authorization": "Bearer x"},
 		Timeout: 3 * time.Second, Attempts: 2}, opts.Webhook)
 
-	cfg, diags = config.Parse([]byte(`delivery_dir = "/srv/models"`), "planner.hcl")
+	must.SliceEmpty(t, opts.CheckpointDirs, must.Sprint("none by default: delivery of files is off"))
+	must.SliceEmpty(t, opts.WebhookHosts, must.Sprint("no job webhooks by default"))
+
+	cfg, diags = config.Parse([]byte(`
+delivery_dir    = "/srv/models"
+checkpoint_dirs = ["/shared/ckpt"]
+delivery_roots  = ["/models"]
+webhook_hosts   = ["hooks.example"]
+`), "planner.hcl")
 	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
 	opts, err = deliveryOptions(cfg)
 	must.NoError(t, err)
 	must.Eq(t, "/srv/models", opts.Dir)
 	must.Nil(t, opts.Webhook)
+	must.Eq(t, []string{"/shared/ckpt"}, opts.CheckpointDirs)
+	must.Eq(t, []string{"/models"}, opts.Roots)
+	must.Eq(t, []string{"hooks.example"}, opts.WebhookHosts)
 }

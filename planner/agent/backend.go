@@ -22,7 +22,7 @@ var _ api.Backend = (*backend)(nil)
 // storeErr maps the store's errors onto the API's.
 func storeErr(err error) error {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidID):
 		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("%w: %w", api.ErrConflict, err)
@@ -30,9 +30,9 @@ func storeErr(err error) error {
 	return err
 }
 
-func (b *backend) Submit(ctx context.Context, spec *jobspec.Spec, source string) (*structs.Job, error) {
-	j, err := b.a.planner.Submit(ctx, spec, source)
-	return j, storeErr(err)
+func (b *backend) Submit(ctx context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (*structs.Job, bool, error) {
+	j, replayed, err := b.a.planner.Submit(ctx, spec, source, idem)
+	return j, replayed, storeErr(err)
 }
 
 func (b *backend) Job(ctx context.Context, id string) (*structs.Job, error) {

@@ -23,10 +23,16 @@ type Backend interface {
 	// Submit stores a parsed, valid jobspec as a queued job and returns it
 	// at once (with its ID). source is the jobspec's text, kept for
 	// `job status -verbose`. The backend re-checks what only it can know
-	// (more GPUs than any node or pool offers, an unknown pool) and
-	// returns *InputError for it, ideally with diagnostics whose ranges
-	// come from spec (spec.Range and friends carry the user's file name).
-	Submit(ctx context.Context, spec *jobspec.Spec, source string) (*structs.Job, error)
+	// (more GPUs than any node or pool offers, an unknown pool, a webhook
+	// or delivery directory its config does not allow) and returns
+	// *InputError for it, ideally with diagnostics whose ranges come from
+	// spec (spec.Range and friends carry the user's file name).
+	//
+	// idem, when not nil, is the request's idempotency key and digest: it
+	// is stored with the job, atomically, and a job that already holds the
+	// key is returned instead (replayed true) when the digest is the same,
+	// or ErrIdempotencyMismatch when it is not (see Replay).
+	Submit(ctx context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (job *structs.Job, replayed bool, err error)
 	// Job returns one job, or ErrNotFound.
 	Job(ctx context.Context, id string) (*structs.Job, error)
 	// Jobs returns every job the store holds, in submission order.
@@ -112,7 +118,7 @@ type Status struct {
 }
 
 // Errors a Backend returns (wrapped or not) for the API to answer with a
-// meaningful status code.
+// meaningful status code; ErrIdempotencyMismatch (422) is another.
 var (
 	// ErrNotFound: no such job (404).
 	ErrNotFound = errors.New("not found")

@@ -30,6 +30,7 @@ type openAPIDoc struct {
 
 type operation struct {
 	OperationID string                     `json:"operationId"`
+	Access      string                     `json:"x-schedulearn-access"`
 	Security    []map[string][]string      `json:"security"`
 	Responses   map[string]json.RawMessage `json:"responses"`
 }
@@ -54,11 +55,18 @@ func TestOpenAPI_MatchesRoutes(t *testing.T) {
 	doc := loadDoc(t)
 	srv := apitest.NewServer(t, apitest.NewBackend())
 
-	served := map[string]bool{}
+	served := map[string]string{}
 	for _, rt := range srv.API.Routes() {
-		served[strings.ToLower(rt.Method)+" "+rt.Pattern] = rt.Write
+		access := "read"
+		switch {
+		case rt.Write:
+			access = "write"
+		case rt.Public:
+			access = "public"
+		}
+		served[strings.ToLower(rt.Method)+" "+rt.Pattern] = access
 	}
-	documented := map[string]bool{}
+	documented := map[string]string{}
 	for path, item := range doc.Paths {
 		for method, rawOp := range item {
 			if !slices.Contains([]string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}, method) {
@@ -66,13 +74,14 @@ func TestOpenAPI_MatchesRoutes(t *testing.T) {
 			}
 			var op operation
 			must.NoError(t, json.Unmarshal(rawOp, &op))
-			documented[method+" "+path] = len(op.Security) > 0
+			documented[method+" "+path] = op.Access
+			must.Eq(t, op.Access != "public", len(op.Security) > 0, must.Sprintf("%s %s: only public routes need no token", method, path))
 			must.NotEq(t, "", op.OperationID, must.Sprintf("%s %s has no operationId", method, path))
 			must.MapNotEmpty(t, op.Responses, must.Sprintf("%s %s has no responses", method, path))
 		}
 	}
 	must.Eq(t, slices.Sorted(maps.Keys(served)), slices.Sorted(maps.Keys(documented)))
-	// And the document says which routes need the token.
+	// And the document says which routes need which token.
 	must.Eq(t, served, documented)
 }
 
@@ -132,6 +141,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Metric":           reflect.TypeFor[structs.Metric](),
 		"Progress":         reflect.TypeFor[structs.Progress](),
 		"Delivery":         reflect.TypeFor[structs.Delivery](),
+		"Idempotency":      reflect.TypeFor[structs.Idempotency](),
 		"Outlook":          reflect.TypeFor[structs.Outlook](),
 		"GPUAssessment":    reflect.TypeFor[structs.GPUAssessment](),
 		"TargetOutlook":    reflect.TypeFor[structs.TargetOutlook](),

@@ -17,7 +17,7 @@ import (
 
 func postJob(t *testing.T, s *api.Server, body string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/v1/jobs", strings.NewReader(body))
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/v1/jobs", strings.NewReader(body))
 	req.Header.Set(api.TokenHeader, apitest.Token)
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)

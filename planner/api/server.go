@@ -37,8 +37,17 @@ const maxFilenameLen = 1024
 // Config configures a Server.
 type Config struct {
 	Backend Backend
-	// Token authorises writes. Empty: every write is refused (403).
+	// Token authorises writes, and reads. Empty: every write is refused
+	// (403).
 	Token string
+	// ReadToken authorises reads only (GET routes but the public ones);
+	// it must differ from Token. Empty: reads need Token.
+	ReadToken string
+	// AllowedHosts are the host names (the Host header, port aside) the
+	// API answers besides localhost and IP addresses, which it always
+	// answers: a name that resolves to the planner only through someone
+	// else's DNS (DNS rebinding) gets a 403. "*" allows any name.
+	AllowedHosts []string
 	// Logger gets one line per write and per failure; nil: none.
 	Logger hclog.Logger
 	// Now is the clock a submitted jobspec's deadlines are judged by;
@@ -54,8 +63,10 @@ type Config struct {
 type Route struct {
 	Method  string // "GET", "POST", "PUT", "DELETE"
 	Pattern string // net/http pattern path, e.g. "/v1/jobs/{id}"
-	// Write routes need the token.
-	Write bool
+	// Write routes need the token; other routes need the token or the
+	// read token, but Public ones, which need none.
+	Write  bool
+	Public bool
 	// JobToken routes (a job's progress) also take the job's report
 	// token, ReportToken(token, id), for the job in the path.
 	JobToken bool
@@ -73,6 +84,9 @@ type Server struct {
 	token   [sha256.Size]byte
 	secret  string // the token itself, the key of the jobs' report tokens
 	hasTok  bool
+	read    [sha256.Size]byte
+	hasRead bool
+	hosts   hostCheck
 	log     hclog.Logger
 	now     func() time.Time
 	parses  *jobspec.Gate
@@ -85,11 +99,17 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("failed to create the API server: no backend")
 	}
+	if cfg.ReadToken != "" && cfg.ReadToken == cfg.Token {
+		return nil, errors.New("failed to create the API server: the read token is the write token; give it a value of its own")
+	}
 	s := &Server{
 		backend: cfg.Backend,
 		token:   sha256.Sum256([]byte(cfg.Token)),
 		secret:  cfg.Token,
 		hasTok:  cfg.Token != "",
+		read:    sha256.Sum256([]byte(cfg.ReadToken)),
+		hasRead: cfg.ReadToken != "",
+		hosts:   newHostCheck(cfg.AllowedHosts),
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		parses:  cfg.Parses,
@@ -114,8 +134,8 @@ func NewServer(cfg Config) (*Server, error) {
 		{Method: http.MethodGet, Pattern: "/v1/policies", handle: s.listPolicies},
 		{Method: http.MethodPut, Pattern: "/v1/policy", Write: true, handle: s.setPolicy},
 		{Method: http.MethodGet, Pattern: "/v1/nodes", handle: s.listNodes},
-		{Method: http.MethodGet, Pattern: "/v1/status", handle: s.status},
-		{Method: http.MethodGet, Pattern: "/v1/openapi.json", handle: s.openAPI},
+		{Method: http.MethodGet, Pattern: "/v1/status", Public: true, handle: s.status},
+		{Method: http.MethodGet, Pattern: "/v1/openapi.json", Public: true, handle: s.openAPI},
 	}
 	s.register()
 	return s, nil
@@ -124,8 +144,16 @@ func NewServer(cfg Config) (*Server, error) {
 // Routes lists the routes the server serves.
 func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
 
-// ServeHTTP serves the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the API to requests whose Host header it answers to.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hosts.allows(r.Host) {
+		s.log.Warn("request for another host refused", "host", r.Host, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		writeJSON(w, http.StatusForbidden, ErrorResponse{Error: fmt.Sprintf(
+			"permission denied: this planner does not answer to host %q (add it to allowed_hosts in the planner's config)", hostOnly(r.Host))})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // NewHTTPServer wraps h in an http.Server with timeouts fit for the API:
 // no request may hold a connection open for long.
@@ -171,13 +199,23 @@ func (s *Server) register() {
 	})
 }
 
-// wrap checks the token of a write route and writes the handler's answer.
+// wrap checks the route's token and writes the handler's answer.
 func (s *Server) wrap(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.Write && !s.authorised(r) && !(rt.JobToken && s.jobAuthorised(r, r.PathValue("id"))) {
-			s.log.Warn("write refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
-			writeJSON(w, http.StatusForbidden, ErrorResponse{Error: s.forbidden()})
-			return
+		switch {
+		case rt.Public:
+		case rt.Write:
+			if !s.authorised(r) && !(rt.JobToken && s.jobAuthorised(r, r.PathValue("id"))) {
+				s.log.Warn("write refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+				writeJSON(w, http.StatusForbidden, ErrorResponse{Error: s.forbidden()})
+				return
+			}
+		default:
+			if !s.authorised(r) && !s.readAuthorised(r) {
+				s.log.Warn("read refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+				writeJSON(w, http.StatusForbidden, ErrorResponse{Error: s.forbiddenRead()})
+				return
+			}
 		}
 		code, body, err := rt.handle(w, r)
 		if err != nil {
@@ -195,15 +233,22 @@ func (s *Server) wrap(rt Route) http.Handler {
 	})
 }
 
-// authorised compares the request's token with the server's in constant
-// time: both are hashed first, so neither the length nor a prefix leaks.
-func (s *Server) authorised(r *http.Request) bool {
+// authorised reports whether the request carries the server's token.
+func (s *Server) authorised(r *http.Request) bool { return carries(r, s.hasTok, s.token) }
+
+// readAuthorised reports whether the request carries the read token.
+func (s *Server) readAuthorised(r *http.Request) bool { return carries(r, s.hasRead, s.read) }
+
+// carries compares the request's token with want (a token's SHA-256) in
+// constant time: both are hashed, so neither the length nor a prefix
+// leaks. has is false where the server has no such token.
+func carries(r *http.Request, has bool, want [sha256.Size]byte) bool {
 	got := requestToken(r)
-	if !s.hasTok || got == "" {
+	if !has || got == "" {
 		return false
 	}
 	sum := sha256.Sum256([]byte(got))
-	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
+	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
 }
 
 // jobAuthorised reports whether the request carries job id's report token.
@@ -254,6 +299,13 @@ func (s *Server) forbidden() string {
 	return "permission denied: writes need a valid token (" + TokenHeader + " header or Authorization: Bearer)"
 }
 
+func (s *Server) forbiddenRead() string {
+	if !s.hasTok && !s.hasRead {
+		return "permission denied: this planner has no token configured, so it serves no reads but its status"
+	}
+	return "permission denied: reads need a valid token, the read token or the write token (" + TokenHeader + " header or Authorization: Bearer)"
+}
+
 // statusError is an error with its own status code (413, 400 for bodies).
 type statusError struct {
 	code int
@@ -283,6 +335,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusNotFound
 	case errors.Is(err, ErrConflict):
 		code = http.StatusConflict
+	case errors.Is(err, ErrIdempotencyMismatch):
+		code = http.StatusUnprocessableEntity
 	case errors.Is(err, ErrUnavailable):
 		code = http.StatusServiceUnavailable
 	}
@@ -365,6 +419,10 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) (int, any, er
 	if len(name) > maxFilenameLen || strings.ContainsAny(name, "\x00\r\n") {
 		return 0, nil, Inputf("invalid filename: at most %d bytes, on one line", maxFilenameLen)
 	}
+	idem, err := idempotencyOf(r, req)
+	if err != nil {
+		return 0, nil, err
+	}
 	spec, diags, err := s.parses.Parse(r.Context(), []byte(req.Source), name, s.now())
 	if err != nil {
 		w.Header().Set("Retry-After", "1")
@@ -373,12 +431,16 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) (int, any, er
 	if diags.HasErrors() {
 		return 0, nil, &InputError{Msg: "invalid jobspec: " + hcldiag.Format(errorsOnly(diags)), Diags: diags}
 	}
-	job, err := s.backend.Submit(r.Context(), spec, req.Source)
+	job, replayed, err := s.backend.Submit(r.Context(), spec, req.Source, idem)
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to submit job %q: %w", spec.Name, err)
 	}
 	w.Header().Set("Location", "/v1/jobs/"+url.PathEscape(job.ID))
-	return http.StatusCreated, job, nil
+	if replayed {
+		// The first answer again (RFC draft httpapi-idempotency-key-header).
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	return http.StatusCreated, Redact(job), nil
 }
 
 func errorsOnly(diags hcl.Diagnostics) hcl.Diagnostics {
@@ -397,7 +459,7 @@ func (s *Server) getJob(_ http.ResponseWriter, r *http.Request) (int, any, error
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to read job %q: %w", id, err)
 	}
-	return http.StatusOK, job, nil
+	return http.StatusOK, Redact(job), nil
 }
 
 func (s *Server) stopJob(_ http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -406,7 +468,7 @@ func (s *Server) stopJob(_ http.ResponseWriter, r *http.Request) (int, any, erro
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to stop job %q: %w", id, err)
 	}
-	return http.StatusOK, job, nil
+	return http.StatusOK, Redact(job), nil
 }
 
 // reportProgress records a batch of a job's progress reports: 204.

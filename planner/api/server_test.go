@@ -68,6 +68,7 @@ func doHeader(t *testing.T, srv *apitest.Server, c call) (int, http.Header, []by
 var (
 	withToken  = map[string]string{api.TokenHeader: apitest.Token}
 	withBearer = map[string]string{"Authorization": "Bearer " + apitest.Token}
+	withRead   = map[string]string{api.TokenHeader: apitest.ReadToken}
 	wrongToken = map[string]string{api.TokenHeader: apitest.Token + "x"}
 )
 
@@ -388,10 +389,13 @@ func TestServer_Routes(t *testing.T) {
 			t.Parallel()
 			b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8), apitest.Node("node-2", "gpu-2", 8))
 			srv := apitest.NewServer(t, b)
-			_, err := b.Submit(context.Background(), mustSpec(t), goodSpec)
+			_, _, err := b.Submit(context.Background(), mustSpec(t), goodSpec, nil)
 			must.NoError(t, err)
 			if tc.setup != nil {
 				tc.setup(b)
+			}
+			if tc.call.header == nil && tc.call.method == http.MethodGet {
+				tc.call.header = withRead
 			}
 			code, raw := do(t, srv, tc.call)
 			must.Eq(t, tc.code, code, must.Sprintf("body %s", raw))
@@ -400,20 +404,96 @@ func TestServer_Routes(t *testing.T) {
 	}
 }
 
-// Reads are open and writes are not, for every route.
-func TestServer_TokenOnWritesOnly(t *testing.T) {
+// Row 5 of issue 13: reads were open (GET /v1/jobs/{id} showed env
+// secrets and webhook credentials to anyone). Now, for every route: no
+// token gets only the public routes (status, the OpenAPI document); the
+// read token reads and cannot write; the write token does both.
+func TestServer_Tokens(t *testing.T) {
 	t.Parallel()
 	srv := apitest.NewServer(t, apitest.NewBackend())
+	public := 0
 	for _, rt := range srv.API.Routes() {
 		path := strings.ReplaceAll(rt.Pattern, "{id}", "nope")
-		code, _ := do(t, srv, call{method: rt.Method, path: path})
-		if rt.Write {
-			must.Eq(t, http.StatusForbidden, code, must.Sprintf("%s %s", rt.Method, path))
+		name := must.Sprintf("%s %s", rt.Method, path)
+		none, _ := do(t, srv, call{method: rt.Method, path: path})
+		read, _ := do(t, srv, call{method: rt.Method, path: path, header: withRead})
+		bearerRead, _ := do(t, srv, call{method: rt.Method, path: path, header: map[string]string{"Authorization": "Bearer " + apitest.ReadToken}})
+		write, _ := do(t, srv, call{method: rt.Method, path: path, header: withToken})
+		must.Eq(t, read, bearerRead, name)
+		switch {
+		case rt.Public:
+			public++
+			must.Eq(t, http.MethodGet, rt.Method, name)
+			must.NotEq(t, http.StatusForbidden, none, name)
+		case rt.Write:
+			must.Eq(t, http.StatusForbidden, none, name)
+			must.Eq(t, http.StatusForbidden, read, name)
+			must.NotEq(t, http.StatusForbidden, write, name)
 			must.True(t, rt.Method != http.MethodGet)
-		} else {
-			must.NotEq(t, http.StatusForbidden, code, must.Sprintf("%s %s", rt.Method, path))
-			must.Eq(t, http.MethodGet, rt.Method)
+		default:
+			must.Eq(t, http.MethodGet, rt.Method, name)
+			must.Eq(t, http.StatusForbidden, none, name)
+			must.NotEq(t, http.StatusForbidden, read, name)
+			must.NotEq(t, http.StatusForbidden, write, name)
 		}
+	}
+	must.Eq(t, 2, public)
+	_, raw := do(t, srv, call{method: "GET", path: "/v1/jobs/x"})
+	must.StrContains(t, decodeAs[api.ErrorResponse](t, raw).Error, "reads need a valid token, the read token or the write token")
+	code, _ := do(t, srv, call{method: "GET", path: "/v1/jobs", header: map[string]string{api.TokenHeader: apitest.ReadToken + "x"}})
+	must.Eq(t, http.StatusForbidden, code)
+}
+
+// The read token must be a token of its own.
+func TestNewServer_ReadTokenIsNotTheToken(t *testing.T) {
+	_, err := api.NewServer(api.Config{Backend: apitest.NewBackend(), Token: "t", ReadToken: "t"})
+	must.ErrorContains(t, err, "the read token is the write token")
+}
+
+// Row 5 of issue 13: the API answered any Host header, so a web page whose
+// DNS name an attacker points at 127.0.0.1 (DNS rebinding) could read it
+// from a browser on the planner's machine. Now it answers localhost, IP
+// addresses and the names it is configured with, and refuses others,
+// token or not.
+func TestServer_HostHeader(t *testing.T) {
+	t.Parallel()
+	b := apitest.NewBackend()
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		host    string
+		ok      bool
+	}{
+		{"loopback address", nil, "127.0.0.1:4680", true},
+		{"IPv6 loopback", nil, "[::1]:4680", true},
+		{"another address", nil, "10.0.0.5:4680", true},
+		{"localhost", nil, "localhost:4680", true},
+		{"a .localhost name", nil, "planner.localhost", true},
+		{"a rebound name", nil, "evil.example:4680", false},
+		{"a rebound name, case", nil, "EVIL.example", false},
+		{"a name ending in localhost", nil, "evillocalhost:4680", false},
+		{"a configured name", []string{"planner.example"}, "Planner.Example.:4680", true},
+		{"a configured name's lookalike", []string{"planner.example"}, "planner.example.evil:4680", false},
+		{"any, when configured", []string{"*"}, "whatever.example", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := api.NewServer(api.Config{Backend: b, Token: "t", AllowedHosts: tc.allowed})
+			must.NoError(t, err)
+			for _, path := range []string{"/v1/jobs", "/v1/status", "/nope"} {
+				req := httptest.NewRequest("GET", path, nil)
+				req.Host = tc.host
+				req.Header.Set(api.TokenHeader, "t")
+				rec := httptest.NewRecorder()
+				s.ServeHTTP(rec, req)
+				if tc.ok {
+					must.NotEq(t, http.StatusForbidden, rec.Code, must.Sprint(path))
+					continue
+				}
+				must.Eq(t, http.StatusForbidden, rec.Code, must.Sprint(path))
+				must.StrContains(t, rec.Body.String(), "does not answer to host")
+				must.StrContains(t, rec.Body.String(), "allowed_hosts")
+			}
+		})
 	}
 }
 
@@ -454,7 +534,7 @@ func TestServer_SubmitLocation(t *testing.T) {
 	code, h, raw := doHeader(t, srv, call{method: "POST", path: "/v1/jobs", body: submitBody(goodSpec, "train.hcl"), header: withToken})
 	must.Eq(t, http.StatusCreated, code)
 	must.Eq(t, "/v1/jobs/resnet50-00000001", h.Get("Location"))
-	code, raw2 := do(t, srv, call{method: "GET", path: h.Get("Location")})
+	code, raw2 := do(t, srv, call{method: "GET", path: h.Get("Location"), header: withRead})
 	must.Eq(t, http.StatusOK, code)
 	must.Eq(t, decodeAs[structs.Job](t, raw).ID, decodeAs[structs.Job](t, raw2).ID)
 }
@@ -470,9 +550,9 @@ func TestServer_Progress(t *testing.T) {
 	srv := apitest.NewServer(t, b)
 	spec, diags := jobspec.Parse([]byte(targetSpec), "train.hcl", time.Now())
 	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
-	job, err := b.Submit(context.Background(), spec, targetSpec)
+	job, _, err := b.Submit(context.Background(), spec, targetSpec, nil)
 	must.NoError(t, err)
-	other, err := b.Submit(context.Background(), mustSpec(t), goodSpec)
+	other, _, err := b.Submit(context.Background(), mustSpec(t), goodSpec, nil)
 	must.NoError(t, err)
 	path := "/v1/jobs/" + job.ID + "/progress"
 	jobToken := map[string]string{api.TokenHeader: api.ReportToken(apitest.Token, job.ID)}
@@ -514,7 +594,11 @@ func TestServer_Progress(t *testing.T) {
 	code, _ := do(t, srv, call{method: "POST", path: "/v1/jobs/" + job.ID + "/stop", header: jobToken})
 	must.Eq(t, http.StatusForbidden, code)
 
-	code, raw := do(t, srv, call{method: "GET", path: "/v1/jobs/" + job.ID})
+	// Nor for reads.
+	code, _ = do(t, srv, call{method: "GET", path: "/v1/jobs/" + job.ID, header: jobToken})
+	must.Eq(t, http.StatusForbidden, code)
+
+	code, raw := do(t, srv, call{method: "GET", path: "/v1/jobs/" + job.ID, header: withRead})
 	must.Eq(t, http.StatusOK, code)
 	got := decodeAs[structs.Job](t, raw)
 	pr := got.Progress
@@ -538,7 +622,7 @@ func TestServer_Progress(t *testing.T) {
 	}
 	must.Eq(t, []string{`target metric "accuracy" was never reported; got "top5"`}, warnings)
 	// The job's stub and the other job are untouched.
-	code, raw = do(t, srv, call{method: "GET", path: "/v1/jobs/" + other.ID})
+	code, raw = do(t, srv, call{method: "GET", path: "/v1/jobs/" + other.ID, header: withRead})
 	must.Eq(t, http.StatusOK, code)
 	must.Nil(t, decodeAs[structs.Job](t, raw).Progress)
 }

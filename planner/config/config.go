@@ -6,11 +6,15 @@
 //	data_dir       = "/var/lib/schedulearn"
 //	round_interval = "10s"
 //	plugin_dir     = "/opt/schedulearn/plugins"
-//	token          = "..."            # for API writes; or SCHEDULEARN_TOKEN
+//	token          = "..."            # for API writes (and reads); or SCHEDULEARN_TOKEN
+//	read_token     = "..."            # for API reads only; or SCHEDULEARN_READ_TOKEN
+//	allowed_hosts  = ["planner.example"]  # Host names the API answers (besides localhost, IPs, bind/advertise)
 //	network_interface = "eth0"        # Horovod's interface between nodes
 //	advertise_addr = "http://10.0.0.5:4680"  # the API as training tasks reach it
 //	delivery_dir   = "/srv/models"    # delivered models; default <data_dir>/deliveries
-//	checkpoint_dirs = ["/shared/ckpt"] # copy checkpoints only from these (default: anywhere)
+//	checkpoint_dirs = ["/shared/ckpt"] # copy checkpoints only from these (default: none, no files delivered)
+//	delivery_roots = ["/models"]      # where a target's delivery may point (besides delivery_dir)
+//	webhook_hosts  = ["hooks.example", "*.hooks.example"]  # hosts a job's webhook may name (default: none)
 //
 //	nomad {
 //	  address = "http://127.0.0.1:4646"
@@ -76,7 +80,14 @@ type Config struct {
 	RoundInterval string `hcl:"round_interval,optional"`
 	PluginDir     string `hcl:"plugin_dir,optional"`
 	Token         string `hcl:"token,optional"`
-	LogLevel      string `hcl:"log_level,optional"`
+	// ReadToken authorises API reads only (job records, nodes, policies);
+	// it must differ from Token, which reads too. Empty: reads need Token.
+	ReadToken string `hcl:"read_token,optional"`
+	// AllowedHosts are host names the API answers (the Host header),
+	// besides localhost, IP addresses, and the hosts of bind_addr and
+	// advertise_addr: DNS-rebinding protection. "*" allows any.
+	AllowedHosts []string `hcl:"allowed_hosts,optional"`
+	LogLevel     string   `hcl:"log_level,optional"`
 	// NetworkInterface is the interface Horovod uses between nodes
 	// (horovodrun --network-interface); "" lets Horovod choose.
 	NetworkInterface string `hcl:"network_interface,optional"`
@@ -90,12 +101,19 @@ type Config struct {
 	// delivery directory are delivered (<dir>/<job-id>/<tier>/); empty:
 	// <data_dir>/deliveries (see DeliveryPath).
 	DeliveryDir string `hcl:"delivery_dir,optional"`
-	// CheckpointDirs, when set, are the only directories the planner
-	// copies delivered checkpoints from (after resolving links): a job
-	// chooses the path it reports, so on a shared cluster set it to where
-	// jobs write checkpoints, lest a job have the planner copy any file it
-	// can read. Empty: any absolute path.
+	// CheckpointDirs are the only directories the planner copies
+	// delivered checkpoints from, following no link beneath them: a job
+	// chooses the path it reports, so this is where jobs write
+	// checkpoints, and nothing else. Empty: no files are delivered.
 	CheckpointDirs []string `hcl:"checkpoint_dirs,optional"`
+	// DeliveryRoots are the directories a target's own delivery directory
+	// may lie under, besides DeliveryPath; a jobspec whose delivery lies
+	// elsewhere is refused.
+	DeliveryRoots []string `hcl:"delivery_roots,optional"`
+	// WebhookHosts are the hosts a job's own webhook (its target's) may
+	// name: "host", "host:port", "*.domain". Empty: no job may name one.
+	// The webhook block's URL is the operator's and needs no entry.
+	WebhookHosts []string `hcl:"webhook_hosts,optional"`
 
 	Nomad  *Nomad  `hcl:"nomad,block"`
 	Consul *Consul `hcl:"consul,block"`
@@ -237,12 +255,18 @@ func (c *Config) Merge(o *Config) *Config {
 	setStr(&r.RoundInterval, o.RoundInterval)
 	setStr(&r.PluginDir, o.PluginDir)
 	setStr(&r.Token, o.Token)
+	setStr(&r.ReadToken, o.ReadToken)
 	setStr(&r.LogLevel, o.LogLevel)
 	setStr(&r.NetworkInterface, o.NetworkInterface)
 	setStr(&r.AdvertiseAddr, o.AdvertiseAddr)
 	setStr(&r.DeliveryDir, o.DeliveryDir)
-	if o.CheckpointDirs != nil {
-		r.CheckpointDirs = slices.Clone(o.CheckpointDirs)
+	for _, l := range []struct{ dst, src *[]string }{
+		{&r.CheckpointDirs, &o.CheckpointDirs}, {&r.DeliveryRoots, &o.DeliveryRoots},
+		{&r.WebhookHosts, &o.WebhookHosts}, {&r.AllowedHosts, &o.AllowedHosts},
+	} {
+		if *l.src != nil {
+			*l.dst = slices.Clone(*l.src)
+		}
 	}
 	if o.Webhook != nil {
 		w := *o.Webhook
@@ -331,12 +355,7 @@ func (c *Config) Validate() hcl.Diagnostics {
 	if w := c.Webhook; w != nil {
 		c.validateWebhook(w, errAt)
 	}
-	for _, d := range c.CheckpointDirs {
-		if !filepath.IsAbs(d) {
-			errAt("checkpoint_dirs", "Invalid checkpoint_dirs", fmt.Sprintf("%q: give absolute directories, e.g. \"/shared/checkpoints\".", d))
-			break
-		}
-	}
+	c.validateAccess(errAt)
 	switch c.LogLevel {
 	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":
 	default:

@@ -77,6 +77,11 @@ func TestParse_Errors(t *testing.T) {
 		{"bad webhook attempts", "webhook {\n  url = \"https://hooks.example/x\"\n  attempts = 0\n}\n", "planner.hcl:3:3: error: Invalid webhook attempts"},
 		{"unknown webhook key", "webhook {\n  url = \"https://hooks.example/x\"\n  retries = 3\n}\n", "planner.hcl:3:3: error: Unsupported argument"},
 		{"relative checkpoint dir", "checkpoint_dirs = [\"/ok\", \"ckpt\"]\n", "planner.hcl:1:1: error: Invalid checkpoint_dirs"},
+		{"relative delivery root", "delivery_roots = [\"models\"]\n", "planner.hcl:1:1: error: Invalid delivery_roots"},
+		{"read token is the token", "token = \"t\"\nread_token = \"t\"\n", "planner.hcl:2:1: error: Invalid read_token"},
+		{"webhook host with a path", "webhook_hosts = [\"hooks.example/x\"]\n", "planner.hcl:1:1: error: Invalid webhook_hosts"},
+		{"webhook host a URL", "webhook_hosts = [\"https://hooks.example\"]\n", "planner.hcl:1:1: error: Invalid webhook_hosts"},
+		{"allowed host with a wildcard", "allowed_hosts = [\"*.example\"]\n", "planner.hcl:1:1: error: Invalid allowed_hosts"},
 		{"syntax", "nomad {\n", "planner.hcl:1:7: error: Unclosed configuration block"},
 	}
 	for _, tc := range cases {
@@ -115,6 +120,39 @@ webhook {
 	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
 	must.Eq(t, 3*time.Second, cfg.Webhook.TimeoutDuration)
 	must.Eq(t, 2, cfg.Webhook.MaxAttempts())
+}
+
+// The settings that say who may read and what jobs may make the planner
+// touch: a read token of its own, the hosts the API answers, checkpoint
+// and delivery directories, the hosts job webhooks may name.
+func TestParse_Access(t *testing.T) {
+	cfg, diags := Parse([]byte(`
+bind_addr       = "0.0.0.0:4680"
+advertise_addr  = "http://planner.lab:4680"
+token           = "w"
+read_token      = "r"
+allowed_hosts   = ["planner.example"]
+checkpoint_dirs = ["/shared/ckpt"]
+delivery_roots  = ["/models"]
+webhook_hosts   = ["hooks.example", "*.hooks.example:8443", "10.0.0.9:9000"]
+`), "planner.hcl")
+	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+	must.Eq(t, "r", cfg.ReadToken)
+	must.Eq(t, []string{"/shared/ckpt"}, cfg.CheckpointDirs)
+	must.Eq(t, []string{"/models"}, cfg.DeliveryRoots)
+	must.Eq(t, []string{"hooks.example", "*.hooks.example:8443", "10.0.0.9:9000"}, cfg.WebhookHosts)
+	hostname := func() (string, error) { return "gpu-head", nil }
+	must.Eq(t, []string{"planner.example", "planner.lab"}, cfg.APIHosts(hostname))
+
+	// A wildcard bind without advertise_addr: the tasks are given the
+	// hostname, so the API answers to it.
+	cfg, diags = Parse([]byte("bind_addr = \"0.0.0.0:4680\"\n"), "planner.hcl")
+	must.False(t, diags.HasErrors())
+	must.Eq(t, []string{"gpu-head"}, cfg.APIHosts(hostname))
+	must.SliceEmpty(t, cfg.CheckpointDirs, must.Sprint("no checkpoint_dirs by default: delivery of files is off"))
+	must.SliceEmpty(t, cfg.WebhookHosts, must.Sprint("no job webhooks by default"))
+	cfg, _ = Parse([]byte("bind_addr = \"planner.lab:4680\"\n"), "planner.hcl")
+	must.Eq(t, []string{"planner.lab"}, cfg.APIHosts(hostname))
 }
 
 func TestLoad_MissingFile(t *testing.T) {

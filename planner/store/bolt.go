@@ -19,6 +19,8 @@ import (
 var (
 	bucketJobs = []byte("jobs")
 	bucketMeta = []byte("meta")
+	// bucketKeys maps keyIndex(Idempotency key) to the job's ID.
+	bucketKeys = []byte("idempotency")
 	keyPolicy  = []byte("policy")
 	keyFormat  = []byte("format")
 )
@@ -55,6 +57,9 @@ func Open(path string) (*Bolt, error) {
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(bucketJobs); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketKeys); err != nil {
 			return err
 		}
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
@@ -97,6 +102,16 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 		jobs := tx.Bucket(bucketJobs)
 		if jobs.Get([]byte(j.ID)) != nil {
 			return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+		}
+		if k := j.Idempotency; k != nil {
+			keys := tx.Bucket(bucketKeys)
+			idx := []byte(keyIndex(k.Key))
+			if keys.Get(idx) != nil {
+				return fmt.Errorf("job %q: %w", j.ID, ErrKeyExists)
+			}
+			if err := keys.Put(idx, []byte(j.ID)); err != nil {
+				return err
+			}
 		}
 		return jobs.Put([]byte(j.ID), buf)
 	})
@@ -164,6 +179,28 @@ func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 		return nil
 	})
 	return j, err
+}
+
+// JobByIdempotencyKey implements Store.
+func (b *Bolt) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var id []byte
+	err := b.view(func(tx *bolt.Tx) error {
+		id = append(id, tx.Bucket(bucketKeys).Get([]byte(keyIndex(key)))...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(id) == 0 {
+		return nil, fmt.Errorf("idempotency key: %w", ErrNotFound)
+	}
+	return b.GetJob(ctx, string(id))
 }
 
 // ListJobs implements Store. It decodes every record and sorts them: bolt

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +45,8 @@ func runConformance(t *testing.T, h harness) {
 		{"invalid IDs are refused", testInvalidIDs},
 		{"returned records are copies", testCopies},
 		{"calls after close fail", testClosed},
+		{"idempotency keys: one job per key, kept across a reopen", testIdempotencyKeys},
+		{"racing creates with one idempotency key: exactly one wins", testRacingKeys},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, h) })
@@ -347,4 +350,82 @@ func testClosed(t *testing.T, h harness) {
 	_, err = s.ListJobs(ctx)
 	must.Error(t, err)
 	must.Error(t, s.PutPolicy(ctx, &structs.PolicyState{Name: "fifo"}))
+}
+
+// Row 14 of issue 13 (a client that retries a submission made two jobs):
+// the key is stored with the job in the same write, a second job with it
+// is refused, and the key finds the job again after a restart.
+func testIdempotencyKeys(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	_, err := s.JobByIdempotencyKey(ctx, "retry-1")
+	must.ErrorIs(t, err, ErrNotFound)
+
+	a := newJob("a", t0)
+	a.Idempotency = &structs.Idempotency{Key: "retry-1", Digest: "d1"}
+	must.NoError(t, s.CreateJob(ctx, a))
+	got, err := s.JobByIdempotencyKey(ctx, "retry-1")
+	must.NoError(t, err)
+	must.Eq(t, a, got)
+
+	b := newJob("b", t0)
+	b.Idempotency = &structs.Idempotency{Key: "retry-1", Digest: "d2"}
+	must.ErrorIs(t, s.CreateJob(ctx, b), ErrKeyExists)
+	_, err = s.GetJob(ctx, "b")
+	must.ErrorIs(t, err, ErrNotFound, must.Sprint("a refused create stores nothing"))
+
+	// A job without a key, and an ID taken with a new key: neither claims
+	// anything.
+	must.NoError(t, s.CreateJob(ctx, newJob("c", t0)))
+	dup := newJob("a", t0)
+	dup.Idempotency = &structs.Idempotency{Key: "retry-2"}
+	must.ErrorIs(t, s.CreateJob(ctx, dup), ErrExists)
+	_, err = s.JobByIdempotencyKey(ctx, "retry-2")
+	must.ErrorIs(t, err, ErrNotFound)
+
+	for _, bad := range []string{"", strings.Repeat("k", MaxIdempotencyKeyLen+1)} {
+		j := newJob("bad", t0)
+		j.Idempotency = &structs.Idempotency{Key: bad}
+		must.Error(t, s.CreateJob(ctx, j))
+	}
+
+	s = h.reopen(t, s)
+	got, err = s.JobByIdempotencyKey(ctx, "retry-1")
+	must.NoError(t, err)
+	must.Eq(t, a.ID, got.ID)
+	must.Eq(t, "d1", got.Idempotency.Digest)
+}
+
+func testRacingKeys(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	for round := range 5 {
+		const writers = 4
+		key := fmt.Sprintf("race-key-%d", round)
+		errs := make([]error, writers)
+		var start, wg sync.WaitGroup
+		start.Add(1)
+		for w := range writers {
+			j := newJob(fmt.Sprintf("k%d-%d", round, w), t0)
+			j.Idempotency = &structs.Idempotency{Key: key}
+			wg.Go(func() {
+				start.Wait()
+				errs[w] = s.CreateJob(ctx, j)
+			})
+		}
+		start.Done()
+		wg.Wait()
+		winners := 0
+		for _, err := range errs {
+			if err == nil {
+				winners++
+				continue
+			}
+			must.ErrorIs(t, err, ErrKeyExists)
+		}
+		must.EqOp(t, 1, winners)
+		jobs, err := s.ListJobs(ctx)
+		must.NoError(t, err)
+		must.Len(t, round+1, jobs)
+	}
 }

@@ -25,6 +25,7 @@ const DefaultPrefix = "schedulearn/"
 // so two planners that read the same version cannot both write.
 type Consul struct {
 	kv     *api.KV
+	txn    *api.Txn
 	prefix string
 	closed atomic.Bool
 }
@@ -38,7 +39,7 @@ func NewConsul(client *api.Client, prefix string) (*Consul, error) {
 	if client == nil {
 		return nil, errors.New("consul client is nil")
 	}
-	return &Consul{kv: client.KV(), prefix: normalizePrefix(prefix)}, nil
+	return &Consul{kv: client.KV(), txn: client.Txn(), prefix: normalizePrefix(prefix)}, nil
 }
 
 func normalizePrefix(prefix string) string {
@@ -55,9 +56,10 @@ func normalizePrefix(prefix string) string {
 // Prefix is the KV prefix the store uses, ending in '/'.
 func (c *Consul) Prefix() string { return c.prefix }
 
-func (c *Consul) jobsPrefix() string      { return c.prefix + "jobs/" }
-func (c *Consul) jobKey(id string) string { return c.jobsPrefix() + id }
-func (c *Consul) policyKey() string       { return c.prefix + "meta/policy" }
+func (c *Consul) jobsPrefix() string       { return c.prefix + "jobs/" }
+func (c *Consul) jobKey(id string) string  { return c.jobsPrefix() + id }
+func (c *Consul) policyKey() string        { return c.prefix + "meta/policy" }
+func (c *Consul) keyKey(key string) string { return c.prefix + "idempotency/" + keyIndex(key) }
 
 // CreateJob implements Store: a check-and-set with index 0, which Consul
 // applies only if the key does not exist.
@@ -74,6 +76,13 @@ func (c *Consul) CreateJob(ctx context.Context, j *structs.Job) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
 	}
+	if j.Idempotency != nil {
+		if err := c.createWithKey(ctx, j, buf); err != nil {
+			return err
+		}
+		j.Version = 1
+		return nil
+	}
 	ok, _, err := c.kv.CAS(&api.KVPair{Key: c.jobKey(j.ID), Value: buf, ModifyIndex: 0}, c.writeOpts(ctx))
 	if err != nil {
 		return fmt.Errorf("failed to create job %q: %w", j.ID, err)
@@ -83,6 +92,46 @@ func (c *Consul) CreateJob(ctx context.Context, j *structs.Job) error {
 	}
 	j.Version = 1
 	return nil
+}
+
+// createWithKey writes the job and its Idempotency key's index in one
+// transaction, each a check-and-set with index 0 (only if absent).
+func (c *Consul) createWithKey(ctx context.Context, j *structs.Job, buf []byte) error {
+	ops := api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: c.jobKey(j.ID), Value: buf, Index: 0}},
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: c.keyKey(j.Idempotency.Key), Value: []byte(j.ID), Index: 0}},
+	}
+	ok, resp, _, err := c.txn.Txn(ops, c.queryOpts(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to create job %q: %w", j.ID, err)
+	}
+	if ok {
+		return nil
+	}
+	for _, e := range resp.Errors {
+		if e.OpIndex == 1 {
+			return fmt.Errorf("job %q: %w", j.ID, ErrKeyExists)
+		}
+	}
+	return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+}
+
+// JobByIdempotencyKey implements Store.
+func (c *Consul) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	pair, _, err := c.kv.Get(c.keyKey(key), c.queryOpts(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read idempotency key: %w", err)
+	}
+	if pair == nil {
+		return nil, fmt.Errorf("idempotency key: %w", ErrNotFound)
+	}
+	return c.GetJob(ctx, string(pair.Value))
 }
 
 // UpdateJob implements Store: it reads the record and its ModifyIndex,

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +17,13 @@ import (
 // safe for concurrent use; records returned are the caller's own copies.
 type Store interface {
 	// CreateJob stores a new job and sets j.Version to 1. It fails with
-	// ErrExists if the ID is taken.
+	// ErrExists if the ID is taken. A job with an Idempotency key claims
+	// the key in the same write: it fails with ErrKeyExists, storing
+	// nothing, if another job holds the key.
 	CreateJob(ctx context.Context, j *structs.Job) error
+	// JobByIdempotencyKey returns the job created with the Idempotency
+	// key, or ErrNotFound.
+	JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error)
 	// UpdateJob replaces a job if the stored version is j.Version
 	// (compare-and-swap) and then increments j.Version. It fails with
 	// ErrConflict if the stored version differs and ErrNotFound if there is
@@ -41,7 +48,15 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrExists   = errors.New("already exists")
 	ErrConflict = errors.New("version conflict")
+	// ErrInvalidID: a job ID no job can have (empty, or holding '/' or
+	// NUL); there is no such job.
+	ErrInvalidID = errors.New("invalid job ID")
+	// ErrKeyExists: another job was created with the Idempotency key.
+	ErrKeyExists = errors.New("idempotency key already used")
 )
+
+// MaxIdempotencyKeyLen bounds an Idempotency key.
+const MaxIdempotencyKeyLen = 255
 
 // errClosed is returned by a store used after Close.
 var errClosed = errors.New("store is closed")
@@ -52,12 +67,32 @@ func checkJob(j *structs.Job) error {
 	if j == nil {
 		return errors.New("job is nil")
 	}
+	if j.Idempotency != nil {
+		if err := checkKey(j.Idempotency.Key); err != nil {
+			return err
+		}
+	}
 	return checkID(j.ID)
+}
+
+// checkKey rejects Idempotency keys no implementation should store.
+func checkKey(key string) error {
+	if key == "" || len(key) > MaxIdempotencyKeyLen {
+		return fmt.Errorf("invalid idempotency key: 1 to %d bytes", MaxIdempotencyKeyLen)
+	}
+	return nil
+}
+
+// keyIndex is where an Idempotency key is indexed: its SHA-256 in hex,
+// so any key is a safe bolt key and Consul KV path segment.
+func keyIndex(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
 }
 
 func checkID(id string) error {
 	if id == "" || strings.ContainsAny(id, "/\x00") {
-		return fmt.Errorf("invalid job ID %q: it must be non-empty and hold no '/'", id)
+		return fmt.Errorf("%w %q: it must be non-empty and hold no '/'", ErrInvalidID, id)
 	}
 	return nil
 }

@@ -71,9 +71,21 @@ type Job struct {
 	// copies the models, see Delivery).
 	Deliveries []Delivery `json:"deliveries,omitempty"`
 
+	// Idempotency is the submission's Idempotency-Key and request digest,
+	// when the client sent a key: a retry with the key gets this job back.
+	Idempotency *Idempotency `json:"idempotency,omitempty"`
+
 	// Version increases on every write; the store rejects a write whose
 	// version is not the stored one (optimistic concurrency).
 	Version uint64 `json:"version"`
+}
+
+// Idempotency is what makes a submission safe to retry: the client's
+// Idempotency-Key, and a digest of the request it came with (the same key
+// with another request is refused).
+type Idempotency struct {
+	Key    string `json:"key"`
+	Digest string `json:"digest"`
 }
 
 // GPUs is the job's total GPU count now.
@@ -132,6 +144,7 @@ func (j *Job) Clone() *Job {
 	c.Progress = j.Progress.Clone()
 	c.Outlook = j.Outlook.Clone()
 	c.Deliveries = slices.Clone(j.Deliveries)
+	c.Idempotency = clonePtr(j.Idempotency)
 	return &c
 }
 

@@ -97,14 +97,24 @@ func (b *Backend) enter(method string) error {
 // Submit queues the job. A job asking for more GPUs than the largest node
 // has is an *api.InputError pointing at the job's training block (when the
 // fake has nodes).
-func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string) (*structs.Job, error) {
+//
+// An idempotency key already held by a job returns that job (api.Replay).
+func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (*structs.Job, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.enter("Submit"); err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if idem != nil {
+		for _, j := range b.jobs {
+			if j.Idempotency != nil && j.Idempotency.Key == idem.Key {
+				j, err := api.Replay(clone(j), idem)
+				return j, err == nil, err
+			}
+		}
 	}
 	if largest := b.largestNode(); len(b.nodes) > 0 && spec.GPUs.Min > largest {
-		return nil, &api.InputError{Diags: hcl.Diagnostics{{
+		return nil, false, &api.InputError{Diags: hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Not enough GPUs in the cluster",
 			Detail:   fmt.Sprintf("The job needs at least %d GPUs; the largest node has %d.", spec.GPUs.Min, largest),
@@ -122,9 +132,13 @@ func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string) (
 		Events:    []structs.Event{{Time: now, Type: "submitted", Message: "Job submitted; queued"}},
 		Version:   1,
 	}
+	if idem != nil {
+		c := *idem
+		j.Idempotency = &c
+	}
 	b.jobs[j.ID] = j
 	b.order = append(b.order, j.ID)
-	return clone(j), nil
+	return clone(j), false, nil
 }
 
 func (b *Backend) largestNode() int {

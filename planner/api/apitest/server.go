@@ -12,8 +12,12 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api"
 )
 
-// Token is the token NewServer's API takes for writes.
-const Token = "test-token"
+// Token is the token NewServer's API takes for writes (and reads);
+// ReadToken the one it takes for reads only.
+const (
+	Token     = "test-token"
+	ReadToken = "test-read-token"
+)
 
 // Server is an httptest server serving the API from a Backend.
 type Server struct {
@@ -26,14 +30,15 @@ type Server struct {
 // Requests returns how many HTTP requests the server has received.
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
-// NewServer serves b's API (token Token, logs to the test) until the test
-// ends.
+// NewServer serves b's API (tokens Token and ReadToken, logs to the
+// test) until the test ends.
 func NewServer(t testing.TB, b api.Backend) *Server {
 	t.Helper()
 	a, err := api.NewServer(api.Config{
-		Backend: b,
-		Token:   Token,
-		Logger:  hclog.New(&hclog.LoggerOptions{Name: "api", Output: testWriter{t}, Level: hclog.Info}),
+		Backend:   b,
+		Token:     Token,
+		ReadToken: ReadToken,
+		Logger:    hclog.New(&hclog.LoggerOptions{Name: "api", Output: testWriter{t}, Level: hclog.Info}),
 	})
 	if err != nil {
 		t.Fatalf("failed to create the API server: %v", err)

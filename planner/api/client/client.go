@@ -5,6 +5,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,10 +35,13 @@ type Config struct {
 	// Address is the planner's URL; "host:port" means http://host:port.
 	// DefaultAddress when empty.
 	Address string
-	// Token is sent with every request (writes need it).
+	// Token is sent with every request: the planner's token, or its read
+	// token for a client that only reads (writes need the token).
 	Token string
 	// HTTPClient makes the requests; a client with a 30s timeout when nil.
 	HTTPClient *http.Client
+
+	retryDelay time.Duration // tests shorten it
 }
 
 // Client calls the planner's API.
@@ -44,6 +49,8 @@ type Client struct {
 	base  *url.URL
 	token string
 	http  *http.Client
+	// retryDelay is the wait between Submit's attempts.
+	retryDelay time.Duration
 }
 
 // New returns a client for cfg.
@@ -60,11 +67,14 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("invalid planner address %q: want http(s)://host:port", cfg.Address)
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
+	if cfg.retryDelay == 0 {
+		cfg.retryDelay = time.Second
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Client{base: u, token: cfg.Token, http: hc}, nil
+	return &Client{base: u, token: cfg.Token, http: hc, retryDelay: cfg.retryDelay}, nil
 }
 
 // Address is the planner's URL the client calls.
@@ -93,6 +103,8 @@ func (e *Error) Is(target error) bool {
 		return e.StatusCode == http.StatusConflict
 	case api.ErrUnavailable:
 		return e.StatusCode == http.StatusServiceUnavailable
+	case api.ErrIdempotencyMismatch:
+		return e.StatusCode == http.StatusUnprocessableEntity
 	}
 	return false
 }
@@ -104,13 +116,69 @@ func IsInput(err error) bool {
 	return errors.As(err, &e) && (e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusRequestEntityTooLarge)
 }
 
-// Submit sends a jobspec's text; filename names it in diagnostics.
-func (c *Client) Submit(ctx context.Context, source, filename string) (*structs.Job, error) {
-	var job structs.Job
-	if err := c.do(ctx, http.MethodPost, "/v1/jobs", api.SubmitRequest{Source: source, Filename: filename}, &job); err != nil {
-		return nil, err
+// Submit sends a jobspec's text; filename names it in diagnostics. key,
+// when not empty, is the submission's Idempotency-Key (NewIdempotencyKey
+// makes one): the planner stores it with the job, so the submission is
+// safe to send again, and Submit does, with the same key, after a network
+// error or a 502, 503 or 504 (up to SubmitAttempts times in all, a
+// second apart): whether the first request made a job or not, one job
+// comes back.
+func (c *Client) Submit(ctx context.Context, source, filename, key string) (*structs.Job, error) {
+	var header http.Header
+	if key != "" {
+		header = http.Header{api.IdempotencyHeader: {key}}
 	}
-	return &job, nil
+	body := api.SubmitRequest{Source: source, Filename: filename}
+	for attempt := 1; ; attempt++ {
+		var job structs.Job
+		err := c.doHeader(ctx, http.MethodPost, "/v1/jobs", header, body, &job)
+		if err == nil {
+			return &job, nil
+		}
+		if key == "" || attempt >= SubmitAttempts || !retriable(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(c.retryDelay):
+		}
+	}
+}
+
+// SubmitAttempts is how often Submit sends a submission with an
+// idempotency key before it gives up.
+const SubmitAttempts = 3
+
+// retriable reports whether a request that failed with err may have
+// failed on the way (the planner may or may not have acted on it).
+func retriable(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		switch e.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	var ne *transportError
+	return errors.As(err, &ne)
+}
+
+// transportError is a request that got no answer.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// NewIdempotencyKey returns a fresh random idempotency key (128 bits,
+// hex), one per job a client means to submit.
+func NewIdempotencyKey() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("failed to make an idempotency key: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // Job reads one job.
@@ -187,6 +255,11 @@ func (c *Client) Status(ctx context.Context) (*api.Status, error) {
 // An answer that is not 2xx is an *Error carrying the server's message,
 // which already says what failed ("failed to stop job ...").
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	return c.doHeader(ctx, method, path, nil, body, out)
+}
+
+// doHeader is do with extra request headers.
+func (c *Client) doHeader(ctx context.Context, method, path string, header http.Header, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		buf, err := json.Marshal(body)
@@ -208,9 +281,12 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if c.token != "" {
 		req.Header.Set(api.TokenHeader, c.token)
 	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("failed to reach the planner at %s: %w", c.base, err)
+		return fmt.Errorf("failed to reach the planner at %s: %w", c.base, &transportError{err})
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))

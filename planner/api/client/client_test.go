@@ -3,7 +3,12 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 
@@ -45,7 +50,7 @@ func TestClient_Calls(t *testing.T) {
 	c, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token, HTTPClient: srv.Client()})
 	must.NoError(t, err)
 
-	job, err := c.Submit(ctx, "training \"a\" {\n  command = \"x\"\n  gpus = 2\n}\n", "a.hcl")
+	job, err := c.Submit(ctx, "training \"a\" {\n  command = \"x\"\n  gpus = 2\n}\n", "a.hcl", "")
 	must.NoError(t, err)
 	must.Eq(t, structs.JobQueued, job.State)
 
@@ -61,7 +66,7 @@ func TestClient_Calls(t *testing.T) {
 	must.True(t, errors.Is(err, api.ErrNotFound), must.Sprint(err))
 	must.False(t, client.IsInput(err))
 
-	_, err = c.Submit(ctx, "training \"a\" {\n", "b.hcl")
+	_, err = c.Submit(ctx, "training \"a\" {\n", "b.hcl", "")
 	must.True(t, client.IsInput(err))
 	var ce *client.Error
 	must.True(t, errors.As(err, &ce))
@@ -104,9 +109,9 @@ func TestClient_ReportProgress(t *testing.T) {
 	ctx := context.Background()
 	admin, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token, HTTPClient: srv.Client()})
 	must.NoError(t, err)
-	a, err := admin.Submit(ctx, "training \"a\" {\n  command = \"x\"\n  gpus = 2\n}\n", "a.hcl")
+	a, err := admin.Submit(ctx, "training \"a\" {\n  command = \"x\"\n  gpus = 2\n}\n", "a.hcl", "")
 	must.NoError(t, err)
-	other, err := admin.Submit(ctx, "training \"b\" {\n  command = \"x\"\n  gpus = 2\n}\n", "b.hcl")
+	other, err := admin.Submit(ctx, "training \"b\" {\n  command = \"x\"\n  gpus = 2\n}\n", "b.hcl", "")
 	must.NoError(t, err)
 
 	rate := 512.0
@@ -133,4 +138,52 @@ func TestClient_ReportProgress(t *testing.T) {
 	must.True(t, errors.Is(err, api.ErrNotFound), must.Sprint(err))
 	err = admin.ReportProgress(ctx, a.ID, []api.ProgressReport{{Step: -1}})
 	must.True(t, client.IsInput(err), must.Sprint(err))
+}
+
+// Row 14 of issue 13: a client that retried a submission after a time-out
+// made two jobs. The client now sends an Idempotency-Key and retries with
+// it when the answer is lost: here the planner stores the job and the
+// connection drops before the answer; the retry gets that job back, and
+// the planner holds one job, not two.
+func TestClient_SubmitRetriesWithTheKey(t *testing.T) {
+	b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8))
+	planner := apitest.NewServer(t, b).API
+	var posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && posts.Add(1) == 1 {
+			planner.ServeHTTP(httptest.NewRecorder(), r) // the job is made...
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close() // ...and the answer lost
+			}
+			return
+		}
+		planner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token})
+	must.NoError(t, err)
+	client.SetRetryDelay(c, time.Millisecond)
+	key, err := client.NewIdempotencyKey()
+	must.NoError(t, err)
+	ctx := context.Background()
+	src := "training \"a\" {\n  command = \"x\"\n  gpus = 2\n}\n"
+	job, err := c.Submit(ctx, src, "a.hcl", key)
+	must.NoError(t, err)
+	must.Eq(t, int32(2), posts.Load())
+	jobs, err := c.Jobs(ctx)
+	must.NoError(t, err)
+	must.Len(t, 1, jobs)
+	must.Eq(t, jobs[0].ID, job.ID)
+
+	// The same key with another jobspec is refused, not a second job.
+	_, err = c.Submit(ctx, strings.Replace(src, "gpus = 2", "gpus = 3", 1), "a.hcl", key)
+	must.True(t, errors.Is(err, api.ErrIdempotencyMismatch), must.Sprint(err))
+	must.Eq(t, int32(3), posts.Load(), must.Sprint("a 422 is not retried"))
+
+	// Without a key nothing is retried.
+	posts.Store(0)
+	_, err = c.Submit(ctx, src, "a.hcl", "")
+	must.Error(t, err)
+	must.Eq(t, int32(1), posts.Load())
 }

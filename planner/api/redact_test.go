@@ -1,0 +1,104 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// secretSpec holds secrets in every place a jobspec can: env values, a
+// webhook's user info, path and query, an artifact URL's query.
+const secretSpec = `training "leaky" {
+  command  = "python3"
+  gpus     = 1
+  env = {
+    WANDB_API_KEY = "wandb-s3cret"
+    HF_TOKEN      = "hf-s3cret"
+  }
+  target {
+    metric  = "accuracy"
+    goal    = 0.9
+    webhook = "https://bot:pw-s3cret@hooks.example/services/T0/B0/path-s3cret?token=query-s3cret"
+  }
+  artifact {
+    source = "s3::https://bucket.example/data.tgz?aws_access_key_id=AKIA-s3cret"
+  }
+}
+`
+
+var secrets = []string{"wandb-s3cret", "hf-s3cret", "pw-s3cret", "path-s3cret", "query-s3cret", "AKIA-s3cret"}
+
+// Row 5 of issue 13: GET /v1/jobs/{id} showed env secrets, the webhook's
+// credentials and the source holding both. No answer shows them now:
+// not the submission's, not a read's (with either token), not a stop's;
+// the names of the env stay, and the source is still there, redacted.
+// The backend keeps the values (the executor needs them).
+func TestServer_RedactsSecrets(t *testing.T) {
+	t.Parallel()
+	b := apitest.NewBackend()
+	srv := apitest.NewServer(t, b)
+	code, raw := do(t, srv, call{method: "POST", path: "/v1/jobs", body: submitBody(secretSpec, "leaky.hcl"), header: withToken})
+	must.Eq(t, http.StatusCreated, code, must.Sprintf("body %s", raw))
+	answers := [][]byte{raw}
+	id := decodeAs[structs.Job](t, raw).ID
+	for _, h := range []map[string]string{withRead, withToken} {
+		code, raw = do(t, srv, call{method: "GET", path: "/v1/jobs/" + id, header: h})
+		must.Eq(t, http.StatusOK, code)
+		answers = append(answers, raw)
+	}
+	code, raw = do(t, srv, call{method: "GET", path: "/v1/jobs", header: withRead})
+	must.Eq(t, http.StatusOK, code)
+	answers = append(answers, raw)
+	code, raw = do(t, srv, call{method: "POST", path: "/v1/jobs/" + id + "/stop", header: withToken})
+	must.Eq(t, http.StatusOK, code)
+	answers = append(answers, raw)
+	for i, a := range answers {
+		for _, s := range secrets {
+			must.StrNotContains(t, string(a), s, must.Sprintf("answer %d", i))
+		}
+	}
+
+	j := decodeAs[structs.Job](t, answers[1])
+	must.Eq(t, map[string]string{"WANDB_API_KEY": api.Redacted, "HF_TOKEN": api.Redacted}, j.Spec.Env)
+	must.Eq(t, "https://hooks.example/"+api.Redacted, j.Spec.Target.Webhook)
+	must.Eq(t, api.Redacted, j.Spec.Artifacts[0].Source, must.Sprint("a go-getter URL with a forced getter is not a plain URL"))
+	must.StrContains(t, j.Source, `WANDB_API_KEY = "<redacted>"`)
+	must.StrContains(t, j.Source, `webhook = "https://hooks.example/<redacted>"`)
+	must.StrContains(t, j.Source, `command = "python3"`)
+
+	stored, err := b.Job(context.Background(), id)
+	must.NoError(t, err)
+	must.Eq(t, "wandb-s3cret", stored.Spec.Env["WANDB_API_KEY"], must.Sprint("the record itself is whole"))
+	must.StrContains(t, stored.Source, "pw-s3cret")
+}
+
+func TestRedactURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://hooks.example", "https://hooks.example/"},
+		{"https://hooks.example/", "https://hooks.example/"},
+		{"https://u:p@hooks.example", "https://hooks.example/<redacted>"},
+		{"http://hooks.example:8080/x?y=z", "http://hooks.example:8080/<redacted>"},
+		{"not a url", "<redacted>"},
+		{"", ""},
+	} {
+		must.Eq(t, tc.want, api.RedactURL(tc.in), must.Sprint(tc.in))
+	}
+}
+
+// A job whose source cannot be rewritten is shown without it, rather
+// than with its secrets.
+func TestRedact_UnparseableSource(t *testing.T) {
+	j := &structs.Job{ID: "x", Source: "training \"x\" {\n  env = {\n", Spec: *mustSpec(t)}
+	j.Spec.Env = map[string]string{"K": "s3cret"}
+	r := api.Redact(j)
+	must.Eq(t, "", r.Source)
+	must.Eq(t, "s3cret", j.Spec.Env["K"], must.Sprint("the original is untouched"))
+	must.False(t, strings.Contains(r.Spec.Env["K"], "s3cret"))
+}

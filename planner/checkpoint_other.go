@@ -1,0 +1,14 @@
+//go:build !linux
+
+package planner
+
+import (
+	"context"
+	"errors"
+)
+
+// copyCheckpoint needs openat2 or O_NOFOLLOW walks (checkpoint_linux.go):
+// elsewhere the planner delivers no files.
+func copyCheckpoint(context.Context, []string, string, string) error {
+	return errors.New("model delivery of files needs a planner on Linux")
+}
