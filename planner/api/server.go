@@ -44,6 +44,9 @@ type Config struct {
 	// Now is the clock a submitted jobspec's deadlines are judged by;
 	// nil: time.Now.
 	Now func() time.Time
+	// Observe is what the metrics, event stream, queue and dashboard
+	// routes serve (observe.go).
+	Observe Observability
 }
 
 // Route is one route the server serves.
@@ -73,6 +76,7 @@ type Server struct {
 	now     func() time.Time
 	routes  []Route
 	mux     *http.ServeMux
+	obs     Observability
 }
 
 // NewServer returns the API for cfg.
@@ -88,6 +92,7 @@ func NewServer(cfg Config) (*Server, error) {
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		mux:     http.NewServeMux(),
+		obs:     cfg.Observe,
 	}
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
@@ -108,6 +113,8 @@ func NewServer(cfg Config) (*Server, error) {
 		{Method: http.MethodGet, Pattern: "/v1/status", handle: s.status},
 		{Method: http.MethodGet, Pattern: "/v1/openapi.json", handle: s.openAPI},
 	}
+	s.routes = append(s.routes, s.observeRoutes()...)
+	s.mountUI()
 	s.register()
 	return s, nil
 }
@@ -173,6 +180,9 @@ func (s *Server) wrap(rt Route) http.Handler {
 		code, body, err := rt.handle(w, r)
 		if err != nil {
 			s.writeError(w, r, err)
+			return
+		}
+		if _, ok := body.(written); ok {
 			return
 		}
 		switch {

@@ -30,10 +30,17 @@ func (s *Server) Requests() int64 { return s.requests.Load() }
 // ends.
 func NewServer(t testing.TB, b api.Backend) *Server {
 	t.Helper()
+	return NewObservedServer(t, b, api.Observability{})
+}
+
+// NewObservedServer is NewServer with the observability routes serving obs.
+func NewObservedServer(t testing.TB, b api.Backend, obs api.Observability) *Server {
+	t.Helper()
 	a, err := api.NewServer(api.Config{
 		Backend: b,
 		Token:   Token,
 		Logger:  hclog.New(&hclog.LoggerOptions{Name: "api", Output: testWriter{t}, Level: hclog.Info}),
+		Observe: obs,
 	})
 	if err != nil {
 		t.Fatalf("failed to create the API server: %v", err)
