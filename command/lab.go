@@ -215,6 +215,7 @@ func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config, root, plannerAddr, t
     Nomad:      %[1]s   (UI: %[1]s/ui)
     Consul:     http://%[2]s   (UI: http://%[2]s/ui)
     Planner:    %[6]s   (API: %[6]s/v1/openapi.json)
+    Dashboard:  %[6]s/ui/   (metrics: %[6]s/v1/metrics, events: %[6]s/v1/events)
     Plugins:    %[3]s
     Logs:       %[4]s/nomad.log, consul.log, planner.log
 
