@@ -43,6 +43,11 @@ const (
 	NamePolicy          = "policy_info"
 )
 
+// Names lists every metric name above (without Namespace).
+var Names = []string{NameJobs, NameGPUsTotal, NameGPUsAllocated, NameGPUsIdle, NameRoundDuration, NameRoundFailures,
+	NamePlanDuration, NameChangeDuration, NameChangeFailures, NamePreemptions, NameDeliveries, NameProgressReports,
+	NameStoreDuration, NameLeader, NamePolicy}
+
 // Source is what the scrape-time gauges read: the API's backend.
 type Source interface {
 	Jobs(ctx context.Context) ([]*structs.Job, error)

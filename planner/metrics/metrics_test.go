@@ -2,8 +2,13 @@ package metrics_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +98,7 @@ func TestMetrics_AllNamedAndConsistent(t *testing.T) {
 	_, _ = st.ListJobs(ctx)
 
 	fams := scrape(t, r.Handler())
+	must.Eq(t, len(Names), len(metrics.Names))
 	for name, typ := range Names {
 		fam, ok := fams[metrics.Namespace+"_"+name]
 		must.True(t, ok, must.Sprintf("metric %s missing", name))
@@ -136,4 +142,40 @@ func TestMetrics_SourceFails(t *testing.T) {
 	rec := httptest.NewRecorder()
 	r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	must.StrContains(t, rec.Body.String(), "schedulearn_progress_reports_total 1")
+}
+
+// The Grafana dashboard in the repo reads only metrics the planner serves,
+// and shows every one of them.
+func TestGrafanaDashboard_NamesServedMetrics(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "grafana", "schedulearn.json"))
+	must.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	must.NoError(t, json.Unmarshal(raw, &dash))
+	used := map[string]bool{}
+	re := regexp.MustCompile(metrics.Namespace + `_[a-z_]+`)
+	for _, p := range dash.Panels {
+		must.SliceNotEmpty(t, p.Targets, must.Sprintf("panel %q has no query", p.Title))
+		for _, tg := range p.Targets {
+			for _, m := range re.FindAllString(tg.Expr, -1) {
+				name := strings.TrimPrefix(m, metrics.Namespace+"_")
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if base, ok := strings.CutSuffix(name, suffix); ok && strings.HasSuffix(base, "_seconds") {
+						name = base
+					}
+				}
+				must.SliceContains(t, metrics.Names, name, must.Sprintf("panel %q reads %s, which the planner does not serve", p.Title, m))
+				used[name] = true
+			}
+		}
+	}
+	for _, name := range metrics.Names {
+		must.True(t, used[name], must.Sprintf("no panel shows %s", name))
+	}
 }
