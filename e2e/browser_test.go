@@ -57,6 +57,9 @@ func startBrowser(t *testing.T, path, addr string) *browser {
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
 	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// Start the browser on the tab's own context: the first action starts
+	// it, bound to the context it runs with (a timeout's would end it).
+	must.NoError(t, chromedp.Do(ctx), must.Sprintf("failed to start %s", path))
 	dir := os.Getenv(EnvScreenshots)
 	if dir == "" {
 		dir = filepath.Join(testlab.Root(t), ".cache", "e2e-screenshots", t.Name())
@@ -113,7 +116,7 @@ func (b *browser) waitVisible(sel string) {
 	waitUntil(b.t, 3*time.Minute, func() error {
 		var ok bool
 		if err := b.eval("(e => !!e && e.getClientRects().length > 0)(document.querySelector("+jsString(sel)+"))", &ok); err != nil {
-			return err
+			return errorf("failed to query %s: %v", sel, err)
 		}
 		if !ok {
 			return errorf("%s not shown (page error: %q)", sel, b.text("#error"))

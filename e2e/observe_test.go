@@ -98,7 +98,7 @@ policy {
 		return nil
 	})
 	ui.waitVisible(`#job-metric-chart line.tier1`)
-	ui.waitVisible(`#job-metric-chart line.deadline`)
+	ui.waitText(`#job-metric-chart .deadline-note`, "deadline") // 1h away: named at the edge
 	ui.waitVisible(`#job-gpus-chart path.series`)
 	ui.screenshot("3-job.png")
 

@@ -239,3 +239,23 @@ func TestQueueAndUtilization(t *testing.T) {
 	code, _ = do(t, srv, call{method: http.MethodGet, path: "/v1/utilization?window=9999h"})
 	must.Eq(t, http.StatusBadRequest, code)
 }
+
+// The dashboard is served under /ui/ (no token: its assets hold no data),
+// /ui redirects there.
+func TestUI_Mounted(t *testing.T) {
+	srv := apitest.NewObservedServer(t, apitest.NewBackend(), api.Observability{UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ui:"+r.URL.Path)
+	})})
+	resp, err := http.Get(srv.URL + "/ui/app.js")
+	must.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must.Eq(t, http.StatusOK, resp.StatusCode)
+	must.Eq(t, "ui:/app.js", string(body))
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = client.Get(srv.URL + "/ui")
+	must.NoError(t, err)
+	resp.Body.Close()
+	must.Eq(t, http.StatusMovedPermanently, resp.StatusCode)
+	must.Eq(t, "/ui/", resp.Header.Get("Location"))
+}

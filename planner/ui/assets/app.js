@@ -46,9 +46,9 @@ function fmtDur(sec) {
 }
 function asked(j) { return j.auto ? "auto" + (j.max_gpus ? " ≤" + j.max_gpus : "") : (j.min_gpus === j.max_gpus ? String(j.min_gpus) : j.min_gpus + "–" + j.max_gpus); }
 function jobColor(id) {
-  let h = 0;
-  for (const c of id) h = (h * 31 + c.charCodeAt(0)) >>> 0;
-  return "hsl(" + (h % 360) + ", 60%, 42%)";
+  let h = 2166136261; // FNV-1a, then spread over the hue circle
+  for (const c of id) h = Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0;
+  return "hsl(" + (Math.imul(h, 2654435761) >>> 0) % 360 + ", 60%, 42%)";
 }
 function jobLink(id) { return el("a", { href: "#/jobs/" + encodeURIComponent(id), "data-job": id }, id); }
 function fill(tbody, rows) { tbody.replaceChildren(...rows); }
@@ -63,8 +63,8 @@ function svg(tag, attrs) {
 // chart draws series of [x, y] points (x: ms since epoch), step or line,
 // with horizontal and vertical marker lines, into container.
 function chart(container, opts) {
-  const W = 600, H = 220, L = 44, R = 10, T = 10, B = 24;
-  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img" });
+  const W = Math.max(300, container.clientWidth || 600), H = 220, L = 44, R = 10, T = 10, B = 24;
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img" });
   const xs = [], ys = [];
   for (const se of opts.series) for (const [x, y] of se.points) { xs.push(x); ys.push(y); }
   for (const v of opts.vlines || []) xs.push(v.x);
@@ -86,6 +86,9 @@ function chart(container, opts) {
   for (const h of opts.hlines || []) {
     s.append(svg("line", { class: h.cls, x1: L, x2: W - R, y1: py(h.y), y2: py(h.y), "data-value": h.y }));
     const t = svg("text", { x: W - R - 60, y: py(h.y) - 3 }); t.textContent = h.label; s.append(t);
+  }
+  for (const n of opts.notes || []) {
+    const t = svg("text", { x: W - R - 160, y: T + 10, class: n.cls }); t.textContent = n.text; s.append(t);
   }
   for (const v of opts.vlines || []) {
     s.append(svg("line", { class: v.cls, y1: T, y2: H - B, x1: px(v.x), x2: px(v.x) }));
@@ -193,7 +196,13 @@ async function renderJob(id) {
   const hl = [];
   if (t && t.Tier1 != null) hl.push({ y: t.Tier1, cls: "tier1", label: "tier 1 " + t.Tier1 });
   if (t) hl.push({ y: t.Goal, cls: "goal", label: "goal " + t.Goal });
-  chart($("#job-metric-chart"), { series: [{ points: mp, cls: "series metric" }], hlines: mp.length ? hl : [], vlines: deadline && mp.length ? [{ x: deadline, cls: "deadline", label: "deadline" }] : [],
+  // The deadline is drawn where it fits the curve's time scale; a far one
+  // is named at the right edge instead of squeezing the curve.
+  const span = mp.length ? Math.max(now, mp[mp.length - 1][0]) - mp[0][0] : 0;
+  const near = deadline && mp.length && deadline - mp[0][0] <= 3 * Math.max(span, 60000);
+  chart($("#job-metric-chart"), { series: [{ points: mp, cls: "series metric" }], hlines: mp.length ? hl : [],
+    vlines: near ? [{ x: deadline, cls: "deadline", label: "deadline" }] : [], xMax: near ? undefined : now,
+    notes: deadline && mp.length && !near ? [{ cls: "deadline-note", text: "deadline " + new Date(deadline).toLocaleString() + " →" }] : [],
     empty: metric ? "No " + metric + " reported yet." : "The job reports no metric." });
 
   fill($("#job-events tbody"), (j.events || []).slice().reverse().map(e => el("tr", {}, el("td", {}, fmtTime(e.time)), el("td", {}, e.type), el("td", {}, e.message))));
