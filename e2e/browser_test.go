@@ -81,7 +81,7 @@ func (b *browser) navigate(url string) {
 func (b *browser) eval(js string, out any) error {
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage]("JSON.stringify(" + js + ")"))
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage]("JSON.stringify("+js+")"))
 	if err != nil {
 		return err
 	}
