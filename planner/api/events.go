@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -50,8 +49,6 @@ type LostEvents struct {
 	Message string `json:"message"`
 }
 
-var openStreams atomic.Int64
-
 // events streams the planner's events as server-sent events: each is
 // "id: <index>", "event: <type>" and "data: <StreamEvent JSON>". It
 // resumes after ?index=N or the Last-Event-ID header (a reconnecting
@@ -78,11 +75,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) (int, any, error
 	if len(job) > 256 {
 		return 0, nil, Inputf("job ID over 256 bytes")
 	}
-	if openStreams.Add(1) > MaxEventStreams {
-		openStreams.Add(-1)
+	if s.streams.Add(1) > MaxEventStreams {
+		s.streams.Add(-1)
 		return 0, nil, &statusError{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("too many event streams open (%d); try again later", MaxEventStreams)}
 	}
-	defer openStreams.Add(-1)
+	defer s.streams.Add(-1)
 
 	rc := http.NewResponseController(w)
 	// The server's read and write timeouts are for requests, not streams.

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -77,6 +78,7 @@ type Server struct {
 	routes  []Route
 	mux     *http.ServeMux
 	obs     Observability
+	streams atomic.Int64 // event streams open (events.go)
 }
 
 // NewServer returns the API for cfg.
