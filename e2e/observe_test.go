@@ -87,6 +87,8 @@ policy {
 	// from its last index.
 	rec.waitFor(t, demo, structs.StreamJobStarted)
 	last := rec.stop()
+	before := rec.all()
+	must.Eq(t, last, before[len(before)-1].Index)
 
 	// The job's page: its metric climbing, with the tier-1 and goal lines.
 	ui.navigate(p.addr + "/ui/#/jobs/" + demo)
@@ -120,12 +122,16 @@ policy {
 	ui.waitText("#status", "policy fifo")
 	ui.screenshot("5-policy-switched.png")
 
-	// Back on the stream from the last index: the rest of the job's life.
+	// Back on the stream from the last index: the rest of the job's life,
+	// from the event after the last one read, though events happened
+	// while no one listened (the policy switch at least).
 	rec = followEvents(t, cl, client.EventQuery{Resume: true, After: last})
 	p.waitState(demo, structs.JobComplete, 5*time.Minute)
 	rec.waitFor(t, demo, structs.StreamJobCompleted)
 	rec.stop()
-	all := rec.all()
+	after := rec.all()
+	must.Eq(t, last+1, after[0].Index)
+	all := append(before, after...)
 	for i, e := range all {
 		if i > 0 {
 			must.Eq(t, all[i-1].Index+1, e.Index, must.Sprintf("a gap in the stream before %+v", e))
