@@ -146,7 +146,13 @@ func (b *browser) waitText(sel, want string) {
 // selectAndSubmit picks value in the select sel and clicks button.
 func (b *browser) selectAndSubmit(sel, value, button string) {
 	b.t.Helper()
-	b.waitVisible(sel + " option[value=" + jsString(value) + "]")
+	option := sel + " option[value=" + jsString(value) + "]"
+	waitUntil(b.t, time.Minute, func() error { // options have no box to be visible in
+		if b.count(option) == 0 {
+			return errorf("no %s", option)
+		}
+		return nil
+	})
 	var ok bool
 	must.NoError(b.t, b.eval("(() => { document.querySelector("+jsString(sel)+").value = "+jsString(value)+
 		"; document.querySelector("+jsString(button)+").click(); return true })()", &ok))
@@ -157,7 +163,7 @@ func (b *browser) typeAndSubmit(sel, text, button string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	must.NoError(b.t, chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(sel), ""), chromedp.SendKeys(chromedp.CSS(sel), text), chromedp.Click(chromedp.CSS(button))))
+	must.NoError(b.t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(sel)), chromedp.SendKeys(chromedp.CSS(sel), text), chromedp.Click(chromedp.CSS(button))))
 }
 
 // screenshot saves the viewport as name in the screenshot directory.

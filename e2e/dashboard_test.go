@@ -77,6 +77,17 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	must.Eq(t, len(acc), ui.int(`document.querySelector("#job-metric-chart path.series").getAttribute("data-points")`))
 	ui.screenshot("fake-job.png")
 
+	// The policy switch: refused without the token, done with it.
+	ui.navigate(hs.URL + "/ui/#/")
+	ui.selectAndSubmit("#policy-select", "elastic-fifo", "#policy-apply")
+	ui.waitText("#policy-result", "Refused: permission denied")
+	ui.typeAndSubmit("#token", apitest.Token, "#token-form button")
+	ui.selectAndSubmit("#policy-select", "elastic-fifo", "#policy-apply")
+	ui.waitText("#policy-result", "Policy elastic-fifo is active")
+	st, err := b.Status(ctx)
+	must.NoError(t, err)
+	must.Eq(t, "elastic-fifo", st.Policy.Name)
+
 	// Everything the page loaded came from the planner.
 	var urls []string
 	must.NoError(t, ui.eval(`performance.getEntriesByType("resource").map(e => e.name).concat([location.href])`, &urls))

@@ -181,7 +181,7 @@ async function renderJob(id) {
   if (out) {
     let left = out.status;
     if (out.eta && !out.eta.startsWith("0001")) left = fmtDur((Date.parse(out.eta) - Date.now()) / 1000) + " left (ETA " + fmtTime(out.eta) + ")";
-    facts.push(["Estimate", left + (out.reason ? " — " + out.reason : "")]);
+    facts.push(["Estimate", out.reason && out.reason.startsWith(left) ? out.reason : left + (out.reason ? " — " + out.reason : "")]);
   }
   if (j.progress) facts.push(["Progress", `step ${j.progress.step}, ${j.progress.reports} reports`]);
   $("#job-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k.toLowerCase() }, v)]));
