@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,6 +85,21 @@ policy {
 	ui.screenshot("2-gpu-map.png")
 	checkMetrics(t, p)
 
+	// The CLI follows the job on the stream to its end, meanwhile.
+	type result struct {
+		out  string
+		code int
+	}
+	followed := make(chan result, 1)
+	followCtx, stopFollow := context.WithCancel(context.Background())
+	t.Cleanup(stopFollow)
+	go func() {
+		cmd := exec.CommandContext(followCtx, filepath.Join(p.root, "bin", "schedulearn"), "job", "status", "-follow", demo)
+		cmd.Env = append(os.Environ(), "SCHEDULEARN_ADDR="+p.addr, "SCHEDULEARN_TOKEN="+plannerToken)
+		out, _ := cmd.CombinedOutput()
+		followed <- result{string(out), cmd.ProcessState.ExitCode()}
+	}()
+
 	// The stream so far; then the reader goes away and comes back later
 	// from its last index.
 	rec.waitFor(t, demo, structs.StreamJobStarted)
@@ -129,6 +146,13 @@ policy {
 	p.waitState(demo, structs.JobComplete, 5*time.Minute)
 	rec.waitFor(t, demo, structs.StreamJobCompleted)
 	rec.stop()
+	select {
+	case r := <-followed:
+		must.Zero(t, r.code, must.Sprint(r.out))
+		must.StrContains(t, r.out, fmt.Sprintf("==> Job %q completed", demo))
+	case <-time.After(time.Minute):
+		t.Fatal("job status -follow did not end with the job")
+	}
 	after := rec.all()
 	must.Eq(t, last+1, after[0].Index)
 	all := append(before, after...)

@@ -143,9 +143,15 @@ async function renderOverview() {
     el("td", {}, jobLink(j.id)), el("td", { class: "state " + j.state }, j.state), el("td", {}, j.gpus), el("td", {}, asked(j)), el("td", {}, fmtTime(j.submitted)))));
   // Utilisation.
   const now = Date.now();
-  const pts = util.points.map(p => [Date.parse(p.time), p.allocated]);
-  chart($("#util-chart"), { series: [{ points: pts, step: true, cls: "series", extendTo: now }], hlines: [{ y: util.total_gpus, cls: "total", label: "total " + util.total_gpus }], yMin: 0, xMax: now });
+  let pts = util.points.map(p => [Date.parse(p.time), p.allocated]);
   const avg = average(pts, now);
+  // A young cluster: start the axis shortly before its first change, not
+  // an hour back.
+  if (pts.length > 1 && pts[0][1] === 0) {
+    const first = pts[1][0], from = first - Math.max(60000, (now - first) / 10);
+    if (from > pts[0][0]) pts = [[from, 0], ...pts.slice(1)];
+  }
+  chart($("#util-chart"), { series: [{ points: pts, step: true, cls: "series", extendTo: now }], hlines: [{ y: util.total_gpus, cls: "total", label: "total " + util.total_gpus }], yMin: 0, xMax: now });
   $("#util-summary").textContent = util.total_gpus ? `(last hour: ${(100 * avg / util.total_gpus).toFixed(0)}% on average)` : "";
 }
 function average(pts, end) {
