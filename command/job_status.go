@@ -67,15 +67,22 @@ Usage: schedulearn job status [options] [<job-id>]
 
   -verbose
     Show the whole GPU history and every event (not only the last 10),
-    and the job's jobspec as submitted.`, exitHelp)
+    and the job's jobspec as submitted.
+
+  -follow
+    After showing the job, follow it on the planner's event stream,
+    printing its GPU changes and events as they happen, until it ends
+    (Ctrl-C stops following; the job keeps going). Exits 0 when the job
+    completes, 1 when it fails or is stopped.`, exitHelp)
 }
 
 func (c *JobStatusCommand) Run(args []string) int {
-	var asJSON, verbose bool
+	var asJSON, verbose, follow bool
 	fs := c.flagSet(c.name())
 	fs.BoolVar(&asJSON, "json", false, "")
 	if !c.list {
 		fs.BoolVar(&verbose, "verbose", false, "")
+		fs.BoolVar(&follow, "follow", false, "")
 	}
 	pos, ok := c.parse(fs, args, c.name())
 	if !ok {
@@ -112,7 +119,27 @@ func (c *JobStatusCommand) Run(args []string) int {
 		return c.printJSON(job)
 	}
 	fmt.Fprintln(c.Out, formatJob(job, verbose))
+	if follow {
+		return c.follow(cl, job)
+	}
 	return ExitOK
+}
+
+// follow prints what happens to job from now until it ends.
+func (c *JobStatusCommand) follow(cl *client.Client, job *structs.Job) int {
+	if job.State.Terminal() {
+		return ExitOK
+	}
+	ctx, stop := c.interrupt()
+	defer stop()
+	m := &monitor{out: c.Out, client: cl, interval: c.pollInterval(), untilEnd: true,
+		state: job.State, gpus: job.GPUs(), history: len(job.History), events: len(job.Events)}
+	fmt.Fprintf(c.Out, "\n==> Following job %q until it ends (Ctrl-C stops following; the job keeps going)\n", job.ID)
+	_, code, err := m.run(ctx, job)
+	if err != nil {
+		c.errorf("%v", err)
+	}
+	return code
 }
 
 func formatJobList(jobs []api.JobStub) string {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/api/client"
+	"github.com/schedulearn/schedulearn/planner/events"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -431,4 +433,36 @@ func TestJobRun_MonitorGivesUp(t *testing.T) {
 	must.Eq(t, maxPollFailures-1, strings.Count(h.out.String(), "Poll failed, retrying"))
 	must.StrContains(t, h.err.String(), "stopped monitoring after 5 failed polls (the job keeps going)")
 	must.Eq(t, 0, h.backend.Calls()["Stop"])
+}
+
+// job status -follow follows the job on the event stream to its end: the
+// job is read once per event, not polled.
+func TestJobStatus_FollowUsesEventStream(t *testing.T) {
+	h := newHarness(t)
+	br := events.New(64, time.Now())
+	t.Cleanup(br.Close)
+	h.server = apitest.NewObservedServer(t, h.backend, api.Observability{Events: br})
+	h.env[client.EnvAddress] = h.server.URL
+	id := h.submit(fourGPUs)
+	h.backend.Start(id, map[string]int{"9f1c2d3e-0000-4000-8000-000000000001": 4}, "fifo")
+
+	before := h.backend.Calls()["Job"]
+	reqs := h.server.Requests()
+	go func() {
+		// Once the CLI follows (it read the job, opened the stream and
+		// read the job again), the job finishes.
+		for h.server.Requests() < reqs+3 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		h.backend.Finish(id, structs.JobComplete, "launcher exited 0")
+		br.Publish(structs.StreamEvent{Time: time.Now(), Type: structs.StreamJobCompleted, Job: id, State: structs.JobComplete})
+	}()
+	must.Eq(t, ExitOK, h.run("job", "status", "-follow", id))
+	must.StrContains(t, h.out.String(), "Following job")
+	must.StrContains(t, h.out.String(), "launcher exited 0")
+	must.StrContains(t, h.out.String(), "completed")
+	// The poll interval is 1ms: polling would have read the job hundreds
+	// of times in 200ms.
+	must.Less(t, 6, h.backend.Calls()["Job"]-before)
 }

@@ -227,6 +227,7 @@ func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config, root, plannerAddr st
     Consul:     http://%[2]s   (UI: http://%[2]s/ui)
     Planner:    %[6]s   (API: %[6]s/v1/openapi.json)
     Tokens:     %[7]s (writes and reads), %[9]s (reads only)
+    Dashboard:  %[6]s/ui/   (metrics: %[6]s/v1/metrics, events: %[6]s/v1/events)
     Plugins:    %[3]s
     Logs:       %[4]s/nomad.log, consul.log, planner.log
 

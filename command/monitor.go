@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"time"
 
@@ -18,8 +19,11 @@ import (
 const maxPollFailures = 5
 
 // monitor follows a job, like `nomad job run`'s evaluation monitor: it
-// polls the job and prints what changed (state, GPUs, events) until the
-// job runs or ends, or ctx ends (Ctrl-C: the job is left alone).
+// reads the job again on each of its events on the planner's event stream
+// (GET /v1/events?job=ID), and prints what changed (state, GPUs, events)
+// until the job runs or ends (or, with untilEnd, ends), or ctx ends
+// (Ctrl-C: the job is left alone). Where the planner has no event stream
+// (an older planner), it polls every interval instead.
 //
 // It relies on a job's History and Events being append-only, as the
 // store keeps them.
@@ -27,6 +31,12 @@ type monitor struct {
 	out      io.Writer
 	client   *client.Client
 	interval time.Duration
+	// untilEnd follows a running job to its end (job status -follow).
+	untilEnd bool
+
+	stream   *client.EventStream
+	last     uint64 // the last event index seen, to resume from
+	noStream bool   // the planner has no event stream: poll
 
 	state   structs.JobState
 	gpus    int
@@ -37,17 +47,17 @@ type monitor struct {
 // run follows job (as the submission returned it) and returns the last
 // record seen, the exit code, and an error to print.
 func (m *monitor) run(ctx context.Context, job *structs.Job) (*structs.Job, int, error) {
+	defer m.close()
 	failures := 0
 	for {
 		m.show(job)
 		if code, done := m.done(job); done {
 			return job, code, nil
 		}
-		select {
-		case <-ctx.Done():
+		m.wait(ctx, job.ID)
+		if ctx.Err() != nil {
 			m.detached(job)
 			return job, ExitOK, nil
-		case <-time.After(m.interval):
 		}
 		next, err := m.client.Job(ctx, job.ID)
 		switch {
@@ -65,6 +75,54 @@ func (m *monitor) run(ctx context.Context, job *structs.Job) (*structs.Job, int,
 			}
 			fmt.Fprintf(m.out, "    %s: Poll failed, retrying: %v\n", formatTime(time.Now()), err)
 		}
+	}
+}
+
+// wait returns when the job may have changed: an event of the job on the
+// stream (or the stream saying events were lost, or ending), or, without
+// a stream, after the poll interval. Right after it opens a stream it
+// returns at once, so the caller reads the job after the stream is open
+// and misses nothing.
+func (m *monitor) wait(ctx context.Context, id string) {
+	defer func() {
+		if ctx.Err() != nil && m.stream != nil {
+			m.stream.Close()
+			m.stream = nil
+		}
+	}()
+	if m.stream == nil && !m.noStream {
+		s, err := m.client.Events(ctx, client.EventQuery{Job: id, Resume: m.last != 0, After: m.last})
+		var e *client.Error
+		switch {
+		case err == nil:
+			m.stream = s
+			return
+		case errors.As(err, &e) && (e.StatusCode == http.StatusNotFound || e.StatusCode == http.StatusServiceUnavailable):
+			m.noStream = true // an older planner, or too many streams open: poll
+		}
+	}
+	if m.stream == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(m.interval):
+		}
+		return
+	}
+	_, err := m.stream.Next()
+	m.last = m.stream.Last
+	var lost *client.LostError
+	if err != nil && !errors.As(err, &lost) {
+		// The stream ended (the planner restarted, or the stream's time
+		// was up): reopen it from the last index on the next wait.
+		m.stream.Close()
+		m.stream = nil
+	}
+}
+
+func (m *monitor) close() {
+	if m.stream != nil {
+		m.stream.Close()
+		m.stream = nil
 	}
 }
 
@@ -107,6 +165,9 @@ func (m *monitor) show(j *structs.Job) {
 func (m *monitor) done(j *structs.Job) (int, bool) {
 	switch j.State {
 	case structs.JobRunning:
+		if m.untilEnd {
+			return 0, false
+		}
 		fmt.Fprintf(m.out, "==> Job %q is running with %d GPUs (%s); Nomad job %q\n",
 			j.ID, j.GPUs(), formatNodes(j.Allocation), j.NomadJobID)
 		fmt.Fprintf(m.out, "    The monitor ends here; follow the job with: schedulearn job status %s\n", j.ID)

@@ -249,9 +249,11 @@ func (p *Planner) deliver(ctx context.Context, id, tier string) {
 			log.Warn("failed to record delivery; it will be done again", "error", err)
 			return
 		case cerr != nil:
+			p.metrics().Delivery(tier, false)
 			log.Warn("model not delivered", "error", cerr)
 			return
 		}
+		p.metrics().Delivery(tier, true)
 		log.Info("model delivered", "location", loc)
 	}
 	if d = j.Delivery(tier); d == nil || d.State != structs.DeliveryDone || d.Webhook != structs.WebhookPending {

@@ -69,8 +69,13 @@ type Planner struct {
 	// Delivery says where models reaching the jobs' tier1 and goal are
 	// delivered, and which webhook hears of it (RunDeliveries).
 	Delivery DeliveryOptions
+	// Events takes the stream's events (planner/events); nil: none.
+	Events Publisher
+	// Metrics records timings and counts (planner/metrics); nil: none.
+	Metrics Metrics
 
 	delivery deliveryWorker
+	obs      observer
 
 	kickOnce sync.Once
 	kick     chan struct{}
@@ -180,6 +185,7 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 		}
 		return nil, false, fmt.Errorf("failed to store job: %w", err)
 	}
+	p.publishJob(j, 0)
 	p.Logger.Info("job queued", "job", j.ID, "gpus_min", spec.GPUs.Min, "gpus_max", spec.GPUs.Max)
 	p.Kick()
 	return j, false, nil
@@ -216,6 +222,15 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 func (p *Planner) Round(ctx context.Context) error {
 	p.roundMu.Lock()
 	defer p.roundMu.Unlock()
+	start := time.Now()
+	var planTime time.Duration
+	err := p.round(ctx, &planTime)
+	p.metrics().Round(time.Since(start), planTime, err != nil)
+	return err
+}
+
+// round is Round's work; it sets *planTime to the policy's planning time.
+func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	now := p.now()
 
 	all, err := p.Store.ListJobs(ctx)
@@ -244,8 +259,11 @@ func (p *Planner) Round(ctx context.Context) error {
 		return fmt.Errorf("failed to read cluster: %w", err)
 	}
 	p.noteNodes(nodes)
+	p.noteNodesSeen(nodes, now)
 	snap := snapshot(now, nodes, live)
+	planStart := time.Now()
 	plan, perr := p.Policies.Plan(ctx, snap)
+	*planTime = time.Since(planStart)
 	if perr != nil {
 		p.Logger.Warn("policy", "error", perr)
 		p.recordPolicyError(ctx, perr)
@@ -253,6 +271,7 @@ func (p *Planner) Round(ctx context.Context) error {
 	if plan == nil {
 		return perr
 	}
+	p.noteWaits(snap, plan)
 
 	byID := make(map[string]*structs.Job, len(live))
 	for _, j := range live {
@@ -261,7 +280,10 @@ func (p *Planner) Round(ctx context.Context) error {
 	var errs []error
 	for _, ch := range plan.Diff(snap).All() {
 		j := byID[ch.Job]
-		if err := p.Executor.Apply(ctx, j, ch.To); err != nil {
+		applyStart := time.Now()
+		err := p.Executor.Apply(ctx, j, ch.To)
+		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("failed to %s job %s: %w", ch.Kind, j.ID, err))
 			continue
 		}
@@ -348,6 +370,7 @@ func (p *Planner) update(ctx context.Context, j *structs.Job, mutate func(*struc
 		}
 		err := p.Store.UpdateJob(ctx, next)
 		if err == nil {
+			p.publishJob(next, len(base.Events))
 			*j = *next
 			return nil
 		}
@@ -379,6 +402,9 @@ func (p *Planner) ReportProgress(ctx context.Context, id string, reports []struc
 		renewOutlook(j, now, int(p.largest.Load()))
 		return nil
 	})
+	if err == nil {
+		p.metrics().ProgressReports(len(reports))
+	}
 	if err == nil && j.HasDeliveryWork() {
 		p.nudgeDeliveries(j.ID)
 	}
@@ -406,6 +432,10 @@ func (p *Planner) SetPolicy(ctx context.Context, name string, config map[string]
 	state := &structs.PolicyState{Name: name, Config: config, Changed: p.now()}
 	if err := p.Store.PutPolicy(ctx, state); err != nil {
 		return nil, fmt.Errorf("failed to store policy: %w", err)
+	}
+	if p.Events != nil {
+		p.Events.Publish(structs.StreamEvent{Time: state.Changed, Type: structs.StreamPolicySwitched, Policy: name,
+			Message: fmt.Sprintf("policy %s is active", name)})
 	}
 	p.Kick()
 	return state, nil

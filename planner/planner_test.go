@@ -178,7 +178,7 @@ func (e *fakeExecutor) take() []string {
 	return out
 }
 
-func spec(t *testing.T, name string, min, max int) *jobspec.Spec {
+func spec(t testing.TB, name string, min, max int) *jobspec.Spec {
 	t.Helper()
 	gpus := "gpus {\n min = " + strconv.Itoa(min) + "\n max = " + strconv.Itoa(max) + "\n}\n"
 	s, diags := jobspec.Parse([]byte("training \""+name+"\" {\n command = \"python3\"\n"+gpus+"}\n"), name+".hcl", time.Now())

@@ -28,8 +28,11 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/cluster"
 	"github.com/schedulearn/schedulearn/planner/config"
+	"github.com/schedulearn/schedulearn/planner/events"
 	"github.com/schedulearn/schedulearn/planner/executor"
+	"github.com/schedulearn/schedulearn/planner/metrics"
 	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/ui"
 )
 
 // Version is the planner's version, reported by the API.
@@ -54,6 +57,7 @@ type Agent struct {
 	exec    *executor.Nomad
 	server  *http.Server
 	addr    string // the API's listen address, once listening
+	events  *events.Broker
 
 	mu       sync.Mutex
 	leading  bool
@@ -108,6 +112,12 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		a.store, a.leader = s, &store.AlwaysLeader{}
 	}
 
+	// Metrics: the store's operations are timed; the gauges read what the
+	// API serves, so a scrape agrees with `job list` and `node list`.
+	rec := metrics.New(&backend{a: a})
+	a.store = rec.Store(a.store)
+	a.events = events.New(events.DefaultCapacity, time.Now())
+
 	// The stored policy (set by `schedulearn policy set`) wins over the
 	// config's at start; a changed policy block wins at reload.
 	name, pcfg := cfg.Policy.Name, cfg.Policy.Config
@@ -143,9 +153,12 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Policies: host,
 		Logger:   logger.Named("planner"),
 		Delivery: delivery,
+		Events:   a.events,
+		Metrics:  rec,
 	}
 	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, ReadToken: cfg.ReadToken,
-		AllowedHosts: cfg.APIHosts(os.Hostname), Logger: logger.Named("api")})
+		AllowedHosts: cfg.APIHosts(os.Hostname), Logger: logger.Named("api"),
+		Observe: api.Observability{Metrics: rec.Handler(), Events: a.events, Waits: a.planner.Waits, UI: ui.Handler()}})
 	if err != nil {
 		return nil, err
 	}
@@ -235,6 +248,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	a.events.Close() // ends the event streams, which Shutdown would wait for
 	_ = a.server.Shutdown(shutdown)
 	<-loopDone
 	_ = a.leader.Release()

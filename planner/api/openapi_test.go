@@ -154,6 +154,11 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Artifact":         reflect.TypeFor[jobspec.Artifact](),
 		"Range":            reflect.TypeFor[hcl.Range](),
 		"Pos":              reflect.TypeFor[hcl.Pos](),
+		"QueueEntry":       reflect.TypeFor[api.QueueEntry](),
+		"Utilization":      reflect.TypeFor[api.Utilization](),
+		"UtilizationPoint": reflect.TypeFor[api.UtilizationPoint](),
+		"StreamEvent":      reflect.TypeFor[structs.StreamEvent](),
+		"LostEvents":       reflect.TypeFor[api.LostEvents](),
 	}
 	for name, s := range doc.Components.Schemas {
 		if s.Type != "object" {

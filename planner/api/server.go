@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -57,6 +58,9 @@ type Config struct {
 	// submission that finds no slot in time gets 503. nil:
 	// jobspec.NewGate(0, 0) (jobspec.DefaultParses slots; 5 s wait).
 	Parses *jobspec.Gate
+	// Observe is what the metrics, event stream, queue and dashboard
+	// routes serve (observe.go).
+	Observe Observability
 }
 
 // Route is one route the server serves.
@@ -92,6 +96,8 @@ type Server struct {
 	parses  *jobspec.Gate
 	routes  []Route
 	mux     *http.ServeMux
+	obs     Observability
+	streams atomic.Int64 // event streams open (events.go)
 }
 
 // NewServer returns the API for cfg.
@@ -114,6 +120,7 @@ func NewServer(cfg Config) (*Server, error) {
 		now:     cfg.Now,
 		parses:  cfg.Parses,
 		mux:     http.NewServeMux(),
+		obs:     cfg.Observe,
 	}
 	if s.parses == nil {
 		s.parses = jobspec.NewGate(0, 0)
@@ -137,6 +144,8 @@ func NewServer(cfg Config) (*Server, error) {
 		{Method: http.MethodGet, Pattern: "/v1/status", Public: true, handle: s.status},
 		{Method: http.MethodGet, Pattern: "/v1/openapi.json", Public: true, handle: s.openAPI},
 	}
+	s.routes = append(s.routes, s.observeRoutes()...)
+	s.mountUI()
 	s.register()
 	return s, nil
 }
@@ -220,6 +229,9 @@ func (s *Server) wrap(rt Route) http.Handler {
 		code, body, err := rt.handle(w, r)
 		if err != nil {
 			s.writeError(w, r, err)
+			return
+		}
+		if _, ok := body.(written); ok {
 			return
 		}
 		switch {

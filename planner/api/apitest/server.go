@@ -34,11 +34,18 @@ func (s *Server) Requests() int64 { return s.requests.Load() }
 // test) until the test ends.
 func NewServer(t testing.TB, b api.Backend) *Server {
 	t.Helper()
+	return NewObservedServer(t, b, api.Observability{})
+}
+
+// NewObservedServer is NewServer with the observability routes serving obs.
+func NewObservedServer(t testing.TB, b api.Backend, obs api.Observability) *Server {
+	t.Helper()
 	a, err := api.NewServer(api.Config{
 		Backend:   b,
 		Token:     Token,
 		ReadToken: ReadToken,
 		Logger:    hclog.New(&hclog.LoggerOptions{Name: "api", Output: testWriter{t}, Level: hclog.Info}),
+		Observe:   obs,
 	})
 	if err != nil {
 		t.Fatalf("failed to create the API server: %v", err)

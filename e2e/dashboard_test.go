@@ -1,0 +1,101 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/events"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/planner/ui"
+)
+
+// The dashboard in headless Chromium against the API on a fake backend
+// (seconds, no agents): it loads nothing from anywhere but the planner
+// (an offline cluster), shows what the API says, follows the event
+// stream (a change shows without a reload), and draws a job's metric
+// curve with its target lines. The lab test (TestObserve_*) does the
+// same against a real planner.
+func TestDashboard_FakePlanner(t *testing.T) {
+	chromium := findChromium(t)
+	b := apitest.NewBackend(apitest.Node("n1", "gpu-1", 8), apitest.Node("n2", "gpu-2", 4))
+	br := events.New(64, time.Now())
+	t.Cleanup(br.Close)
+	srv, err := api.NewServer(api.Config{Backend: b, Token: apitest.Token,
+		Observe: api.Observability{Events: br, UI: ui.Handler(), Waits: func() map[string]string { return map[string]string{} }}})
+	must.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+
+	ctx := context.Background()
+	spec, diags := jobspec.Parse([]byte(withTargetSpec), "vit.hcl", time.Now())
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	a, _, err := b.Submit(ctx, spec, withTargetSpec, nil)
+	must.NoError(t, err)
+	q, _, err := b.Submit(ctx, spec, withTargetSpec, nil)
+	must.NoError(t, err)
+	b.Start(a.ID, map[string]int{"n1": 2}, "fifo")
+	acc := []float64{0.1, 0.2, 0.28, 0.33, 0.36}
+	var reports []api.ProgressReport
+	for i, v := range acc {
+		reports = append(reports, api.ProgressReport{Time: time.Now().Add(time.Duration(i-len(acc)) * time.Minute), Step: int64(10 * (i + 1)),
+			Metric: &structs.Metric{Name: "accuracy", Value: v}})
+	}
+	must.NoError(t, b.ReportProgress(ctx, a.ID, reports))
+
+	ui := startBrowser(t, chromium, hs.URL)
+	ui.waitVisible(fmt.Sprintf(`#queue tbody tr[data-job=%q]`, q.ID))
+	must.Eq(t, 2, ui.count(fmt.Sprintf(`#gpu-map .gpu[data-job=%q]`, a.ID)))
+	must.Eq(t, 10, ui.count(`#gpu-map .gpu.free`))
+	ui.waitText("#live", "live")
+
+	// A change arrives by the stream: the page shows it without a reload.
+	b.Start(q.ID, map[string]int{"n2": 4}, "fifo")
+	br.Publish(structs.StreamEvent{Time: time.Now(), Type: structs.StreamJobStarted, Job: q.ID, State: structs.JobRunning, GPUs: 4})
+	waitUntil(t, 30*time.Second, func() error {
+		if n := ui.count(fmt.Sprintf(`#gpu-map .gpu[data-job=%q]`, q.ID)); n != 4 {
+			return errorf("the map shows %d GPUs of %s, want 4", n, q.ID)
+		}
+		return nil
+	})
+	ui.screenshot("fake-overview.png")
+
+	ui.navigate(hs.URL + "/ui/#/jobs/" + a.ID)
+	ui.waitVisible(`#job-metric-chart line.goal`)
+	ui.waitVisible(`#job-metric-chart line.tier1`)
+	ui.waitText(`#job-metric-chart .deadline-note`, "deadline") // 6h away: named, not drawn
+	must.Eq(t, len(acc), ui.int(`document.querySelector("#job-metric-chart path.series").getAttribute("data-points")`))
+	ui.screenshot("fake-job.png")
+
+	// The policy switch: refused without the token, done with it.
+	ui.navigate(hs.URL + "/ui/#/")
+	ui.selectAndSubmit("#policy-select", "elastic-fifo", "#policy-apply")
+	ui.waitText("#policy-result", "Refused: permission denied")
+	ui.typeAndSubmit("#token", apitest.Token, "#token-form button")
+	ui.selectAndSubmit("#policy-select", "elastic-fifo", "#policy-apply")
+	ui.waitText("#policy-result", "Policy elastic-fifo is active")
+	st, err := b.Status(ctx)
+	must.NoError(t, err)
+	must.Eq(t, "elastic-fifo", st.Policy.Name)
+
+	// Everything the page loaded came from the planner.
+	var urls []string
+	must.NoError(t, ui.eval(`performance.getEntriesByType("resource").map(e => e.name).concat([location.href])`, &urls))
+	must.SliceNotEmpty(t, urls)
+	for _, u := range urls {
+		must.True(t, strings.HasPrefix(u, hs.URL+"/"), must.Sprintf("the page loaded %s", u))
+	}
+}
+
+// withTargetSpec is a job with a target: tier 1, goal and a deadline.
+const withTargetSpec = "training \"vit\" {\n  command = \"python3\"\n  gpus {\n    min = 1\n    max = 4\n  }\n  target {\n    metric = \"accuracy\"\n    goal = 0.4\n    tier1 = 0.3\n    deadline = \"6h\"\n  }\n}\n"

@@ -1,0 +1,291 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/api/client"
+	"github.com/schedulearn/schedulearn/planner/events"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+func observed(t *testing.T, capacity int) (*apitest.Server, *apitest.Backend, *events.Broker, *client.Client) {
+	t.Helper()
+	b := apitest.NewBackend(apitest.Node("n1", "node-1", 8))
+	br := events.New(capacity, time.Now())
+	t.Cleanup(br.Close)
+	srv := apitest.NewObservedServer(t, b, api.Observability{Events: br, Waits: func() map[string]string { return map[string]string{} }})
+	cl, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token})
+	must.NoError(t, err)
+	return srv, b, br, cl
+}
+
+func jobEvent(job, typ string) structs.StreamEvent {
+	return structs.StreamEvent{Time: time.Now(), Type: typ, Job: job}
+}
+
+// next reads the next event within a few seconds.
+func next(t *testing.T, s *client.EventStream) (structs.StreamEvent, error) {
+	t.Helper()
+	type res struct {
+		e   structs.StreamEvent
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		e, err := s.Next()
+		ch <- res{e, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.e, r.err
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+		return structs.StreamEvent{}, nil
+	}
+}
+
+// A client follows the stream, disconnects, events happen meanwhile, and
+// it resumes from its last index with nothing missed or repeated.
+func TestEvents_ResumeWithoutGap(t *testing.T) {
+	_, _, br, cl := observed(t, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := cl.Events(ctx, client.EventQuery{})
+	must.NoError(t, err)
+
+	life := []string{structs.StreamJobSubmitted, structs.StreamJobStarted, structs.StreamJobResized}
+	for _, typ := range life {
+		br.Publish(jobEvent("a", typ))
+	}
+	var got []string
+	for range life {
+		e, err := next(t, s)
+		must.NoError(t, err)
+		got = append(got, e.Type)
+	}
+	must.Eq(t, life, got)
+	last := s.Last
+	cancel()
+	s.Close()
+
+	more := []string{structs.StreamJobDelivered, structs.StreamJobCompleted}
+	for _, typ := range more {
+		br.Publish(jobEvent("a", typ))
+	}
+	s, err = cl.Events(context.Background(), client.EventQuery{Resume: true, After: last})
+	must.NoError(t, err)
+	defer s.Close()
+	got = nil
+	for i := range more {
+		e, err := next(t, s)
+		must.NoError(t, err)
+		must.Eq(t, last+uint64(i)+1, e.Index)
+		got = append(got, e.Type)
+	}
+	must.Eq(t, more, got)
+}
+
+// The browser's EventSource resumes with the Last-Event-ID header.
+func TestEvents_LastEventIDHeader(t *testing.T) {
+	srv, _, br, _ := observed(t, 64)
+	br.Publish(jobEvent("a", structs.StreamJobSubmitted), jobEvent("a", structs.StreamJobStarted))
+	first := br.Last() - 1
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/events", nil)
+	req.Header.Set(api.LastEventIDHeader, jsonNumber(first))
+	req.Header.Set(api.TokenHeader, apitest.ReadToken)
+	resp, err := srv.Client().Do(req)
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	must.Eq(t, http.StatusOK, resp.StatusCode)
+	must.Eq(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	buf := make([]byte, 4096)
+	text := ""
+	for !strings.Contains(text, "job-started") && ctx.Err() == nil {
+		m, err := resp.Body.Read(buf)
+		text += string(buf[:m])
+		if err != nil {
+			break
+		}
+	}
+	must.StrContains(t, text, "id: "+jsonNumber(first+1)+"\nevent: job-started\n")
+	must.StrNotContains(t, text, "job-submitted")
+}
+
+func jsonNumber(n uint64) string { b, _ := json.Marshal(n); return string(b) }
+
+// A client that fell further behind than the buffer holds gets the lost
+// marker first, then the events still held.
+func TestEvents_LostMarker(t *testing.T) {
+	_, _, br, cl := observed(t, 4)
+	br.Publish(jobEvent("a", structs.StreamJobSubmitted))
+	old := br.Last()
+	for range 10 {
+		br.Publish(jobEvent("a", structs.StreamJobNote))
+	}
+	s, err := cl.Events(context.Background(), client.EventQuery{Resume: true, After: old})
+	must.NoError(t, err)
+	defer s.Close()
+	_, err = next(t, s)
+	var lost *client.LostError
+	must.True(t, errors.As(err, &lost), must.Sprintf("want the lost marker, got %v", err))
+	must.Eq(t, old, lost.After)
+	must.Eq(t, br.Last()-3, lost.Oldest)
+	e, err := next(t, s)
+	must.NoError(t, err)
+	must.Eq(t, lost.Oldest, e.Index)
+}
+
+// ?job= keeps one job's events.
+func TestEvents_JobFilter(t *testing.T) {
+	_, _, br, cl := observed(t, 64)
+	s, err := cl.Events(context.Background(), client.EventQuery{Job: "b"})
+	must.NoError(t, err)
+	defer s.Close()
+	br.Publish(jobEvent("a", structs.StreamJobSubmitted), jobEvent("b", structs.StreamJobSubmitted), jobEvent("a", structs.StreamJobStarted))
+	e, err := next(t, s)
+	must.NoError(t, err)
+	must.Eq(t, "b", e.Job)
+	br.Publish(jobEvent("b", structs.StreamJobStarted))
+	e, err = next(t, s)
+	must.NoError(t, err)
+	must.Eq(t, structs.StreamJobStarted, e.Type)
+	must.Eq(t, "b", e.Job)
+}
+
+// Closing the broker (the planner shutting down) ends the streams, so
+// the HTTP server's shutdown does not wait for them.
+func TestEvents_EndOnClose(t *testing.T) {
+	_, _, br, cl := observed(t, 64)
+	s, err := cl.Events(context.Background(), client.EventQuery{})
+	must.NoError(t, err)
+	defer s.Close()
+	br.Close()
+	_, err = next(t, s)
+	must.ErrorIs(t, err, io.EOF)
+}
+
+func TestEvents_Errors(t *testing.T) {
+	tests := []struct {
+		name string
+		obs  bool
+		path string
+		code int
+	}{
+		{name: "bad index", obs: true, path: "/v1/events?index=x", code: http.StatusBadRequest},
+		{name: "not configured", path: "/v1/events", code: http.StatusNotFound},
+		{name: "metrics not configured", path: "/v1/metrics", code: http.StatusNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var srv *apitest.Server
+			if tc.obs {
+				srv, _, _, _ = observed(t, 4)
+			} else {
+				srv = apitest.NewServer(t, apitest.NewBackend())
+			}
+			code, body := do(t, srv, call{method: http.MethodGet, path: tc.path, header: withRead})
+			must.Eq(t, tc.code, code, must.Sprintf("%s", body))
+		})
+	}
+}
+
+// The queue lists queued jobs in order with why they wait; utilization
+// sums the jobs' GPU histories.
+func TestQueueAndUtilization(t *testing.T) {
+	b := apitest.NewBackend(apitest.Node("n1", "node-1", 8))
+	srv := apitest.NewObservedServer(t, b, api.Observability{Waits: func() map[string]string {
+		ids := b.IDs()
+		return map[string]string{ids[1]: "needs 8 GPUs; 4 free that it may use"}
+	}})
+	cl, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token})
+	must.NoError(t, err)
+	for range 3 {
+		_, err := cl.Submit(context.Background(), goodSpec, "a.hcl", "")
+		must.NoError(t, err)
+	}
+	ids := b.IDs()
+	b.Start(ids[0], map[string]int{"n1": 4}, "fifo")
+
+	code, raw := do(t, srv, call{method: http.MethodGet, path: "/v1/queue", header: withRead})
+	must.Eq(t, http.StatusOK, code)
+	var q []api.QueueEntry
+	must.NoError(t, json.Unmarshal(raw, &q))
+	must.SliceLen(t, 2, q)
+	must.Eq(t, 1, q[0].Position)
+	must.Eq(t, ids[1], q[0].Job.ID)
+	must.Eq(t, "needs 8 GPUs; 4 free that it may use", q[0].Reason)
+	must.Eq(t, 2, q[1].Position)
+	must.StrContains(t, q[1].Reason, "not planned yet")
+
+	code, raw = do(t, srv, call{method: http.MethodGet, path: "/v1/utilization?window=1h", header: withRead})
+	must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))
+	var u api.Utilization
+	must.NoError(t, json.Unmarshal(raw, &u))
+	must.Eq(t, 8, u.TotalGPUs)
+	must.Eq(t, 4, u.Points[len(u.Points)-1].Allocated)
+	must.Eq(t, 0, u.Points[0].Allocated)
+
+	code, _ = do(t, srv, call{method: http.MethodGet, path: "/v1/utilization?window=9999h", header: withRead})
+	must.Eq(t, http.StatusBadRequest, code)
+}
+
+// The dashboard is served under /ui/ (no token: its assets hold no data),
+// /ui redirects there.
+func TestUI_Mounted(t *testing.T) {
+	srv := apitest.NewObservedServer(t, apitest.NewBackend(), api.Observability{UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ui:"+r.URL.Path)
+	})})
+	resp, err := http.Get(srv.URL + "/ui/app.js")
+	must.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must.Eq(t, http.StatusOK, resp.StatusCode)
+	must.Eq(t, "ui:/app.js", string(body))
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = client.Get(srv.URL + "/ui")
+	must.NoError(t, err)
+	resp.Body.Close()
+	must.Eq(t, http.StatusMovedPermanently, resp.StatusCode)
+	must.Eq(t, "/ui/", resp.Header.Get("Location"))
+}
+
+// At most MaxEventStreams streams are open at once; the next is refused
+// (503) until one closes.
+func TestEvents_StreamLimit(t *testing.T) {
+	_, _, _, cl := observed(t, 4)
+	ctx := context.Background()
+	var open []*client.EventStream
+	for range api.MaxEventStreams {
+		s, err := cl.Events(ctx, client.EventQuery{})
+		must.NoError(t, err)
+		open = append(open, s)
+	}
+	_, err := cl.Events(ctx, client.EventQuery{})
+	must.ErrorIs(t, err, api.ErrUnavailable)
+	open[0].Close()
+	waitFor := time.Now().Add(5 * time.Second)
+	for {
+		s, err := cl.Events(ctx, client.EventQuery{})
+		if err == nil {
+			open[0] = s
+			break
+		}
+		must.True(t, time.Now().Before(waitFor), must.Sprintf("a closed stream's place was not freed: %v", err))
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, s := range open {
+		s.Close()
+	}
+}

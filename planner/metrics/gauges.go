@@ -1,0 +1,92 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// The scrape-time gauges' descriptions.
+var (
+	descJobs = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameJobs),
+		"Jobs in the store, by state and queue (the jobspec's queue; \"default\" when it names none).", []string{"state", "queue"}, nil)
+	nodeLabels    = []string{"node", "node_name", "pool"}
+	descGPUsTotal = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameGPUsTotal),
+		"GPUs a node offers the planner.", nodeLabels, nil)
+	descGPUsAllocated = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameGPUsAllocated),
+		"GPUs of a node that Schedulearn jobs hold.", nodeLabels, nil)
+	descGPUsIdle = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameGPUsIdle),
+		"GPUs of a node that the planner may still hand out (total - allocated - unavailable).", nodeLabels, nil)
+	descLeader = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameLeader),
+		"1 when this planner leads (schedules), 0 while it stands by.", nil, nil)
+	descPolicy = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NamePolicy),
+		"The policy in force: 1, labelled with its name.", []string{"policy"}, nil)
+)
+
+// jobStates are the states every queue reports, 0 or not.
+var jobStates = []structs.JobState{structs.JobQueued, structs.JobRunning, structs.JobComplete, structs.JobFailed, structs.JobStopped}
+
+// DefaultQueue labels the jobs of jobspecs that name no queue.
+const DefaultQueue = "default"
+
+// gauges reads the store, the cluster and the status at each scrape.
+type gauges struct{ src Source }
+
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descJobs, descGPUsTotal, descGPUsAllocated, descGPUsIdle, descLeader, descPolicy} {
+		ch <- d
+	}
+}
+
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+
+	if jobs, err := g.src.Jobs(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(descJobs, fmt.Errorf("failed to list jobs: %w", err))
+	} else {
+		counts := map[string]map[structs.JobState]int{DefaultQueue: {}}
+		for _, j := range jobs {
+			q := j.Spec.Queue
+			if q == "" {
+				q = DefaultQueue
+			}
+			if counts[q] == nil {
+				counts[q] = map[structs.JobState]int{}
+			}
+			counts[q][j.State]++
+		}
+		for _, q := range slices.Sorted(maps.Keys(counts)) {
+			for _, s := range jobStates {
+				ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(counts[q][s]), string(s), q)
+			}
+		}
+	}
+
+	if nodes, err := g.src.Nodes(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(descGPUsTotal, fmt.Errorf("failed to list nodes: %w", err))
+	} else {
+		for _, n := range nodes {
+			labels := []string{n.ID, n.Name, n.Pool}
+			ch <- prometheus.MustNewConstMetric(descGPUsTotal, prometheus.GaugeValue, float64(n.GPUsTotal), labels...)
+			ch <- prometheus.MustNewConstMetric(descGPUsAllocated, prometheus.GaugeValue, float64(n.GPUsUsed), labels...)
+			ch <- prometheus.MustNewConstMetric(descGPUsIdle, prometheus.GaugeValue, float64(n.GPUsFree), labels...)
+		}
+	}
+
+	if st, err := g.src.Status(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(descLeader, fmt.Errorf("failed to read status: %w", err))
+	} else {
+		leader := 0.0
+		if st.IsLeader {
+			leader = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descLeader, prometheus.GaugeValue, leader)
+		ch <- prometheus.MustNewConstMetric(descPolicy, prometheus.GaugeValue, 1, st.Policy.Name)
+	}
+}

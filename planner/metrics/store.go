@@ -1,0 +1,57 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// storeOps are the operations the store wrapper times (the op label).
+var storeOps = []string{"create_job", "update_job", "get_job", "job_by_idempotency_key", "list_jobs", "get_policy", "put_policy"}
+
+// Store returns s with every operation's latency recorded in r.
+func (r *Recorder) Store(s store.Store) store.Store { return &timedStore{s: s, r: r} }
+
+type timedStore struct {
+	s store.Store
+	r *Recorder
+}
+
+func (t *timedStore) CreateJob(ctx context.Context, j *structs.Job) error {
+	defer t.r.storeOp("create_job", time.Now())
+	return t.s.CreateJob(ctx, j)
+}
+
+func (t *timedStore) UpdateJob(ctx context.Context, j *structs.Job) error {
+	defer t.r.storeOp("update_job", time.Now())
+	return t.s.UpdateJob(ctx, j)
+}
+
+func (t *timedStore) GetJob(ctx context.Context, id string) (*structs.Job, error) {
+	defer t.r.storeOp("get_job", time.Now())
+	return t.s.GetJob(ctx, id)
+}
+
+func (t *timedStore) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error) {
+	defer t.r.storeOp("job_by_idempotency_key", time.Now())
+	return t.s.JobByIdempotencyKey(ctx, key)
+}
+
+func (t *timedStore) ListJobs(ctx context.Context) ([]*structs.Job, error) {
+	defer t.r.storeOp("list_jobs", time.Now())
+	return t.s.ListJobs(ctx)
+}
+
+func (t *timedStore) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
+	defer t.r.storeOp("get_policy", time.Now())
+	return t.s.GetPolicy(ctx)
+}
+
+func (t *timedStore) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
+	defer t.r.storeOp("put_policy", time.Now())
+	return t.s.PutPolicy(ctx, p)
+}
+
+func (t *timedStore) Close() error { return t.s.Close() }

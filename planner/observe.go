@@ -1,0 +1,153 @@
+package planner
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// Metrics records the planner's timings and counts. The planner knows
+// only this interface; planner/metrics implements it with Prometheus, and
+// nil records nothing. Implementations must be safe for concurrent use
+// and quick (they are called inside the round).
+type Metrics interface {
+	// Round: a round took total, of which plan was the policy's planning.
+	Round(total, plan time.Duration, failed bool)
+	// Change: the executor applied (or failed to apply) a change of kind
+	// in d (grow and shrink include the drain of workers).
+	Change(kind policy.ChangeKind, d time.Duration, failed bool)
+	// Delivery: a model delivery of tier ended, delivered or not.
+	Delivery(tier string, delivered bool)
+	// ProgressReports: n progress reports were recorded.
+	ProgressReports(n int)
+}
+
+// Publisher takes the planner's stream events (planner/events.Broker).
+type Publisher interface {
+	Publish(evs ...structs.StreamEvent)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Round(time.Duration, time.Duration, bool)      {}
+func (noMetrics) Change(policy.ChangeKind, time.Duration, bool) {}
+func (noMetrics) Delivery(string, bool)                         {}
+func (noMetrics) ProgressReports(int)                           {}
+func (p *Planner) metrics() Metrics {
+	if p.Metrics == nil {
+		return noMetrics{}
+	}
+	return p.Metrics
+}
+
+// publishJob publishes the events j's record gained since it held from
+// of them (Job.Events is append-only), with the job's state and GPUs.
+func (p *Planner) publishJob(j *structs.Job, from int) {
+	if p.Events == nil || from >= len(j.Events) {
+		return
+	}
+	evs := make([]structs.StreamEvent, 0, len(j.Events)-from)
+	for _, e := range j.Events[from:] {
+		se := structs.StreamEvent{Time: e.Time, Type: structs.StreamType(e.Type), Job: j.ID, State: j.State,
+			GPUs: j.GPUs(), Message: e.Message}
+		if n := len(j.History); n > 0 && se.Type != structs.StreamJobSubmitted {
+			se.Policy = j.History[n-1].Policy
+		}
+		evs = append(evs, se)
+	}
+	p.Events.Publish(evs...)
+}
+
+// observer is what the planner keeps between rounds for the stream and
+// the dashboard: the nodes seen last round, and why each queued job
+// waited after it.
+type observer struct {
+	mu    sync.Mutex
+	nodes map[string]string // ID -> name, last round; nil before the first
+	waits map[string]string // queued job ID -> why it waits
+}
+
+// noteNodesSeen publishes a node-lost event for every node of the last
+// round that is gone from nodes (down, drained, no GPUs any more), and a
+// node-joined event for every new one after the first round.
+func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
+	p.obs.mu.Lock()
+	prev := p.obs.nodes
+	cur := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		cur[n.ID] = n.Name
+	}
+	p.obs.nodes = cur
+	p.obs.mu.Unlock()
+	if prev == nil || p.Events == nil {
+		return
+	}
+	var evs []structs.StreamEvent
+	for _, id := range slices.Sorted(maps.Keys(prev)) {
+		if _, ok := cur[id]; !ok {
+			evs = append(evs, structs.StreamEvent{Time: now, Type: structs.StreamNodeLost, Node: id,
+				Message: fmt.Sprintf("node %s (%s) no longer offers GPUs to the planner", prev[id], id)})
+		}
+	}
+	for _, n := range nodes {
+		if _, ok := prev[n.ID]; !ok {
+			evs = append(evs, structs.StreamEvent{Time: now, Type: structs.StreamNodeJoined, Node: n.ID,
+				Message: fmt.Sprintf("node %s (%s) offers %d GPUs", n.Name, n.ID, n.GPUs)})
+		}
+	}
+	p.Events.Publish(evs...)
+}
+
+// noteWaits records, after a round, why each job the plan left queued
+// waits: the policy's own reason when it gave one, else how many GPUs
+// the job needs against how many the plan left free that it may use.
+func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan) {
+	free := map[string]int{}
+	for _, n := range snap.Nodes {
+		free[n.ID] = n.GPUs - n.Reserved
+	}
+	for i := range snap.Jobs {
+		for node, g := range plan.Target(&snap.Jobs[i]) {
+			free[node] -= g
+		}
+	}
+	waits := map[string]string{}
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		if plan.Target(j).Total() > 0 {
+			continue
+		}
+		if r := plan.Reasons[j.ID]; len(r) > 0 {
+			waits[j.ID] = r[len(r)-1]
+			continue
+		}
+		usable := 0
+		for _, n := range snap.Nodes {
+			if j.Constraints.Allows(&n) && free[n.ID] > 0 {
+				usable += free[n.ID] - free[n.ID]%max(j.GPUs.PerWorker, 1)
+			}
+		}
+		if usable < j.GPUs.Min {
+			waits[j.ID] = fmt.Sprintf("needs %d GPUs; %d free that it may use", j.GPUs.Min, usable)
+		} else {
+			waits[j.ID] = fmt.Sprintf("%d GPUs free that it may use, but policy %s did not start it this round (order, fairness or placement rules)",
+				usable, plan.Policy)
+		}
+	}
+	p.obs.mu.Lock()
+	p.obs.waits = waits
+	p.obs.mu.Unlock()
+}
+
+// Waits says why each queued job waited after the last round (by job ID);
+// a job queued since has no entry yet.
+func (p *Planner) Waits() map[string]string {
+	p.obs.mu.Lock()
+	defer p.obs.mu.Unlock()
+	return maps.Clone(p.obs.waits)
+}

@@ -1,0 +1,309 @@
+// Schedulearn dashboard: plain JavaScript, no dependencies. It reads the
+// planner's API and follows its event stream (GET /v1/events) to stay live.
+"use strict";
+
+const TOKEN_KEY = "schedulearn-token";
+const state = { lastEventId: "", refreshTimer: null, route: "", policies: [] };
+
+// ---------------------------------------------------------------- helpers
+function $(sel) { return document.querySelector(sel); }
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null) continue;
+    if (k === "class") e.className = v; else if (k === "text") e.textContent = v; else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
+function headers(extra) {
+  const h = Object.assign({ "Accept": "application/json" }, extra || {});
+  if (token()) h["X-Schedulearn-Token"] = token();
+  return h;
+}
+async function api(path, opts) {
+  opts = opts || {};
+  const resp = await fetch(path, { method: opts.method || "GET", headers: headers(opts.body ? { "Content-Type": "application/json" } : {}),
+    body: opts.body ? JSON.stringify(opts.body) : undefined, cache: "no-store" });
+  const text = await resp.text();
+  let body = null;
+  try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+  if (!resp.ok) {
+    const err = new Error((body && body.error) || resp.statusText || ("HTTP " + resp.status));
+    err.status = resp.status;
+    throw err;
+  }
+  return body;
+}
+function showError(msg) { const e = $("#error"); e.textContent = msg || ""; e.hidden = !msg; }
+function fmtTime(t) { if (!t || t.startsWith("0001")) return ""; return new Date(t).toLocaleString(); }
+function fmtDur(sec) {
+  sec = Math.max(0, Math.round(sec));
+  if (sec < 60) return sec + "s";
+  if (sec < 3600) return Math.floor(sec / 60) + "m " + (sec % 60) + "s";
+  return Math.floor(sec / 3600) + "h " + Math.floor((sec % 3600) / 60) + "m";
+}
+function asked(j) { return j.auto ? "auto" + (j.max_gpus ? " ≤" + j.max_gpus : "") : (j.min_gpus === j.max_gpus ? String(j.min_gpus) : j.min_gpus + "–" + j.max_gpus); }
+function jobColor(id) {
+  let h = 2166136261; // FNV-1a, then spread over the hue circle
+  for (const c of id) h = Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0;
+  return "hsl(" + (Math.imul(h, 2654435761) >>> 0) % 360 + ", 60%, 42%)";
+}
+function jobLink(id) { return el("a", { href: "#/jobs/" + encodeURIComponent(id), "data-job": id }, id); }
+function fill(tbody, rows) { tbody.replaceChildren(...rows); }
+
+// ---------------------------------------------------------------- charts
+const SVGNS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  return e;
+}
+// chart draws series of [x, y] points (x: ms since epoch), step or line,
+// with horizontal and vertical marker lines, into container.
+function chart(container, opts) {
+  const W = Math.max(300, container.clientWidth || 600), H = 220, L = 44, R = 10, T = 10, B = 24;
+  const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img" });
+  const xs = [], ys = [];
+  for (const se of opts.series) for (const [x, y] of se.points) { xs.push(x); ys.push(y); }
+  for (const v of opts.vlines || []) xs.push(v.x);
+  for (const h of opts.hlines || []) ys.push(h.y);
+  if (xs.length === 0) { container.replaceChildren(el("p", { class: "muted" }, opts.empty || "No data yet.")); return; }
+  let x0 = Math.min(...xs), x1 = Math.max(...xs, opts.xMax || -Infinity);
+  if (x1 === x0) x1 = x0 + 1000;
+  let y0 = opts.yMin !== undefined ? opts.yMin : Math.min(...ys), y1 = Math.max(...ys, opts.yMax || -Infinity);
+  if (y1 === y0) y1 = y0 + 1;
+  const px = x => L + (x - x0) / (x1 - x0) * (W - L - R);
+  const py = y => H - B - (y - y0) / (y1 - y0) * (H - T - B);
+  s.append(svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }), svg("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
+  for (const v of [y0, (y0 + y1) / 2, y1]) {
+    const t = svg("text", { x: 2, y: py(v) + 3 }); t.textContent = +v.toFixed(3); s.append(t);
+  }
+  for (const v of [x0, x1]) {
+    const t = svg("text", { x: v === x0 ? L : W - R - 50, y: H - 6 }); t.textContent = new Date(v).toLocaleTimeString(); s.append(t);
+  }
+  for (const h of opts.hlines || []) {
+    s.append(svg("line", { class: h.cls, x1: L, x2: W - R, y1: py(h.y), y2: py(h.y), "data-value": h.y }));
+    const t = svg("text", { x: W - R - 60, y: py(h.y) - 3 }); t.textContent = h.label; s.append(t);
+  }
+  for (const n of opts.notes || []) {
+    const t = svg("text", { x: W - R - 160, y: T + 10, class: n.cls }); t.textContent = n.text; s.append(t);
+  }
+  for (const v of opts.vlines || []) {
+    s.append(svg("line", { class: v.cls, y1: T, y2: H - B, x1: px(v.x), x2: px(v.x) }));
+    const t = svg("text", { x: px(v.x) - 40, y: T + 10 }); t.textContent = v.label; s.append(t);
+  }
+  for (const se of opts.series) {
+    if (se.points.length === 0) continue;
+    let d = "";
+    se.points.forEach(([x, y], i) => {
+      if (i === 0) d += `M${px(x)},${py(y)}`;
+      else if (se.step) d += `H${px(x)}V${py(y)}`;
+      else d += `L${px(x)},${py(y)}`;
+    });
+    if (se.extendTo !== undefined) d += `H${px(se.extendTo)}`;
+    s.append(svg("path", { class: se.cls, d: d, "data-points": se.points.length }));
+  }
+  container.replaceChildren(s);
+}
+
+// ---------------------------------------------------------------- overview
+async function renderOverview() {
+  const [queue, nodes, jobs, util] = await Promise.all([api("/v1/queue"), api("/v1/nodes"), api("/v1/jobs"), api("/v1/utilization?window=1h")]);
+  // Queue.
+  $("#queue-count").textContent = queue.length ? `(${queue.length})` : "(empty)";
+  fill($("#queue tbody"), queue.map(q => el("tr", { "data-job": q.job.id },
+    el("td", {}, q.position), el("td", {}, jobLink(q.job.id)), el("td", {}, [q.job.user, q.job.queue].filter(Boolean).join(" / ")),
+    el("td", {}, asked(q.job)), el("td", {}, fmtDur(q.waiting_seconds)), el("td", { class: "reason" }, q.reason))));
+  // GPU map.
+  let total = 0, used = 0, free = 0;
+  const map = $("#gpu-map");
+  map.replaceChildren(...nodes.map(n => {
+    total += n.gpus_total; used += n.gpus_used; free += n.gpus_free;
+    const cells = [];
+    for (const id of Object.keys(n.jobs || {}).sort()) {
+      for (let i = 0; i < n.jobs[id]; i++) {
+        const a = el("a", { class: "gpu held", href: "#/jobs/" + encodeURIComponent(id), "data-job": id, title: id }, id.slice(0, 3));
+        a.style.background = jobColor(id);
+        cells.push(a);
+      }
+    }
+    for (let i = 0; i < n.gpus_free; i++) cells.push(el("span", { class: "gpu free", title: "idle" }));
+    for (let i = 0; i < n.gpus_total - n.gpus_free - n.gpus_used; i++) cells.push(el("span", { class: "gpu unavailable", title: "unavailable" }));
+    return el("div", { class: "node", "data-node": n.id },
+      el("span", { class: "name", title: n.id }, n.name + (n.pool ? " · " + n.pool : "")),
+      el("span", { class: "muted small" }, (n.gpu_model || "") + (n.status !== "ready" ? " · " + n.status : "")),
+      el("div", { class: "gpus" }, ...cells));
+  }));
+  if (nodes.length === 0) map.replaceChildren(el("p", { class: "muted" }, "No GPU nodes."));
+  $("#gpu-summary").textContent = `${used} of ${total} held, ${free} idle`;
+  // Jobs.
+  fill($("#jobs tbody"), jobs.slice().reverse().slice(0, 200).map(j => el("tr", { "data-job": j.id },
+    el("td", {}, jobLink(j.id)), el("td", { class: "state " + j.state }, j.state), el("td", {}, j.gpus), el("td", {}, asked(j)), el("td", {}, fmtTime(j.submitted)))));
+  // Utilisation.
+  const now = Date.now();
+  let pts = util.points.map(p => [Date.parse(p.time), p.allocated]);
+  const avg = average(pts, now);
+  // A young cluster: start the axis shortly before its first change, not
+  // an hour back.
+  if (pts.length > 1 && pts[0][1] === 0) {
+    const first = pts[1][0], from = first - Math.max(60000, (now - first) / 10);
+    if (from > pts[0][0]) pts = [[from, 0], ...pts.slice(1)];
+  }
+  chart($("#util-chart"), { series: [{ points: pts, step: true, cls: "series", extendTo: now }], hlines: [{ y: util.total_gpus, cls: "total", label: "total " + util.total_gpus }], yMin: 0, xMax: now });
+  $("#util-summary").textContent = util.total_gpus ? `(last hour: ${(100 * avg / util.total_gpus).toFixed(0)}% on average)` : "";
+}
+function average(pts, end) {
+  if (pts.length === 0) return 0;
+  let area = 0;
+  for (let i = 0; i < pts.length; i++) area += pts[i][1] * ((i + 1 < pts.length ? pts[i + 1][0] : end) - pts[i][0]);
+  return area / Math.max(1, end - pts[0][0]);
+}
+async function renderStatus() {
+  const [st, policies] = await Promise.all([api("/v1/status"), api("/v1/policies")]);
+  $("#status").textContent = `policy ${st.policy.name} · ${st.is_leader ? "leader" : "standby (leader " + (st.leader || "unknown") + ")"} · v${st.version}`;
+  const sel = $("#policy-select");
+  const names = policies.map(p => p.name).join(",");
+  if (sel.dataset.names !== names) {
+    sel.replaceChildren(...policies.map(p => el("option", { value: p.name, title: p.description || "" }, p.name)));
+    sel.dataset.names = names;
+  }
+  if (document.activeElement !== sel) sel.value = st.policy.name;
+}
+
+// ---------------------------------------------------------------- job page
+async function renderJob(id) {
+  const j = await api("/v1/jobs/" + encodeURIComponent(id));
+  $("#job-title").textContent = j.id;
+  const t = j.spec.Target;
+  const deadline = t ? (t.Deadline && !t.Deadline.startsWith("0001") ? Date.parse(t.Deadline) : (t.Within ? Date.parse(j.submitted) + t.Within / 1e6 : null)) : null;
+  const out = j.outlook && j.outlook.target;
+  const facts = [["State", j.state], ["GPUs", String(Object.values(j.allocation || {}).reduce((a, b) => a + b, 0))],
+    ["Asked", j.spec.GPUs.Auto ? "auto" : j.spec.GPUs.Min + "–" + j.spec.GPUs.Max], ["Submitted", fmtTime(j.submitted)]];
+  if (j.started) facts.push(["Started", fmtTime(j.started)]);
+  if (j.finished) facts.push(["Finished", fmtTime(j.finished)]);
+  if (t) facts.push(["Target", `${t.Metric} ${t.Lower ? "≤" : "≥"} ${t.Goal}` + (t.Tier1 != null ? ` (tier 1: ${t.Tier1})` : "") + (deadline ? " by " + new Date(deadline).toLocaleString() : "")]);
+  if (out) {
+    let left = out.status;
+    if (out.eta && !out.eta.startsWith("0001")) left = fmtDur((Date.parse(out.eta) - Date.now()) / 1000) + " left (ETA " + fmtTime(out.eta) + ")";
+    facts.push(["Estimate", out.reason && out.reason.startsWith(left) ? out.reason : left + (out.reason ? " — " + out.reason : "")]);
+  }
+  if (j.progress) facts.push(["Progress", `step ${j.progress.step}, ${j.progress.reports} reports`]);
+  $("#job-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k.toLowerCase() }, v)]));
+
+  const now = j.finished && !j.finished.startsWith("0001") ? Date.parse(j.finished) : Date.now();
+  const gp = [[Date.parse(j.submitted), 0], ...(j.history || []).map(h => [Date.parse(h.time), h.gpus])];
+  chart($("#job-gpus-chart"), { series: [{ points: gp, step: true, cls: "series", extendTo: now }], yMin: 0, xMax: now });
+
+  const metric = t ? t.Metric : (j.progress && j.progress.metric ? j.progress.metric.name : "");
+  $("#job-metric-title").textContent = metric ? "Metric: " + metric : "Metric";
+  const mp = ((j.progress && j.progress.history) || []).filter(r => r.metric && r.metric.name === metric).map(r => [Date.parse(r.time), r.metric.value]);
+  const hl = [];
+  if (t && t.Tier1 != null) hl.push({ y: t.Tier1, cls: "tier1", label: "tier 1 " + t.Tier1 });
+  if (t) hl.push({ y: t.Goal, cls: "goal", label: "goal " + t.Goal });
+  // The deadline is drawn where it fits the curve's time scale; a far one
+  // is named at the right edge instead of squeezing the curve.
+  const span = mp.length ? Math.max(now, mp[mp.length - 1][0]) - mp[0][0] : 0;
+  const near = deadline && mp.length && deadline - mp[0][0] <= 3 * Math.max(span, 60000);
+  chart($("#job-metric-chart"), { series: [{ points: mp, cls: "series metric" }], hlines: mp.length ? hl : [],
+    vlines: near ? [{ x: deadline, cls: "deadline", label: "deadline" }] : [], xMax: near ? undefined : now,
+    notes: deadline && mp.length && !near ? [{ cls: "deadline-note", text: "deadline " + new Date(deadline).toLocaleString() + " →" }] : [],
+    empty: metric ? "No " + metric + " reported yet." : "The job reports no metric." });
+
+  fill($("#job-events tbody"), (j.events || []).slice().reverse().map(e => el("tr", {}, el("td", {}, fmtTime(e.time)), el("td", {}, e.type), el("td", {}, e.message))));
+  fill($("#job-deliveries tbody"), (j.deliveries || []).map(d => el("tr", {}, el("td", {}, d.tier), el("td", {}, d.metric + " " + d.value), el("td", {}, d.step),
+    el("td", {}, d.state), el("td", {}, d.location || d.error || ""))));
+}
+
+// ---------------------------------------------------------------- routing, refresh
+async function refresh() {
+  try {
+    await renderStatus();
+    const m = location.hash.match(/^#\/jobs\/(.+)$/);
+    $("#overview").hidden = !!m;
+    $("#job-page").hidden = !m;
+    if (m) await renderJob(decodeURIComponent(m[1])); else await renderOverview();
+    showError("");
+  } catch (e) {
+    showError(e.status === 403 ? "The planner refused the read: enter its token (top right)." : "Failed to load: " + e.message);
+  }
+}
+function scheduleRefresh() {
+  if (state.refreshTimer) return;
+  state.refreshTimer = setTimeout(() => { state.refreshTimer = null; refresh(); }, 250);
+}
+
+// The event stream, read with fetch so that the token goes in a header
+// (EventSource cannot send one). It reconnects from the last event ID.
+async function follow() {
+  for (;;) {
+    try {
+      const h = headers({ "Accept": "text/event-stream" });
+      if (state.lastEventId) h["Last-Event-ID"] = state.lastEventId;
+      const resp = await fetch("/v1/events", { headers: h, cache: "no-store" });
+      if (!resp.ok) throw new Error("HTTP " + resp.status);
+      setLive(true);
+      const reader = resp.body.getReader();
+      const dec = new TextDecoder();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while ((i = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, i); buf = buf.slice(i + 2);
+          let type = "message", data = "", id = null;
+          for (const line of block.split("\n")) {
+            if (line.startsWith("id:")) id = line.slice(3).trim();
+            else if (line.startsWith("event:")) type = line.slice(6).trim();
+            else if (line.startsWith("data:")) data += line.slice(5).trim();
+          }
+          if (id !== null) state.lastEventId = id;
+          if (data) onEvent(type, data);
+        }
+      }
+    } catch (e) { /* reconnect below */ }
+    setLive(false);
+    await new Promise(r => setTimeout(r, 2000));
+  }
+}
+function onEvent(type, data) {
+  window.dispatchEvent(new CustomEvent("schedulearn-event", { detail: { type, data } }));
+  scheduleRefresh();
+}
+function setLive(on) { const p = $("#live"); p.textContent = on ? "live" : "offline"; p.className = "pill " + (on ? "on" : "off"); }
+
+// ---------------------------------------------------------------- forms
+function setupForms() {
+  $("#token").value = token();
+  $("#token-form").addEventListener("submit", ev => {
+    ev.preventDefault();
+    const v = $("#token").value.trim();
+    if (v) sessionStorage.setItem(TOKEN_KEY, v); else sessionStorage.removeItem(TOKEN_KEY);
+    refresh();
+  });
+  $("#policy-form").addEventListener("submit", async ev => {
+    ev.preventDefault();
+    const res = $("#policy-result");
+    const name = $("#policy-select").value;
+    try {
+      const st = await api("/v1/policy", { method: "PUT", body: { name: name } });
+      res.className = "small ok";
+      res.textContent = "Policy " + st.name + " is active.";
+      refresh();
+    } catch (e) {
+      res.className = "small bad";
+      res.textContent = "Refused: " + e.message + (e.status === 403 && !token() ? " (enter the planner's token at the top right)" : "");
+    }
+  });
+}
+
+window.addEventListener("hashchange", refresh);
+document.addEventListener("DOMContentLoaded", () => {
+  setupForms();
+  refresh();
+  follow();
+  setInterval(refresh, 30000); // a slow safety net besides the stream
+});
