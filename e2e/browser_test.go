@@ -31,7 +31,7 @@ func findChromium(t *testing.T) string {
 			return path
 		}
 	}
-	t.Fatal("chromium not found: install Debian's with `make chromium` (tools/chromium/install.sh)")
+	t.Fatal("chromium not found: install Debian's with `make chromium` (tools/apt-install.sh chromium)")
 	return ""
 }
 
