@@ -46,6 +46,7 @@ func (d *Driver) planTask(cfg *drivers.TaskConfig, tc *TaskConfig) (*plan, error
 			Namespace: cfg.Namespace,
 			JobID:     cfg.JobID,
 			AllocID:   cfg.AllocID,
+			Group:     cfg.TaskGroupName,
 			Token:     jobstate.Token(secret, cfg.Namespace, cfg.JobID),
 		},
 		cmd: runner.Command{

@@ -30,9 +30,12 @@ const (
 
 // DrainVariable is the Nomad variable (in the job's namespace) that lists
 // the job's draining worker allocations: item DrainItem holds their IDs,
-// comma separated. Tasks of the job may read it with their workload
-// identity; the planner (the rescale package) writes it.
-func DrainVariable(jobID string) string { return "nomad/jobs/" + jobID + "/horovod" }
+// comma separated. It lives at the launcher's group path, which Nomad's
+// workload identity lets the launcher read with ACLs on (no policy
+// needed); the planner (the rescale package) writes it.
+func DrainVariable(jobID, launcherGroup string) string {
+	return "nomad/jobs/" + jobID + "/" + launcherGroup
+}
 
 // SecretVariable is the Nomad variable (in the job's namespace) that holds
 // a job's secrets: SecretEnv, the job's own random secret, and any others
@@ -77,6 +80,9 @@ type Task struct {
 	Namespace string
 	JobID     string
 	AllocID   string
+	// Group is the task's group (the launcher's: where its drain variable
+	// lives).
+	Group string
 	// Token authenticates the launcher to the job's worker agents.
 	Token string
 
