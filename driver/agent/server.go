@@ -187,7 +187,7 @@ func (s *Server) handle(conn net.Conn, release func()) error {
 	ch, payload, err := s.handshake(conn)
 	release()
 	if err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 			return nil // a health check: connected, then closed
 		}
 		return err
