@@ -31,6 +31,8 @@ func (a *Agent) checkTokens(ctx context.Context) error {
 	}
 	if err != nil {
 		a.logger.Debug("could not check the nomad token", "error", err)
+	} else if a.cfg.Nomad.Token == "" {
+		a.logger.Warn("nomad enforces ACLs and the planner has no nomad token: it acts with the anonymous policy (see docs/acl.md)")
 	}
 	_, _, err = a.consul.ACL().TokenReadSelf((&consulapi.QueryOptions{}).WithContext(ctx))
 	var se consulapi.StatusError
@@ -40,6 +42,8 @@ func (a *Agent) checkTokens(ctx context.Context) error {
 	}
 	if err != nil {
 		a.logger.Debug("could not check the consul token", "error", err)
+	} else if a.cfg.Consul.Token == "" {
+		a.logger.Warn("consul enforces ACLs and the planner has no consul token: it acts with the anonymous policy (see docs/acl.md)")
 	}
 	return nil
 }
