@@ -18,7 +18,7 @@ var ErrConnectionLost = errors.New("connection to the worker agent lost")
 
 // clientHandshakeTimeout bounds the client's dial-to-answer time: longer
 // than the agent's own bound, as the agent may be busy accepting.
-const clientHandshakeTimeout = 3 * HandshakeTimeout
+const clientHandshakeTimeout = HandshakeTimeout + 10*time.Second
 
 // Run runs command on the agent at addr and streams its output to stdout
 // and stderr (and stdin, if not nil, to it). It returns the command's exit

@@ -25,7 +25,7 @@
 // request answers one frame of kind frameRefused in clear and closes.
 //
 // Before a request is authenticated the agent reads at most
-// clientNonceSize + frameHeader + maxRequest bytes, within HandshakeTimeout,
+// clientNonceSize + frameHeader + maxRequest bytes, within HandshakeTimeout (20 s),
 // and handles at most maxHandshakes connections at once; frames are
 // bounded by maxFrame.
 //
@@ -74,9 +74,8 @@ const (
 )
 
 // HandshakeTimeout bounds the time from a connection's accept to its
-// authenticated request (and, in the client, from dial to the agent's
-// answer).
-const HandshakeTimeout = 10 * time.Second
+// authenticated request: generous, for a launcher on a loaded node.
+const HandshakeTimeout = 20 * time.Second
 
 // Frame kinds.
 const (
