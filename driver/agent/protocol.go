@@ -25,7 +25,7 @@
 // request answers one frame of kind frameRefused in clear and closes.
 //
 // Before a request is authenticated the agent reads at most
-// clientNonceSize + frameHeader + maxRequest bytes, within HandshakeTimeout (20 s),
+// nonceSize + frameHeader + maxRequest (+ 16) bytes, within HandshakeTimeout (20 s),
 // and handles at most maxHandshakes connections at once; frames are
 // bounded by maxFrame.
 //
