@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/driver/rescale"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/executor"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -22,9 +25,10 @@ import (
 // store in Consul: a real training job still runs end to end. The planner
 // writes the job's secrets into its Nomad variable and the job reads them
 // through its templates (the report token reaches the SDK, the jobspec's
-// env the training), Elastic FIFO grows the job in place, the launcher's
-// discovery reads its drain variable with its workload identity, and the
-// Nomad job holds no secret. A wrong token fails the planner's start with
+// env the training), Elastic FIFO grows the job in place, the planner's
+// token drains a worker through the drain variable that the launcher's
+// discovery reads with its workload identity, and the Nomad job holds no
+// secret. A wrong token fails the planner's start with
 // a clear error (issue 13).
 func TestACL_PlannerLeastPrivilege(t *testing.T) {
 	cfg := horovodConfig(t)
@@ -89,8 +93,29 @@ policy {
 	})
 	must.SliceNotEmpty(t, readProgress(t, progress), must.Sprint("the jobspec's env reached the training"))
 
+	// The planner's token is enough for the rescale protocol's drain (what
+	// a shrink does first): it writes the drain variable, the launcher's
+	// discovery reads it with its workload identity and drops the worker,
+	// and the planner reads the launcher's and the worker's status files.
+	nomadID := executor.JobPrefix + id
+	plannerNomad, err := nomadapi.NewClient(&nomadapi.Config{Address: h.lab.NomadAddr, SecretID: nomadToken})
+	must.NoError(t, err)
+	allocs, _, err := h.nomad.Jobs().Allocations(nomadID, false, nil)
+	must.NoError(t, err)
+	var worker *nomadapi.AllocationListStub
+	for _, a := range allocs {
+		if strings.HasPrefix(a.TaskGroup, "worker-") && a.ClientStatus == nomadapi.AllocClientStatusRunning {
+			worker = a
+		}
+	}
+	must.NotNil(t, worker)
+	r := &rescale.Rescaler{Client: plannerNomad, Options: rescale.Options{Timeout: 3 * time.Minute}}
+	target := rescale.Target{JobID: nomadID, Group: worker.TaskGroup}
+	must.NoError(t, r.Drain(ctx, target, []string{worker.ID}))
+	must.NoError(t, r.Undrain(ctx, target, []string{worker.ID}))
+
 	// The Nomad job holds none of the job's secrets.
-	nomadJob, _, err := h.nomad.Jobs().Info(executor.JobPrefix+id, nil)
+	nomadJob, _, err := h.nomad.Jobs().Info(nomadID, nil)
 	must.NoError(t, err)
 	b, err := json.Marshal(nomadJob)
 	must.NoError(t, err)
