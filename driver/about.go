@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/nomad/plugins/drivers/fsisolation"
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
+
+	"github.com/schedulearn/schedulearn/driver/jobstate"
 )
 
 // Declarations only: the plugin's name, schemas, capabilities and the
@@ -35,6 +37,16 @@ const (
 	// Service discovery providers.
 	ProviderConsul = "consul"
 	ProviderNomad  = "nomad"
+
+	// SecretEnv is the task environment variable that brings the job's
+	// secret, from which the token between its launcher and its worker
+	// agents derives. It must come from a template (a Nomad variable the
+	// job's tasks can read with their workload identity), not from the job
+	// spec; the driver takes it out of the environment of what it runs.
+	SecretEnv = jobstate.SecretEnv
+	// minSecretLen is the shortest secret the driver takes (32 hex digits:
+	// 128 random bits).
+	minSecretLen = 32
 )
 
 var (
@@ -51,8 +63,8 @@ var (
 		// Directories searched before PATH for horovodrun, python3 and
 		// torchrun, and put first on the launcher's PATH (a virtualenv's bin).
 		"bin_dirs": hclspec.NewAttr("bin_dirs", "list(string)", false),
-		// The cluster secret each job's worker token is derived from; every
-		// client of the cluster must have the same one.
+		// Ignored (each job brings its own secret, SecretEnv); accepted so
+		// client configs written for earlier versions still load.
 		"auth_secret": hclspec.NewAttr("auth_secret", "string", false),
 		// Where the launcher's host discovery reaches Consul and Nomad.
 		"consul_address": hclspec.NewDefault(
@@ -120,7 +132,7 @@ var (
 // Config is the plugin's client configuration (configSpec).
 type Config struct {
 	BinDirs           []string `codec:"bin_dirs"`
-	AuthSecret        string   `codec:"auth_secret"`
+	AuthSecret        string   `codec:"auth_secret"` // ignored, see SecretEnv
 	ConsulAddress     string   `codec:"consul_address"`
 	ConsulToken       string   `codec:"consul_token"`
 	NomadAddress      string   `codec:"nomad_address"`

@@ -92,8 +92,8 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 			config.BinDirs[i] = abs
 		}
 	}
-	if config.AuthSecret == "" {
-		d.logger.Warn("auth_secret is not set: worker tokens derive from job IDs alone; set it on every client")
+	if config.AuthSecret != "" {
+		d.logger.Warn("auth_secret is ignored: each job brings its own secret in " + SecretEnv + " (see docs/driver.md); remove it from the client config")
 	}
 	d.config = &config
 	d.period = period

@@ -62,7 +62,7 @@ func TestDriver_LauncherStartWait(t *testing.T) {
 	must.SliceContains(t, envs, "NOMAD_JOB_ID=train")
 	must.SliceContains(t, envs, "PROGRESS_FILE=/tmp/progress")
 	must.SliceContains(t, envs, "SOMETHING_THE_USER_NEEDS=kept")
-	for _, gone := range []string{"NOMAD_ALLOC_ID=", "NOMAD_TOKEN=", "NOMAD_ADDR_horovod=", "NVIDIA_VISIBLE_DEVICES="} {
+	for _, gone := range []string{"HOROVOD_DRIVER_SECRET=", "NOMAD_ALLOC_ID=", "NOMAD_TOKEN=", "NOMAD_ADDR_horovod=", "NVIDIA_VISIBLE_DEVICES="} {
 		for _, e := range envs {
 			must.False(t, strings.HasPrefix(e, gone), must.Sprintf("launcher env has %s", e))
 		}
@@ -83,7 +83,7 @@ func TestDriver_LauncherStartWait(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, "train-workers", jt.Service)
 	must.Eq(t, "secret-wi-token", jt.NomadToken)
-	must.Eq(t, jobstate.Token("test-secret", "default", "train"), jt.Token)
+	must.Eq(t, jobstate.Token(testSecret, "default", "train"), jt.Token)
 	must.Eq(t, filepath.Join(dirs.SharedAllocDir, jobstate.DiscoveredPath), jt.DiscoveredFile)
 
 	var state TaskState
@@ -271,12 +271,12 @@ func TestDriver_WorkerAgent(t *testing.T) {
 	statusFile := filepath.Join(task.TaskDir().SharedAllocDir, jobstate.AgentStatusPath)
 	waitFile(t, statusFile, 20*time.Second)
 
-	token := jobstate.Token("test-secret", "default", "train")
+	token := jobstate.Token(testSecret, "default", "train")
 	var stdout, stderr strings.Builder
-	code, err := agent.Run(context.Background(), addr, token, `echo "$CUDA_VISIBLE_DEVICES $NOMAD_JOB_ID"; echo oops >&2; exit 4`, nil, &stdout, &stderr, 5*time.Second)
+	code, err := agent.Run(context.Background(), addr, token, `echo "$CUDA_VISIBLE_DEVICES $NOMAD_JOB_ID $HOROVOD_DRIVER_SECRET"; echo oops >&2; exit 4`, nil, &stdout, &stderr, 5*time.Second)
 	must.NoError(t, err)
 	must.Eq(t, 4, code)
-	must.Eq(t, "GPU-1234 train\n", stdout.String())
+	must.Eq(t, "GPU-1234 train \n", stdout.String())
 	must.Eq(t, "oops\n", stderr.String())
 
 	_, err = agent.Run(context.Background(), addr, "wrong-token", "true", nil, &stdout, &stderr, 5*time.Second)

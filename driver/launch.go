@@ -33,6 +33,10 @@ type plan struct {
 
 // planTask turns a validated task config into the command to run.
 func (d *Driver) planTask(cfg *drivers.TaskConfig, tc *TaskConfig) (*plan, error) {
+	secret, err := jobSecret(cfg, tc)
+	if err != nil {
+		return nil, err
+	}
 	dirs := cfg.TaskDir()
 	p := &plan{
 		taskFile: filepath.Join(dirs.SecretsDir, taskFileName),
@@ -42,7 +46,8 @@ func (d *Driver) planTask(cfg *drivers.TaskConfig, tc *TaskConfig) (*plan, error
 			Namespace: cfg.Namespace,
 			JobID:     cfg.JobID,
 			AllocID:   cfg.AllocID,
-			Token:     jobstate.Token(d.config.AuthSecret, cfg.Namespace, cfg.JobID),
+			Group:     cfg.TaskGroupName,
+			Token:     jobstate.Token(secret, cfg.Namespace, cfg.JobID),
 		},
 		cmd: runner.Command{
 			TaskDir:    dirs.Dir,
@@ -59,6 +64,9 @@ func (d *Driver) planTask(cfg *drivers.TaskConfig, tc *TaskConfig) (*plan, error
 		env = map[string]string{}
 	}
 	maps.Copy(env, tc.Env)
+	// The secret is the driver's: training and horovodrun's command lines
+	// never see it.
+	delete(env, SecretEnv)
 
 	switch tc.Role {
 	case RoleWorker:
@@ -159,6 +167,23 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 		p.cmd.Args = []string{"torchrun-launcher", "-task-file", p.taskFile}
 	}
 	return nil
+}
+
+// jobSecret is the job's secret from the task's environment (a template's
+// env file): without one, or with one in the job spec, the task does not
+// start, as anyone could then run commands on its workers.
+func jobSecret(cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
+	if _, ok := tc.Env[SecretEnv]; ok {
+		return "", fmt.Errorf("env: %s must not be in the job spec, where Nomad shows it to anyone who can read the job; render it from a Nomad variable with a template block (docs/driver.md, Authentication)", SecretEnv)
+	}
+	secret := cfg.Env[SecretEnv]
+	switch {
+	case secret == "":
+		return "", fmt.Errorf("the task has no %s in its environment: a job run by the horovod driver needs a secret of its own, rendered from a Nomad variable by a template block with env = true (docs/driver.md, Authentication)", SecretEnv)
+	case len(secret) < minSecretLen:
+		return "", fmt.Errorf("%s is %d characters long; it must have at least %d (random)", SecretEnv, len(secret), minSecretLen)
+	}
+	return secret, nil
 }
 
 // horovodrunArgs is horovodrun's command line for an elastic Gloo run.

@@ -122,7 +122,6 @@ func newTestDriverIn(t *testing.T, binDir string) *testDriver {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d := New(ctx, testlog.HCLogger(t), lookPathIn(binDir), self)
-	d.config.AuthSecret = "test-secret"
 	d.nomadConfig = &base.ClientDriverConfig{Topology: topology}
 	d.compute = topology.Compute()
 	h := dtestutil.NewDriverHarness(t, d)
@@ -157,6 +156,9 @@ func lookPathIn(dir string) LookPathFunc {
 
 // newTask returns a task config for the driver config tc, with an alloc
 // dir (and logs, through logmon) and a cgroup, as the Nomad client makes.
+// testSecret is the job secret test tasks get.
+const testSecret = "0123456789abcdef0123456789abcdef-test-job-secret"
+
 func (td *testDriver) newTask(t *testing.T, name string, tc *TaskConfig, env map[string]string) *drivers.TaskConfig {
 	t.Helper()
 	return td.newTaskLogs(t, name, tc, env, true)
@@ -172,6 +174,14 @@ func (td *testDriver) newTaskLogs(t *testing.T, name string, tc *TaskConfig, env
 	}
 	// Task processes get only the task's environment: mark them too.
 	env[leakcheck.EnvName] = leakcheck.Mark()
+	// The job's secret, as a template renders it; a test that sets it to
+	// "" gets none.
+	if _, ok := env["HOROVOD_DRIVER_SECRET"]; !ok {
+		env["HOROVOD_DRIVER_SECRET"] = testSecret
+	}
+	if env["HOROVOD_DRIVER_SECRET"] == "" {
+		delete(env, "HOROVOD_DRIVER_SECRET")
+	}
 	task := &drivers.TaskConfig{
 		AllocID:   allocID,
 		ID:        uuid.Generate(),

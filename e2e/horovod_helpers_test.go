@@ -19,6 +19,7 @@ import (
 	"github.com/shoenig/test/must"
 	"github.com/shoenig/test/wait"
 
+	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/internal/testlab"
 )
@@ -54,7 +55,6 @@ func horovodConfig(t *testing.T) lab.Config {
 plugin "nomad-driver-horovod" {
   config {
     bin_dirs           = [%q]
-    auth_secret        = "e2e-cluster-secret"
     consul_address     = "127.0.0.1:%d"
     nomad_address      = "http://127.0.0.1:%d"
     fingerprint_period = "5s"
@@ -122,6 +122,7 @@ func (h *horovodLab) trainJob(t *testing.T, id string, o trainOpts) *nomadapi.Jo
 	job, err := h.nomad.Jobs().ParseHCLOpts(&nomadapi.JobsParseRequest{JobHCL: string(body), Variables: vars, Canonicalize: true})
 	must.NoError(t, err)
 	job.ID, job.Name = pointer(id), pointer(id)
+	h.putJobSecret(t, id)
 	launcher := job.LookupTaskGroup("launcher").Tasks[0]
 	for k, v := range o.env {
 		setEnv(launcher, k, v)
@@ -131,6 +132,17 @@ func (h *horovodLab) trainJob(t *testing.T, id string, o trainOpts) *nomadapi.Jo
 		launcher.Config["args"] = []any{launcher.Config["args"].([]any)[0], "--torchrun"}
 	}
 	return job
+}
+
+// putJobSecret writes the job's secret variable, as the planner does for
+// the jobs it runs: the driver starts no task without it.
+func (h *horovodLab) putJobSecret(t *testing.T, id string) {
+	t.Helper()
+	secret, err := jobstate.NewSecret()
+	must.NoError(t, err)
+	v := &nomadapi.Variable{Path: jobstate.SecretVariable(id), Items: nomadapi.VariableItems{jobstate.SecretEnv: secret}}
+	_, _, err = h.nomad.Variables().Create(v, nil)
+	must.NoError(t, err)
 }
 
 // setEnv sets one variable of a task's driver env (as the jobspec parser

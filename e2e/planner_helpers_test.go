@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -46,6 +48,24 @@ type plannerProc struct {
 // policy and store blocks) and starts the agent.
 func startPlanner(t *testing.T, l *lab.Lab, dataDir, extra string) *plannerProc {
 	t.Helper()
+	return startPlannerWith(t, l, dataDir, extra, plannerTokens{})
+}
+
+// plannerTokens are the planner's Nomad and Consul tokens.
+type plannerTokens struct{ nomad, consul string }
+
+// startPlannerWith is startPlanner with the planner's Nomad and Consul
+// tokens.
+func startPlannerWith(t *testing.T, l *lab.Lab, dataDir, extra string, tokens plannerTokens) *plannerProc {
+	t.Helper()
+	p := newPlanner(t, l, dataDir, extra, tokens)
+	p.start()
+	return p
+}
+
+// newPlanner writes a planner config and returns the agent, not started.
+func newPlanner(t *testing.T, l *lab.Lab, dataDir, extra string, tokens plannerTokens) *plannerProc {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
@@ -63,13 +83,14 @@ network_interface = "lo"
 log_level         = "DEBUG"
 nomad {
   address = %q
+  token   = %q
 }
 consul {
   address = %q
+  token   = %q
 }
 %s
-`, port, dataDir, plannerToken, plannerReadToken, l.NomadAddr, l.ConsulAddr, extra)), 0o644))
-	p.start()
+`, port, dataDir, plannerToken, plannerReadToken, l.NomadAddr, tokens.nomad, l.ConsulAddr, tokens.consul, extra)), 0o644))
 	t.Cleanup(func() {
 		if p.cmd != nil && p.cmd.ProcessState == nil {
 			_ = p.cmd.Process.Signal(os.Interrupt)
@@ -108,6 +129,22 @@ func (p *plannerProc) start() {
 		}
 		return nil
 	})
+}
+
+// runToExit runs the agent in the foreground, for a start that must fail,
+// and returns its output and exit code.
+func (p *plannerProc) runToExit(timeout time.Duration) (string, int) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(p.root, "bin", "schedulearn"), "agent", "-config", p.config).CombinedOutput()
+	must.NoError(p.t, ctx.Err(), must.Sprintf("the planner kept running: %s", out))
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(out), ee.ExitCode()
+	}
+	must.NoError(p.t, err)
+	return string(out), 0
 }
 
 // kill SIGKILLs the planner: no chance to clean up.

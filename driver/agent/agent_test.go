@@ -17,9 +17,14 @@ import (
 
 func startServer(t *testing.T, token string) (*Server, string) {
 	t.Helper()
+	return serve(t, &Server{Token: token, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "WHO=agent"}, Logger: hclog.NewNullLogger()})
+}
+
+// serve runs srv on a loopback port until the test ends.
+func serve(t *testing.T, srv *Server) (*Server, string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must.NoError(t, err)
-	srv := &Server{Token: token, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "WHO=agent"}, Logger: hclog.NewNullLogger()}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -122,10 +127,12 @@ func TestRun_AgentGoneIsConnectionLost(t *testing.T) {
 	go func() {
 		c, err := l.Accept()
 		if err == nil {
-			_, _ = c.Write([]byte(helloPrefix + "abc\n"))
-			buf := make([]byte, 1024)
-			_, _ = c.Read(buf)
-			_, _ = c.Write([]byte("{}\n"))
+			// Accepts the request, then goes before the command's exit.
+			agent := &Server{Token: "tok"}
+			agent.init()
+			if ch, _, err := agent.handshake(c); err == nil {
+				_ = ch.writeJSON(frameResponse, response{})
+			}
 			c.Close()
 		}
 	}()

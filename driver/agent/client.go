@@ -3,26 +3,29 @@ package agent
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"strings"
-	"sync"
 	"time"
 )
 
 // ErrConnectionLost is returned by Run when the connection ends before the
-// command's exit code arrived.
+// command's exit code arrived (or a frame from the agent did not open).
 var ErrConnectionLost = errors.New("connection to the worker agent lost")
+
+// clientHandshakeTimeout bounds the client's dial-to-answer time: longer
+// than the agent's own bound, as the agent may be busy accepting.
+const clientHandshakeTimeout = HandshakeTimeout + 10*time.Second
 
 // Run runs command on the agent at addr and streams its output to stdout
 // and stderr (and stdin, if not nil, to it). It returns the command's exit
 // code. Cancelling ctx drops the connection, which makes the agent stop
 // the command.
 func Run(ctx context.Context, addr, token, command string, stdin io.Reader, stdout, stderr io.Writer, dialTimeout time.Duration) (int, error) {
-	conn, r, err := open(ctx, addr, token, request{Command: command}, dialTimeout)
+	conn, ch, err := open(ctx, addr, token, request{Command: command}, dialTimeout)
 	if err != nil {
 		return 0, err
 	}
@@ -30,22 +33,23 @@ func Run(ctx context.Context, addr, token, command string, stdin io.Reader, stdo
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 
-	var mu sync.Mutex
 	if stdin != nil {
 		go func() {
-			w := frameWriter{mu: &mu, w: conn, kind: frameStdin}
-			_, _ = io.Copy(w, stdin)
-			_ = writeFrame(&mu, conn, frameStdinEOF, nil)
+			_, _ = io.Copy(frameWriter{ch: ch, kind: frameStdin}, stdin)
+			_ = ch.writeFrame(frameStdinEOF, nil)
 		}()
 	} else {
-		_ = writeFrame(&mu, conn, frameStdinEOF, nil)
+		_ = ch.writeFrame(frameStdinEOF, nil)
 	}
 
 	for {
-		kind, payload, err := readFrame(r)
+		kind, payload, err := ch.readFrame(maxFrame)
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
+			}
+			if errors.Is(err, ErrUnauthorized) {
+				return 0, fmt.Errorf("%w: a frame from the agent did not authenticate", ErrConnectionLost)
 			}
 			return 0, ErrConnectionLost
 		}
@@ -75,40 +79,49 @@ func Finish(ctx context.Context, addr, token string, dialTimeout time.Duration) 
 
 // open connects, authenticates and sends req; the agent has accepted it
 // when open returns without error.
-func open(ctx context.Context, addr, token string, req request, dialTimeout time.Duration) (net.Conn, *bufio.Reader, error) {
+func open(ctx context.Context, addr, token string, req request, dialTimeout time.Duration) (net.Conn, *channel, error) {
+	if token == "" {
+		return nil, nil, ErrNoToken
+	}
 	dialer := net.Dialer{Timeout: dialTimeout, KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 5 * time.Second, Count: 3}}
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to connect to worker agent %s: %w", addr, err)
 	}
-	fail := func(err error) (net.Conn, *bufio.Reader, error) {
+	fail := func(err error) (net.Conn, *channel, error) {
 		conn.Close()
 		return nil, nil, err
 	}
-	r := bufio.NewReader(conn)
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	hello, err := r.ReadString('\n')
-	if err != nil {
+	_ = conn.SetDeadline(time.Now().Add(clientHandshakeTimeout))
+	hello := make([]byte, helloSize)
+	if _, err := io.ReadFull(conn, hello); err != nil {
 		return fail(fmt.Errorf("failed to read agent greeting: %w", err))
 	}
-	nonce, ok := strings.CutPrefix(strings.TrimSpace(hello), helloPrefix)
-	if !ok {
-		return fail(fmt.Errorf("failed to greet agent: unexpected greeting %q", hello))
+	agentNonce, err := parseHello(hello)
+	if err != nil {
+		return fail(fmt.Errorf("failed to greet agent: %w", err))
 	}
-	req.MAC = mac(token, nonce)
-	if err := writeJSONLine(conn, req); err != nil {
+	clientNonce := make([]byte, nonceSize)
+	if _, err := rand.Read(clientNonce); err != nil {
+		return fail(fmt.Errorf("failed to make nonce: %w", err))
+	}
+	ch, err := newChannel(sessionKey(token, agentNonce, clientNonce), dirToAgent, bufio.NewReader(conn), conn)
+	if err != nil {
+		return fail(err)
+	}
+	if err := ch.writeRequest(clientNonce, req); err != nil {
 		return fail(fmt.Errorf("failed to send request: %w", err))
 	}
 	var resp response
-	if err := readJSONLine(r, &resp); err != nil {
+	if err := ch.readJSON(frameResponse, maxResponse, &resp); err != nil {
+		if errors.Is(err, ErrUnauthorized) {
+			return fail(fmt.Errorf("failed to run command: %w", err))
+		}
 		return fail(fmt.Errorf("failed to read agent answer: %w", err))
 	}
 	if resp.Error != "" {
-		if resp.Error == ErrUnauthorized.Error() {
-			return fail(fmt.Errorf("failed to run command: %w", ErrUnauthorized))
-		}
-		return fail(fmt.Errorf("failed to run command: %s", resp.Error))
+		return fail(fmt.Errorf("failed to run command: the agent says %s", resp.Error))
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return conn, r, nil
+	return conn, ch, nil
 }

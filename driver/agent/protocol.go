@@ -6,21 +6,40 @@
 //
 // The protocol, over one TCP connection per command:
 //
-//	agent  -> client  "HVDAGENT1 <nonce>\n"            (hex nonce)
-//	client -> agent   {"mac": ..., "command": ...}\n   (mac = hex HMAC-SHA256(token, nonce))
-//	agent  -> client  {"error": ""}\n                  (or why the request was refused)
-//	then frames both ways: 1 byte kind, 4 bytes big-endian length, payload.
+//	agent  -> client  "HVDAGENT2 <agent nonce>\n"   (32 random bytes, hex)
+//	client -> agent   <client nonce>                (32 random bytes)
+//	client -> agent   request frame                 ({"op": ..., "command": ...})
+//	agent  -> client  response frame                ({"error": ""}, or why it was refused)
+//	then frames both ways: stdin from the client; stdout, stderr and, last,
+//	the exit code from the agent.
 //
-// Frames from the client carry stdin (and its end); frames from the agent
-// carry stdout, stderr and, last, the exit code. A request with op
-// "finish" instead tells the agent that training is over: it answers, stops
-// and exits 0, so the worker task completes. When the connection drops
-// before the command has exited, the agent kills the command's process
-// group; when the command exits, the agent closes the connection.
+// A frame is 1 byte kind, 4 bytes big-endian length and the payload sealed
+// with AES-256-GCM under a key derived from the job's token and both nonces
+// (HMAC-SHA256), so every byte of every frame, both ways, is authenticated
+// and encrypted (the environment horovodrun puts on its command lines holds
+// the job's secrets). The GCM nonce is the frame's direction and its
+// sequence number on the connection, and the header is the associated
+// data: a frame cannot be altered, dropped, reordered, reflected or
+// replayed (a new connection has a new agent nonce, so a new key). The
+// token itself never crosses the network. An agent that cannot open the
+// request answers one frame of kind frameRefused in clear and closes.
+//
+// Before a request is authenticated the agent reads at most
+// nonceSize + frameHeader + maxRequest (+ 16) bytes, within HandshakeTimeout (20 s),
+// and handles at most maxHandshakes connections at once; frames are
+// bounded by maxFrame.
+//
+// A request with op "finish" tells the agent that training is over: it
+// answers, stops and exits 0, so the worker task completes. When the
+// connection drops before the command has exited, the agent kills the
+// command's process group; when the command exits, the agent closes the
+// connection.
 package agent
 
 import (
 	"bufio"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -30,9 +49,33 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
-const helloPrefix = "HVDAGENT1 "
+const helloPrefix = "HVDAGENT2 "
+
+// Sizes of the handshake.
+const (
+	nonceSize = 32
+	// helloSize is the agent's greeting: prefix, hex nonce, newline.
+	helloSize   = len(helloPrefix) + 2*nonceSize + 1
+	frameHeader = 5
+	// maxRequest bounds the request frame's payload, read before the
+	// request is authenticated. Horovod's command lines carry the job's
+	// environment: tens of KiB.
+	maxRequest = 256 << 10
+	// maxFrame bounds any other frame's payload.
+	maxFrame = 1 << 20
+	// maxHandshakes bounds the connections the agent reads unauthenticated
+	// requests from at once; more wait to be accepted.
+	maxHandshakes = 64
+	// maxResponse bounds the agent's response frame.
+	maxResponse = 64 << 10
+)
+
+// HandshakeTimeout bounds the time from a connection's accept to its
+// authenticated request: generous, for a launcher on a loaded node.
+const HandshakeTimeout = 20 * time.Second
 
 // Frame kinds.
 const (
@@ -41,56 +84,148 @@ const (
 	frameStderr   byte = 2
 	frameExit     byte = 3
 	frameStdinEOF byte = 4
+	frameRequest  byte = 5
+	frameResponse byte = 6
+	// frameRefused is the agent's answer, in clear and empty, to a request
+	// it could not open.
+	frameRefused byte = 7
 )
 
-// maxFrame bounds a frame's payload.
-const maxFrame = 1 << 20
+// Directions, the first byte of every GCM nonce.
+const (
+	dirToAgent  byte = 1
+	dirToClient byte = 2
+)
 
-// request is the client's one line after the hello.
+// request is the client's first frame.
 type request struct {
-	MAC     string `json:"mac"`
 	Command string `json:"command,omitempty"`
 	// Op is "run" (the default) or "finish": training is over, the agent
 	// stops its commands and exits 0, so the worker task completes.
 	Op string `json:"op,omitempty"`
 }
 
-const opFinish = "finish"
+const (
+	opRun    = "run"
+	opFinish = "finish"
+)
 
 type response struct {
 	Error string `json:"error"`
 }
 
-// ErrUnauthorized is returned to a client whose MAC does not match.
+// ErrUnauthorized is returned to a client whose request the agent could not
+// authenticate, and by the agent for it.
 var ErrUnauthorized = errors.New("unauthorized")
 
-func mac(token, nonce string) string {
+// ErrNoToken is returned by Serve and the client when the job's token is
+// empty: the agent runs nothing for anyone without one.
+var ErrNoToken = errors.New("no job token: the worker agent needs the job's secret")
+
+// sessionKey derives the connection's AES-256 key from the job's token and
+// both nonces.
+func sessionKey(token string, agentNonce, clientNonce []byte) []byte {
 	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte(nonce))
-	return hex.EncodeToString(m.Sum(nil))
+	m.Write([]byte("HVDAGENT2 session key\x00"))
+	m.Write(agentNonce)
+	m.Write(clientNonce)
+	return m.Sum(nil)
 }
 
-func validMAC(token, nonce, got string) bool {
-	want := mac(token, nonce)
-	return hmac.Equal([]byte(want), []byte(got))
-}
+// channel seals the frames one side sends and opens those it receives.
+type channel struct {
+	aead    cipher.AEAD
+	sendDir byte
+	recvDir byte
 
-// frameWriter writes frames of one kind; writes from several goroutines
-// share the connection through mu.
-type frameWriter struct {
-	mu   *sync.Mutex
+	wmu  sync.Mutex // guards w and sent
 	w    io.Writer
+	sent uint64
+
+	r    *bufio.Reader
+	recv uint64 // read by one goroutine at a time
+}
+
+func newChannel(key []byte, sendDir byte, r *bufio.Reader, w io.Writer) (*channel, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create cipher: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create cipher: %w", err)
+	}
+	recvDir := dirToAgent
+	if sendDir == dirToAgent {
+		recvDir = dirToClient
+	}
+	return &channel{aead: aead, sendDir: sendDir, recvDir: recvDir, w: w, r: r}, nil
+}
+
+func gcmNonce(dir byte, seq uint64) []byte {
+	n := make([]byte, 12)
+	n[0] = dir
+	binary.BigEndian.PutUint64(n[4:], seq)
+	return n
+}
+
+// seal returns the frame of kind with payload as the next frame this side
+// sends; the caller holds wmu.
+func (c *channel) seal(kind byte, payload []byte) []byte {
+	frame := make([]byte, frameHeader, frameHeader+len(payload)+c.aead.Overhead())
+	frame[0] = kind
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(payload)+c.aead.Overhead()))
+	frame = c.aead.Seal(frame, gcmNonce(c.sendDir, c.sent), payload, frame[:frameHeader])
+	c.sent++
+	return frame
+}
+
+// writeFrame seals and writes one frame; writers on several goroutines
+// share the connection.
+func (c *channel) writeFrame(kind byte, payload []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.w.Write(c.seal(kind, payload))
+	return err
+}
+
+// readFrame reads and opens the next frame, whose payload may be at most
+// limit bytes. A frame that does not open is ErrUnauthorized.
+func (c *channel) readFrame(limit int) (byte, []byte, error) {
+	var hdr [frameHeader]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	if hdr[0] == frameRefused {
+		return 0, nil, ErrUnauthorized
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if n < uint32(c.aead.Overhead()) || n > uint32(limit+c.aead.Overhead()) {
+		return 0, nil, fmt.Errorf("failed to read frame: %d bytes, the limit is %d", n, limit+c.aead.Overhead())
+	}
+	sealed := make([]byte, n)
+	if _, err := io.ReadFull(c.r, sealed); err != nil {
+		return 0, nil, err
+	}
+	payload, err := c.aead.Open(sealed[:0], gcmNonce(c.recvDir, c.recv), sealed, hdr[:])
+	if err != nil {
+		return 0, nil, ErrUnauthorized
+	}
+	c.recv++
+	return hdr[0], payload, nil
+}
+
+// frameWriter writes frames of one kind, cut at maxFrame.
+type frameWriter struct {
+	ch   *channel
 	kind byte
 }
 
 func (f frameWriter) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
-		chunk := p
-		if len(chunk) > maxFrame {
-			chunk = chunk[:maxFrame]
-		}
-		if err := writeFrame(f.mu, f.w, f.kind, chunk); err != nil {
+		chunk := p[:min(len(p), maxFrame)]
+		if err := f.ch.writeFrame(f.kind, chunk); err != nil {
 			return n, err
 		}
 		n += len(chunk)
@@ -99,48 +234,59 @@ func (f frameWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func writeFrame(mu *sync.Mutex, w io.Writer, kind byte, payload []byte) error {
-	var hdr [5]byte
-	hdr[0] = kind
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(payload)))
-	mu.Lock()
-	defer mu.Unlock()
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	_, err := w.Write(payload)
-	return err
-}
-
-func readFrame(r *bufio.Reader) (byte, []byte, error) {
-	var hdr [5]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return 0, nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[1:])
-	if n > maxFrame {
-		return 0, nil, fmt.Errorf("frame of %d bytes exceeds the limit", n)
-	}
-	payload := make([]byte, n)
-	if _, err := io.ReadFull(r, payload); err != nil {
-		return 0, nil, err
-	}
-	return hdr[0], payload, nil
-}
-
-func writeJSONLine(w io.Writer, v any) error {
+func (c *channel) writeJSON(kind byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return fmt.Errorf("failed to encode frame: %w", err)
 	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return c.writeFrame(kind, b)
 }
 
-func readJSONLine(r *bufio.Reader, v any) error {
-	line, err := r.ReadBytes('\n')
+// readJSON reads the next frame, which must be of kind, into v.
+func (c *channel) readJSON(kind byte, limit int, v any) error {
+	got, payload, err := c.readFrame(limit)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(line, v)
+	if got != kind {
+		return fmt.Errorf("failed to read frame: kind %d, want %d", got, kind)
+	}
+	if err := json.Unmarshal(payload, v); err != nil {
+		return fmt.Errorf("failed to decode frame: %w", err)
+	}
+	return nil
+}
+
+func writeExit(ch *channel, code int) error {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(int32(code)))
+	return ch.writeFrame(frameExit, b[:])
+}
+
+// parseHello reads the agent's nonce from its greeting.
+func parseHello(hello []byte) ([]byte, error) {
+	if len(hello) != helloSize || string(hello[:len(helloPrefix)]) != helloPrefix || hello[helloSize-1] != '\n' {
+		return nil, fmt.Errorf("unexpected greeting %q (not a worker agent of this driver version)", hello)
+	}
+	nonce, err := hex.DecodeString(string(hello[len(helloPrefix) : helloSize-1]))
+	if err != nil {
+		return nil, fmt.Errorf("unexpected greeting %q: %w", hello, err)
+	}
+	return nonce, nil
+}
+
+// writeRequest writes the client's nonce and its sealed request in one
+// write.
+func (c *channel) writeRequest(clientNonce []byte, req request) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("failed to encode request: %w", err)
+	}
+	if len(b) > maxRequest {
+		return fmt.Errorf("failed to encode request: %d bytes, the limit is %d", len(b), maxRequest)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err = c.w.Write(append(append([]byte{}, clientNonce...), c.seal(frameRequest, b)...))
+	return err
 }

@@ -2,10 +2,11 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +26,8 @@ const KillGrace = 5 * time.Second
 
 // Server runs commands for authenticated clients.
 type Server struct {
+	// Token is the job's token (jobstate.Token); Serve refuses to start
+	// without one.
 	Token  string
 	Dir    string   // working directory of commands
 	Env    []string // environment of commands
@@ -32,6 +35,12 @@ type Server struct {
 	// OnChange, if set, is called with the number of running commands and
 	// the number started so far whenever either changes.
 	OnChange func(running, started int)
+	// HandshakeTimeout bounds a connection's time from accept to its
+	// authenticated request (default HandshakeTimeout).
+	HandshakeTimeout time.Duration
+
+	// random is where nonces come from (crypto/rand unless a test sets it).
+	random io.Reader
 
 	mu      sync.Mutex
 	running map[int]*exec.Cmd // by pgid
@@ -56,12 +65,23 @@ func (s *Server) init() {
 	if s.finished == nil {
 		s.finished = make(chan struct{})
 	}
+	if s.random == nil {
+		s.random = rand.Reader
+	}
+	if s.HandshakeTimeout <= 0 {
+		s.HandshakeTimeout = HandshakeTimeout
+	}
 }
 
 // Serve accepts connections on l until ctx ends; then it stops every
 // running command (SIGTERM, SIGKILL after KillGrace) and returns.
-// A finish request also ends Serve.
+// A finish request also ends Serve. Without a token it returns ErrNoToken
+// at once.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	if s.Token == "" {
+		l.Close()
+		return ErrNoToken
+	}
 	s.init()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -75,7 +95,16 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// Connections still in their handshake; an unauthenticated peer holds
+	// a slot for HandshakeTimeout at most.
+	handshakes := make(chan struct{}, maxHandshakes)
 	for {
+		select {
+		case handshakes <- struct{}{}:
+		case <-ctx.Done():
+			s.killAll()
+			return nil
+		}
 		conn, err := l.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -89,53 +118,98 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		go func() {
 			defer wg.Done()
 			defer conn.Close()
-			if err := s.handle(conn); err != nil {
+			release := sync.OnceFunc(func() { <-handshakes })
+			defer release()
+			if err := s.handle(conn, release); err != nil {
 				s.Logger.Warn("command failed", "remote", conn.RemoteAddr().String(), "error", err)
 			}
 		}()
 	}
 }
 
-func (s *Server) handle(conn net.Conn) error {
-	nonce := make([]byte, 16)
-	if _, err := rand.Read(nonce); err != nil {
-		return fmt.Errorf("failed to make nonce: %w", err)
+// handshake greets the client and reads its request, within the limits of
+// an unauthenticated peer. It returns the connection's channel and the
+// request's payload once the request is authenticated; a request that does
+// not open is answered with frameRefused and ErrUnauthorized.
+func (s *Server) handshake(rw io.ReadWriter) (*channel, []byte, error) {
+	agentNonce := make([]byte, nonceSize)
+	if _, err := io.ReadFull(s.random, agentNonce); err != nil {
+		return nil, nil, fmt.Errorf("failed to make nonce: %w", err)
 	}
-	nonceHex := hex.EncodeToString(nonce)
-	if _, err := io.WriteString(conn, helloPrefix+nonceHex+"\n"); err != nil {
-		return fmt.Errorf("failed to greet client: %w", err)
+	if _, err := io.WriteString(rw, helloPrefix+hex.EncodeToString(agentNonce)+"\n"); err != nil {
+		return nil, nil, fmt.Errorf("failed to greet client: %w", err)
 	}
-	r := bufio.NewReader(conn)
-	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReaderSize(rw, 4096)
+	clientNonce := make([]byte, nonceSize)
+	if _, err := io.ReadFull(r, clientNonce); err != nil {
+		return nil, nil, fmt.Errorf("failed to read client nonce: %w", err)
+	}
+	ch, err := newChannel(sessionKey(s.Token, agentNonce, clientNonce), dirToClient, r, rw)
+	if err != nil {
+		return nil, nil, err
+	}
+	kind, payload, err := ch.readFrame(maxRequest)
+	if err == nil && kind != frameRequest {
+		err = fmt.Errorf("failed to read request: frame kind %d", kind)
+	}
+	if err != nil {
+		if errors.Is(err, ErrUnauthorized) {
+			_, _ = rw.Write([]byte{frameRefused, 0, 0, 0, 0})
+		}
+		return nil, nil, err
+	}
+	return ch, payload, nil
+}
+
+// decodeRequest decodes an authenticated request's payload.
+func decodeRequest(payload []byte) (request, error) {
 	var req request
-	if err := readJSONLine(r, &req); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return request{}, fmt.Errorf("failed to decode request: %w", err)
+	}
+	switch req.Op {
+	case "", opRun:
+		if req.Command == "" {
+			return request{}, errors.New("failed to decode request: no command")
+		}
+	case opFinish:
+	default:
+		return request{}, fmt.Errorf("failed to decode request: unknown op %q", req.Op)
+	}
+	return req, nil
+}
+
+// handle serves one connection; release frees its handshake slot.
+func (s *Server) handle(conn net.Conn, release func()) error {
+	_ = conn.SetDeadline(time.Now().Add(s.HandshakeTimeout))
+	ch, payload, err := s.handshake(conn)
+	release()
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 			return nil // a health check: connected, then closed
 		}
-		return fmt.Errorf("failed to read request: %w", err)
+		return err
 	}
-	_ = conn.SetReadDeadline(time.Time{})
-	if !validMAC(s.Token, nonceHex, req.MAC) {
-		_ = writeJSONLine(conn, response{Error: ErrUnauthorized.Error()})
-		return ErrUnauthorized
+	req, err := decodeRequest(payload)
+	if err != nil {
+		_ = ch.writeJSON(frameResponse, response{Error: err.Error()})
+		return err
 	}
+	_ = conn.SetDeadline(time.Time{})
 	if req.Op == opFinish {
 		s.Logger.Info("launcher says training is over", "remote", conn.RemoteAddr().String())
-		_ = writeJSONLine(conn, response{})
+		_ = ch.writeJSON(frameResponse, response{})
 		s.finishedOnce.Do(func() { close(s.finished) })
 		return nil
 	}
-	if req.Command == "" {
-		_ = writeJSONLine(conn, response{Error: "no command"})
-		return errors.New("no command")
-	}
 
-	var mu sync.Mutex
 	cmd := exec.Command("/bin/sh", "-c", req.Command)
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
-	cmd.Stdout = frameWriter{mu: &mu, w: conn, kind: frameStdout}
-	cmd.Stderr = frameWriter{mu: &mu, w: conn, kind: frameStderr}
+	cmd.Stdout = frameWriter{ch: ch, kind: frameStdout}
+	cmd.Stderr = frameWriter{ch: ch, kind: frameStderr}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Output of background children that outlive the command is not waited for.
 	cmd.WaitDelay = 2 * time.Second
@@ -143,12 +217,12 @@ func (s *Server) handle(conn net.Conn) error {
 	if err != nil {
 		return fmt.Errorf("failed to create stdin pipe: %w", err)
 	}
-	if err := writeJSONLine(conn, response{}); err != nil {
+	if err := ch.writeJSON(frameResponse, response{}); err != nil {
 		return fmt.Errorf("failed to answer client: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		_ = writeFrame(&mu, conn, frameStderr, []byte(err.Error()+"\n"))
-		_ = writeExit(&mu, conn, 127)
+		_ = ch.writeFrame(frameStderr, []byte(err.Error()+"\n"))
+		_ = writeExit(ch, 127)
 		return fmt.Errorf("failed to start command: %w", err)
 	}
 	pgid := cmd.Process.Pid
@@ -156,12 +230,13 @@ func (s *Server) handle(conn net.Conn) error {
 	defer s.untrack(pgid)
 	s.Logger.Info("command started", "pid", pgid, "remote", conn.RemoteAddr().String())
 
-	// Frames from the client: stdin, until the connection drops.
+	// Frames from the client: stdin, until the connection drops (or a frame
+	// does not open, which is the same).
 	dropped := make(chan struct{})
 	go func() {
 		defer close(dropped)
 		for {
-			kind, payload, err := readFrame(r)
+			kind, payload, err := ch.readFrame(maxFrame)
 			if err != nil {
 				stdin.Close()
 				return
@@ -190,16 +265,10 @@ func (s *Server) handle(conn net.Conn) error {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	code := exitCode(cmd, waitErr)
 	s.Logger.Info("command exited", "pid", pgid, "exit_code", code)
-	if err := writeExit(&mu, conn, code); err != nil {
+	if err := writeExit(ch, code); err != nil {
 		return nil // the client is gone; nothing to tell
 	}
 	return nil
-}
-
-func writeExit(mu *sync.Mutex, w io.Writer, code int) error {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], uint32(int32(code)))
-	return writeFrame(mu, w, frameExit, b[:])
 }
 
 // exitCode is the command's exit status as a shell reports it.

@@ -61,6 +61,8 @@ type Nomad struct {
 	Client    *nomadapi.Client
 	Namespace string
 	JobID     string
+	// Group is the launcher's group, whose path holds the drain variable.
+	Group string
 }
 
 // NewNomad returns a Nomad source for the task file's address and token.
@@ -69,7 +71,7 @@ func NewNomad(t *jobstate.Task) (*Nomad, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to create nomad client: %w", err)
 	}
-	return &Nomad{Client: c, Namespace: t.Namespace, JobID: t.JobID}, nil
+	return &Nomad{Client: c, Namespace: t.Namespace, JobID: t.JobID, Group: t.Group}, nil
 }
 
 func (n *Nomad) query(ctx context.Context) *nomadapi.QueryOptions {
@@ -94,9 +96,10 @@ func (n *Nomad) Workers(ctx context.Context, service string) ([]Worker, error) {
 func (n *Nomad) Draining(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	v, _, err := n.Client.Variables().Peek(jobstate.DrainVariable(n.JobID), n.query(ctx))
+	path := jobstate.DrainVariable(n.JobID, n.Group)
+	v, _, err := n.Client.Variables().Peek(path, n.query(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("failed to read variable %s: %w", jobstate.DrainVariable(n.JobID), err)
+		return nil, fmt.Errorf("failed to read variable %s: %w", path, err)
 	}
 	if v == nil {
 		return nil, nil

@@ -7,6 +7,7 @@ package jobstate
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -29,9 +30,42 @@ const (
 
 // DrainVariable is the Nomad variable (in the job's namespace) that lists
 // the job's draining worker allocations: item DrainItem holds their IDs,
-// comma separated. Tasks of the job may read it with their workload
-// identity; the planner (the rescale package) writes it.
-func DrainVariable(jobID string) string { return "nomad/jobs/" + jobID + "/horovod" }
+// comma separated. It lives at the launcher's group path, which Nomad's
+// workload identity lets the launcher read with ACLs on (no policy
+// needed); the planner (the rescale package) writes it.
+func DrainVariable(jobID, launcherGroup string) string {
+	return "nomad/jobs/" + jobID + "/" + launcherGroup
+}
+
+// SecretVariable is the Nomad variable (in the job's namespace) that holds
+// a job's secrets: SecretEnv, the job's own random secret, and any others
+// its tasks need in their environment (the training's env, a report
+// token). Every task of the job may read it with its workload identity,
+// and a template block (SecretsTemplate) renders it into the task's
+// environment, so the job spec holds no secret and Nomad's ACLs guard
+// them. Whoever registers the job writes it first.
+func SecretVariable(jobID string) string { return "nomad/jobs/" + jobID }
+
+// SecretEnv is the item of SecretVariable, and the task environment
+// variable, that holds the job's secret; the worker token derives from it
+// (Token). The driver takes it out of the environment of what it runs.
+const SecretEnv = "HOROVOD_DRIVER_SECRET"
+
+// SecretsTemplate is the data of a template block (destination in the
+// secrets dir, env = true, change_mode = "noop") that renders every item
+// of the job's SecretVariable as an environment variable; the task waits
+// for the variable to exist.
+const SecretsTemplate = `{{ with nomadVar (printf "nomad/jobs/%s" (env "NOMAD_JOB_ID")) }}{{ range .Tuples }}{{ .K }}={{ .V | toJSON }}
+{{ end }}{{ end }}`
+
+// NewSecret returns a new random job secret (256 bits, hex).
+func NewSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("failed to make job secret: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
 
 // RdzvEndpointPlaceholder in a TorchrunCommand is replaced by the
 // launcher's c10d store address.
@@ -46,6 +80,9 @@ type Task struct {
 	Namespace string
 	JobID     string
 	AllocID   string
+	// Group is the task's group (the launcher's: where its drain variable
+	// lives).
+	Group string
 	// Token authenticates the launcher to the job's worker agents.
 	Token string
 
@@ -102,9 +139,10 @@ func Read(path string) (*Task, error) {
 	return &t, nil
 }
 
-// Token derives a job's worker token from the cluster secret: every client
-// computes the same token for the same job, and no job can compute
-// another's.
+// Token derives a job's worker token from the job's secret (random, per
+// job, from a Nomad variable only the job's tasks can read): every client
+// computes the same token for the same job, and the token is bound to the
+// job's namespace and ID.
 func Token(secret, namespace, jobID string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("horovod-worker-token\x00" + namespace + "\x00" + jobID))

@@ -265,7 +265,7 @@ func (r *Rescaler) Undrain(ctx context.Context, t Target, allocIDs []string) err
 
 // updateDrains read-modify-writes the drain variable with check-and-set.
 func (r *Rescaler) updateDrains(ctx context.Context, t Target, edit func([]string) []string) error {
-	path := jobstate.DrainVariable(t.JobID)
+	path := jobstate.DrainVariable(t.JobID, t.launcherGroup())
 	for attempt := 0; attempt < 10; attempt++ {
 		v, _, err := r.Client.Variables().Peek(path, r.query(ctx, t.Namespace))
 		if err != nil {

@@ -1,11 +1,13 @@
 package sshshim
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,4 +78,64 @@ func TestRun_ThroughAgent(t *testing.T) {
 	stderr.Reset()
 	must.Eq(t, ExitConnection, Run(context.Background(), inv, hosts, "tok", nil, &stdout, &stderr))
 	must.StrContains(t, stderr.String(), "Could not resolve hostname w-unknown")
+}
+
+// Issue 13, row 8, through the shim: horovodrun's remote command, with the
+// job's environment on it (`env K=V ... COMMAND`), crosses the network to
+// the worker's agent sealed; a recorder in between sees none of it.
+func TestRun_HorovodCommandSealedOnTheWire(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	srv := &agent.Server{Token: "job-token", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Serve(ctx, l) }()
+
+	// A recorder between the shim and the agent.
+	rec, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	defer rec.Close()
+	var mu sync.Mutex
+	var wire bytes.Buffer
+	go func() {
+		c, err := rec.Accept()
+		if err != nil {
+			return
+		}
+		a, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			c.Close()
+			return
+		}
+		copyRecorded := func(dst, src net.Conn) {
+			defer dst.Close()
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := src.Read(buf)
+				mu.Lock()
+				wire.Write(buf[:n])
+				mu.Unlock()
+				if _, werr := dst.Write(buf[:n]); werr != nil || err != nil {
+					return
+				}
+			}
+		}
+		go copyRecorded(a, c)
+		copyRecorded(c, a)
+	}()
+
+	hosts := filepath.Join(t.TempDir(), "hosts.json")
+	must.NoError(t, os.WriteFile(hosts, []byte(`{"w-1a2b3c4d": "`+rec.Addr().String()+`"}`), 0o644))
+	inv, err := ParseArgs([]string{"-o", "PasswordAuthentication=no", "-o", "StrictHostKeyChecking=no", "w-1a2b3c4d",
+		"cd /launcher > /dev/null 2>&1 ; env HOROVOD_HOSTNAME=w-1a2b3c4d WANDB_API_KEY=s3cret-api-key SCHEDULEARN_REPORT_TOKEN=r3port-token sh -c 'echo \"$WANDB_API_KEY\"'"})
+	must.NoError(t, err)
+	var stdout, stderr strings.Builder
+	must.Eq(t, 0, Run(context.Background(), inv, hosts, "job-token", nil, &stdout, &stderr), must.Sprint(stderr.String()))
+	must.Eq(t, "s3cret-api-key\n", stdout.String())
+	mu.Lock()
+	defer mu.Unlock()
+	for _, secret := range []string{"s3cret-api-key", "r3port-token", "HOROVOD_HOSTNAME", "job-token"} {
+		must.StrNotContains(t, wire.String(), secret)
+	}
+	must.Positive(t, wire.Len())
 }

@@ -128,6 +128,10 @@ func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if t == nil {
 		return code
 	}
+	if t.Token == "" {
+		fmt.Fprintf(stderr, "error: refusing to start: %v\n", agent.ErrNoToken)
+		return 1
+	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-worker-agent", Output: stderr, Level: hclog.Info})
 	dir, _ := os.Getwd()
 	status := func(running, started int) {

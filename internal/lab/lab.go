@@ -56,6 +56,11 @@ type Config struct {
 	// Nomad (NomadBin is then not needed and NomadAddr stays empty).
 	ConsulOnly bool
 
+	// ACL turns on Nomad's and Consul's ACLs (default deny); the lab
+	// bootstraps both with new management tokens (Lab.ACL) and its clients
+	// use them.
+	ACL bool
+
 	// PersistentNomad runs Nomad without -dev: its state lives in the run's
 	// data_dir and its allocations outlive the agent, so RestartNomad
 	// restarts only the agent and the client recovers its tasks. The
@@ -123,6 +128,8 @@ type Lab struct {
 
 	NomadAddr  string // http://127.0.0.1:port
 	ConsulAddr string // 127.0.0.1:port
+	// ACL holds the management tokens when Config.ACL is set.
+	ACL *ACL
 
 	stopOnce sync.Once
 	stopErr  error
@@ -165,6 +172,11 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 		ConsulAddr: "127.0.0.1:" + strconv.Itoa(cfg.Ports.ConsulHTTP),
 		stopReaper: make(chan struct{}),
 	}
+	if cfg.ACL {
+		if l.ACL, err = newACL(); err != nil {
+			return nil, err
+		}
+	}
 	go reapOrphans(runDir, l.stopReaper)
 	if !cfg.ConsulOnly {
 		l.NomadAddr = "http://127.0.0.1:" + strconv.Itoa(cfg.Ports.NomadHTTP)
@@ -204,13 +216,23 @@ func (l *Lab) Logs(agent string) string {
 }
 
 // NomadClient returns an API client for the lab's Nomad.
+// (with the management token when the lab runs with ACLs).
 func (l *Lab) NomadClient() (*nomadapi.Client, error) {
-	return nomadapi.NewClient(&nomadapi.Config{Address: l.NomadAddr})
+	cfg := &nomadapi.Config{Address: l.NomadAddr}
+	if l.ACL != nil {
+		cfg.SecretID = l.ACL.NomadManagement
+	}
+	return nomadapi.NewClient(cfg)
 }
 
-// ConsulClient returns an API client for the lab's Consul.
+// ConsulClient returns an API client for the lab's Consul (with the
+// management token when the lab runs with ACLs).
 func (l *Lab) ConsulClient() (*consulapi.Client, error) {
-	return consulapi.NewClient(&consulapi.Config{Address: l.ConsulAddr})
+	cfg := &consulapi.Config{Address: l.ConsulAddr}
+	if l.ACL != nil {
+		cfg.Token = l.ACL.ConsulManagement
+	}
+	return consulapi.NewClient(cfg)
 }
 
 func (l *Lab) startConsul(ctx context.Context) error {
@@ -225,7 +247,7 @@ ports {
   grpc     = -1
   grpc_tls = -1
 }
-`, p.ConsulHTTP, p.ConsulDNS, p.ConsulServer, p.ConsulSerfLAN, p.ConsulSerfWAN)
+%s`, p.ConsulHTTP, p.ConsulDNS, p.ConsulServer, p.ConsulSerfLAN, p.ConsulSerfWAN, l.ACL.consulConfig())
 	overridePath := filepath.Join(l.runDir, "consul-override.hcl")
 	if err := os.WriteFile(overridePath, []byte(override), 0o644); err != nil {
 		return fmt.Errorf("failed to write consul override: %w", err)
@@ -251,7 +273,7 @@ ports {
 		if leader == "" {
 			return errors.New("no leader yet")
 		}
-		return nil
+		return l.ACL.setUpConsul(ctx, client)
 	})
 }
 
@@ -279,7 +301,7 @@ ports {
 consul {
   address = "127.0.0.1:%d"
 }
-`, dataDir, pluginDir, p.NomadHTTP, p.NomadRPC, p.NomadSerf, p.ConsulHTTP)
+%s`, dataDir, pluginDir, p.NomadHTTP, p.NomadRPC, p.NomadSerf, p.ConsulHTTP, l.ACL.nomadConfig())
 	overridePath := filepath.Join(l.runDir, "nomad-override.hcl")
 	if err := os.WriteFile(overridePath, []byte(override), 0o644); err != nil {
 		return fmt.Errorf("failed to write nomad override: %w", err)
@@ -342,6 +364,9 @@ func (l *Lab) launchNomad(ctx context.Context, logName string) error {
 		}
 		if leader == "" {
 			return errors.New("no leader yet")
+		}
+		if err := l.ACL.bootstrapNomad(ctx, client); err != nil {
+			return err
 		}
 		nodes, _, err := client.Nodes().List(q)
 		if err != nil {

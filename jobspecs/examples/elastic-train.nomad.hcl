@@ -1,7 +1,15 @@
 # An elastic Horovod training job for the `horovod` task driver.
 #
+#   nomad var put nomad/jobs/elastic-train HOROVOD_DRIVER_SECRET=$(openssl rand -hex 32)
 #   nomad job run -var script=$PWD/jobspecs/examples/train_elastic.py \
 #     jobspecs/examples/elastic-train.nomad.hcl
+#
+# The job's secret (and any other secret its training needs in its
+# environment) lives in the Nomad variable nomad/jobs/<job ID>, which only
+# the job's own tasks (and those allowed to read variables) can read; each
+# task renders it into its environment with the template block below. The
+# driver refuses to start a task without it. The planner writes this
+# variable for the jobs it runs.
 #
 # One launcher (horovodrun in elastic mode) and a worker group whose count
 # is the number of workers, each holding one GPU. The planner grows and
@@ -49,6 +57,14 @@ variable "network_interface" {
   type        = string
   description = "The interface Horovod's Gloo uses between nodes (lo in a one-node lab)."
   default     = "lo"
+}
+
+locals {
+  # Every item of the job's variable as an environment variable.
+  secrets_template = <<-EOT
+    {{ with nomadVar (printf "nomad/jobs/%s" (env "NOMAD_JOB_ID")) }}{{ range .Tuples }}{{ .K }}={{ .V | toJSON }}
+    {{ end }}{{ end }}
+  EOT
 }
 
 job "elastic-train" {
@@ -106,6 +122,14 @@ job "elastic-train" {
         env = true
       }
 
+      # The job's secrets, from its Nomad variable (see the top of the file).
+      template {
+        data        = local.secrets_template
+        destination = "secrets/job.env"
+        env         = true
+        change_mode = "noop"
+      }
+
       # StopTask sends SIGTERM so training can commit before it is killed.
       kill_signal  = "SIGTERM"
       kill_timeout = "30s"
@@ -153,6 +177,14 @@ job "elastic-train" {
         role  = "worker"
         slots = 1
         port  = "horovod"
+      }
+
+      # The job's secrets, from its Nomad variable (see the top of the file).
+      template {
+        data        = local.secrets_template
+        destination = "secrets/job.env"
+        env         = true
+        change_mode = "noop"
       }
 
       kill_signal  = "SIGTERM"

@@ -62,9 +62,9 @@ plugin "schedulearn-gpu" {
 # into .cache/venv; a relative bin_dirs entry is resolved against the agent's
 # working directory, the repository root under `make lab`. Discovery reaches
 # Consul and Nomad at their default addresses (as `make lab` runs them).
+# No secret here: each job brings its own, from its Nomad variable.
 plugin "nomad-driver-horovod" {
   config {
-    bin_dirs    = [".cache/venv/bin"]
-    auth_secret = "schedulearn-lab-only-secret"
+    bin_dirs = [".cache/venv/bin"]
   }
 }

@@ -213,6 +213,11 @@ func (a *Agent) Addr() string {
 
 // Run serves the API and, while leading, schedules, until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
+	if err := a.checkTokens(ctx); err != nil {
+		a.planner.Policies.Close()
+		a.store.Close()
+		return err
+	}
 	ln, err := net.Listen("tcp", a.cfg.BindAddr)
 	if err != nil {
 		return fmt.Errorf("failed to listen on %s: %w", a.cfg.BindAddr, err)

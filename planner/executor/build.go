@@ -14,13 +14,22 @@
 //     service that the launcher discovers.
 //
 // The launcher's environment (which horovodrun copies onto every worker's
-// command line, and torchrun's workers inherit) tells the training SDK
-// (sdk/python) where to report progress: SCHEDULEARN_JOB_ID always, and
-// SCHEDULEARN_ADDR and SCHEDULEARN_REPORT_TOKEN (api.ReportToken: good for
-// this job's progress only) when Options name the planner's address and
-// token; SCHEDULEARN_TARGET_METRIC, _GOAL and _DIRECTION ("max" or "min")
-// are the jobspec's target, for scripts that stop at the goal. What
-// the executor sets overrides the jobspec's env of the same name.
+// command line, sealed by the driver's agent protocol, and torchrun's
+// workers inherit) tells the training SDK (sdk/python) where to report
+// progress: SCHEDULEARN_JOB_ID always, and SCHEDULEARN_ADDR and
+// SCHEDULEARN_REPORT_TOKEN (api.ReportToken: good for this job's progress
+// only) when Options name the planner's address and token;
+// SCHEDULEARN_TARGET_METRIC, _GOAL and _DIRECTION ("max" or "min") are the
+// jobspec's target, for scripts that stop at the goal. What the executor
+// sets overrides the jobspec's env of the same name.
+//
+// Secrets stay out of the Nomad job: the jobspec's env, the report token
+// and the job's driver secret (jobstate.SecretEnv, new and random for each
+// registration) are the items of the Nomad variable nomad/jobs/train-<id>
+// (Secrets), which the executor writes before it registers the job and
+// deletes when it stops it. Every task renders the variable into its
+// environment with a template block; Nomad's ACLs let only the job's own
+// tasks (and whoever may read variables in the namespace) read it.
 //
 // One group per node keeps the plan's per-node counts exact: Nomad never
 // chooses where a worker goes, and shrinking on a node scales that node's
@@ -37,6 +46,7 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -131,6 +141,7 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 	// The workload identity lets discovery read the job's drain variable
 	// and Nomad's service API.
 	launcher.Identity = &nomadapi.WorkloadIdentity{Env: true}
+	launcher.Templates = []*nomadapi.Template{secretsTemplate()}
 	sigterm(launcher)
 	launcher.Require(&nomadapi.Resources{CPU: ptr(launcherCPU), MemoryMB: ptr(launcherMemoryMB)})
 	for _, a := range spec.Artifacts {
@@ -150,16 +161,12 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 	return job
 }
 
-// launcherEnv is the jobspec's env and the SDK's settings.
+// launcherEnv is the SDK's settings that are no secret; the jobspec's env
+// and the report token are in the job's secret variable.
 func launcherEnv(j *structs.Job, opts Options) map[string]string {
-	env := maps.Clone(j.Spec.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	env[EnvJobID] = j.ID
+	env := map[string]string{EnvJobID: j.ID}
 	if opts.PlannerAddress != "" && opts.Token != "" {
 		env[EnvPlannerAddress] = opts.PlannerAddress
-		env[EnvReportToken] = api.ReportToken(opts.Token, j.ID)
 	}
 	if t := j.Spec.Target; t != nil && t.Metric != "" {
 		env[EnvTargetMetric] = t.Metric
@@ -172,14 +179,67 @@ func launcherEnv(j *structs.Job, opts Options) map[string]string {
 	return env
 }
 
+// SecretVariable is the Nomad variable that holds j's secrets.
+func SecretVariable(j *structs.Job) string { return jobstate.SecretVariable(JobID(j)) }
+
+// Secrets are the items of j's secret variable, each an environment
+// variable of its tasks: the jobspec's env, the report token (with a
+// planner address and token in opts) and a new driver secret.
+func Secrets(j *structs.Job, opts Options) (map[string]string, error) {
+	items := maps.Clone(j.Spec.Env)
+	if items == nil {
+		items = map[string]string{}
+	}
+	for k := range items {
+		if !validEnvName(k) {
+			return nil, fmt.Errorf("failed to build the secrets of %s: env name %q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", j.ID, k)
+		}
+	}
+	if opts.PlannerAddress != "" && opts.Token != "" {
+		items[EnvReportToken] = api.ReportToken(opts.Token, j.ID)
+	}
+	secret, err := jobstate.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	items[jobstate.SecretEnv] = secret
+	return items, nil
+}
+
+// validEnvName says whether k is a name the template's env file takes.
+func validEnvName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i, r := range k {
+		switch {
+		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// secretsTemplate renders the job's secret variable into a task's
+// environment. A changed or deleted variable leaves running tasks as they
+// are: the executor writes a new secret only for a new registration.
+func secretsTemplate() *nomadapi.Template {
+	return &nomadapi.Template{
+		EmbeddedTmpl: ptr(jobstate.SecretsTemplate),
+		DestPath:     ptr("secrets/schedulearn.env"),
+		Envvars:      ptr(true),
+		ChangeMode:   ptr("noop"),
+	}
+}
+
 func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
 	spec := &j.Spec
 	worker := nomadapi.NewTask(WorkerTask, driverName)
 	worker.Config = map[string]any{"role": "worker", "slots": spec.GPUs.PerWorker, "port": workerPortLabel}
+	worker.Templates = []*nomadapi.Template{secretsTemplate()}
 	sigterm(worker)
-	if len(spec.Env) > 0 {
-		worker.Config["env"] = spec.Env
-	}
 	device := &nomadapi.RequestedDevice{Name: gpuDevice, Count: ptr(uint64(spec.GPUs.PerWorker))}
 	if spec.GPUs.Model != "" {
 		device.Constraints = append(device.Constraints, nomadapi.NewConstraint("${device.model}", "=", spec.GPUs.Model))

@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"encoding/json"
+	"regexp"
 	"testing"
 
 	nomadapi "github.com/hashicorp/nomad/api"
@@ -20,7 +22,7 @@ func TestBuild(t *testing.T) {
 	}}
 	job := Build(j, policy.Allocation{"node-b": 2, "node-a": 4}, Options{NetworkInterface: "lo"})
 	// No planner address: the SDK gets the job's ID only, and does nothing.
-	must.Eq[any](t, map[string]string{"NCCL_DEBUG": "WARN", "SCHEDULEARN_JOB_ID": "resnet-1a2b3c4d"}, job.TaskGroups[0].Tasks[0].Config["env"])
+	must.Eq[any](t, map[string]string{"SCHEDULEARN_JOB_ID": "resnet-1a2b3c4d"}, job.TaskGroups[0].Tasks[0].Config["env"])
 
 	must.Eq(t, "train-resnet-1a2b3c4d", *job.ID)
 	must.Eq(t, "batch", *job.Type)
@@ -80,13 +82,72 @@ func TestBuild_ReportEnv(t *testing.T) {
 	}}
 	job := Build(j, policy.Allocation{"node-a": 1}, Options{PlannerAddress: "http://10.0.0.5:4680", Token: "secret"})
 	must.Eq[any](t, map[string]string{
-		"A":                            "b",
 		"SCHEDULEARN_ADDR":             "http://10.0.0.5:4680",
 		"SCHEDULEARN_JOB_ID":           "resnet-1a2b3c4d",
-		"SCHEDULEARN_REPORT_TOKEN":     api.ReportToken("secret", "resnet-1a2b3c4d"),
 		"SCHEDULEARN_TARGET_METRIC":    "accuracy",
 		"SCHEDULEARN_TARGET_GOAL":      "0.9",
 		"SCHEDULEARN_TARGET_DIRECTION": "max",
 	}, job.TaskGroups[0].Tasks[0].Config["env"])
+	// The report token and the jobspec's env reach the tasks through the
+	// job's secret variable; the driver lets the config's env override it.
+	items, err := Secrets(j, Options{PlannerAddress: "http://10.0.0.5:4680", Token: "secret"})
+	must.NoError(t, err)
+	must.Eq(t, api.ReportToken("secret", "resnet-1a2b3c4d"), items["SCHEDULEARN_REPORT_TOKEN"])
+	must.Eq(t, "b", items["A"])
 	must.Eq(t, "http://elsewhere:1", j.Spec.Env["SCHEDULEARN_ADDR"], must.Sprint("the spec is not changed"))
+}
+
+// Issue 13, row 12: the report token and the jobspec's env secrets were in
+// the Nomad job in clear, readable by anyone with read access to the
+// namespace's jobs. Now the job holds none of them: every task renders
+// them from the job's Nomad variable with a template.
+func TestBuild_NoSecretsInTheNomadJob(t *testing.T) {
+	j := &structs.Job{ID: "resnet-1a2b3c4d", Spec: jobspec.Spec{
+		Name: "resnet", Command: "python3", Launcher: jobspec.LauncherHorovod,
+		GPUs: jobspec.GPUs{Min: 1, Max: 4, PerWorker: 1},
+		Env:  map[string]string{"WANDB_API_KEY": "s3cret-api-key"},
+	}}
+	opts := Options{PlannerAddress: "http://127.0.0.1:4680", Token: "planner-write-token"}
+	job := Build(j, policy.Allocation{"node-a": 2, "node-b": 1}, opts)
+	b, err := json.Marshal(job)
+	must.NoError(t, err)
+	for _, secret := range []string{"s3cret-api-key", api.ReportToken(opts.Token, j.ID), opts.Token} {
+		must.StrNotContains(t, string(b), secret)
+	}
+	for _, tg := range job.TaskGroups {
+		for _, task := range tg.Tasks {
+			must.Len(t, 1, task.Templates, must.Sprintf("templates of %s", *tg.Name))
+			tmpl := task.Templates[0]
+			must.True(t, *tmpl.Envvars)
+			must.Eq(t, "noop", *tmpl.ChangeMode)
+			must.StrContains(t, *tmpl.EmbeddedTmpl, `nomadVar (printf "nomad/jobs/%s" (env "NOMAD_JOB_ID"))`)
+		}
+	}
+
+	items, err := Secrets(j, opts)
+	must.NoError(t, err)
+	must.Eq(t, "s3cret-api-key", items["WANDB_API_KEY"])
+	must.Eq(t, api.ReportToken(opts.Token, j.ID), items["SCHEDULEARN_REPORT_TOKEN"])
+	must.Eq(t, "nomad/jobs/train-resnet-1a2b3c4d", SecretVariable(j))
+}
+
+// Issue 13, row 1: each registration gets a new random driver secret, which
+// no public value derives.
+func TestSecrets_DriverSecretIsRandom(t *testing.T) {
+	j := &structs.Job{ID: "a-1", Spec: jobspec.Spec{Name: "a"}}
+	one, err := Secrets(j, Options{})
+	must.NoError(t, err)
+	two, err := Secrets(j, Options{})
+	must.NoError(t, err)
+	must.True(t, regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(one["HOROVOD_DRIVER_SECRET"]))
+	must.NotEq(t, one["HOROVOD_DRIVER_SECRET"], two["HOROVOD_DRIVER_SECRET"])
+	must.MapNotContainsKey(t, one, "SCHEDULEARN_REPORT_TOKEN")
+}
+
+// A jobspec env name a template's env file cannot carry is an error, not
+// a task that never starts.
+func TestSecrets_BadEnvName(t *testing.T) {
+	j := &structs.Job{ID: "a-1", Spec: jobspec.Spec{Name: "a", Env: map[string]string{"NOT-A-NAME": "x"}}}
+	_, err := Secrets(j, Options{})
+	must.ErrorContains(t, err, `env name "NOT-A-NAME"`)
 }

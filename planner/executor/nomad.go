@@ -60,9 +60,13 @@ func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocat
 		if err != nil {
 			return fmt.Errorf("failed to stop nomad job %s: %w", id, err)
 		}
+		n.deleteSecrets(ctx, j)
 		return nil
 	}
 	if current == nil {
+		if err := n.writeSecrets(ctx, j); err != nil {
+			return err
+		}
 		_, _, err := n.Client.Jobs().Register(Build(j, target, n.Options), n.write(ctx))
 		if err != nil {
 			return fmt.Errorf("failed to register nomad job %s: %w", id, err)
@@ -222,7 +226,31 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 	if _, _, err := n.Client.Jobs().Deregister(id, false, n.write(ctx)); err != nil {
 		n.Logger.Warn("failed to stop the workers of an ended job", "job", id, "error", err)
 	}
+	n.deleteSecrets(ctx, j)
 	return out, nil
+}
+
+// writeSecrets writes j's secret variable (Secrets), with a new driver
+// secret, for a new registration of its Nomad job.
+func (n *Nomad) writeSecrets(ctx context.Context, j *structs.Job) error {
+	items, err := Secrets(j, n.Options)
+	if err != nil {
+		return err
+	}
+	v := &nomadapi.Variable{Namespace: n.Options.Namespace, Path: SecretVariable(j), Items: items}
+	if _, _, err := n.Client.Variables().Create(v, n.write(ctx)); err != nil {
+		return fmt.Errorf("failed to write nomad variable %s (the planner's nomad token needs variables write on nomad/jobs/train-*): %w", v.Path, err)
+	}
+	return nil
+}
+
+// deleteSecrets deletes j's secret variable once its Nomad job is stopped;
+// its tasks have read it already.
+func (n *Nomad) deleteSecrets(ctx context.Context, j *structs.Job) {
+	path := SecretVariable(j)
+	if _, err := n.Client.Variables().Delete(path, n.write(ctx)); err != nil && !isNotFound(err) {
+		n.Logger.Warn("failed to delete the secrets of a stopped job", "variable", path, "error", err)
+	}
 }
 
 func clientTerminal(status string) bool {
