@@ -158,12 +158,14 @@ func (b *browser) selectAndSubmit(sel, value, button string) {
 		"; document.querySelector("+jsString(button)+").click(); return true })()", &ok))
 }
 
-// typeAndSubmit types text into the input sel and clicks button.
+// typeAndSubmit replaces what the input sel holds with text, typed, and
+// clicks button.
 func (b *browser) typeAndSubmit(sel, text, button string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	must.NoError(b.t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(sel)), chromedp.SendKeys(chromedp.CSS(sel), text), chromedp.Click(chromedp.CSS(button))))
+	must.NoError(b.t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(sel)), chromedp.Clear(chromedp.CSS(sel)),
+		chromedp.SendKeys(chromedp.CSS(sel), text), chromedp.Click(chromedp.CSS(button))))
 }
 
 // screenshot saves the viewport as name in the screenshot directory.

@@ -31,7 +31,7 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	b := apitest.NewBackend(apitest.Node("n1", "gpu-1", 8), apitest.Node("n2", "gpu-2", 4))
 	br := events.New(64, time.Now())
 	t.Cleanup(br.Close)
-	srv, err := api.NewServer(api.Config{Backend: b, Token: apitest.Token,
+	srv, err := api.NewServer(api.Config{Backend: b, Token: apitest.Token, ReadToken: apitest.ReadToken,
 		Observe: api.Observability{Events: br, UI: ui.Handler(), Waits: func() map[string]string { return map[string]string{} }}})
 	must.NoError(t, err)
 	hs := httptest.NewServer(srv)
@@ -54,6 +54,10 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	must.NoError(t, b.ReportProgress(ctx, a.ID, reports))
 
 	ui := startBrowser(t, chromium, hs.URL)
+	// The open status shows; the rest waits for a token.
+	ui.waitText("#status", "policy fifo")
+	ui.waitText("#error", "enter its token")
+	ui.typeAndSubmit("#token", apitest.ReadToken, "#token-form button")
 	ui.waitVisible(fmt.Sprintf(`#queue tbody tr[data-job=%q]`, q.ID))
 	must.Eq(t, 2, ui.count(fmt.Sprintf(`#gpu-map .gpu[data-job=%q]`, a.ID)))
 	must.Eq(t, 10, ui.count(`#gpu-map .gpu.free`))
@@ -77,7 +81,7 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	must.Eq(t, len(acc), ui.int(`document.querySelector("#job-metric-chart path.series").getAttribute("data-points")`))
 	ui.screenshot("fake-job.png")
 
-	// The policy switch: refused without the token, done with it.
+	// The policy switch: refused with the read token, done with the write token.
 	ui.navigate(hs.URL + "/ui/#/")
 	ui.selectAndSubmit("#policy-select", "elastic-fifo", "#policy-apply")
 	ui.waitText("#policy-result", "Refused: permission denied")

@@ -76,8 +76,11 @@ func newFuzzAPI(t testing.TB) *fuzzAPI {
 func (f *fuzzAPI) do(method, path, token string, body []byte, header map[string]string) (int, []byte) {
 	f.t.Helper()
 	req, err := http.NewRequest(method, f.srv.URL+path, strings.NewReader(string(body)))
-	if err != nil {
-		return 0, nil // a path net/http cannot send: nothing to test
+	if err != nil || strings.ContainsFunc(req.URL.RequestURI(), func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		// A path net/http cannot send, or sends as a broken request line
+		// (a space or control byte in the query) that net/http's server
+		// answers itself: nothing of ours to test.
+		return 0, nil
 	}
 	req.Header.Set(api.TokenHeader, token)
 	for k, v := range header {
