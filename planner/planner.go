@@ -40,6 +40,14 @@ type Cluster interface {
 	Nodes(ctx context.Context) ([]policy.Node, error)
 }
 
+// Departures is implemented by a Cluster that can tell which nodes have
+// left (down, disconnected or draining): node ID -> what happened. The
+// round takes their GPUs from the jobs holding them, in place (draining
+// their workers first), records why, and re-plans.
+type Departures interface {
+	Departed(ctx context.Context) (map[string]string, error)
+}
+
 // Executor carries out the planner's decisions in Nomad.
 type Executor interface {
 	// Apply makes job hold the target allocation: it registers the job when
@@ -217,6 +225,10 @@ func (p *Planner) Round(ctx context.Context) error {
 		return fmt.Errorf("failed to read cluster: %w", err)
 	}
 	p.noteNodes(nodes)
+	var lossErrs []error
+	if d, ok := p.Cluster.(Departures); ok {
+		lossErrs = p.releaseDeparted(ctx, d, live, now)
+	}
 	snap := snapshot(now, nodes, live)
 	plan, perr := p.Policies.Plan(ctx, snap)
 	if perr != nil {
@@ -243,7 +255,7 @@ func (p *Planner) Round(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(lossErrs, errs...)...)
 }
 
 // reap records a running job that has ended; it reports whether it did.

@@ -212,3 +212,28 @@ func poolOf(pools map[string]string, n *nomadapi.NodeListStub) string {
 	}
 	return ""
 }
+
+// Departed lists the nodes that have left: down (or disconnected) in
+// Nomad, or draining. It maps each node's ID to what happened to it, for
+// the planner to take their GPUs from the jobs that held them.
+func (v *View) Departed(ctx context.Context) (map[string]string, error) {
+	nodes, _, err := v.Nomad.Nodes().List((&nomadapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to list nomad nodes: %w", err)
+	}
+	return departed(nodes), nil
+}
+
+// departed is the pure part of Departed.
+func departed(nodes []*nomadapi.NodeListStub) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		switch {
+		case n.Status == nomadapi.NodeStatusDown, n.Status == nomadapi.NodeStatusDisconnected:
+			out[n.ID] = fmt.Sprintf("node %s is %s", n.Name, n.Status)
+		case n.Drain:
+			out[n.ID] = fmt.Sprintf("node %s is draining", n.Name)
+		}
+	}
+	return out
+}
