@@ -38,8 +38,15 @@ type ClusterConfig struct {
 	AuthSecret string
 	// PlannerPort is the planner's API port on the first host (default 4680).
 	PlannerPort int
+	// PlannerPolicy and PlannerRound, if set, are the planner's policy and
+	// round interval (Terraform's defaults: elastic-fifo, 5s).
+	PlannerPolicy, PlannerRound string
 	// StateDir is where runs keep their logs and rendered configs.
 	StateDir string
+
+	// HostNomadConfig adds a Nomad configuration (HCL) to the named hosts'
+	// agents, after the rendered ones.
+	HostNomadConfig map[string]string
 
 	// ReadyTimeout bounds how long Start waits for every host (default 3m).
 	ReadyTimeout time.Duration
@@ -164,8 +171,15 @@ func (c *Cluster) start(ctx context.Context) error {
 		"data_root":  c.dataRoot,
 		"plugin_dir": pluginDir,
 		"bin_dirs":   c.cfg.BinDirs,
-		"planner":    map[string]any{"port": c.cfg.PlannerPort},
 	}
+	planner := map[string]any{"port": c.cfg.PlannerPort}
+	if c.cfg.PlannerPolicy != "" {
+		planner["policy"] = c.cfg.PlannerPolicy
+	}
+	if c.cfg.PlannerRound != "" {
+		planner["round_interval"] = c.cfg.PlannerRound
+	}
+	vars["planner"] = planner
 	if len(c.cfg.Nodes) > 0 {
 		vars["nodes"] = c.cfg.Nodes
 	}
@@ -223,6 +237,11 @@ func (c *Cluster) writeConfigs(h *Host, consul string, nomad []string) error {
 	for i, cfg := range nomad {
 		// The client configs hold the driver's secret.
 		if err := os.WriteFile(filepath.Join(h.dir, fmt.Sprintf("nomad-%d.hcl", i)), []byte(cfg), 0o600); err != nil {
+			return fmt.Errorf("failed to write %s's nomad config: %w", h.Name, err)
+		}
+	}
+	if extra, ok := c.cfg.HostNomadConfig[h.Name]; ok {
+		if err := os.WriteFile(filepath.Join(h.dir, "nomad-extra.hcl"), []byte(extra), 0o600); err != nil {
 			return fmt.Errorf("failed to write %s's nomad config: %w", h.Name, err)
 		}
 	}

@@ -48,6 +48,7 @@ locals {
     address           = local.server_address
     port              = var.planner.port
     policy            = var.planner.policy
+    round_interval    = var.planner.round_interval
     pools             = local.pools
     pool_service      = "schedulearn-pool"
     network_interface = "eth0"

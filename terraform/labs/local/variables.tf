@@ -100,10 +100,11 @@ variable "auth_secret" {
 }
 
 variable "planner" {
-  description = "The planner: its policy, and the port its API listens on (on the first node)."
+  description = "The planner: its policy, its round interval, and the port its API listens on (on the first node)."
   type = object({
-    policy = optional(string, "elastic-fifo")
-    port   = optional(number, 4680)
+    policy         = optional(string, "elastic-fifo")
+    round_interval = optional(string, "5s")
+    port           = optional(number, 4680)
   })
   default = {}
   validation {
