@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/command"
+	"github.com/schedulearn/schedulearn/driver/rescale"
 	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/internal/testlab"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -128,6 +130,7 @@ func TestCluster(t *testing.T) {
 	t.Run("GangAcrossHosts", func(t *testing.T) { testGangAcrossHosts(t, cl) })
 	t.Run("InPlaceAcrossHosts", func(t *testing.T) { testInPlaceAcrossHosts(t, cl) })
 	t.Run("Pools", func(t *testing.T) { testPools(t, cl) })
+	t.Run("GrowLatencyAcrossHosts", func(t *testing.T) { testGrowLatencyAcrossHosts(t, cl) })
 	t.Run("NodeLoss", func(t *testing.T) { testNodeLoss(t, cl) })
 }
 
@@ -309,6 +312,55 @@ func testNodeLoss(t *testing.T, cl *clusterLab) {
 	done := p.waitState(id, structs.JobComplete, 3*time.Minute)
 	must.Eq(t, 0, *done.ExitCode)
 	assertMonotonic(t, readProgress(t, progress))
+}
+
+// The grow-latency benchmark across hosts: the example job (outside the
+// planner) with two workers on two hosts grows to a third worker on the
+// third host, in place (horovod) and by restart (torchrun); the time from
+// the grow to the first step at world size 3, and the ratio, from one run
+// of each. The figures are logged; the test checks that both grow.
+func testGrowLatencyAcrossHosts(t *testing.T, cl *clusterLab) {
+	h := &horovodLab{nomad: cl.nomad, root: testlab.Root(t)}
+	latency := map[string]time.Duration{}
+	for _, launcher := range []string{"horovod", "torchrun"} {
+		dir := t.TempDir()
+		progress, stop := filepath.Join(dir, "progress.jsonl"), filepath.Join(dir, "stop")
+		id := "bench-hosts-" + launcher
+		job := h.trainJob(t, id, trainOpts{workers: 2, steps: 100000, stepSleep: "0.1", progress: progress, launcher: launcher,
+			env: map[string]string{"STOP_FILE": stop, "CHECKPOINT": filepath.Join(dir, "checkpoint.pt")}})
+		job.NodePool = pointer("all")
+		launcherTask := job.LookupTaskGroup("launcher").Tasks[0]
+		launcherTask.Config["network_interface"] = "eth0"
+		// One worker per host: each worker's GPU is its host's only one.
+		h.dumpTaskLogs(t, id)
+		register(t, cl.nomad, job)
+		waitWorldSize(t, progress, 2, 5*time.Minute)
+		settled := readProgress(t, progress)
+		waitUntil(t, 2*time.Minute, func() error {
+			if recs := readProgress(t, progress); recs[len(recs)-1].Step < settled[len(settled)-1].Step+10 {
+				return errorf("waiting for 10 steps at world size 2")
+			}
+			return nil
+		})
+		start := time.Now()
+		_, err := rescale.Grow(context.Background(), cl.nomad, rescale.Target{JobID: id, Group: "worker"}, 1)
+		must.NoError(t, err)
+		rec := waitWorldSize(t, progress, 3, 5*time.Minute)
+		latency[launcher] = time.Unix(0, int64(rec.Time*float64(time.Second))).Sub(start)
+		hosts := map[string]bool{}
+		for _, a := range h.groupAllocs(t, id, "worker") {
+			if a.ClientStatus == nomadapi.AllocClientStatusRunning {
+				hosts[a.NodeName] = true
+			}
+		}
+		must.MapLen(t, 3, hosts, must.Sprint("three workers on three hosts"))
+		t.Logf("%s: grow 2 -> 3 workers across hosts: first step at world size 3 %.2fs after the grow", launcher, latency[launcher].Seconds())
+		h.stopTraining(t, id, stop)
+	}
+	ratio := latency["torchrun"].Seconds() / latency["horovod"].Seconds()
+	t.Logf("grow latency across hosts: in place (horovod) %.2fs, restart (torchrun) %.2fs, restart/in-place = %.2f",
+		latency["horovod"].Seconds(), latency["torchrun"].Seconds(), ratio)
+	must.False(t, math.IsNaN(ratio))
 }
 
 // launcherAlloc is the ID of the job's running launcher allocation.
