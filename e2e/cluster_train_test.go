@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 type clusterLab struct {
 	c       *lab.Cluster
 	p       *plannerProc
+	proc    *lab.Process // the planner process on node1
 	nomad   *nomadapi.Client
 	dir     string
 	nodeIDs map[string]string // host name -> Nomad node ID
@@ -60,7 +62,7 @@ func startClusterLab(t *testing.T) *clusterLab {
 	})
 	nomad, err := c.NomadClient()
 	must.NoError(t, err)
-	cl := &clusterLab{c: c, p: &plannerProc{t: t, root: root, addr: c.PlannerAddr}, nomad: nomad, dir: dir, nodeIDs: map[string]string{}}
+	cl := &clusterLab{c: c, p: &plannerProc{t: t, root: root, addr: c.PlannerAddr}, proc: proc, nomad: nomad, dir: dir, nodeIDs: map[string]string{}}
 	// Every host's horovod driver is up before jobs are placed on it.
 	waitUntil(t, 2*time.Minute, func() error {
 		nodes, _, err := nomad.Nodes().List(nil)
@@ -132,6 +134,7 @@ func TestCluster(t *testing.T) {
 	t.Run("Pools", func(t *testing.T) { testPools(t, cl) })
 	t.Run("GrowLatencyAcrossHosts", func(t *testing.T) { testGrowLatencyAcrossHosts(t, cl) })
 	t.Run("NodeLoss", func(t *testing.T) { testNodeLoss(t, cl) })
+	t.Run("PlannerFailover", func(t *testing.T) { testPlannerFailover(t, cl) })
 }
 
 // A job whose gang needs two nodes (two GPUs, one per host in pool a100)
@@ -361,6 +364,98 @@ func testGrowLatencyAcrossHosts(t *testing.T, cl *clusterLab) {
 	t.Logf("grow latency across hosts: in place (horovod) %.2fs, restart (torchrun) %.2fs, restart/in-place = %.2f",
 		latency["horovod"].Seconds(), latency["torchrun"].Seconds(), ratio)
 	must.False(t, math.IsNaN(ratio))
+}
+
+// The planner deployed by its Terraform module as a Nomad job with two
+// instances on the Consul store: one leads; when the leader's allocation is
+// stopped, the other takes over (the failover time is logged) and keeps
+// scheduling: the job submitted before goes on, a new one starts.
+func testPlannerFailover(t *testing.T, cl *clusterLab) {
+	// The lab's own planner (embedded store) makes way.
+	must.NoError(t, cl.proc.Signal(syscall.SIGINT))
+	waitUntil(t, 30*time.Second, func() error {
+		if !cl.proc.Exited() {
+			return errorf("the lab's planner is still running")
+		}
+		return nil
+	})
+	jobspec, variable := cl.c.PlannerJobspec()
+	v := &nomadapi.Variable{Path: variable, Items: nomadapi.VariableItems{"token": plannerToken}}
+	_, _, err := cl.nomad.Variables().Create(v, nil)
+	must.NoError(t, err)
+	job, err := cl.nomad.Jobs().ParseHCL(jobspec, true)
+	must.NoError(t, err)
+	_, _, err = cl.nomad.Jobs().Register(job, nil)
+	must.NoError(t, err)
+
+	// Both planners run; the one whose /v1/status says so leads.
+	addrs := func() map[string]string { // alloc ID -> http://addr
+		allocs, _, err := cl.nomad.Jobs().Allocations(*job.ID, false, nil)
+		must.NoError(t, err)
+		out := map[string]string{}
+		for _, stub := range allocs {
+			if stub.ClientStatus != nomadapi.AllocClientStatusRunning {
+				continue
+			}
+			a, _, err := cl.nomad.Allocations().Info(stub.ID, nil)
+			must.NoError(t, err)
+			for _, port := range a.AllocatedResources.Shared.Ports {
+				if port.Label == "api" {
+					out[stub.ID] = fmt.Sprintf("http://%s:%d", port.HostIP, port.Value)
+				}
+			}
+		}
+		return out
+	}
+	leader := func(among map[string]string) (alloc, addr string, err error) {
+		for id, a := range among {
+			st, err := httpGetJSON(a + "/v1/status")
+			if err != nil {
+				continue
+			}
+			if st["is_leader"] == true {
+				return id, a, nil
+			}
+		}
+		return "", "", fmt.Errorf("no leader among %v", among)
+	}
+	var leaderAlloc, leaderAddr string
+	waitUntil(t, 3*time.Minute, func() error {
+		running := addrs()
+		if len(running) != 2 {
+			return fmt.Errorf("%d planners running, want 2", len(running))
+		}
+		leaderAlloc, leaderAddr, err = leader(running)
+		return err
+	})
+	p := &plannerProc{t: t, root: cl.p.root, addr: leaderAddr}
+	progress, stop := filepath.Join(cl.dir, "ha1.jsonl"), filepath.Join(cl.dir, "ha1.stop")
+	first := p.submit(cl.spec(t, "ha1", "a100", gpuRange(1, 1), progress, stop))
+	p.waitState(first, structs.JobRunning, 2*time.Minute)
+
+	_, err = cl.nomad.Allocations().Stop(&nomadapi.Allocation{ID: leaderAlloc}, nil)
+	must.NoError(t, err)
+	stopped := time.Now()
+	waitUntil(t, 2*time.Minute, func() error {
+		others := addrs()
+		delete(others, leaderAlloc)
+		_, addr, err := leader(others)
+		if err != nil {
+			return err
+		}
+		p.addr = addr
+		return nil
+	})
+	t.Logf("failover: the other planner leads %.1fs after the leader's allocation was stopped", time.Since(stopped).Seconds())
+	must.Eq(t, structs.JobRunning, p.job(first).State, must.Sprint("the new leader knows the running job"))
+	progress2, stop2 := filepath.Join(cl.dir, "ha2.jsonl"), filepath.Join(cl.dir, "ha2.stop")
+	second := p.submit(cl.spec(t, "ha2", "a100", gpuRange(1, 1), progress2, stop2))
+	p.waitState(second, structs.JobRunning, 2*time.Minute)
+	t.Logf("the new leader started a job %.1fs after the failover began", time.Since(stopped).Seconds())
+	touch(t, stop)
+	touch(t, stop2)
+	p.waitState(first, structs.JobComplete, 3*time.Minute)
+	p.waitState(second, structs.JobComplete, 3*time.Minute)
 }
 
 // launcherAlloc is the ID of the job's running launcher allocation.

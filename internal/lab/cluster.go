@@ -38,6 +38,9 @@ type ClusterConfig struct {
 	AuthSecret string
 	// PlannerPort is the planner's API port on the first host (default 4680).
 	PlannerPort int
+	// PlannerBinary is the schedulearn binary the planner's Nomad job runs
+	// (PlannerJobspec).
+	PlannerBinary string
 	// PlannerPolicy and PlannerRound, if set, are the planner's policy and
 	// round interval (Terraform's defaults: elastic-fifo, 5s).
 	PlannerPolicy, PlannerRound string
@@ -57,14 +60,15 @@ type ClusterConfig struct {
 // DefaultClusterConfig is the multi-host lab `make lab HOSTS=n` runs.
 func DefaultClusterConfig(root string, hosts int) ClusterConfig {
 	return ClusterConfig{
-		NomadBin:     filepath.Join(root, ".cache", "bin", "nomad"),
-		ConsulBin:    filepath.Join(root, ".cache", "bin", "consul"),
-		TerraformBin: filepath.Join(root, ".cache", "bin", "terraform"),
-		TerraformDir: filepath.Join(root, "terraform", "labs", "local"),
-		Nodes:        DefaultNodes(hosts),
-		PluginDir:    filepath.Join(root, ".cache", "plugins"),
-		BinDirs:      []string{filepath.Join(root, ".cache", "venv", "bin")},
-		StateDir:     filepath.Join(root, ".cache", "lab"),
+		NomadBin:      filepath.Join(root, ".cache", "bin", "nomad"),
+		ConsulBin:     filepath.Join(root, ".cache", "bin", "consul"),
+		TerraformBin:  filepath.Join(root, ".cache", "bin", "terraform"),
+		TerraformDir:  filepath.Join(root, "terraform", "labs", "local"),
+		Nodes:         DefaultNodes(hosts),
+		PluginDir:     filepath.Join(root, ".cache", "plugins"),
+		BinDirs:       []string{filepath.Join(root, ".cache", "venv", "bin")},
+		StateDir:      filepath.Join(root, ".cache", "lab"),
+		PlannerBinary: filepath.Join(root, "bin", "schedulearn"),
 	}
 }
 
@@ -173,6 +177,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		"bin_dirs":   c.cfg.BinDirs,
 	}
 	planner := map[string]any{"port": c.cfg.PlannerPort}
+	if c.cfg.PlannerBinary != "" {
+		planner["binary"] = c.cfg.PlannerBinary
+	}
 	if c.cfg.PlannerPolicy != "" {
 		planner["policy"] = c.cfg.PlannerPolicy
 	}
@@ -292,9 +299,21 @@ func (c *Cluster) startHost(ctx context.Context, h *Host) error {
 	if err != nil {
 		return err
 	}
+	catalog, err := c.ConsulClient()
+	if err != nil {
+		return err
+	}
 	if err := nomad.waitReady(ctx, func(ctx context.Context) error {
 		if consul.exited() {
 			return consul.exitError()
+		}
+		// The host's Consul agent has joined and synced its services.
+		node, _, err := catalog.Catalog().Node(h.Name, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return err
+		}
+		if node == nil || node.Node == nil {
+			return fmt.Errorf("consul agent %s has not joined yet", h.Name)
 		}
 		nodes, _, err := client.Nodes().List((&nomadapi.QueryOptions{}).WithContext(ctx))
 		if err != nil {
@@ -360,6 +379,12 @@ func (c *Cluster) BridgeAddress() string { return c.out.Network.BridgeAddress }
 // PlannerConfig is the planner configuration Terraform rendered (pools,
 // addresses); the caller adds its data dir and token.
 func (c *Cluster) PlannerConfig() string { return c.out.PlannerConfig }
+
+// PlannerJobspec is the planner as a Nomad job (HCL), rendered by the
+// planner-job module, and the Nomad Variable its token is read from.
+func (c *Cluster) PlannerJobspec() (jobspec, tokenVariable string) {
+	return c.out.PlannerJobspec, c.out.PlannerTokenVariable
+}
 
 // Logs returns the output so far of a host's agent ("nomad" or "consul").
 func (c *Cluster) Logs(h *Host, agent string) string {

@@ -61,10 +61,12 @@ type rendered struct {
 		BridgeAddress string `json:"bridge_address"`
 		PrefixLength  int    `json:"prefix_length"`
 	} `json:"network"`
-	NomadAddress   string `json:"nomad_address"`
-	ConsulAddress  string `json:"consul_address"`
-	PlannerAddress string `json:"planner_address"`
-	PlannerConfig  string `json:"planner_config"`
+	NomadAddress         string `json:"nomad_address"`
+	ConsulAddress        string `json:"consul_address"`
+	PlannerAddress       string `json:"planner_address"`
+	PlannerConfig        string `json:"planner_config"`
+	PlannerJobspec       string `json:"planner_jobspec"`
+	PlannerTokenVariable string `json:"planner_token_variable"`
 }
 
 // terraformEnv is Terraform's environment: no version check, no CLI

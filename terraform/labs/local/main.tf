@@ -64,3 +64,14 @@ resource "terraform_data" "lab" {
     hosts  = [for n in var.nodes : { name = n.name, address = local.addresses[n.name], pool = n.pool }]
   }
 }
+
+# The planner as a Nomad job (the lab runs the planner as a process on the
+# first host; this is the deployment that survives losing it).
+module "planner_job" {
+  source            = "../../modules/planner-job"
+  instances         = var.planner.instances
+  binary            = var.planner.binary
+  policy            = var.planner.policy
+  pools             = local.pools
+  network_interface = "eth0"
+}

@@ -41,3 +41,12 @@ output "planner_config" {
   description = "The planner's configuration (HCL); the lab adds its data dir and token."
   value       = local.planner_config
 }
+
+output "planner_jobspec" {
+  description = "The planner as a Nomad job (HCL): register it after putting its token in the variable planner_token_variable."
+  value       = module.planner_job.jobspec
+}
+
+output "planner_token_variable" {
+  value = module.planner_job.token_variable
+}

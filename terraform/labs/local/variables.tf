@@ -100,11 +100,18 @@ variable "auth_secret" {
 }
 
 variable "planner" {
-  description = "The planner: its policy, its round interval, and the port its API listens on (on the first node)."
+  description = <<-EOT
+    The planner: its policy, its round interval, and the port its API
+    listens on (on the first node). instances and binary are for the
+    planner as a Nomad job (output planner_jobspec): that many planners on
+    the Consul store, running binary (the same path on every host).
+  EOT
   type = object({
     policy         = optional(string, "elastic-fifo")
     round_interval = optional(string, "5s")
     port           = optional(number, 4680)
+    instances      = optional(number, 2)
+    binary         = optional(string, "/opt/schedulearn/bin/schedulearn")
   })
   default = {}
   validation {
