@@ -9,6 +9,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -105,4 +106,26 @@ func TestRound_NodeLostRequeues(t *testing.T) {
 	must.True(t, slices.ContainsFunc(got.Events, func(e structs.Event) bool {
 		return e.Type == EventNodeLost && e.Message == "node n1 is draining: 2 GPUs lost, 0 left; the job is queued again"
 	}), must.Sprint(got.Events))
+}
+
+// A job whose data hint no node of its placement matches says why in its
+// history; one placed by its data says nothing of it.
+func TestRound_LocalityMissSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	holder := node("n1", 2)
+	holder.Attributes = map[string]string{"meta.datasets": "imagenet"}
+	p, st, _, now := newPlanner(t, "fifo", holder, node("n2", 4))
+	hinted := func(name string, gpus int) *structs.Job {
+		s := spec(t, name, gpus, gpus)
+		s.Data = []jobspec.Data{{Name: "imagenet", Prefer: map[string]string{"meta.datasets": "imagenet"}}}
+		return submit(t, p, now, s)
+	}
+	near := hinted("near", 2)
+	far := hinted("far", 4)
+	must.NoError(t, p.Round(ctx))
+	gotNear, gotFar := state(t, st, near.ID), state(t, st, far.ID)
+	must.Eq(t, map[string]int{"n1": 2}, gotNear.Allocation)
+	must.StrNotContains(t, gotNear.History[0].Reason, "placed away")
+	must.Eq(t, map[string]int{"n2": 4}, gotFar.Allocation)
+	must.StrContains(t, gotFar.History[0].Reason, `data "imagenet" placed away from its data (the node that holds it had no room for the job)`)
 }

@@ -251,6 +251,11 @@ func (p *Planner) Round(ctx context.Context) error {
 			continue
 		}
 		reason := strings.Join(plan.Reasons[j.ID], "; ")
+		if ch.To.Total() > ch.From.Total() {
+			if miss := localityMiss(&j.Spec, ch.To, nodes); miss != "" {
+				reason = strings.TrimPrefix(reason+"; "+miss, "; ")
+			}
+		}
 		if err := p.record(ctx, j, ch, plan.Policy, reason, now); err != nil {
 			errs = append(errs, err)
 		}
