@@ -27,7 +27,8 @@ import (
 
 // clusterLab is a three-host lab with the planner on its first host:
 // node1 (servers, planner) with one simulated V100 in pool v100, node2 and
-// node3 with one simulated A100 each in pool a100. One GPU per host makes
+// node3 with one simulated A100 each in pool a100; node3 holds the data set
+// imagenet (meta.datasets). One GPU per host makes
 // every two-GPU job a two-host job.
 type clusterLab struct {
 	c       *lab.Cluster
@@ -44,7 +45,7 @@ func startClusterLab(t *testing.T) *clusterLab {
 	cfg := testlab.ClusterConfig(t, []lab.NodeSpec{
 		{Name: "node1", Pool: "v100", GPU: lab.GPUSpec{Count: 1, Model: "Tesla V100-SXM2-16GB", MemoryMiB: 16384}},
 		{Name: "node2", Pool: "a100", GPU: lab.GPUSpec{Count: 1}},
-		{Name: "node3", Pool: "a100", GPU: lab.GPUSpec{Count: 1}},
+		{Name: "node3", Pool: "a100", GPU: lab.GPUSpec{Count: 1}, Datasets: []string{"imagenet"}},
 	})
 	cfg.BinDirs = []string{bin}
 	cfg.AuthSecret = "e2e-cluster-secret"
@@ -131,6 +132,7 @@ func TestCluster(t *testing.T) {
 	cl := startClusterLab(t)
 	t.Run("GangAcrossHosts", func(t *testing.T) { testGangAcrossHosts(t, cl) })
 	t.Run("InPlaceAcrossHosts", func(t *testing.T) { testInPlaceAcrossHosts(t, cl) })
+	t.Run("Locality", func(t *testing.T) { testLocality(t, cl) })
 	t.Run("Pools", func(t *testing.T) { testPools(t, cl) })
 	t.Run("GrowLatencyAcrossHosts", func(t *testing.T) { testGrowLatencyAcrossHosts(t, cl) })
 	t.Run("NodeLoss", func(t *testing.T) { testNodeLoss(t, cl) })
@@ -208,6 +210,35 @@ func testInPlaceAcrossHosts(t *testing.T, cl *clusterLab) {
 	recs := readProgress(t, progress)
 	assertMonotonic(t, recs)
 	must.Eq(t, []int{1, 2, 1}, worldSizes(recs))
+}
+
+// Locality: a job whose data hint names the data set node3 holds lands on
+// node3 (twice: node IDs, which break ties otherwise, are random).
+func testLocality(t *testing.T, cl *clusterLab) {
+	p := cl.p
+	for i := 1; i <= 2; i++ {
+		name := fmt.Sprintf("reader%d", i)
+		progress, stop := filepath.Join(cl.dir, name+".jsonl"), filepath.Join(cl.dir, name+".stop")
+		spec := cl.spec(t, name, "a100", gpuRange(1, 1), progress, stop)
+		b, err := os.ReadFile(spec)
+		must.NoError(t, err)
+		hinted := strings.Replace(string(b), "  env = {", "  data \"imagenet\" {\n    prefer = { \"meta.datasets\" = \"imagenet\" }\n  }\n  env = {", 1)
+		must.NoError(t, os.WriteFile(spec, []byte(hinted), 0o644))
+		id := p.submit(spec)
+		j := p.waitState(id, structs.JobRunning, 2*time.Minute)
+		must.Eq(t, map[string]int{"node3": 1}, cl.hostsOf(j))
+		for _, c := range j.History {
+			must.StrNotContains(t, c.Reason, "placed away")
+		}
+		out, code := p.cli("job", "stop", id)
+		must.Zero(t, code, must.Sprint(out))
+		waitUntil(t, 2*time.Minute, func() error {
+			if st := p.job(id).State; !st.Terminal() {
+				return fmt.Errorf("job %s is %s", id, st)
+			}
+			return nil
+		})
+	}
 }
 
 // Pools: a job in pool v100 runs only on that pool's host; once the pool's
