@@ -345,8 +345,8 @@ func (c *Cluster) hostError(h *Host, err error) error {
 // its hostname, logging to <run>/<host>/<name>.log. The lab stops it with
 // the host.
 func (c *Cluster) StartOn(h *Host, name, bin string, args ...string) (*Process, error) {
-	nsenter, argv := inNamespace(h.Namespace, h.Name, bin, args...)
-	p, err := startProcess(name, nsenter, argv, h.dir, c.cfg.Logs, c.runDir)
+	ip, argv := inNamespace(h.Namespace, h.Name, bin, args...)
+	p, err := startProcess(name, ip, argv, h.dir, c.cfg.Logs, c.runDir)
 	if err != nil {
 		return nil, err
 	}

@@ -33,10 +33,10 @@ func TestDefaultNodes(t *testing.T) {
 }
 
 // An agent started on a host runs in its network namespace with its
-// hostname, and keeps the pid the lab started (nsenter and unshare exec).
+// hostname, and keeps the pid the lab started (ip netns exec and unshare exec).
 func TestInNamespace(t *testing.T) {
 	bin, args := inNamespace("sl3-node2", "node2", "/bin/nomad", "agent", "-config", "x.hcl")
-	must.StrHasSuffix(t, "nsenter", bin)
-	must.Eq(t, []string{"--net=/run/netns/sl3-node2", "--", "unshare", "--uts", "--",
+	must.StrHasSuffix(t, "ip", bin)
+	must.Eq(t, []string{"netns", "exec", "sl3-node2", "unshare", "--uts", "--",
 		"/bin/sh", "-c", `hostname "$0" && exec "$@"`, "node2", "/bin/nomad", "agent", "-config", "x.hcl"}, args)
 }

@@ -31,15 +31,15 @@ const (
 )
 
 // ErrNoNetns says the machine cannot run a multi-host lab: not root, or no
-// `ip` (iproute2) or `nsenter`/`unshare` (util-linux).
-var ErrNoNetns = errors.New("multi-host labs need root and iproute2 (ip) and util-linux (nsenter, unshare)")
+// `ip` (iproute2) or `unshare` (util-linux).
+var ErrNoNetns = errors.New("multi-host labs need root and iproute2 (ip) and util-linux (unshare)")
 
 // CheckNetns says whether this process can create the lab's network.
 func CheckNetns() error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: not running as root", ErrNoNetns)
 	}
-	for _, bin := range []string{"ip", "nsenter", "unshare"} {
+	for _, bin := range []string{"ip", "unshare"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			return fmt.Errorf("%w: %s not found", ErrNoNetns, bin)
 		}
@@ -132,6 +132,9 @@ func (n *network) create(ctx context.Context, hosts []Host, bridgeAddr string, p
 		link := fmt.Sprintf("slv%d-%d", n.index, i)
 		n.hosts = append(n.hosts, ns)
 		n.links = append(n.links, link)
+		if err := writeHosts(ns, hosts); err != nil {
+			return err
+		}
 		steps := [][]string{
 			{"netns", "add", ns},
 			{"link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", ns},
@@ -198,6 +201,11 @@ func removeNetwork(index int) {
 			_ = exec.Command("ip", "netns", "del", f[0]).Run()
 		}
 	}
+	if dirs, err := filepath.Glob(filepath.Join(netnsEtc, prefix+"*")); err == nil {
+		for _, d := range dirs {
+			_ = os.RemoveAll(d)
+		}
+	}
 	linkPrefix := fmt.Sprintf("slv%d-", index)
 	if out, err := exec.Command("ip", "-o", "link", "show").Output(); err == nil {
 		for _, line := range strings.Split(string(out), "\n") {
@@ -228,14 +236,37 @@ func runIPs(ctx context.Context, steps [][]string) error {
 
 // inNamespace is the command line that runs bin with args in network
 // namespace ns with hostname host (its own UTS namespace), as that host's
-// agents see the world. nsenter and unshare exec, so the agent keeps the
-// pid the lab started.
+// agents see the world. `ip netns exec` also gives it /etc/netns/<ns>/hosts
+// as /etc/hosts (in a mount namespace of its own), so every lab host's name
+// resolves there: Gloo resolves its own host's name. ip, unshare and sh
+// exec, so the agent keeps the pid the lab started.
 func inNamespace(ns, host, bin string, args ...string) (string, []string) {
-	nsenter, err := exec.LookPath("nsenter")
+	ip, err := exec.LookPath("ip")
 	if err != nil {
-		nsenter = "nsenter"
+		ip = "ip"
 	}
-	argv := []string{"--net=" + filepath.Join("/run/netns", ns), "--", "unshare", "--uts", "--",
+	argv := []string{"netns", "exec", ns, "unshare", "--uts", "--",
 		"/bin/sh", "-c", `hostname "$0" && exec "$@"`, host, bin}
-	return nsenter, append(argv, args...)
+	return ip, append(argv, args...)
+}
+
+// netnsEtc is where `ip netns exec` finds files it binds over /etc.
+const netnsEtc = "/etc/netns"
+
+// writeHosts writes the hosts file of namespace ns: loopback and every host
+// of the lab by name.
+func writeHosts(ns string, hosts []Host) error {
+	dir := filepath.Join(netnsEtc, ns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("failed to create %s: %w", dir, err)
+	}
+	var b strings.Builder
+	b.WriteString("# Written by the schedulearn lab for this namespace.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	for _, h := range hosts {
+		fmt.Fprintf(&b, "%s\t%s\n", h.Address, h.Name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("failed to write the hosts file of %s: %w", ns, err)
+	}
+	return nil
 }
