@@ -21,11 +21,11 @@ variable "name" {
 }
 
 variable "address" {
-  description = "The address the agent binds and advertises (the host's own address)."
+  description = "The address the agent binds and advertises (the host's own address), or a go-sockaddr template such as \"{{ GetPrivateIP }}\" where it is known only on the machine."
   type        = string
   validation {
-    condition     = can(cidrhost("${var.address}/32", 0))
-    error_message = "The address must be an IPv4 address."
+    condition     = can(cidrhost("${var.address}/32", 0)) || can(regex("^\\{\\{.*\\}\\}$", var.address))
+    error_message = "The address must be an IPv4 address or a go-sockaddr template ({{ ... }})."
   }
 }
 
@@ -36,7 +36,7 @@ variable "server" {
 }
 
 variable "join" {
-  description = "Addresses of the servers a client joins (retry_join)."
+  description = "Addresses of the servers a client joins (retry_join): addresses, or cloud auto-join strings (\"provider=aws tag_key=... tag_value=...\")."
   type        = list(string)
   default     = []
 }

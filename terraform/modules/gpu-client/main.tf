@@ -25,7 +25,7 @@ variable "network_interface" {
 }
 
 variable "servers" {
-  description = "The Nomad servers' RPC addresses (host:port)."
+  description = "The Nomad servers' RPC addresses (host:port), or cloud auto-join strings (\"provider=aws tag_key=... tag_value=...\"), which the client retries with server_join."
   type        = list(string)
   validation {
     condition     = length(var.servers) > 0
