@@ -509,18 +509,27 @@ func launcherAlloc(t *testing.T, cl *clusterLab, nomadJob string) string {
 	return id
 }
 
-// workerAllocs lists the job's running worker allocations.
+// workerAllocs waits for the job's worker allocations to run and lists
+// them.
 func workerAllocs(t *testing.T, cl *clusterLab, nomadJob string) []*nomadapi.AllocationListStub {
 	t.Helper()
-	allocs, _, err := cl.nomad.Jobs().Allocations(nomadJob, false, nil)
-	must.NoError(t, err)
 	var out []*nomadapi.AllocationListStub
-	for _, a := range allocs {
-		if strings.HasPrefix(a.TaskGroup, "worker-") && a.ClientStatus == nomadapi.AllocClientStatusRunning {
-			out = append(out, a)
+	waitUntil(t, 2*time.Minute, func() error {
+		allocs, _, err := cl.nomad.Jobs().Allocations(nomadJob, false, nil)
+		if err != nil {
+			return err
 		}
-	}
-	must.SliceNotEmpty(t, out)
+		out = out[:0]
+		for _, a := range allocs {
+			if strings.HasPrefix(a.TaskGroup, "worker-") && a.ClientStatus == nomadapi.AllocClientStatusRunning {
+				out = append(out, a)
+			}
+		}
+		if len(out) == 0 {
+			return fmt.Errorf("no worker of %s runs yet", nomadJob)
+		}
+		return nil
+	})
 	return out
 }
 
