@@ -98,9 +98,12 @@ func (cl *clusterLab) hostsOf(j *structs.Job) map[string]int {
 	return out
 }
 
-// spec writes a jobspec in pool with gpus, training until stop exists.
+// spec writes a jobspec in pool with gpus, training until stop exists
+// (made when the subtest ends, at the latest, so a failed subtest leaves
+// its GPUs to the next).
 func (cl *clusterLab) spec(t *testing.T, name, pool, gpus, progress, stop string) string {
 	t.Helper()
+	t.Cleanup(func() { _ = os.WriteFile(stop, nil, 0o644) })
 	return exampleSpec(t, cl.dir, name, gpus, fmt.Sprintf("pool = %q", pool), map[string]string{
 		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.2", "PROGRESS_FILE": progress, "STOP_FILE": stop})
 }
@@ -368,6 +371,7 @@ func testGrowLatencyAcrossHosts(t *testing.T, cl *clusterLab) {
 		// One worker per host: each worker's GPU is its host's only one.
 		h.dumpTaskLogs(t, id)
 		register(t, cl.nomad, job)
+		t.Cleanup(func() { _, _, _ = cl.nomad.Jobs().Deregister(id, true, nil) })
 		waitWorldSize(t, progress, 2, 5*time.Minute)
 		settled := readProgress(t, progress)
 		waitUntil(t, 2*time.Minute, func() error {
