@@ -85,6 +85,11 @@ func startClusterLab(t *testing.T) *clusterLab {
 	return cl
 }
 
+// planner is the lab's planner as the (sub)test t drives it.
+func (cl *clusterLab) planner(t *testing.T) *plannerProc {
+	return &plannerProc{t: t, root: cl.p.root, addr: cl.p.addr}
+}
+
 // hostsOf names the hosts a job's allocation is on, with its GPUs there.
 func (cl *clusterLab) hostsOf(j *structs.Job) map[string]int {
 	out := map[string]int{}
@@ -146,7 +151,7 @@ func TestCluster(t *testing.T) {
 // starts on both and trains with world size 2, its ranks talking over the
 // bridge between the hosts' namespaces, not loopback.
 func testGangAcrossHosts(t *testing.T, cl *clusterLab) {
-	p := cl.p
+	p := cl.planner(t)
 	progress, stop := filepath.Join(cl.dir, "gang.jsonl"), filepath.Join(cl.dir, "gang.stop")
 	id := p.submit(cl.spec(t, "gang", "a100", gpuRange(2, 2), progress, stop))
 	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
@@ -166,7 +171,7 @@ func testGangAcrossHosts(t *testing.T, cl *clusterLab) {
 // there frees up, and shrinks back when another job needs it; the
 // launcher's PID never changes, steps never go back, world sizes 1, 2, 1.
 func testInPlaceAcrossHosts(t *testing.T, cl *clusterLab) {
-	p := cl.p
+	p := cl.planner(t)
 	bProgress, bStop := filepath.Join(cl.dir, "blocker.jsonl"), filepath.Join(cl.dir, "blocker.stop")
 	b := p.submit(cl.spec(t, "blocker", "a100", gpuRange(1, 1), bProgress, bStop))
 	p.waitState(b, structs.JobRunning, 2*time.Minute)
@@ -218,7 +223,7 @@ func testInPlaceAcrossHosts(t *testing.T, cl *clusterLab) {
 // Locality: a job whose data hint names the data set node3 holds lands on
 // node3 (twice: node IDs, which break ties otherwise, are random).
 func testLocality(t *testing.T, cl *clusterLab) {
-	p := cl.p
+	p := cl.planner(t)
 	for i := 1; i <= 2; i++ {
 		name := fmt.Sprintf("reader%d", i)
 		progress, stop := filepath.Join(cl.dir, name+".jsonl"), filepath.Join(cl.dir, name+".stop")
@@ -247,7 +252,7 @@ func testLocality(t *testing.T, cl *clusterLab) {
 // Pools: a job in pool v100 runs only on that pool's host; once the pool's
 // Consul service is gone, the pool takes no new job.
 func testPools(t *testing.T, cl *clusterLab) {
-	p := cl.p
+	p := cl.planner(t)
 	progress, stop := filepath.Join(cl.dir, "v100.jsonl"), filepath.Join(cl.dir, "v100.stop")
 	id := p.submit(cl.spec(t, "v100", "v100", gpuRange(1, 1), progress, stop))
 	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
@@ -285,7 +290,7 @@ func testPools(t *testing.T, cl *clusterLab) {
 // launcher, job status and the events say which node went; when the host
 // comes back, the job grows onto it again.
 func testNodeLoss(t *testing.T, cl *clusterLab) {
-	p := cl.p
+	p := cl.planner(t)
 	progress, stop := filepath.Join(cl.dir, "loss.jsonl"), filepath.Join(cl.dir, "loss.stop")
 	id := p.submit(cl.spec(t, "loss", "a100", gpuRange(1, 2), progress, stop))
 	j := p.waitState(id, structs.JobRunning, 2*time.Minute)

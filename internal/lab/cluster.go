@@ -431,7 +431,9 @@ func (c *Cluster) TakeDown(ctx context.Context, name string) error {
 	for _, p := range procs {
 		_ = p.stop(time.Second)
 	}
-	killOrphans(c.runDir, filepath.Join(c.dataRoot, h.Name))
+	// Not killOrphans: every agent of the run carries its marker, the
+	// other hosts' too. What ran on the host was in its namespace, and is
+	// gone; the reaper reaps whatever was reparented here.
 	h.downs++
 	return nil
 }
