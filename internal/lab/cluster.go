@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -317,6 +318,9 @@ func (c *Cluster) startHost(ctx context.Context, h *Host) error {
 		if node == nil || node.Node == nil {
 			return fmt.Errorf("consul agent %s has not joined yet", h.Name)
 		}
+		if h.Pool != "" && !tagged(node.Services, h.Pool) {
+			return fmt.Errorf("consul agent %s has not registered its pool service yet", h.Name)
+		}
 		nodes, _, err := client.Nodes().List((&nomadapi.QueryOptions{}).WithContext(ctx))
 		if err != nil {
 			return err
@@ -331,6 +335,16 @@ func (c *Cluster) startHost(ctx context.Context, h *Host) error {
 		return c.hostError(h, err)
 	}
 	return nil
+}
+
+// tagged says whether one of services carries tag.
+func tagged(services map[string]*consulapi.AgentService, tag string) bool {
+	for _, svc := range services {
+		if slices.Contains(svc.Tags, tag) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostError names the host that failed and quotes its Consul agent's
