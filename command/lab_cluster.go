@@ -43,6 +43,13 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 	if verbose {
 		cfg.Logs = c.Err
 	}
+	// Every client of this run shares a fresh worker secret.
+	secret, err := randomToken()
+	if err != nil {
+		fmt.Fprintf(c.Err, "Error: %v\n", err)
+		return 1
+	}
+	cfg.AuthSecret = secret
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(c.Err, "Error: failed to find the schedulearn binary: %v\n", err)
