@@ -143,6 +143,7 @@ func TestCluster(t *testing.T) {
 	t.Run("Locality", func(t *testing.T) { testLocality(t, cl) })
 	t.Run("Pools", func(t *testing.T) { testPools(t, cl) })
 	t.Run("GrowLatencyAcrossHosts", func(t *testing.T) { testGrowLatencyAcrossHosts(t, cl) })
+	t.Run("Drain", func(t *testing.T) { testDrain(t, cl) })
 	t.Run("NodeLoss", func(t *testing.T) { testNodeLoss(t, cl) })
 	t.Run("PlannerFailover", func(t *testing.T) { testPlannerFailover(t, cl) })
 }
@@ -507,6 +508,64 @@ func testPlannerFailover(t *testing.T, cl *clusterLab) {
 	touch(t, stop2)
 	p.waitState(first, structs.JobComplete, 3*time.Minute)
 	p.waitState(second, structs.JobComplete, 3*time.Minute)
+}
+
+// `nomad node drain` on a host of a two-host job is honoured: the planner
+// drains the host's worker from discovery before its allocation stops
+// (a planned shrink: same launcher, steps never go back), says why; when
+// the drain is lifted the job grows onto the host again.
+func testDrain(t *testing.T, cl *clusterLab) {
+	p := cl.planner(t)
+	progress, stop := filepath.Join(cl.dir, "drain.jsonl"), filepath.Join(cl.dir, "drain.stop")
+	id := p.submit(cl.spec(t, "drain", "a100", gpuRange(1, 2), progress, stop))
+	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
+	waitUntil(t, 2*time.Minute, func() error {
+		if h := cl.hostsOf(p.job(id)); len(h) != 2 {
+			return fmt.Errorf("job on %v, want node2 and node3", h)
+		}
+		return nil
+	})
+	waitWorldSize(t, progress, 2, 4*time.Minute)
+	victim := "node3"
+	if cl.launcherHost(t, j.NomadJobID) == "node3" {
+		victim = "node2"
+	}
+	pid := readLauncherPID(t, launcherAlloc(t, cl, j.NomadJobID))
+	nodeID := cl.nodeIDs[victim]
+	_, err := cl.nomad.Nodes().UpdateDrain(nodeID, &nomadapi.DrainSpec{Deadline: time.Hour}, false, nil)
+	must.NoError(t, err)
+	t.Cleanup(func() { _, _ = cl.nomad.Nodes().UpdateDrain(nodeID, nil, true, nil) })
+	waitUntil(t, 3*time.Minute, func() error {
+		if h := cl.hostsOf(p.job(id)); len(h) != 1 || h[victim] != 0 {
+			return fmt.Errorf("job on %v, waiting for it to leave %s", h, victim)
+		}
+		return nil
+	})
+	waitUntil(t, 3*time.Minute, func() error {
+		if recs := readProgress(t, progress); recs[len(recs)-1].WorldSize != 1 {
+			return fmt.Errorf("world size %d, waiting for 1", recs[len(recs)-1].WorldSize)
+		}
+		return nil
+	})
+	out, code := p.cli("job", "status", id)
+	must.Zero(t, code, must.Sprint(out))
+	must.StrContains(t, out, "node "+victim+" is draining")
+
+	_, err = cl.nomad.Nodes().UpdateDrain(nodeID, nil, true, nil)
+	must.NoError(t, err)
+	waitUntil(t, 3*time.Minute, func() error {
+		if ws := worldSizes(readProgress(t, progress)); ws[len(ws)-1] != 2 || len(ws) < 3 {
+			return fmt.Errorf("world sizes %v, waiting for 2 again", ws)
+		}
+		return nil
+	})
+	must.Eq(t, pid, readLauncherPID(t, launcherAlloc(t, cl, j.NomadJobID)), must.Sprint("the launcher was restarted"))
+	touch(t, stop)
+	done := p.waitState(id, structs.JobComplete, 3*time.Minute)
+	must.Eq(t, 0, *done.ExitCode)
+	recs := readProgress(t, progress)
+	assertMonotonic(t, recs)
+	must.Eq(t, []int{2, 1, 2}, worldSizes(recs)[len(worldSizes(recs))-3:])
 }
 
 // launcherAlloc is the ID of the job's running launcher allocation.

@@ -129,3 +129,33 @@ func TestRound_LocalityMissSaysWhy(t *testing.T) {
 	must.Eq(t, map[string]int{"n2": 4}, gotFar.Allocation)
 	must.StrContains(t, gotFar.History[0].Reason, `data "imagenet" placed away from its data (the node that holds it had no room for the job)`)
 }
+
+// drainingCluster starts draining node n2 the moment its nodes are read:
+// the race of a drain that begins within a round.
+type drainingCluster struct{ lossyCluster }
+
+func (c *drainingCluster) Nodes(ctx context.Context) ([]policy.Node, error) {
+	nodes, err := c.lossyCluster.Nodes(ctx)
+	c.set("n2", "node n2 is draining")
+	return nodes, err
+}
+
+// A node that starts draining during a round is not released and offered
+// again in that round (the job shrunk, then grown back onto the draining
+// node); it is released in the next round and not used again.
+func TestRound_DrainStartingMidRound(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "elastic-fifo")
+	p.Cluster = &lossyCluster{nodes: []policy.Node{node("n1", 2), node("n2", 2)}, gone: map[string]string{}}
+	j := submit(t, p, now, spec(t, "gang", 2, 4))
+	must.NoError(t, p.Round(ctx))
+	exec.take()
+
+	dc := &drainingCluster{lossyCluster{nodes: []policy.Node{node("n1", 2), node("n2", 2)}, gone: map[string]string{}}}
+	p.Cluster = dc
+	must.NoError(t, p.Round(ctx))
+	must.SliceEmpty(t, exec.take(), must.Sprint("nothing released and regrown within the round"))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"gang:2"}, exec.take())
+	must.Eq(t, map[string]int{"n1": 2}, state(t, st, j.ID).Allocation)
+}

@@ -220,15 +220,18 @@ func (p *Planner) Round(ctx context.Context) error {
 		live = append(live, j)
 	}
 
+	// Departures before the nodes: a node that starts draining between
+	// the two reads is then missing from the nodes (and released next
+	// round) rather than released and offered again in the same round.
+	var lossErrs []error
+	if d, ok := p.Cluster.(Departures); ok {
+		lossErrs = p.releaseDeparted(ctx, d, live, now)
+	}
 	nodes, err := p.Cluster.Nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to read cluster: %w", err)
 	}
 	p.noteNodes(nodes)
-	var lossErrs []error
-	if d, ok := p.Cluster.(Departures); ok {
-		lossErrs = p.releaseDeparted(ctx, d, live, now)
-	}
 	snap := snapshot(now, nodes, live)
 	plan, perr := p.Policies.Plan(ctx, snap)
 	if perr != nil {
