@@ -53,12 +53,26 @@ Options:
   -state-dir=<dir>    Where runs keep data and logs (default: <root>/.cache/lab).
   -free-ports         Use free ports instead of the agents' default ports.
   -verbose            Stream the agents' logs to the terminal.
+
+Multi-host lab (needs root, iproute2 and util-linux):
+
+  -hosts=<n>          Run n hosts instead of one agent on loopback: each its
+                      own network namespace on a bridge (10.213.x.0/24) with
+                      its own Consul agent, Nomad client and simulated GPUs,
+                      rendered by Terraform from terraform/labs/local. The
+                      first host runs the servers and the planner. n hosts:
+                      4 x A100 each in pool a100, and from 3 hosts on the
+                      last one 2 x V100 in pool v100.
+  -var-file=<file>    A .tfvars file for terraform/labs/local (its nodes,
+                      for example); implies a multi-host lab.
 `)
 }
 
 func (c *LabCommand) Run(args []string) int {
 	var root, configDir, pluginDir, stateDir string
 	var freePorts, verbose bool
+	var hosts int
+	var varFile string
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
 	fs.SetOutput(c.Err)
 	fs.Usage = func() { fmt.Fprintln(c.Err, c.Help()) }
@@ -68,6 +82,8 @@ func (c *LabCommand) Run(args []string) int {
 	fs.StringVar(&stateDir, "state-dir", "", "")
 	fs.BoolVar(&freePorts, "free-ports", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.IntVar(&hosts, "hosts", 0, "")
+	fs.StringVar(&varFile, "var-file", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
@@ -79,6 +95,9 @@ func (c *LabCommand) Run(args []string) int {
 			fmt.Fprintf(c.Err, "Error: %v (pass -root)\n", err)
 			return 1
 		}
+	}
+	if hosts > 0 || varFile != "" {
+		return c.runCluster(root, hosts, varFile, pluginDir, stateDir, verbose)
 	}
 	cfg := lab.DefaultConfig(root)
 	if configDir != "" {

@@ -40,6 +40,14 @@ type Cluster interface {
 	Nodes(ctx context.Context) ([]policy.Node, error)
 }
 
+// Departures is implemented by a Cluster that can tell which nodes have
+// left (down, disconnected or draining): node ID -> what happened. The
+// round takes their GPUs from the jobs holding them, in place (draining
+// their workers first), records why, and re-plans.
+type Departures interface {
+	Departed(ctx context.Context) (map[string]string, error)
+}
+
 // Executor carries out the planner's decisions in Nomad.
 type Executor interface {
 	// Apply makes job hold the target allocation: it registers the job when
@@ -254,6 +262,13 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		live = append(live, j)
 	}
 
+	// Departures before the nodes: a node that starts draining between
+	// the two reads is then missing from the nodes (and released next
+	// round) rather than released and offered again in the same round.
+	var lossErrs []error
+	if d, ok := p.Cluster.(Departures); ok {
+		lossErrs = p.releaseDeparted(ctx, d, live, now)
+	}
 	nodes, err := p.Cluster.Nodes(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to read cluster: %w", err)
@@ -288,11 +303,16 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 			continue
 		}
 		reason := strings.Join(plan.Reasons[j.ID], "; ")
+		if ch.To.Total() > ch.From.Total() {
+			if miss := localityMiss(&j.Spec, ch.To, nodes); miss != "" {
+				reason = strings.TrimPrefix(reason+"; "+miss, "; ")
+			}
+		}
 		if err := p.record(ctx, j, ch, plan.Policy, reason, now); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(lossErrs, errs...)...)
 }
 
 // reap records a running job that has ended; it reports whether it did.

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
@@ -49,6 +51,7 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 			AntiAffinity:       selector(j.Spec.AntiAffinity, idsByName),
 			Affinity:           selector(j.Spec.Affinity, idsByName),
 			Labels:             j.Spec.Labels,
+			Locality:           localityOf(&j.Spec),
 			Allocation:         alloc,
 			LastResized:        lastChange(j),
 			AttainedGPUSeconds: j.AttainedGPUSeconds + float64(alloc.Total())*now.Sub(lastChange(j)).Seconds(),
@@ -96,6 +99,51 @@ func requestOf(spec *jobspec.Spec) policy.GPURequest {
 // constraintsOf is the placement rules of a jobspec.
 func constraintsOf(spec *jobspec.Spec) policy.Constraints {
 	return policy.Constraints{GPUModel: spec.GPUs.Model, MinGPUMemoryMiB: spec.GPUs.MinMemoryMiB, Pool: spec.Pool}
+}
+
+// localityOf is the job's data sets' locality hints.
+func localityOf(spec *jobspec.Spec) []map[string]string {
+	var out []map[string]string
+	for _, d := range spec.Data {
+		if len(d.Prefer) > 0 {
+			out = append(out, d.Prefer)
+		}
+	}
+	return out
+}
+
+// localityMiss says, for a job placed on the nodes of alloc, which of its
+// data sets' hints no node of the placement matches, and why ("" if every
+// hint is met or there are none).
+func localityMiss(spec *jobspec.Spec, alloc policy.Allocation, nodes []policy.Node) string {
+	var missed []string
+	for _, d := range spec.Data {
+		if len(d.Prefer) == 0 {
+			continue
+		}
+		held, matching := false, 0
+		for i := range nodes {
+			if !nodes[i].Matches(d.Prefer) {
+				continue
+			}
+			matching++
+			if alloc[nodes[i].ID] > 0 {
+				held = true
+			}
+		}
+		if held {
+			continue
+		}
+		why := "no node holds it"
+		switch {
+		case matching == 1:
+			why = "the node that holds it had no room for the job"
+		case matching > 1:
+			why = fmt.Sprintf("the %d nodes that hold it had no room for the job", matching)
+		}
+		missed = append(missed, fmt.Sprintf("data %q placed away from its data (%s)", d.Name, why))
+	}
+	return strings.Join(missed, "; ")
 }
 
 // selector turns a jobspec selector, which names jobs by the names users

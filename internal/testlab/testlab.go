@@ -114,3 +114,48 @@ func StartConsul(t testing.TB) *lab.Lab {
 	cfg.ConsulOnly = true
 	return Start(t, cfg)
 }
+
+// ClusterConfig is a multi-host lab config for one test: the given nodes,
+// the horovod driver with .cache/venv/bin, its state in the test's
+// temporary directory. It skips the test where the machine cannot make
+// network namespaces (not root, no iproute2); CI and the lab machines can.
+func ClusterConfig(t testing.TB, nodes []lab.NodeSpec) lab.ClusterConfig {
+	t.Helper()
+	if err := lab.CheckNetns(); err != nil {
+		t.Skipf("cannot run a multi-host lab here: %v", err)
+	}
+	Build(t)
+	cfg := lab.DefaultClusterConfig(Root(t), 0)
+	cfg.Nodes = nodes
+	cfg.StateDir = filepath.Join(t.TempDir(), "lab")
+	return cfg
+}
+
+// StartCluster starts a multi-host lab with cfg and stops it when the test
+// ends, printing every host's agent logs if the test failed.
+func StartCluster(t testing.TB, cfg lab.ClusterConfig) *lab.Cluster {
+	t.Helper()
+	c, err := lab.StartCluster(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("failed to start the lab: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, h := range c.Hosts {
+				t.Logf("%s consul log:\n%s", h.Name, tailString(c.Logs(h, "consul"), 4000))
+				t.Logf("%s nomad log:\n%s", h.Name, tailString(c.Logs(h, "nomad"), 8000))
+			}
+		}
+		if err := c.Stop(); err != nil {
+			t.Errorf("failed to stop the lab: %v", err)
+		}
+	})
+	return c
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}

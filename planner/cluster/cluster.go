@@ -7,8 +7,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
@@ -39,6 +41,16 @@ type View struct {
 	// Owned reports whether a Nomad job is one the planner manages; the
 	// GPUs other jobs hold count as Reserved.
 	Owned func(nomadJobID string) bool
+
+	// meta caches each node's meta (Nomad's node list leaves it out),
+	// read again when the node's ModifyIndex moves.
+	metaMu sync.Mutex
+	meta   map[string]nodeMeta
+}
+
+type nodeMeta struct {
+	index uint64
+	meta  map[string]string
 }
 
 // Nodes returns the GPU nodes that can take work now, ordered by ID.
@@ -55,6 +67,9 @@ func (v *View) Nodes(ctx context.Context) ([]policy.Node, error) {
 	}
 	pools, err := v.poolMembers(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := v.addMeta(ctx, nodes); err != nil {
 		return nil, err
 	}
 	owned := v.Owned
@@ -167,6 +182,50 @@ func terminal(a *nomadapi.AllocationListStub) bool {
 	return a.DesiredStatus == nomadapi.AllocDesiredStatusStop || a.DesiredStatus == nomadapi.AllocDesiredStatusEvict
 }
 
+// addMeta puts each ready node's meta into its attributes as
+// "meta.<key>", as Nomad's constraints name them: the node list carries no
+// meta, so it is read per node, once per change of the node.
+func (v *View) addMeta(ctx context.Context, nodes []*nomadapi.NodeListStub) error {
+	v.metaMu.Lock()
+	defer v.metaMu.Unlock()
+	if v.meta == nil {
+		v.meta = map[string]nodeMeta{}
+	}
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if n.Status != nomadapi.NodeStatusReady {
+			continue
+		}
+		seen[n.ID] = true
+		m, ok := v.meta[n.ID]
+		if !ok || m.index != n.ModifyIndex {
+			node, _, err := v.Nomad.Nodes().Info(n.ID, (&nomadapi.QueryOptions{}).WithContext(ctx))
+			if err != nil {
+				return fmt.Errorf("failed to read nomad node %s: %w", n.Name, err)
+			}
+			m = nodeMeta{index: n.ModifyIndex, meta: node.Meta}
+			v.meta[n.ID] = m
+		}
+		if len(m.meta) == 0 {
+			continue
+		}
+		attrs := maps.Clone(n.Attributes)
+		if attrs == nil {
+			attrs = map[string]string{}
+		}
+		for k, val := range m.meta {
+			attrs["meta."+k] = val
+		}
+		n.Attributes = attrs
+	}
+	for id := range v.meta {
+		if !seen[id] {
+			delete(v.meta, id)
+		}
+	}
+	return nil
+}
+
 // nodeAttributes are the node facts policies can constrain on: Nomad's
 // node pool and datacenter, and the node's meta as "meta.<key>".
 func nodeAttributes(n *nomadapi.NodeListStub) map[string]string {
@@ -211,4 +270,29 @@ func poolOf(pools map[string]string, n *nomadapi.NodeListStub) string {
 		return p
 	}
 	return ""
+}
+
+// Departed lists the nodes that have left: down (or disconnected) in
+// Nomad, or draining. It maps each node's ID to what happened to it, for
+// the planner to take their GPUs from the jobs that held them.
+func (v *View) Departed(ctx context.Context) (map[string]string, error) {
+	nodes, _, err := v.Nomad.Nodes().List((&nomadapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to list nomad nodes: %w", err)
+	}
+	return departed(nodes), nil
+}
+
+// departed is the pure part of Departed.
+func departed(nodes []*nomadapi.NodeListStub) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		switch {
+		case n.Status == nomadapi.NodeStatusDown, n.Status == nomadapi.NodeStatusDisconnected:
+			out[n.ID] = fmt.Sprintf("node %s is %s", n.Name, n.Status)
+		case n.Drain:
+			out[n.ID] = fmt.Sprintf("node %s is draining", n.Name)
+		}
+	}
+	return out
 }

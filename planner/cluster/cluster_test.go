@@ -77,3 +77,20 @@ func TestMemoryMiB_Units(t *testing.T) {
 	}
 	must.Zero(t, memoryMiB(&nomadapi.NodeDeviceResource{}))
 }
+
+func TestDeparted(t *testing.T) {
+	nodes := []*nomadapi.NodeListStub{
+		gpuNode("1", 4, 0),
+		gpuNode("2", 4, 0, func(n *nomadapi.NodeListStub) { n.Status = nomadapi.NodeStatusDown }),
+		gpuNode("3", 4, 0, func(n *nomadapi.NodeListStub) { n.Drain = true }),
+		gpuNode("4", 4, 0, func(n *nomadapi.NodeListStub) { n.Status = nomadapi.NodeStatusDisconnected }),
+		// Ineligible or without healthy GPUs is not gone: its jobs keep it.
+		gpuNode("5", 4, 0, func(n *nomadapi.NodeListStub) { n.SchedulingEligibility = nomadapi.NodeSchedulingIneligible }),
+		gpuNode("6", 0, 4),
+	}
+	must.Eq(t, map[string]string{
+		"2": "node name-2 is down",
+		"3": "node name-3 is draining",
+		"4": "node name-4 is disconnected",
+	}, departed(nodes))
+}

@@ -62,6 +62,7 @@ const (
 	workerPortLabel  = "horovod"
 	driverName       = "horovod"
 	gpuDevice        = "nvidia/gpu"
+	nodePoolAll      = "all" // Nomad's built-in pool of every node
 	metaJob          = "schedulearn_job"
 	metaUser         = "schedulearn_user"
 	launcherCPU      = 200
@@ -116,6 +117,9 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 
 	job := nomadapi.NewBatchJob(JobID(j), JobID(j), "", 50)
 	job.Datacenters = []string{"*"}
+	// Every node pool: the plan pins each worker group to its node (in
+	// whatever Nomad node pool), and the launcher may run on any node.
+	job.NodePool = ptr(nodePoolAll)
 	if opts.Namespace != "" {
 		job.Namespace = &opts.Namespace
 	}

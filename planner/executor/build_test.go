@@ -26,6 +26,8 @@ func TestBuild(t *testing.T) {
 
 	must.Eq(t, "train-resnet-1a2b3c4d", *job.ID)
 	must.Eq(t, "batch", *job.Type)
+	// Nodes of every Nomad node pool (a cluster with pools a100 and v100).
+	must.Eq(t, "all", *job.NodePool)
 	must.Eq(t, "resnet-1a2b3c4d", job.Meta["schedulearn_job"])
 	must.Len(t, 3, job.TaskGroups)
 

@@ -114,7 +114,7 @@ func (c *Cluster) place(j int32, g int) bool {
 			rem -= take
 		}
 	}
-	if rem > 0 && !job.Affinity.IsZero() && c.preferred(j) {
+	if rem > 0 && (!job.Affinity.IsZero() || len(job.Locality) > 0) && c.preferred(j) {
 		if take := min(rem, c.capacity(c.aux, w, capN)); take > 0 {
 			rem -= take - c.pack(j, take, c.aux)
 			for _, s := range c.alloc[j] {
@@ -134,9 +134,17 @@ func (c *Cluster) place(j int32, g int) bool {
 }
 
 // preferred fills c.aux with the candidate nodes that hold jobs job j has
-// affinity with, and reports whether there are any.
+// affinity with, or match its locality hints, and reports whether there
+// are any.
 func (c *Cluster) preferred(j int32) bool {
 	clear(c.aux)
+	for _, want := range c.jobs[j].Locality {
+		for i, n := range c.nodes {
+			if n.Matches(want) {
+				c.aux.set(int32(i))
+			}
+		}
+	}
 	aff := &c.jobs[j].Affinity
 	mark := func(k int32) {
 		for _, s := range c.alloc[k] {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -76,6 +77,11 @@ type Job struct {
 	Affinity Selector `json:"affinity,omitzero"`
 	// Labels are matched by other jobs' selectors.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Locality lists node attribute sets the job prefers: its data sets'
+	// locality hints (jobspec `data { prefer }`). A node that matches every
+	// attribute of one set is preferred, like a node of an affine job (a
+	// soft rule); see Node.Matches.
+	Locality []map[string]string `json:"locality,omitempty"`
 
 	// Allocation is the GPUs the job holds now, per node.
 	Allocation Allocation `json:"allocation,omitempty"`
@@ -307,4 +313,20 @@ func SpeedupAt(table []float64, g int) float64 {
 		return s
 	}
 	return math.SmallestNonzeroFloat64
+}
+
+// Matches reports whether the node has every attribute of want: equal to
+// the node's value, or to one of its comma-separated items (a node whose
+// meta.datasets is "imagenet,coco" matches meta.datasets = "coco").
+func (n *Node) Matches(want map[string]string) bool {
+	for k, v := range want {
+		got, ok := n.Attributes[k]
+		if !ok {
+			return false
+		}
+		if got != v && !slices.Contains(strings.Split(got, ","), v) {
+			return false
+		}
+	}
+	return len(want) > 0
 }

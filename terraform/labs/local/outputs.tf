@@ -1,0 +1,52 @@
+output "hosts" {
+  description = "Each host: its name, address, whether it carries the servers and the planner, and its agents' configurations."
+  # The agents' configurations are kept out of plans and logs.
+  sensitive = true
+  value = [for n in var.nodes : {
+    name          = n.name
+    address       = local.addresses[n.name]
+    servers       = n.name == local.server
+    pool          = n.pool
+    gpus          = module.client[n.name].gpus
+    consul_config = module.client[n.name].consul_config
+    nomad_configs = concat(
+      n.name == local.server ? [module.server.nomad_config] : [],
+      [module.client[n.name].nomad_config],
+    )
+  }]
+}
+
+output "network" {
+  description = "The bridge's address (in the root namespace) and the prefix length."
+  value = {
+    subnet         = var.subnet
+    bridge_address = local.bridge_address
+    prefix_length  = local.prefix_length
+  }
+}
+
+output "nomad_address" {
+  value = "http://${local.server_address}:4646"
+}
+
+output "consul_address" {
+  value = "${local.server_address}:8500"
+}
+
+output "planner_address" {
+  value = "http://${local.server_address}:${var.planner.port}"
+}
+
+output "planner_config" {
+  description = "The planner's configuration (HCL); the lab adds its data dir and token."
+  value       = local.planner_config
+}
+
+output "planner_jobspec" {
+  description = "The planner as a Nomad job (HCL): register it after putting its token in the variable planner_token_variable."
+  value       = module.planner_job.jobspec
+}
+
+output "planner_token_variable" {
+  value = module.planner_job.token_variable
+}

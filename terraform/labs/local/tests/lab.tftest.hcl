@@ -1,0 +1,98 @@
+# terraform test: the local lab's rendering and its variables' validation.
+
+run "default_lab" {
+  command = plan
+
+  assert {
+    condition     = length(output.hosts) == 3
+    error_message = "The default lab has three hosts."
+  }
+  assert {
+    condition     = [for h in output.hosts : h.address] == ["10.213.0.2", "10.213.0.3", "10.213.0.4"]
+    error_message = "Hosts take the subnet's addresses from .2 on."
+  }
+  assert {
+    condition     = [for h in output.hosts : h.servers] == [true, false, false]
+    error_message = "The first host, and only it, carries the servers."
+  }
+  assert {
+    condition     = length(output.hosts[0].nomad_configs) == 2 && length(output.hosts[1].nomad_configs) == 1
+    error_message = "The first host runs a Nomad server and client, the others a client."
+  }
+  assert {
+    condition     = strcontains(output.hosts[2].nomad_configs[0], "\"Tesla V100-SXM2-16GB\"") && strcontains(output.hosts[2].nomad_configs[0], "count      = 2")
+    error_message = "node3 simulates two V100s."
+  }
+  assert {
+    condition     = length(distinct([for h in output.hosts : regex("uuid_seed  = \"([^\"]+)\"", h.nomad_configs[length(h.nomad_configs) - 1])[0]])) == 3
+    error_message = "Each host simulates GPUs with its own UUID seed."
+  }
+  assert {
+    condition     = strcontains(output.hosts[1].consul_config, "retry_join     = [\"10.213.0.2\"]") && strcontains(output.hosts[0].consul_config, "server           = true")
+    error_message = "Clients join the Consul server on the first host."
+  }
+  assert {
+    condition     = strcontains(output.hosts[2].consul_config, "tags = [\"v100\"]")
+    error_message = "node3 registers the v100 pool service."
+  }
+  assert {
+    condition     = strcontains(output.planner_config, "pool \"a100\"") && strcontains(output.planner_config, "pool \"v100\"")
+    error_message = "The planner has one pool per node pool."
+  }
+  assert {
+    condition     = output.network.bridge_address == "10.213.0.1" && output.network.prefix_length == 24
+    error_message = "The bridge takes the subnet's first address."
+  }
+}
+
+run "one_host_in_another_subnet" {
+  command = plan
+  variables {
+    subnet = "10.213.7.0/24"
+    nodes  = [{ name = "solo", gpu = { count = 8 } }]
+  }
+  assert {
+    condition     = length(output.hosts) == 1 && output.hosts[0].address == "10.213.7.2" && output.hosts[0].servers
+    error_message = "A one-host lab carries everything on its only host."
+  }
+}
+
+run "no_nodes" {
+  command = plan
+  variables {
+    nodes = []
+  }
+  expect_failures = [var.nodes]
+}
+
+run "gpu_count_below_one" {
+  command = plan
+  variables {
+    nodes = [{ name = "node1", gpu = { count = 0 } }]
+  }
+  expect_failures = [var.nodes]
+}
+
+run "unknown_backend" {
+  command = plan
+  variables {
+    nodes = [{ name = "node1", gpu = { backend = "cuda" } }]
+  }
+  expect_failures = [var.nodes]
+}
+
+run "duplicate_names" {
+  command = plan
+  variables {
+    nodes = [{ name = "node1" }, { name = "node1" }]
+  }
+  expect_failures = [var.nodes]
+}
+
+run "public_subnet" {
+  command = plan
+  variables {
+    subnet = "8.8.8.0/24"
+  }
+  expect_failures = [var.subnet]
+}

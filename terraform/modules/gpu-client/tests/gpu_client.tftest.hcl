@@ -1,0 +1,75 @@
+# terraform test: the GPU client's rendering and validation.
+
+variables {
+  name       = "gpu1"
+  address    = "10.213.0.3"
+  servers    = ["10.213.0.2:4647"]
+  data_dir   = "/tmp/lab/gpu1"
+  plugin_dir = "/opt/plugins"
+  horovod    = { bin_dirs = ["/opt/venv/bin"] }
+}
+
+run "simulated" {
+  command = plan
+  variables {
+    node_pool   = "a100"
+    consul_join = ["10.213.0.2"]
+    datasets    = ["imagenet", "coco"]
+    gpu         = { count = 4, seed = "seed-1" }
+  }
+  assert {
+    condition     = strcontains(output.nomad_config, "backend            = \"simulated\"") && strcontains(output.nomad_config, "uuid_seed  = \"seed-1\"")
+    error_message = "The simulated backend is configured with its seed."
+  }
+  assert {
+    condition     = strcontains(output.nomad_config, "node_pool         = \"a100\"") && strcontains(output.nomad_config, "\"datasets\" = \"imagenet,coco\"")
+    error_message = "The node pool and the data sets are in the client's config."
+  }
+  assert {
+    condition     = strcontains(output.consul_config, "tags = [\"a100\"]") && !strcontains(output.consul_config, "server           = true")
+    error_message = "A client agent registers its pool service."
+  }
+}
+
+run "nvml" {
+  command = plan
+  variables {
+    gpu = { backend = "nvml" }
+  }
+  assert {
+    condition     = strcontains(output.nomad_config, "backend            = \"nvml\"") && !strcontains(output.nomad_config, "simulated {")
+    error_message = "The nvml backend has no simulated block."
+  }
+}
+
+run "unknown_backend" {
+  command = plan
+  variables {
+    gpu = { backend = "rocm" }
+  }
+  expect_failures = [var.gpu]
+}
+
+run "gpu_count_below_one" {
+  command = plan
+  variables {
+    gpu = { count = 0 }
+  }
+  expect_failures = [var.gpu]
+}
+
+run "no_servers" {
+  command = plan
+  variables {
+    servers = []
+  }
+  expect_failures = [var.servers]
+}
+
+run "pool_all" {
+  command = plan
+  variables {
+    node_pool = "all"
+  }
+  expect_failures = [var.node_pool]
+}
