@@ -10,6 +10,8 @@
 #     wheels, lab state) and bin/;
 #   - Nomad's cgroup trees (/sys/fs/cgroup/*/nomad, nomad.slice) and any
 #     test sandbox cgroups left by a killed test run;
+#   - what a killed multi-host lab left: its network namespaces (sl<n>-*),
+#     links, /etc/netns entries and /run/schedulearn-lab claims;
 #   - the Debian packages the project's installers added (recorded by
 #     tools/apt-install.sh in /var/lib/schedulearn/apt-installed.list), or,
 #     with --baseline FILE, every package not named in FILE (one name a line,
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
     -y) yes=1 ;;
     --keep-go-cache) keep_go=1 ;;
     --baseline) baseline=${2:?--baseline needs a file}; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reset-machine.sh: unknown option $1 (see -h)" >&2; exit 2 ;;
   esac
   shift
@@ -62,6 +64,12 @@ for env in /proc/[0-9]*/environ; do
     busy+=("$pid $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | cut -c1-120)")
   fi
 done
+# Multi-host labs (internal/lab/netns.go): namespaces sl<n>-<host>.
+if command -v ip >/dev/null; then
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^sl[0-9]+-' || true); do
+    [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] && busy+=("processes in network namespace $ns")
+  done
+fi
 for procs in "$CGROOT"/*/nomad/cgroup.procs "$CGROOT"/*/nomad/*/cgroup.procs "$CGROOT"/nomad.slice/cgroup.procs; do
   [ -s "$procs" ] 2>/dev/null && busy+=("processes in ${procs%/cgroup.procs}")
 done
@@ -105,6 +113,16 @@ rm_cgroup_tree() {
 }
 for top in "$CGROOT"/*/nomad "$CGROOT"/nomad.slice; do rm_cgroup_tree "$top"; done
 while read -r d; do rm_cgroup_tree "$d"; done < <(find "$CGROOT" -maxdepth 6 -type d -name 'schedulearn-sandbox-*' 2>/dev/null)
+
+# What a multi-host lab killed before its cleanup left: namespaces, links
+# (bridge slb<n>, veth slv<n>-<i>), /etc/netns entries and address claims.
+if command -v ip >/dev/null; then
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^sl[0-9]+-' || true); do run ip netns del "$ns"; done
+  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E '^sl(b[0-9]+|v[0-9]+-[0-9]+)$' || true); do
+    run ip link del "$link"
+  done
+fi
+for d in /etc/netns/sl[0-9]*-* /run/schedulearn-lab; do [ -e "$d" ] && run rm -rf "$d"; done
 
 if [ ${#pkgs[@]} -gt 0 ]; then
   run env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${pkgs[@]}"
