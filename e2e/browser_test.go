@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,7 +165,9 @@ func (b *browser) typeAndSubmit(sel, text, button string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	must.NoError(b.t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(sel)), chromedp.Clear(chromedp.CSS(sel)),
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).value = ""`, sel)))
+	must.NoError(b.t, err, must.Sprintf("clear %s", sel))
+	must.NoError(b.t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(sel)),
 		chromedp.SendKeys(chromedp.CSS(sel), text), chromedp.Click(chromedp.CSS(button))))
 }
 
