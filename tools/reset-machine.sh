@@ -71,7 +71,7 @@ if command -v ip >/dev/null; then
   done
 fi
 for procs in "$CGROOT"/*/nomad/cgroup.procs "$CGROOT"/*/nomad/*/cgroup.procs "$CGROOT"/nomad.slice/cgroup.procs; do
-  [ -s "$procs" ] 2>/dev/null && busy+=("processes in ${procs%/cgroup.procs}")
+  [ -n "$(cat "$procs" 2>/dev/null)" ] && busy+=("processes in ${procs%/cgroup.procs}")
 done
 if [ ${#busy[@]} -gt 0 ]; then
   printf 'reset-machine.sh: refusing: these are running (stop them first; this script stops nothing):\n' >&2
