@@ -43,11 +43,14 @@ func TestObserve_MetricsEventsDashboard(t *testing.T) {
 	chromium := findChromium(t)
 	h := startHorovodLab(t, horovodConfig(t))
 	dir := t.TempDir()
-	p := startPlanner(t, h.lab, filepath.Join(dir, "data"), `
+	// The job checkpoints under dir (targetSpecFile), the only place the
+	// planner copies models from.
+	p := startPlanner(t, h.lab, filepath.Join(dir, "data"), fmt.Sprintf(`
+checkpoint_dirs = [%q]
 policy {
   name = "elastic-fifo"
 }
-`)
+`, dir))
 	cl, err := client.New(client.Config{Address: p.addr, Token: plannerToken})
 	must.NoError(t, err)
 
