@@ -285,15 +285,15 @@ func testPools(t *testing.T, cl *clusterLab) {
 	})
 }
 
-// Node loss: one host of a two-host job goes down (link cut, every process
-// on it killed); training goes on on the other host with the same
-// launcher, job status and the events say which node went; when the host
-// comes back, the job grows onto it again.
-func testNodeLoss(t *testing.T, cl *clusterLab) {
-	p := cl.planner(t)
-	progress, stop := filepath.Join(cl.dir, "loss.jsonl"), filepath.Join(cl.dir, "loss.stop")
-	id := p.submit(cl.spec(t, "loss", "a100", gpuRange(1, 2), progress, stop))
-	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
+// startTwoHostJob submits name, an a100 job of 1 to 2 GPUs, and waits until
+// it runs on both a100 hosts at world size 2. It returns the job, its
+// progress and stop files, the victim (the a100 host that does not run the
+// launcher) and the launcher's PID.
+func startTwoHostJob(t *testing.T, cl *clusterLab, p *plannerProc, name string) (id string, j *structs.Job, progress, stop, victim, pid string) {
+	t.Helper()
+	progress, stop = filepath.Join(cl.dir, name+".jsonl"), filepath.Join(cl.dir, name+".stop")
+	id = p.submit(cl.spec(t, name, "a100", gpuRange(1, 2), progress, stop))
+	j = p.waitState(id, structs.JobRunning, 2*time.Minute)
 	waitUntil(t, 2*time.Minute, func() error {
 		if h := cl.hostsOf(p.job(id)); len(h) != 2 {
 			return fmt.Errorf("job on %v, want node2 and node3", h)
@@ -301,12 +301,20 @@ func testNodeLoss(t *testing.T, cl *clusterLab) {
 		return nil
 	})
 	waitWorldSize(t, progress, 2, 4*time.Minute)
-	// The victim is the a100 host that does not run the launcher.
-	victim := "node3"
+	victim = "node3"
 	if cl.launcherHost(t, j.NomadJobID) == "node3" {
 		victim = "node2"
 	}
-	pid := readLauncherPID(t, launcherAlloc(t, cl, j.NomadJobID))
+	return id, j, progress, stop, victim, readLauncherPID(t, launcherAlloc(t, cl, j.NomadJobID))
+}
+
+// Node loss: one host of a two-host job goes down (link cut, every process
+// on it killed); training goes on on the other host with the same
+// launcher, job status and the events say which node went; when the host
+// comes back, the job grows onto it again.
+func testNodeLoss(t *testing.T, cl *clusterLab) {
+	p := cl.planner(t)
+	id, j, progress, stop, victim, pid := startTwoHostJob(t, cl, p, "loss")
 	before := len(readProgress(t, progress))
 
 	lost := time.Now()
@@ -515,21 +523,7 @@ func testPlannerFailover(t *testing.T, cl *clusterLab) {
 // the drain is lifted the job grows onto the host again.
 func testDrain(t *testing.T, cl *clusterLab) {
 	p := cl.planner(t)
-	progress, stop := filepath.Join(cl.dir, "drain.jsonl"), filepath.Join(cl.dir, "drain.stop")
-	id := p.submit(cl.spec(t, "drain", "a100", gpuRange(1, 2), progress, stop))
-	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
-	waitUntil(t, 2*time.Minute, func() error {
-		if h := cl.hostsOf(p.job(id)); len(h) != 2 {
-			return fmt.Errorf("job on %v, want node2 and node3", h)
-		}
-		return nil
-	})
-	waitWorldSize(t, progress, 2, 4*time.Minute)
-	victim := "node3"
-	if cl.launcherHost(t, j.NomadJobID) == "node3" {
-		victim = "node2"
-	}
-	pid := readLauncherPID(t, launcherAlloc(t, cl, j.NomadJobID))
+	id, j, progress, stop, victim, pid := startTwoHostJob(t, cl, p, "drain")
 	nodeID := cl.nodeIDs[victim]
 	_, err := cl.nomad.Nodes().UpdateDrain(nodeID, &nomadapi.DrainSpec{Deadline: time.Hour}, false, nil)
 	must.NoError(t, err)
