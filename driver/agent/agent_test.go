@@ -25,6 +25,12 @@ func serve(t *testing.T, srv *Server) (*Server, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must.NoError(t, err)
+	return srv, serveOn(t, srv, l)
+}
+
+// serveOn runs srv on l until the test ends and returns l's address.
+func serveOn(t *testing.T, srv *Server, l net.Listener) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -35,7 +41,7 @@ func serve(t *testing.T, srv *Server) (*Server, string) {
 		cancel()
 		<-done
 	})
-	return srv, l.Addr().String()
+	return l.Addr().String()
 }
 
 func TestRun_StreamsOutputAndExitCode(t *testing.T) {

@@ -77,19 +77,9 @@ func TestServe_BoundsUnauthenticatedRead(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	must.NoError(t, err)
 	l := &countingListener{Listener: inner}
-	srv := &Server{Token: "tok", Dir: t.TempDir(), Logger: hclog.NewNullLogger()}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ctx, l)
-	}()
-	defer func() {
-		cancel()
-		<-served
-	}()
+	addr := serveOn(t, &Server{Token: "tok", Dir: t.TempDir(), Logger: hclog.NewNullLogger()}, l)
 
-	conn, err := net.Dial("tcp", l.Addr().String())
+	conn, err := net.Dial("tcp", addr)
 	must.NoError(t, err)
 	defer conn.Close()
 	// 16 MiB without a newline, as fast as the agent takes it.
@@ -113,20 +103,8 @@ func TestServe_BoundsUnauthenticatedRead(t *testing.T) {
 // A peer that connects and says nothing is cut off after the handshake
 // timeout.
 func TestServe_HandshakeDeadline(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must.NoError(t, err)
-	srv := &Server{Token: "tok", Dir: t.TempDir(), Logger: hclog.NewNullLogger(), HandshakeTimeout: 300 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ctx, l)
-	}()
-	defer func() {
-		cancel()
-		<-served
-	}()
-	conn, err := net.Dial("tcp", l.Addr().String())
+	_, addr := serve(t, &Server{Token: "tok", Dir: t.TempDir(), Logger: hclog.NewNullLogger(), HandshakeTimeout: 300 * time.Millisecond})
+	conn, err := net.Dial("tcp", addr)
 	must.NoError(t, err)
 	defer conn.Close()
 	start := time.Now()
