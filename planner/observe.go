@@ -21,8 +21,6 @@ type Metrics interface {
 	// Change: the executor applied (or failed to apply) a change of kind
 	// in d (grow and shrink include the drain of workers).
 	Change(kind policy.ChangeKind, d time.Duration, failed bool)
-	// Delivery: a model delivery of tier ended, delivered or not.
-	Delivery(tier string, delivered bool)
 	// ProgressReports: n progress reports were recorded.
 	ProgressReports(n int)
 }
@@ -36,7 +34,6 @@ type noMetrics struct{}
 
 func (noMetrics) Round(time.Duration, time.Duration, bool)      {}
 func (noMetrics) Change(policy.ChangeKind, time.Duration, bool) {}
-func (noMetrics) Delivery(string, bool)                         {}
 func (noMetrics) ProgressReports(int)                           {}
 func (p *Planner) metrics() Metrics {
 	if p.Metrics == nil {

@@ -58,6 +58,17 @@ type Executor interface {
 	Outcome(ctx context.Context, job *structs.Job) (Outcome, error)
 }
 
+// Deliverer delivers a job's models once its progress reaches a target
+// tier (planner/delivery): the planner checks a jobspec with it and
+// nudges it, and knows nothing of copies and webhooks.
+type Deliverer interface {
+	// CheckSpec refuses (an *api.InputError) a jobspec whose delivery
+	// directory or webhook it would not serve.
+	CheckSpec(spec *jobspec.Spec) error
+	// Notify says that job id has delivery work; it must not block.
+	Notify(id string)
+}
+
 // Outcome is the Nomad side of a job the planner started.
 type Outcome struct {
 	Done     bool
@@ -74,16 +85,16 @@ type Planner struct {
 	Logger   hclog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Delivery says where models reaching the jobs' tier1 and goal are
-	// delivered, and which webhook hears of it (RunDeliveries).
-	Delivery DeliveryOptions
+	// Delivery delivers the models of jobs reaching their tier1 and goal
+	// (planner/delivery); nil: none are delivered, and jobspecs are not
+	// checked for it (a deliverer checks them again before it delivers).
+	Delivery Deliverer
 	// Events takes the stream's events (planner/events); nil: none.
 	Events Publisher
 	// Metrics records timings and counts (planner/metrics); nil: none.
 	Metrics Metrics
 
-	delivery deliveryWorker
-	obs      observer
+	obs observer
 
 	kickOnce sync.Once
 	kick     chan struct{}
@@ -151,8 +162,10 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 			return nil, false, fmt.Errorf("failed to look up the idempotency key: %w", err)
 		}
 	}
-	if err := p.Delivery.checkSpec(spec); err != nil {
-		return nil, false, err
+	if p.Delivery != nil {
+		if err := p.Delivery.CheckSpec(spec); err != nil {
+			return nil, false, err
+		}
 	}
 	nodes, err := p.Cluster.Nodes(ctx)
 	if err != nil {
@@ -374,6 +387,12 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 // (store.ErrConflict) with another writer of the same record.
 const updateAttempts = 5
 
+// Update is update, for the planner's other writers of a record
+// (planner/delivery).
+func (p *Planner) Update(ctx context.Context, j *structs.Job, mutate func(*structs.Job) error) error {
+	return p.update(ctx, j, mutate)
+}
+
 // update applies mutate to a copy of j and stores it. The round, Stop and
 // progress reports write the same records: when the stored record has
 // moved on since j was read (store.ErrConflict), update reads it again,
@@ -408,7 +427,7 @@ func (p *Planner) update(ctx context.Context, j *structs.Job, mutate func(*struc
 // any planner sharing the store takes it. A batch the record refuses (too
 // many metric names) is an *api.InputError. A report that takes the
 // target metric to tier1 or goal records a delivery; the model is copied
-// later, by RunDeliveries, which this nudges (it never waits for it).
+// later, by the Deliverer, which this nudges (it never waits for it).
 func (p *Planner) ReportProgress(ctx context.Context, id string, reports []structs.ProgressReport) error {
 	j, err := p.Store.GetJob(ctx, id)
 	if err != nil {
@@ -425,8 +444,8 @@ func (p *Planner) ReportProgress(ctx context.Context, id string, reports []struc
 	if err == nil {
 		p.metrics().ProgressReports(len(reports))
 	}
-	if err == nil && j.HasDeliveryWork() {
-		p.nudgeDeliveries(j.ID)
+	if err == nil && p.Delivery != nil && j.HasDeliveryWork() {
+		p.Delivery.Notify(j.ID)
 	}
 	return err
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/cluster"
 	"github.com/schedulearn/schedulearn/planner/config"
+	"github.com/schedulearn/schedulearn/planner/delivery"
 	"github.com/schedulearn/schedulearn/planner/events"
 	"github.com/schedulearn/schedulearn/planner/executor"
 	"github.com/schedulearn/schedulearn/planner/metrics"
@@ -54,6 +55,7 @@ type Agent struct {
 	leader  store.Leadership
 	consul  *consulapi.Client
 	planner *planner.Planner
+	deliver *delivery.Worker
 	exec    *executor.Nomad
 	server  *http.Server
 	addr    string // the API's listen address, once listening
@@ -140,7 +142,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Drainer: rescale.JobDrainer{Rescaler: &rescale.Rescaler{Client: nomad}, Namespace: cfg.Nomad.Namespace},
 		// PlannerAddress is set by Run, once the API listens.
 		Options: executor.Options{Namespace: cfg.Nomad.Namespace, NetworkInterface: cfg.NetworkInterface, Token: cfg.Token}}
-	delivery, err := deliveryOptions(cfg)
+	deliveryOpts, err := deliveryOptions(cfg)
 	if err != nil {
 		a.store.Close()
 		host.Close()
@@ -152,10 +154,14 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Executor: a.exec,
 		Policies: host,
 		Logger:   logger.Named("planner"),
-		Delivery: delivery,
 		Events:   a.events,
 		Metrics:  rec,
 	}
+	// The planner nudges the delivery worker; the worker writes its
+	// outcomes through the planner, as every writer of a record does.
+	a.deliver = &delivery.Worker{Store: a.store, Records: a.planner, Options: deliveryOpts,
+		Logger: logger.Named("delivery"), Metrics: rec}
+	a.planner.Delivery = a.deliver
 	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, ReadToken: cfg.ReadToken,
 		AllowedHosts: cfg.APIHosts(os.Hostname), Logger: logger.Named("api"),
 		Observe: api.Observability{Metrics: rec.Handler(), Events: a.events, Waits: a.planner.Waits, UI: ui.Handler()}})
@@ -169,14 +175,14 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 // deliveryOptions are the planner's model delivery settings from cfg: the
 // delivery directory made absolute (it is recorded in the jobs), and the
 // webhook.
-func deliveryOptions(cfg *config.Config) (planner.DeliveryOptions, error) {
+func deliveryOptions(cfg *config.Config) (delivery.Options, error) {
 	dir, err := filepath.Abs(cfg.DeliveryPath())
 	if err != nil {
-		return planner.DeliveryOptions{}, fmt.Errorf("failed to resolve delivery_dir: %w", err)
+		return delivery.Options{}, fmt.Errorf("failed to resolve delivery_dir: %w", err)
 	}
-	opts := planner.DeliveryOptions{Dir: dir, CheckpointDirs: cfg.CheckpointDirs, Roots: cfg.DeliveryRoots, WebhookHosts: cfg.WebhookHosts}
+	opts := delivery.Options{Dir: dir, CheckpointDirs: cfg.CheckpointDirs, Roots: cfg.DeliveryRoots, WebhookHosts: cfg.WebhookHosts}
 	if w := cfg.Webhook; w != nil {
-		opts.Webhook = &planner.Webhook{URL: w.URL, Headers: w.Headers, Timeout: w.TimeoutDuration, Attempts: w.MaxAttempts()}
+		opts.Webhook = &delivery.Webhook{URL: w.URL, Headers: w.Headers, Timeout: w.TimeoutDuration, Attempts: w.MaxAttempts()}
 	}
 	return opts, nil
 }
@@ -294,7 +300,7 @@ func (a *Agent) lead(ctx context.Context) {
 		deliveriesDone := make(chan struct{})
 		go func() {
 			defer close(deliveriesDone)
-			a.planner.RunDeliveries(roundCtx, deliveryScan)
+			a.deliver.Run(roundCtx, deliveryScan)
 		}()
 		a.planner.Run(roundCtx, a.cfg.Round)
 		cancel()

@@ -9,8 +9,8 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/hcldiag"
-	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/config"
+	"github.com/schedulearn/schedulearn/planner/delivery"
 )
 
 // The training tasks get the configured address, or the one the API
@@ -52,7 +52,7 @@ webhook {
 	wd, err := os.Getwd()
 	must.NoError(t, err)
 	must.Eq(t, filepath.Join(wd, "lab-data", "deliveries"), opts.Dir)
-	must.Eq(t, &planner.Webhook{URL: "https://hooks.example/models", Headers: map[string]string{"Authorization": "Bearer x"},
+	must.Eq(t, &delivery.Webhook{URL: "https://hooks.example/models", Headers: map[string]string{"Authorization": "Bearer x"},
 		Timeout: 3 * time.Second, Attempts: 2}, opts.Webhook)
 
 	must.SliceEmpty(t, opts.CheckpointDirs, must.Sprint("none by default: delivery of files is off"))

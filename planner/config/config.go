@@ -156,7 +156,7 @@ type TLS struct {
 }
 
 // Webhook is told of every delivered model: a POST of a JSON body (see
-// planner.WebhookBody) with Headers, retried with backoff.
+// delivery.WebhookBody) with Headers, retried with backoff.
 type Webhook struct {
 	URL     string            `hcl:"url"`
 	Headers map[string]string `hcl:"headers,optional"`

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package planner
+package delivery
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package planner
+package delivery
 
 import (
 	"context"
@@ -38,8 +38,8 @@ func TestWebhook_JobHostsAllowed(t *testing.T) {
 		{"case and a trailing dot", []string{"Hooks.Example"}, "https://hooks.example./x", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, _, _, now := newPlanner(t, "fifo", node("n1", 8))
-			p.Delivery = DeliveryOptions{Dir: t.TempDir(), WebhookHosts: tc.allowed}
+			p, _, w, now := newPlanner(t, "fifo", node("n1", 8))
+			w.Options = Options{Dir: t.TempDir(), WebhookHosts: tc.allowed}
 			*now = now.Add(time.Second)
 			_, _, err := p.Submit(context.Background(), deliverySpec(t, "w", fmt.Sprintf("metric = \"accuracy\"\ngoal = 0.9\nwebhook = %q", tc.url)), "", nil)
 			if tc.err == "" {
@@ -63,11 +63,11 @@ func TestWebhook_NoRedirectsNoLongerAllowed(t *testing.T) {
 		http.Redirect(w, r, inner.URL, http.StatusTemporaryRedirect)
 	}))
 	t.Cleanup(redirect.Close)
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: tmpRoots, RetryDelay: time.Millisecond,
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
+	w.Options = Options{Dir: t.TempDir(), CheckpointDirs: tmpRoots, RetryDelay: time.Millisecond,
 		WebhookHosts: []string{hostOf(t, redirect.URL), hostOf(t, inner.URL)}}
 	j := submit(t, p, now, deliverySpec(t, "r", fmt.Sprintf("metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.5\nwebhook = %q", redirect.URL)))
-	runDeliveries(t, p)
+	runDeliveries(t, w)
 	file := filepath.Join(t.TempDir(), "m.pt")
 	must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.6), checkpoint(10, file)}))
@@ -76,7 +76,7 @@ func TestWebhook_NoRedirectsNoLongerAllowed(t *testing.T) {
 	must.Eq(t, hostOf(t, redirect.URL)+": HTTP 307 Temporary Redirect (attempt 1 of 4)", d.WebhookError)
 	must.Eq(t, 0, inner.callCount(), must.Sprint("the redirect was not followed"))
 
-	p.Delivery.WebhookHosts = nil // the operator took the host off the list
+	w.Options.WebhookHosts = nil // the operator took the host off the list
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(20, "accuracy", 0.95), checkpoint(20, file)}))
 	d = waitDelivery(t, st, j.ID, structs.TierGoal, settled).Delivery(structs.TierGoal)
 	must.Eq(t, structs.DeliveryDone, d.State)

@@ -1,4 +1,4 @@
-package planner
+package delivery
 
 // Reading a checkpoint safely. A job chooses the path it reports, so the
 // planner must copy only what lies under its checkpoint_dirs, and a path
@@ -50,16 +50,6 @@ func checkpointLocation(roots []string, path string) (root, rel string, err erro
 		}
 	}
 	return "", "", fmt.Errorf("checkpoint %s is not in the planner's checkpoint_dirs (%s)", path, strings.Join(roots, ", "))
-}
-
-// beneath reports path relative to dir, when it lies under dir
-// (lexically: both clean and absolute).
-func beneath(dir, path string) (string, bool) {
-	rel, err := filepath.Rel(dir, path)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
-	}
-	return rel, true
 }
 
 // openDirBeneath opens directory rel under root (O_PATH) without

@@ -1,4 +1,4 @@
-package planner
+package delivery
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/shoenig/test/must"
 	"golang.org/x/sys/unix"
 
+	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -104,15 +105,15 @@ func (h *hookServer) callCount() int {
 	return h.calls
 }
 
-// runDeliveries runs p's delivery loop until the test ends or the
+// runDeliveries runs w's delivery loop until the test ends or the
 // returned stop is called (which waits for it to return).
-func runDeliveries(t *testing.T, p *Planner) (stop func()) {
+func runDeliveries(t *testing.T, w *Worker) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.RunDeliveries(ctx, 50*time.Millisecond)
+		w.Run(ctx, 50*time.Millisecond)
 	}()
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); <-done }) }
@@ -121,7 +122,7 @@ func runDeliveries(t *testing.T, p *Planner) (stop func()) {
 }
 
 // waitDelivery waits until job id's delivery of tier satisfies ok.
-func waitDelivery(t *testing.T, st *memStore, id, tier string, ok func(d *structs.Delivery) bool) *structs.Job {
+func waitDelivery(t *testing.T, st *testStore, id, tier string, ok func(d *structs.Delivery) bool) *structs.Job {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -165,14 +166,14 @@ func readFile(t *testing.T, path string) string {
 // and to the job's.
 func TestDelivery_Tier1ThenGoal(t *testing.T) {
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
 	planned, own := newHookServer(t), newHookServer(t)
 	deliveries, ckpts := t.TempDir(), t.TempDir()
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), RetryDelay: time.Millisecond, Roots: []string{deliveries},
+	w.Options = Options{Dir: t.TempDir(), RetryDelay: time.Millisecond, Roots: []string{deliveries},
 		CheckpointDirs: []string{ckpts}, WebhookHosts: []string{hostOf(t, own.URL)},
 		Webhook: &Webhook{URL: planned.URL + "/hook?token=s3cret", Headers: map[string]string{"Authorization": "Bearer s3cret"}}}
 	j := submit(t, p, now, deliverySpec(t, "a", fmt.Sprintf("metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.8\ndelivery = %q\nwebhook = %q", deliveries, own.URL)))
-	runDeliveries(t, p)
+	runDeliveries(t, w)
 
 	file := filepath.Join(ckpts, "model.pt")
 	must.NoError(t, os.WriteFile(file, []byte("weights at 120"), 0o644))
@@ -197,7 +198,7 @@ func TestDelivery_Tier1ThenGoal(t *testing.T) {
 	// Above tier1 again, with new checkpoints: nothing new is delivered.
 	must.NoError(t, os.WriteFile(file, []byte("weights at 140"), 0o644))
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(140, "accuracy", 0.85), checkpoint(140, file)}))
-	p.scanDeliveries(ctx)
+	w.scan(ctx)
 	time.Sleep(100 * time.Millisecond)
 	rec = state(t, st, j.ID)
 	must.Len(t, 1, rec.Deliveries)
@@ -230,11 +231,11 @@ func TestDelivery_Tier1ThenGoal(t *testing.T) {
 // the planner writes is its own: directories 0700, files 0600.
 func TestDelivery_Directory(t *testing.T) {
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
 	ckpts := t.TempDir()
-	p.Delivery = DeliveryOptions{Dir: filepath.Join(t.TempDir(), "deliveries"), CheckpointDirs: []string{ckpts}}
+	w.Options = Options{Dir: filepath.Join(t.TempDir(), "deliveries"), CheckpointDirs: []string{ckpts}}
 	j := submit(t, p, now, deliverySpec(t, "d", "metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.8"))
-	runDeliveries(t, p)
+	runDeliveries(t, w)
 
 	src := filepath.Join(ckpts, "step-120")
 	must.NoError(t, os.MkdirAll(filepath.Join(src, "shards"), 0o755))
@@ -246,16 +247,16 @@ func TestDelivery_Directory(t *testing.T) {
 	rec := waitDelivery(t, st, j.ID, structs.TierOne, settled)
 	d := rec.Delivery(structs.TierOne)
 	must.Eq(t, structs.DeliveryDone, d.State, must.Sprint(d.Error))
-	loc := filepath.Join(p.Delivery.Dir, j.ID, "tier1", "step-120")
+	loc := filepath.Join(w.Options.Dir, j.ID, "tier1", "step-120")
 	must.Eq(t, loc, d.Location)
 	must.Eq(t, "", d.Webhook, must.Sprint("no webhook to tell"))
 	must.Eq(t, `{"layers": 2}`, readFile(t, filepath.Join(loc, "config.json")))
 	must.Eq(t, "shard 0", readFile(t, filepath.Join(loc, "shards", "0.bin")))
 	must.Eq(t, "shard 1", readFile(t, filepath.Join(loc, "shards", "1.bin")))
-	entries, err := os.ReadDir(filepath.Join(p.Delivery.Dir, j.ID))
+	entries, err := os.ReadDir(filepath.Join(w.Options.Dir, j.ID))
 	must.NoError(t, err)
 	must.Len(t, 1, entries, must.Sprint("no temporary directory left"))
-	for _, path := range []string{filepath.Join(p.Delivery.Dir, j.ID), filepath.Join(p.Delivery.Dir, j.ID, "tier1"), loc, filepath.Join(loc, "shards")} {
+	for _, path := range []string{filepath.Join(w.Options.Dir, j.ID), filepath.Join(w.Options.Dir, j.ID, "tier1"), loc, filepath.Join(loc, "shards")} {
 		mustMode(t, path, fs.ModeDir|0o700)
 	}
 	for _, path := range []string{filepath.Join(loc, "config.json"), filepath.Join(loc, "shards", "1.bin")} {
@@ -285,10 +286,10 @@ var tmpRoots = []string{os.TempDir()}
 // jumps past both delivers both, from the same checkpoint.
 func TestDelivery_LowerIsBetter(t *testing.T) {
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: tmpRoots}
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
+	w.Options = Options{Dir: t.TempDir(), CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "l", "metric = \"loss\"\ndirection = \"min\"\ngoal = 0.1\ntier1 = 0.5"))
-	runDeliveries(t, p)
+	runDeliveries(t, w)
 	file := filepath.Join(t.TempDir(), "ckpt.pt")
 	must.NoError(t, os.WriteFile(file, []byte("low loss"), 0o644))
 
@@ -325,10 +326,10 @@ func sortedByTier(msgs []string) []string {
 // delivered.
 func TestDelivery_CheckpointAfterCrossing(t *testing.T) {
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: tmpRoots}
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
+	w.Options = Options{Dir: t.TempDir(), CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "w", "metric = \"accuracy\"\ngoal = 0.95\ntier1 = 0.8"))
-	runDeliveries(t, p)
+	runDeliveries(t, w)
 	dir := t.TempDir()
 	old, later := filepath.Join(dir, "step-100.pt"), filepath.Join(dir, "step-130.pt")
 	must.NoError(t, os.WriteFile(old, []byte("100"), 0o644))
@@ -347,7 +348,7 @@ func TestDelivery_CheckpointAfterCrossing(t *testing.T) {
 	must.Eq(t, int64(120), d.Step)
 	must.Eq(t, int64(130), d.CheckpointStep)
 	must.Eq(t, "130", readFile(t, d.Location))
-	must.Eq(t, filepath.Join(p.Delivery.Dir, j.ID, "tier1", "step-130.pt"), d.Location)
+	must.Eq(t, filepath.Join(w.Options.Dir, j.ID, "tier1", "step-130.pt"), d.Location)
 }
 
 // A checkpoint the planner cannot read (training elsewhere, no shared
@@ -356,11 +357,11 @@ func TestDelivery_CheckpointAfterCrossing(t *testing.T) {
 // taken, and training goes on to the goal.
 func TestDelivery_UnreadableCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
 	hook := newHookServer(t)
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL}, CheckpointDirs: []string{"/nonexistent"}}
+	w.Options = Options{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL}, CheckpointDirs: []string{"/nonexistent"}}
 	j := submit(t, p, now, deliverySpec(t, "u", "metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.8"))
-	runDeliveries(t, p)
+	runDeliveries(t, w)
 
 	missing := "/nonexistent/worker-7/alloc/model.pt"
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(50, "accuracy", 0.85), checkpoint(50, missing)}))
@@ -392,13 +393,13 @@ func TestDelivery_WebhookDown(t *testing.T) {
 	}{{http.StatusServiceUnavailable, 3}, {http.StatusBadRequest, 1}} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			ctx := context.Background()
-			p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+			p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
 			hook := newHookServer(t)
 			hook.status = tc.status
-			p.Delivery = DeliveryOptions{Dir: t.TempDir(), RetryDelay: time.Millisecond, CheckpointDirs: tmpRoots,
+			w.Options = Options{Dir: t.TempDir(), RetryDelay: time.Millisecond, CheckpointDirs: tmpRoots,
 				Webhook: &Webhook{URL: hook.URL + "/x?key=s3cret", Attempts: 3, Timeout: time.Second}}
 			j := submit(t, p, now, deliverySpec(t, "h", "metric = \"accuracy\"\ngoal = 0.9"))
-			runDeliveries(t, p)
+			runDeliveries(t, w)
 			file := filepath.Join(t.TempDir(), "m.pt")
 			must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
 
@@ -417,12 +418,12 @@ func TestDelivery_WebhookDown(t *testing.T) {
 
 	// Nothing listening at all.
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), RetryDelay: time.Millisecond, Webhook: &Webhook{URL: gone.URL, Attempts: 2}, CheckpointDirs: tmpRoots}
+	w.Options = Options{Dir: t.TempDir(), RetryDelay: time.Millisecond, Webhook: &Webhook{URL: gone.URL, Attempts: 2}, CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "g", "metric = \"accuracy\"\ngoal = 0.9"))
-	runDeliveries(t, p)
+	runDeliveries(t, w)
 	file := filepath.Join(t.TempDir(), "m.pt")
 	must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.95), checkpoint(10, file)}))
@@ -439,12 +440,12 @@ func TestDelivery_WebhookDown(t *testing.T) {
 // when it answers.
 func TestDelivery_SlowWebhookDoesNotHoldTheReport(t *testing.T) {
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
 	hook := newHookServer(t)
 	hook.block = make(chan struct{})
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL, Timeout: time.Minute}, CheckpointDirs: tmpRoots}
+	w.Options = Options{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL, Timeout: time.Minute}, CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "s", "metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.5"))
-	runDeliveries(t, p)
+	runDeliveries(t, w)
 	file := filepath.Join(t.TempDir(), "m.pt")
 	must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
 
@@ -479,10 +480,10 @@ func TestDelivery_SlowWebhookDoesNotHoldTheReport(t *testing.T) {
 // by the next planner on the same store when its delivery loop starts.
 func TestDelivery_ResumedByNextPlanner(t *testing.T) {
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
 	hook := newHookServer(t)
 	hook.block = make(chan struct{})
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL, Timeout: time.Minute}, CheckpointDirs: tmpRoots}
+	w.Options = Options{Dir: t.TempDir(), Webhook: &Webhook{URL: hook.URL, Timeout: time.Minute}, CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "r", "metric = \"accuracy\"\ngoal = 0.9\ntier1 = 0.5"))
 	file := filepath.Join(t.TempDir(), "m.pt")
 	must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
@@ -492,7 +493,7 @@ func TestDelivery_ResumedByNextPlanner(t *testing.T) {
 	must.Eq(t, structs.DeliveryPending, state(t, st, j.ID).Delivery(structs.TierOne).State)
 
 	// The loop starts, copies, and is stopped while the webhook hangs.
-	stop := runDeliveries(t, p)
+	stop := runDeliveries(t, w)
 	waitDelivery(t, st, j.ID, structs.TierOne, func(d *structs.Delivery) bool { return d.State == structs.DeliveryDone })
 	waitFor(t, func() bool { return hook.callCount() == 1 })
 	// And the goal is reached meanwhile, its checkpoint to come.
@@ -506,8 +507,10 @@ func TestDelivery_ResumedByNextPlanner(t *testing.T) {
 	// The next planner, on the same store, finishes both.
 	waitFor(t, func() bool { hook.mu.Lock(); defer hook.mu.Unlock(); return hook.abandoned == 1 })
 	close(hook.block)
-	next := &Planner{Store: st, Cluster: p.Cluster, Executor: p.Executor, Policies: p.Policies, Logger: p.Logger, Now: p.Now, Delivery: p.Delivery}
-	runDeliveries(t, next)
+	next := &planner.Planner{Store: st, Cluster: p.Cluster, Executor: p.Executor, Policies: p.Policies, Logger: p.Logger, Now: p.Now}
+	nextWorker := &Worker{Store: st, Records: next, Options: w.Options, Logger: w.Logger, Now: w.Now}
+	next.Delivery = nextWorker
+	runDeliveries(t, nextWorker)
 	waitDelivery(t, st, j.ID, structs.TierOne, settled)
 	rec = waitDelivery(t, st, j.ID, structs.TierGoal, settled)
 	must.Eq(t, structs.WebhookSent, rec.Delivery(structs.TierOne).Webhook)
@@ -525,10 +528,10 @@ func TestDelivery_ResumedByNextPlanner(t *testing.T) {
 // delivery fails and says what to set.
 func TestDelivery_NoDirectory(t *testing.T) {
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{CheckpointDirs: tmpRoots}
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
+	w.Options = Options{CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "n", "metric = \"accuracy\"\ngoal = 0.9"))
-	runDeliveries(t, p)
+	runDeliveries(t, w)
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.95), checkpoint(10, "/tmp/x.pt")}))
 	d := waitDelivery(t, st, j.ID, structs.TierGoal, settled).Delivery(structs.TierGoal)
 	must.Eq(t, structs.DeliveryFailed, d.State)
@@ -538,8 +541,8 @@ func TestDelivery_NoDirectory(t *testing.T) {
 // The delivery's outcome survives a race with a progress report.
 func TestDelivery_RecordRetriesConflicts(t *testing.T) {
 	ctx := context.Background()
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: tmpRoots}
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
+	w.Options = Options{Dir: t.TempDir(), CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "c", "metric = \"accuracy\"\ngoal = 0.9"))
 	file := filepath.Join(t.TempDir(), "m.pt")
 	must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
@@ -547,7 +550,7 @@ func TestDelivery_RecordRetriesConflicts(t *testing.T) {
 	st.mu.Lock()
 	st.conflicts = updateAttempts - 1
 	st.mu.Unlock()
-	p.deliver(ctx, j.ID, structs.TierGoal)
+	w.deliver(ctx, j.ID, structs.TierGoal)
 	rec := state(t, st, j.ID)
 	must.Eq(t, structs.DeliveryDone, rec.Delivery(structs.TierGoal).State)
 	must.Eq(t, int64(10), rec.Progress.Step)
@@ -608,10 +611,10 @@ func TestDelivery_CheckpointDirs(t *testing.T) {
 		{"inside", []string{allowed}, good, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-			p.Delivery = DeliveryOptions{Dir: t.TempDir(), CheckpointDirs: tc.roots}
+			p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
+			w.Options = Options{Dir: t.TempDir(), CheckpointDirs: tc.roots}
 			j := submit(t, p, now, deliverySpec(t, "c", "metric = \"accuracy\"\ngoal = 0.9"))
-			runDeliveries(t, p)
+			runDeliveries(t, w)
 			must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.95), checkpoint(10, tc.src)}))
 			rec := waitDelivery(t, st, j.ID, structs.TierGoal, settled)
 			d := rec.Delivery(structs.TierGoal)
@@ -623,7 +626,7 @@ func TestDelivery_CheckpointDirs(t *testing.T) {
 				must.Len(t, 1, warnings)
 				must.StrContains(t, warnings[0], "goal model (accuracy 0.95 at step 10) not delivered: ")
 				must.StrContains(t, warnings[0], tc.err)
-				entries, _ := os.ReadDir(filepath.Join(p.Delivery.Dir, j.ID))
+				entries, _ := os.ReadDir(filepath.Join(w.Options.Dir, j.ID))
 				must.Len(t, 0, entries, must.Sprint("nothing left in the delivery directory"))
 				return
 			}
@@ -649,8 +652,8 @@ func TestDelivery_TargetDirectoryUnderRoots(t *testing.T) {
 		{"dot-dot out of a root", roots + "/../" + filepath.Base(elsewhere), "is not under the planner's delivery_dir or delivery_roots"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, _, _, now := newPlanner(t, "fifo", node("n1", 8))
-			p.Delivery = DeliveryOptions{Dir: t.TempDir(), Roots: []string{roots}, CheckpointDirs: tmpRoots}
+			p, _, w, now := newPlanner(t, "fifo", node("n1", 8))
+			w.Options = Options{Dir: t.TempDir(), Roots: []string{roots}, CheckpointDirs: tmpRoots}
 			target := "metric = \"accuracy\"\ngoal = 0.9"
 			if tc.dir != "" {
 				target += fmt.Sprintf("\ndelivery = %q", tc.dir)
@@ -666,11 +669,11 @@ func TestDelivery_TargetDirectoryUnderRoots(t *testing.T) {
 	}
 
 	// Stored when the roots allowed it; delivered after they changed.
-	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
-	p.Delivery = DeliveryOptions{Dir: t.TempDir(), Roots: []string{elsewhere}, CheckpointDirs: tmpRoots}
+	p, st, w, now := newPlanner(t, "fifo", node("n1", 8))
+	w.Options = Options{Dir: t.TempDir(), Roots: []string{elsewhere}, CheckpointDirs: tmpRoots}
 	j := submit(t, p, now, deliverySpec(t, "t", fmt.Sprintf("metric = \"accuracy\"\ngoal = 0.9\ndelivery = %q", elsewhere)))
-	p.Delivery.Roots = nil
-	runDeliveries(t, p)
+	w.Options.Roots = nil
+	runDeliveries(t, w)
 	file := filepath.Join(t.TempDir(), "m.pt")
 	must.NoError(t, os.WriteFile(file, []byte("m"), 0o644))
 	must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{metric(10, "accuracy", 0.95), checkpoint(10, file)}))

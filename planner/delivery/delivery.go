@@ -1,21 +1,23 @@
-package planner
-
-// Two-tier model delivery. When a job's target metric first reaches the
-// target's tier1, and again when it reaches goal, the progress report that
-// says so records a Delivery in the job (structs.Job.AddProgress), with
-// the checkpoint the training reported at or after that step (or, until
-// one comes, waiting for it). The planner then copies the checkpoint to
-// <target delivery, or the planner's delivery_dir>/<job-id>/<tier>/,
-// records the outcome and tells the webhooks. None of that happens in the
-// progress request or in a round: RunDeliveries does it, one goroutine
-// per delivery (at most maxConcurrentDeliveries at a time), and writes the
-// outcome through update, like every other writer of the record.
+// Package delivery is two-tier model delivery (TRADL): when a job's
+// target metric first reaches the target's tier1, and again when it
+// reaches goal, the progress report that says so records a Delivery in the
+// job (structs.Job.AddProgress), with the checkpoint the training
+// reported at or after that step (or, until one comes, waiting for it).
+// The Worker then copies the checkpoint to <target delivery, or the
+// delivery directory>/<job-id>/<tier>/, records the outcome and tells the
+// webhooks. None of that happens in the progress request or in a
+// scheduling round: the planner only nudges the Worker (Notify), whose Run
+// does the work, one goroutine per delivery (at most
+// maxConcurrentDeliveries at a time), and writes the outcome through the
+// planner's own record writes (Records), like every other writer of the
+// record.
 //
-// A delivery is recorded pending until it is done, so a planner that
-// stops halfway leaves it pending, and the next one (RunDeliveries scans
-// the store when it starts, and every scan interval) does it again: the
-// copy replaces what a half-done one left, and a webhook may then be told
-// twice (at least once, not exactly once).
+// A delivery is recorded pending until it is done, so a worker that stops
+// halfway leaves it pending, and the next one (Run scans the store when it
+// starts, and every scan interval) does it again: the copy replaces what
+// a half-done one left, and a webhook may then be told twice (at least
+// once, not exactly once).
+package delivery
 
 import (
 	"context"
@@ -30,11 +32,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
-// DeliveryOptions say where the planner delivers models and whom it tells.
-type DeliveryOptions struct {
+// Options say where the Worker delivers models and whom it tells.
+type Options struct {
 	// Dir is where a job's models go when its target names no delivery
 	// directory: <Dir>/<job-id>/<tier>/ (an absolute path). Empty: those
 	// deliveries fail.
@@ -69,7 +74,7 @@ type Webhook struct {
 	Timeout  time.Duration
 	Attempts int
 	// Job is true for a job's own webhook, sent only to a host
-	// DeliveryOptions.WebhookHosts allows.
+	// Options.WebhookHosts allows.
 	Job bool
 }
 
@@ -95,9 +100,36 @@ const (
 	recordTimeout = 10 * time.Second
 )
 
-// deliveryWorker is the Planner's delivery state: which deliveries run in
-// this process, and the job IDs that ReportProgress says have work.
-type deliveryWorker struct {
+// Records writes a job's record: mutate is applied to the stored record
+// (read again and applied again when another writer won a race,
+// store.ErrConflict), and on success j is the record as stored. The
+// planner is one (planner.Planner.Update), so a delivery's outcome is
+// written and published like any other change of the record.
+type Records interface {
+	Update(ctx context.Context, j *structs.Job, mutate func(*structs.Job) error) error
+}
+
+// Metrics records deliveries (planner/metrics implements it).
+type Metrics interface {
+	// Delivery: a model delivery of tier ended, delivered or not.
+	Delivery(tier string, delivered bool)
+}
+
+// Worker delivers models: the planner nudges it (Notify) when a job has
+// delivery work, and Run, on the leading planner, does the work.
+type Worker struct {
+	// Store is read for the jobs with delivery work.
+	Store store.Store
+	// Records writes the outcomes (the planner).
+	Records Records
+	// Options say where models go and whom they are told to.
+	Options Options
+	Logger  hclog.Logger
+	// Metrics: nil records nothing.
+	Metrics Metrics
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
 	once     sync.Once
 	nudge    chan string
 	slots    chan struct{}
@@ -106,33 +138,54 @@ type deliveryWorker struct {
 	wg       sync.WaitGroup
 }
 
-func (w *deliveryWorker) init() {
+func (w *Worker) init() {
 	w.once.Do(func() {
 		w.nudge = make(chan string, 64)
 		w.slots = make(chan struct{}, maxConcurrentDeliveries)
 		w.inflight = map[string]bool{}
+		if w.Logger == nil {
+			w.Logger = hclog.NewNullLogger()
+		}
 	})
 }
 
-// nudgeDeliveries tells RunDeliveries that job id has delivery work. It
-// never blocks: a nudge that does not fit (or that no RunDeliveries
-// hears, on a planner standing by) is found by the next scan.
-func (p *Planner) nudgeDeliveries(id string) {
-	p.delivery.init()
+func (w *Worker) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+func (w *Worker) metrics() Metrics {
+	if w.Metrics == nil {
+		return noMetrics{}
+	}
+	return w.Metrics
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Delivery(string, bool) {}
+
+// Notify tells Run that job id has delivery work. It never blocks: a
+// nudge that does not fit (or that no Run hears, on a planner standing
+// by) is found by the next scan.
+func (w *Worker) Notify(id string) {
+	w.init()
 	select {
-	case p.delivery.nudge <- id:
+	case w.nudge <- id:
 	default:
 	}
 }
 
-// RunDeliveries delivers models until ctx ends: at once what the store
-// holds as pending (what a previous planner left), then each job that
-// ReportProgress nudges, and everything pending again every interval. It
-// returns when ctx ends and the deliveries it started have stopped (a
-// delivery cut short stays pending, for the next planner).
-func (p *Planner) RunDeliveries(ctx context.Context, interval time.Duration) {
-	p.delivery.init()
-	defer p.delivery.wg.Wait()
+// Run delivers models until ctx ends: at once what the store holds as
+// pending (what a previous planner left), then each job that Notify
+// names, and everything pending again every interval. It returns when ctx
+// ends and the deliveries it started have stopped (a delivery cut short
+// stays pending, for the next planner).
+func (w *Worker) Run(ctx context.Context, interval time.Duration) {
+	w.init()
+	defer w.wg.Wait()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -140,37 +193,36 @@ func (p *Planner) RunDeliveries(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
-			p.scanDeliveries(ctx)
+			w.scan(ctx)
 			timer.Reset(interval)
-		case id := <-p.delivery.nudge:
-			j, err := p.Store.GetJob(ctx, id)
+		case id := <-w.nudge:
+			j, err := w.Store.GetJob(ctx, id)
 			if err != nil {
-				p.Logger.Warn("failed to read job for delivery", "job", id, "error", err)
+				w.Logger.Warn("failed to read job for delivery", "job", id, "error", err)
 				continue
 			}
-			p.startDeliveries(ctx, j)
+			w.start(ctx, j)
 		}
 	}
 }
 
-// scanDeliveries starts every delivery with work left in the store.
-func (p *Planner) scanDeliveries(ctx context.Context) {
-	jobs, err := p.Store.ListJobs(ctx)
+// scan starts every delivery with work left in the store.
+func (w *Worker) scan(ctx context.Context) {
+	jobs, err := w.Store.ListJobs(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			p.Logger.Warn("failed to list jobs for deliveries", "error", err)
+			w.Logger.Warn("failed to list jobs for deliveries", "error", err)
 		}
 		return
 	}
 	for _, j := range jobs {
-		p.startDeliveries(ctx, j)
+		w.start(ctx, j)
 	}
 }
 
-// startDeliveries starts a goroutine for each of j's deliveries with work
-// left that none runs yet in this process.
-func (p *Planner) startDeliveries(ctx context.Context, j *structs.Job) {
-	w := &p.delivery
+// start starts a goroutine for each of j's deliveries with work left that
+// none runs yet in this process.
+func (w *Worker) start(ctx context.Context, j *structs.Job) {
 	for _, d := range j.Deliveries {
 		if d.State != structs.DeliveryPending && !(d.State == structs.DeliveryDone && d.Webhook == structs.WebhookPending) {
 			continue
@@ -193,7 +245,7 @@ func (p *Planner) startDeliveries(ctx context.Context, j *structs.Job) {
 			}()
 			defer func() {
 				if r := recover(); r != nil {
-					p.Logger.Error("delivery panicked", "job", id, "tier", tier, "panic", r)
+					w.Logger.Error("delivery panicked", "job", id, "tier", tier, "panic", r)
 				}
 			}()
 			select {
@@ -202,7 +254,7 @@ func (p *Planner) startDeliveries(ctx context.Context, j *structs.Job) {
 			case <-ctx.Done():
 				return
 			}
-			p.deliver(ctx, id, tier)
+			w.deliver(ctx, id, tier)
 		}(j.ID, d.Tier)
 	}
 }
@@ -212,9 +264,9 @@ var errNothingToDo = errors.New("delivery already recorded")
 
 // deliver does the work left of job id's delivery of tier: the copy, then
 // the webhooks, recording each outcome.
-func (p *Planner) deliver(ctx context.Context, id, tier string) {
-	log := p.Logger.With("job", id, "tier", tier)
-	j, err := p.Store.GetJob(ctx, id)
+func (w *Worker) deliver(ctx context.Context, id, tier string) {
+	log := w.Logger.With("job", id, "tier", tier)
+	j, err := w.Store.GetJob(ctx, id)
 	if err != nil {
 		log.Warn("failed to read job for delivery", "error", err)
 		return
@@ -224,13 +276,13 @@ func (p *Planner) deliver(ctx context.Context, id, tier string) {
 		return
 	}
 	if d.State == structs.DeliveryPending {
-		loc, cerr := copyModel(ctx, d.Checkpoint, p.deliveryBase(j), j.ID, tier, p.Delivery.CheckpointDirs, p.Delivery.deliveryRoots())
+		loc, cerr := copyModel(ctx, d.Checkpoint, w.deliveryBase(j), j.ID, tier, w.Options.CheckpointDirs, w.Options.deliveryRoots())
 		if ctx.Err() != nil {
 			return // stopping: left pending for the next planner
 		}
-		now := p.now()
-		hooks := p.webhooks(j)
-		err := p.recordDelivery(ctx, j, tier, func(d *structs.Delivery) []structs.Event {
+		now := w.now()
+		hooks := w.webhooks(j)
+		err := w.recordDelivery(ctx, j, tier, func(d *structs.Delivery) []structs.Event {
 			d.Time = now
 			if cerr != nil {
 				d.State, d.Error = structs.DeliveryFailed, cerr.Error()
@@ -249,32 +301,32 @@ func (p *Planner) deliver(ctx context.Context, id, tier string) {
 			log.Warn("failed to record delivery; it will be done again", "error", err)
 			return
 		case cerr != nil:
-			p.metrics().Delivery(tier, false)
+			w.metrics().Delivery(tier, false)
 			log.Warn("model not delivered", "error", cerr)
 			return
 		}
-		p.metrics().Delivery(tier, true)
+		w.metrics().Delivery(tier, true)
 		log.Info("model delivered", "location", loc)
 	}
 	if d = j.Delivery(tier); d == nil || d.State != structs.DeliveryDone || d.Webhook != structs.WebhookPending {
 		return
 	}
-	p.tellWebhooks(ctx, j, d)
+	w.tellWebhooks(ctx, j, d)
 }
 
 // tellWebhooks sends d to the webhooks and records the outcome.
-func (p *Planner) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.Delivery) {
+func (w *Worker) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.Delivery) {
 	tier := d.Tier
 	body, err := json.Marshal(WebhookBody{Job: j.ID, Name: j.Spec.Name, Tier: tier, Metric: d.Metric, Value: d.Value,
 		Step: d.Step, Location: d.Location, Time: d.Time})
 	if err != nil {
-		p.Logger.Error("failed to encode webhook body", "job", j.ID, "error", err)
+		w.Logger.Error("failed to encode webhook body", "job", j.ID, "error", err)
 		return
 	}
-	hooks := p.webhooks(j)
+	hooks := w.webhooks(j)
 	var errs, details []string
 	for _, h := range hooks {
-		if err := p.post(ctx, h, body); err != nil {
+		if err := w.post(ctx, h, body); err != nil {
 			// The record says what a reader may know (the host, an HTTP
 			// status, "no answer"); the log has the rest.
 			errs = append(errs, fmt.Sprintf("%s: %s", webhookHost(h.URL), publicError(err)))
@@ -284,8 +336,8 @@ func (p *Planner) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.D
 	if ctx.Err() != nil {
 		return // left pending for the next planner
 	}
-	now := p.now()
-	err = p.recordDelivery(ctx, j, tier, func(d *structs.Delivery) []structs.Event {
+	now := w.now()
+	err = w.recordDelivery(ctx, j, tier, func(d *structs.Delivery) []structs.Event {
 		switch {
 		case len(hooks) == 0: // none configured any more (a restart)
 			d.Webhook = ""
@@ -299,10 +351,10 @@ func (p *Planner) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.D
 			Message: fmt.Sprintf("webhook not told of the %s: %s", d.Summary(), d.WebhookError)}}
 	})
 	if err != nil && !errors.Is(err, errNothingToDo) {
-		p.Logger.Warn("failed to record webhook outcome", "job", j.ID, "tier", tier, "error", err)
+		w.Logger.Warn("failed to record webhook outcome", "job", j.ID, "tier", tier, "error", err)
 	}
 	if len(errs) > 0 {
-		p.Logger.Warn("webhook failed", "job", j.ID, "tier", tier, "error", strings.Join(details, "; "))
+		w.Logger.Warn("webhook failed", "job", j.ID, "tier", tier, "error", strings.Join(details, "; "))
 	}
 }
 
@@ -310,7 +362,7 @@ func (p *Planner) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.D
 // (as stored, re-read on a conflict) and returns the events to add. It is
 // errNothingToDo when the delivery is not the one this process worked on
 // any more (no longer pending, or a webhook no longer pending).
-func (p *Planner) recordDelivery(ctx context.Context, j *structs.Job, tier string, mutate func(*structs.Delivery) []structs.Event) error {
+func (w *Worker) recordDelivery(ctx context.Context, j *structs.Job, tier string, mutate func(*structs.Delivery) []structs.Event) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	want := j.Delivery(tier)
@@ -318,7 +370,7 @@ func (p *Planner) recordDelivery(ctx context.Context, j *structs.Job, tier strin
 		return errNothingToDo
 	}
 	wantState, wantHook := want.State, want.Webhook
-	return p.update(wctx, j, func(j *structs.Job) error {
+	return w.Records.Update(wctx, j, func(j *structs.Job) error {
 		d := j.Delivery(tier)
 		if d == nil || d.State != wantState || d.Webhook != wantHook {
 			return errNothingToDo
@@ -329,24 +381,24 @@ func (p *Planner) recordDelivery(ctx context.Context, j *structs.Job, tier strin
 }
 
 // deliveryBase is the directory job j's models go under.
-func (p *Planner) deliveryBase(j *structs.Job) string {
+func (w *Worker) deliveryBase(j *structs.Job) string {
 	if t := j.Spec.Target; t != nil && t.Delivery != "" {
 		return t.Delivery
 	}
-	return p.Delivery.Dir
+	return w.Options.Dir
 }
 
 // webhooks lists who hears of job j's deliveries: the planner's webhook
 // and the target's.
-func (p *Planner) webhooks(j *structs.Job) []Webhook {
+func (w *Worker) webhooks(j *structs.Job) []Webhook {
 	var out []Webhook
-	if w := p.Delivery.Webhook; w != nil && w.URL != "" {
-		out = append(out, *w)
+	if pw := w.Options.Webhook; pw != nil && pw.URL != "" {
+		out = append(out, *pw)
 	}
 	if t := j.Spec.Target; t != nil && t.Webhook != "" {
 		h := Webhook{URL: t.Webhook, Job: true}
-		if w := p.Delivery.Webhook; w != nil {
-			h.Timeout, h.Attempts = w.Timeout, w.Attempts
+		if pw := w.Options.Webhook; pw != nil {
+			h.Timeout, h.Attempts = pw.Timeout, pw.Attempts
 		}
 		out = append(out, h)
 	}
@@ -420,6 +472,16 @@ func underRoot(roots []string, dir string) error {
 		return fmt.Errorf("delivery directory %s is not allowed: the planner has no delivery_dir or delivery_roots", dir)
 	}
 	return fmt.Errorf("delivery directory %s is not under the planner's delivery_dir or delivery_roots (%s)", dir, strings.Join(roots, ", "))
+}
+
+// beneath reports path relative to dir, when it lies under dir
+// (lexically: both clean and absolute).
+func beneath(dir, path string) (string, bool) {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return rel, true
 }
 
 // ctxReader stops a copy when its context ends.

@@ -1,4 +1,4 @@
-package planner
+package delivery
 
 // Webhooks: told of each delivered model. The planner's own (its config's
 // webhook block) goes wherever the operator said; a job's (its target's
@@ -27,9 +27,15 @@ import (
 // allow.
 var errWebhookNotAllowed = errors.New("webhook host not allowed")
 
-// checkSpec refuses (*api.InputError) a jobspec whose webhook or delivery
-// directory the options do not allow.
-func (o *DeliveryOptions) checkSpec(spec *jobspec.Spec) error {
+// CheckSpec refuses (*api.InputError) a jobspec whose webhook or delivery
+// directory the options do not allow: the planner asks at submission (and
+// the Worker asks again before each copy and each send).
+func (w *Worker) CheckSpec(spec *jobspec.Spec) error {
+	return w.Options.checkSpec(spec)
+}
+
+// checkSpec is CheckSpec.
+func (o *Options) checkSpec(spec *jobspec.Spec) error {
 	t := spec.Target
 	if t == nil {
 		return nil
@@ -48,7 +54,7 @@ func (o *DeliveryOptions) checkSpec(spec *jobspec.Spec) error {
 }
 
 // deliveryRoots are where models may be delivered: Dir and Roots.
-func (o *DeliveryOptions) deliveryRoots() []string {
+func (o *Options) deliveryRoots() []string {
 	var out []string
 	if o.Dir != "" {
 		out = append(out, o.Dir)
@@ -57,7 +63,7 @@ func (o *DeliveryOptions) deliveryRoots() []string {
 }
 
 // webhookAllowed says why a job may not name webhook raw (nil if it may).
-func (o *DeliveryOptions) webhookAllowed(raw string) error {
+func (o *Options) webhookAllowed(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return fmt.Errorf("%w: %s is not an http(s) URL", errWebhookNotAllowed, webhookHost(raw))
@@ -126,8 +132,8 @@ func publicError(err error) string {
 
 // post sends body to h, retrying with backoff: after a network error, a
 // timeout, a 5xx, 408 or 429; not after another 4xx.
-func (p *Planner) post(ctx context.Context, h Webhook, body []byte) error {
-	attempts, timeout, delay := h.Attempts, h.Timeout, p.Delivery.RetryDelay
+func (w *Worker) post(ctx context.Context, h Webhook, body []byte) error {
+	attempts, timeout, delay := h.Attempts, h.Timeout, w.Options.RetryDelay
 	if attempts <= 0 {
 		attempts = defaultWebhookAttempts
 	}
@@ -138,14 +144,14 @@ func (p *Planner) post(ctx context.Context, h Webhook, body []byte) error {
 		delay = time.Second
 	}
 	client := &http.Client{}
-	if p.Delivery.Client != nil {
-		c := *p.Delivery.Client
+	if w.Options.Client != nil {
+		c := *w.Options.Client
 		client = &c
 	}
 	// A redirect is an answer, not an address to try.
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	if h.Job {
-		if err := p.Delivery.webhookAllowed(h.URL); err != nil {
+		if err := w.Options.webhookAllowed(h.URL); err != nil {
 			return &webhookError{public: "not allowed by the planner's webhook_hosts", err: err}
 		}
 	}
