@@ -15,8 +15,8 @@ import (
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/driver/agent"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/workeragent"
 )
 
 // The launcher runs horovodrun in elastic mode with the discovery script
@@ -273,14 +273,14 @@ func TestDriver_WorkerAgent(t *testing.T) {
 
 	token := jobstate.Token(testSecret, "default", "train")
 	var stdout, stderr strings.Builder
-	code, err := agent.Run(context.Background(), addr, token, `echo "$CUDA_VISIBLE_DEVICES $NOMAD_JOB_ID $HOROVOD_DRIVER_SECRET"; echo oops >&2; exit 4`, nil, &stdout, &stderr, 5*time.Second)
+	code, err := workeragent.Run(context.Background(), addr, token, `echo "$CUDA_VISIBLE_DEVICES $NOMAD_JOB_ID $HOROVOD_DRIVER_SECRET"; echo oops >&2; exit 4`, nil, &stdout, &stderr, 5*time.Second)
 	must.NoError(t, err)
 	must.Eq(t, 4, code)
 	must.Eq(t, "GPU-1234 train \n", stdout.String())
 	must.Eq(t, "oops\n", stderr.String())
 
-	_, err = agent.Run(context.Background(), addr, "wrong-token", "true", nil, &stdout, &stderr, 5*time.Second)
-	must.ErrorIs(t, err, agent.ErrUnauthorized)
+	_, err = workeragent.Run(context.Background(), addr, "wrong-token", "true", nil, &stdout, &stderr, 5*time.Second)
+	must.ErrorIs(t, err, workeragent.ErrUnauthorized)
 
 	must.NoError(t, td.h.StopTask(task.ID, 10*time.Second, ""))
 	res := td.waitExit(t, task.ID, 10*time.Second)

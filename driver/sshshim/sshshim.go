@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedulearn/schedulearn/driver/agent"
+	"github.com/schedulearn/schedulearn/driver/workeragent"
 )
 
 // ExitConnection is ssh's exit code for a connection error.
@@ -151,7 +151,7 @@ func Run(ctx context.Context, inv *Invocation, hostsFile, token string, stdin io
 	if inv.NoStdin {
 		stdin = nil
 	}
-	code, err := agent.Run(ctx, addr, token, StripCd(inv.Command), stdin, stdout, stderr, inv.ConnectTimeout)
+	code, err := workeragent.Run(ctx, addr, token, StripCd(inv.Command), stdin, stdout, stderr, inv.ConnectTimeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "ssh: %s (%s): %v\n", inv.Host, addr, err)
 		return ExitConnection

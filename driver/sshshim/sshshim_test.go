@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/driver/agent"
+	"github.com/schedulearn/schedulearn/driver/workeragent"
 )
 
 // The command lines horovodrun 0.28.1 builds (util/remote.py
@@ -59,7 +59,7 @@ func TestRun_ThroughAgent(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must.NoError(t, err)
 	agentDir := t.TempDir()
-	srv := &agent.Server{Token: "tok", Dir: agentDir, Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger()}
+	srv := &workeragent.Server{Token: "tok", Dir: agentDir, Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = srv.Serve(ctx, l) }()
@@ -86,7 +86,7 @@ func TestRun_ThroughAgent(t *testing.T) {
 func TestRun_HorovodCommandSealedOnTheWire(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must.NoError(t, err)
-	srv := &agent.Server{Token: "job-token", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger()}
+	srv := &workeragent.Server{Token: "job-token", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = srv.Serve(ctx, l) }()

@@ -21,12 +21,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/schedulearn/schedulearn/driver/agent"
 	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/launch"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
-	"github.com/schedulearn/schedulearn/driver/supervise"
 	"github.com/schedulearn/schedulearn/driver/torchrun"
+	"github.com/schedulearn/schedulearn/driver/workeragent"
 )
 
 // Names of the subcommands.
@@ -79,7 +79,7 @@ func runLaunch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-launcher", Output: stderr, Level: hclog.Info})
-	return supervise.Run(t, fs.Args(), stdout, stderr, logger)
+	return launch.Run(t, fs.Args(), stdout, stderr, logger)
 }
 
 func runDiscover(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -129,7 +129,7 @@ func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
 		return code
 	}
 	if t.Token == "" {
-		fmt.Fprintf(stderr, "error: refusing to start: %v\n", agent.ErrNoToken)
+		fmt.Fprintf(stderr, "error: refusing to start: %v\n", workeragent.ErrNoToken)
 		return 1
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-worker-agent", Output: stderr, Level: hclog.Info})
@@ -143,8 +143,8 @@ func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
 			logger.Warn("failed to write status", "error", err)
 		}
 	}
-	srv := &agent.Server{Token: t.Token, Dir: dir, Env: agent.Environ(), Logger: logger, OnChange: status}
-	l, err := agent.Listen(*listen)
+	srv := &workeragent.Server{Token: t.Token, Dir: dir, Env: workeragent.Environ(), Logger: logger, OnChange: status}
+	l, err := workeragent.Listen(*listen)
 	if err != nil {
 		logger.Error("failed to start", "error", err)
 		return 1

@@ -25,10 +25,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/schedulearn/schedulearn/driver/agent"
 	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
-	"github.com/schedulearn/schedulearn/driver/supervise"
+	"github.com/schedulearn/schedulearn/driver/launch"
+	"github.com/schedulearn/schedulearn/driver/workeragent"
 )
 
 // storeScript hosts the c10d store until it is signalled.
@@ -101,7 +101,7 @@ func (l *Launcher) Run(ctx context.Context) int {
 				return 128 + int(syscall.SIGTERM)
 			}
 			if exitCode == 0 {
-				supervise.FinishWorkers(l.Task, l.Logger)
+				launch.FinishWorkers(l.Task, l.Logger)
 			}
 			return exitCode
 		}
@@ -174,7 +174,7 @@ func (l *Launcher) reconcile(ctx context.Context, sessions map[string]*session, 
 		command := l.command()
 		l.Logger.Info("starting torchrun on a worker", "host", name, "address", h.Address)
 		go func() {
-			code, err := agent.Run(sctx, h.Address, l.Task.Token, command, nil,
+			code, err := workeragent.Run(sctx, h.Address, l.Task.Token, command, nil,
 				prefixWriter(out, name), prefixWriter(errOut, name), 10*time.Second)
 			endedCh <- ended{host: name, code: code, err: err}
 		}()

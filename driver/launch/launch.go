@@ -1,12 +1,13 @@
-// Package supervise is the launcher task's process for launcher =
-// "horovod": it runs horovodrun as its child, passes on the signals the
-// task gets (StopTask's SIGTERM reaches horovodrun, which stops its
-// workers so training can commit), and when horovodrun succeeds it tells
+// Package launch is the driver binary's launch subcommand: the launcher
+// task's process for launcher = "horovod". It runs horovodrun as its
+// child, passes on the signals the task gets (StopTask's SIGTERM reaches
+// horovodrun, which stops its workers so training can commit), and when
+// horovodrun succeeds it tells
 // the job's worker agents that training is over, so the worker tasks
 // complete and the batch job ends. It exits with horovodrun's exit code.
 // After a failure the agents keep running: the launcher task may be
 // restarted by its restart policy, or the job is stopped.
-package supervise
+package launch
 
 import (
 	"context"
@@ -22,9 +23,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/schedulearn/schedulearn/driver/agent"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
+	"github.com/schedulearn/schedulearn/driver/workeragent"
 )
 
 // forwarded are the signals passed on to horovodrun.
@@ -86,7 +87,7 @@ func FinishWorkers(task *jobstate.Task, logger hclog.Logger) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := agent.Finish(ctx, addr, task.Token, 3*time.Second); err != nil {
+			if err := workeragent.Finish(ctx, addr, task.Token, 3*time.Second); err != nil {
 				logger.Info("did not finish worker", "host", host, "address", addr, "error", err)
 				return
 			}

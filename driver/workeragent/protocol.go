@@ -1,5 +1,6 @@
-// Package agent is the worker agent and its client: the agent runs in a
-// worker allocation, listens on the group's port, and runs the commands an
+// Package workeragent is the worker agent (the driver binary's
+// worker-agent subcommand) and its client: the agent runs in a worker
+// allocation, listens on the group's port, and runs the commands an
 // authenticated launcher asks for (Horovod's worker processes) inside the
 // allocation, streaming their output back. The client is what the ssh
 // shim and the torchrun launcher use.
@@ -34,7 +35,7 @@
 // connection drops before the command has exited, the agent kills the
 // command's process group; when the command exits, the agent closes the
 // connection.
-package agent
+package workeragent
 
 import (
 	"bufio"
