@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -47,16 +46,22 @@ Usage: schedulearn agent [-config planner.hcl]
 Options:
 
   -config=<file>   The planner's HCL configuration.
+
+Exit Codes:
+
+  0  The planner ran and stopped on a signal.
+  1  The planner failed to start or stopped on an error.
+  2  Bad usage or a configuration it rejects: unknown flags, arguments, a
+     config file that does not load or validate.
 `)
 }
 
 func (c *AgentCommand) Run(args []string) int {
 	var path string
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	fs.SetOutput(c.Err)
-	fs.Usage = func() { fmt.Fprintln(c.Err, c.Help()) }
+	fs := newFlagSet("agent")
 	fs.StringVar(&path, "config", "", "")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	pos, ok := parseFlags(fs, args, c.Err, "agent")
+	if !ok || !checkArgs(c.Err, "agent", pos) {
 		return ExitUsage
 	}
 	cfg, ok := c.load(path)

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -65,6 +64,12 @@ Multi-host lab (needs root, iproute2 and util-linux):
                       last one 2 x V100 in pool v100.
   -var-file=<file>    A .tfvars file for terraform/labs/local (its nodes,
                       for example); implies a multi-host lab.
+
+Exit Codes:
+
+  0  The lab ran and stopped cleanly.
+  1  The lab failed to start or to stop cleanly.
+  2  Bad usage: unknown flags, a bad flag value (-hosts), or arguments.
 `)
 }
 
@@ -73,9 +78,7 @@ func (c *LabCommand) Run(args []string) int {
 	var freePorts, verbose bool
 	var hosts int
 	var varFile string
-	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	fs.SetOutput(c.Err)
-	fs.Usage = func() { fmt.Fprintln(c.Err, c.Help()) }
+	fs := newFlagSet("lab")
 	fs.StringVar(&root, "root", "", "")
 	fs.StringVar(&configDir, "config-dir", "", "")
 	fs.StringVar(&pluginDir, "plugin-dir", "", "")
@@ -84,8 +87,12 @@ func (c *LabCommand) Run(args []string) int {
 	fs.BoolVar(&verbose, "verbose", false, "")
 	fs.IntVar(&hosts, "hosts", 0, "")
 	fs.StringVar(&varFile, "var-file", "", "")
-	if err := fs.Parse(args); err != nil {
-		return 1
+	pos, ok := parseFlags(fs, args, c.Err, "lab")
+	if !ok || !checkArgs(c.Err, "lab", pos) {
+		return ExitUsage
+	}
+	if hosts < 0 || hosts > maxLabHosts {
+		return usageError(c.Err, "lab", fmt.Sprintf("-hosts=%d: give 1 to %d hosts", hosts, maxLabHosts))
 	}
 
 	if root == "" {
@@ -93,7 +100,7 @@ func (c *LabCommand) Run(args []string) int {
 		var err error
 		if root, err = lab.FindRoot(wd); err != nil {
 			fmt.Fprintf(c.Err, "Error: %v (pass -root)\n", err)
-			return 1
+			return ExitError
 		}
 	}
 	if hosts > 0 || varFile != "" {
@@ -113,7 +120,7 @@ func (c *LabCommand) Run(args []string) int {
 		ports, err := lab.FreePorts()
 		if err != nil {
 			fmt.Fprintf(c.Err, "Error: %v\n", err)
-			return 1
+			return ExitError
 		}
 		cfg.Ports = ports
 	}
@@ -128,21 +135,21 @@ func (c *LabCommand) Run(args []string) int {
 	l, err := lab.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(c.Err, "Error: failed to start the lab: %v\n", err)
-		return 1
+		return ExitError
 	}
 	var tokens labTokens
 	for _, t := range []*string{&tokens.write, &tokens.read} {
 		if *t, err = randomToken(); err != nil {
 			l.Stop()
 			fmt.Fprintf(c.Err, "Error: %v\n", err)
-			return 1
+			return ExitError
 		}
 	}
 	plannerDone, plannerAddr, err := c.startPlanner(ctx, l, cfg, tokens)
 	if err != nil {
 		l.Stop()
 		fmt.Fprintf(c.Err, "Error: failed to start the planner: %v\n", err)
-		return 1
+		return ExitError
 	}
 	c.printReady(l, cfg, root, plannerAddr, tokens)
 
@@ -153,10 +160,10 @@ func (c *LabCommand) Run(args []string) int {
 	}
 	if err := l.Stop(); err != nil {
 		fmt.Fprintf(c.Err, "Error: %v\n", err)
-		return 1
+		return ExitError
 	}
 	fmt.Fprintln(c.Out, "==> Lab stopped.")
-	return 0
+	return ExitOK
 }
 
 // labTokens are the lab planner's tokens: write (writes and reads) and

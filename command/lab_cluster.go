@@ -16,12 +16,9 @@ import (
 // maxLabHosts bounds -hosts (terraform/labs/local allows 16).
 const maxLabHosts = 16
 
-// runCluster runs the multi-host lab until interrupted.
+// runCluster runs the multi-host lab until interrupted (Run has checked
+// hosts).
 func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stateDir string, verbose bool) int {
-	if hosts < 0 || hosts > maxLabHosts {
-		fmt.Fprintf(c.Err, "Error: -hosts=%d: give 1 to %d hosts\n", hosts, maxLabHosts)
-		return 1
-	}
 	cfg := lab.DefaultClusterConfig(root, hosts)
 	if hosts == 0 {
 		cfg.Nodes = nil // the var file's (or Terraform's default) nodes
@@ -30,7 +27,7 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 		abs, err := filepath.Abs(varFile)
 		if err != nil {
 			fmt.Fprintf(c.Err, "Error: %v\n", err)
-			return 1
+			return ExitError
 		}
 		cfg.VarFile = abs
 	}
@@ -46,7 +43,7 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(c.Err, "Error: failed to find the schedulearn binary: %v\n", err)
-		return 1
+		return ExitError
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -56,18 +53,18 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 	cl, err := lab.StartCluster(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(c.Err, "Error: failed to start the lab: %v\n", err)
-		return 1
+		return ExitError
 	}
 	token, err := randomToken()
 	if err != nil {
 		cl.Stop()
 		fmt.Fprintf(c.Err, "Error: %v\n", err)
-		return 1
+		return ExitError
 	}
 	if _, err := StartClusterPlanner(ctx, cl, self, token, filepath.Join(cfg.StateDir, "deliveries")); err != nil {
 		cl.Stop()
 		fmt.Fprintf(c.Err, "Error: failed to start the planner: %v\n", err)
-		return 1
+		return ExitError
 	}
 	c.printClusterReady(cl, root, token)
 
@@ -75,10 +72,10 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 	fmt.Fprintln(c.Out, "==> Stopping the lab...")
 	if err := cl.Stop(); err != nil {
 		fmt.Fprintf(c.Err, "Error: %v\n", err)
-		return 1
+		return ExitError
 	}
 	fmt.Fprintln(c.Out, "==> Lab stopped.")
-	return 0
+	return ExitOK
 }
 
 // StartClusterPlanner runs `schedulearn agent` (bin) on the lab's first

@@ -70,58 +70,26 @@ const exitHelp = `Exit Codes:
   2  Bad usage or bad input: unknown flags, missing or extra arguments, a
      jobspec that does not parse or that the planner refuses.`
 
-// flagSet returns a flag set with the general flags; parse errors are
-// printed by parse, not by the flag package.
+// flagSet returns a flag set with the general flags (newFlagSet).
 func (m *Meta) flagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := newFlagSet(name)
 	fs.StringVar(&m.address, "address", "", "")
 	fs.StringVar(&m.token, "token", "", "")
 	return fs
 }
 
-// parse parses args with flags and positional arguments in any order
-// ("job run train.hcl -detach" as well as "job run -detach train.hcl");
-// "--" ends the flags. It returns the positional arguments, or prints the
-// error and returns ok false (exit ExitUsage).
+// parse is parseFlags, printing to m.Err.
 func (m *Meta) parse(fs *flag.FlagSet, args []string, cmd string) (pos []string, ok bool) {
-	for {
-		if err := fs.Parse(args); err != nil {
-			m.usageError(cmd, err.Error())
-			return nil, false
-		}
-		rest := fs.Args()
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), true
-		}
-		if len(rest) == 0 {
-			return pos, true
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
+	return parseFlags(fs, args, m.Err, cmd)
 }
 
-// usageError prints a usage error the way Nomad does.
 // start parses a command's flags and arguments, checks that it got exactly
 // the arguments argNames names, and returns them with a client of the
 // planner. When ok is false the error is printed and the command exits
 // with ExitUsage.
 func (m *Meta) start(fs *flag.FlagSet, args []string, cmd string, argNames ...string) (pos []string, cl *client.Client, ok bool) {
 	pos, ok = m.parse(fs, args, cmd)
-	if !ok {
-		return nil, nil, false
-	}
-	if len(pos) != len(argNames) {
-		switch len(argNames) {
-		case 0:
-			m.usageError(cmd, "this command takes no arguments")
-		case 1:
-			m.usageError(cmd, "this command takes one argument: "+argNames[0])
-		default:
-			m.usageError(cmd, fmt.Sprintf("this command takes %d arguments: %s", len(argNames), strings.Join(argNames, " ")))
-		}
+	if !ok || !checkArgs(m.Err, cmd, pos, argNames...) {
 		return nil, nil, false
 	}
 	cl, err := m.client()
@@ -132,9 +100,7 @@ func (m *Meta) start(fs *flag.FlagSet, args []string, cmd string, argNames ...st
 	return pos, cl, true
 }
 
-func (m *Meta) usageError(cmd, msg string) {
-	fmt.Fprintf(m.Err, "Error: %s\nFor additional help try 'schedulearn %s -help'\n", msg, cmd)
-}
+func (m *Meta) usageError(cmd, msg string) { usageError(m.Err, cmd, msg) }
 
 // errorf prints an error.
 func (m *Meta) errorf(format string, args ...any) {

@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -91,6 +90,13 @@ Options:
   -out=<dir>             Write results.json, results.md and plots there.
   -progress              Show a progress bar on stderr even when it is not a
                          terminal.
+
+Exit Codes:
+
+  0  Success.
+  1  A trace could not be read or has a bad line, or the replay failed.
+  2  Bad usage: unknown flags, a bad flag value (an unknown policy, launcher
+     or mode, a bad range or time), no -trace, or arguments.
 `)
 }
 
@@ -122,9 +128,7 @@ func (c *SimCommand) Run(args []string) int {
 	var progress, skipQuiet, deadlines bool
 	var from, to, lambda, serial string
 	dl := sim.DefaultDeadlineOptions()
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(c.Err)
-	fs.Usage = func() { fmt.Fprintln(c.Err, c.Help()) }
+	fs := newFlagSet("sim")
 	fs.Var(&traces, "trace", "")
 	fs.StringVar(&format, "format", "", "")
 	fs.StringVar(&apps, "apps", "", "")
@@ -151,57 +155,57 @@ func (c *SimCommand) Run(args []string) int {
 	fs.BoolVar(&skipQuiet, "skip-quiet-rounds", true, "")
 	fs.StringVar(&out, "out", "", "")
 	fs.BoolVar(&progress, "progress", false, "")
-	if err := fs.Parse(args); err != nil {
-		return 1
+	pos, ok := parseFlags(fs, args, c.Err, "sim")
+	if !ok || !checkArgs(c.Err, "sim", pos) {
+		return ExitUsage
 	}
+	// usage: a flag's value is wrong (exit 2); fail: the run failed (1).
+	usage := func(err error) int { return usageError(c.Err, "sim", err.Error()) }
 	fail := func(err error) int {
 		fmt.Fprintf(c.Err, "Error: %v\n", err)
-		return 1
-	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected arguments %q (options go before them, e.g. -trace=<file>)", fs.Args()))
+		return ExitError
 	}
 	if len(traces) == 0 {
-		return fail(errors.New("no -trace given"))
+		return usage(errors.New("no -trace given"))
 	}
 	cfg.Launcher = sim.Launcher(launcher)
 	if err := cfg.Validate(); err != nil {
-		return fail(err)
+		return usage(err)
 	}
 	e := &sim.Experiment{Config: cfg, Registry: policy.NewRegistry(pluginDir, nil), Command: commandLine(args),
 		SkipQuietRounds: skipQuiet}
 	var err error
 	if e.Jobs, err = sim.ParseJobsMode(jobs); err != nil {
-		return fail(err)
+		return usage(err)
 	}
 	if e.Batch, err = sim.ParseBatchMode(batch); err != nil {
-		return fail(err)
+		return usage(err)
 	}
 	if e.Policies, err = resolvePolicies(e.Registry, policies); err != nil {
-		return fail(err)
+		return usage(err)
 	}
 	if e.PolicyConfig, err = parsePolicyConfig(policyConfig); err != nil {
-		return fail(err)
+		return usage(err)
 	}
 	if format != "" && format != string(sim.FormatPhilly) && format != string(sim.FormatPollux) {
-		return fail(fmt.Errorf("-format %q is not philly or pollux", format))
+		return usage(fmt.Errorf("-format %q is not philly or pollux", format))
 	}
 	var fromT, toT time.Time
 	if fromT, err = parseWhen("-from", from); err != nil {
-		return fail(err)
+		return usage(err)
 	}
 	if toT, err = parseWhen("-to", to); err != nil {
-		return fail(err)
+		return usage(err)
 	}
 	if deadlines {
 		if dl.Lambda, err = parseRange("-lambda", lambda); err != nil {
-			return fail(err)
+			return usage(err)
 		}
 		if dl.Serial, err = parseRange("-serial", serial); err != nil {
-			return fail(err)
+			return usage(err)
 		}
 		if err := dl.Validate(); err != nil {
-			return fail(err)
+			return usage(err)
 		}
 	}
 	for _, path := range traces {
@@ -243,7 +247,7 @@ func (c *SimCommand) Run(args []string) int {
 		}
 		fmt.Fprintf(c.Err, "==> Wrote %s/results.md, results.json and the plots\n", out)
 	}
-	return 0
+	return ExitOK
 }
 
 // resolvePolicies expands "all" into the builtins and checks the names.

@@ -85,22 +85,25 @@ func TestSimCommand_Deadlines(t *testing.T) {
 	_, err = os.Stat(filepath.Join(out, "gantt-fifo.svg"))
 	must.ErrorIs(t, err, os.ErrNotExist)
 
+	// A bad flag value is a usage error (2); a window no job of the
+	// trace falls in fails the replay (1).
 	cases := []struct {
 		name string
 		args []string
+		code int
 		err  string
 	}{
-		{"bad lambda", []string{"-deadlines", "-lambda", "x"}, `-lambda "x" is not <min>,<max>`},
-		{"lambda zero", []string{"-deadlines", "-lambda", "0,1"}, "lambda range [0, 1]"},
-		{"serial one", []string{"-deadlines", "-serial", "0,1"}, "serial fraction range"},
-		{"bad from", []string{"-from", "yesterday"}, `-from "yesterday" is not`},
-		{"empty window", []string{"-from", "2018-01-01"}, "no job of"},
-		{"backwards window", []string{"-from", "2018-01-01", "-to", "2017-01-01"}, "is empty"},
+		{"bad lambda", []string{"-deadlines", "-lambda", "x"}, ExitUsage, `-lambda "x" is not <min>,<max>`},
+		{"lambda zero", []string{"-deadlines", "-lambda", "0,1"}, ExitUsage, "lambda range [0, 1]"},
+		{"serial one", []string{"-deadlines", "-serial", "0,1"}, ExitUsage, "serial fraction range"},
+		{"bad from", []string{"-from", "yesterday"}, ExitUsage, `-from "yesterday" is not`},
+		{"empty window", []string{"-from", "2018-01-01"}, ExitError, "no job of"},
+		{"backwards window", []string{"-from", "2018-01-01", "-to", "2017-01-01"}, ExitError, "is empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			must.One(t, Main(append([]string{"sim", "-trace", trace, "-policy", "fifo"}, tc.args...), &stdout, &stderr))
+			must.Eq(t, tc.code, Main(append([]string{"sim", "-trace", trace, "-policy", "fifo"}, tc.args...), &stdout, &stderr))
 			must.StrContains(t, stderr.String(), tc.err)
 		})
 	}
@@ -110,22 +113,26 @@ func TestSimCommand_Errors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "philly.csv")
 	must.NoError(t, os.WriteFile(bad, []byte("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:00:00,x,2,1200,a\n"), 0o644))
+	// Usage errors (no -trace, a bad flag value) exit 2, as every
+	// command's do; a trace with a bad line fails the replay (1).
 	cases := []struct {
 		name string
 		args []string
+		code int
 		err  string
 	}{
-		{"no trace", []string{"sim"}, "no -trace"},
-		{"bad line", []string{"sim", "-trace", bad}, bad + ":2: duration \"x\""},
-		{"unknown policy", []string{"sim", "-trace", bad, "-policy", "nope"}, `policy "nope" is not a builtin`},
-		{"bad config", []string{"sim", "-trace", bad, "-policy-config", "fifo"}, "is not <policy>:<key>=<value>"},
-		{"bad launcher", []string{"sim", "-trace", bad, "-launcher", "x"}, `launcher "x"`},
-		{"bad jobs", []string{"sim", "-trace", bad, "-jobs", "x"}, `jobs mode "x"`},
+		{"no trace", []string{"sim"}, ExitUsage, "no -trace"},
+		{"bad line", []string{"sim", "-trace", bad}, ExitError, bad + ":2: duration \"x\""},
+		{"unknown policy", []string{"sim", "-trace", bad, "-policy", "nope"}, ExitUsage, `policy "nope" is not a builtin`},
+		{"bad config", []string{"sim", "-trace", bad, "-policy-config", "fifo"}, ExitUsage, "is not <policy>:<key>=<value>"},
+		{"bad launcher", []string{"sim", "-trace", bad, "-launcher", "x"}, ExitUsage, `launcher "x"`},
+		{"bad jobs", []string{"sim", "-trace", bad, "-jobs", "x"}, ExitUsage, `jobs mode "x"`},
+		{"an argument", []string{"sim", "-trace", bad, "extra"}, ExitUsage, "this command takes no arguments"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			must.One(t, Main(tc.args, &stdout, &stderr))
+			must.Eq(t, tc.code, Main(tc.args, &stdout, &stderr))
 			must.StrContains(t, stderr.String(), tc.err)
 		})
 	}
