@@ -146,8 +146,8 @@ func (p *Planner) Run(ctx context.Context, interval time.Duration) {
 }
 
 // Submit queues a job. It refuses a job no node of the cluster could ever
-// hold, or whose webhook or delivery directory the planner's delivery
-// options do not allow, and answers at once with the stored record. With
+// hold, or whose target's delivery the Deliverer would not make
+// (CheckSpec), and answers at once with the stored record. With
 // idem, the job that already holds the key is the answer (replayed), or
 // api.ErrIdempotencyMismatch when it was submitted with another request.
 func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (*structs.Job, bool, error) {
@@ -426,8 +426,8 @@ func (p *Planner) update(ctx context.Context, j *structs.Job, mutate func(*struc
 // checked by api.ValidateProgress), in any state. It is no leader's work:
 // any planner sharing the store takes it. A batch the record refuses (too
 // many metric names) is an *api.InputError. A report that takes the
-// target metric to tier1 or goal records a delivery; the model is copied
-// later, by the Deliverer, which this nudges (it never waits for it).
+// target metric to tier1 or goal records a delivery, which the Deliverer
+// does later: this nudges it (Notify) and never waits for it.
 func (p *Planner) ReportProgress(ctx context.Context, id string, reports []structs.ProgressReport) error {
 	j, err := p.Store.GetJob(ctx, id)
 	if err != nil {
