@@ -153,7 +153,7 @@ func (r *Recorder) Change(kind policy.ChangeKind, d time.Duration, failed bool) 
 	}
 }
 
-// Delivery records a delivery's end (planner.Metrics).
+// Delivery records a delivery's end (delivery.Metrics).
 func (r *Recorder) Delivery(tier string, delivered bool) {
 	result := "delivered"
 	if !delivered {
