@@ -23,6 +23,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/config"
+	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -60,7 +61,7 @@ func newFuzzAPI(t testing.TB) *fuzzAPI {
 		{ID: "n1", Name: "gpu-1", GPUModel: "NVIDIA A100-SXM4-40GB", GPUMemoryMiB: 40960, GPUs: 8},
 		{ID: "n2", Name: "gpu-2", GPUModel: "NVIDIA A100-SXM4-40GB", GPUMemoryMiB: 40960, GPUs: 8},
 	}
-	a.setLeading(true) // stops and policy switches are the leader's
+	a.setLeading(true, store.Fence{}) // stops and policy switches are the leader's
 	srv := httptest.NewServer(a.server.Handler)
 	t.Cleanup(func() {
 		srv.Close()
