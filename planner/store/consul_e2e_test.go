@@ -47,6 +47,16 @@ func TestConsul_Conformance(t *testing.T) {
 			must.NoError(t, err)
 			return s2
 		},
+		fence: func(t *testing.T, s Store) (Fence, func()) {
+			c := newCandidate(t, l, s.(*Consul).Prefix(), "conformance")
+			_, err := c.Acquire(context.Background())
+			must.NoError(t, err)
+			f := c.Fence()
+			return f, func() {
+				_, err := consulClient(t, l).Session().Destroy(f.Session, nil)
+				must.NoError(t, err)
+			}
+		},
 	})
 }
 
