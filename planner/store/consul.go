@@ -22,7 +22,8 @@ const DefaultPrefix = "schedulearn/"
 //
 // A job's Version lives in its JSON record, as in the bolt store; each write
 // is additionally a KV check-and-set on the ModifyIndex read with the record,
-// so two planners that read the same version cannot both write.
+// so two planners that read the same version cannot both write. Writes are
+// transactions, so a leader's carry its term's fence check (WithFence).
 type Consul struct {
 	kv     *api.KV
 	txn    *api.Txn
