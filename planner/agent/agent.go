@@ -338,7 +338,7 @@ func (a *Agent) Reload(cfg *config.Config) error {
 	a.mu.Unlock()
 	changed := prev == nil || prev.Name != cfg.Policy.Name || !equalMaps(prev.Config, cfg.Policy.Config)
 	if changed {
-		if _, err := a.planner.SetPolicy(context.Background(), cfg.Policy.Name, cfg.Policy.Config); err != nil {
+		if _, err := a.planner.SetPolicy(a.fenced(context.Background()), cfg.Policy.Name, cfg.Policy.Config); err != nil {
 			return fmt.Errorf("failed to switch to policy %q from the reloaded config (the previous policy stays): %w", cfg.Policy.Name, err)
 		}
 		a.mu.Lock()
