@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/consul/api"
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/testlab"
@@ -159,6 +161,49 @@ func TestConsul_DeposedLeaderCannotWrite(t *testing.T) {
 			p, err := s.GetPolicy(ctx)
 			must.NoError(t, err)
 			must.Eq(t, policyB, p)
+		})
+	}
+}
+
+// With ACLs on: the documented policy (jobspecs/acl/planner-consul.hcl)
+// lets the planner tie its session to its liveness check; a token from
+// before the check (no write on its service) still leads, its session tied
+// to no check of its own (a failover then takes the session TTL, and the
+// planner warns), rather than not at all.
+func TestConsulLeadership_PlannerToken(t *testing.T) {
+	l := testlab.StartConsulACL(t)
+	b, err := os.ReadFile(filepath.Join(testlab.Root(t), "jobspecs", "acl", "planner-consul.hcl"))
+	must.NoError(t, err)
+	documented := string(b)
+	grant := "service \"" + DefaultCheckService + "\" {\n  policy = \"write\"\n}\n"
+	before := strings.Replace(documented, grant, "", 1)
+	must.NotEq(t, documented, before, must.Sprint("the documented policy has no grant for the leader check"))
+
+	cases := []struct {
+		name, rules string
+		checks      int
+	}{
+		{"documented policy", documented, 1},
+		{"policy from before the check", before, 0},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			token, err := l.ConsulPolicy(ctx, fmt.Sprintf("planner-%d", i), tc.rules)
+			must.NoError(t, err)
+			client, err := api.NewClient(&api.Config{Address: l.ConsulAddr, Token: token})
+			must.NoError(t, err)
+			c, err := NewConsulLeadership(client, "", LeaderOptions{Identity: "planner"})
+			must.NoError(t, err)
+			t.Cleanup(func() { _ = c.Release() })
+			_, err = c.Acquire(ctx)
+			must.NoError(t, err)
+			info, _, err := consulClient(t, l).Session().Info(c.Fence().Session, nil)
+			must.NoError(t, err)
+			must.NotNil(t, info)
+			must.Len(t, tc.checks, info.ServiceChecks)
+			must.NoError(t, c.Release())
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -285,7 +286,8 @@ func (t *term) campaign(ctx context.Context) error {
 
 // start registers the liveness check, waits until the catalog has it (a
 // session can only be tied to a check the servers know), creates the
-// session and starts the heartbeat and the renewal.
+// session and starts the heartbeat and the renewal. A token that may not
+// register the check gets a session without it, and a warning.
 func (t *term) start(ctx context.Context) error {
 	t.checkID = t.opts.CheckService + "-" + randomID()
 	agent := t.client.Agent()
@@ -293,14 +295,25 @@ func (t *term) start(ctx context.Context) error {
 		Meta: map[string]string{"identity": t.opts.Identity},
 		Check: &api.AgentServiceCheck{CheckID: t.checkID, Name: "schedulearn leader candidate " + t.opts.Identity,
 			TTL: t.opts.CheckTTL.String(), Status: api.HealthPassing, DeregisterCriticalServiceAfter: checkReapAfter}}
-	if err := agent.ServiceRegisterOpts(reg, api.ServiceRegisterOpts{}.WithContext(ctx)); err != nil {
+	var checks []api.ServiceCheck
+	var denied api.StatusError
+	switch err := agent.ServiceRegisterOpts(reg, api.ServiceRegisterOpts{}.WithContext(ctx)); {
+	case errors.As(err, &denied) && denied.Code == http.StatusForbidden:
+		// A token from before the check (docs/acl.md): elect as before
+		// rather than not at all, and say what it costs.
+		t.opts.Logger.Warn("the Consul token may not register the leader check; electing with the session TTL alone, so a dead leader is replaced after 20-25s instead of 6-7s: grant it service \""+t.opts.CheckService+"\" write (docs/acl.md)",
+			"error", err)
+		t.checkID = ""
+	case err != nil:
 		t.checkID = ""
 		return fmt.Errorf("failed to register leader check with the consul agent: %w", err)
-	}
-	t.bgWG.Add(1)
-	go t.heartbeat(time.Now())
-	if err := t.awaitCheck(ctx); err != nil {
-		return err
+	default:
+		t.bgWG.Add(1)
+		go t.heartbeat(time.Now())
+		if err := t.awaitCheck(ctx); err != nil {
+			return err
+		}
+		checks = []api.ServiceCheck{{ID: t.checkID}}
 	}
 	id, _, err := t.client.Session().Create(&api.SessionEntry{
 		Name:          "schedulearn leader " + t.opts.Identity,
@@ -308,7 +321,7 @@ func (t *term) start(ctx context.Context) error {
 		LockDelay:     t.opts.LockDelay,
 		Behavior:      api.SessionBehaviorRelease,
 		NodeChecks:    []string{"serfHealth"},
-		ServiceChecks: []api.ServiceCheck{{ID: t.checkID}},
+		ServiceChecks: checks,
 	}, (&api.WriteOptions{}).WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("failed to create leader session: %w", err)

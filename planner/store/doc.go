@@ -67,7 +67,9 @@
 //     "schedulearn-leader" holding a TTL check (CheckTTL 4s), and marks the
 //     check passing every second. (A service check, so a dead planner's
 //     critical check marks that service only, never the node; the agent
-//     deregisters it after a minute critical.)
+//     deregisters it after a minute critical. A Consul token that may not
+//     register it gets a session without it, on the TTL alone, and a
+//     warning.)
 //  2. It creates a session tied to that check and the node's serfHealth
 //     (lock-delay 3s, behaviour "release", TTL 10s renewed every 5s as a
 //     backstop).
