@@ -13,6 +13,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -218,30 +219,7 @@ policy {
 func TestPlanner_ConsulStoreFailover(t *testing.T) {
 	l, nomad, _ := gpuLab(t)
 	dir := t.TempDir()
-	extra := `
-store {
-  backend = "consul"
-  prefix  = "e2e-ha/"
-}
-policy {
-  name = "fifo"
-}
-`
-	a := startPlanner(t, l, filepath.Join(dir, "a"), extra)
-	b := startPlanner(t, l, filepath.Join(dir, "b"), extra)
-	leader, standby := a, b
-	waitUntil(t, 30*time.Second, func() error {
-		switch {
-		case isLeader(t, a):
-			leader, standby = a, b
-		case isLeader(t, b):
-			leader, standby = b, a
-		default:
-			return errorf("no leader yet")
-		}
-		return nil
-	})
-	must.False(t, isLeader(t, standby))
+	leader, standby := startPlannerPair(t, l, dir)
 
 	first := leader.submit(trainingSpec(t, dir, "first", 2, 2, filepath.Join(dir, "f.jsonl"), filepath.Join(dir, "f.stop")))
 	leader.waitState(first, structs.JobRunning, time.Minute)
@@ -267,6 +245,84 @@ policy {
 	_, _, err := nomad.Jobs().Info(j.NomadJobID, nil)
 	must.NoError(t, err, must.Sprint("the new leader did not register the job in Nomad"))
 	must.Eq(t, structs.JobRunning, standby.job(first).State)
+}
+
+// startPlannerPair starts two planners on the Consul store and returns
+// them once one leads.
+func startPlannerPair(t *testing.T, l *lab.Lab, dir string) (leader, standby *plannerProc) {
+	t.Helper()
+	extra := `
+store {
+  backend = "consul"
+  prefix  = "e2e-ha/"
+}
+policy {
+  name = "fifo"
+}
+`
+	a := startPlanner(t, l, filepath.Join(dir, "a"), extra)
+	b := startPlanner(t, l, filepath.Join(dir, "b"), extra)
+	waitUntil(t, 30*time.Second, func() error {
+		switch {
+		case isLeader(t, a):
+			leader, standby = a, b
+		case isLeader(t, b):
+			leader, standby = b, a
+		default:
+			return errorf("no leader yet")
+		}
+		return nil
+	})
+	must.False(t, isLeader(t, standby))
+	return leader, standby
+}
+
+// A leader frozen (SIGSTOP: a stalled VM, a long pause) is replaced as a
+// dead one is; when it resumes it stands down at once and says why, and
+// the new leader goes on: never two planners acting as leader (issue 18;
+// the writes a resumed leader might still attempt are fenced, see
+// planner/store's TestConsul_DeposedLeaderCannotWrite).
+func TestPlanner_ConsulStorePausedLeader(t *testing.T) {
+	l, nomad, _ := gpuLab(t)
+	dir := t.TempDir()
+	leader, standby := startPlannerPair(t, l, dir)
+
+	must.NoError(t, leader.cmd.Process.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = leader.cmd.Process.Signal(syscall.SIGCONT) })
+	start := time.Now()
+	waitUntil(t, time.Minute, func() error {
+		if !isLeader(t, standby) {
+			return errorf("the standby has not taken over")
+		}
+		return nil
+	})
+	took := time.Since(start)
+	t.Logf("failover: the standby took over %s after the leader froze", took.Round(100*time.Millisecond))
+	must.Less(t, failoverBound, took)
+	id := standby.submit(trainingSpec(t, dir, "during", 2, 2, filepath.Join(dir, "d.jsonl"), filepath.Join(dir, "d.stop")))
+	j := standby.waitState(id, structs.JobRunning, time.Minute)
+
+	must.NoError(t, leader.cmd.Process.Signal(syscall.SIGCONT))
+	resumed := time.Now()
+	waitUntil(t, 30*time.Second, func() error {
+		if isLeader(t, leader) {
+			return errorf("the resumed leader still says it leads")
+		}
+		return nil
+	})
+	t.Logf("the resumed leader stood down %s after it resumed", time.Since(resumed).Round(100*time.Millisecond))
+	log, err := os.ReadFile(leader.log)
+	must.NoError(t, err)
+	must.StrContains(t, string(log), "leadership lost")
+
+	time.Sleep(3 * time.Second) // rounds on both
+	must.True(t, isLeader(t, standby))
+	must.False(t, isLeader(t, leader))
+	got := standby.job(id)
+	must.Eq(t, structs.JobRunning, got.State)
+	must.Eq(t, j.Allocation, got.Allocation, must.Sprint("the job was moved"))
+	_, _, err = nomad.Jobs().Info(got.NomadJobID, nil)
+	must.NoError(t, err)
 }
 
 // failoverBound is the longest a standby may take to lead after the leader
