@@ -227,18 +227,7 @@ func TestPlanner_ConsulStoreFailover(t *testing.T) {
 	must.Eq(t, structs.JobRunning, standby.job(first).State)
 
 	leader.kill()
-	start := time.Now()
-	waitUntil(t, time.Minute, func() error {
-		if !isLeader(t, standby) {
-			return errorf("the standby has not taken over")
-		}
-		return nil
-	})
-	took := time.Since(start)
-	t.Logf("failover: the standby took over %s after the leader was SIGKILLed", took.Round(100*time.Millisecond))
-	// Issue 18: at most 10s (the liveness check's TTL, the lock-delay and
-	// a retry: see planner/store's package doc); it was 24s.
-	must.Less(t, failoverBound, took)
+	awaitTakeover(t, standby, time.Now(), "was SIGKILLed")
 
 	second := standby.submit(trainingSpec(t, dir, "second", 2, 2, filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "s.stop")))
 	j := standby.waitState(second, structs.JobRunning, time.Minute)
@@ -289,16 +278,7 @@ func TestPlanner_ConsulStorePausedLeader(t *testing.T) {
 
 	must.NoError(t, leader.cmd.Process.Signal(syscall.SIGSTOP))
 	t.Cleanup(func() { _ = leader.cmd.Process.Signal(syscall.SIGCONT) })
-	start := time.Now()
-	waitUntil(t, time.Minute, func() error {
-		if !isLeader(t, standby) {
-			return errorf("the standby has not taken over")
-		}
-		return nil
-	})
-	took := time.Since(start)
-	t.Logf("failover: the standby took over %s after the leader froze", took.Round(100*time.Millisecond))
-	must.Less(t, failoverBound, took)
+	awaitTakeover(t, standby, time.Now(), "froze")
 	id := standby.submit(trainingSpec(t, dir, "during", 2, 2, filepath.Join(dir, "d.jsonl"), filepath.Join(dir, "d.stop")))
 	j := standby.waitState(id, structs.JobRunning, time.Minute)
 
@@ -326,8 +306,25 @@ func TestPlanner_ConsulStorePausedLeader(t *testing.T) {
 }
 
 // failoverBound is the longest a standby may take to lead after the leader
-// was SIGKILLed (issue 18).
+// died or froze (issue 18): the liveness check's TTL, the lock-delay and a
+// retry (see planner/store's package doc); it was 24s.
 const failoverBound = 10 * time.Second
+
+// awaitTakeover waits until the standby leads, logs how long after the
+// leader's end (at since; how says what happened to it) and checks the
+// bound.
+func awaitTakeover(t *testing.T, standby *plannerProc, since time.Time, how string) {
+	t.Helper()
+	waitUntil(t, time.Minute, func() error {
+		if !isLeader(t, standby) {
+			return errorf("the standby has not taken over")
+		}
+		return nil
+	})
+	took := time.Since(since)
+	t.Logf("failover: the standby took over %s after the leader %s", took.Round(100*time.Millisecond), how)
+	must.Less(t, failoverBound, took)
+}
 
 func isLeader(t *testing.T, p *plannerProc) bool {
 	t.Helper()
