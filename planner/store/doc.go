@@ -54,8 +54,11 @@
 //
 // ListJobs decodes every record and sorts by (Submitted, ID); it is
 // O(n log n) in the number of jobs (see BenchmarkBolt_ListJobs). Consul
-// limits a KV value to 512 KiB by default (kv_max_value_size): a job whose
-// record (Source, History, Events) outgrows that cannot be written there.
+// writes are transactions (for the fence), whose request Consul limits to
+// 512 KiB by default (txn_max_req_len) with the values in base64: a job
+// whose record (Source, History, Events) outgrows about 380 KiB cannot be
+// written there (measured: 380 KiB written, 400 KiB refused); raise
+// txn_max_req_len for larger ones.
 //
 // # Leadership
 //
