@@ -96,7 +96,7 @@
 //     goes critical 4s after its last mark (at most 1s before the death),
 //     Consul invalidates the session at once and releases the lock, the
 //     lock-delay of 3s runs, and the standby's next try takes it: 6-7.3s
-//     after the death (6.2-6.8s measured; TestConsulLeadership_SIGKILLedLeader).
+//     after the death (6.2-6.9s measured; TestConsulLeadership_SIGKILLedLeader).
 //     A lost node fails serfHealth, as quickly as Serf detects it.
 //   - The leader's session is destroyed (by an operator): the lock-delay,
 //     then the next try: about 3.3s (3.1s measured).
