@@ -96,6 +96,19 @@ func Start(t testing.TB, cfg lab.Config) *lab.Lab {
 // nothing when it is current), not the CLI or the plugins.
 func StartConsul(t testing.TB) *lab.Lab {
 	t.Helper()
+	return startConsul(t, false)
+}
+
+// StartConsulACL is StartConsul with Consul's ACLs on (default deny),
+// bootstrapped with a management token (Lab.ACL) that Lab.ConsulClient
+// uses; Lab.ConsulPolicy makes tokens with less.
+func StartConsulACL(t testing.TB) *lab.Lab {
+	t.Helper()
+	return startConsul(t, true)
+}
+
+func startConsul(t testing.TB, acl bool) *lab.Lab {
+	t.Helper()
 	cfg := lab.DefaultConfig(Root(t))
 	consulOnce.Do(func() {
 		cmd := exec.Command("make", "--no-print-directory", cfg.ConsulBin)
@@ -112,6 +125,7 @@ func StartConsul(t testing.TB) *lab.Lab {
 	cfg.Ports = ports
 	cfg.StateDir = filepath.Join(t.TempDir(), "lab")
 	cfg.ConsulOnly = true
+	cfg.ACL = acl
 	return Start(t, cfg)
 }
 

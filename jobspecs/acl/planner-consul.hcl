@@ -23,3 +23,10 @@ key_prefix "schedulearn/" {
 session_prefix "" {
   policy = "write"
 }
+# The leader election's liveness check: each planner registers the service
+# schedulearn-leader with a TTL check on its Consul agent, marks it passing
+# and ties its session to it (planner/store: a dead planner's session ends
+# within seconds).
+service "schedulearn-leader" {
+  policy = "write"
+}

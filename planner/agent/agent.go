@@ -63,6 +63,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	leading  bool
+	fence    store.Fence    // the leadership term's, while leading
 	policyIn *config.Policy // the config's policy block, to see it change on reload
 }
 
@@ -98,7 +99,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("failed to open consul store: %w", err)
 		}
-		l, err := store.NewConsulLeadership(consul, cfg.Store.Prefix, store.LeaderOptions{Identity: cfg.BindAddr})
+		l, err := store.NewConsulLeadership(consul, cfg.Store.Prefix, store.LeaderOptions{Identity: cfg.BindAddr, Logger: logger.Named("leader")})
 		if err != nil {
 			return nil, fmt.Errorf("failed to set up leader election: %w", err)
 		}
@@ -284,9 +285,12 @@ func (a *Agent) lead(ctx context.Context) {
 			}
 			continue
 		}
-		a.setLeading(true)
+		// Every store write of this term's rounds and deliveries is
+		// fenced: refused once another planner may lead.
+		fence := a.leader.Fence()
+		a.setLeading(true, fence)
 		a.logger.Info("leading: scheduling")
-		roundCtx, cancel := context.WithCancel(ctx)
+		roundCtx, cancel := context.WithCancel(store.WithFence(ctx, fence))
 		go func() {
 			select {
 			case <-lost:
@@ -305,17 +309,25 @@ func (a *Agent) lead(ctx context.Context) {
 		a.planner.Run(roundCtx, a.cfg.Round)
 		cancel()
 		<-deliveriesDone
-		a.setLeading(false)
+		a.setLeading(false, store.Fence{})
 		if ctx.Err() == nil {
 			a.logger.Warn("leadership lost; standing by")
 		}
 	}
 }
 
-func (a *Agent) setLeading(v bool) {
+func (a *Agent) setLeading(v bool, fence store.Fence) {
 	a.mu.Lock()
-	a.leading = v
+	a.leading, a.fence = v, fence
 	a.mu.Unlock()
+}
+
+// fenced is ctx carrying the leadership term's fence, for the leader's
+// writes on an API request (Stop, SetPolicy).
+func (a *Agent) fenced(ctx context.Context) context.Context {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return store.WithFence(ctx, a.fence)
 }
 
 func (a *Agent) isLeading() bool {
@@ -332,7 +344,7 @@ func (a *Agent) Reload(cfg *config.Config) error {
 	a.mu.Unlock()
 	changed := prev == nil || prev.Name != cfg.Policy.Name || !equalMaps(prev.Config, cfg.Policy.Config)
 	if changed {
-		if _, err := a.planner.SetPolicy(context.Background(), cfg.Policy.Name, cfg.Policy.Config); err != nil {
+		if _, err := a.planner.SetPolicy(a.fenced(context.Background()), cfg.Policy.Name, cfg.Policy.Config); err != nil {
 			return fmt.Errorf("failed to switch to policy %q from the reloaded config (the previous policy stays): %w", cfg.Policy.Name, err)
 		}
 		a.mu.Lock()

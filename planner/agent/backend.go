@@ -26,6 +26,9 @@ func storeErr(err error) error {
 		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
 	case errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("%w: %w", api.ErrConflict, err)
+	case errors.Is(err, store.ErrFenced):
+		// A leader deposed during the request: the new one takes it.
+		return fmt.Errorf("%w: %w", api.ErrUnavailable, err)
 	}
 	return err
 }
@@ -48,6 +51,7 @@ func (b *backend) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	if !b.a.isLeading() {
 		return nil, b.a.errNotLeader()
 	}
+	ctx = b.a.fenced(ctx)
 	j, err := b.a.store.GetJob(ctx, id)
 	if err != nil {
 		return nil, storeErr(err)
@@ -95,6 +99,7 @@ func (b *backend) SetPolicy(ctx context.Context, name string, config map[string]
 	if !b.a.isLeading() {
 		return nil, b.a.errNotLeader()
 	}
+	ctx = b.a.fenced(ctx)
 	names, err := b.a.planner.Policies.Available()
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/config"
+	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -37,13 +38,9 @@ type fixedNodes []policy.Node
 
 func (n fixedNodes) Nodes(context.Context) ([]policy.Node, error) { return slices.Clone(n), nil }
 
-// fuzzAPI is the daemon's API on an embedded store in a temp dir.
-type fuzzAPI struct {
-	t   testing.TB
-	srv *httptest.Server
-}
-
-func newFuzzAPI(t testing.TB) *fuzzAPI {
+// newTestAgent is an agent on an embedded store in a temp dir, seeing two
+// nodes of 8 GPUs; it is not running.
+func newTestAgent(t testing.TB) *Agent {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
@@ -60,7 +57,19 @@ func newFuzzAPI(t testing.TB) *fuzzAPI {
 		{ID: "n1", Name: "gpu-1", GPUModel: "NVIDIA A100-SXM4-40GB", GPUMemoryMiB: 40960, GPUs: 8},
 		{ID: "n2", Name: "gpu-2", GPUModel: "NVIDIA A100-SXM4-40GB", GPUMemoryMiB: 40960, GPUs: 8},
 	}
-	a.setLeading(true) // stops and policy switches are the leader's
+	return a
+}
+
+// fuzzAPI is the daemon's API on an embedded store in a temp dir.
+type fuzzAPI struct {
+	t   testing.TB
+	srv *httptest.Server
+}
+
+func newFuzzAPI(t testing.TB) *fuzzAPI {
+	t.Helper()
+	a := newTestAgent(t)
+	a.setLeading(true, store.Fence{}) // stops and policy switches are the leader's
 	srv := httptest.NewServer(a.server.Handler)
 	t.Cleanup(func() {
 		srv.Close()

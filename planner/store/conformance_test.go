@@ -23,6 +23,11 @@ type harness struct {
 	// reopen closes s and opens the same data again, as a restarted
 	// planner would.
 	reopen func(t *testing.T, s Store) Store
+	// fence, for a store several planners share, makes s's planner the
+	// leader and returns its term's fence and a func that ends the term
+	// (as when another planner takes over). Nil for a store one planner
+	// holds, which is the leader for good (see testFence).
+	fence func(t *testing.T, s Store) (f Fence, end func())
 }
 
 // runConformance runs the behaviour every Store must have.
@@ -47,6 +52,7 @@ func runConformance(t *testing.T, h harness) {
 		{"calls after close fail", testClosed},
 		{"idempotency keys: one job per key, kept across a reopen", testIdempotencyKeys},
 		{"racing creates with one idempotency key: exactly one wins", testRacingKeys},
+		{"writes under a leadership term's fence", testFence},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, h) })

@@ -22,7 +22,8 @@ const DefaultPrefix = "schedulearn/"
 //
 // A job's Version lives in its JSON record, as in the bolt store; each write
 // is additionally a KV check-and-set on the ModifyIndex read with the record,
-// so two planners that read the same version cannot both write.
+// so two planners that read the same version cannot both write. Writes are
+// transactions, so a leader's carry its term's fence check (WithFence).
 type Consul struct {
 	kv     *api.KV
 	txn    *api.Txn
@@ -83,7 +84,9 @@ func (c *Consul) CreateJob(ctx context.Context, j *structs.Job) error {
 		j.Version = 1
 		return nil
 	}
-	ok, _, err := c.kv.CAS(&api.KVPair{Key: c.jobKey(j.ID), Value: buf, ModifyIndex: 0}, c.writeOpts(ctx))
+	ok, _, err := c.write(ctx, api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: c.jobKey(j.ID), Value: buf, Index: 0}},
+	})
 	if err != nil {
 		return fmt.Errorf("failed to create job %q: %w", j.ID, err)
 	}
@@ -101,14 +104,14 @@ func (c *Consul) createWithKey(ctx context.Context, j *structs.Job, buf []byte) 
 		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: c.jobKey(j.ID), Value: buf, Index: 0}},
 		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: c.keyKey(j.Idempotency.Key), Value: []byte(j.ID), Index: 0}},
 	}
-	ok, resp, _, err := c.txn.Txn(ops, c.queryOpts(ctx))
+	ok, errs, err := c.write(ctx, ops)
 	if err != nil {
 		return fmt.Errorf("failed to create job %q: %w", j.ID, err)
 	}
 	if ok {
 		return nil
 	}
-	for _, e := range resp.Errors {
+	for _, e := range errs {
 		if e.OpIndex == 1 {
 			return fmt.Errorf("job %q: %w", j.ID, ErrKeyExists)
 		}
@@ -166,7 +169,9 @@ func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
 	}
-	ok, _, err := c.kv.CAS(&api.KVPair{Key: key, Value: buf, ModifyIndex: pair.ModifyIndex}, c.writeOpts(ctx))
+	ok, _, err := c.write(ctx, api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: key, Value: buf, Index: pair.ModifyIndex}},
+	})
 	if err != nil {
 		return fmt.Errorf("failed to update job %q: %w", j.ID, err)
 	}
@@ -251,7 +256,11 @@ func (c *Consul) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode policy: %w", err)
 	}
-	if _, err := c.kv.Put(&api.KVPair{Key: c.policyKey(), Value: buf}, c.writeOpts(ctx)); err != nil {
+	ok, errs, err := c.write(ctx, api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVSet, Key: c.policyKey(), Value: buf}}})
+	if err == nil && !ok {
+		err = txnError(errs)
+	}
+	if err != nil {
 		return fmt.Errorf("failed to write policy: %w", err)
 	}
 	return nil
@@ -276,6 +285,42 @@ func (c *Consul) queryOpts(ctx context.Context) *api.QueryOptions {
 	return (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx)
 }
 
-func (c *Consul) writeOpts(ctx context.Context) *api.WriteOptions {
-	return (&api.WriteOptions{}).WithContext(ctx)
+// write applies ops in one transaction, after the check of ctx's fence
+// (WithFence) if it carries one: a check-session on the leader lock, so
+// the ops apply only while the term's session holds the lock, atomically
+// with them. ok is false when an op's check failed (errs says which, its
+// OpIndex counting ops alone); a failed fence check is ErrFenced instead.
+func (c *Consul) write(ctx context.Context, ops api.TxnOps) (ok bool, errs api.TxnErrors, err error) {
+	f := FenceFrom(ctx)
+	if !f.IsZero() {
+		if f.Session == "" {
+			return false, nil, fmt.Errorf("no leadership term holds the lock %s: %w", f.Key, ErrFenced)
+		}
+		ops = append(api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: f.Key, Session: f.Session}}}, ops...)
+	}
+	ok, resp, _, err := c.txn.Txn(ops, c.queryOpts(ctx))
+	if err != nil || ok {
+		return ok, nil, err
+	}
+	if f.IsZero() {
+		return false, resp.Errors, nil
+	}
+	for _, e := range resp.Errors {
+		if e.OpIndex == 0 {
+			return false, nil, fmt.Errorf("the leader lock %s is no longer held by session %s (%s): %w", f.Key, f.Session, e.What, ErrFenced)
+		}
+	}
+	for _, e := range resp.Errors {
+		errs = append(errs, &api.TxnError{OpIndex: e.OpIndex - 1, What: e.What})
+	}
+	return false, errs, nil
+}
+
+// txnError is an unexpected failed check of a transaction.
+func txnError(errs api.TxnErrors) error {
+	msgs := make([]string, 0, len(errs))
+	for _, e := range errs {
+		msgs = append(msgs, e.What)
+	}
+	return fmt.Errorf("transaction refused: %s", strings.Join(msgs, "; "))
 }

@@ -47,6 +47,16 @@ func TestConsul_Conformance(t *testing.T) {
 			must.NoError(t, err)
 			return s2
 		},
+		fence: func(t *testing.T, s Store) (Fence, func()) {
+			c := newCandidate(t, l, s.(*Consul).Prefix(), "conformance")
+			_, err := c.Acquire(context.Background())
+			must.NoError(t, err)
+			f := c.Fence()
+			return f, func() {
+				_, err := consulClient(t, l).Session().Destroy(f.Session, nil)
+				must.NoError(t, err)
+			}
+		},
 	})
 }
 
@@ -69,16 +79,17 @@ func TestConsul_Layout(t *testing.T) {
 
 // Takeover bounds, from the moment the leader dies to the standby's
 // Acquire returning (see the package doc):
-//   - session destroyed: Consul's lock-delay (1s) makes the standby's first
-//     try fail, and consul/api retries 5s later (DefaultLockRetryTime):
-//     about 5s.
-//   - renewal stopped (a SIGKILLed leader): Consul invalidates the session
-//     2×TTL (20s) after its last renewal, then as above: at most 25s.
+//   - session destroyed: Consul's lock-delay (3s), then the standby's next
+//     try (every 250ms): about 3.3s.
+//   - the leader stops (a SIGKILLed or frozen planner): its check goes
+//     critical CheckTTL (4s) after its last mark, at most 1s before the
+//     stop, so 3-4s after it; Consul invalidates the session at once; then
+//     as above: 6-7.3s. Issue 18's goal is 10s; it was 20-25s.
 //   - released: no lock-delay applies: about the standby's next read.
 const (
 	slack            = 3 * time.Second
-	boundDestroyed   = DefaultLockDelay + api.DefaultLockRetryTime + slack
-	boundNoRenewal   = 2*DefaultSessionTTL + api.DefaultLockRetryTime + slack
+	boundDestroyed   = DefaultLockDelay + DefaultLockRetryTime + slack
+	boundDied        = 10 * time.Second
 	boundReleased    = slack
 	blockedAtLeast   = 3 * time.Second
 	lostNoticeWithin = 3 * time.Second
@@ -91,17 +102,20 @@ func TestConsulLeadership_Takeover(t *testing.T) {
 		name  string
 		kill  func(t *testing.T, a *ConsulLeadership)
 		bound time.Duration
+		// notices: the leader's lost channel closes (a frozen leader
+		// notices nothing).
+		notices bool
 	}{
 		{"leader session destroyed", func(t *testing.T, a *ConsulLeadership) {
 			_, err := consulClient(t, l).Session().Destroy(a.heldTerm().session, nil)
 			must.NoError(t, err)
-		}, boundDestroyed},
-		{"leader stops renewing", func(t *testing.T, a *ConsulLeadership) {
-			a.heldTerm().renewCancel() // the session is left to expire
-		}, boundNoRenewal},
+		}, boundDestroyed, true},
+		{"leader freezes (stops marking its check and renewing)", func(t *testing.T, a *ConsulLeadership) {
+			a.heldTerm().bgCancel() // the check and the session are left to expire
+		}, boundDied, false},
 		{"leader releases", func(t *testing.T, a *ConsulLeadership) {
 			must.NoError(t, a.Release())
-		}, boundReleased},
+		}, boundReleased, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,11 +150,13 @@ func TestConsulLeadership_Takeover(t *testing.T) {
 			died := time.Now()
 			tc.kill(t, a)
 
-			select {
-			case <-lostA:
-				t.Logf("leader noticed its loss after %s", time.Since(died).Round(time.Millisecond))
-			case <-time.After(lostNoticeWithin):
-				t.Fatalf("leader's lost channel still open %s after it lost the lock", lostNoticeWithin)
+			if tc.notices {
+				select {
+				case <-lostA:
+					t.Logf("leader noticed its loss after %s", time.Since(died).Round(time.Millisecond))
+				case <-time.After(lostNoticeWithin):
+					t.Fatalf("leader's lost channel still open %s after it lost the lock", lostNoticeWithin)
+				}
 			}
 
 			select {

@@ -2,76 +2,103 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-hclog"
 )
 
 // The leader lock's defaults; see the package doc for the takeover times
-// they give.
+// they give and why each is what it is.
 const (
-	// DefaultSessionTTL is Consul's minimum session TTL. The session is
-	// renewed every TTL/2; Consul invalidates it 2×TTL after the last
-	// renewal.
-	DefaultSessionTTL = 10 * time.Second
+	// DefaultCheckTTL is the TTL of the liveness check each candidate
+	// registers with its Consul agent and ties its session to. The planner
+	// marks it passing every CheckTTL/4; when the planner dies the check
+	// goes critical CheckTTL after the last mark and Consul invalidates the
+	// session at once, releasing the lock. It is what bounds the takeover
+	// after a SIGKILL, so it is short; a planner starved of CPU for longer
+	// loses the leadership (safely: its writes are fenced).
+	DefaultCheckTTL = 4 * time.Second
 	// DefaultLockDelay is how long Consul keeps the lock from a new holder
-	// after the old holder's session was invalidated, so a leader that has
-	// not yet noticed its loss does not overlap with the next one.
-	DefaultLockDelay = time.Second
-	// DefaultLockWaitTime bounds one blocking read of the lock key: Acquire
-	// notices that its context ended within about this long.
+	// after the old holder's session was invalidated (not after a
+	// release): the time a leader that is alive but cut off has to notice
+	// and stop acting. The leader steps down on its own before its check
+	// can expire, and its store writes are fenced, so this only covers the
+	// Nomad calls of a round in flight. Consul's default is 15s.
+	DefaultLockDelay = 3 * time.Second
+	// DefaultSessionTTL is the session's own TTL, Consul's minimum: a
+	// backstop only (the check above acts first). The session is renewed
+	// every TTL/2; Consul invalidates it 2×TTL after the last renewal.
+	DefaultSessionTTL = 10 * time.Second
+	// DefaultLockWaitTime bounds one blocking read of the lock key.
 	DefaultLockWaitTime = 2 * time.Second
+	// DefaultLockRetryTime is how soon a standby tries again when the lock
+	// is free but refused, as during a lock-delay (consul/api's Lock waits
+	// a fixed 5s, which alone would break a 10s takeover). A refusal
+	// during a lock-delay is answered before Raft, so retries are cheap.
+	DefaultLockRetryTime = 250 * time.Millisecond
+	// DefaultCheckService is the name of the Consul service each candidate
+	// registers to hold its liveness check (a service check, so a dead
+	// planner's critical check marks only this service, never the node).
+	DefaultCheckService = "schedulearn-leader"
 )
+
+// checkReapAfter: Consul's agent deregisters a candidate's service when its
+// check has been critical this long (its minimum), so a SIGKILLed planner
+// leaves nothing behind for good.
+const checkReapAfter = "1m"
 
 // LeaderOptions tune ConsulLeadership. Zero values take the defaults.
 type LeaderOptions struct {
 	// Key is the lock's KV key (default "<prefix>leader").
 	Key string
 	// Identity is written as the lock's value, to say who leads (default
-	// "<hostname>:<pid>"); a planner would put its API address here.
+	// "<hostname>:<pid>"); a planner puts its API address here.
 	Identity string
+	// CheckTTL is the liveness check's TTL (default DefaultCheckTTL; at
+	// least 1s, at most SessionTTL).
+	CheckTTL time.Duration
+	// CheckService names the service holding the liveness check (default
+	// DefaultCheckService); the planner's Consul token needs write on it.
+	CheckService string
+	// LockDelay is the session's lock-delay (default DefaultLockDelay; at
+	// most 60s). Consul reads 0 as 15s, so it is never sent as 0.
+	LockDelay time.Duration
 	// SessionTTL is the session's TTL (default DefaultSessionTTL; Consul
 	// refuses less than 10s).
 	SessionTTL time.Duration
-	// LockDelay is the session's lock-delay (default DefaultLockDelay).
-	// Consul reads 0 as its own default of 15s, so it is never sent as 0.
-	LockDelay time.Duration
 	// LockWaitTime bounds one blocking read of the lock (default
 	// DefaultLockWaitTime).
 	LockWaitTime time.Duration
+	// LockRetryTime is the pause before trying a free lock again after a
+	// refusal (default DefaultLockRetryTime).
+	LockRetryTime time.Duration
+	// Logger says why a term ended (default: none).
+	Logger hclog.Logger
 }
 
-// ConsulLeadership elects one leader among planners through a Consul lock
-// (consul/api's Lock on a session this type creates, renews and destroys).
+// ConsulLeadership elects one leader among planners through a Consul lock:
+// a KV key acquired with a session that this type creates, ties to a
+// liveness check of its own, renews and destroys.
 type ConsulLeadership struct {
 	client *api.Client
 	opts   LeaderOptions
 
-	mu  sync.Mutex
-	cur *term // the held or pending leadership; nil when neither
+	mu    sync.Mutex
+	cur   *term // the held or pending leadership; nil when neither
+	fence Fence // the last Acquire's term
 }
 
 var _ Leadership = (*ConsulLeadership)(nil)
-
-// term is one Acquire's session and lock.
-type term struct {
-	client  *api.Client
-	cancel  context.CancelFunc // ends a pending Acquire
-	settled chan struct{}      // closed when Acquire has returned
-
-	session     string
-	lock        *api.Lock // set once held
-	lost        chan struct{}
-	stopRenew   chan struct{}      // closed to stop renewing and destroy the session
-	renewCancel context.CancelFunc // stops renewing and leaves the session to expire
-	renewDone   chan struct{}      // closed when the renewal has ended
-	stopOnce    sync.Once
-}
 
 // NewConsulLeadership returns a Leadership on the lock "<prefix>leader"
 // (prefix as for NewConsul) unless opts.Key says otherwise. It makes no
@@ -87,17 +114,34 @@ func NewConsulLeadership(client *api.Client, prefix string, opts LeaderOptions) 
 		host, _ := os.Hostname()
 		opts.Identity = host + ":" + strconv.Itoa(os.Getpid())
 	}
-	if opts.SessionTTL == 0 {
-		opts.SessionTTL = DefaultSessionTTL
+	if opts.CheckService == "" {
+		opts.CheckService = DefaultCheckService
 	}
-	if opts.SessionTTL < 10*time.Second {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	defaults := []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&opts.CheckTTL, DefaultCheckTTL}, {&opts.LockDelay, DefaultLockDelay}, {&opts.SessionTTL, DefaultSessionTTL},
+		{&opts.LockWaitTime, DefaultLockWaitTime}, {&opts.LockRetryTime, DefaultLockRetryTime},
+	}
+	for _, d := range defaults {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < 0 {
+			return nil, fmt.Errorf("invalid leader lock option %s: negative", *d.v)
+		}
+	}
+	switch {
+	case opts.SessionTTL < 10*time.Second:
 		return nil, fmt.Errorf("invalid session TTL %s: Consul's minimum is 10s", opts.SessionTTL)
-	}
-	if opts.LockDelay == 0 {
-		opts.LockDelay = DefaultLockDelay
-	}
-	if opts.LockWaitTime == 0 {
-		opts.LockWaitTime = DefaultLockWaitTime
+	case opts.CheckTTL < time.Second || opts.CheckTTL > opts.SessionTTL:
+		return nil, fmt.Errorf("invalid check TTL %s: it must be from 1s to the session TTL (%s)", opts.CheckTTL, opts.SessionTTL)
+	case opts.LockDelay > 60*time.Second:
+		return nil, fmt.Errorf("invalid lock delay %s: Consul's maximum is 60s", opts.LockDelay)
 	}
 	return &ConsulLeadership{client: client, opts: opts}, nil
 }
@@ -105,9 +149,10 @@ func NewConsulLeadership(client *api.Client, prefix string, opts LeaderOptions) 
 // Key is the lock's KV key.
 func (l *ConsulLeadership) Key() string { return l.opts.Key }
 
-// Acquire implements Leadership. It creates a session, renews it every
-// TTL/2 while it waits and while it leads, and waits for the lock. After a
-// loss it can be called again at once; the old session is cleaned up first.
+// Acquire implements Leadership. It registers the liveness check, creates
+// the session, keeps both alive while it waits and while it leads, and
+// waits for the lock. After a loss it can be called again at once; the old
+// term is cleaned up first.
 func (l *ConsulLeadership) Acquire(ctx context.Context) (<-chan struct{}, error) {
 	l.mu.Lock()
 	if old := l.cur; old != nil && old.isLost() {
@@ -121,27 +166,41 @@ func (l *ConsulLeadership) Acquire(ctx context.Context) (<-chan struct{}, error)
 		return nil, errLeaderHeld
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	t := &term{client: l.client, cancel: cancel, settled: make(chan struct{})}
+	t := newTerm(l.client, &l.opts, cancel)
 	l.cur = t
+	l.fence = Fence{Key: l.opts.Key}
 	l.mu.Unlock()
 
-	err := l.campaign(ctx, t)
+	err := t.campaign(ctx)
 	close(t.settled)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err != nil {
 		cancel()
-		l.mu.Lock()
 		if l.cur == t {
 			l.cur = nil
 		}
-		l.mu.Unlock()
 		return nil, err
 	}
+	l.fence = Fence{Key: l.opts.Key, Session: t.session}
 	return t.lost, nil
 }
 
+// Fence implements Leadership: the lock's key and the session that took
+// it. Consul refuses writes under it once that session no longer holds
+// the lock.
+func (l *ConsulLeadership) Fence() Fence {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fence.IsZero() {
+		return Fence{Key: l.opts.Key}
+	}
+	return l.fence
+}
+
 // Release implements Leadership: it releases the lock (no lock-delay
-// applies to a release, so a standby takes over at once) and destroys the
-// session.
+// applies to a release, so a standby takes over at once), destroys the
+// session and deregisters the check.
 func (l *ConsulLeadership) Release() error {
 	l.mu.Lock()
 	t := l.cur
@@ -155,77 +214,48 @@ func (l *ConsulLeadership) Release() error {
 	return t.end()
 }
 
-// campaign creates the session, starts renewing it and blocks on the lock.
-// On failure it has cleaned up after itself.
-func (l *ConsulLeadership) campaign(ctx context.Context, t *term) error {
-	ttl := l.opts.SessionTTL.String()
-	id, _, err := l.client.Session().Create(&api.SessionEntry{
-		Name:      "schedulearn leader " + l.opts.Identity,
-		TTL:       ttl,
-		LockDelay: l.opts.LockDelay,
-		Behavior:  api.SessionBehaviorRelease,
-	}, (&api.WriteOptions{}).WithContext(ctx))
-	if err != nil {
-		return fmt.Errorf("failed to create leader session: %w", err)
-	}
-	t.session = id
-	t.stopRenew = make(chan struct{})
-	t.renewDone = make(chan struct{})
-	renewCtx, renewCancel := context.WithCancel(context.Background())
-	t.renewCancel = renewCancel
-	go func() {
-		defer close(t.renewDone)
-		// It returns when stopRenew closes (destroying the session), when
-		// the session is gone, or after failing to renew for a whole TTL.
-		_ = l.client.Session().RenewPeriodic(ttl, id, (&api.WriteOptions{}).WithContext(renewCtx), t.stopRenew)
-	}()
+// term is one Acquire's check, session and lock.
+type term struct {
+	client  *api.Client
+	opts    *LeaderOptions
+	cancel  context.CancelFunc // ends a pending Acquire
+	settled chan struct{}      // closed when Acquire has returned
 
-	lock, err := l.client.LockOpts(&api.LockOptions{
-		Key:          l.opts.Key,
-		Value:        []byte(l.opts.Identity),
-		Session:      id,
-		LockWaitTime: l.opts.LockWaitTime,
-		// Ride out a brief Consul hiccup (a 500 or a network error) rather
-		// than step down at once: 3 retries 1s apart end well before the
-		// session could expire.
-		MonitorRetries:   3,
-		MonitorRetryTime: time.Second,
-	})
-	if err != nil {
-		t.stop()
-		return fmt.Errorf("failed to create leader lock: %w", err)
-	}
-	leaderCh, err := lock.Lock(ctx.Done())
-	if err != nil {
-		t.stop()
-		return fmt.Errorf("failed to acquire leader lock %s: %w", l.opts.Key, err)
-	}
-	if leaderCh == nil || ctx.Err() != nil {
-		if leaderCh != nil {
-			_ = lock.Unlock()
-		}
-		t.stop()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return errors.New("failed to acquire leader lock: stopped")
-	}
-	t.lock = lock
-	t.lost = make(chan struct{})
-	go func() {
-		select {
-		case <-leaderCh: // the key is no longer ours
-		case <-t.renewDone: // the session could not be kept alive
+	checkID string // also the ID of the service that holds the check
+	session string
+	held    atomic.Bool
+
+	lost     chan struct{} // closed when the term ends, held or not
+	loseOnce sync.Once
+
+	// bg runs the heartbeat, the renewal and the monitor; bgCancel stops
+	// them and leaves the check to expire (what a crash does).
+	bg        context.Context
+	bgCancel  context.CancelFunc
+	bgWG      sync.WaitGroup
+	stopRenew chan struct{} // closed to stop renewing and destroy the session
+	endOnce   sync.Once
+}
+
+func newTerm(client *api.Client, opts *LeaderOptions, cancel context.CancelFunc) *term {
+	bg, bgCancel := context.WithCancel(context.Background())
+	return &term{client: client, opts: opts, cancel: cancel, settled: make(chan struct{}),
+		lost: make(chan struct{}), bg: bg, bgCancel: bgCancel, stopRenew: make(chan struct{})}
+}
+
+// lose ends the term, saying why (a pending Acquire returns); end passes
+// no reason.
+func (t *term) lose(why string, args ...any) {
+	t.loseOnce.Do(func() {
+		if why != "" && t.held.Load() {
+			t.opts.Logger.Warn("leadership lost: "+why, args...)
 		}
 		close(t.lost)
-	}()
-	return nil
+		t.cancel()
+	})
 }
 
 func (t *term) isLost() bool {
-	if t.lost == nil {
-		return false
-	}
 	select {
 	case <-t.lost:
 		return true
@@ -234,37 +264,260 @@ func (t *term) isLost() bool {
 	}
 }
 
-// end releases the lock if held, then stops the renewal, which destroys the
-// session. A lock already lost cannot be released; that is no error.
-func (t *term) end() error {
-	var err error
-	if t.lock != nil {
-		lost := t.isLost()
-		if e := t.lock.Unlock(); e != nil && !lost {
-			err = fmt.Errorf("failed to release leader lock: %w", e)
+// campaign registers the check, creates the session, starts keeping both
+// alive and waits for the lock. On failure the caller's end cleans up.
+func (t *term) campaign(ctx context.Context) error {
+	err := t.start(ctx)
+	if err == nil {
+		err = t.acquire(ctx)
+	}
+	if err != nil {
+		if t.isLost() && ctx.Err() != nil {
+			err = errors.New("failed to acquire leader lock: the session or its check could not be kept alive")
+		}
+		_ = t.end()
+		return err
+	}
+	t.held.Store(true)
+	t.bgWG.Add(1)
+	go t.monitor()
+	return nil
+}
+
+// start registers the liveness check, waits until the catalog has it (a
+// session can only be tied to a check the servers know), creates the
+// session and starts the heartbeat and the renewal. A token that may not
+// register the check gets a session without it, and a warning.
+func (t *term) start(ctx context.Context) error {
+	t.checkID = t.opts.CheckService + "-" + randomID()
+	agent := t.client.Agent()
+	reg := &api.AgentServiceRegistration{ID: t.checkID, Name: t.opts.CheckService,
+		Meta: map[string]string{"identity": t.opts.Identity},
+		Check: &api.AgentServiceCheck{CheckID: t.checkID, Name: "schedulearn leader candidate " + t.opts.Identity,
+			TTL: t.opts.CheckTTL.String(), Status: api.HealthPassing, DeregisterCriticalServiceAfter: checkReapAfter}}
+	var checks []api.ServiceCheck
+	var denied api.StatusError
+	switch err := agent.ServiceRegisterOpts(reg, api.ServiceRegisterOpts{}.WithContext(ctx)); {
+	case errors.As(err, &denied) && denied.Code == http.StatusForbidden:
+		// A token from before the check (docs/acl.md): elect as before
+		// rather than not at all, and say what it costs.
+		t.opts.Logger.Warn("the Consul token may not register the leader check; electing with the session TTL alone, so a dead leader is replaced after 20-25s instead of 6-7s: grant it service \""+t.opts.CheckService+"\" write (docs/acl.md)",
+			"error", err)
+		t.checkID = ""
+	case err != nil:
+		t.checkID = ""
+		return fmt.Errorf("failed to register leader check with the consul agent: %w", err)
+	default:
+		t.bgWG.Add(1)
+		go t.heartbeat(time.Now())
+		if err := t.awaitCheck(ctx); err != nil {
+			return err
+		}
+		checks = []api.ServiceCheck{{ID: t.checkID}}
+	}
+	id, _, err := t.client.Session().Create(&api.SessionEntry{
+		Name:          "schedulearn leader " + t.opts.Identity,
+		TTL:           t.opts.SessionTTL.String(),
+		LockDelay:     t.opts.LockDelay,
+		Behavior:      api.SessionBehaviorRelease,
+		NodeChecks:    []string{"serfHealth"},
+		ServiceChecks: checks,
+	}, (&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to create leader session: %w", err)
+	}
+	t.session = id
+	t.bgWG.Add(1)
+	go func() {
+		defer t.bgWG.Done()
+		// It returns when stopRenew closes (destroying the session), when
+		// the session is gone, or after failing to renew for a whole TTL.
+		err := t.client.Session().RenewPeriodic(t.opts.SessionTTL.String(), id, (&api.WriteOptions{}).WithContext(t.bg), t.stopRenew)
+		if t.bg.Err() == nil {
+			t.lose("the leader session could not be renewed", "session", id, "error", err)
+		}
+	}()
+	return nil
+}
+
+// awaitCheck waits until the servers' catalog lists the check: the agent
+// syncs a registration in the background, within milliseconds.
+func (t *term) awaitCheck(ctx context.Context) error {
+	deadline := time.Now().Add(t.opts.SessionTTL)
+	for {
+		checks, _, err := t.client.Health().Checks(t.opts.CheckService, (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("failed to read leader check %s: %w", t.checkID, err)
+		}
+		for _, c := range checks {
+			if c.CheckID == t.checkID && c.Status == api.HealthPassing {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("failed to register leader check %s: not in the catalog after %s", t.checkID, t.opts.SessionTTL)
+		}
+		if err := t.pause(ctx, t.opts.LockRetryTime/2); err != nil {
+			return err
 		}
 	}
-	t.stop()
+}
+
+// heartbeat marks the check passing every CheckTTL/4. When it has not
+// managed to for CheckTTL less one interval (a Consul agent out of reach,
+// or this process starved or paused), the term ends: before the check can
+// expire, so the planner stops acting before another can lead.
+func (t *term) heartbeat(lastOK time.Time) {
+	defer t.bgWG.Done()
+	interval := t.opts.CheckTTL / 4
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	agent := t.client.Agent()
+	for {
+		select {
+		case <-t.bg.Done():
+			return
+		case <-tick.C:
+		}
+		if since := time.Since(lastOK); since >= t.opts.CheckTTL-interval {
+			t.lose("the leader check could not be kept passing", "check", t.checkID, "since", since.Round(time.Millisecond))
+			return
+		}
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(t.bg, interval)
+		err := agent.UpdateTTLOpts(t.checkID, "", api.HealthPassing, (&api.QueryOptions{}).WithContext(ctx))
+		cancel()
+		if err == nil {
+			lastOK = sent
+		}
+	}
+}
+
+// acquire waits for the lock: blocking reads while another session holds
+// it, a try whenever it is free, and a short pause after a refused try
+// (a lock-delay in effect, or another standby was quicker).
+func (t *term) acquire(ctx context.Context) error {
+	kv := t.client.KV()
+	entry := &api.KVPair{Key: t.opts.Key, Value: []byte(t.opts.Identity), Session: t.session, Flags: api.LockFlagValue}
+	q := &api.QueryOptions{RequireConsistent: true, WaitTime: t.opts.LockWaitTime}
+	for {
+		pair, meta, err := kv.Get(t.opts.Key, q.WithContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("failed to read leader lock %s: %w", t.opts.Key, err)
+		}
+		switch {
+		case pair != nil && pair.Flags != api.LockFlagValue:
+			return fmt.Errorf("failed to acquire leader lock %s: %w", t.opts.Key, api.ErrLockConflict)
+		case pair != nil && pair.Session == t.session:
+			return nil
+		case pair != nil && pair.Session != "":
+			q.WaitIndex = meta.LastIndex // held: wait for a change
+			continue
+		}
+		ok, _, err := kv.Acquire(entry, (&api.WriteOptions{}).WithContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("failed to acquire leader lock %s: %w", t.opts.Key, err)
+		}
+		if ok {
+			return nil
+		}
+		q.WaitIndex = 0
+		if err := t.pause(ctx, t.opts.LockRetryTime); err != nil {
+			return err
+		}
+	}
+}
+
+// monitor ends the term when the lock is no longer the session's, or when
+// it cannot be read for longer than CheckTTL.
+func (t *term) monitor() {
+	defer t.bgWG.Done()
+	kv := t.client.KV()
+	q := &api.QueryOptions{RequireConsistent: true, WaitTime: t.opts.LockWaitTime}
+	lastOK := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(t.bg, 2*t.opts.LockWaitTime+time.Second)
+		pair, meta, err := kv.Get(t.opts.Key, q.WithContext(ctx))
+		cancel()
+		if t.bg.Err() != nil {
+			return
+		}
+		if err != nil {
+			if since := time.Since(lastOK); since > t.opts.CheckTTL {
+				t.lose("failed to read the leader lock", "key", t.opts.Key, "since", since.Round(time.Millisecond), "error", err)
+				return
+			}
+			q.WaitIndex = 0
+			if t.pause(t.bg, t.opts.LockRetryTime) != nil {
+				return
+			}
+			continue
+		}
+		lastOK = time.Now()
+		if pair == nil || pair.Session != t.session {
+			holder := ""
+			if pair != nil {
+				holder = pair.Session
+			}
+			t.lose("the leader lock is no longer held by this planner's session", "key", t.opts.Key, "session", t.session, "holder", holder)
+			return
+		}
+		q.WaitIndex = meta.LastIndex
+	}
+}
+
+// pause waits d, or until ctx ends.
+func (t *term) pause(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// end releases the lock if held, destroys the session and deregisters the
+// check, in that order (a session invalidated while it holds the lock, as
+// by removing its check, would start a lock-delay). A lock already lost
+// cannot be released; that is no error.
+func (t *term) end() error {
+	var err error
+	t.endOnce.Do(func() {
+		lost := t.isLost()
+		t.lose("")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w := (&api.WriteOptions{}).WithContext(ctx)
+		if t.held.Load() && !lost {
+			entry := &api.KVPair{Key: t.opts.Key, Value: []byte(t.opts.Identity), Session: t.session, Flags: api.LockFlagValue}
+			if _, _, e := t.client.KV().Release(entry, w); e != nil {
+				err = fmt.Errorf("failed to release leader lock: %w", e)
+			}
+		}
+		close(t.stopRenew)
+		if t.session != "" {
+			_, _ = t.client.Session().Destroy(t.session, w)
+		}
+		t.bgCancel()
+		t.bgWG.Wait()
+		if t.checkID != "" {
+			_ = t.client.Agent().ServiceDeregisterOpts(t.checkID, (&api.QueryOptions{}).WithContext(ctx))
+		}
+	})
 	return err
 }
 
-// stop ends the renewal and destroys the session, and waits for both.
-func (t *term) stop() {
-	if t.stopRenew == nil {
-		return
-	}
-	t.stopOnce.Do(func() {
-		select {
-		case <-t.renewDone:
-			// The renewal ended on its own: the session may live on until
-			// it expires, so destroy it here.
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_, _ = t.client.Session().Destroy(t.session, (&api.WriteOptions{}).WithContext(ctx))
-		default:
-			close(t.stopRenew) // RenewPeriodic destroys the session
-			<-t.renewDone
-		}
-		t.renewCancel()
-	})
+// randomID names a candidate's check: unique among the agent's.
+func randomID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -23,6 +23,9 @@
 //	<prefix>meta/policy     JSON structs.PolicyState
 //	<prefix>leader          the leader lock (value: the leader's identity)
 //
+// and, on each planner's Consul agent, a service "schedulearn-leader" per
+// candidate with its TTL check (see Leadership).
+//
 // Job IDs must be non-empty and hold no '/', in both, since they are key
 // segments in Consul.
 //
@@ -34,9 +37,10 @@
 // writers holding the same version exactly one wins. The Version is part of
 // the JSON record in both implementations. In Consul each write is, in
 // addition, a check-and-set on the KV ModifyIndex read with the record (a
-// read and a CAS: two round trips), so the version check and the write are
-// atomic across planners; a CAS that fails means someone wrote in between,
-// and is reported as ErrConflict too.
+// read and a transaction: two round trips), so the version check and the
+// write are atomic across planners; a CAS that fails means someone wrote in
+// between, and is reported as ErrConflict too. The transaction also holds
+// the fence check of a leader's write (see Fencing).
 //
 // Durability: every Bolt write is one transaction that bbolt commits with an
 // fsync before the call returns, so an acknowledged write survives a
@@ -50,40 +54,74 @@
 //
 // ListJobs decodes every record and sorts by (Submitted, ID); it is
 // O(n log n) in the number of jobs (see BenchmarkBolt_ListJobs). Consul
-// limits a KV value to 512 KiB by default (kv_max_value_size): a job whose
-// record (Source, History, Events) outgrows that cannot be written there.
+// writes are transactions (for the fence), whose request Consul limits to
+// 512 KiB by default (txn_max_req_len) with the values in base64: a job
+// whose record (Source, History, Events) outgrows about 380 KiB cannot be
+// written there (measured: 380 KiB written, 400 KiB refused); raise
+// txn_max_req_len for larger ones.
 //
 // # Leadership
 //
 // AlwaysLeader is the Leadership for the embedded store: Acquire succeeds at
-// once. ConsulLeadership elects one planner through a Consul lock: it
-// creates a session (TTL 10s, Consul's minimum; lock-delay 1s; behaviour
-// "release"), renews it every TTL/2, and takes the lock <prefix>leader with
-// consul/api's Lock on that session. A standby blocks in Acquire, reading the
-// lock with blocking queries of up to 2s (so it notices its context ending
-// within about 2s). The channel Acquire returns is closed when the key is no
-// longer held by the session (watched with consistent blocking reads, riding
-// out up to 3 failed reads 1s apart), when the session cannot be renewed for
-// a whole TTL or is gone, or on Release.
+// once. ConsulLeadership elects one planner through a Consul lock. Each
+// Acquire begins a term:
+//
+//  1. It registers, with the planner's Consul agent, a service
+//     "schedulearn-leader" holding a TTL check (CheckTTL 4s), and marks the
+//     check passing every second. (A service check, so a dead planner's
+//     critical check marks that service only, never the node; the agent
+//     deregisters it after a minute critical. A Consul token that may not
+//     register it gets a session without it, on the TTL alone, and a
+//     warning.)
+//  2. It creates a session tied to that check and the node's serfHealth
+//     (lock-delay 3s, behaviour "release", TTL 10s renewed every 5s as a
+//     backstop).
+//  3. It waits for the lock <prefix>leader: blocking reads while another
+//     session holds it, a try whenever it is free, a new try every 250ms
+//     while Consul refuses a free lock (a lock-delay in effect).
+//
+// The channel Acquire returns is closed when the key is no longer held by
+// the session (watched with consistent blocking reads), when the lock
+// cannot be read for longer than CheckTTL, when the planner has not managed
+// to mark its check for 3s (before Consul could expire it: a planner cut off
+// from its agent, or starved, steps down before another can lead), when
+// the session cannot be renewed, or on Release.
 //
 // How long a standby takes to lead once the leader is gone (measured on the
-// pinned Consul v1.22.3, dev agent):
+// pinned Consul v1.22.3, dev agent; before the check: 20-25s):
 //
 //   - The leader calls Release (a clean shutdown): no lock-delay applies to
-//     a released lock, so at once (2ms measured).
-//   - The leader's session is invalidated (destroyed by an operator or by
-//     Consul): the lock-delay of 1s makes the standby's first try fail, and
-//     consul/api retries after its fixed DefaultLockRetryTime of 5s: about
-//     5s (5.0s measured).
-//   - The leader dies (SIGKILL, a hung process, a lost machine) and stops
-//     renewing: Consul invalidates a session 2×TTL after its last renewal,
-//     which came at most TTL/2 before the death, so 15-20s after it; then
-//     as above. Takeover within 20-25s of the death (22.0s measured).
+//     a released lock, so at once (3ms measured).
+//   - The leader dies (SIGKILL, a hung process, a lost machine): its check
+//     goes critical 4s after its last mark (at most 1s before the death),
+//     Consul invalidates the session at once and releases the lock, the
+//     lock-delay of 3s runs, and the standby's next try takes it: 6-7.3s
+//     after the death (6.2-6.9s measured; TestConsulLeadership_SIGKILLedLeader).
+//     A lost node fails serfHealth, as quickly as Serf detects it.
+//   - The leader's session is destroyed (by an operator): the lock-delay,
+//     then the next try: about 3.3s (3.1s measured).
 //
-// A leader whose renewals fail steps down (its channel closes) about one TTL
-// after its last successful renewal, about a TTL before Consul could give
-// the lock to another planner. The lock is not a fence for every write: a
-// planner must stop writing when its channel closes; the version checks
-// still refuse a deposed leader's write to a job the new leader has
-// written.
+// The lock-delay is the time a leader that is alive but has lost the lock
+// has to notice before another leads. Consul's default, 15s, would alone
+// break a 10s takeover; with writes fenced (below) the delay only has to
+// cover the Nomad calls of a round in flight, and the leader watches the
+// key and steps down on its own before its check can expire, so 3s is a
+// margin, not a bet. Shorter CheckTTLs fail over faster but depose a
+// leader that is starved of CPU for that long.
+//
+// # Fencing
+//
+// A term's Fence (Leadership.Fence: the lock's key and the term's session)
+// goes with every write the leader makes as leader: the planner agent puts
+// it in the context of its rounds and deliveries and of the API's stops and
+// policy switches (WithFence). The Consul store makes each such write one
+// transaction that starts with a check-session of the lock key for that
+// session, so the write applies only while the term's session holds the
+// lock, atomically, in Raft's order. Once Consul has invalidated the
+// session (before any other planner could take the lock), every write of
+// the old term fails with ErrFenced, whatever the planner believes: a
+// leader paused, partitioned or slow to notice cannot overwrite its
+// successor's records. Submissions and progress reports are no leader's
+// work and are not fenced (the version check orders them). The bolt store
+// is one planner's alone and ignores fences.
 package store

@@ -18,6 +18,11 @@ type Leadership interface {
 	// Release gives the leadership up (or abandons a pending Acquire) so a
 	// standby can take over at once. It does nothing if not held.
 	Release() error
+	// Fence is the token of the term the last successful Acquire began,
+	// for the leader's writes (WithFence): a store shared by several
+	// planners refuses them once that term has ended. Call it after
+	// Acquire returns; it says the same until the next Acquire.
+	Fence() Fence
 }
 
 // errLeaderHeld is returned by Acquire while the leadership is held or
@@ -47,6 +52,10 @@ func (a *AlwaysLeader) Acquire(ctx context.Context) (<-chan struct{}, error) {
 	a.lost = make(chan struct{})
 	return a.lost, nil
 }
+
+// Fence implements Leadership: the zero Fence, as a planner that runs
+// alone has nobody to be fenced from.
+func (a *AlwaysLeader) Fence() Fence { return Fence{} }
 
 // Release implements Leadership.
 func (a *AlwaysLeader) Release() error {

@@ -15,6 +15,13 @@ import (
 
 // Store keeps the planner's job records and active policy. Every method is
 // safe for concurrent use; records returned are the caller's own copies.
+//
+// Fencing: a write (CreateJob, UpdateJob, PutPolicy) whose ctx carries a
+// leadership term's Fence (WithFence) is made only if that term still
+// holds, checked atomically with the write; otherwise it fails with
+// ErrFenced and writes nothing. A store that several planners share must
+// check it (Consul does); a store only one planner can open is trivially
+// that planner's, leader for good, and may ignore it (bolt, in memory).
 type Store interface {
 	// CreateJob stores a new job and sets j.Version to 1. It fails with
 	// ErrExists if the ID is taken. A job with an Idempotency key claims
