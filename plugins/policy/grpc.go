@@ -132,5 +132,5 @@ func (p *servedPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 // GRPCClient implements plugin.GRPCPlugin; a plugin process dispenses no
 // clients.
 func (p *servedPlugin) GRPCClient(context.Context, *plugin.GRPCBroker, *grpc.ClientConn) (any, error) {
-	return nil, errors.New("a policy plugin serves; its client is the host's (package policy/host)")
+	return nil, errors.New("failed to dispense a policy client: a plugin only serves; clients are package policy/host's")
 }

@@ -27,7 +27,7 @@ type clientPlugin struct {
 
 // GRPCServer implements plugin.GRPCPlugin; the host serves no policy.
 func (p *clientPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
-	return errors.New("the host calls policy plugins; a plugin serves with policy.Serve")
+	return errors.New("failed to serve a policy: the host only calls plugins; a plugin serves with policy.Serve")
 }
 
 // GRPCClient implements plugin.GRPCPlugin. ctx ends when the plugin process
