@@ -2,7 +2,8 @@
 // the types a policy sees and answers with, the gang rule that every answer
 // must keep, and Serve, which runs a policy as an external go-plugin gRPC
 // plugin. It is all an external plugin needs, and it imports nothing else of
-// the project; it needs no Nomad.
+// the project but its own internal/wire (the protocol's names); it needs no
+// Nomad.
 //
 // The rest stands apart, each package importing this one:
 //
