@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -14,7 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 	"github.com/schedulearn/schedulearn/sim"
 )
 
@@ -172,7 +174,7 @@ func (c *SimCommand) Run(args []string) int {
 	if err := cfg.Validate(); err != nil {
 		return usage(err)
 	}
-	e := &sim.Experiment{Config: cfg, Registry: policy.NewRegistry(pluginDir, nil), Command: commandLine(args),
+	e := &sim.Experiment{Config: cfg, Registry: host.NewRegistry(pluginDir, nil), Command: commandLine(args),
 		SkipQuietRounds: skipQuiet}
 	var err error
 	if e.Jobs, err = sim.ParseJobsMode(jobs); err != nil {
@@ -251,20 +253,20 @@ func (c *SimCommand) Run(args []string) int {
 }
 
 // resolvePolicies expands "all" into the builtins and checks the names.
-func resolvePolicies(reg *policy.Registry, names []string) ([]string, error) {
+func resolvePolicies(reg *host.Registry, names []string) ([]string, error) {
 	if len(names) == 0 {
 		names = []string{"all"}
 	}
 	var out []string
 	for _, n := range names {
 		if n == "all" {
-			for _, b := range []string{policy.FIFOName, policy.ElasticFIFOName, policy.RoundRobinName,
-				policy.TiresiasName, policy.GoodputName} {
+			for _, b := range []string{builtin.FIFOName, builtin.ElasticFIFOName, builtin.RoundRobinName,
+				builtin.TiresiasName, builtin.GoodputName} {
 				if !slices.Contains(out, b) {
 					out = append(out, b)
 				}
 			}
-			for b := range policy.Builtins() {
+			for _, b := range slices.Sorted(maps.Keys(host.Builtins())) {
 				if !slices.Contains(out, b) {
 					out = append(out, b)
 				}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
 func TestSimCommand(t *testing.T) {
@@ -135,5 +137,17 @@ func TestSimCommand_Errors(t *testing.T) {
 			must.Eq(t, tc.code, Main(tc.args, &stdout, &stderr))
 			must.StrContains(t, stderr.String(), tc.err)
 		})
+	}
+}
+
+// "all" expands into every builtin in one order, the order of the published
+// tables (docs/sim), every time: the builtins beyond the first five come by
+// name, not in map order.
+func TestResolvePolicies_All(t *testing.T) {
+	want := []string{"fifo", "elastic-fifo", "round-robin", "tiresias", "goodput", "edf", "qoe"}
+	for range 20 {
+		got, err := resolvePolicies(host.NewRegistry("", nil), []string{"all"})
+		must.NoError(t, err)
+		must.Eq(t, want, got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 )
 
 // storeBackend serves the reads the dashboard makes from the store.
@@ -66,7 +67,7 @@ func benchRound(b *testing.B, dashboard bool) {
 	rec := metrics.New(nil)
 	st := rec.Store(bolt)
 	b.Cleanup(func() { st.Close() })
-	host, err := NewPolicyHost(b.TempDir(), logger, policy.ElasticFIFOName, nil, time.Minute)
+	host, err := NewPolicyHost(b.TempDir(), logger, builtin.ElasticFIFOName, nil, time.Minute)
 	must.NoError(b, err)
 	b.Cleanup(host.Close)
 	var nodes staticCluster

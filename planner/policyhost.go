@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
 // PolicyHost holds the active scheduling policy and swaps it at run time.
@@ -20,20 +21,20 @@ import (
 // plan), the round is planned by the last good policy instead, and the
 // failure is reported, so scheduling never stops on a bad plugin.
 type PolicyHost struct {
-	registry *policy.Registry
+	registry *host.Registry
 	logger   hclog.Logger
 	timeout  time.Duration
 
 	mu       sync.Mutex
-	active   *policy.Instance
+	active   *host.Instance
 	config   map[string]string
-	lastGood *policy.Instance // may be active
+	lastGood *host.Instance // may be active
 	lastErr  error
 }
 
 // NewPolicyHost opens the named policy from the builtins or pluginDir.
 func NewPolicyHost(pluginDir string, logger hclog.Logger, name string, config map[string]string, timeout time.Duration) (*PolicyHost, error) {
-	h := &PolicyHost{registry: policy.NewRegistry(pluginDir, logger.Named("policy")), logger: logger, timeout: timeout}
+	h := &PolicyHost{registry: host.NewRegistry(pluginDir, logger.Named("policy")), logger: logger, timeout: timeout}
 	if _, err := h.Set(name, config); err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func (h *PolicyHost) Describe(name string) (policy.Info, bool, error) {
 	if active != nil && active.Name() == name {
 		return active.PluginInfo(), active.Builtin(), nil
 	}
-	if f, ok := policy.Builtins()[name]; ok {
+	if f, ok := host.Builtins()[name]; ok {
 		return f().PluginInfo(), true, nil
 	}
 	// External plugins describe themselves only once launched.
@@ -132,7 +133,7 @@ func (h *PolicyHost) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan
 	return fallback, fmt.Errorf("policy %s failed, kept the last good policy %s: %w", active.Name(), good.Name(), err)
 }
 
-func (h *PolicyHost) plan(ctx context.Context, p *policy.Instance, s *policy.Snapshot) (*policy.Plan, error) {
+func (h *PolicyHost) plan(ctx context.Context, p *host.Instance, s *policy.Snapshot) (*policy.Plan, error) {
 	if h.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.timeout)
@@ -145,7 +146,7 @@ func (h *PolicyHost) plan(ctx context.Context, p *policy.Instance, s *policy.Sna
 func (h *PolicyHost) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, p := range slices.Compact([]*policy.Instance{h.active, h.lastGood}) {
+	for _, p := range slices.Compact([]*host.Instance{h.active, h.lastGood}) {
 		if p != nil {
 			p.Close()
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 	"github.com/schedulearn/schedulearn/sim"
 )
 
@@ -76,14 +78,14 @@ func BenchmarkReplayPhilly(b *testing.B) {
 }
 
 func benchReplay(b *testing.B, specs []sim.JobSpec, nodes, gpus int) {
-	for _, name := range []string{policy.FIFOName, policy.ElasticFIFOName, policy.TiresiasName, policy.GoodputName} {
+	for _, name := range []string{builtin.FIFOName, builtin.ElasticFIFOName, builtin.TiresiasName, builtin.GoodputName} {
 		b.Run(name, func(b *testing.B) {
 			cfg := config(nodes, gpus)
 			cfg.Gantt = false
 			var r *sim.Result
 			for b.Loop() {
 				var err error
-				r, err = sim.Run(context.Background(), cfg, t0, specs, policy.Builtins()[name]())
+				r, err = sim.Run(context.Background(), cfg, t0, specs, host.Builtins()[name]())
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/sim"
 	"github.com/shoenig/test/must"
 )
@@ -271,7 +272,7 @@ func TestRun_DeadlineSatisfaction(t *testing.T) {
 	noDeadline.HasDeadline = false
 	specs := []sim.JobSpec{amdahl1("a", 0, 100, 100), amdahl1("b", 10, 100, 200), amdahl1("c", 20, 30, 1000),
 		noDeadline, amdahl1("e", 40, 50, 80), amdahl1("f", 50, 20, 75)}
-	r := run(t, config(1, 1), policy.FIFOName, specs...)
+	r := run(t, config(1, 1), builtin.FIFOName, specs...)
 	must.Eq(t, []float64{100, 210, 250, 280, 370, 390}, r.JCTs)
 	d := r.Deadlines
 	must.NotNil(t, d)
@@ -290,11 +291,11 @@ func TestRun_DeadlineSatisfaction(t *testing.T) {
 	// meets its deadline, and f could meet its deadline (but does not).
 	cfg := config(1, 1)
 	cfg.EventRounds = true
-	r = run(t, cfg, policy.FIFOName, specs...)
+	r = run(t, cfg, builtin.FIFOName, specs...)
 	must.Eq(t, 3, r.Deadlines.Met)
 	must.Eq(t, 4, r.Deadlines.Feasible)
 
 	// Without deadlines, nothing is measured.
-	r = run(t, config(1, 1), policy.FIFOName, rigid("x", 0, 10, 1))
+	r = run(t, config(1, 1), builtin.FIFOName, rigid("x", 0, 10, 1))
 	must.Nil(t, r.Deadlines)
 }

@@ -1,6 +1,6 @@
 // Package sim is a discrete-event simulator of a GPU cluster that drives
 // the project's scheduling policies (policy.Policy: the builtins in
-// process, an external plugin through policy.Registry) on job traces, and
+// process, an external plugin through host.Registry) on job traces, and
 // reports how the jobs fared.
 //
 // # The event loop

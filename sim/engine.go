@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 )
 
 // Launcher is how a job's GPU count changes while it runs.
@@ -87,9 +88,9 @@ const (
 // fifo, round-robin, goodput, and elastic-fifo without a resize_cooldown.
 func TimeInvariant(name string, config map[string]string) bool {
 	switch name {
-	case policy.FIFOName, policy.RoundRobinName, policy.GoodputName:
+	case builtin.FIFOName, builtin.RoundRobinName, builtin.GoodputName:
 		return true
-	case policy.ElasticFIFOName:
+	case builtin.ElasticFIFOName:
 		d, err := time.ParseDuration(config["resize_cooldown"])
 		return config["resize_cooldown"] == "" || (err == nil && d == 0)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 	"github.com/schedulearn/schedulearn/sim"
 	"github.com/shoenig/test/must"
 )
@@ -29,7 +31,7 @@ func TestRun_RigidJobOnAnEmptyCluster(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config(2, 4)
 			cfg.EventRounds = tc.events
-			for _, name := range []string{policy.FIFOName, policy.TiresiasName, policy.GoodputName} {
+			for _, name := range []string{builtin.FIFOName, builtin.TiresiasName, builtin.GoodputName} {
 				r := run(t, cfg, name, rigid("a", tc.submit, 1000, 4))
 				must.Eq(t, tc.jct, r.JCT.Mean, must.Sprint(name))
 				must.Eq(t, 1000, r.Bounds.MeanJCT)
@@ -42,7 +44,7 @@ func TestRun_RigidJobOnAnEmptyCluster(t *testing.T) {
 func TestRun_ArrivalsAndCompletions(t *testing.T) {
 	// One GPU; b arrives while a runs and starts at the first round after a
 	// completes (a at 0..100, b at 120..170).
-	r := run(t, config(1, 1), policy.FIFOName, rigid("a", 0, 100, 1), rigid("b", 10, 50, 1))
+	r := run(t, config(1, 1), builtin.FIFOName, rigid("a", 0, 100, 1), rigid("b", 10, 50, 1))
 	must.Eq(t, []float64{100, 160}, r.JCTs)
 	must.Eq(t, 55, r.Queueing.Mean) // (0 + 110) / 2
 	must.Eq(t, 170, r.Makespan)
@@ -57,7 +59,7 @@ func TestRun_UtilizationAndGantt(t *testing.T) {
 	cfg := config(2, 4)
 	cfg.Gantt = true
 	specs := []sim.JobSpec{rigid("a", 0, 600, 3), rigid("b", 0, 300, 4), rigid("c", 60, 120, 2)}
-	r := run(t, cfg, policy.FIFOName, specs...)
+	r := run(t, cfg, builtin.FIFOName, specs...)
 	held := 600*3 + 300*4 + 120*2.0
 	must.Eq(t, held/(8*r.Makespan), r.Utilization)
 	gpuSeconds := 0.0
@@ -134,24 +136,24 @@ func TestRun_Stalled(t *testing.T) {
 func TestRun_Errors(t *testing.T) {
 	cfg := config(1, 1)
 	cfg.Round = 0
-	_, err := sim.Run(context.Background(), cfg, t0, nil, policy.NewFIFO())
+	_, err := sim.Run(context.Background(), cfg, t0, nil, builtin.NewFIFO())
 	must.ErrorContains(t, err, "round")
 
 	_, err = sim.Run(context.Background(), config(1, 1), t0,
-		[]sim.JobSpec{rigid("a", 10, 1, 1), rigid("b", 0, 1, 1)}, policy.NewFIFO())
+		[]sim.JobSpec{rigid("a", 10, 1, 1), rigid("b", 0, 1, 1)}, builtin.NewFIFO())
 	must.ErrorContains(t, err, "submission order")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = sim.Run(ctx, config(1, 1), t0, []sim.JobSpec{rigid("a", 0, 1, 1)}, policy.NewFIFO())
+	_, err = sim.Run(ctx, config(1, 1), t0, []sim.JobSpec{rigid("a", 0, 1, 1)}, builtin.NewFIFO())
 	must.ErrorIs(t, err, context.Canceled)
 }
 
 func TestRun_ExternalPolicyThroughTheRegistry(t *testing.T) {
 	// A builtin opened through the registry is an Instance, which checks
 	// every plan; an external plugin is opened the same way.
-	reg := policy.NewRegistry("", nil)
-	p, err := reg.Open(policy.TiresiasName, map[string]string{"queue_thresholds": "100"})
+	reg := host.NewRegistry("", nil)
+	p, err := reg.Open(builtin.TiresiasName, map[string]string{"queue_thresholds": "100"})
 	must.NoError(t, err)
 	defer p.Close()
 	r, err := sim.Run(context.Background(), config(1, 1), t0,
@@ -173,7 +175,7 @@ func TestRun_ElasticJobsFinish(t *testing.T) {
 		specs = append(specs, sim.JobSpec{ID: string(rune('a' + i)), Submit: float64(30 * i),
 			GPUs: policy.GPURequest{Min: 1, Max: m.MaxReplicas(), PerWorker: 1}, Model: m, ChargeStart: true})
 	}
-	for _, name := range []string{policy.ElasticFIFOName, policy.GoodputName, policy.TiresiasName} {
+	for _, name := range []string{builtin.ElasticFIFOName, builtin.GoodputName, builtin.TiresiasName} {
 		cfg := config(2, 4)
 		cfg.Round = 30 * time.Second
 		r := run(t, cfg, name, specs...)
@@ -194,7 +196,7 @@ func TestRun_SkipQuietRoundsChangesNothing(t *testing.T) {
 		specs = append(specs, sim.JobSpec{ID: fmt.Sprintf("toy-%d", i), Submit: specs[len(specs)-1].Submit + 7,
 			GPUs: policy.GPURequest{Min: 1, Max: 16, PerWorker: 1}, Model: m, ChargeStart: true})
 	}
-	for _, name := range []string{policy.FIFOName, policy.RoundRobinName, policy.ElasticFIFOName, policy.GoodputName} {
+	for _, name := range []string{builtin.FIFOName, builtin.RoundRobinName, builtin.ElasticFIFOName, builtin.GoodputName} {
 		t.Run(name, func(t *testing.T) {
 			must.True(t, sim.TimeInvariant(name, nil))
 			cfg := config(8, 8)
@@ -207,8 +209,8 @@ func TestRun_SkipQuietRoundsChangesNothing(t *testing.T) {
 			must.Positive(t, quiet.SkippedRounds)
 		})
 	}
-	must.False(t, sim.TimeInvariant(policy.TiresiasName, nil))
-	must.False(t, sim.TimeInvariant(policy.ElasticFIFOName, map[string]string{"resize_cooldown": "1m"}))
+	must.False(t, sim.TimeInvariant(builtin.TiresiasName, nil))
+	must.False(t, sim.TimeInvariant(builtin.ElasticFIFOName, map[string]string{"resize_cooldown": "1m"}))
 }
 
 // TestRun_ExternalPlugin replays a trace with the example external policy,
@@ -221,7 +223,7 @@ func TestRun_ExternalPlugin(t *testing.T) {
 	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "largest-first"),
 		"../plugins/policy/examples/largestfirst/cmd/largest-first").CombinedOutput()
 	must.NoError(t, err, must.Sprint(string(out)))
-	p, err := policy.NewRegistry(dir, nil).Open("largest-first", nil)
+	p, err := host.NewRegistry(dir, nil).Open("largest-first", nil)
 	must.NoError(t, err)
 	defer p.Close()
 	must.False(t, p.Builtin())

@@ -13,7 +13,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/sim"
 )
 
@@ -77,7 +77,7 @@ func fuzzTrace(t *testing.T, format sim.Format, text string) {
 	defer cancel()
 	cfg := config(2, 4)
 	cfg.Gantt = true
-	r, err := sim.Run(ctx, cfg, tr.Start, specs, policy.NewFIFO())
+	r, err := sim.Run(ctx, cfg, tr.Start, specs, builtin.NewFIFO())
 	must.NoError(t, err)
 	must.Eq(t, len(specs), len(r.JCTs))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 	"github.com/schedulearn/schedulearn/sim"
 	"github.com/shoenig/test/must"
 )
@@ -44,7 +45,7 @@ func rigid(id string, sec, duration float64, gpus int) sim.JobSpec {
 // run simulates specs with the builtin name.
 func run(t testing.TB, cfg sim.Config, name string, specs ...sim.JobSpec) *sim.Result {
 	t.Helper()
-	r, err := sim.Run(context.Background(), cfg, t0, specs, policy.Builtins()[name]())
+	r, err := sim.Run(context.Background(), cfg, t0, specs, host.Builtins()[name]())
 	must.NoError(t, err)
 	return r
 }

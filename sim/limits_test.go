@@ -9,7 +9,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/sim"
 )
 
@@ -77,7 +77,7 @@ func TestRun_Row13_NoEndlessLoop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, err := sim.Run(ctx, config(1, 1), t0, []sim.JobSpec{tc.spec}, policy.NewFIFO())
+			_, err := sim.Run(ctx, config(1, 1), t0, []sim.JobSpec{tc.spec}, builtin.NewFIFO())
 			must.ErrorContains(t, err, tc.err)
 			must.False(t, errors.Is(err, context.DeadlineExceeded))
 		})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/sim"
 	"github.com/shoenig/test/must"
 )
@@ -81,7 +82,7 @@ func TestGoodput_MoreGPUsFinishNoLater(t *testing.T) {
 			for _, g := range []int{1, 2, 4, 8} {
 				m := sim.NewGoodput(a, mode, 256, 1)
 				spec := sim.JobSpec{ID: "j", GPUs: policy.GPURequest{Min: g, Max: g, PerWorker: 1}, Model: m, ChargeStart: true}
-				r := run(t, config(2, 4), policy.FIFOName, spec)
+				r := run(t, config(2, 4), builtin.FIFOName, spec)
 				must.LessEq(t, prev, r.JCT.Mean, must.Sprintf("%d GPUs", g))
 				// The run matches the model's own run time plus the start.
 				best, _ := m.Best(spec.GPUs, 4)
@@ -127,7 +128,7 @@ func TestGoodput_EpochsWithoutProgressArePassed(t *testing.T) {
 	must.NoError(t, err)
 	spec := sim.JobSpec{ID: "j", GPUs: policy.GPURequest{Min: 1, Max: 1, PerWorker: 1},
 		Model: sim.NewGoodput(a, sim.BatchFixed, 32, 1)}
-	r := run(t, config(1, 1), policy.FIFOName, spec)
+	r := run(t, config(1, 1), builtin.FIFOName, spec)
 	must.InDelta(t, 300, r.JCT.Mean, 1e-6) // 3,000 iterations of 0.1 s
 }
 

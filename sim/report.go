@@ -13,7 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
 // JobsMode is how goodput (Pollux) jobs ask for GPUs.
@@ -32,7 +33,7 @@ const (
 
 // ElasticPolicies are the builtins that resize running jobs, and so get
 // elastic jobs under JobsAuto.
-var ElasticPolicies = []string{policy.ElasticFIFOName, policy.GoodputName, policy.EDFName, policy.QoEName}
+var ElasticPolicies = []string{builtin.ElasticFIFOName, builtin.GoodputName, builtin.EDFName, builtin.QoEName}
 
 // ParseJobsMode parses a -jobs value.
 func ParseJobsMode(s string) (JobsMode, error) {
@@ -52,7 +53,7 @@ type Experiment struct {
 	PolicyConfig map[string]map[string]string
 	// Registry opens the policies (builtins in process, plugins from its
 	// plugin_dir).
-	Registry *policy.Registry
+	Registry *host.Registry
 	Jobs     JobsMode
 	Batch    BatchMode
 	// Progress, if set, returns the progress callback of one run.

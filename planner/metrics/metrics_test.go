@@ -21,6 +21,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/metrics"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 )
 
 // Names lists every planner metric, with its Prometheus type.
@@ -119,7 +120,7 @@ func TestMetrics_AllNamedAndConsistent(t *testing.T) {
 	must.Eq(t, 4.0, get(metrics.NameGPUsIdle, n1).GetGauge().GetValue())
 	must.Eq(t, 4.0, get(metrics.NameGPUsIdle, map[string]string{"node": "n2"}).GetGauge().GetValue())
 	must.Eq(t, 1.0, get(metrics.NameLeader, nil).GetGauge().GetValue()) // the fake leads
-	must.Eq(t, 1.0, get(metrics.NamePolicy, map[string]string{"policy": policy.FIFOName}).GetGauge().GetValue())
+	must.Eq(t, 1.0, get(metrics.NamePolicy, map[string]string{"policy": builtin.FIFOName}).GetGauge().GetValue())
 	must.Eq(t, uint64(2), get(metrics.NameRoundDuration, nil).GetHistogram().GetSampleCount())
 	must.Eq(t, 1.0, get(metrics.NameRoundFailures, nil).GetCounter().GetValue())
 	must.Eq(t, uint64(1), get(metrics.NameChangeDuration, map[string]string{"kind": "grow"}).GetHistogram().GetSampleCount())

@@ -1,8 +1,20 @@
 // Package policy is the scheduling-policy contract of Schedulearn for Nomad:
 // the types a policy sees and answers with, the gang rule that every answer
-// must keep, the builtin policies, and the go-plugin gRPC glue that runs
-// external policies. The planner, the simulator and external plugins all
-// use it; it needs no Nomad.
+// must keep, and Serve, which runs a policy as an external go-plugin gRPC
+// plugin. It is all an external plugin needs, and it imports nothing else of
+// the project but its own internal/wire (the protocol's names); it needs no
+// Nomad.
+//
+// The rest stands apart, each package importing this one:
+//
+//   - policy/place, the placement kit: a working state (Board) that
+//     policies written in Go may plan with, and the stages the builtins
+//     share;
+//   - policy/builtin, the builtin policies (FIFO, Elastic FIFO, Round
+//     Robin, Tiresias, goodput, EDF, QoE), written on the kit;
+//   - policy/host, the planner's side: the registry of builtins and
+//     external plugins, launching plugins and calling them over gRPC, and
+//     the check of every plan with Validate.
 //
 // # One round
 //
@@ -23,10 +35,13 @@
 //   - A job asks for GPURequest{Min, Max, PerWorker}: a fixed count is
 //     Min == Max; the planner resolves "auto" into a range first.
 //   - The snapshot must be consistent (unique IDs, allocations on known
-//     nodes, no node overcommitted, well-formed requests); NewCluster, and so
-//     every builtin, returns an error otherwise.
+//     nodes, no node overcommitted, well-formed requests); place.NewBoard,
+//     and so every builtin, returns an error otherwise.
+//   - A running job's allocation may break the gang rule (a node lost a GPU
+//     under a worker); a policy repairs or stops such a job, or its plan
+//     fails Validate. place.NewBoard repairs them.
 //   - Policy configuration is not part of the snapshot: it is set with
-//     SetConfig, and Instance sets it again when it relaunches a plugin.
+//     SetConfig, and the host sets it again when it relaunches a plugin.
 //
 // # Plan conventions
 //
@@ -46,72 +61,19 @@
 // constraints (GPU model, GPU memory, pool, node attributes,
 // MaxGPUsPerNode) and its anti-affinity, which is symmetric (if either job's
 // selector matches the other, they do not share a node). GPUs a job already
-// holds are not judged again against constraints and anti-affinity. Instance
-// rejects a plan that fails Validate.
-//
-// # Placement
-//
-// Cluster is the working state the builtins, and any Go policy, plan with.
-// It indexes free capacity as one bitset of nodes per free-GPU count, so
-// placing a job costs (free-count buckets x nodes/64) word operations. A
-// placement is checked whole before anything moves, so a gang is never half
-// placed. Growing a job fills its own nodes first, then the nodes of jobs it
-// has affinity with (a soft preference), then packs onto as few nodes as
-// possible: the node whose free GPUs fit the rest most tightly, or else the
-// node with the most room and repeat; equal nodes go by ID. NewCluster first
-// repairs running jobs whose allocation breaks the gang rule (partial
-// workers dropped, above Max shrunk, below Min grown back or else stopped).
-//
-// # Builtins
-//
-// Builtins returns them by name; see each type for the full semantics.
-//
-//   - "fifo" (FIFO): submission order with head-of-line blocking (a job
-//     starts only when every earlier job holds GPUs); a job starts with the
-//     largest count in [Min, Max] that fits (start_size = "largest", the
-//     default; a fixed-count job gets its count) or with Min (start_size =
-//     "min"); packed best fit; running jobs are never resized or preempted.
-//   - "elastic-fifo" (ElasticFIFO): admission in submission order at each
-//     job's Min, shrinking the most recently resized running jobs (never
-//     below Min) when the next job does not fit, with head-of-line blocking
-//     when even that does not help; then idle GPUs grow running jobs toward
-//     Max in submission order, own nodes first. Config: resize_cooldown.
-//   - "round-robin" (RoundRobin): FIFO's admission, but a job's workers are
-//     spread one per node round the ring of nodes, and each job starts on
-//     the node after where the previous one started. Config: start_size.
-//   - "tiresias" (Tiresias): discretized 2D least-attained-service; queues by
-//     attained GPU-seconds, submission order within a queue, preemptive, no
-//     head-of-line blocking; jobs start with Min and are never resized.
-//     Config: queue_thresholds.
-//   - "goodput" (Goodput): Pollux's idea as a greedy: GPUs go, a worker at a
-//     time, where they add the most speedup per GPU (Job.Speedup; linear
-//     where unknown); preemptive and elastic. Config: stickiness.
-//   - "edf" (EDF): Elastic FIFO's round in deadline order
-//     (Progress.Deadline, earliest first; jobs without one last), shrinking
-//     the latest deadlines first to admit. Config: resize_cooldown.
-//   - "qoe" (QoE): DQoES's idea: from each job's estimated work left
-//     (Progress.RemainingWork) and speedup, the least count that reaches its
-//     target by its deadline; on-track jobs are brought up to it, earliest
-//     deadline first, with GPUs from jobs without a target, then jobs that
-//     miss anyway (stopped if need be), then on-track jobs due later
-//     (never below what they need unless they can spare the time); everyone else is admitted at Min
-//     without head-of-line blocking; idle GPUs go a worker at a time where
-//     they add the most speedup per GPU. Config: headroom, resize_cooldown.
+// holds are not judged again against constraints and anti-affinity. The
+// host rejects a plan that fails Validate; a plugin's own tests can run it
+// too.
 //
 // # External plugins
 //
-// An external policy is a binary whose main calls Serve. Registry resolves
-// a name to a builtin (in process) or to an executable of that name in the
-// plugin directory, and Open returns an Instance, which is a Policy either
-// way. Launch starts a binary with go-plugin (Handshake) and returns a
-// Policy that calls it over gRPC. The wire carries JSON in
-// google.protobuf.BytesValue messages (see grpc.go), so no generated code is
-// needed, in Go or in another language. Every call has a deadline (the
-// context's, or the launch's call timeout) and ends when the plugin process
-// exits, so a crashed or hung plugin yields an error naming it
-// (ErrPluginExited, context.DeadlineExceeded), never a hang; Instance
-// launches an exited plugin again at the next round. To swap policies at run
-// time, Open the new one, swap the reference, Close the old one.
+// An external policy is a binary whose main calls Serve with its Policy.
+// The wire carries JSON in google.protobuf.BytesValue messages (the service
+// is described in package internal/wire), so no generated code is needed,
+// in Go or in another language. The planner finds the binary by its file
+// name in its plugin directory, launches it with go-plugin (Handshake) and
+// calls it with a deadline; see package policy/host.
 //
-// The example in examples/largestfirst is a complete external policy.
+// The example in examples/largestfirst is a complete external policy that
+// imports this package alone; a Go policy may also plan on policy/place.
 package policy

@@ -4,37 +4,41 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/schedulearn/schedulearn/plugins/policy/internal/wire"
 )
 
-// The wire protocol, without generated code. The service is
-//
-//	service schedulearn.policy.v1.Policy {
-//	  rpc PluginInfo(google.protobuf.BytesValue) returns (google.protobuf.BytesValue);
-//	  rpc SetConfig (google.protobuf.BytesValue) returns (google.protobuf.BytesValue);
-//	  rpc Plan      (google.protobuf.BytesValue) returns (google.protobuf.BytesValue);
-//	}
-//
-// and each BytesValue holds JSON: PluginInfo takes nothing ({}) and returns
-// an Info; SetConfig takes a JSON object of strings and returns {}; Plan
-// takes a Snapshot and returns a Plan (the json tags of this package are the
-// schema). A policy's error is a gRPC status with its message. Carrying JSON
-// in a well-known proto message keeps gRPC's default codec, so go-plugin's
-// own services (health, broker, stdio) are untouched, and a plugin in
-// another language needs only the well-known types and a JSON library.
-const serviceName = "schedulearn.policy.v1.Policy"
+// The plugin side of the wire protocol (described in package
+// internal/wire): a plugin process serves its Policy with Serve. The host
+// side, which launches plugins and calls them, is package policy/host.
 
-// maxMessage bounds one message: a snapshot of tens of thousands of jobs is
-// a few MiB of JSON, above gRPC's 4 MiB default.
-const maxMessage = 256 << 20
+// Handshake is the handshake between the planner and a policy plugin
+// binary. ProtocolVersion changes when the wire protocol or the meaning of
+// Snapshot or Plan changes incompatibly.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "SCHEDULEARN_POLICY_PLUGIN",
+	MagicCookieValue: "9d3b1c6e-policy-7f0a2e44",
+}
+
+// Serve serves policy p over go-plugin gRPC; an external plugin's main calls
+// it and nothing else. It returns when the host kills the plugin; run
+// directly (not by the planner), it prints that it is a plugin and exits.
+func Serve(p Policy) {
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		Plugins:         plugin.PluginSet{wire.PluginKey: &servedPlugin{impl: p}},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(wire.MaxMessage), grpc.MaxSendMsgSize(wire.MaxMessage))...)
+		},
+	})
+}
 
 // wireService is the handler type of the service description.
 type wireService interface {
@@ -42,12 +46,12 @@ type wireService interface {
 }
 
 var serviceDesc = grpc.ServiceDesc{
-	ServiceName: serviceName,
+	ServiceName: wire.ServiceName,
 	HandlerType: (*wireService)(nil),
 	Methods: []grpc.MethodDesc{
-		{MethodName: "PluginInfo", Handler: handler("PluginInfo")},
-		{MethodName: "SetConfig", Handler: handler("SetConfig")},
-		{MethodName: "Plan", Handler: handler("Plan")},
+		{MethodName: wire.MethodPluginInfo, Handler: handler(wire.MethodPluginInfo)},
+		{MethodName: wire.MethodSetConfig, Handler: handler(wire.MethodSetConfig)},
+		{MethodName: wire.MethodPlan, Handler: handler(wire.MethodPlan)},
 	},
 }
 
@@ -67,7 +71,7 @@ func handler(method string) grpc.MethodHandler {
 		if interceptor == nil {
 			return call(ctx, in)
 		}
-		return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: "/" + serviceName + "/" + method}, call)
+		return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: wire.FullMethod(method)}, call)
 	}
 }
 
@@ -77,9 +81,9 @@ type wireServer struct{ impl Policy }
 func (s *wireServer) call(ctx context.Context, method string, in []byte) ([]byte, error) {
 	var out any
 	switch method {
-	case "PluginInfo":
+	case wire.MethodPluginInfo:
 		out = s.impl.PluginInfo()
-	case "SetConfig":
+	case wire.MethodSetConfig:
 		var config map[string]string
 		if err := json.Unmarshal(in, &config); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "failed to decode config: %v", err)
@@ -88,7 +92,7 @@ func (s *wireServer) call(ctx context.Context, method string, in []byte) ([]byte
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
 		out = struct{}{}
-	case "Plan":
+	case wire.MethodPlan:
 		var snap Snapshot
 		if err := json.Unmarshal(in, &snap); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "failed to decode snapshot: %v", err)
@@ -111,105 +115,22 @@ func (s *wireServer) call(ctx context.Context, method string, in []byte) ([]byte
 	return b, nil
 }
 
-// GRPCPlugin is the go-plugin glue: Impl is served by a plugin binary
-// (Serve); on the host side it dispenses a client that is a Policy.
-type GRPCPlugin struct {
+// servedPlugin is the go-plugin glue of the plugin process: it registers
+// the service for impl. Dispensing a client is the host's part
+// (policy/host), so GRPCClient refuses.
+type servedPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	Impl Policy
+	impl Policy
 }
 
 // GRPCServer implements plugin.GRPCPlugin.
-func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	s.RegisterService(&serviceDesc, &wireServer{impl: p.Impl})
+func (p *servedPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	s.RegisterService(&serviceDesc, &wireServer{impl: p.impl})
 	return nil
 }
 
-// GRPCClient implements plugin.GRPCPlugin. ctx ends when the plugin process
-// exits; every call ends with it.
-func (p *GRPCPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
-	return &wireClient{conn: conn, exited: ctx, name: "plugin", callTimeout: DefaultCallTimeout}, nil
-}
-
-// ErrPluginExited is wrapped by errors from a plugin process that has exited
-// (crashed, or was killed).
-var ErrPluginExited = errors.New("policy plugin exited")
-
-// wireClient is a Policy that speaks to a plugin process.
-type wireClient struct {
-	conn        *grpc.ClientConn
-	exited      context.Context
-	name        string
-	callTimeout time.Duration
-	info        Info
-	// broken is set when a call found the connection gone; go-plugin
-	// notices the exit a little later.
-	broken atomic.Bool
-}
-
-func (c *wireClient) PluginInfo() Info { return c.info }
-
-func (c *wireClient) SetConfig(config map[string]string) error {
-	return c.invoke(context.Background(), "SetConfig", config, nil)
-}
-
-func (c *wireClient) Plan(ctx context.Context, s *Snapshot) (*Plan, error) {
-	var p Plan
-	if err := c.invoke(ctx, "Plan", s, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
-}
-
-// alive reports whether the plugin process is still running.
-func (c *wireClient) alive() bool { return c.exited.Err() == nil && !c.broken.Load() }
-
-// invoke calls method with in as JSON and decodes the reply into out. The
-// call ends at ctx's deadline, or after callTimeout if ctx has none, or when
-// the plugin process exits, whichever is first.
-func (c *wireClient) invoke(ctx context.Context, method string, in, out any) error {
-	fail := func(err error) error {
-		return fmt.Errorf("policy plugin %s: failed to call %s: %w", c.name, method, err)
-	}
-	b, err := json.Marshal(in)
-	if err != nil {
-		return fail(fmt.Errorf("failed to encode request: %w", err))
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.callTimeout)
-		defer cancel()
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.exited, cancel)
-	defer stop()
-
-	resp := new(wrapperspb.BytesValue)
-	err = c.conn.Invoke(ctx, "/"+serviceName+"/"+method, wrapperspb.Bytes(b), resp,
-		grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage))
-	if code := status.Code(err); (code == codes.Canceled || code == codes.DeadlineExceeded) && ctx.Err() == nil {
-		// The server enforces the deadline too (grpc-timeout) and may
-		// cancel the stream a moment before the client's timer fires.
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-	switch {
-	case err == nil:
-	case c.exited.Err() != nil || status.Code(err) == codes.Unavailable:
-		c.broken.Store(true)
-		return fail(fmt.Errorf("%w: %s", ErrPluginExited, status.Convert(err).Message()))
-	case ctx.Err() != nil:
-		return fail(fmt.Errorf("no answer in time: %w", context.Cause(ctx)))
-	default:
-		return fail(errors.New(status.Convert(err).Message()))
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(resp.GetValue(), out); err != nil {
-		return fail(fmt.Errorf("failed to decode reply: %w", err))
-	}
-	return nil
+// GRPCClient implements plugin.GRPCPlugin; a plugin process dispenses no
+// clients.
+func (p *servedPlugin) GRPCClient(context.Context, *plugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("failed to dispense a policy client: a plugin only serves; clients are package policy/host's")
 }

@@ -1,14 +1,6 @@
 package policy
 
-import (
-	"context"
-	"fmt"
-	"math"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
-)
+import "context"
 
 // Info describes a policy plugin.
 type Info struct {
@@ -32,98 +24,9 @@ type Base interface {
 // Plan must not modify the snapshot, must be deterministic (the same
 // snapshot and configuration give the same plan), should return promptly
 // when ctx is done, and must be safe to call concurrently with itself and
-// with SetConfig. The plan must pass Validate; Instance checks that it does.
+// with SetConfig. The plan must pass Validate; the host (package policy/host)
+// checks that it does.
 type Policy interface {
 	Base
 	Plan(ctx context.Context, s *Snapshot) (*Plan, error)
-}
-
-// Version is the version of the builtin policies.
-const Version = "0.1.0"
-
-// Factory makes a new, default-configured policy.
-type Factory func() Policy
-
-// Builtins returns the policies compiled into the project, by name.
-func Builtins() map[string]Factory {
-	return map[string]Factory{
-		FIFOName:        func() Policy { return NewFIFO() },
-		ElasticFIFOName: func() Policy { return NewElasticFIFO() },
-		RoundRobinName:  func() Policy { return NewRoundRobin() },
-		TiresiasName:    func() Policy { return NewTiresias() },
-		GoodputName:     func() Policy { return NewGoodput() },
-		EDFName:         func() Policy { return NewEDF() },
-		QoEName:         func() Policy { return NewQoE() },
-	}
-}
-
-// checkKeys returns an error naming the keys of config that are not known.
-func checkKeys(config map[string]string, known ...string) error {
-	var unknown []string
-	for k := range config {
-		if !slices.Contains(known, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	slices.Sort(unknown)
-	return fmt.Errorf("unknown config key(s) %s; known: %s",
-		strings.Join(unknown, ", "), strings.Join(known, ", "))
-}
-
-// StartSize is how many GPUs the non-elastic builtins give a job with a
-// range when they start it.
-type StartSize string
-
-const (
-	// StartLargest starts a job with the largest count in [Min, Max] that
-	// fits now (so a fixed-count job gets exactly its count).
-	StartLargest StartSize = "largest"
-	// StartMin starts a job with Min GPUs.
-	StartMin StartSize = "min"
-)
-
-func parseStartSize(config map[string]string) (StartSize, error) {
-	v, ok := config["start_size"]
-	if !ok {
-		return StartLargest, nil
-	}
-	switch s := StartSize(v); s {
-	case StartLargest, StartMin:
-		return s, nil
-	default:
-		return "", fmt.Errorf("start_size: %q is neither %q nor %q", v, StartLargest, StartMin)
-	}
-}
-
-// cooldownConfig reads the resize_cooldown key of the elastic builtins.
-func cooldownConfig(name string, config map[string]string, known ...string) (time.Duration, error) {
-	if err := checkKeys(config, append([]string{"resize_cooldown"}, known...)...); err != nil {
-		return 0, fmt.Errorf("failed to configure %s: %w", name, err)
-	}
-	v, ok := config["resize_cooldown"]
-	if !ok {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("failed to configure %s: resize_cooldown: %q is not a non-negative duration", name, v)
-	}
-	return d, nil
-}
-
-// floatConfig reads key of config as a number for which ok holds (def when
-// absent); want says what ok asks, for the error.
-func floatConfig(name string, config map[string]string, key string, def float64, ok func(float64) bool, want string) (float64, error) {
-	v, set := config[key]
-	if !set {
-		return def, nil
-	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(x) || !ok(x) {
-		return 0, fmt.Errorf("failed to configure %s: %s: %q is not %s", name, key, v, want)
-	}
-	return x, nil
 }

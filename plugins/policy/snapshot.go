@@ -14,8 +14,8 @@ import (
 //
 // A snapshot is consistent: node and job IDs are unique, a job's allocation
 // names only nodes of the snapshot, and no node holds more GPUs than it has
-// (Reserved plus every job's allocation). NewCluster, and so every builtin,
-// rejects a snapshot that is not.
+// (Reserved plus every job's allocation). place.NewBoard, and so every
+// builtin, rejects a snapshot that is not.
 type Snapshot struct {
 	// Now is the time of the round. Policies use it instead of the clock, so
 	// that the simulator can replay a trace.
@@ -306,13 +306,28 @@ func SpeedupAt(table []float64, g int) float64 {
 	if g < 1 {
 		return 0
 	}
-	if !usableSpeedup(table) {
+	if !UsableSpeedup(table) {
 		return float64(g)
 	}
 	if s := table[min(g, len(table))-1]; s > 0 {
 		return s
 	}
 	return math.SmallestNonzeroFloat64
+}
+
+// UsableSpeedup reports whether a speedup table (Job.Speedup) can be used:
+// non-empty, finite and non-negative. Policies treat a job whose table is
+// not usable as scaling linearly.
+func UsableSpeedup(tab []float64) bool {
+	if len(tab) == 0 {
+		return false
+	}
+	for _, x := range tab {
+		if x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Matches reports whether the node has every attribute of want: equal to

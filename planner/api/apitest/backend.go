@@ -17,7 +17,8 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
-	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
 // Backend is a fake api.Backend: jobs live in memory and stay where
@@ -28,7 +29,7 @@ type Backend struct {
 	jobs     map[string]*structs.Job
 	order    []string
 	nodes    []api.NodeInfo
-	policies map[string]policy.Factory
+	policies map[string]host.Factory
 	active   structs.PolicyState
 	calls    map[string]int
 	seq      int
@@ -56,8 +57,8 @@ func NewBackend(nodes ...api.NodeInfo) *Backend {
 	return &Backend{
 		jobs:     map[string]*structs.Job{},
 		nodes:    nodes,
-		policies: policy.Builtins(),
-		active:   structs.PolicyState{Name: policy.FIFOName, Changed: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+		policies: host.Builtins(),
+		active:   structs.PolicyState{Name: builtin.FIFOName, Changed: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 		calls:    map[string]int{},
 		Leader:   "127.0.0.1:4680",
 		Version:  "0.1.0-test",

@@ -1,13 +1,19 @@
 // Package largestfirst is an example external policy, small enough to read
 // in one go: each round it starts the queued jobs that ask for the most GPUs
-// first. It shows how a policy is written on policy.Cluster; its binary,
-// cmd/largest-first, serves it with policy.Serve.
+// first. It imports the contract (package policy) alone, as a plugin in any
+// language could be written from it; its binary, cmd/largest-first, serves
+// it with policy.Serve. A Go policy that wants the builtins' placement
+// (best-fit packing, affinity, repairs, shrinking donors) can plan on
+// package policy/place instead.
 //
 // Semantics: queued jobs are taken by Max, largest first (then submission
-// order); each starts with the largest multiple of PerWorker in [Min, Max]
-// that fits, packed best fit, or is skipped if Min does not fit (there is no
-// head-of-line blocking: smaller jobs fill in behind a large one). Running
-// jobs are left alone.
+// order, then ID); each starts with the largest multiple of PerWorker in
+// [Min, Max] that fits, placed on the nodes with the most room first (ties
+// by node ID), or is skipped if Min does not fit (there is no head-of-line
+// blocking: smaller jobs fill in behind a large one). Running jobs are left
+// alone, except those whose allocation breaks the gang rule (a node lost a
+// GPU under a worker): those are stopped, and start again as queued jobs in
+// a later round.
 package largestfirst
 
 import (
@@ -15,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -43,28 +50,136 @@ func (*Policy) SetConfig(config map[string]string) error {
 
 // Plan implements policy.Policy.
 func (*Policy) Plan(_ context.Context, s *policy.Snapshot) (*policy.Plan, error) {
-	c, err := policy.NewCluster(s)
-	if err != nil {
-		return nil, fmt.Errorf("failed to plan: %w", err)
-	}
+	r := newRound(s)
+	plan := &policy.Plan{Policy: Name, Allocations: map[string]policy.Allocation{}, Reasons: map[string][]string{}}
 	var queued []*policy.Job
-	for _, j := range c.Jobs() {
-		if c.Total(j.ID) == 0 {
+	for _, j := range r.jobs {
+		switch {
+		case j.Allocation.Total() == 0:
 			queued = append(queued, j)
+		case !keepsGangRule(j):
+			r.release(j)
+			plan.Allocations[j.ID] = policy.Allocation{} // present and empty: stopped
+			plan.Reasons[j.ID] = []string{"stopped: its allocation breaks the gang rule (a node lost a GPU under a worker)"}
 		}
 	}
-	// Jobs() is in submission order, so a stable sort keeps it among equals.
 	slices.SortStableFunc(queued, func(a, b *policy.Job) int { return cmp.Compare(b.GPUs.Max, a.GPUs.Max) })
 	for _, j := range queued {
-		g := min(j.GPUs.Max, c.Room(j.ID)/j.GPUs.PerWorker*j.GPUs.PerWorker)
-		if g < j.GPUs.Min {
-			c.Note(j.ID, fmt.Sprintf("queued: needs %d GPUs, %d fit now", j.GPUs.Min, c.Room(j.ID)))
+		w := j.GPUs.PerWorker
+		room := r.room(j)
+		g := min(j.GPUs.Max, room.total/w*w)
+		if w < 1 || g < j.GPUs.Min || g == 0 {
+			plan.Reasons[j.ID] = []string{fmt.Sprintf("queued: needs %d GPUs, %d fit now", j.GPUs.Min, room.total)}
 			continue
 		}
-		if err := c.Resize(j.ID, g); err != nil {
-			return nil, fmt.Errorf("failed to plan: %w", err)
-		}
-		c.Note(j.ID, fmt.Sprintf("started with %d GPUs (largest first)", g))
+		plan.Allocations[j.ID] = r.take(j, room, g)
+		plan.Reasons[j.ID] = []string{fmt.Sprintf("started with %d GPUs (largest first)", g)}
 	}
-	return c.Plan(Name), nil
+	return plan, nil
+}
+
+// keepsGangRule reports whether running job j's allocation is whole workers
+// within [Min, Max], as policy.Validate wants of every job it keeps.
+func keepsGangRule(j *policy.Job) bool {
+	r := j.GPUs
+	if r.PerWorker < 1 {
+		return false
+	}
+	for _, g := range j.Allocation {
+		if g < 0 || g%r.PerWorker != 0 {
+			return false
+		}
+	}
+	t := j.Allocation.Total()
+	return t >= r.Min && t <= r.Max
+}
+
+// round is one round's working state: free GPUs per node, and who holds
+// GPUs where (for anti-affinity).
+type round struct {
+	nodes []*policy.Node // by ID
+	jobs  []*policy.Job  // by (Submitted, ID)
+	free  map[string]int
+	on    map[string][]*policy.Job
+}
+
+func newRound(s *policy.Snapshot) *round {
+	r := &round{free: s.Free(), on: map[string][]*policy.Job{}}
+	for i := range s.Nodes {
+		r.nodes = append(r.nodes, &s.Nodes[i])
+	}
+	slices.SortFunc(r.nodes, func(a, b *policy.Node) int { return strings.Compare(a.ID, b.ID) })
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		r.jobs = append(r.jobs, j)
+		for _, n := range j.Allocation.Nodes() {
+			r.on[n] = append(r.on[n], j)
+		}
+	}
+	slices.SortFunc(r.jobs, func(a, b *policy.Job) int {
+		return cmp.Or(a.Submitted.Compare(b.Submitted), strings.Compare(a.ID, b.ID))
+	})
+	return r
+}
+
+// release frees the GPUs job j holds.
+func (r *round) release(j *policy.Job) {
+	for n, g := range j.Allocation {
+		r.free[n] += g
+		r.on[n] = slices.DeleteFunc(r.on[n], func(k *policy.Job) bool { return k == j })
+	}
+}
+
+// room is where a job may go: whole workers per node, most room first.
+type room struct {
+	nodes []nodeRoom
+	total int
+}
+
+type nodeRoom struct {
+	id   string
+	gpus int
+}
+
+// room returns the GPUs, in whole workers, that job j may take on each node
+// that its constraints allow and that holds no job it conflicts with.
+func (r *round) room(j *policy.Job) room {
+	var out room
+	w, capN := j.GPUs.PerWorker, j.Constraints.MaxGPUsPerNode
+	if w < 1 {
+		return out
+	}
+	for _, n := range r.nodes {
+		u := r.free[n.ID]
+		if capN > 0 {
+			u = min(u, capN)
+		}
+		u = u / w * w
+		if u <= 0 || !j.Constraints.Allows(n) || slices.ContainsFunc(r.on[n.ID], func(k *policy.Job) bool {
+			return j.AntiAffinity.Matches(k) || k.AntiAffinity.Matches(j)
+		}) {
+			continue
+		}
+		out.nodes = append(out.nodes, nodeRoom{id: n.ID, gpus: u})
+		out.total += u
+	}
+	slices.SortStableFunc(out.nodes, func(a, b nodeRoom) int { return cmp.Compare(b.gpus, a.gpus) })
+	return out
+}
+
+// take places g GPUs of job j (g <= room.total, in whole workers) on the
+// nodes of room, most room first.
+func (r *round) take(j *policy.Job, room room, g int) policy.Allocation {
+	a := policy.Allocation{}
+	for _, n := range room.nodes {
+		if g == 0 {
+			break
+		}
+		t := min(n.gpus, g)
+		a[n.id] = t
+		r.free[n.id] -= t
+		r.on[n.id] = append(r.on[n.id], j)
+		g -= t
+	}
+	return a
 }

@@ -1,0 +1,304 @@
+package builtin
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/place"
+)
+
+// GoodputName is the name of the goodput builtin.
+const GoodputName = "goodput"
+
+// DefaultGoodputStickiness is the goodput builtin's default bonus on the
+// GPUs a job already holds (see Goodput).
+const DefaultGoodputStickiness = 0.1
+
+// Goodput gives GPUs where they add the most goodput per GPU, after the
+// idea of Pollux (Qiao et al., OSDI'21), as a greedy on each job's speedup
+// function (Job.Speedup; linear where unknown) instead of Pollux's genetic
+// search.
+//
+// Semantics, one round:
+//  1. Counts. Every job (queued or running) climbs from 0 GPUs in steps: to
+//     Min first, then a worker (PerWorker GPUs) at a time up to Max. A step's
+//     score is its gain in speedup per GPU, (S(to) - S(from)) / (to - from);
+//     GPUs a job holds already score (1 + stickiness) times as much, so that
+//     near ties do not move GPUs (a rescale costs the job time). Steps are
+//     taken best score first (ties: running jobs, then submission order) while
+//     the cluster's GPUs last; a job whose next step does not fit, or adds
+//     nothing, stops climbing. With concave speedups this is the allocation
+//     of greatest total speedup; with S(1) = 1 every job gets its first GPU
+//     before any job gets its second.
+//  2. Placement, so that GPUs are released before they are taken: running
+//     jobs above their count shrink (whole workers, from the nodes where they
+//     hold the fewest) or stop; running jobs below it grow, own nodes first;
+//     queued jobs start in the order their first step was taken, packed best
+//     fit. A job that does not fit whole workers gets the largest count that
+//     does (at least Min), or waits. GPUs still free then go, one step at a
+//     time, to the jobs whose next step scores best and fits, except jobs
+//     that gave up GPUs in this round (growing them again would move them).
+//
+// Running jobs are never moved. The round costs O((jobs + GPUs) log jobs)
+// plus the placements.
+//
+// Config: stickiness = a non-negative number (default 0.1).
+type Goodput struct {
+	stickiness atomic.Uint64 // math.Float64bits
+}
+
+// NewGoodput returns a goodput policy with the default configuration.
+func NewGoodput() *Goodput {
+	p := &Goodput{}
+	p.stickiness.Store(math.Float64bits(DefaultGoodputStickiness))
+	return p
+}
+
+// PluginInfo implements policy.Base.
+func (p *Goodput) PluginInfo() policy.Info {
+	return policy.Info{Name: GoodputName, Version: Version,
+		Description: "greedy on marginal goodput per GPU (Pollux's idea) from each job's speedup table; preemptive, elastic"}
+}
+
+// SetConfig implements policy.Base.
+func (p *Goodput) SetConfig(config map[string]string) error {
+	if err := checkKeys(config, "stickiness"); err != nil {
+		return fmt.Errorf("failed to configure %s: %w", GoodputName, err)
+	}
+	s, err := floatConfig(GoodputName, config, "stickiness", DefaultGoodputStickiness,
+		func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }, "a non-negative number")
+	if err != nil {
+		return err
+	}
+	p.stickiness.Store(math.Float64bits(s))
+	return nil
+}
+
+// Plan implements policy.Policy.
+func (p *Goodput) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	c, err := place.NewBoard(s)
+	if err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+	g := goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load())}
+	if err := g.counts(ctx); err != nil {
+		return nil, err
+	}
+	g.place()
+	return c.Plan(GoodputName), nil
+}
+
+// goodputRound is the state of one Goodput round.
+type goodputRound struct {
+	c      *place.Board
+	jobs   []*policy.Job // c.Jobs()
+	bonus  float64
+	cur    []int       // by job: GPUs held after the board's repairs
+	target []int       // by job: the count of step 1
+	linear []bool      // by job: speedup unknown or unusable
+	h      place.Steps // scratch
+}
+
+// speedup returns job j's speedup with n GPUs.
+func (g *goodputRound) speedup(j int32, n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	tab := g.jobs[j].Speedup
+	if g.linear[j] {
+		return float64(n)
+	}
+	return tab[min(n, len(tab))-1]
+}
+
+// next returns job j's next step from n GPUs and its score; ok is false if
+// there is none.
+func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
+	r := g.jobs[j].GPUs
+	switch {
+	case n == 0:
+		to = r.Min
+	case n+r.PerWorker <= r.Max:
+		to = n + r.PerWorker
+	default:
+		return 0, 0, false
+	}
+	gain := g.speedup(j, to) - g.speedup(j, n)
+	if gain <= 0 {
+		if n > 0 {
+			return 0, 0, false
+		}
+		gain = 1e-9 // a job that claims no speedup still runs, last
+	}
+	score = gain / float64(to-n)
+	if to <= g.cur[j] {
+		score *= g.bonus
+	}
+	return to, score, true
+}
+
+// counts is step 1: target counts by greedy marginal speedup per GPU.
+func (g *goodputRound) counts(ctx context.Context) error {
+	c := g.c
+	n := len(g.jobs)
+	g.cur = make([]int, n)
+	g.target = make([]int, n)
+	g.linear = make([]bool, n)
+	capacity := c.FreeGPUs()
+	g.h = make(place.Steps, 0, n)
+	for j, job := range g.jobs {
+		g.cur[j] = c.Held(int32(j))
+		capacity += g.cur[j]
+		g.linear[j] = !policy.UsableSpeedup(job.Speedup)
+		if to, score, ok := g.next(int32(j), 0); ok {
+			g.h = append(g.h, place.Step{Job: int32(j), To: to, Score: score, Running: g.cur[j] > 0})
+		}
+	}
+	heap.Init(&g.h)
+	rem := capacity
+	for steps := 0; g.h.Len() > 0 && rem > 0; steps++ {
+		if steps%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("failed to plan: %w", err)
+			}
+		}
+		st := &g.h[0]
+		cost := st.To - g.target[st.Job]
+		if cost > rem {
+			heap.Pop(&g.h)
+			continue
+		}
+		rem -= cost
+		g.target[st.Job] = st.To
+		if to, score, ok := g.next(st.Job, st.To); ok {
+			st.From, st.To, st.Score = st.To, to, score
+			heap.Fix(&g.h, 0)
+		} else {
+			heap.Pop(&g.h)
+		}
+	}
+	return nil
+}
+
+// place is step 2: carry the counts out on the cluster.
+func (g *goodputRound) place() {
+	c := g.c
+	for j := range g.jobs {
+		jj := int32(j)
+		switch cur, t := g.cur[j], g.target[j]; {
+		case cur > 0 && t == 0:
+			c.Shrink(jj, cur)
+			c.Notef(jj, "preempted: its %d GPUs add more goodput to other jobs", cur)
+		case t < cur:
+			c.Shrink(jj, cur-t)
+			c.Notef(jj, "shrunk from %d to %d GPUs: the rest add more goodput to other jobs", cur, t)
+		}
+	}
+	var starts []int32
+	for j := range g.jobs {
+		jj := int32(j)
+		cur, t := g.cur[j], g.target[j]
+		if t <= cur {
+			continue
+		}
+		if cur == 0 {
+			starts = append(starts, jj)
+			continue
+		}
+		if got := g.fit(jj, t); got > cur {
+			c.Notef(jj, "grown from %d to %d GPUs: best marginal goodput per GPU", cur, got)
+		}
+	}
+	// Queued jobs start in the order their first step was taken: by score,
+	// then submission order, as the heap took them.
+	sortStarts(starts, func(j int32) float64 { _, s, _ := g.next(j, 0); return s })
+	for _, j := range starts {
+		if got := g.fit(j, g.target[j]); got > 0 {
+			c.Notef(j, "started with %d GPUs on %d node(s): best marginal goodput per GPU", got, c.NodesHeld(j))
+		}
+	}
+	g.fill()
+	for j, job := range g.jobs {
+		switch held := c.Held(int32(j)); {
+		case held == 0 && g.cur[j] == 0:
+			c.Notef(int32(j), "queued: needs %d GPUs; the free GPUs add more goodput to other jobs, or its workers do not fit", job.GPUs.Min)
+		case held == g.cur[j]:
+			c.Notef(int32(j), "kept its %d GPUs", g.cur[j])
+		}
+	}
+}
+
+// fit grows job j toward t GPUs: t if it fits, else the largest count in
+// whole workers that does (0 or at least Min). It returns the new total.
+func (g *goodputRound) fit(j int32, t int) int {
+	c := g.c
+	cur := c.Held(j)
+	if c.Grow(j, t-cur) {
+		return t
+	}
+	r := g.jobs[j].GPUs
+	n := min(t-cur, c.RoomOf(j)) / r.PerWorker * r.PerWorker
+	if cur+n < r.Min || n <= 0 || !c.Grow(j, n) {
+		return cur
+	}
+	return cur + n
+}
+
+// fill gives GPUs still free to the best-scoring next steps that fit.
+func (g *goodputRound) fill() {
+	c := g.c
+	if c.FreeGPUs() == 0 {
+		return
+	}
+	g.h = g.h[:0]
+	for j := range g.jobs {
+		jj := int32(j)
+		if g.target[j] < g.cur[j] {
+			continue // gave GPUs up this round: growing it again would move it
+		}
+		if to, score, ok := g.next(jj, c.Held(jj)); ok && to-c.Held(jj) <= c.FreeGPUs() {
+			g.h = append(g.h, place.Step{Job: jj, From: c.Held(jj), To: to, Score: score, Running: g.cur[j] > 0})
+		}
+	}
+	heap.Init(&g.h)
+	for g.h.Len() > 0 && c.FreeGPUs() > 0 {
+		st := &g.h[0]
+		from := c.Held(st.Job)
+		if st.To-from > c.FreeGPUs() || !c.Grow(st.Job, st.To-from) {
+			heap.Pop(&g.h)
+			continue
+		}
+		if from == 0 {
+			c.Notef(st.Job, "started with %d GPUs into GPUs left free", st.To)
+		} else {
+			c.Notef(st.Job, "grown from %d to %d GPUs into GPUs left free", from, st.To)
+		}
+		if to, score, ok := g.next(st.Job, st.To); ok {
+			st.From, st.To, st.Score = st.To, to, score
+			heap.Fix(&g.h, 0)
+		} else {
+			heap.Pop(&g.h)
+		}
+	}
+}
+
+// sortStarts orders jobs by score, highest first, then by index (which is
+// submission order).
+func sortStarts(js []int32, score func(int32) float64) {
+	scores := make(map[int32]float64, len(js))
+	for _, j := range js {
+		scores[j] = score(j)
+	}
+	slices.SortFunc(js, func(a, b int32) int {
+		if x := cmp.Compare(scores[b], scores[a]); x != 0 {
+			return x
+		}
+		return cmp.Compare(a, b)
+	})
+}

@@ -1,0 +1,98 @@
+package builtin_test
+
+import (
+	"testing"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/shoenig/test/must"
+)
+
+// sped is job j with a speedup table.
+func sped(j policy.Job, tab ...float64) policy.Job {
+	j.Speedup = tab
+	return j
+}
+
+func TestGoodput(t *testing.T) {
+	cases := []struct {
+		name   string
+		config map[string]string
+		nodes  []policy.Node
+		jobs   []policy.Job
+		want   map[string]policy.Allocation
+	}{{
+		name:  "unknown speedup is linear: every job gets a GPU before any gets two",
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs:  []policy.Job{queued("a", 1, 1, 4, 1), queued("b", 2, 1, 4, 1), queued("c", 3, 1, 4, 1)},
+		want:  map[string]A{"a": {"n1": 2}, "b": {"n1": 1}, "c": {"n1": 1}},
+	}, {
+		name:  "GPUs move to where they add more goodput",
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0),
+			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)},
+		want: map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
+	}, {
+		name:  "stickiness keeps near ties in place",
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 3}, 1), 1, 1.9, 2.75, 3.5),
+			sped(running("b", 2, 1, 4, 1, A{"n1": 1}, 1), 1, 1.92, 2.8, 3.6)},
+		want: map[string]A{"a": {"n1": 3}, "b": {"n1": 1}},
+	}, {
+		name:   "without stickiness the better marginal wins",
+		config: map[string]string{"stickiness": "0"},
+		nodes:  []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 3}, 1), 1, 1.9, 2.75, 3.5),
+			sped(running("b", 2, 1, 4, 1, A{"n1": 1}, 1), 1, 1.92, 2.8, 3.6)},
+		want: map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+	}, {
+		name:  "rigid jobs of unknown speedup are not preempted",
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs:  []policy.Job{running("a", 1, 4, 4, 1, A{"n1": 4}, 1), queued("b", 2, 1, 1, 1)},
+		want:  map[string]A{"a": {"n1": 4}},
+	}, {
+		name:  "a flat speedup stops growth",
+		nodes: []policy.Node{node("n1", 8, 0)},
+		jobs:  []policy.Job{sped(queued("a", 1, 1, 8, 1), 1, 1.5, 1.5)},
+		want:  map[string]A{"a": {"n1": 2}},
+	}, {
+		name:  "an unusable table is linear",
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs:  []policy.Job{sped(queued("a", 1, 1, 4, 1), 1, -1)},
+		want:  map[string]A{"a": {"n1": 4}},
+	}, {
+		name:  "whole workers: the largest count that fits",
+		nodes: []policy.Node{node("n1", 4, 1), node("n2", 4, 2)},
+		jobs:  []policy.Job{queued("a", 1, 2, 8, 2)},
+		want:  map[string]A{"a": {"n1": 2, "n2": 2}},
+	}, {
+		name:  "no head-of-line blocking",
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs:  []policy.Job{queued("a", 1, 8, 8, 4), queued("b", 2, 2, 2, 2)},
+		want:  map[string]A{"b": {"n1": 2}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &policy.Snapshot{Now: at(100), Nodes: tc.nodes, Jobs: tc.jobs}
+			p := plan(t, configured(t, builtin.GoodputName, tc.config), s)
+			must.Eq(t, tc.want, targets(s, p))
+			for _, j := range s.Jobs {
+				must.SliceNotEmpty(t, p.Reasons[j.ID], must.Sprintf("job %s has no reason", j.ID))
+			}
+		})
+	}
+}
+
+func TestGoodput_Config(t *testing.T) {
+	p := builtin.NewGoodput()
+	for _, bad := range []string{"x", "-1", "+Inf", "NaN"} {
+		must.ErrorContains(t, p.SetConfig(map[string]string{"stickiness": bad}), "stickiness")
+	}
+	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.25"}))
+}
+
+// BenchmarkGoodput: as BenchmarkTiresias. The goal is a round in
+// milliseconds for 64-1,000 GPUs.
+func BenchmarkGoodput(b *testing.B) {
+	benchPreemptive(b, builtin.NewGoodput())
+}

@@ -1,0 +1,413 @@
+package builtin
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/place"
+)
+
+// QoEName is the name of the QoE (deadline-aware) builtin.
+const QoEName = "qoe"
+
+// DefaultQoEHeadroom is the QoE builtin's default safety margin: a job is
+// on track when its estimated time to target is within (1 - headroom) of
+// the time left to its deadline. It is a margin for the planner's
+// estimates, which are fitted to noisy reports and are optimistic right
+// after a resize; in the simulator, whose estimates are exact, a smaller
+// headroom meets slightly more deadlines (docs/sim/deadline/README.md).
+const DefaultQoEHeadroom = 0.1
+
+// QoE moves GPUs toward the jobs behind their targets, after the idea of
+// DQoES (Mao et al., "Differentiate Quality of Experience Scheduling for
+// Deep Learning Inferences/Trainings", 2020): users state a target (a
+// metric's goal by a deadline), the scheduler estimates from the reported
+// progress when each job reaches it, and GPUs go from jobs comfortably
+// ahead of their targets to jobs behind them.
+//
+// Each job with a deadline is judged from Progress.RemainingWork (seconds
+// on one GPU) and its speedup (Job.Speedup; linear where unknown): at g
+// GPUs it needs RemainingWork / Speedup(g) seconds. Its need is the least
+// count in [Min, Max] (whole workers) that reaches the target within
+// (1 - headroom) of the time left to the deadline. Classes:
+//
+//   - on track: some count in [Min, Max] meets the deadline; need is it;
+//   - unknown: a deadline but no estimate yet (RemainingWork 0); need Min;
+//   - no target: no deadline, or the target is reached; need Min;
+//   - behind: even Max does not reach the target within (1 - headroom) of
+//     the time left (or the deadline has passed); need Min.
+//
+// Semantics, one round:
+//  1. On-track jobs, earliest deadline first, are brought up to their need:
+//     from idle GPUs, else by shrinking, a worker at a time on the nodes the
+//     job may use, jobs without a target (never below Min), then jobs
+//     behind (which miss their deadlines anyway: below Min, a job behind is
+//     stopped), then jobs of unknown progress (never below Min), each most
+//     recently resized first, then on-track jobs due later (latest deadline
+//     first): never below their need, unless the donor can spare the time
+//     (it would still be on track at its Max if stopped now and started
+//     again when the job it gives to is done at its need); such a donor may
+//     be shrunk below its need, and below Min it is stopped. A job whose
+//     need cannot be met so is left to step 2.
+//  2. Every job that holds nothing is admitted at Min, on-track and unknown
+//     jobs earliest deadline first, then jobs without a target in
+//     submission order, then jobs behind, shrinking the same donors in the
+//     same way when Min does not fit. A job that does not fit waits, and
+//     later jobs are still admitted (no head-of-line blocking).
+//  3. Idle GPUs grow running jobs toward Max, a worker at a time, each to
+//     the job whose next worker adds the most speedup per GPU (Pollux's
+//     idea; ties to the job with fewer GPUs, then submission order). Jobs
+//     shrunk this round are not grown; with resize_cooldown > 0, nor are
+//     jobs resized less than resize_cooldown ago.
+//
+// A job holding more than it needs keeps it until another job needs it, so
+// estimates that wobble do not move GPUs back and forth. The only jobs ever
+// stopped are jobs behind, and on-track jobs with time to spare, for on-track
+// jobs due earlier: without the latter, on-track jobs already running kept
+// their need against queued ones due sooner, and under load the queued ones
+// (often short) turned behind before they started. Without deadlines in the
+// snapshot, QoE is Elastic FIFO without head-of-line blocking.
+//
+// Config: headroom = a number in [0, 1) (default 0.1); resize_cooldown = a
+// Go duration (default "0s").
+type QoE struct {
+	cooldown atomic.Int64  // nanoseconds
+	headroom atomic.Uint64 // math.Float64bits
+}
+
+// NewQoE returns a QoE policy with the default configuration.
+func NewQoE() *QoE {
+	p := &QoE{}
+	p.headroom.Store(math.Float64bits(DefaultQoEHeadroom))
+	return p
+}
+
+// PluginInfo implements policy.Base.
+func (p *QoE) PluginInfo() policy.Info {
+	return policy.Info{Name: QoEName, Version: Version,
+		Description: "deadline-aware (DQoES's idea): moves GPUs from jobs ahead of their targets to jobs behind them; the rest share idle GPUs"}
+}
+
+// SetConfig implements policy.Base.
+func (p *QoE) SetConfig(config map[string]string) error {
+	d, err := cooldownConfig(QoEName, config, "headroom")
+	if err != nil {
+		return err
+	}
+	h, err := floatConfig(QoEName, config, "headroom", DefaultQoEHeadroom, func(x float64) bool { return x >= 0 && x < 1 }, "a number in [0, 1)")
+	if err != nil {
+		return err
+	}
+	p.cooldown.Store(int64(d))
+	p.headroom.Store(math.Float64bits(h))
+	return nil
+}
+
+type qoeClass uint8
+
+const (
+	qoeOnTrack qoeClass = iota
+	qoeUnknown
+	qoeNone
+	qoeBehind
+)
+
+// qoeRound is the state of one QoE round.
+type qoeRound struct {
+	c        *place.Board
+	jobs     []*policy.Job // c.Jobs()
+	now      time.Time
+	headroom float64
+	class    []qoeClass // by job
+	need     []int      // by job
+	edf      []int32    // the jobs, earliest deadline first
+	shrunk   []bool     // by job: shrunk in this round
+	donors   []int32    // every job, in the order they give GPUs up; nil until needed
+	// surplus is the sum over jobs of the GPUs above their floor: with
+	// the free GPUs, a bound on what a job can gain (checked before
+	// looking for donors, which is what makes a busy round cheap).
+	surplus int
+	// preempt is set while on-track jobs are brought up to their need:
+	// then jobs behind (which miss their deadlines anyway) may be stopped.
+	preempt bool
+	// recipient is the job that grow is finding GPUs for (-1 outside
+	// grow): in step 1, on-track jobs due after it that can spare the time
+	// may be shrunk below their need, or stopped, for it (see spare).
+	recipient int32
+}
+
+// Plan implements policy.Policy.
+func (p *QoE) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	c, err := place.NewBoard(s)
+	if err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+	jobs := c.Jobs()
+	q := &qoeRound{c: c, jobs: jobs, now: s.Now, headroom: math.Float64frombits(p.headroom.Load()),
+		class: make([]qoeClass, len(jobs)), need: make([]int, len(jobs)),
+		edf: c.DeadlineOrder(), shrunk: make([]bool, len(jobs)), recipient: -1}
+	for j := range jobs {
+		q.judge(int32(j))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+
+	// 1. On-track jobs up to their need.
+	q.preempt = true
+	for _, j := range q.edf {
+		if q.class[j] != qoeOnTrack || c.Held(j) >= q.need[j] {
+			continue
+		}
+		from := c.Held(j)
+		if !q.grow(j, q.need[j]-from, "which is behind its target") {
+			continue
+		}
+		if from == 0 {
+			c.Notef(j, "started with %d GPUs: %s", c.Held(j), q.outlook(j, c.Held(j)))
+		} else {
+			c.Notef(j, "grown from %d to %d GPUs: behind its target at %d; %s", from, c.Held(j), from, q.outlook(j, c.Held(j)))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+
+	q.preempt = false
+	for j := range q.jobs {
+		q.surplus += q.above(int32(j))
+	}
+
+	// 2. Admission at Min.
+	for _, j := range q.order(qoeOnTrack, qoeUnknown, qoeNone, qoeBehind) {
+		job := q.jobs[j]
+		if c.Held(j) > 0 {
+			continue
+		}
+		if !q.grow(j, job.GPUs.Min, "to admit it") {
+			c.Notef(j, "queued: needs %d GPUs, which do not fit even with other jobs at what they need", job.GPUs.Min)
+			continue
+		}
+		c.Notef(j, "started with %d GPUs (its minimum): %s", job.GPUs.Min, q.outlook(j, job.GPUs.Min))
+	}
+
+	// 3. Growth into idle GPUs, a worker at a time, where it adds the most
+	// speedup per GPU.
+	q.fill(time.Duration(p.cooldown.Load()))
+	return c.Plan(QoEName), nil
+}
+
+// fill grows running jobs into the idle GPUs, a worker at a time, each to
+// the job whose next worker adds the most speedup per GPU (ties: the job
+// with fewer GPUs, then submission order), skipping jobs shrunk this round
+// and, with cooldown > 0, jobs resized less than cooldown ago.
+func (q *qoeRound) fill(cooldown time.Duration) {
+	c := q.c
+	var h place.Steps
+	from := make(map[int32]int)
+	next := func(j int32) (place.Step, bool) {
+		r, t := q.jobs[j].GPUs, c.Held(j)
+		if t+r.PerWorker > r.Max {
+			return place.Step{}, false
+		}
+		gain := (policy.SpeedupAt(q.jobs[j].Speedup, t+r.PerWorker) - policy.SpeedupAt(q.jobs[j].Speedup, t)) / float64(r.PerWorker)
+		return place.Step{Job: j, From: t, To: t + r.PerWorker, Score: gain, Running: true}, gain > 0
+	}
+	for j, job := range q.jobs {
+		jj := int32(j)
+		if c.Held(jj) == 0 || q.shrunk[j] {
+			continue
+		}
+		if cooldown > 0 && job.Allocation.Total() > 0 && q.now.Sub(job.LastResized) < cooldown {
+			continue
+		}
+		if st, ok := next(jj); ok {
+			h = append(h, st)
+		}
+	}
+	heap.Init(&h)
+	for h.Len() > 0 && c.FreeGPUs() > 0 {
+		st := heap.Pop(&h).(place.Step)
+		if st.To-st.From > c.FreeGPUs() || !c.Grow(st.Job, st.To-st.From) {
+			continue
+		}
+		if _, ok := from[st.Job]; !ok {
+			from[st.Job] = st.From
+		}
+		if st, ok := next(st.Job); ok {
+			heap.Push(&h, st)
+		}
+	}
+	for j := range q.jobs {
+		if f, ok := from[int32(j)]; ok {
+			c.Notef(int32(j), "grown from %d to %d GPUs into idle GPUs", f, c.Held(int32(j)))
+		}
+	}
+}
+
+// judge sets job j's class and need.
+func (q *qoeRound) judge(j int32) {
+	job := q.jobs[j]
+	r, pr := job.GPUs, &job.Progress
+	q.need[j] = r.Min
+	switch {
+	case pr.Deadline.IsZero() || pr.Reached:
+		q.class[j] = qoeNone
+	case pr.RemainingWork <= 0:
+		q.class[j] = qoeUnknown
+	default:
+		q.class[j] = qoeBehind
+		budget := pr.Deadline.Sub(q.now).Seconds() * (1 - q.headroom)
+		for g := r.Min; g <= r.Max && budget > 0; g += r.PerWorker {
+			if pr.RemainingWork/policy.SpeedupAt(job.Speedup, g) <= budget {
+				q.class[j], q.need[j] = qoeOnTrack, g
+				break
+			}
+		}
+	}
+}
+
+// order returns the jobs of the given classes, class by class in that
+// order; within a class, jobs with a deadline earliest first and the others
+// in submission order.
+func (q *qoeRound) order(classes ...qoeClass) []int32 {
+	out := make([]int32, 0, len(q.edf))
+	for _, cl := range classes {
+		for _, j := range q.edf {
+			if q.class[j] == cl {
+				out = append(out, j)
+			}
+		}
+	}
+	return out
+}
+
+// floor is how far donor d may shrink.
+func (q *qoeRound) floor(d int32) int {
+	switch {
+	case q.class[d] == qoeOnTrack:
+		if q.preempt && q.recipient >= 0 && q.spare(d, q.recipient) {
+			return 0
+		}
+		return q.need[d]
+	case q.class[d] == qoeBehind && q.preempt:
+		return 0
+	}
+	return q.jobs[d].GPUs.Min
+}
+
+// spare reports whether on-track job d, whose deadline is after b's, would
+// still be on track at its Max if it stopped now and started again when b,
+// at its need, is done.
+func (q *qoeRound) spare(d, b int32) bool {
+	jd, jb := q.jobs[d], q.jobs[b]
+	if q.class[b] != qoeOnTrack || !jd.Progress.Deadline.After(jb.Progress.Deadline) {
+		return false
+	}
+	tb := jb.Progress.RemainingWork / policy.SpeedupAt(jb.Speedup, q.need[b])
+	left := jd.Progress.Deadline.Sub(q.now).Seconds() - tb
+	return jd.Progress.RemainingWork/policy.SpeedupAt(jd.Speedup, jd.GPUs.Max) <= left*(1-q.headroom)
+}
+
+// above is how many GPUs job j holds above its floor.
+func (q *qoeRound) above(j int32) int { return max(0, q.c.Held(j)-q.floor(j)) }
+
+// grow gives job b gain more GPUs, from idle ones or else from donors (see
+// QoE); or changes nothing and returns false. why ends the donors' reason.
+func (q *qoeRound) grow(b int32, gain int, why string) bool {
+	c := q.c
+	// Outside step 1 the surplus bounds what b can gain.
+	before := q.above(b)
+	if c.Grow(b, gain) {
+		q.surplus += q.above(b) - before
+		return true
+	}
+	if !q.preempt && c.FreeGPUs()+q.surplus-before < gain {
+		return false
+	}
+	if q.donors == nil {
+		q.donors = make([]int32, 0, len(q.jobs))
+		for _, cl := range []qoeClass{qoeNone, qoeBehind, qoeUnknown} {
+			from := len(q.donors)
+			for j := range q.jobs {
+				if q.class[j] == cl {
+					q.donors = append(q.donors, int32(j))
+				}
+			}
+			slices.SortStableFunc(q.donors[from:], func(x, y int32) int {
+				if d := q.jobs[y].LastResized.Compare(q.jobs[x].LastResized); d != 0 {
+					return d
+				}
+				return int(y - x)
+			})
+		}
+		for i := len(q.edf) - 1; i >= 0; i-- {
+			if d := q.edf[i]; q.class[d] == qoeOnTrack {
+				q.donors = append(q.donors, d)
+			}
+		}
+	}
+	q.recipient = b
+	taken, ok := c.TakeFor(b, gain, q.donors, q.floor)
+	q.recipient = -1
+	if ok && !q.preempt {
+		q.surplus += q.above(b) - before
+	}
+	for _, t := range taken {
+		q.shrunk[t.Job] = true
+		if tot := c.Held(t.Job); tot < q.jobs[t.Job].GPUs.Min {
+			// Below its min it cannot run: stopped (preempted), and the
+			// rest of its GPUs are free.
+			c.Shrink(t.Job, tot)
+			c.Notef(t.Job, "preempted (%d GPUs) for job %s, %s; this job: %s", t.GPUs+tot, q.jobs[b].ID, why, q.outlook(t.Job, 0))
+			continue
+		}
+		if !q.preempt {
+			q.surplus -= t.GPUs
+		}
+		c.Notef(t.Job, "shrunk from %d to %d GPUs for job %s, %s; this job: %s",
+			c.Held(t.Job)+t.GPUs, c.Held(t.Job), q.jobs[b].ID, why, q.outlook(t.Job, c.Held(t.Job)))
+	}
+	return ok
+}
+
+// outlook says how job j stands at g GPUs, for the reasons.
+func (q *qoeRound) outlook(j int32, g int) string {
+	job := q.jobs[j]
+	pr := &job.Progress
+	switch q.class[j] {
+	case qoeNone:
+		if pr.Reached {
+			return "target reached"
+		}
+		return "no deadline"
+	case qoeUnknown:
+		return "no estimate of its progress yet"
+	}
+	left := pr.Deadline.Sub(q.now)
+	if left <= 0 {
+		return fmt.Sprintf("its deadline passed %s ago", (-left).Round(time.Second))
+	}
+	if g <= 0 {
+		if q.class[j] == qoeBehind {
+			return fmt.Sprintf("behind: even %d GPUs miss its deadline (with the headroom)", job.GPUs.Max)
+		}
+		return "on track"
+	}
+	sec := pr.RemainingWork / policy.SpeedupAt(job.Speedup, g)
+	eta := time.Duration(sec * float64(time.Second)).Round(time.Second)
+	est := fmt.Sprintf("about %s to its target at %d GPUs, %s to the deadline", eta, g, left.Round(time.Second))
+	switch {
+	case sec <= left.Seconds()*(1-q.headroom):
+		return "on track: " + est
+	case q.class[j] == qoeBehind:
+		return fmt.Sprintf("behind: %s; even %d GPUs miss it (with the headroom)", est, job.GPUs.Max)
+	}
+	return fmt.Sprintf("behind: %s; it needs %d", est, q.need[j])
+}

@@ -1,0 +1,188 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/place"
+)
+
+// TiresiasName is the name of the Tiresias builtin.
+const TiresiasName = "tiresias"
+
+// DefaultTiresiasThresholds are the queue thresholds, in attained
+// GPU-seconds, of the Tiresias builtin: two queues split at 16 GPU-hours,
+// as in the Tiresias port of the Pollux (OSDI'21) simulator.
+var DefaultTiresiasThresholds = []float64{16 * 3600}
+
+// Tiresias is discretized two-dimensional least-attained-service (2D-LAS),
+// after Tiresias (Gu et al., NSDI'19): a job's priority falls with the GPU
+// time it has had (GPUs x seconds, so both dimensions count), and jobs that
+// have had less run first, preempting those that have had more.
+//
+// Semantics, one round:
+//   - Queues: a job with attained service A (AttainedGPUSeconds) is in queue
+//     k, the number of thresholds <= A; queue 0 is the highest priority. A
+//     job enters queue 0 and is demoted as it runs; it is never promoted
+//     (the paper's starvation knob is off, as in the Pollux simulator's
+//     port). Within a queue, jobs go in submission order (Submitted, then
+//     ID). Priority is ignored.
+//   - Size: a running job keeps its count; a queued job asks for Min
+//     (Tiresias is for fixed-size jobs; give them Min == Max).
+//   - Selection: in priority order, a job is selected if its count fits in
+//     the GPUs that the jobs selected before it leave (counted over the
+//     cluster; no head-of-line blocking: a job that does not fit is passed
+//     over and smaller jobs behind it may run).
+//   - Preemption: running jobs that are not selected are stopped. Selected
+//     queued jobs start in priority order, packed best fit
+//     (place.Board.Resize); one that does not fit whole workers is passed
+//     over, and queued jobs that were not selected may then take the room
+//     in priority order. A preempted job whose GPUs are still free at the
+//     end gets them back (place.Board.Restore).
+//   - Running jobs are never resized or moved.
+//
+// Config: queue_thresholds = comma-separated increasing GPU-second
+// thresholds ("57600" by default; "" for one queue, which is first come,
+// first served with preemption-free backfilling).
+type Tiresias struct {
+	thresholds atomic.Pointer[[]float64]
+}
+
+// NewTiresias returns a Tiresias policy with the default configuration.
+func NewTiresias() *Tiresias {
+	p := &Tiresias{}
+	th := slices.Clone(DefaultTiresiasThresholds)
+	p.thresholds.Store(&th)
+	return p
+}
+
+// PluginInfo implements policy.Base.
+func (p *Tiresias) PluginInfo() policy.Info {
+	return policy.Info{Name: TiresiasName, Version: Version,
+		Description: "discretized 2D least-attained-service (Tiresias): queues by attained GPU-seconds, preemptive"}
+}
+
+// SetConfig implements policy.Base.
+func (p *Tiresias) SetConfig(config map[string]string) error {
+	if err := checkKeys(config, "queue_thresholds"); err != nil {
+		return fmt.Errorf("failed to configure %s: %w", TiresiasName, err)
+	}
+	th := slices.Clone(DefaultTiresiasThresholds)
+	if v, ok := config["queue_thresholds"]; ok {
+		th = nil
+		for f := range strings.SplitSeq(v, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			x, err := strconv.ParseFloat(f, 64)
+			if err != nil || x < 0 || (len(th) > 0 && x <= th[len(th)-1]) {
+				return fmt.Errorf("failed to configure %s: queue_thresholds: %q is not a list of increasing non-negative GPU-seconds",
+					TiresiasName, v)
+			}
+			th = append(th, x)
+		}
+	}
+	p.thresholds.Store(&th)
+	return nil
+}
+
+// Plan implements policy.Policy.
+func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	th := *p.thresholds.Load()
+	c, err := place.NewBoard(s)
+	if err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+	jobs := c.Jobs()
+	n := len(jobs)
+	queue := make([]int, n)
+	order := make([]int32, n)
+	capacity := c.FreeGPUs()
+	for j, job := range jobs {
+		queue[j] = tiresiasQueue(job.AttainedGPUSeconds, th)
+		order[j] = int32(j)
+		capacity += c.Held(int32(j))
+	}
+	// Stable: submission order within a queue.
+	slices.SortStableFunc(order, func(a, b int32) int { return queue[a] - queue[b] })
+
+	// Selection by count, in priority order.
+	selected := make([]bool, n)
+	rem := capacity
+	for _, j := range order {
+		need := c.Held(j)
+		if need == 0 {
+			need = jobs[j].GPUs.Min
+		}
+		if need <= rem {
+			selected[j] = true
+			rem -= need
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+
+	// Preempt the running jobs that lost their place; remember where they
+	// were, to give the GPUs back if nobody takes them.
+	var preempted []int32
+	held := make(map[int32]place.Holding)
+	for _, j := range order {
+		if !selected[j] && c.Held(j) > 0 {
+			held[j] = c.Preempt(j)
+			preempted = append(preempted, j)
+		}
+	}
+
+	for _, j := range order {
+		if selected[j] && c.Held(j) > 0 {
+			c.Notef(j, "running: queue %d of %d (attained %.0f GPU-s)", queue[j], len(th)+1, jobs[j].AttainedGPUSeconds)
+		}
+	}
+
+	// Start the selected queued jobs, then let the others take what is left.
+	for pass := range 2 {
+		for _, j := range order {
+			if selected[j] != (pass == 0) || c.Held(j) > 0 || held[j] != nil {
+				continue
+			}
+			job := jobs[j]
+			if c.Grow(j, job.GPUs.Min) {
+				c.Notef(j, "started with %d GPUs: queue %d of %d (attained %.0f GPU-s)",
+					job.GPUs.Min, queue[j], len(th)+1, job.AttainedGPUSeconds)
+				continue
+			}
+			why := "higher-priority jobs hold the GPUs"
+			if selected[j] {
+				why = "its workers do not fit on the free GPUs of any node"
+			}
+			c.Notef(j, "queued: queue %d of %d (attained %.0f GPU-s), needs %d GPUs; %s",
+				queue[j], len(th)+1, job.AttainedGPUSeconds, job.GPUs.Min, why)
+		}
+	}
+
+	for _, j := range preempted {
+		job := jobs[j]
+		if c.Restore(j, held[j]) {
+			c.Notef(j, "kept its GPUs: queue %d of %d, and no higher-priority job could use them", queue[j], len(th)+1)
+			continue
+		}
+		c.Notef(j, "preempted: queue %d of %d (attained %.0f GPU-s); jobs with less attained service take its GPUs",
+			queue[j], len(th)+1, job.AttainedGPUSeconds)
+	}
+	return c.Plan(TiresiasName), nil
+}
+
+// tiresiasQueue returns the queue of a job with attained GPU-seconds a.
+func tiresiasQueue(a float64, th []float64) int {
+	q := 0
+	for q < len(th) && a >= th[q] {
+		q++
+	}
+	return q
+}

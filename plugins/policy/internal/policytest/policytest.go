@@ -1,0 +1,48 @@
+// Package policytest holds what the policy packages' tests share: hand-made
+// nodes and jobs, and generated snapshots (random ones for the property
+// tests, large ones for the benchmarks).
+package policytest
+
+import (
+	"time"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// T0 is the epoch of the hand-made snapshots; job n is submitted at T0+n s.
+var T0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// At returns T0 + sec seconds.
+func At(sec int) time.Time { return T0.Add(time.Duration(sec) * time.Second) }
+
+// Node is an A100 node in pool "default" with gpus GPUs, reserved of them
+// held by others.
+func Node(id string, gpus, reserved int) policy.Node {
+	return policy.Node{ID: id, Name: id, Pool: "default", GPUModel: "A100", GPUMemoryMiB: 40960,
+		GPUs: gpus, Reserved: reserved}
+}
+
+// Queued is a queued job submitted at T0+sec asking for [min, max] in
+// workers of w GPUs.
+func Queued(id string, sec, min, max, w int) policy.Job {
+	return policy.Job{ID: id, Name: id, Submitted: At(sec), State: policy.Queued,
+		GPUs: policy.GPURequest{Min: min, Max: max, PerWorker: w}}
+}
+
+// Running is Queued's job holding alloc, last resized at T0+resized s.
+func Running(id string, sec, min, max, w int, alloc policy.Allocation, resized int) policy.Job {
+	j := Queued(id, sec, min, max, w)
+	j.State, j.Allocation, j.LastResized = policy.Running, alloc, At(resized)
+	return j
+}
+
+// Targets returns the target of every job that holds GPUs in the plan.
+func Targets(s *policy.Snapshot, p *policy.Plan) map[string]policy.Allocation {
+	out := map[string]policy.Allocation{}
+	for i := range s.Jobs {
+		if a := p.Target(&s.Jobs[i]).Clone(); a != nil {
+			out[s.Jobs[i].ID] = a
+		}
+	}
+	return out
+}

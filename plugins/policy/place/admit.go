@@ -1,0 +1,55 @@
+package place
+
+import (
+	"context"
+	"fmt"
+)
+
+// AdmitInOrder starts queued jobs in submission order with place (Grow, or
+// another placement such as a Spread), until one does not fit; the jobs
+// behind it wait (head-of-line blocking). A job starts with the largest
+// count in [Min, Max] that fits now if largest is set, else with Min; it
+// starts only if at least Min fits. Running jobs are left as they are.
+func (c *Board) AdmitInOrder(ctx context.Context, largest bool, place func(j int32, g int) bool) error {
+	var waiting []string
+	for j, job := range c.jobs {
+		if j%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("failed to plan: %w", err)
+			}
+		}
+		jj := int32(j)
+		if c.total[j] > 0 {
+			continue
+		}
+		if waiting != nil {
+			c.wait(jj, waiting)
+			continue
+		}
+		r := job.GPUs
+		room := c.room(jj)
+		g := r.Min
+		if largest {
+			g = min(r.Max, room/r.PerWorker*r.PerWorker)
+		}
+		if g >= r.Min && g <= room && place(jj, g) {
+			c.Notef(jj, "started with %d GPUs on %d node(s)", g, len(c.alloc[j]))
+			continue
+		}
+		c.Notef(jj, "queued: needs at least %d GPUs in %d-GPU workers, room for %d now; later jobs wait behind it",
+			r.Min, r.PerWorker, room)
+		waiting = []string{fmt.Sprintf("queued: waiting behind job %s, which does not fit yet (first come, first served)", job.ID)}
+	}
+	return nil
+}
+
+// wait gives job j the shared reason why; the slice is shared between jobs
+// (len == cap, so an append copies it).
+func (c *Board) wait(j int32, why []string) {
+	id := c.jobs[j].ID
+	if prev := c.reasons[id]; prev != nil {
+		c.reasons[id] = append(prev, why...)
+		return
+	}
+	c.reasons[id] = why
+}

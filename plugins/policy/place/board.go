@@ -1,0 +1,369 @@
+package place
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// ErrNoRoom is returned by Board.Resize when the GPUs do not fit.
+var ErrNoRoom = errors.New("not enough room")
+
+// Board is a working copy of a snapshot's allocations with an index of
+// free capacity. A policy builds its plan by resizing jobs in a Board and
+// then calling Plan; every placement it makes honours the rules of
+// policy.Validate (whole workers, capacity, constraints, anti-affinity). The
+// builtins are written on it, and so can external policies be.
+//
+// Placement is indexed: nodes are sorted by ID and kept in one bitset per
+// free-GPU count, so finding the tightest-fitting eligible node costs
+// (free-count buckets) x (nodes/64) word operations and allocates nothing.
+//
+// NewBoard repairs running jobs whose allocation breaks the gang rule (a
+// node died under a worker, a snapshot reports a part of a worker), in
+// submission order: partial workers are dropped, a total above Max is shrunk
+// to Max, a total below Min is grown back to Min where it fits and otherwise
+// stopped. Each repair leaves a reason.
+//
+// A Board is not safe for concurrent use.
+type Board struct {
+	nodes     []*policy.Node // sorted by ID; a node's index is its place here
+	nodeIdx   map[string]int32
+	free      []int
+	buckets   []bitset // buckets[f]: the nodes with exactly f free GPUs
+	all       bitset   // the nodes that have GPUs to give at all
+	maxFree   int
+	totalFree int
+
+	jobs     []*policy.Job // submission order
+	jobIdx   map[string]int32
+	alloc    [][]slot // per job, sorted by node
+	total    []int
+	masks    map[string]bitset // eligible nodes per constraint set
+	jobMask  []bitset          // per job, nil until first needed
+	antiJobs []int32           // jobs with an anti-affinity selector
+
+	reasons map[string][]string
+	undo    []change
+
+	// Scratch space for one placement at a time.
+	cand, aux bitset
+	own       []slot
+}
+
+// slot is a job's GPUs on one node (or, in Board.own, its room there).
+type slot struct {
+	node int32
+	gpus int
+}
+
+// change is one entry of the undo log.
+type change struct {
+	job, node int32
+	gpus      int
+}
+
+// NewBoard indexes snapshot s. It returns an error if s is not consistent
+// (see policy.Snapshot) or a job's GPU request is malformed (PerWorker < 1,
+// Min < PerWorker, Max < Min, or Min or Max not a multiple of PerWorker);
+// the planner must not pass such snapshots.
+func NewBoard(s *policy.Snapshot) (*Board, error) {
+	c := &Board{
+		nodes:   make([]*policy.Node, len(s.Nodes)),
+		nodeIdx: make(map[string]int32, len(s.Nodes)),
+		free:    make([]int, len(s.Nodes)),
+		jobs:    make([]*policy.Job, len(s.Jobs)),
+		jobIdx:  make(map[string]int32, len(s.Jobs)),
+		masks:   make(map[string]bitset),
+		// Most jobs get a reason each round; sized once, the map never grows.
+		reasons: make(map[string][]string, len(s.Jobs)),
+	}
+	for i := range s.Nodes {
+		c.nodes[i] = &s.Nodes[i]
+	}
+	slices.SortFunc(c.nodes, func(a, b *policy.Node) int { return strings.Compare(a.ID, b.ID) })
+	for i, n := range c.nodes {
+		if _, dup := c.nodeIdx[n.ID]; dup || n.ID == "" {
+			return nil, fmt.Errorf("invalid snapshot: node ID %q is empty or listed twice", n.ID)
+		}
+		if n.Reserved < 0 || n.GPUs-n.Reserved < 0 {
+			return nil, fmt.Errorf("invalid snapshot: node %s has %d GPUs, %d reserved", n.ID, n.GPUs, n.Reserved)
+		}
+		c.nodeIdx[n.ID] = int32(i)
+		c.free[i] = n.GPUs - n.Reserved
+		c.maxFree = max(c.maxFree, c.free[i])
+	}
+
+	for i := range s.Jobs {
+		c.jobs[i] = &s.Jobs[i]
+	}
+	slices.SortFunc(c.jobs, func(a, b *policy.Job) int {
+		if x := a.Submitted.Compare(b.Submitted); x != 0 {
+			return x
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	c.alloc = make([][]slot, len(c.jobs))
+	c.total = make([]int, len(c.jobs))
+	c.jobMask = make([]bitset, len(c.jobs))
+	for j, job := range c.jobs {
+		if _, dup := c.jobIdx[job.ID]; dup || job.ID == "" {
+			return nil, fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", job.ID)
+		}
+		c.jobIdx[job.ID] = int32(j)
+		if r := job.GPUs; r.PerWorker < 1 || r.Min < r.PerWorker || r.Max < r.Min ||
+			r.Min%r.PerWorker != 0 || r.Max%r.PerWorker != 0 {
+			return nil, fmt.Errorf("invalid snapshot: job %s: malformed GPU request min=%d max=%d per_worker=%d",
+				job.ID, r.Min, r.Max, r.PerWorker)
+		}
+		for nodeID, g := range job.Allocation {
+			if g == 0 {
+				continue
+			}
+			n, ok := c.nodeIdx[nodeID]
+			if !ok || g < 0 {
+				return nil, fmt.Errorf("invalid snapshot: job %s holds %d GPUs on node %q, which is unknown or the count negative",
+					job.ID, g, nodeID)
+			}
+			c.alloc[j] = append(c.alloc[j], slot{node: n, gpus: g})
+			c.free[n] -= g
+			c.total[j] += g
+		}
+		slices.SortFunc(c.alloc[j], func(a, b slot) int { return cmp.Compare(a.node, b.node) })
+		if !job.AntiAffinity.IsZero() {
+			c.antiJobs = append(c.antiJobs, int32(j))
+		}
+	}
+
+	c.buckets = make([]bitset, c.maxFree+1)
+	for f := range c.buckets {
+		c.buckets[f] = newBitset(len(c.nodes))
+	}
+	c.all = newBitset(len(c.nodes))
+	c.cand = newBitset(len(c.nodes))
+	c.aux = newBitset(len(c.nodes))
+	for i, f := range c.free {
+		if f < 0 {
+			n := c.nodes[i]
+			return nil, fmt.Errorf("invalid snapshot: node %s is overcommitted: jobs hold %d GPUs, %d of %d are free to them",
+				n.ID, n.GPUs-n.Reserved-f, n.GPUs-n.Reserved, n.GPUs)
+		}
+		c.buckets[f].set(int32(i))
+		c.totalFree += f
+		if c.nodes[i].GPUs-c.nodes[i].Reserved > 0 {
+			c.all.set(int32(i))
+		}
+	}
+	c.repair()
+	return c, nil
+}
+
+// Jobs returns the snapshot's jobs in submission order (Submitted, then ID).
+// The slice is shared: do not modify it.
+func (c *Board) Jobs() []*policy.Job { return c.jobs }
+
+// FreeGPUs returns the number of free GPUs in the cluster.
+func (c *Board) FreeGPUs() int { return c.totalFree }
+
+// Total returns the GPUs job id holds in the working state (0 if unknown).
+func (c *Board) Total(id string) int {
+	j, ok := c.jobIdx[id]
+	if !ok {
+		return 0
+	}
+	return c.total[j]
+}
+
+// policy.Allocation returns job id's allocation in the working state.
+func (c *Board) Allocation(id string) policy.Allocation {
+	j, ok := c.jobIdx[id]
+	if !ok {
+		return nil
+	}
+	return c.allocation(j)
+}
+
+// Room returns how many GPUs job id could gain now, in whole workers, on
+// nodes its constraints and anti-affinity allow; it is not capped by Max.
+func (c *Board) Room(id string) int {
+	j, ok := c.jobIdx[id]
+	if !ok {
+		return 0
+	}
+	return c.room(j)
+}
+
+// Resize sets job id's total to total GPUs, which must be 0 or a multiple of
+// PerWorker within [Min, Max]. Growing fills the job's own nodes first, then
+// nodes of jobs it has affinity with, then packs the rest onto as few nodes
+// as possible (best fit). Shrinking takes whole workers from the nodes where
+// the job holds the fewest GPUs. If the GPUs do not fit, it returns an error
+// wrapping ErrNoRoom and changes nothing.
+func (c *Board) Resize(id string, total int) error {
+	j, ok := c.jobIdx[id]
+	if !ok {
+		return fmt.Errorf("failed to resize job %s: not in the snapshot", id)
+	}
+	r := c.jobs[j].GPUs
+	if total != 0 && (total < r.Min || total > r.Max || total%r.PerWorker != 0) {
+		return fmt.Errorf("failed to resize job %s to %d GPUs: not 0 or a multiple of %d in [%d, %d]",
+			id, total, r.PerWorker, r.Min, r.Max)
+	}
+	switch d := total - c.total[j]; {
+	case d > 0:
+		if !c.Grow(j, d) {
+			return fmt.Errorf("failed to resize job %s to %d GPUs: %w", id, total, ErrNoRoom)
+		}
+	case d < 0:
+		c.Shrink(j, -d)
+	}
+	return nil
+}
+
+// Note adds a reason to job id's entry in the plan.
+func (c *Board) Note(id, reason string) {
+	c.reasons[id] = append(c.reasons[id], reason)
+}
+
+// Notef adds a reason, formatted as fmt.Sprintf does, to job j's entry in
+// the plan.
+func (c *Board) Notef(j int32, format string, args ...any) {
+	c.Note(c.jobs[j].ID, fmt.Sprintf(format, args...))
+}
+
+// Plan returns the working state as a plan made by the policy called name:
+// every job that holds GPUs now or in the snapshot gets an entry. Unchanged
+// allocations are shared with the snapshot (both are read-only). The
+// reasons noted so far move into the plan.
+func (c *Board) Plan(name string) *policy.Plan {
+	p := &policy.Plan{Policy: name, Allocations: make(map[string]policy.Allocation), Reasons: c.reasons}
+	c.reasons = make(map[string][]string)
+	for j, job := range c.jobs {
+		if c.total[j] == 0 && job.Allocation.Total() == 0 {
+			continue
+		}
+		if c.unchanged(int32(j)) {
+			p.Allocations[job.ID] = job.Allocation
+			continue
+		}
+		p.Allocations[job.ID] = c.allocation(int32(j))
+	}
+	return p
+}
+
+func (c *Board) unchanged(j int32) bool {
+	n := 0
+	for _, g := range c.jobs[j].Allocation {
+		if g != 0 {
+			n++
+		}
+	}
+	if n != len(c.alloc[j]) {
+		return false
+	}
+	for _, s := range c.alloc[j] {
+		if c.jobs[j].Allocation[c.nodes[s.node].ID] != s.gpus {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Board) allocation(j int32) policy.Allocation {
+	if len(c.alloc[j]) == 0 {
+		return nil
+	}
+	a := make(policy.Allocation, len(c.alloc[j]))
+	for _, s := range c.alloc[j] {
+		a[c.nodes[s.node].ID] = s.gpus
+	}
+	return a
+}
+
+// add changes job j's GPUs on node n by d and logs it for rollback.
+func (c *Board) add(j, n int32, d int) {
+	c.apply(j, n, d)
+	c.undo = append(c.undo, change{job: j, node: n, gpus: d})
+}
+
+// rollback undoes every change since the undo log had length mark.
+func (c *Board) rollback(mark int) {
+	for i := len(c.undo) - 1; i >= mark; i-- {
+		e := c.undo[i]
+		c.apply(e.job, e.node, -e.gpus)
+	}
+	c.undo = c.undo[:mark]
+}
+
+func (c *Board) apply(j, n int32, d int) {
+	old := c.free[n]
+	c.buckets[old].clear(n)
+	c.buckets[old-d].set(n)
+	c.free[n] = old - d
+	c.totalFree -= d
+	c.total[j] += d
+	a := c.alloc[j]
+	i, found := slices.BinarySearchFunc(a, n, func(s slot, n int32) int { return cmp.Compare(s.node, n) })
+	switch {
+	case !found:
+		a = slices.Insert(a, i, slot{node: n, gpus: d})
+	case a[i].gpus+d == 0:
+		a = slices.Delete(a, i, i+1)
+	default:
+		a[i].gpus += d
+	}
+	c.alloc[j] = a
+}
+
+// heldOn returns job j's GPUs on node n.
+func (c *Board) heldOn(j, n int32) int {
+	for _, s := range c.alloc[j] {
+		if s.node == n {
+			return s.gpus
+		}
+	}
+	return 0
+}
+
+// eligible returns the nodes job j's constraints allow (shared; read-only).
+func (c *Board) eligible(j int32) bitset {
+	if m := c.jobMask[j]; m != nil {
+		return m
+	}
+	cons := &c.jobs[j].Constraints
+	if cons.GPUModel == "" && cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0 {
+		c.jobMask[j] = c.all
+		return c.all
+	}
+	var b strings.Builder
+	b.WriteString(cons.GPUModel)
+	b.WriteByte(0)
+	b.WriteString(strconv.Itoa(cons.MinGPUMemoryMiB))
+	b.WriteByte(0)
+	b.WriteString(cons.Pool)
+	for _, k := range slices.Sorted(maps.Keys(cons.NodeAttributes)) {
+		b.WriteByte(0)
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(cons.NodeAttributes[k])
+	}
+	key := b.String()
+	m, ok := c.masks[key]
+	if !ok {
+		m = newBitset(len(c.nodes))
+		for i, n := range c.nodes {
+			if c.all.has(int32(i)) && cons.Allows(n) {
+				m.set(int32(i))
+			}
+		}
+		c.masks[key] = m
+	}
+	c.jobMask[j] = m
+	return m
+}

@@ -1,0 +1,68 @@
+package place_test
+
+import (
+	"testing"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/place"
+	"github.com/shoenig/test/must"
+)
+
+func TestNewBoard_Rejects(t *testing.T) {
+	cases := []struct {
+		name string
+		s    policy.Snapshot
+		err  string
+	}{
+		{name: "duplicate node", s: policy.Snapshot{Nodes: []policy.Node{node("n1", 8, 0), node("n1", 4, 0)}},
+			err: `node ID "n1" is empty or listed twice`},
+		{name: "reserved above gpus", s: policy.Snapshot{Nodes: []policy.Node{node("n1", 2, 3)}},
+			err: "node n1 has 2 GPUs, 3 reserved"},
+		{name: "duplicate job", s: policy.Snapshot{Jobs: []policy.Job{queued("a", 1, 1, 1, 1), queued("a", 2, 1, 1, 1)}},
+			err: `job ID "a" is empty or listed twice`},
+		{name: "min not a multiple of per_worker", s: policy.Snapshot{Jobs: []policy.Job{queued("a", 1, 3, 4, 2)}},
+			err: "job a: malformed GPU request min=3 max=4 per_worker=2"},
+		{name: "max below min", s: policy.Snapshot{Jobs: []policy.Job{queued("a", 1, 4, 2, 2)}},
+			err: "malformed GPU request"},
+		{name: "zero per_worker", s: policy.Snapshot{Jobs: []policy.Job{queued("a", 1, 0, 0, 0)}},
+			err: "malformed GPU request"},
+		{name: "allocation on unknown node", s: policy.Snapshot{Nodes: []policy.Node{node("n1", 8, 0)},
+			Jobs: []policy.Job{running("a", 1, 2, 2, 2, A{"n9": 2}, 1)}}, err: `on node "n9"`},
+		{name: "overcommitted node", s: policy.Snapshot{Nodes: []policy.Node{node("n1", 8, 4)},
+			Jobs: []policy.Job{running("a", 1, 2, 8, 2, A{"n1": 6}, 1)}}, err: "node n1 is overcommitted"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := place.NewBoard(&tc.s)
+			must.ErrorContains(t, err, "invalid snapshot")
+			must.ErrorContains(t, err, tc.err)
+		})
+	}
+}
+
+func TestBoard_Resize(t *testing.T) {
+	s := &policy.Snapshot{Nodes: []policy.Node{node("n1", 8, 0), node("n2", 8, 4)}, Jobs: []policy.Job{
+		running("a", 1, 2, 8, 2, A{"n1": 4, "n2": 2}, 1), queued("b", 2, 4, 12, 4)}}
+	c, err := place.NewBoard(s)
+	must.NoError(t, err)
+	must.Eq(t, 6, c.FreeGPUs())
+	must.Eq(t, 4, c.Room("b"), must.Sprint("n1 has 4 free, n2 has 2: only one 4-GPU worker fits"))
+	must.Eq(t, 6, c.Room("a"))
+
+	must.ErrorContains(t, c.Resize("b", 6), "not 0 or a multiple of 4 in [4, 12]")
+	must.ErrorContains(t, c.Resize("zz", 4), "not in the snapshot")
+	must.ErrorIs(t, c.Resize("b", 8), place.ErrNoRoom)
+	must.Eq(t, 0, c.Total("b"), must.Sprint("a failed resize changes nothing"))
+
+	must.NoError(t, c.Resize("a", 2), must.Sprint("shrinks where it holds the fewest"))
+	must.Eq(t, A{"n1": 2}, c.Allocation("a"))
+	must.NoError(t, c.Resize("b", 8))
+	must.Eq(t, A{"n1": 4, "n2": 4}, c.Allocation("b"))
+	c.Note("b", "hand-placed")
+
+	p := c.Plan("manual")
+	must.NoError(t, policy.Validate(s, p))
+	must.Eq(t, []string{"hand-placed"}, p.Reasons["b"])
+	must.Eq(t, "manual", p.Policy)
+	must.Eq(t, []string{"a", "b"}, []string{c.Jobs()[0].ID, c.Jobs()[1].ID})
+}

@@ -1,0 +1,326 @@
+package place
+
+import "math/bits"
+
+// This file holds the placement stages. Their order matters:
+//
+//  1. candidates: the nodes a job may gain GPUs on (constraints, then
+//     anti-affinity), computed once per placement;
+//  2. room: what the job can gain, own nodes (where MaxGPUsPerNode counts
+//     what it holds) apart from the rest, so that a placement is checked
+//     whole before anything moves and a gang is never half placed;
+//  3. Grow: own nodes first (fewer nodes, no new hosts for Horovod), then
+//     nodes of jobs it has affinity with, then best-fit packing.
+
+// nodeRoom is how many GPUs, in whole workers of w, fit on a node with free
+// GPUs where the job holds held, under the per-node cap capN (0: none).
+func nodeRoom(free, held, w, capN int) int {
+	u := free
+	if capN > 0 {
+		u = min(u, capN-held)
+	}
+	if u < w {
+		return 0
+	}
+	return u / w * w
+}
+
+// candidates fills c.cand with the nodes job j may gain GPUs on: eligible,
+// and not holding a job it conflicts with.
+func (c *Board) candidates(j int32) {
+	copy(c.cand, c.eligible(j))
+	job := c.jobs[j]
+	if len(c.antiJobs) == 0 {
+		return
+	}
+	drop := func(k int32) {
+		for _, s := range c.alloc[k] {
+			c.cand.clear(s.node)
+		}
+	}
+	anti := &job.AntiAffinity
+	for _, id := range anti.Jobs {
+		if k, ok := c.jobIdx[id]; ok && k != j {
+			drop(k)
+		}
+	}
+	if len(anti.Labels) > 0 {
+		for k := range c.jobs {
+			if int32(k) != j && c.total[k] > 0 && anti.Matches(c.jobs[k]) {
+				drop(int32(k))
+			}
+		}
+	}
+	for _, k := range c.antiJobs {
+		if k != j && c.total[k] > 0 && c.jobs[k].AntiAffinity.Matches(job) {
+			drop(k)
+		}
+	}
+}
+
+// capacity is the GPUs, in whole workers of w and under cap capN, that the
+// nodes of mask can take from a job holding nothing on them.
+func (c *Board) capacity(mask bitset, w, capN int) int {
+	r := 0
+	for f := w; f <= c.maxFree; f++ {
+		if u := nodeRoom(f, 0, w, capN); u > 0 {
+			r += countAnd(c.buckets[f], mask) * u
+		}
+	}
+	return r
+}
+
+// room returns what job j can gain now. It leaves c.cand holding the
+// candidate nodes other than j's own, and c.own the room on j's own nodes.
+func (c *Board) room(j int32) int {
+	job := c.jobs[j]
+	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
+	c.own = c.own[:0]
+	if c.totalFree < w {
+		clear(c.cand)
+		return 0
+	}
+	c.candidates(j)
+	r := 0
+	for _, s := range c.alloc[j] {
+		if !c.cand.has(s.node) {
+			continue
+		}
+		c.cand.clear(s.node)
+		if x := nodeRoom(c.free[s.node], s.gpus, w, capN); x > 0 {
+			c.own = append(c.own, slot{node: s.node, gpus: x})
+			r += x
+		}
+	}
+	return r + c.capacity(c.cand, w, capN)
+}
+
+// Grow adds g GPUs (a multiple of PerWorker) to job j, or nothing and false
+// if they do not fit: its own nodes first, then the nodes of jobs it has
+// affinity with and those matching its locality hints, then packed best fit
+// (see Resize).
+func (c *Board) Grow(j int32, g int) bool {
+	if g <= 0 {
+		return g == 0
+	}
+	if c.room(j) < g {
+		return false
+	}
+	mark := len(c.undo)
+	job := c.jobs[j]
+	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
+	rem := g
+	for _, s := range c.own {
+		if take := min(s.gpus, rem); take > 0 {
+			c.add(j, s.node, take)
+			rem -= take
+		}
+	}
+	if rem > 0 && (!job.Affinity.IsZero() || len(job.Locality) > 0) && c.preferred(j) {
+		if take := min(rem, c.capacity(c.aux, w, capN)); take > 0 {
+			rem -= take - c.pack(j, take, c.aux)
+			for _, s := range c.alloc[j] {
+				c.cand.clear(s.node)
+			}
+		}
+	}
+	if rem > 0 {
+		rem = c.pack(j, rem, c.cand)
+	}
+	if rem != 0 {
+		// Unreachable while room is exact; never leave half a gang.
+		c.rollback(mark)
+		return false
+	}
+	return true
+}
+
+// preferred fills c.aux with the candidate nodes that hold jobs job j has
+// affinity with, or match its locality hints, and reports whether there
+// are any.
+func (c *Board) preferred(j int32) bool {
+	clear(c.aux)
+	for _, want := range c.jobs[j].Locality {
+		for i, n := range c.nodes {
+			if n.Matches(want) {
+				c.aux.set(int32(i))
+			}
+		}
+	}
+	aff := &c.jobs[j].Affinity
+	mark := func(k int32) {
+		for _, s := range c.alloc[k] {
+			c.aux.set(s.node)
+		}
+	}
+	for _, id := range aff.Jobs {
+		if k, ok := c.jobIdx[id]; ok && k != j {
+			mark(k)
+		}
+	}
+	if len(aff.Labels) > 0 {
+		for k := range c.jobs {
+			if int32(k) != j && c.total[k] > 0 && aff.Matches(c.jobs[k]) {
+				mark(int32(k))
+			}
+		}
+	}
+	any := false
+	for i := range c.aux {
+		c.aux[i] &= c.cand[i]
+		any = any || c.aux[i] != 0
+	}
+	return any
+}
+
+// pack places g GPUs of job j on the nodes of mask, where j holds nothing,
+// on as few nodes as possible: if one node can take the rest, the one whose
+// free GPUs fit most tightly (lowest index among equals); otherwise the node
+// with the most room, and repeat. Used nodes leave mask. It returns the GPUs
+// it could not place (0 unless the caller skipped the room check).
+func (c *Board) pack(j int32, g int, mask bitset) int {
+	job := c.jobs[j]
+	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
+	for g > 0 {
+		n, take := int32(-1), 0
+		if capN == 0 || capN >= g {
+			for f := g; f <= c.maxFree; f++ {
+				if n = firstAnd(c.buckets[f], mask); n >= 0 {
+					take = g
+					break
+				}
+			}
+		}
+		if n < 0 {
+			for f := c.maxFree; f >= w; f-- {
+				u := nodeRoom(f, 0, w, capN)
+				if u == 0 {
+					continue
+				}
+				if n = firstAnd(c.buckets[f], mask); n >= 0 {
+					take = min(u, g)
+					break
+				}
+			}
+		}
+		if n < 0 {
+			return g
+		}
+		c.add(j, n, take)
+		mask.clear(n)
+		g -= take
+	}
+	return 0
+}
+
+// Spread places g GPUs of job j, which holds none, one worker per node in
+// turn, starting at node index from (nodes are indexed in ID order) and going
+// round the nodes; it returns the first node used, or -1 and nothing placed
+// if they do not fit.
+func (c *Board) Spread(j int32, g int, from int32) int32 {
+	if c.room(j) < g || g <= 0 || c.total[j] != 0 {
+		return -1
+	}
+	mark := len(c.undo)
+	job := c.jobs[j]
+	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
+	first, pos := int32(-1), from
+	for g > 0 {
+		n := c.nextRoom(c.cand, w, pos)
+		if n < 0 {
+			c.rollback(mark)
+			return -1
+		}
+		c.add(j, n, w)
+		g -= w
+		if first < 0 {
+			first = n
+		}
+		if nodeRoom(c.free[n], c.heldOn(j, n), w, capN) == 0 {
+			c.cand.clear(n)
+		}
+		pos = n + 1
+	}
+	return first
+}
+
+// nextRoom returns the first node of mask, at index pos or after and going
+// round, with at least w free GPUs; -1 if none.
+func (c *Board) nextRoom(mask bitset, w int, pos int32) int32 {
+	nw := len(mask)
+	if nw == 0 || w > c.maxFree {
+		return -1
+	}
+	if int(pos) >= len(c.nodes) || pos < 0 {
+		pos = 0
+	}
+	start, bit := int(pos)>>6, uint(pos)&63
+	for k := 0; k <= nw; k++ {
+		i := (start + k) % nw
+		var x uint64
+		for f := w; f <= c.maxFree; f++ {
+			x |= c.buckets[f][i]
+		}
+		x &= mask[i]
+		switch k {
+		case 0:
+			x &= ^uint64(0) << bit
+		case nw:
+			x &= (1 << bit) - 1
+		}
+		if x != 0 {
+			return int32(i*64 + bits.TrailingZeros64(x))
+		}
+	}
+	return -1
+}
+
+// Shrink takes g GPUs from job j, whole workers from the nodes where it
+// holds the fewest (highest index among equals), so that it keeps to few
+// nodes.
+func (c *Board) Shrink(j int32, g int) {
+	for g > 0 && len(c.alloc[j]) > 0 {
+		a := c.alloc[j]
+		best := 0
+		for i, s := range a {
+			if s.gpus < a[best].gpus || (s.gpus == a[best].gpus && s.node > a[best].node) {
+				best = i
+			}
+		}
+		take := min(a[best].gpus, g)
+		c.add(j, a[best].node, -take)
+		g -= take
+	}
+}
+
+// repair brings running jobs whose allocation breaks the gang rule back
+// within it; see Board.
+func (c *Board) repair() {
+	var nodes []slot
+	for j := range c.jobs {
+		jj := int32(j)
+		if c.total[j] == 0 {
+			continue
+		}
+		r := c.jobs[j].GPUs
+		before, mark := c.total[j], len(c.undo)
+		nodes = append(nodes[:0], c.alloc[j]...)
+		for _, s := range nodes {
+			if part := s.gpus % r.PerWorker; part != 0 {
+				c.add(jj, s.node, -part)
+			}
+		}
+		if c.total[j] > r.Max {
+			c.Shrink(jj, c.total[j]-r.Max)
+		}
+		if t := c.total[j]; t > 0 && t < r.Min && !c.Grow(jj, r.Min-t) {
+			c.Shrink(jj, t)
+			c.Notef(jj, "stopped: held %d GPUs, below its minimum %d, and could not grow back", t, r.Min)
+			continue
+		}
+		if len(c.undo) > mark {
+			c.Notef(jj, "repaired: held %d GPUs in a shape the gang rule forbids; now %d", before, c.total[j])
+		}
+	}
+	c.undo = c.undo[:0]
+}
