@@ -16,7 +16,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/driver/rescale"
 	"github.com/schedulearn/schedulearn/planner/api"
-	"github.com/schedulearn/schedulearn/planner/executor"
+	"github.com/schedulearn/schedulearn/planner/nomadjob"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -97,7 +97,7 @@ policy {
 	// a shrink does first): it writes the drain variable, the launcher's
 	// discovery reads it with its workload identity and drops the worker,
 	// and the planner reads the launcher's and the worker's status files.
-	nomadID := executor.JobPrefix + id
+	nomadID := nomadjob.JobPrefix + id
 	plannerNomad, err := nomadapi.NewClient(&nomadapi.Config{Address: h.lab.NomadAddr, SecretID: nomadToken})
 	must.NoError(t, err)
 	allocs, _, err := h.nomad.Jobs().Allocations(nomadID, false, nil)
@@ -121,7 +121,7 @@ policy {
 	must.NoError(t, err)
 	must.StrNotContains(t, string(b), "s3cret-api-key")
 	must.StrNotContains(t, string(b), api.ReportToken(plannerToken, id))
-	v, _, err := h.nomad.Variables().Peek("nomad/jobs/"+executor.JobPrefix+id, nil)
+	v, _, err := h.nomad.Variables().Peek("nomad/jobs/"+nomadjob.JobPrefix+id, nil)
 	must.NoError(t, err)
 	must.NotNil(t, v)
 	must.Eq(t, "s3cret-api-key", v.Items["WANDB_API_KEY"])
@@ -131,7 +131,7 @@ policy {
 	must.Eq(t, 0, *done.ExitCode)
 	// The job's secrets go with it.
 	waitUntil(t, 30*time.Second, func() error {
-		v, _, err := h.nomad.Variables().Peek("nomad/jobs/"+executor.JobPrefix+id, nil)
+		v, _, err := h.nomad.Variables().Peek("nomad/jobs/"+nomadjob.JobPrefix+id, nil)
 		if err != nil || v != nil {
 			return errorf("the job's variable is still there (%v)", err)
 		}

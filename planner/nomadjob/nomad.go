@@ -1,4 +1,4 @@
-package executor
+package nomadjob
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type Drainer interface {
 	Drain(ctx context.Context, nomadJobID string, allocIDs []string) error
 }
 
-// Nomad is the executor on a Nomad cluster.
+// Nomad is the planner's Executor on a Nomad cluster.
 type Nomad struct {
 	Client  *nomadapi.Client
 	Options Options

@@ -1,4 +1,4 @@
-package executor
+package nomadjob
 
 import (
 	"encoding/json"
