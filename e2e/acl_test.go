@@ -15,7 +15,6 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/driver/rescale"
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/nomadjob"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -120,7 +119,7 @@ policy {
 	b, err := json.Marshal(nomadJob)
 	must.NoError(t, err)
 	must.StrNotContains(t, string(b), "s3cret-api-key")
-	must.StrNotContains(t, string(b), api.ReportToken(plannerToken, id))
+	must.StrNotContains(t, string(b), structs.ReportToken(plannerToken, id))
 	v, _, err := h.nomad.Variables().Peek("nomad/jobs/"+nomadjob.JobPrefix+id, nil)
 	must.NoError(t, err)
 	must.NotNil(t, v)

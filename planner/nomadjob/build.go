@@ -20,7 +20,7 @@
 // command line, sealed by the driver's agent protocol, and torchrun's
 // workers inherit) tells the training SDK (sdk/python) where to report
 // progress: SCHEDULEARN_JOB_ID always, and SCHEDULEARN_ADDR and
-// SCHEDULEARN_REPORT_TOKEN (api.ReportToken: good for this job's progress
+// SCHEDULEARN_REPORT_TOKEN (structs.ReportToken: good for this job's progress
 // only) when Options name the planner's address and token;
 // SCHEDULEARN_TARGET_METRIC, _GOAL and _DIRECTION ("max" or "min") are the
 // jobspec's target, for scripts that stop at the goal. What this package
@@ -50,7 +50,6 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -203,7 +202,7 @@ func Secrets(j *structs.Job, opts Options) (map[string]string, error) {
 		}
 	}
 	if opts.PlannerAddress != "" && opts.Token != "" {
-		items[EnvReportToken] = api.ReportToken(opts.Token, j.ID)
+		items[EnvReportToken] = structs.ReportToken(opts.Token, j.ID)
 	}
 	secret, err := jobstate.NewSecret()
 	if err != nil {
