@@ -14,7 +14,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/driver/rescale"
+	"github.com/schedulearn/schedulearn/internal/drain"
 	"github.com/schedulearn/schedulearn/planner/nomadjob"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -92,7 +92,7 @@ policy {
 	})
 	must.SliceNotEmpty(t, readProgress(t, progress), must.Sprint("the jobspec's env reached the training"))
 
-	// The planner's token is enough for the rescale protocol's drain (what
+	// The planner's token is enough for the drain protocol's drain (what
 	// a shrink does first): it writes the drain variable, the launcher's
 	// discovery reads it with its workload identity and drops the worker,
 	// and the planner reads the launcher's and the worker's status files.
@@ -108,10 +108,9 @@ policy {
 		}
 	}
 	must.NotNil(t, worker)
-	r := &rescale.Rescaler{Client: plannerNomad, Options: rescale.Options{Timeout: 3 * time.Minute}}
-	target := rescale.Target{JobID: nomadID, Group: worker.TaskGroup}
-	must.NoError(t, r.Drain(ctx, target, []string{worker.ID}))
-	must.NoError(t, r.Undrain(ctx, target, []string{worker.ID}))
+	d := &drain.Client{Nomad: plannerNomad, Timeout: 3 * time.Minute}
+	must.NoError(t, d.Drain(ctx, nomadID, []string{worker.ID}))
+	must.NoError(t, d.Undrain(ctx, nomadID, []string{worker.ID}))
 
 	// The Nomad job holds none of the job's secrets.
 	nomadJob, _, err := h.nomad.Jobs().Info(nomadID, nil)

@@ -23,7 +23,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/schedulearn/schedulearn/driver/rescale"
 	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/cluster"
@@ -135,9 +134,6 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		pools = append(pools, cluster.Pool{Name: p.Name, Service: p.Service, Tags: p.Tags})
 	}
 	a.exec = &nomadjob.Nomad{Client: nomad, Logger: logger.Named("nomadjob"),
-		// Shrinks drain workers first, through the horovod driver's
-		// rescale protocol.
-		Drainer: rescale.JobDrainer{Rescaler: &rescale.Rescaler{Client: nomad}, Namespace: cfg.Nomad.Namespace},
 		// PlannerAddress is set by Run, once the API listens.
 		Options: nomadjob.Options{Namespace: cfg.Nomad.Namespace, NetworkInterface: cfg.NetworkInterface, Token: cfg.Token}}
 	delivery, err := deliveryOptions(cfg)
