@@ -21,9 +21,6 @@ type Nomad struct {
 	Client  *nomadapi.Client
 	Options Options
 	Logger  hclog.Logger
-	// Drain tunes the drain protocol's waits (internal/drain); its Nomad
-	// client and namespace are the executor's.
-	Drain drain.Client
 }
 
 var _ planner.Executor = (*Nomad)(nil)
@@ -88,7 +85,8 @@ func (n *Nomad) registered(ctx context.Context, id string) (*nomadapi.Job, error
 // resize changes only the worker groups of the registered job, so the
 // launcher's task is untouched and keeps running: growing adds workers
 // (Horovod finds them through discovery); shrinking drains the workers that
-// go, then lowers the counts, and Nomad stops exactly those (drain.Resize).
+// go, then lowers the counts, and Nomad stops exactly those
+// (drain.Client.Resize, the one resize path).
 func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Job, target policy.Allocation) error {
 	per := j.Spec.GPUs.PerWorker
 	have := workerCounts(current)
@@ -130,8 +128,7 @@ func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Jo
 			next.TaskGroups = append(next.TaskGroups, tg)
 		}
 	}
-	d := n.Drain
-	d.Nomad, d.Namespace, d.LauncherGroup = n.Client, n.Options.Namespace, LauncherGroup
+	d := &drain.Client{Nomad: n.Client, Namespace: n.Options.Namespace, LauncherGroup: LauncherGroup}
 	_, err := d.Resize(ctx, current, &next)
 	return err
 }
