@@ -132,7 +132,7 @@ func mapKeys(g graph) func(func(string) bool) {
 // see, without tests: the rules are about what ships).
 func load(t *testing.T) graph {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", module+"...")
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", module+"...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
