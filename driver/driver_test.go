@@ -17,6 +17,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // The launcher runs horovodrun in elastic mode with the discovery script
@@ -84,7 +85,7 @@ func TestDriver_LauncherStartWait(t *testing.T) {
 	must.Eq(t, "train-workers", jt.Service)
 	must.Eq(t, "secret-wi-token", jt.NomadToken)
 	must.Eq(t, jobstate.Token(testSecret, "default", "train"), jt.Token)
-	must.Eq(t, filepath.Join(dirs.SharedAllocDir, jobstate.DiscoveredPath), jt.DiscoveredFile)
+	must.Eq(t, filepath.Join(dirs.SharedAllocDir, drain.DiscoveredPath), jt.DiscoveredFile)
 
 	var state TaskState
 	must.NoError(t, handle.GetDriverState(&state))
@@ -268,7 +269,7 @@ func TestDriver_WorkerAgent(t *testing.T) {
 	})
 	_, _, err := td.h.StartTask(task)
 	must.NoError(t, err)
-	statusFile := filepath.Join(task.TaskDir().SharedAllocDir, jobstate.AgentStatusPath)
+	statusFile := filepath.Join(task.TaskDir().SharedAllocDir, drain.AgentStatusPath)
 	waitFile(t, statusFile, 20*time.Second)
 
 	token := jobstate.Token(testSecret, "default", "train")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // Files the driver writes into a task's directories.
@@ -96,7 +97,7 @@ func (d *Driver) planWorker(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, en
 		}
 	}
 	env["PATH"] = joinPath(d.config.BinDirs, env["PATH"])
-	p.task.StatusFile = filepath.Join(cfg.TaskDir().SharedAllocDir, jobstate.AgentStatusPath)
+	p.task.StatusFile = filepath.Join(cfg.TaskDir().SharedAllocDir, drain.AgentStatusPath)
 	p.task.Slots = tc.Slots
 	p.cmd.Path = d.selfPath
 	p.cmd.Args = []string{"worker-agent", "-task-file", p.taskFile, "-listen", listen}
@@ -122,7 +123,7 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 	}
 	t.Slots = tc.Slots
 	t.HostsFile = filepath.Join(dirs.LocalDir, hostsFileName)
-	t.DiscoveredFile = filepath.Join(dirs.SharedAllocDir, jobstate.DiscoveredPath)
+	t.DiscoveredFile = filepath.Join(dirs.SharedAllocDir, drain.DiscoveredPath)
 	t.Workdir = dirs.Dir
 
 	shimDir := filepath.Join(dirs.LocalDir, shimDirName)

@@ -14,9 +14,8 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/driver/rescale"
-	"github.com/schedulearn/schedulearn/planner/api"
-	"github.com/schedulearn/schedulearn/planner/executor"
+	"github.com/schedulearn/schedulearn/internal/drain"
+	"github.com/schedulearn/schedulearn/planner/nomadjob"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -93,11 +92,11 @@ policy {
 	})
 	must.SliceNotEmpty(t, readProgress(t, progress), must.Sprint("the jobspec's env reached the training"))
 
-	// The planner's token is enough for the rescale protocol's drain (what
+	// The planner's token is enough for the drain protocol's drain (what
 	// a shrink does first): it writes the drain variable, the launcher's
 	// discovery reads it with its workload identity and drops the worker,
 	// and the planner reads the launcher's and the worker's status files.
-	nomadID := executor.JobPrefix + id
+	nomadID := nomadjob.JobPrefix + id
 	plannerNomad, err := nomadapi.NewClient(&nomadapi.Config{Address: h.lab.NomadAddr, SecretID: nomadToken})
 	must.NoError(t, err)
 	allocs, _, err := h.nomad.Jobs().Allocations(nomadID, false, nil)
@@ -109,10 +108,9 @@ policy {
 		}
 	}
 	must.NotNil(t, worker)
-	r := &rescale.Rescaler{Client: plannerNomad, Options: rescale.Options{Timeout: 3 * time.Minute}}
-	target := rescale.Target{JobID: nomadID, Group: worker.TaskGroup}
-	must.NoError(t, r.Drain(ctx, target, []string{worker.ID}))
-	must.NoError(t, r.Undrain(ctx, target, []string{worker.ID}))
+	d := &drain.Client{Nomad: plannerNomad, Timeout: 3 * time.Minute}
+	must.NoError(t, d.Drain(ctx, nomadID, []string{worker.ID}))
+	must.NoError(t, d.Undrain(ctx, nomadID, []string{worker.ID}))
 
 	// The Nomad job holds none of the job's secrets.
 	nomadJob, _, err := h.nomad.Jobs().Info(nomadID, nil)
@@ -120,8 +118,8 @@ policy {
 	b, err := json.Marshal(nomadJob)
 	must.NoError(t, err)
 	must.StrNotContains(t, string(b), "s3cret-api-key")
-	must.StrNotContains(t, string(b), api.ReportToken(plannerToken, id))
-	v, _, err := h.nomad.Variables().Peek("nomad/jobs/"+executor.JobPrefix+id, nil)
+	must.StrNotContains(t, string(b), structs.ReportToken(plannerToken, id))
+	v, _, err := h.nomad.Variables().Peek("nomad/jobs/"+nomadjob.JobPrefix+id, nil)
 	must.NoError(t, err)
 	must.NotNil(t, v)
 	must.Eq(t, "s3cret-api-key", v.Items["WANDB_API_KEY"])
@@ -131,7 +129,7 @@ policy {
 	must.Eq(t, 0, *done.ExitCode)
 	// The job's secrets go with it.
 	waitUntil(t, 30*time.Second, func() error {
-		v, _, err := h.nomad.Variables().Peek("nomad/jobs/"+executor.JobPrefix+id, nil)
+		v, _, err := h.nomad.Variables().Peek("nomad/jobs/"+nomadjob.JobPrefix+id, nil)
 		if err != nil || v != nil {
 			return errorf("the job's variable is still there (%v)", err)
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/command"
-	"github.com/schedulearn/schedulearn/driver/rescale"
 	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/internal/testlab"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -405,7 +404,7 @@ func testGrowLatencyAcrossHosts(t *testing.T, cl *clusterLab) {
 			return nil
 		})
 		start := time.Now()
-		_, err := rescale.Grow(context.Background(), cl.nomad, rescale.Target{JobID: id, Group: "worker"}, 1)
+		_, err := grow(context.Background(), cl.nomad, id, "worker", 1)
 		must.NoError(t, err)
 		rec := waitWorldSize(t, progress, 3, 5*time.Minute)
 		latency[launcher] = time.Unix(0, int64(rec.Time*float64(time.Second))).Sub(start)

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/shoenig/test/must"
-
-	"github.com/schedulearn/schedulearn/driver/rescale"
 )
 
 // The same job under both launchers, grown from 2 to 3 workers while it
@@ -37,7 +35,7 @@ func TestHorovod_GrowLatencyInPlaceVersusRestart(t *testing.T) {
 		})
 
 		start := time.Now()
-		_, err := rescale.Grow(context.Background(), h.nomad, rescale.Target{JobID: id, Group: "worker"}, 1)
+		_, err := grow(context.Background(), h.nomad, id, "worker", 1)
 		must.NoError(t, err)
 		// Grow returns once the new worker runs and discovery lists it:
 		// up to here both launchers wait for the same things.

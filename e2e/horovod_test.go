@@ -12,8 +12,6 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
-
-	"github.com/schedulearn/schedulearn/driver/rescale"
 )
 
 // The example job runs the real horovodrun in elastic mode: two workers
@@ -68,7 +66,8 @@ func assertMonotonic(t *testing.T, recs []progressRecord) {
 }
 
 // A running job grows from 2 to 3 workers and shrinks to 1 in place,
-// through the rescale package: the launcher process stays the same, the
+// the way the planner resizes jobs (drain.Client.Resize): the launcher
+// process stays the same, the
 // step counter never goes back, the world size goes 2 -> 3 -> 1, and the
 // job ends successfully.
 func TestHorovod_GrowAndShrinkInPlace(t *testing.T) {
@@ -76,11 +75,10 @@ func TestHorovod_GrowAndShrinkInPlace(t *testing.T) {
 	job, progress, stop := h.runningJob(t, "hvd-rescale", 2, "")
 	id := *job.ID
 	pid := h.launcherPID(t, id)
-	target := rescale.Target{JobID: id, Group: "worker"}
 	ctx := context.Background()
 
 	start := time.Now()
-	added, err := rescale.Grow(ctx, h.nomad, target, 1)
+	added, err := grow(ctx, h.nomad, id, "worker", 1)
 	must.NoError(t, err)
 	must.Len(t, 1, added)
 	grown := waitWorldSize(t, progress, 3, 5*time.Minute)
@@ -88,7 +86,7 @@ func TestHorovod_GrowAndShrinkInPlace(t *testing.T) {
 	must.Eq(t, pid, h.launcherPID(t, id))
 
 	start = time.Now()
-	removed, err := rescale.Shrink(ctx, h.nomad, target, 2)
+	removed, err := shrink(ctx, h.nomad, id, "worker", 2)
 	must.NoError(t, err)
 	must.Len(t, 2, removed)
 	must.SliceContains(t, removed, added[0], must.Sprint("the newest worker has the highest index"))

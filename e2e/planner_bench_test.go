@@ -10,8 +10,8 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/planner/executor"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/nomadjob"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -26,7 +26,7 @@ func BenchmarkExecutor_RegisterJobs(b *testing.B) {
 	nodes, _, err := nomad.Nodes().List(nil)
 	must.NoError(b, err)
 	node := nodes[0].ID
-	exec := &executor.Nomad{Client: nomad}
+	exec := &nomadjob.Nomad{Client: nomad}
 	ctx := context.Background()
 
 	b.ResetTimer()

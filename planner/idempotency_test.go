@@ -9,7 +9,6 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -62,7 +61,7 @@ func TestSubmit_IdempotentAcrossRestart(t *testing.T) {
 	must.Eq(t, jobs[0].ID, j.ID)
 
 	_, _, err = p.Submit(ctx, spec(t, "a", 2, 2), "src", &structs.Idempotency{Key: "k-1", Digest: "other"})
-	must.True(t, errors.Is(err, api.ErrIdempotencyMismatch), must.Sprint(err))
+	must.True(t, errors.Is(err, structs.ErrIdempotencyMismatch), must.Sprint(err))
 	jobs, err = s.ListJobs(ctx)
 	must.NoError(t, err)
 	must.Len(t, 1, jobs)

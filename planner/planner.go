@@ -28,7 +28,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -149,14 +148,14 @@ func (p *Planner) Run(ctx context.Context, interval time.Duration) {
 // hold, or whose target's delivery the Deliverer would not make
 // (CheckSpec), and answers at once with the stored record. With
 // idem, the job that already holds the key is the answer (replayed), or
-// api.ErrIdempotencyMismatch when it was submitted with another request.
+// structs.ErrIdempotencyMismatch when it was submitted with another request.
 func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (*structs.Job, bool, error) {
 	if idem != nil {
 		// A retry: the job that holds the key, whatever the cluster now.
 		j, err := p.Store.JobByIdempotencyKey(ctx, idem.Key)
 		switch {
 		case err == nil:
-			j, err = api.Replay(j, idem)
+			j, err = structs.Replay(j, idem)
 			return j, err == nil, err
 		case !errors.Is(err, store.ErrNotFound):
 			return nil, false, fmt.Errorf("failed to look up the idempotency key: %w", err)
@@ -201,7 +200,7 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 			if gerr != nil {
 				return nil, false, fmt.Errorf("failed to read the job of the idempotency key: %w", gerr)
 			}
-			first, err = api.Replay(first, idem)
+			first, err = structs.Replay(first, idem)
 			return first, err == nil, err
 		}
 		return nil, false, fmt.Errorf("failed to store job: %w", err)
@@ -234,7 +233,7 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 		if spec.GPUs.Model != "" || spec.GPUs.MinMemoryMiB > 0 {
 			where += " (with the job's GPU model/memory constraints)"
 		}
-		return api.Inputf("job %s needs at least %d GPUs but %s has %d that it could use", spec.Name, req.Min, where, total)
+		return structs.Inputf("job %s needs at least %d GPUs but %s has %d that it could use", spec.Name, req.Min, where, total)
 	}
 	return nil
 }
@@ -423,9 +422,9 @@ func (p *Planner) update(ctx context.Context, j *structs.Job, mutate func(*struc
 }
 
 // ReportProgress records a batch of the job's progress reports (already
-// checked by api.ValidateProgress), in any state. It is no leader's work:
+// checked by the API's ValidateProgress), in any state. It is no leader's work:
 // any planner sharing the store takes it. A batch the record refuses (too
-// many metric names) is an *api.InputError. A report that takes the
+// many metric names) is an *structs.InputError. A report that takes the
 // target metric to tier1 or goal records a delivery, which the Deliverer
 // does later: this nudges it (Notify) and never waits for it.
 func (p *Planner) ReportProgress(ctx context.Context, id string, reports []structs.ProgressReport) error {
@@ -436,7 +435,7 @@ func (p *Planner) ReportProgress(ctx context.Context, id string, reports []struc
 	now := p.now()
 	err = p.update(ctx, j, func(j *structs.Job) error {
 		if err := j.AddProgress(reports, now); err != nil {
-			return api.Inputf("%v", err)
+			return structs.Inputf("%v", err)
 		}
 		renewOutlook(j, now, int(p.largest.Load()))
 		return nil
@@ -480,7 +479,9 @@ func (p *Planner) SetPolicy(ctx context.Context, name string, config map[string]
 	return state, nil
 }
 
-// Stop stops a job: a running one in Nomad, a queued one in the queue.
+// Stop stops a job: a running one in Nomad, a queued one in the queue. A
+// job that has already ended is structs.ErrConflict; an unknown one
+// structs.ErrNotFound.
 func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	p.roundMu.Lock()
 	defer p.roundMu.Unlock()
@@ -489,7 +490,7 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 		return nil, err
 	}
 	if j.State.Terminal() {
-		return j, nil
+		return nil, fmt.Errorf("job %s has already ended (%s): %w", id, j.State, structs.ErrConflict)
 	}
 	now := p.now()
 	running := j.State == structs.JobRunning

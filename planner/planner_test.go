@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -276,7 +275,7 @@ func TestSubmit_RefusesWhatCanNeverRun(t *testing.T) {
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8), node("n2", 4))
 	ok := submit(t, p, now, spec(t, "ok", 12, 12))
 	_, _, err := p.Submit(ctx, spec(t, "huge", 13, 16), "", nil)
-	var ie *api.InputError
+	var ie *structs.InputError
 	must.True(t, errors.As(err, &ie), must.Sprint(err))
 	must.StrContains(t, err.Error(), "needs at least 13 GPUs but the cluster has 12")
 
@@ -325,6 +324,24 @@ func TestStop(t *testing.T) {
 	must.Eq(t, structs.JobStopped, state(t, st, a.ID).State)
 	must.NoError(t, p.Round(ctx))
 	must.SliceEmpty(t, exec.take())
+}
+
+// Stopping a job that has ended is decided in one place, the planner: it
+// is a conflict (409 at the API), and the record stays as it was; an
+// unknown job is not found (404).
+func TestStop_EndedJobIsConflict(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "fifo", node("n1", 4))
+	a := submit(t, p, now, spec(t, "a", 4, 4))
+	stopped, err := p.Stop(ctx, a.ID)
+	must.NoError(t, err)
+
+	_, err = p.Stop(ctx, a.ID)
+	must.ErrorIs(t, err, structs.ErrConflict)
+	must.Eq(t, stopped.Version, state(t, st, a.ID).Version)
+
+	_, err = p.Stop(ctx, "nope-1a2b3c4d")
+	must.ErrorIs(t, err, structs.ErrNotFound)
 }
 
 // GPUs on a node that is gone are not planned on: the job's allocation is

@@ -9,7 +9,6 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -93,7 +92,7 @@ func TestReportProgress_MetricMismatch(t *testing.T) {
 }
 
 // An unknown job is the store's ErrNotFound; too many metric names an
-// *api.InputError that records nothing.
+// *structs.InputError that records nothing.
 func TestReportProgress_Refusals(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
@@ -106,7 +105,7 @@ func TestReportProgress_Refusals(t *testing.T) {
 		many = append(many, structs.ProgressReport{Step: int64(i), Metric: &structs.Metric{Name: fmt.Sprint("m", i), Value: 1}})
 	}
 	err = p.ReportProgress(ctx, j.ID, many)
-	var ie *api.InputError
+	var ie *structs.InputError
 	must.True(t, errors.As(err, &ie), must.Sprint(err))
 	must.Nil(t, state(t, st, j.ID).Progress)
 	must.Eq(t, uint64(1), state(t, st, j.ID).Version)

@@ -2,8 +2,9 @@
 // discovery script (which execs `nomad-driver-horovod discover`) every
 // second, and it prints the job's live, healthy, not draining workers as
 // `host:slots` lines. It also writes the hosts file the ssh shim resolves
-// hosts with, and the host set it printed (jobstate.DiscoveredPath), which
-// the rescale package reads to know when a drained worker has left.
+// hosts with, and the host set it printed (drain.DiscoveredPath), which
+// the planner reads to know when a drained worker has left: the launcher's
+// side of the drain protocol (internal/drain).
 package discover
 
 import (
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // Worker is one healthy instance of the workers' service.
@@ -65,7 +67,7 @@ func (d *Discovery) Run(ctx context.Context, out io.Writer) error {
 }
 
 // Refresh discovers the workers and writes the hosts and discovered files.
-func (d *Discovery) Refresh(ctx context.Context) (map[string]jobstate.Host, error) {
+func (d *Discovery) Refresh(ctx context.Context) (map[string]drain.Host, error) {
 	hosts, draining, err := d.Hosts(ctx)
 	if err != nil {
 		return nil, err
@@ -78,7 +80,7 @@ func (d *Discovery) Refresh(ctx context.Context) (map[string]jobstate.Host, erro
 
 // Hosts returns the live, not draining workers by host name, and the
 // draining alloc IDs.
-func (d *Discovery) Hosts(ctx context.Context) (map[string]jobstate.Host, []string, error) {
+func (d *Discovery) Hosts(ctx context.Context) (map[string]drain.Host, []string, error) {
 	workers, err := d.workers(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -87,12 +89,12 @@ func (d *Discovery) Hosts(ctx context.Context) (map[string]jobstate.Host, []stri
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to read draining workers: %w", err)
 	}
-	hosts := map[string]jobstate.Host{}
+	hosts := map[string]drain.Host{}
 	for _, w := range workers {
 		if w.AllocID == "" || slices.Contains(draining, w.AllocID) {
 			continue
 		}
-		hosts[jobstate.HostName(w.AllocID)] = jobstate.Host{AllocID: w.AllocID, Address: w.Address, Slots: d.Task.Slots}
+		hosts[drain.HostName(w.AllocID)] = drain.Host{AllocID: w.AllocID, Address: w.Address, Slots: d.Task.Slots}
 	}
 	return hosts, draining, nil
 }
@@ -114,7 +116,7 @@ func (d *Discovery) workers(ctx context.Context) ([]Worker, error) {
 
 // writeFiles updates the hosts file (keeping hosts printed before, so a
 // late ssh to one still resolves) and replaces the discovered file.
-func (d *Discovery) writeFiles(hosts map[string]jobstate.Host, draining []string) error {
+func (d *Discovery) writeFiles(hosts map[string]drain.Host, draining []string) error {
 	addrs := map[string]string{}
 	if old, err := readHostsFile(d.Task.HostsFile); err == nil {
 		addrs = old
@@ -129,7 +131,7 @@ func (d *Discovery) writeFiles(hosts map[string]jobstate.Host, draining []string
 	if d.Now != nil {
 		now = d.Now
 	}
-	return jobstate.WriteJSON(d.Task.DiscoveredFile, jobstate.Discovered{
+	return jobstate.WriteJSON(d.Task.DiscoveredFile, drain.Discovered{
 		Updated:  now().UTC(),
 		Hosts:    hosts,
 		Draining: draining,
@@ -147,15 +149,6 @@ func AllocIDFromServiceID(id string) string {
 		return m[1]
 	}
 	return ""
-}
-
-// ParseDraining splits the drain variable's item into alloc IDs.
-func ParseDraining(item string) []string {
-	var ids []string
-	for _, f := range strings.FieldsFunc(item, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
-		ids = append(ids, f)
-	}
-	return ids
 }
 
 func hostPort(host string, port int) string {

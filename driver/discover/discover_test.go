@@ -13,6 +13,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 type fakeSource struct {
@@ -40,7 +41,7 @@ func newDiscovery(t *testing.T, primary, fallback Source, drains Drains) *Discov
 	return &Discovery{
 		Task: &jobstate.Task{Service: "w", Slots: 2,
 			HostsFile:      filepath.Join(dir, "hosts.json"),
-			DiscoveredFile: filepath.Join(dir, "alloc", jobstate.DiscoveredPath)},
+			DiscoveredFile: filepath.Join(dir, "alloc", drain.DiscoveredPath)},
 		Primary: primary, Fallback: fallback, Drains: drains,
 		Now: func() time.Time { return time.Unix(100, 0) },
 	}
@@ -62,10 +63,10 @@ func TestRun_PrintsLiveNotDrainingWorkers(t *testing.T) {
 
 	hosts := readJSON[map[string]string](t, d.Task.HostsFile)
 	must.Eq(t, map[string]string{"w-1a2b3c4d": "10.0.0.1:3000", "w-2a2b3c4d": "10.0.0.2:3000"}, hosts)
-	disc := readJSON[jobstate.Discovered](t, d.Task.DiscoveredFile)
+	disc := readJSON[drain.Discovered](t, d.Task.DiscoveredFile)
 	must.Eq(t, time.Unix(100, 0).UTC(), disc.Updated)
 	must.MapLen(t, 2, disc.Hosts)
-	must.Eq(t, jobstate.Host{AllocID: a1, Address: "10.0.0.1:3000", Slots: 2}, disc.Hosts["w-1a2b3c4d"])
+	must.Eq(t, drain.Host{AllocID: a1, Address: "10.0.0.1:3000", Slots: 2}, disc.Hosts["w-1a2b3c4d"])
 	must.Eq(t, []string{a3}, disc.Draining)
 
 	// A worker that leaves stays resolvable for a late ssh, but is no
@@ -75,7 +76,7 @@ func TestRun_PrintsLiveNotDrainingWorkers(t *testing.T) {
 	must.NoError(t, d.Run(context.Background(), &out))
 	must.Eq(t, "w-2a2b3c4d:2\n", out.String())
 	must.MapLen(t, 2, readJSON[map[string]string](t, d.Task.HostsFile))
-	must.MapLen(t, 1, readJSON[jobstate.Discovered](t, d.Task.DiscoveredFile).Hosts)
+	must.MapLen(t, 1, readJSON[drain.Discovered](t, d.Task.DiscoveredFile).Hosts)
 }
 
 // When Consul cannot be reached, Nomad's service API answers.
@@ -107,11 +108,6 @@ func TestRun_FailsWithoutDrainList(t *testing.T) {
 func TestAllocIDFromServiceID(t *testing.T) {
 	must.Eq(t, a1, AllocIDFromServiceID("_nomad-task-"+a1+"-group-workers-train-workers-horovod"))
 	must.Eq(t, "", AllocIDFromServiceID("web-1"))
-}
-
-func TestParseDraining(t *testing.T) {
-	must.Eq(t, []string{a1, a2}, ParseDraining(a1+", "+a2+"\n"))
-	must.SliceEmpty(t, ParseDraining(""))
 }
 
 func readJSON[T any](t *testing.T, path string) T {

@@ -12,6 +12,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // queryTimeout bounds each call discovery makes: horovodrun runs it every
@@ -96,7 +97,7 @@ func (n *Nomad) Workers(ctx context.Context, service string) ([]Worker, error) {
 func (n *Nomad) Draining(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	path := jobstate.DrainVariable(n.JobID, n.Group)
+	path := drain.Variable(n.JobID, n.Group)
 	v, _, err := n.Client.Variables().Peek(path, n.query(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("failed to read variable %s: %w", path, err)
@@ -104,7 +105,7 @@ func (n *Nomad) Draining(ctx context.Context) ([]string, error) {
 	if v == nil {
 		return nil, nil
 	}
-	return ParseDraining(v.Items[jobstate.DrainItem]), nil
+	return drain.Parse(v.Items[drain.Item]), nil
 }
 
 // New builds the discovery for a launcher's task file: its provider first,

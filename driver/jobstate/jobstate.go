@@ -1,8 +1,9 @@
-// Package jobstate holds the files the horovod driver shares between its
-// parts: the task file the driver writes for a task (read by the discover,
-// ssh-shim and worker-agent subcommands), and the status files those parts
-// write into their allocation directories, where the rescale package reads
-// them through Nomad's alloc filesystem API.
+// Package jobstate holds what the horovod driver shares between its parts:
+// the task file the driver writes for a task (read by the discover,
+// ssh-shim and worker-agent subcommands), the job's secret variable, and
+// the worker token. The status files those parts write into their
+// allocation directories for the planner, and the drain variable they
+// read, belong to the drain protocol (internal/drain).
 package jobstate
 
 import (
@@ -14,28 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 )
-
-// Paths of the status files, relative to an allocation's shared alloc dir
-// (NOMAD_ALLOC_DIR; "alloc/<path>" through Nomad's AllocFS API).
-const (
-	// DiscoveredPath is written by the launcher's discovery on every run:
-	// the host set it last printed for horovodrun.
-	DiscoveredPath = "horovod/discovered.json"
-	// AgentStatusPath is written by a worker's agent whenever the number of
-	// commands it runs changes.
-	AgentStatusPath = "horovod/agent.json"
-)
-
-// DrainVariable is the Nomad variable (in the job's namespace) that lists
-// the job's draining worker allocations: item DrainItem holds their IDs,
-// comma separated. It lives at the launcher's group path, which Nomad's
-// workload identity lets the launcher read with ACLs on (no policy
-// needed); the planner (the rescale package) writes it.
-func DrainVariable(jobID, launcherGroup string) string {
-	return "nomad/jobs/" + jobID + "/" + launcherGroup
-}
 
 // SecretVariable is the Nomad variable (in the job's namespace) that holds
 // a job's secrets: SecretEnv, the job's own random secret, and any others
@@ -70,9 +50,6 @@ func NewSecret() (string, error) {
 // RdzvEndpointPlaceholder in a TorchrunCommand is replaced by the
 // launcher's c10d store address.
 const RdzvEndpointPlaceholder = "{{rdzv_endpoint}}"
-
-// DrainItem is the item of DrainVariable that lists draining alloc IDs.
-const DrainItem = "draining"
 
 // Task is the file the driver writes into a task's secrets dir.
 type Task struct {
@@ -147,40 +124,6 @@ func Token(secret, namespace, jobID string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("horovod-worker-token\x00" + namespace + "\x00" + jobID))
 	return hex.EncodeToString(m.Sum(nil))
-}
-
-// Host is one worker as discovery printed it.
-type Host struct {
-	AllocID string `json:"alloc_id"`
-	Address string `json:"address"` // the agent's host:port
-	Slots   int    `json:"slots"`
-}
-
-// Discovered is the content of DiscoveredPath.
-type Discovered struct {
-	Updated time.Time       `json:"updated"`
-	Hosts   map[string]Host `json:"hosts"` // by host name
-	// Draining lists the alloc IDs discovery left out as draining.
-	Draining []string `json:"draining,omitempty"`
-}
-
-// AgentStatus is the content of AgentStatusPath.
-type AgentStatus struct {
-	Updated time.Time `json:"updated"`
-	// Running counts the commands (Horovod worker processes) running.
-	Running int `json:"running"`
-	// Started counts the commands started since the agent started.
-	Started int `json:"started"`
-}
-
-// HostName is the name discovery gives a worker allocation: stable for the
-// allocation, and never a name of this machine, so horovodrun always
-// starts its processes through ssh (the shim).
-func HostName(allocID string) string {
-	if len(allocID) > 8 {
-		allocID = allocID[:8]
-	}
-	return "w-" + allocID
 }
 
 // WriteJSON writes v as JSON to path atomically.

@@ -27,6 +27,7 @@ import (
 	"github.com/schedulearn/schedulearn/driver/sshshim"
 	"github.com/schedulearn/schedulearn/driver/torchrun"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // Names of the subcommands.
@@ -138,7 +139,7 @@ func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
 		if t.StatusFile == "" {
 			return
 		}
-		err := jobstate.WriteJSON(t.StatusFile, jobstate.AgentStatus{Updated: time.Now().UTC(), Running: running, Started: started})
+		err := jobstate.WriteJSON(t.StatusFile, drain.AgentStatus{Updated: time.Now().UTC(), Running: running, Started: started})
 		if err != nil {
 			logger.Warn("failed to write status", "error", err)
 		}

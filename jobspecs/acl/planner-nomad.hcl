@@ -10,8 +10,7 @@ namespace "default" {
     "list-jobs",  # the cluster view: the jobs and allocations it runs
     "read-job",   # a training job's state, allocations and outcome
     "submit-job", # register, resize (enforced register) and stop train-<id>
-    "scale-job",  # the driver's rescale protocol (Grow, Shrink)
-    "read-fs",    # the rescale protocol reads the launcher's and the agents' status files
+    "read-fs",    # the drain protocol reads the launcher's and the agents' status files
   ]
 
   variables {

@@ -23,15 +23,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/schedulearn/schedulearn/driver/rescale"
 	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/cluster"
 	"github.com/schedulearn/schedulearn/planner/config"
 	"github.com/schedulearn/schedulearn/planner/delivery"
 	"github.com/schedulearn/schedulearn/planner/events"
-	"github.com/schedulearn/schedulearn/planner/executor"
 	"github.com/schedulearn/schedulearn/planner/metrics"
+	"github.com/schedulearn/schedulearn/planner/nomadjob"
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/ui"
 )
@@ -56,7 +55,7 @@ type Agent struct {
 	consul  *consulapi.Client
 	planner *planner.Planner
 	deliver *delivery.Worker
-	exec    *executor.Nomad
+	exec    *nomadjob.Nomad
 	server  *http.Server
 	addr    string // the API's listen address, once listening
 	events  *events.Broker
@@ -137,12 +136,9 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	for _, p := range cfg.Pools {
 		pools = append(pools, cluster.Pool{Name: p.Name, Service: p.Service, Tags: p.Tags})
 	}
-	a.exec = &executor.Nomad{Client: nomad, Logger: logger.Named("executor"),
-		// Shrinks drain workers first, through the horovod driver's
-		// rescale protocol.
-		Drainer: rescale.JobDrainer{Rescaler: &rescale.Rescaler{Client: nomad}, Namespace: cfg.Nomad.Namespace},
+	a.exec = &nomadjob.Nomad{Client: nomad, Logger: logger.Named("nomadjob"),
 		// PlannerAddress is set by Run, once the API listens.
-		Options: executor.Options{Namespace: cfg.Nomad.Namespace, NetworkInterface: cfg.NetworkInterface, Token: cfg.Token}}
+		Options: nomadjob.Options{Namespace: cfg.Nomad.Namespace, NetworkInterface: cfg.NetworkInterface, Token: cfg.Token}}
 	deliveryOpts, err := deliveryOptions(cfg)
 	if err != nil {
 		a.store.Close()
@@ -208,7 +204,7 @@ func advertiseAddr(configured, listen string) (string, error) {
 }
 
 func owned(nomadJobID string) bool {
-	return len(nomadJobID) > len(executor.JobPrefix) && nomadJobID[:len(executor.JobPrefix)] == executor.JobPrefix
+	return len(nomadJobID) > len(nomadjob.JobPrefix) && nomadJobID[:len(nomadjob.JobPrefix)] == nomadjob.JobPrefix
 }
 
 // Addr is the API's listen address (after Run has started listening).

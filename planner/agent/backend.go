@@ -2,45 +2,29 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
-	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // backend serves the API from the agent. Reads come from the store, so any
 // planner answers them; writes that act on Nomad or the policy are the
 // leader's. Submissions only add a record, so a standby takes them too.
+// Errors pass through as the store and the planner return them: they are
+// the planner's own (structs.ErrNotFound and friends), which the API maps
+// onto status codes.
 type backend struct{ a *Agent }
 
 var _ api.Backend = (*backend)(nil)
 
-// storeErr maps the store's errors onto the API's.
-func storeErr(err error) error {
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidID):
-		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
-	case errors.Is(err, store.ErrConflict):
-		return fmt.Errorf("%w: %w", api.ErrConflict, err)
-	case errors.Is(err, store.ErrFenced):
-		// A leader deposed during the request: the new one takes it.
-		return fmt.Errorf("%w: %w", api.ErrUnavailable, err)
-	}
-	return err
-}
-
 func (b *backend) Submit(ctx context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (*structs.Job, bool, error) {
-	j, replayed, err := b.a.planner.Submit(ctx, spec, source, idem)
-	return j, replayed, storeErr(err)
+	return b.a.planner.Submit(ctx, spec, source, idem)
 }
 
 func (b *backend) Job(ctx context.Context, id string) (*structs.Job, error) {
-	j, err := b.a.store.GetJob(ctx, id)
-	return j, storeErr(err)
+	return b.a.store.GetJob(ctx, id)
 }
 
 func (b *backend) Jobs(ctx context.Context) ([]*structs.Job, error) {
@@ -52,15 +36,7 @@ func (b *backend) Stop(ctx context.Context, id string) (*structs.Job, error) {
 		return nil, b.a.errNotLeader()
 	}
 	ctx = b.a.fenced(ctx)
-	j, err := b.a.store.GetJob(ctx, id)
-	if err != nil {
-		return nil, storeErr(err)
-	}
-	if j.State.Terminal() {
-		return nil, fmt.Errorf("job %s has already ended (%s): %w", id, j.State, api.ErrConflict)
-	}
-	j, err = b.a.planner.Stop(ctx, id)
-	return j, storeErr(err)
+	return b.a.planner.Stop(ctx, id)
 }
 
 // ReportProgress records a job's progress reports. Like a submission it
@@ -68,7 +44,7 @@ func (b *backend) Stop(ctx context.Context, id string) (*structs.Job, error) {
 // concurrency (retried by the planner) keeps it from clobbering the
 // leader's writes.
 func (b *backend) ReportProgress(ctx context.Context, id string, reports []api.ProgressReport) error {
-	return storeErr(b.a.planner.ReportProgress(ctx, id, reports))
+	return b.a.planner.ReportProgress(ctx, id, reports)
 }
 
 func (b *backend) Policies(ctx context.Context) ([]api.PolicyInfo, error) {
@@ -105,13 +81,13 @@ func (b *backend) SetPolicy(ctx context.Context, name string, config map[string]
 		return nil, err
 	}
 	if !slices.Contains(names, name) {
-		return nil, api.Inputf("unknown policy %q; the planner can run: %v", name, names)
+		return nil, structs.Inputf("unknown policy %q; the planner can run: %v", name, names)
 	}
 	st, err := b.a.planner.SetPolicy(ctx, name, config)
 	if err != nil {
 		if _, builtin, _ := b.a.planner.Policies.Describe(name); builtin {
 			// A builtin that refuses its config: the request is wrong.
-			return nil, api.Inputf("%v", err)
+			return nil, structs.Inputf("%v", err)
 		}
 		return nil, err
 	}

@@ -255,7 +255,7 @@ func FuzzReportProgress(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		fa.t = t
 		before := reports(fa.job(j.ID))
-		code, _ := fa.do(http.MethodPost, "/v1/jobs/"+j.ID+"/progress", api.ReportToken(fuzzToken, j.ID), body, nil)
+		code, _ := fa.do(http.MethodPost, "/v1/jobs/"+j.ID+"/progress", structs.ReportToken(fuzzToken, j.ID), body, nil)
 		after := reports(fa.job(j.ID))
 		switch {
 		case code == http.StatusNoContent && after <= before:

@@ -12,7 +12,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/planner/config"
-	"github.com/schedulearn/schedulearn/planner/executor"
+	"github.com/schedulearn/schedulearn/planner/nomadjob"
 )
 
 // A token Nomad or Consul refuses fails the start with an error naming the
@@ -47,7 +47,7 @@ func TestCheckTokens(t *testing.T) {
 			must.NoError(t, err)
 			consul, err := consulapi.NewClient(&consulapi.Config{Address: cfg.Consul.Address, Token: c.consulToken})
 			must.NoError(t, err)
-			a := &Agent{cfg: cfg, logger: hclog.NewNullLogger(), consul: consul, exec: &executor.Nomad{Client: nomad}}
+			a := &Agent{cfg: cfg, logger: hclog.NewNullLogger(), consul: consul, exec: &nomadjob.Nomad{Client: nomad}}
 			err = a.checkTokens(context.Background())
 			if c.want == "" {
 				must.NoError(t, err)

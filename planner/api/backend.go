@@ -2,12 +2,7 @@ package api
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	"github.com/hashicorp/hcl/v2"
-
-	"github.com/schedulearn/schedulearn/internal/hcldiag"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -31,7 +26,7 @@ type Backend interface {
 	// idem, when not nil, is the request's idempotency key and digest: it
 	// is stored with the job, atomically, and a job that already holds the
 	// key is returned instead (replayed true) when the digest is the same,
-	// or ErrIdempotencyMismatch when it is not (see Replay).
+	// or ErrIdempotencyMismatch when it is not (see structs.Replay).
 	Submit(ctx context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (job *structs.Job, replayed bool, err error)
 	// Job returns one job, or ErrNotFound.
 	Job(ctx context.Context, id string) (*structs.Job, error)
@@ -118,38 +113,26 @@ type Status struct {
 }
 
 // Errors a Backend returns (wrapped or not) for the API to answer with a
-// meaningful status code; ErrIdempotencyMismatch (422) is another.
+// meaningful status code: the planner's own (planner/structs), the same
+// values, re-exported for the API's clients, so errors.Is works from the
+// store through the planner and the API to the client.
 var (
 	// ErrNotFound: no such job (404).
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = structs.ErrNotFound
 	// ErrConflict: the request contradicts the job's state, e.g. stopping
 	// a job that has already ended, or a write that lost a race (409).
-	ErrConflict = errors.New("conflict")
+	ErrConflict = structs.ErrConflict
 	// ErrUnavailable: the planner cannot serve now, e.g. it is starting or
 	// is not the leader (503). Clients may retry.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable = structs.ErrUnavailable
+	// ErrIdempotencyMismatch: the idempotency key was used before with
+	// another request (422).
+	ErrIdempotencyMismatch = structs.ErrIdempotencyMismatch
 )
 
 // InputError is a request the backend refuses because of what it asks
-// (400): a job asking for more GPUs than any node offers, an unknown
-// policy. Diags, when set, point into the submitted jobspec.
-type InputError struct {
-	Msg   string
-	Diags hcl.Diagnostics
-}
+// (400): structs.InputError.
+type InputError = structs.InputError
 
 // Inputf returns an *InputError with a formatted message.
-func Inputf(format string, args ...any) *InputError {
-	return &InputError{Msg: fmt.Sprintf(format, args...)}
-}
-
-func (e *InputError) Error() string {
-	switch {
-	case e.Msg != "" && len(e.Diags) > 0:
-		return e.Msg + ": " + hcldiag.Format(e.Diags)
-	case e.Msg != "":
-		return e.Msg
-	default:
-		return hcldiag.Format(e.Diags)
-	}
-}
+func Inputf(format string, args ...any) *InputError { return structs.Inputf(format, args...) }

@@ -3,7 +3,6 @@ package api
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -12,14 +11,10 @@ import (
 // IdempotencyHeader carries a submission's idempotency key: a retry of
 // POST /v1/jobs with the same key and body gets the first job back, not
 // a second job (the CLI sends a fresh key per `job run`).
-const IdempotencyHeader = "Idempotency-Key"
+const IdempotencyHeader = structs.IdempotencyHeader
 
 // MaxIdempotencyKeyLen bounds an idempotency key.
 const MaxIdempotencyKeyLen = 255
-
-// ErrIdempotencyMismatch: the idempotency key was used before with
-// another request (422).
-var ErrIdempotencyMismatch = fmt.Errorf("idempotency key reused with another request")
 
 // idempotencyOf reads the request's idempotency key (nil when it sent
 // none) and the digest of what it submits. A key is 1 to
@@ -53,15 +48,4 @@ func validKey(k string) bool {
 		}
 	}
 	return true
-}
-
-// Replay is what a Backend answers a submission whose idempotency key
-// job already holds: job itself when the request is the same, else
-// ErrIdempotencyMismatch.
-func Replay(job *structs.Job, idem *structs.Idempotency) (*structs.Job, error) {
-	if job.Idempotency == nil || idem == nil || job.Idempotency.Digest != idem.Digest {
-		return nil, fmt.Errorf("%s %q was used for job %s, which was submitted with another jobspec or filename; use a new key for a new job: %w",
-			IdempotencyHeader, idem.Key, job.ID, ErrIdempotencyMismatch)
-	}
-	return job, nil
 }

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/hcldiag"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // Token headers: a write carries the token in either.
@@ -72,7 +71,7 @@ type Route struct {
 	Write  bool
 	Public bool
 	// JobToken routes (a job's progress) also take the job's report
-	// token, ReportToken(token, id), for the job in the path.
+	// token, structs.ReportToken(token, id), for the job in the path.
 	JobToken bool
 
 	handle handlerFunc
@@ -269,7 +268,7 @@ func (s *Server) jobAuthorised(r *http.Request, id string) bool {
 	if !s.hasTok || got == "" || id == "" {
 		return false
 	}
-	want := sha256.Sum256([]byte(ReportToken(s.secret, id)))
+	want := sha256.Sum256([]byte(structs.ReportToken(s.secret, id)))
 	sum := sha256.Sum256([]byte(got))
 	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
 }
@@ -284,24 +283,6 @@ func requestToken(r *http.Request) string {
 		}
 	}
 	return got
-}
-
-// ReportToken is job id's report token under the planner's token: what
-// the executor gives the job's tasks (SCHEDULEARN_REPORT_TOKEN) and what
-// POST /v1/jobs/{id}/progress accepts, for that job only, besides the
-// planner's token. It is HMAC-SHA256(token, "schedulearn-progress:" + id)
-// in hex: the planner keeps no per-job secret, the token stays the same
-// for the job's life (a resize re-registers nothing), one job's token
-// says nothing about another's or about the planner's, and changing the
-// planner's token revokes every report token with it. Empty when the
-// planner has no token (it then takes no writes at all).
-func ReportToken(token, id string) string {
-	if token == "" {
-		return ""
-	}
-	mac := hmac.New(sha256.New, []byte(token))
-	mac.Write([]byte("schedulearn-progress:" + id))
-	return hex.EncodeToString(mac.Sum(nil))
 }
 
 func (s *Server) forbidden() string {

@@ -555,7 +555,7 @@ func TestServer_Progress(t *testing.T) {
 	other, _, err := b.Submit(context.Background(), mustSpec(t), goodSpec, nil)
 	must.NoError(t, err)
 	path := "/v1/jobs/" + job.ID + "/progress"
-	jobToken := map[string]string{api.TokenHeader: api.ReportToken(apitest.Token, job.ID)}
+	jobToken := map[string]string{api.TokenHeader: structs.ReportToken(apitest.Token, job.ID)}
 
 	for _, tc := range []struct {
 		name   string
@@ -625,15 +625,4 @@ func TestServer_Progress(t *testing.T) {
 	code, raw = do(t, srv, call{method: "GET", path: "/v1/jobs/" + other.ID, header: withRead})
 	must.Eq(t, http.StatusOK, code)
 	must.Nil(t, decodeAs[structs.Job](t, raw).Progress)
-}
-
-// A report token is the HMAC of the job ID under the planner's token:
-// stable, different per job and per planner token, none without a token.
-func TestReportToken(t *testing.T) {
-	a := api.ReportToken("secret", "job-1")
-	must.Eq(t, a, api.ReportToken("secret", "job-1"))
-	must.Len(t, 64, []byte(a))
-	must.NotEq(t, a, api.ReportToken("secret", "job-2"))
-	must.NotEq(t, a, api.ReportToken("other", "job-1"))
-	must.Eq(t, "", api.ReportToken("", "job-1"))
 }

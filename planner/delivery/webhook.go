@@ -19,15 +19,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // errWebhookNotAllowed: a job's webhook names a host webhook_hosts does not
 // allow.
 var errWebhookNotAllowed = errors.New("webhook host not allowed")
 
-// CheckSpec refuses (*api.InputError) a jobspec whose webhook or delivery
+// CheckSpec refuses (*structs.InputError) a jobspec whose webhook or delivery
 // directory the options do not allow: the planner asks at submission (and
 // the Worker asks again before each copy and each send).
 func (w *Worker) CheckSpec(spec *jobspec.Spec) error {
@@ -42,12 +42,12 @@ func (o *Options) checkSpec(spec *jobspec.Spec) error {
 	}
 	if t.Webhook != "" {
 		if err := o.webhookAllowed(t.Webhook); err != nil {
-			return api.Inputf("job %s: %v", spec.Name, err)
+			return structs.Inputf("job %s: %v", spec.Name, err)
 		}
 	}
 	if t.Delivery != "" {
 		if err := underRoot(o.deliveryRoots(), t.Delivery); err != nil {
-			return api.Inputf("job %s: target delivery: %v", spec.Name, err)
+			return structs.Inputf("job %s: target delivery: %v", spec.Name, err)
 		}
 	}
 	return nil

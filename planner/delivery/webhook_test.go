@@ -13,7 +13,6 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -84,10 +83,10 @@ func TestWebhook_NoRedirectsNoLongerAllowed(t *testing.T) {
 	must.Eq(t, hostOf(t, redirect.URL)+": not allowed by the planner's webhook_hosts", d.WebhookError)
 }
 
-// mustInputError checks that err is an *api.InputError (a 400) saying want.
+// mustInputError checks that err is an *structs.InputError (a 400) saying want.
 func mustInputError(t *testing.T, err error, want string) {
 	t.Helper()
-	var in *api.InputError
+	var in *structs.InputError
 	must.True(t, errors.As(err, &in), must.Sprintf("%v is an input error", err))
 	must.StrContains(t, err.Error(), want)
 }

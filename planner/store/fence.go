@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
-	"errors"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // ErrFenced is a write refused because the leadership term it was made
-// under has ended: another planner may lead now. Compare with errors.Is.
-var ErrFenced = errors.New("leadership term ended: this planner no longer leads")
+// under has ended: another planner may lead now. Compare with errors.Is; it
+// is of the kind structs.ErrUnavailable (the new leader takes the request).
+var ErrFenced error = &kindError{"leadership term ended: this planner no longer leads", structs.ErrUnavailable}
 
 // Fence is the token of one leadership term (Leadership.Fence). The leader
 // makes its writes under it (WithFence), and a store that several planners

@@ -50,17 +50,30 @@ type Store interface {
 }
 
 // The store's errors; compare with errors.Is, as they come wrapped with the
-// job's ID.
+// job's ID. Those of a kind the layers above answer (structs.ErrNotFound,
+// structs.ErrConflict) are that kind too, so errors.Is(err,
+// structs.ErrNotFound) holds for ErrNotFound and ErrInvalidID alike, while
+// the store's own sentinels stay apart (an invalid ID is not ErrNotFound).
 var (
-	ErrNotFound = errors.New("not found")
-	ErrExists   = errors.New("already exists")
-	ErrConflict = errors.New("version conflict")
+	ErrNotFound error = &kindError{"not found", structs.ErrNotFound}
+	ErrExists         = errors.New("already exists")
+	// ErrConflict: the stored version differs (a write lost a race).
+	ErrConflict error = &kindError{"version conflict", structs.ErrConflict}
 	// ErrInvalidID: a job ID no job can have (empty, or holding '/' or
 	// NUL); there is no such job.
-	ErrInvalidID = errors.New("invalid job ID")
+	ErrInvalidID error = &kindError{"invalid job ID", structs.ErrNotFound}
 	// ErrKeyExists: another job was created with the Idempotency key.
 	ErrKeyExists = errors.New("idempotency key already used")
 )
+
+// kindError is a store error that is also of one of the planner's kinds.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
 
 // MaxIdempotencyKeyLen bounds an Idempotency key.
 const MaxIdempotencyKeyLen = 255

@@ -99,7 +99,7 @@ func (b *Backend) enter(method string) error {
 // has is an *api.InputError pointing at the job's training block (when the
 // fake has nodes).
 //
-// An idempotency key already held by a job returns that job (api.Replay).
+// An idempotency key already held by a job returns that job (structs.Replay).
 func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (*structs.Job, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -109,7 +109,7 @@ func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string, i
 	if idem != nil {
 		for _, j := range b.jobs {
 			if j.Idempotency != nil && j.Idempotency.Key == idem.Key {
-				j, err := api.Replay(clone(j), idem)
+				j, err := structs.Replay(clone(j), idem)
 				return j, err == nil, err
 			}
 		}

@@ -209,7 +209,7 @@ func (c *Client) Stop(ctx context.Context, id string) (*structs.Job, error) {
 }
 
 // ReportProgress sends a batch of a job's progress reports. The token
-// may be the planner's or the job's report token (api.ReportToken).
+// may be the planner's or the job's report token (structs.ReportToken).
 func (c *Client) ReportProgress(ctx context.Context, id string, reports []api.ProgressReport) error {
 	return c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/progress", reports, nil)
 }

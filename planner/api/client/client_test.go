@@ -117,7 +117,7 @@ func TestClient_ReportProgress(t *testing.T) {
 	rate := 512.0
 	must.NoError(t, admin.ReportProgress(ctx, a.ID, []api.ProgressReport{{Step: 10, SamplesPerSec: &rate}}))
 
-	job, err := client.New(client.Config{Address: srv.URL, Token: api.ReportToken(apitest.Token, a.ID), HTTPClient: srv.Client()})
+	job, err := client.New(client.Config{Address: srv.URL, Token: structs.ReportToken(apitest.Token, a.ID), HTTPClient: srv.Client()})
 	must.NoError(t, err)
 	must.NoError(t, job.ReportProgress(ctx, a.ID, []api.ProgressReport{{Step: 20, Metric: &structs.Metric{Name: "accuracy", Value: 0.5}}}))
 	got, err := admin.Job(ctx, a.ID)

@@ -1,4 +1,4 @@
-package executor
+package nomadjob
 
 import (
 	"context"
@@ -10,26 +10,16 @@ import (
 	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/schedulearn/schedulearn/driver/rescale"
+	"github.com/schedulearn/schedulearn/internal/drain"
 	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
-// Drainer takes workers out of a running training before their allocations
-// are stopped: it marks them draining, so the launcher's discovery drops
-// them and Horovod re-rendezvouses without them, and returns once they run
-// no training process. Stopping a worker first would count as a failure and
-// blacklist its host.
-type Drainer interface {
-	Drain(ctx context.Context, nomadJobID string, allocIDs []string) error
-}
-
-// Nomad is the executor on a Nomad cluster.
+// Nomad is the planner's Executor on a Nomad cluster.
 type Nomad struct {
 	Client  *nomadapi.Client
 	Options Options
-	Drainer Drainer
 	Logger  hclog.Logger
 }
 
@@ -95,7 +85,8 @@ func (n *Nomad) registered(ctx context.Context, id string) (*nomadapi.Job, error
 // resize changes only the worker groups of the registered job, so the
 // launcher's task is untouched and keeps running: growing adds workers
 // (Horovod finds them through discovery); shrinking drains the workers that
-// go, then lowers the counts, and Nomad stops exactly those.
+// go, then lowers the counts, and Nomad stops exactly those
+// (drain.Client.Resize, the one resize path).
 func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Job, target policy.Allocation) error {
 	per := j.Spec.GPUs.PerWorker
 	have := workerCounts(current)
@@ -103,26 +94,6 @@ func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Jo
 	for node, g := range target {
 		if g > 0 {
 			want[node] = g / per
-		}
-	}
-
-	var leaving []string
-	for node, c := range have {
-		if want[node] >= c {
-			continue
-		}
-		allocs, err := n.workerAllocs(ctx, *current.ID, WorkerGroup(node))
-		if err != nil {
-			return err
-		}
-		leaving = append(leaving, rescale.HighestIndexed(allocs, want[node])...)
-	}
-	if len(leaving) > 0 {
-		if n.Drainer == nil {
-			return errors.New("failed to shrink: no drainer configured")
-		}
-		if err := n.Drainer.Drain(ctx, *current.ID, leaving); err != nil {
-			return fmt.Errorf("failed to drain workers of %s: %w", *current.ID, err)
 		}
 	}
 
@@ -138,12 +109,15 @@ func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Jo
 	}
 	for _, node := range slices.Sorted(mapsKeys(want, have)) {
 		c := want[node]
-		tg, ok := byNode[node]
-		switch {
+		var tg *nomadapi.TaskGroup
+		switch cur, ok := byNode[node]; {
 		case !ok && c > 0:
 			tg = workerGroup(j, node, c)
 		case ok:
-			tg.Count = ptr(c)
+			// A copy: current keeps its counts, which say what drains.
+			copied := *cur
+			copied.Count = ptr(c)
+			tg = &copied
 		}
 		if tg != nil {
 			// A group scaled to 0 stays, so its allocations stop; it is
@@ -154,27 +128,9 @@ func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Jo
 			next.TaskGroups = append(next.TaskGroups, tg)
 		}
 	}
-	enforce := *current.JobModifyIndex
-	_, _, err := n.Client.Jobs().EnforceRegister(&next, enforce, n.write(ctx))
-	if err != nil {
-		return fmt.Errorf("failed to resize nomad job %s: %w", *current.ID, err)
-	}
-	return nil
-}
-
-// workerAllocs lists the non-terminal allocations of a worker group.
-func (n *Nomad) workerAllocs(ctx context.Context, jobID, group string) ([]*nomadapi.AllocationListStub, error) {
-	allocs, _, err := n.Client.Jobs().Allocations(jobID, false, n.query(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("failed to list allocations of %s: %w", jobID, err)
-	}
-	var out []*nomadapi.AllocationListStub
-	for _, a := range allocs {
-		if a.TaskGroup == group && a.DesiredStatus == nomadapi.AllocDesiredStatusRun && !clientTerminal(a.ClientStatus) {
-			out = append(out, a)
-		}
-	}
-	return out, nil
+	d := &drain.Client{Nomad: n.Client, Namespace: n.Options.Namespace, LauncherGroup: LauncherGroup}
+	_, err := d.Resize(ctx, current, &next)
+	return err
 }
 
 // Outcome implements planner.Executor: the job has ended when its launcher
@@ -204,7 +160,7 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 		}
 		return planner.Outcome{}, nil
 	}
-	if !clientTerminal(launcher.ClientStatus) {
+	if !drain.ClientTerminal(launcher.ClientStatus) {
 		return planner.Outcome{}, nil
 	}
 	out := planner.Outcome{Done: true, ExitCode: -1, Message: "launcher " + launcher.ClientStatus}
@@ -251,14 +207,6 @@ func (n *Nomad) deleteSecrets(ctx context.Context, j *structs.Job) {
 	if _, err := n.Client.Variables().Delete(path, n.write(ctx)); err != nil && !isNotFound(err) {
 		n.Logger.Warn("failed to delete the secrets of a stopped job", "variable", path, "error", err)
 	}
-}
-
-func clientTerminal(status string) bool {
-	switch status {
-	case nomadapi.AllocClientStatusComplete, nomadapi.AllocClientStatusFailed, nomadapi.AllocClientStatusLost:
-		return true
-	}
-	return false
 }
 
 func isNotFound(err error) bool {

@@ -1,4 +1,4 @@
-package executor
+package nomadjob
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -94,7 +93,7 @@ func TestBuild_ReportEnv(t *testing.T) {
 	// job's secret variable; the driver lets the config's env override it.
 	items, err := Secrets(j, Options{PlannerAddress: "http://10.0.0.5:4680", Token: "secret"})
 	must.NoError(t, err)
-	must.Eq(t, api.ReportToken("secret", "resnet-1a2b3c4d"), items["SCHEDULEARN_REPORT_TOKEN"])
+	must.Eq(t, structs.ReportToken("secret", "resnet-1a2b3c4d"), items["SCHEDULEARN_REPORT_TOKEN"])
 	must.Eq(t, "b", items["A"])
 	must.Eq(t, "http://elsewhere:1", j.Spec.Env["SCHEDULEARN_ADDR"], must.Sprint("the spec is not changed"))
 }
@@ -113,7 +112,7 @@ func TestBuild_NoSecretsInTheNomadJob(t *testing.T) {
 	job := Build(j, policy.Allocation{"node-a": 2, "node-b": 1}, opts)
 	b, err := json.Marshal(job)
 	must.NoError(t, err)
-	for _, secret := range []string{"s3cret-api-key", api.ReportToken(opts.Token, j.ID), opts.Token} {
+	for _, secret := range []string{"s3cret-api-key", structs.ReportToken(opts.Token, j.ID), opts.Token} {
 		must.StrNotContains(t, string(b), secret)
 	}
 	for _, tg := range job.TaskGroups {
@@ -129,7 +128,7 @@ func TestBuild_NoSecretsInTheNomadJob(t *testing.T) {
 	items, err := Secrets(j, opts)
 	must.NoError(t, err)
 	must.Eq(t, "s3cret-api-key", items["WANDB_API_KEY"])
-	must.Eq(t, api.ReportToken(opts.Token, j.ID), items["SCHEDULEARN_REPORT_TOKEN"])
+	must.Eq(t, structs.ReportToken(opts.Token, j.ID), items["SCHEDULEARN_REPORT_TOKEN"])
 	must.Eq(t, "nomad/jobs/train-resnet-1a2b3c4d", SecretVariable(j))
 }
 

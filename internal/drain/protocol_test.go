@@ -1,4 +1,4 @@
-package rescale
+package drain
 
 import (
 	"testing"
@@ -26,4 +26,10 @@ func TestHighestIndexed(t *testing.T) {
 	must.Eq(t, []string{"c", "d"}, HighestIndexed(allocs, 2))
 	must.Eq(t, []string{"d"}, HighestIndexed(allocs, 3))
 	must.SliceEmpty(t, HighestIndexed(allocs, 4))
+}
+
+func TestParse(t *testing.T) {
+	const a1, a2 = "1a2b3c4d-0000-0000-0000-000000000001", "2a2b3c4d-0000-0000-0000-000000000002"
+	must.Eq(t, []string{a1, a2}, Parse(a1+", "+a2+"\n"))
+	must.SliceEmpty(t, Parse(""))
 }

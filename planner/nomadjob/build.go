@@ -1,6 +1,9 @@
-// Package executor carries out the planner's plans in Nomad: it registers a
-// training job as a Nomad batch job run by the horovod task driver, resizes
-// it in place through the driver's rescale protocol, and stops it.
+// Package nomadjob turns the planner's decisions into Nomad jobs: it is the
+// planner's Executor on a Nomad cluster (Nomad), which registers a training
+// job as a Nomad batch job run by the horovod task driver, resizes it in
+// place (through the drain protocol, internal/drain, when it shrinks), and
+// stops it. (Not to be confused with Nomad's executor, the process runner
+// the driver uses.)
 //
 // A training job becomes the Nomad job "train-<id>":
 //
@@ -17,25 +20,25 @@
 // command line, sealed by the driver's agent protocol, and torchrun's
 // workers inherit) tells the training SDK (sdk/python) where to report
 // progress: SCHEDULEARN_JOB_ID always, and SCHEDULEARN_ADDR and
-// SCHEDULEARN_REPORT_TOKEN (api.ReportToken: good for this job's progress
+// SCHEDULEARN_REPORT_TOKEN (structs.ReportToken: good for this job's progress
 // only) when Options name the planner's address and token;
 // SCHEDULEARN_TARGET_METRIC, _GOAL and _DIRECTION ("max" or "min") are the
-// jobspec's target, for scripts that stop at the goal. What the executor
+// jobspec's target, for scripts that stop at the goal. What this package
 // sets overrides the jobspec's env of the same name.
 //
 // Secrets stay out of the Nomad job: the jobspec's env, the report token
 // and the job's driver secret (jobstate.SecretEnv, new and random for each
 // registration) are the items of the Nomad variable nomad/jobs/train-<id>
-// (Secrets), which the executor writes before it registers the job and
+// (Secrets), which Nomad.Apply writes before it registers the job and
 // deletes when it stops it. Every task renders the variable into its
 // environment with a template block; Nomad's ACLs let only the job's own
 // tasks (and whoever may read variables in the namespace) read it.
 //
 // One group per node keeps the plan's per-node counts exact: Nomad never
 // chooses where a worker goes, and shrinking on a node scales that node's
-// group down, which stops its highest-indexed workers, the ones the rescale
+// group down, which stops its highest-indexed workers, the ones the drain
 // protocol drained first.
-package executor
+package nomadjob
 
 import (
 	"fmt"
@@ -47,7 +50,6 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
-	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -74,7 +76,7 @@ const (
 	killTimeout = 30 * time.Second
 )
 
-// Options are the cluster-wide settings of the jobs the executor builds.
+// Options are the cluster-wide settings of the jobs this package builds.
 type Options struct {
 	Namespace string
 	// NetworkInterface is the interface Horovod's Gloo uses between nodes
@@ -200,7 +202,7 @@ func Secrets(j *structs.Job, opts Options) (map[string]string, error) {
 		}
 	}
 	if opts.PlannerAddress != "" && opts.Token != "" {
-		items[EnvReportToken] = api.ReportToken(opts.Token, j.ID)
+		items[EnvReportToken] = structs.ReportToken(opts.Token, j.ID)
 	}
 	secret, err := jobstate.NewSecret()
 	if err != nil {

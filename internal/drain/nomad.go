@@ -1,0 +1,301 @@
+package drain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+)
+
+// Client is the planner's side of the protocol, through the Nomad API:
+// the one way a training job is resized in place (Resize), used by
+// planner/nomadjob and by the e2e tests alike.
+type Client struct {
+	Nomad *nomadapi.Client
+	// Namespace is the jobs' Nomad namespace.
+	Namespace string
+	// LauncherGroup is the group of the launcher task (default "launcher"):
+	// where the drain variable lives and whose discovery is watched.
+	LauncherGroup string
+	// Timeout bounds each wait (default 5 minutes).
+	Timeout time.Duration
+	// Poll is how often waits look (default 1s).
+	Poll time.Duration
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return 5 * time.Minute
+}
+
+func (c *Client) poll() time.Duration {
+	if c.Poll > 0 {
+		return c.Poll
+	}
+	return time.Second
+}
+
+func (c *Client) launcherGroup() string {
+	if c.LauncherGroup != "" {
+		return c.LauncherGroup
+	}
+	return "launcher"
+}
+
+func (c *Client) query(ctx context.Context) *nomadapi.QueryOptions {
+	return (&nomadapi.QueryOptions{Namespace: c.Namespace}).WithContext(ctx)
+}
+
+func (c *Client) write(ctx context.Context) *nomadapi.WriteOptions {
+	return (&nomadapi.WriteOptions{Namespace: c.Namespace}).WithContext(ctx)
+}
+
+// Resize re-registers the running job current as next, which differs in
+// its groups' counts (and may add groups or leave some out: those count
+// 0): the workers that go, the highest-indexed of each group whose count
+// drops, are drained first (Drain), and only then does Nomad see the new
+// counts; the launcher's task is untouched and keeps running. next must
+// not share its task groups with current. It returns the drained
+// allocation IDs. A drain that the re-registration then fails is
+// cancelled (Undrain), so those workers rejoin the training.
+func (c *Client) Resize(ctx context.Context, current, next *nomadapi.Job) ([]string, error) {
+	id := *current.ID
+	want := map[string]int{}
+	for _, tg := range next.TaskGroups {
+		if tg.Name != nil && tg.Count != nil {
+			want[*tg.Name] = *tg.Count
+		}
+	}
+	var leaving []string
+	for _, tg := range current.TaskGroups {
+		if tg.Name == nil || tg.Count == nil || want[*tg.Name] >= *tg.Count {
+			continue
+		}
+		allocs, err := c.live(ctx, id, *tg.Name)
+		if err != nil {
+			return nil, err
+		}
+		leaving = append(leaving, HighestIndexed(allocs, want[*tg.Name])...)
+	}
+	if len(leaving) > 0 {
+		if err := c.Drain(ctx, id, leaving); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := c.Nomad.Jobs().EnforceRegister(next, *current.JobModifyIndex, c.write(ctx)); err != nil {
+		err = fmt.Errorf("failed to resize nomad job %s: %w", id, err)
+		if len(leaving) > 0 {
+			if uerr := c.Undrain(ctx, id, leaving); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+		}
+		return nil, err
+	}
+	return leaving, nil
+}
+
+// live lists the allocations of job id's group that Nomad wants running
+// and that have not ended.
+func (c *Client) live(ctx context.Context, id, group string) ([]*nomadapi.AllocationListStub, error) {
+	allocs, _, err := c.Nomad.Jobs().Allocations(id, false, c.query(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to list allocations of %s: %w", id, err)
+	}
+	var out []*nomadapi.AllocationListStub
+	for _, a := range allocs {
+		if a.TaskGroup == group && a.DesiredStatus == nomadapi.AllocDesiredStatusRun && !ClientTerminal(a.ClientStatus) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// ClientTerminal says whether an allocation's client status is final.
+func ClientTerminal(status string) bool {
+	switch status {
+	case nomadapi.AllocClientStatusComplete, nomadapi.AllocClientStatusFailed, nomadapi.AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+// Drain marks allocIDs of job id draining and returns once the launcher's
+// discovery has dropped them and their agents run no command (or they
+// have stopped).
+func (c *Client) Drain(ctx context.Context, id string, allocIDs []string) error {
+	since := time.Now()
+	// Drained allocations that have stopped since are pruned on the way.
+	all, _, err := c.Nomad.Jobs().Allocations(id, false, c.query(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to list allocations of %s: %w", id, err)
+	}
+	live := map[string]bool{}
+	for _, a := range all {
+		if a.DesiredStatus == nomadapi.AllocDesiredStatusRun {
+			live[a.ID] = true
+		}
+	}
+	if err := c.updateDrains(ctx, id, func(ids []string) []string {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !live[id] })
+		for _, a := range allocIDs {
+			if !slices.Contains(ids, a) {
+				ids = append(ids, a)
+			}
+		}
+		return ids
+	}); err != nil {
+		return err
+	}
+	err = c.waitFor(ctx, "discovery to drop the draining workers", func(ctx context.Context) error {
+		d, err := c.Discovered(ctx, id)
+		if err != nil {
+			return err
+		}
+		if d.Updated.Before(since) {
+			return errors.New("discovery has not run since the drain")
+		}
+		for _, a := range allocIDs {
+			if _, ok := d.Hosts[HostName(a)]; ok {
+				return fmt.Errorf("worker %s still discovered", a)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failed to drain workers of %s: %w", id, err)
+	}
+	err = c.waitFor(ctx, "the draining workers to go idle", func(ctx context.Context) error {
+		for _, a := range allocIDs {
+			if err := c.idle(ctx, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failed to drain workers of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Undrain removes allocIDs from job id's drain variable (to cancel a
+// drain; those that have stopped are pruned by the next Drain anyway).
+func (c *Client) Undrain(ctx context.Context, id string, allocIDs []string) error {
+	return c.updateDrains(ctx, id, func(ids []string) []string {
+		return slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(allocIDs, id) })
+	})
+}
+
+// updateDrains read-modify-writes the drain variable with check-and-set.
+func (c *Client) updateDrains(ctx context.Context, id string, edit func([]string) []string) error {
+	path := Variable(id, c.launcherGroup())
+	for attempt := 0; attempt < 10; attempt++ {
+		v, _, err := c.Nomad.Variables().Peek(path, c.query(ctx))
+		if err != nil {
+			return fmt.Errorf("failed to read drain variable %s: %w", path, err)
+		}
+		var ids []string
+		if v == nil {
+			v = &nomadapi.Variable{Namespace: c.Namespace, Path: path, Items: nomadapi.VariableItems{}}
+		} else {
+			ids = Parse(v.Items[Item])
+		}
+		v.Items[Item] = strings.Join(edit(ids), ",")
+		_, _, err = c.Nomad.Variables().CheckedUpdate(v, c.write(ctx))
+		var conflict nomadapi.ErrCASConflict
+		if errors.As(err, &conflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("failed to write drain variable %s: %w", path, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("failed to write drain variable %s: too many concurrent updates", path)
+}
+
+// idle says whether a worker allocation runs no command (or has stopped).
+func (c *Client) idle(ctx context.Context, allocID string) error {
+	a, _, err := c.Nomad.Allocations().Info(allocID, c.query(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to read allocation %s: %w", allocID, err)
+	}
+	if a.ClientStatus != nomadapi.AllocClientStatusRunning {
+		return nil
+	}
+	var st AgentStatus
+	if err := c.readAllocFile(ctx, a, AgentStatusPath, &st); err != nil {
+		return err
+	}
+	if st.Running > 0 {
+		return fmt.Errorf("worker %s still runs %d training processes", allocID, st.Running)
+	}
+	return nil
+}
+
+// Discovered reads the host set job id's launcher's discovery last
+// printed.
+func (c *Client) Discovered(ctx context.Context, id string) (*Discovered, error) {
+	allocs, _, err := c.Nomad.Jobs().Allocations(id, false, c.query(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to list allocations of %s: %w", id, err)
+	}
+	for _, stub := range allocs {
+		if stub.TaskGroup != c.launcherGroup() || stub.ClientStatus != nomadapi.AllocClientStatusRunning {
+			continue
+		}
+		a, _, err := c.Nomad.Allocations().Info(stub.ID, c.query(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("failed to read allocation %s: %w", stub.ID, err)
+		}
+		var d Discovered
+		if err := c.readAllocFile(ctx, a, DiscoveredPath, &d); err != nil {
+			return nil, err
+		}
+		return &d, nil
+	}
+	return nil, fmt.Errorf("no running launcher in %s", id)
+}
+
+func (c *Client) readAllocFile(ctx context.Context, a *nomadapi.Allocation, path string, v any) error {
+	rc, err := c.Nomad.AllocFS().Cat(a, "alloc/"+path, c.query(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to read %s of allocation %s: %w", path, a.ID, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return fmt.Errorf("failed to read %s of allocation %s: %w", path, a.ID, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("failed to decode %s of allocation %s: %w", path, a.ID, err)
+	}
+	return nil
+}
+
+// waitFor polls check until it succeeds, ctx ends or the timeout passes.
+func (c *Client) waitFor(ctx context.Context, what string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
+	tick := time.NewTicker(c.poll())
+	defer tick.Stop()
+	for {
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out waiting for %s: %w", what, err)
+		case <-tick.C:
+		}
+	}
+}

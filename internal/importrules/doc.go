@@ -1,0 +1,19 @@
+// Package importrules holds no code: its test keeps the project's layers
+// pointing one way (docs/architecture.md, "Import rules"). It lists every
+// package of the module with its dependencies in one `go list` call and
+// fails when
+//
+//   - the planner's core (every package under planner/ but the outer ring:
+//     planner/api and its client and fake, planner/agent, planner/metrics,
+//     planner/ui) imports planner/api or planner/agent, or anything of the
+//     driver but driver/jobstate (the job's secret variable, which the
+//     planner writes and the driver's tasks read);
+//   - the horovod driver (driver/..., cmd/nomad-driver-horovod) imports
+//     anything of the planner;
+//   - the device plugin (plugins/device/..., cmd/schedulearn-gpu) imports
+//     anything of the planner or the driver;
+//   - a policy plugin (plugins/policy/examples/...) imports anything of the
+//     planner;
+//   - the drain protocol (internal/drain), which the planner and the driver
+//     share, imports anything of either.
+package importrules
