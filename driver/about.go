@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/internal/jobsecret"
 )
 
 // Declarations only: the plugin's name, schemas, capabilities and the
@@ -43,7 +43,7 @@ const (
 	// agents derives. It must come from a template (a Nomad variable the
 	// job's tasks can read with their workload identity), not from the job
 	// spec; the driver takes it out of the environment of what it runs.
-	SecretEnv = jobstate.SecretEnv
+	SecretEnv = jobsecret.SecretEnv
 	// minSecretLen is the shortest secret the driver takes (32 hex digits:
 	// 128 random bits).
 	minSecretLen = 32

@@ -19,7 +19,7 @@ import (
 	"github.com/shoenig/test/must"
 	"github.com/shoenig/test/wait"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/internal/jobsecret"
 	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/internal/testlab"
 )
@@ -138,9 +138,9 @@ func (h *horovodLab) trainJob(t *testing.T, id string, o trainOpts) *nomadapi.Jo
 // the jobs it runs: the driver starts no task without it.
 func (h *horovodLab) putJobSecret(t *testing.T, id string) {
 	t.Helper()
-	secret, err := jobstate.NewSecret()
+	secret, err := jobsecret.NewSecret()
 	must.NoError(t, err)
-	v := &nomadapi.Variable{Path: jobstate.SecretVariable(id), Items: nomadapi.VariableItems{jobstate.SecretEnv: secret}}
+	v := &nomadapi.Variable{Path: jobsecret.SecretVariable(id), Items: nomadapi.VariableItems{jobsecret.SecretEnv: secret}}
 	_, _, err = h.nomad.Variables().Create(v, nil)
 	must.NoError(t, err)
 }

@@ -1,14 +1,14 @@
 // Package jobstate holds what the horovod driver shares between its parts:
 // the task file the driver writes for a task (read by the discover,
-// ssh-shim and worker-agent subcommands), the job's secret variable, and
-// the worker token. The status files those parts write into their
+// ssh-shim and worker-agent subcommands) and the worker token. The job's
+// secret variable, which the planner writes and the driver's tasks read,
+// is internal/jobsecret. The status files those parts write into their
 // allocation directories for the planner, and the drain variable they
 // read, belong to the drain protocol (internal/drain).
 package jobstate
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,36 +16,6 @@ import (
 	"os"
 	"path/filepath"
 )
-
-// SecretVariable is the Nomad variable (in the job's namespace) that holds
-// a job's secrets: SecretEnv, the job's own random secret, and any others
-// its tasks need in their environment (the training's env, a report
-// token). Every task of the job may read it with its workload identity,
-// and a template block (SecretsTemplate) renders it into the task's
-// environment, so the job spec holds no secret and Nomad's ACLs guard
-// them. Whoever registers the job writes it first.
-func SecretVariable(jobID string) string { return "nomad/jobs/" + jobID }
-
-// SecretEnv is the item of SecretVariable, and the task environment
-// variable, that holds the job's secret; the worker token derives from it
-// (Token). The driver takes it out of the environment of what it runs.
-const SecretEnv = "HOROVOD_DRIVER_SECRET"
-
-// SecretsTemplate is the data of a template block (destination in the
-// secrets dir, env = true, change_mode = "noop") that renders every item
-// of the job's SecretVariable as an environment variable; the task waits
-// for the variable to exist.
-const SecretsTemplate = `{{ with nomadVar (printf "nomad/jobs/%s" (env "NOMAD_JOB_ID")) }}{{ range .Tuples }}{{ .K }}={{ .V | toJSON }}
-{{ end }}{{ end }}`
-
-// NewSecret returns a new random job secret (256 bits, hex).
-func NewSecret() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("failed to make job secret: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
 
 // RdzvEndpointPlaceholder in a TorchrunCommand is replaced by the
 // launcher's c10d store address.

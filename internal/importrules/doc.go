@@ -6,14 +6,14 @@
 //   - the planner's core (every package under planner/ but the outer ring:
 //     planner/api and its client and fake, planner/agent, planner/metrics,
 //     planner/ui) imports planner/api or planner/agent, or anything of the
-//     driver but driver/jobstate (the job's secret variable, which the
-//     planner writes and the driver's tasks read);
+//     driver;
 //   - the horovod driver (driver/..., cmd/nomad-driver-horovod) imports
 //     anything of the planner;
 //   - the device plugin (plugins/device/..., cmd/schedulearn-gpu) imports
 //     anything of the planner or the driver;
 //   - a policy plugin (plugins/policy/examples/...) imports anything of the
 //     planner;
-//   - the drain protocol (internal/drain), which the planner and the driver
-//     share, imports anything of either.
+//   - what the planner and the driver share, the drain protocol
+//     (internal/drain) and the job's secret variable (internal/jobsecret),
+//     imports anything of either.
 package importrules

@@ -27,7 +27,7 @@
 // sets overrides the jobspec's env of the same name.
 //
 // Secrets stay out of the Nomad job: the jobspec's env, the report token
-// and the job's driver secret (jobstate.SecretEnv, new and random for each
+// and the job's driver secret (jobsecret.SecretEnv, new and random for each
 // registration) are the items of the Nomad variable nomad/jobs/train-<id>
 // (Secrets), which Nomad.Apply writes before it registers the job and
 // deletes when it stops it. Every task renders the variable into its
@@ -49,7 +49,7 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/internal/jobsecret"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -186,7 +186,7 @@ func launcherEnv(j *structs.Job, opts Options) map[string]string {
 }
 
 // SecretVariable is the Nomad variable that holds j's secrets.
-func SecretVariable(j *structs.Job) string { return jobstate.SecretVariable(JobID(j)) }
+func SecretVariable(j *structs.Job) string { return jobsecret.SecretVariable(JobID(j)) }
 
 // Secrets are the items of j's secret variable, each an environment
 // variable of its tasks: the jobspec's env, the report token (with a
@@ -204,11 +204,11 @@ func Secrets(j *structs.Job, opts Options) (map[string]string, error) {
 	if opts.PlannerAddress != "" && opts.Token != "" {
 		items[EnvReportToken] = structs.ReportToken(opts.Token, j.ID)
 	}
-	secret, err := jobstate.NewSecret()
+	secret, err := jobsecret.NewSecret()
 	if err != nil {
 		return nil, err
 	}
-	items[jobstate.SecretEnv] = secret
+	items[jobsecret.SecretEnv] = secret
 	return items, nil
 }
 
@@ -233,7 +233,7 @@ func validEnvName(k string) bool {
 // are: the executor writes a new secret only for a new registration.
 func secretsTemplate() *nomadapi.Template {
 	return &nomadapi.Template{
-		EmbeddedTmpl: ptr(jobstate.SecretsTemplate),
+		EmbeddedTmpl: ptr(jobsecret.SecretsTemplate),
 		DestPath:     ptr("secrets/schedulearn.env"),
 		Envvars:      ptr(true),
 		ChangeMode:   ptr("noop"),
