@@ -89,12 +89,14 @@ func benchRound(b *testing.B, dashboard bool) {
 
 	var reads atomic.Int64
 	if dashboard {
+		const readToken = "bench-read-token"
 		srv, err := api.NewServer(api.Config{Backend: &storeBackend{s: st, nodes: nodes},
+			Token: "bench-write-token", ReadToken: readToken,
 			Observe: api.Observability{Events: br, Waits: p.Waits}})
 		must.NoError(b, err)
 		hs := httptest.NewServer(srv)
 		b.Cleanup(hs.Close)
-		cl, err := client.New(client.Config{Address: hs.URL})
+		cl, err := client.New(client.Config{Address: hs.URL, Token: readToken})
 		must.NoError(b, err)
 		sctx, cancel := context.WithCancel(ctx)
 		b.Cleanup(cancel)
@@ -122,7 +124,12 @@ func benchRound(b *testing.B, dashboard bool) {
 				}
 				time.Sleep(250 * time.Millisecond)
 				for _, path := range []string{"/v1/queue", "/v1/jobs", "/v1/nodes"} {
-					resp, err := http.Get(hs.URL + path)
+					req, err := http.NewRequestWithContext(sctx, http.MethodGet, hs.URL+path, nil)
+					if err != nil {
+						return
+					}
+					req.Header.Set(api.TokenHeader, readToken)
+					resp, err := http.DefaultClient.Do(req)
 					if err != nil {
 						return
 					}
