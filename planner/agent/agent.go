@@ -156,6 +156,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Events:   a.events,
 		Metrics:  rec,
 	}
+	a.planner.SetQueues(cfg.QueueTree)
 	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, ReadToken: cfg.ReadToken,
 		AllowedHosts: cfg.APIHosts(os.Hostname), Logger: logger.Named("api"),
 		Observe: api.Observability{Metrics: rec.Handler(), Events: a.events, Waits: a.planner.Waits, UI: ui.Handler()}})

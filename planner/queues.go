@@ -1,0 +1,70 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/quota"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// SetQueues makes t the queue tree of the next rounds and submissions
+// (nil: quota.Default(), one queue holding the whole cluster).
+func (p *Planner) SetQueues(t *quota.Tree) { p.queueTree.Store(t) }
+
+// Queues is the planner's queue tree.
+func (p *Planner) Queues() *quota.Tree {
+	if t := p.queueTree.Load(); t != nil {
+		return t
+	}
+	return quota.Default()
+}
+
+// queueOf is the queue a jobspec names (records from before queues had
+// none).
+func queueOf(spec *jobspec.Spec) string {
+	if spec.Queue == "" {
+		return quota.DefaultQueue
+	}
+	return spec.Queue
+}
+
+// checkQueue refuses a job whose queue does not exist, holds queues
+// rather than jobs, or could never hold the job's minimum; the error is an
+// *api.InputError pointing at the jobspec's queue attribute.
+func (p *Planner) checkQueue(spec *jobspec.Spec, nodes []policy.Node) error {
+	j := &policy.Job{Name: spec.Name, Queue: queueOf(spec), GPUs: requestOf(spec), Constraints: constraintsOf(spec)}
+	err := p.Queues().CheckJob(j, nodes)
+	var ae *quota.AdmitError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Queue refuses the job", Detail: ae.Msg + "."}
+	if spec.QueueRange.Filename != "" {
+		d.Subject = spec.QueueRange.Ptr()
+	}
+	return &api.InputError{Msg: fmt.Sprintf("failed to queue job %s", spec.Name), Diags: hcl.Diagnostics{d}, Err: ae}
+}
+
+// planQueues asks the active policy for a plan within the queues' rules
+// (planner/quota): the policy sees the jobs their queues may start, and
+// its plan is trimmed to the queues' limits, with GPUs reclaimed for
+// queues below their nominal quota. It also says where each job left
+// queued stands in its queue.
+func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*policy.Plan, map[string]quota.Wait, error) {
+	view := quota.NewView(p.Queues(), snap)
+	plan, perr := p.Policies.Plan(ctx, view.Gate())
+	if plan == nil {
+		return nil, nil, perr
+	}
+	enforced, err := view.Enforce(plan)
+	if err != nil {
+		p.Logger.Error("queue rules broke the plan; keeping only its stops and shrinks", "error", err)
+	}
+	return enforced, view.Waits(enforced), perr
+}
