@@ -150,7 +150,7 @@ func (e *enforcer) trim() bool {
 		if !ok {
 			return true
 		}
-		st := v.subtree(e.u)
+		st := v.effective(e.u)
 		var cands []int
 		for i := range v.s.Jobs {
 			if q := v.leaf[i]; q != -1 && v.under(q, bad.q) && e.gains(i, bad.r) > 0 && e.revertible(i) {
@@ -192,12 +192,16 @@ func startOrder(j *policy.Job) int {
 
 // firstBreach is the first bound exceeded under the targets that the
 // snapshot did not exceed as much.
-func (e *enforcer) firstBreach() (violation, bool) {
+func (e *enforcer) firstBreach() (violation, bool) { return e.v.breach(e.u) }
+
+// breach is the first bound usage u exceeds that the snapshot did not
+// exceed as much (see within).
+func (v *View) breach(u [][]int) (violation, bool) {
 	was := map[[2]int]int{}
-	for _, b := range e.v.violations(e.v.cur) {
+	for _, b := range v.violations(v.cur) {
 		was[[2]int{b.q, b.r}] = b.have
 	}
-	for _, x := range e.v.violations(e.u) {
+	for _, x := range v.violations(u) {
 		if have, ok := was[[2]int{x.q, x.r}]; !ok || x.have > have {
 			return x, true
 		}

@@ -14,6 +14,9 @@ import (
 // nodes, and a job that does not fit now is tried again next round.
 const maxReclaimFailures = 32
 
+// maxReclaimPasses bounds the passes over the queued jobs.
+const maxReclaimPasses = 8
+
 // reclaim starts the queued jobs that their queues' nominal quota entitles
 // to run while other queues borrow, taking GPUs back from the borrowers
 // (see Enforce). Jobs are taken in priority order, then submission.
@@ -21,35 +24,46 @@ func (e *enforcer) reclaim() {
 	v := e.v
 	var pending []int
 	for i := range v.s.Jobs {
-		if v.leaf[i] != -1 && e.tgt[i].Total() == 0 && v.s.Jobs[i].Allocation.Total() == 0 {
+		if v.leaf[i] != -1 && v.s.Jobs[i].Allocation.Total() == 0 {
 			pending = append(pending, i)
 		}
 	}
 	slices.SortFunc(pending, v.byQueueOrder)
+	// A start can make an earlier job entitled again (its queue's own
+	// borrowed jobs were taken back): passes repeat while one starts.
 	failures := 0
-	for _, i := range pending {
-		if failures >= maxReclaimFailures {
-			return
-		}
-		q, j := v.leaf[i], &v.s.Jobs[i]
-		allowed := v.allowed(j)
-		st := v.subtree(e.u)
-		room := make([]int, len(v.res))
-		for r := range v.res {
-			room[r] = max(0, v.nominal[q][r]-st[q][r])
-		}
-		if !fits(j, room, allowed) || !e.anyBorrower(st, q, allowed) {
-			continue
-		}
-		if !e.startEntitled(i, q, room, allowed) {
-			failures++
+	for pass, started := 0, true; started && pass < maxReclaimPasses; pass++ {
+		started = false
+		for _, i := range pending {
+			if failures >= maxReclaimFailures {
+				return
+			}
+			if e.tgt[i].Total() > 0 {
+				continue
+			}
+			q, j := v.leaf[i], &v.s.Jobs[i]
+			allowed := v.allowed(j)
+			eff := v.effective(e.u)
+			room := make([]int, len(v.res))
+			for r := range v.res {
+				room[r] = max(0, v.nominal[q][r]-eff[q][r])
+			}
+			if !fits(j, room, allowed) || !e.anyBorrower(eff, q, allowed) {
+				continue
+			}
+			if e.startEntitled(i, q, room, allowed) {
+				started = true
+			} else {
+				failures++
+			}
 		}
 	}
 }
 
 // borrows reports whether queue x holds more of resource r than its
-// nominal quota, under subtree usage st.
-func (v *View) borrows(st [][]int, x, r int) bool { return st[x][r] > v.nominal[x][r] }
+// nominal quota, under effective usage eff (a parent's counts what its
+// children guard).
+func (v *View) borrows(eff [][]int, x, r int) bool { return eff[x][r] > v.nominal[x][r] }
 
 // anyBorrower reports whether a queue outside q's line (a sibling of q or
 // of one of its parents, or a subtree of one) borrows a resource q's job
@@ -89,14 +103,31 @@ func (e *enforcer) eligible(st [][]int, k, q, r int) bool {
 	return true
 }
 
-// useful lists the nodes where job k holds GPUs that job j may use and
-// that may be taken back for q, most free first.
-func (e *enforcer) useful(k, q int, j *policy.Job) []string {
-	st := e.v.subtree(e.u)
+// block is what keeps a job from starting: no room on the nodes
+// (place), or a bound it would exceed (at queue x, or the root when x is
+// -1, for resource r).
+type block struct {
+	place bool
+	x, r  int
+}
+
+// useful lists the nodes where job k holds GPUs that may be taken back
+// for queue q and that address b: for a placement, nodes job j may use;
+// for a bound, nodes of its resource, k's queue being under its queue.
+// Most free first.
+func (e *enforcer) useful(k, q int, j *policy.Job, b block) []string {
+	v := e.v
+	if !b.place && !v.under(v.leaf[k], b.x) {
+		return nil
+	}
+	eff := v.effective(e.u)
 	var out []string
 	for _, n := range e.tgt[k].Nodes() {
-		node := &e.v.s.Nodes[e.v.nodeIdx(n)]
-		if j.Constraints.Allows(node) && e.eligible(st, k, q, e.v.nodeRes[n]) {
+		r := v.nodeRes[n]
+		if b.place && !j.Constraints.Allows(&v.s.Nodes[v.nodeAt[n]]) || !b.place && r != b.r {
+			continue
+		}
+		if e.eligible(eff, k, q, r) {
 			out = append(out, n)
 		}
 	}
@@ -104,15 +135,12 @@ func (e *enforcer) useful(k, q int, j *policy.Job) []string {
 	return out
 }
 
-// nodeIdx is the index of node ID n in the snapshot.
-func (v *View) nodeIdx(n string) int { return v.nodeAt[n] }
-
 // victims are the jobs reclaim may take GPUs from for job i of queue q,
 // in the order it takes them: lowest priority first, then the queue that
 // borrows most per weight, then the most recently resized.
 func (e *enforcer) victims(i, q int) []int {
 	v := e.v
-	st := v.subtree(e.u)
+	eff := v.effective(e.u)
 	var out []int
 	for k := range v.s.Jobs {
 		if k != i && v.leaf[k] != -1 && v.leaf[k] != q && e.tgt[k].Total() > 0 {
@@ -122,7 +150,7 @@ func (e *enforcer) victims(i, q int) []int {
 	slices.SortFunc(out, func(a, b int) int {
 		x, y := &v.s.Jobs[a], &v.s.Jobs[b]
 		return cmp.Or(cmp.Compare(x.Priority, y.Priority),
-			cmp.Compare(v.share(st, v.leaf[b]), v.share(st, v.leaf[a])),
+			cmp.Compare(v.share(eff, v.leaf[b]), v.share(eff, v.leaf[a])),
 			y.LastResized.Compare(x.LastResized), cmp.Compare(x.ID, y.ID))
 	})
 	return out
@@ -134,7 +162,8 @@ type undo struct {
 }
 
 // startEntitled starts job i of queue q, whose nominal quota has room for
-// it, taking GPUs back from borrowers as needed; it changes nothing and
+// it, taking GPUs back from borrowers as needed, each taken where it
+// addresses what keeps the job from starting; it changes nothing and
 // reports false when even that leaves no room.
 func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
 	v, j := e.v, &e.v.s.Jobs[i]
@@ -147,57 +176,65 @@ func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
 			kind[k] = how
 		}
 	}
-	try := func() policy.Allocation {
+	try := func() (policy.Allocation, block) {
 		a := e.place(i, room)
 		if a == nil {
-			return nil
+			return nil, block{place: true}
 		}
 		next := clone(e.u)
 		v.add(next, q, a, 1)
-		if !v.within(next, v.cur) {
-			return nil
+		if x, bad := v.breach(next); bad {
+			return nil, block{x: x.q, r: x.r}
 		}
-		return a
+		return a, block{}
 	}
-	alloc := try()
-	if alloc == nil {
-		cands := e.victims(i, q)
-		// The plan's own gains of borrowers first: they cost no one work.
+	alloc, b := try()
+	cands := e.victims(i, q)
+	// pick is the first candidate that may give (phase) for block b.
+	pick := func(ok func(k int, nodes []string) bool) (int, []string) {
 		for _, k := range cands {
-			if alloc != nil {
-				break
+			if e.tgt[k].Total() == 0 {
+				continue
 			}
-			cur := v.s.Jobs[k].Allocation
-			if !e.tgt[k].Equal(cur) && len(e.useful(k, q, j)) > 0 && e.revertible(k) && e.gainsAny(k) {
-				apply(k, cur.Clone(), "held")
-				alloc = try()
+			if nodes := e.useful(k, q, j, b); len(nodes) > 0 && ok(k, nodes) {
+				return k, nodes
 			}
 		}
-		// Then elastic jobs, shrunk in place toward their min, a worker at
-		// a time.
-		for _, k := range cands {
-			w := max(1, v.s.Jobs[k].GPUs.PerWorker)
-			for alloc == nil && e.tgt[k].Total()-w >= v.s.Jobs[k].GPUs.Min {
-				nodes := e.useful(k, q, j)
-				if len(nodes) == 0 {
-					break
-				}
-				a := e.tgt[k].Clone()
-				a[nodes[0]] -= w
-				apply(k, a.Clone(), "shrunk")
-				alloc = try()
-			}
+		return -1, nil
+	}
+	// The plan's own gains of borrowers first: they cost no one work.
+	for alloc == nil {
+		k, _ := pick(func(k int, _ []string) bool {
+			return !e.tgt[k].Equal(v.s.Jobs[k].Allocation) && e.gainsAny(k) && e.revertible(k)
+		})
+		if k == -1 {
+			break
 		}
-		// Then whole jobs, stopped.
-		for _, k := range cands {
-			if alloc != nil {
-				break
-			}
-			if e.tgt[k].Total() > 0 && len(e.useful(k, q, j)) > 0 {
-				apply(k, nil, "stopped")
-				alloc = try()
-			}
+		apply(k, v.s.Jobs[k].Allocation.Clone(), "held")
+		alloc, b = try()
+	}
+	// Then elastic jobs, shrunk in place toward their min, a worker at a
+	// time.
+	for alloc == nil {
+		k, nodes := pick(func(k int, _ []string) bool {
+			return e.tgt[k].Total()-max(1, v.s.Jobs[k].GPUs.PerWorker) >= v.s.Jobs[k].GPUs.Min
+		})
+		if k == -1 {
+			break
 		}
+		a := e.tgt[k].Clone()
+		a[nodes[0]] -= max(1, v.s.Jobs[k].GPUs.PerWorker)
+		apply(k, a.Clone(), "shrunk")
+		alloc, b = try()
+	}
+	// Then whole jobs, stopped.
+	for alloc == nil {
+		k, _ := pick(func(int, []string) bool { return true })
+		if k == -1 {
+			break
+		}
+		apply(k, nil, "stopped")
+		alloc, b = try()
 	}
 	if alloc == nil {
 		for x := len(log) - 1; x >= 0; x-- {
@@ -208,6 +245,7 @@ func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
 		return false
 	}
 	e.set(i, alloc)
+	delete(v.why, j.ID)
 	var took []string
 	for _, u := range log {
 		k := u.job

@@ -208,26 +208,6 @@ func (v *View) violations(u [][]int) []violation {
 	return out
 }
 
-// within reports whether usage next keeps every bound, or exceeds one no
-// more than before did (a quota lowered under running jobs does not stop
-// them; their queue takes no more until it is back under its limit).
-func (v *View) within(next, before [][]int) bool {
-	vs := v.violations(next)
-	if len(vs) == 0 {
-		return true
-	}
-	was := map[[2]int]int{}
-	for _, b := range v.violations(before) {
-		was[[2]int{b.q, b.r}] = b.have
-	}
-	for _, x := range vs {
-		if have, ok := was[[2]int{x.q, x.r}]; !ok || x.have > have {
-			return false
-		}
-	}
-	return true
-}
-
 // headroom is how many more GPUs of resource r queue q (a leaf) may take
 // under usage u without exceeding a bound: at each level up the tree, what
 // is left under the bound, plus what the levels below absorb by filling
@@ -284,16 +264,13 @@ func take(avail []int, allowed []bool, n int) {
 	}
 }
 
-// borrowed is how far queue q's jobs hold resource r above its nominal
-// quota, under subtree usage st.
-func (v *View) borrowed(st [][]int, q, r int) int { return max(0, st[q][r]-v.nominal[q][r]) }
-
-// share is q's borrowing per unit of weight (the most over resources):
-// borrowers are trimmed and reclaimed from in decreasing share.
-func (v *View) share(st [][]int, q int) float64 {
+// share is how far queue q holds (or guards) more than its nominal quota
+// under effective usage eff, per unit of its weight (the most over
+// resources): borrowers are trimmed and reclaimed from in decreasing share.
+func (v *View) share(eff [][]int, q int) float64 {
 	best := 0.0
 	for r := range v.res {
-		best = max(best, float64(v.borrowed(st, q, r))/v.t.queues[q].weight)
+		best = max(best, float64(max(0, eff[q][r]-v.nominal[q][r]))/v.t.queues[q].weight)
 	}
 	return best
 }
