@@ -189,7 +189,10 @@ func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
 		return a, block{}
 	}
 	alloc, b := try()
-	cands := e.victims(i, q)
+	var cands []int
+	if alloc == nil {
+		cands = e.victims(i, q)
+	}
 	// pick is the first candidate that may give (phase) for block b.
 	pick := func(ok func(k int, nodes []string) bool) (int, []string) {
 		for _, k := range cands {

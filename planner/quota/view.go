@@ -2,6 +2,7 @@ package quota
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -33,7 +34,8 @@ type View struct {
 	capacity, physical []int
 	cur                [][]int // usage by current allocations
 
-	anti bool // some job has anti-affinity
+	anti  bool              // some job has anti-affinity
+	allow map[string][]bool // allowed, by constraints
 
 	// gate's results: queued jobs kept from the policy, and why.
 	held map[string]string
@@ -222,14 +224,24 @@ func (v *View) headroom(u, e [][]int, q, r int) int {
 	return max(0, min(h, v.capacity[r]-v.rootUse(e, r)+gaps))
 }
 
-// allowed is, per resource, whether job j may hold GPUs of it.
+// allowed is, per resource, whether job j may hold GPUs of it. Jobs with
+// the same constraints share the answer (a pass over the nodes).
 func (v *View) allowed(j *policy.Job) []bool {
+	c := &j.Constraints
+	key := fmt.Sprintf("%q %d %q %v", c.GPUModel, c.MinGPUMemoryMiB, c.Pool, c.NodeAttributes)
+	if out, ok := v.allow[key]; ok {
+		return out
+	}
 	out := make([]bool, len(v.res))
 	for i := range v.s.Nodes {
 		if j.Constraints.Allows(&v.s.Nodes[i]) {
 			out[v.nodeRes[v.s.Nodes[i].ID]] = true
 		}
 	}
+	if v.allow == nil {
+		v.allow = map[string][]bool{}
+	}
+	v.allow[key] = out
 	return out
 }
 
