@@ -21,6 +21,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/hcldiag"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // Token headers: a write carries the token in either.
@@ -407,9 +408,14 @@ func (s *Server) listJobs(_ http.ResponseWriter, r *http.Request) (int, any, err
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to list jobs: %w", err)
 	}
+	waits := s.waits()
 	stubs := make([]JobStub, 0, len(jobs))
 	for _, j := range jobs {
-		stubs = append(stubs, Stub(j))
+		stub := Stub(j)
+		if j.State == structs.JobQueued {
+			stub.Waiting = waits[j.ID]
+		}
+		stubs = append(stubs, stub)
 	}
 	return http.StatusOK, stubs, nil
 }
@@ -471,7 +477,19 @@ func (s *Server) getJob(_ http.ResponseWriter, r *http.Request) (int, any, error
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to read job %q: %w", id, err)
 	}
-	return http.StatusOK, Redact(job), nil
+	out := Redact(job)
+	if out.State == structs.JobQueued {
+		out.Waiting = s.waits()[out.ID]
+	}
+	return http.StatusOK, out, nil
+}
+
+// waits is why each queued job waited after the planner's last round.
+func (s *Server) waits() map[string]string {
+	if s.obs.Waits == nil {
+		return nil
+	}
+	return s.obs.Waits()
 }
 
 func (s *Server) stopJob(_ http.ResponseWriter, r *http.Request) (int, any, error) {
