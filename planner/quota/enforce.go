@@ -14,9 +14,11 @@ import (
 //
 //  1. Trim: while a queue (or a parent, or the cluster's lending) would
 //     exceed its bound after the plan, the plan's gains of the queue's jobs
-//     are taken back, one job at a time: grows before starts, then lowest
-//     priority first, then the queue that borrows most per weight, then
-//     the latest submitted.
+//     are taken back, one job at a time: grows before starts, then the
+//     jobs of queues that borrow before those within their nominal quota,
+//     then lowest priority first, then the queue that borrows most per
+//     weight, then the latest submitted. A job whose queue the tree lacks
+//     keeps what it holds, or less.
 //  2. Reclaim: a queued job whose queue is below its nominal quota by at
 //     least the job's minimum, while another queue borrows, is started at
 //     its minimum by best fit, with GPUs taken back from borrowers as
@@ -37,6 +39,12 @@ func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
 	}
 	for i := range v.s.Jobs {
 		e.tgt[i] = p.Target(&v.s.Jobs[i]).Clone()
+		// A job whose queue is gone from the tree keeps what it holds,
+		// or less: it counts against no queue, so it takes no more.
+		if cur := v.s.Jobs[i].Allocation; v.leaf[i] == -1 && !e.tgt[i].Equal(cur) && e.gainsAny(i) {
+			e.tgt[i] = cur.Clone()
+			delete(e.out.Reasons, v.s.Jobs[i].ID)
+		}
 	}
 	e.u = v.usage(e.tgt)
 	e.free = v.free(e.tgt)
@@ -164,6 +172,7 @@ func (e *enforcer) trim() bool {
 			x, y := &v.s.Jobs[a], &v.s.Jobs[b]
 			return cmp.Or(
 				cmp.Compare(startOrder(x), startOrder(y)), // grows before starts
+				cmp.Compare(lender(v.share(st, v.leaf[a])), lender(v.share(st, v.leaf[b]))), // borrowers first
 				cmp.Compare(x.Priority, y.Priority),
 				cmp.Compare(v.share(st, v.leaf[b]), v.share(st, v.leaf[a])),
 				y.Submitted.Compare(x.Submitted),
@@ -180,6 +189,14 @@ func (e *enforcer) trim() bool {
 		e.set(k, j.Allocation.Clone())
 	}
 	return false
+}
+
+// lender is 0 for a queue that borrows (share > 0), 1 for one that does not.
+func lender(share float64) int {
+	if share > 0 {
+		return 0
+	}
+	return 1
 }
 
 // startOrder is 0 for a running job (a grow), 1 for a queued one.

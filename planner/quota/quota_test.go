@@ -267,3 +267,15 @@ func TestNew_Errors(t *testing.T) {
 		})
 	}
 }
+
+// A running job whose queue is gone from the tree (the config changed)
+// keeps its GPUs but is not grown, whatever the policy plans.
+func TestEnforce_OrphanKeepsWhatItHolds(t *testing.T) {
+	tr := tree(t, quota.Def{Name: "a", Nominal: gpus(8)})
+	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: []policy.Job{job("old", "gone", 50, 2, 8, policy.Allocation{"n1": 2})}}
+	v := quota.NewView(tr, s)
+	v.Gate()
+	plan, err := v.Enforce(&policy.Plan{Policy: "greedy", Allocations: map[string]policy.Allocation{"old": {"n1": 8}}})
+	must.NoError(t, err)
+	must.Eq(t, 2, plan.Target(&s.Jobs[0]).Total())
+}
