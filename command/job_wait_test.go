@@ -6,19 +6,14 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/planner/api"
-	"github.com/schedulearn/schedulearn/planner/api/apitest"
-	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // job list and job status say why a queued job waits, with its place in
 // its queue, as the planner's last round left it.
 func TestJobStatus_Waiting(t *testing.T) {
-	h := newHarness(t)
 	var waits map[string]string
-	h.server = apitest.NewObservedServer(t, h.backend, api.Observability{Waits: func() map[string]string { return waits }})
-	h.env[client.EnvAddress] = h.server.URL
+	h := newObservedHarness(t, &waits)
 	a := h.submit(fourGPUs)
 	b := h.submit(elastic)
 	h.backend.Start(a, map[string]int{"gpu-1": 4}, "start")

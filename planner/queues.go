@@ -10,6 +10,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/quota"
+	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
@@ -67,4 +68,41 @@ func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*polic
 		p.Logger.Error("queue rules broke the plan; keeping only its stops and shrinks", "error", err)
 	}
 	return enforced, view.Waits(enforced), perr
+}
+
+// QueueStatus is every queue's quota and usage now, parents first.
+func (p *Planner) QueueStatus(ctx context.Context) ([]structs.QueueStatus, error) {
+	all, err := p.Store.ListJobs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list jobs: %w", err)
+	}
+	var live []*structs.Job
+	for _, j := range all {
+		if !j.State.Terminal() {
+			live = append(live, j)
+		}
+	}
+	nodes, err := p.Cluster.Nodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read cluster: %w", err)
+	}
+	var out []structs.QueueStatus
+	for _, s := range quota.NewView(p.Queues(), snapshot(p.now(), nodes, live)).Status() {
+		qs := structs.QueueStatus{Name: s.Name, Parent: s.Parent, Children: s.Children, Weight: s.Weight,
+			Running: s.Running, Waiting: s.Waiting}
+		for _, g := range s.GPUs {
+			qs.GPUs = append(qs.GPUs, structs.QueueGPUs{Model: g.Model, Nominal: bounded(g.Nominal),
+				BorrowingLimit: bounded(g.BorrowingLimit), LendingLimit: bounded(g.LendingLimit), Used: g.Used, Borrowed: g.Borrowed})
+		}
+		out = append(out, qs)
+	}
+	return out, nil
+}
+
+// bounded is n, or nil where it is quota.Unlimited.
+func bounded(n int) *int {
+	if n >= quota.Unlimited {
+		return nil
+	}
+	return &n
 }

@@ -104,3 +104,27 @@ func TestRound_ReclaimShrinksBorrowerInPlace(t *testing.T) {
 	must.Eq(t, "needs 2 GPUs; queue b at 4 of 4 GPUs; may borrow 0 more; 1st of 2 waiting in queue b", waits[b3.ID],
 		must.Sprint("priority first within a queue"))
 }
+
+// QueueStatus reports each queue's quota and what its jobs hold now.
+func TestQueueStatus(t *testing.T) {
+	ctx := context.Background()
+	p, _, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p.SetQueues(mustTree(t,
+		quota.Def{Name: "ml", Nominal: quota.Amount{"": 8}},
+		quota.Def{Name: "a", Parent: "ml", Nominal: quota.Amount{"": 2}, BorrowingLimit: quota.Amount{"": 4}},
+		quota.Def{Name: "b", Parent: "ml", Nominal: quota.Amount{"": 6}, LendingLimit: quota.Amount{"": 0}}))
+	submit(t, p, now, queueSpec(t, "a1", "a", 50, 2, 8))
+	submit(t, p, now, queueSpec(t, "b1", "b", 50, 8, 8))
+	must.NoError(t, p.Round(ctx))
+	qs, err := p.QueueStatus(ctx)
+	must.NoError(t, err)
+	must.Len(t, 3, qs)
+	six, two, four, eight, zero := 6, 2, 4, 8, 0
+	must.Eq(t, structs.QueueStatus{Name: "ml", Children: []string{"a", "b"}, Weight: 1, Running: 1, Waiting: 1,
+		GPUs: []structs.QueueGPUs{{Nominal: &eight, Used: 2}}}, qs[0])
+	must.Eq(t, structs.QueueStatus{Name: "a", Parent: "ml", Weight: 1, Running: 1,
+		GPUs: []structs.QueueGPUs{{Nominal: &two, BorrowingLimit: &four, Used: 2}}}, qs[1],
+		must.Sprint("a may not borrow b's 6 guarded GPUs: it holds its nominal 2"))
+	must.Eq(t, structs.QueueStatus{Name: "b", Parent: "ml", Weight: 1, Waiting: 1,
+		GPUs: []structs.QueueGPUs{{Nominal: &six, LendingLimit: &zero}}}, qs[2])
+}

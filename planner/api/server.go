@@ -142,6 +142,7 @@ func NewServer(cfg Config) (*Server, error) {
 		{Method: http.MethodGet, Pattern: "/v1/policies", handle: s.listPolicies},
 		{Method: http.MethodPut, Pattern: "/v1/policy", Write: true, handle: s.setPolicy},
 		{Method: http.MethodGet, Pattern: "/v1/nodes", handle: s.listNodes},
+		{Method: http.MethodGet, Pattern: "/v1/queues", handle: s.listQueues},
 		{Method: http.MethodGet, Pattern: "/v1/status", Public: true, handle: s.status},
 		{Method: http.MethodGet, Pattern: "/v1/openapi.json", Public: true, handle: s.openAPI},
 	}
@@ -541,6 +542,17 @@ func (s *Server) setPolicy(_ http.ResponseWriter, r *http.Request) (int, any, er
 		return 0, nil, fmt.Errorf("failed to set policy %q: %w", req.Name, err)
 	}
 	return http.StatusOK, st, nil
+}
+
+func (s *Server) listQueues(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	queues, err := s.backend.Queues(r.Context())
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to list queues: %w", err)
+	}
+	if queues == nil {
+		queues = []structs.QueueStatus{}
+	}
+	return http.StatusOK, queues, nil
 }
 
 func (s *Server) listNodes(_ http.ResponseWriter, r *http.Request) (int, any, error) {

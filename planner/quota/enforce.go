@@ -150,10 +150,28 @@ func (v *View) under(q, x int) bool {
 }
 
 // trim takes back the plan's gains until no bound is exceeded that the
-// snapshot did not already exceed as much; false when it cannot.
+// snapshot did not already exceed as much; false when it cannot. A job's
+// gain is cut a worker at a time while it stays a valid start or grow
+// (at least its min; no node below what it holds now), then taken back
+// whole.
 func (e *enforcer) trim() bool {
 	v := e.v
-	for range len(v.s.Jobs) + 1 {
+	limit := len(v.s.Jobs) + 1
+	for _, c := range v.nodeCap {
+		limit += c
+	}
+	cut := map[int]string{}
+	defer func() {
+		for _, k := range slices.Sorted(maps.Keys(cut)) {
+			switch j := &v.s.Jobs[k]; {
+			case e.tgt[k].Equal(j.Allocation):
+				e.out.Reasons[j.ID] = append(e.out.Reasons[j.ID], "not grown: "+cut[k])
+			case e.tgt[k].Total() > 0:
+				e.out.Reasons[j.ID] = append(e.out.Reasons[j.ID], fmt.Sprintf("cut to %d GPUs: %s", e.tgt[k].Total(), cut[k]))
+			}
+		}
+	}()
+	for range limit {
 		bad, ok := e.firstBreach()
 		if !ok {
 			return true
@@ -161,7 +179,7 @@ func (e *enforcer) trim() bool {
 		st := v.effective(e.u)
 		var cands []int
 		for i := range v.s.Jobs {
-			if q := v.leaf[i]; q != -1 && v.under(q, bad.q) && e.gains(i, bad.r) > 0 && e.revertible(i) {
+			if q := v.leaf[i]; q != -1 && v.under(q, bad.q) && e.gains(i, bad.r) > 0 && (e.cuttable(i, bad.r) != "" || e.revertible(i)) {
 				cands = append(cands, i)
 			}
 		}
@@ -171,7 +189,7 @@ func (e *enforcer) trim() bool {
 		k := slices.MinFunc(cands, func(a, b int) int {
 			x, y := &v.s.Jobs[a], &v.s.Jobs[b]
 			return cmp.Or(
-				cmp.Compare(startOrder(x), startOrder(y)), // grows before starts
+				cmp.Compare(startOrder(x), startOrder(y)),                                   // grows before starts
 				cmp.Compare(lender(v.share(st, v.leaf[a])), lender(v.share(st, v.leaf[b]))), // borrowers first
 				cmp.Compare(x.Priority, y.Priority),
 				cmp.Compare(v.share(st, v.leaf[b]), v.share(st, v.leaf[a])),
@@ -180,6 +198,14 @@ func (e *enforcer) trim() bool {
 		})
 		j := &v.s.Jobs[k]
 		why := e.v.describeBreach(bad)
+		if n := e.cuttable(k, bad.r); n != "" {
+			a := e.tgt[k].Clone()
+			a[n] -= max(1, j.GPUs.PerWorker)
+			e.set(k, a.Clone())
+			cut[k] = why
+			continue
+		}
+		delete(cut, k)
 		if j.Allocation.Total() == 0 {
 			delete(e.out.Reasons, j.ID)
 			v.why[j.ID] = "not started: " + why
@@ -189,6 +215,25 @@ func (e *enforcer) trim() bool {
 		e.set(k, j.Allocation.Clone())
 	}
 	return false
+}
+
+// cuttable is a node of resource r where job k's target may lose a
+// worker and stay a valid start or grow: at least its min in all, and no
+// less than it holds now on the node. The node where it gains least;
+// "" when there is none.
+func (e *enforcer) cuttable(k, r int) string {
+	j := &e.v.s.Jobs[k]
+	w := max(1, j.GPUs.PerWorker)
+	if e.tgt[k].Total()-w < j.GPUs.Min {
+		return ""
+	}
+	best, gain := "", 0
+	for _, n := range e.tgt[k].Nodes() {
+		if g := e.tgt[k][n] - j.Allocation[n]; e.v.nodeRes[n] == r && g >= w && (best == "" || g < gain) {
+			best, gain = n, g
+		}
+	}
+	return best
 }
 
 // lender is 0 for a queue that borrows (share > 0), 1 for one that does not.

@@ -185,7 +185,8 @@ func slicesIndex(s *policy.Snapshot, id string) int {
 }
 
 // A policy's plan that takes a queue above its limit is trimmed: its
-// grows first, then its latest, lowest-priority starts.
+// grows first (a worker at a time), then its latest, lowest-priority
+// starts.
 func TestEnforce_Trim(t *testing.T) {
 	tr := tree(t, quota.Def{Name: "a", Nominal: gpus(4), BorrowingLimit: gpus(2)}, quota.Def{Name: "b", Nominal: gpus(10)})
 	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1", "n2"), Jobs: []policy.Job{
@@ -198,7 +199,7 @@ func TestEnforce_Trim(t *testing.T) {
 	must.Eq(t, 2, plan.Target(&s.Jobs[0]).Total(), must.Sprint("the grow goes first"))
 	must.Eq(t, 2, plan.Target(&s.Jobs[1]).Total())
 	must.Eq(t, 2, plan.Target(&s.Jobs[2]).Total(), must.Sprint("6 = nominal 4 + borrowing 2 after the grow is taken back"))
-	must.Eq(t, []string{"not grown: queue a would hold 10 GPUs, above its limit of 6 (nominal 4 + borrowing limit 2)"}, plan.Reasons["run"])
+	must.Eq(t, []string{"not grown: queue a would hold 7 GPUs, above its limit of 6 (nominal 4 + borrowing limit 2)"}, plan.Reasons["run"])
 }
 
 // Per-model quotas hold per model: a queue with A100s only waits for
