@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -17,6 +18,31 @@ import (
 // SetQueues makes t the queue tree of the next rounds and submissions
 // (nil: quota.Default(), one queue holding the whole cluster).
 func (p *Planner) SetQueues(t *quota.Tree) { p.queueTree.Store(t) }
+
+// ReplaceQueues makes t the queue tree, unless a queued or running job
+// names a queue t lacks or gives children (structs.ErrOrphanedJobs, with
+// the first few such jobs): a change of the queues never strands a job.
+func (p *Planner) ReplaceQueues(ctx context.Context, t *quota.Tree) error {
+	jobs, err := p.Store.ListJobs(ctx)
+	if err != nil {
+		return fmt.Errorf("failed to list jobs: %w", err)
+	}
+	var orphans []string
+	n := 0
+	for _, j := range jobs {
+		if q := queueOf(&j.Spec); !j.State.Terminal() && !t.HoldsJobs(q) {
+			if n++; n <= 5 {
+				orphans = append(orphans, fmt.Sprintf("%s (queue %s)", j.ID, q))
+			}
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("failed to change the queues: %w: %d jobs, e.g. %s; keep their queues, or stop the jobs first",
+			structs.ErrOrphanedJobs, n, strings.Join(orphans, ", "))
+	}
+	p.SetQueues(t)
+	return nil
+}
 
 // Queues is the planner's queue tree.
 func (p *Planner) Queues() *quota.Tree {

@@ -128,3 +128,27 @@ func TestQueueStatus(t *testing.T) {
 	must.Eq(t, structs.QueueStatus{Name: "b", Parent: "ml", Weight: 1, Waiting: 1,
 		GPUs: []structs.QueueGPUs{{Nominal: &six, LendingLimit: &zero}}}, qs[2])
 }
+
+// The queues change without a restart, unless a live job would lose its
+// queue: then the change is refused, saying which jobs, and the old queues
+// stay.
+func TestReplaceQueues(t *testing.T) {
+	ctx := context.Background()
+	p, _, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	p.SetQueues(mustTree(t, quota.Def{Name: "a", Nominal: quota.Amount{"": 4}}, quota.Def{Name: "b", Nominal: quota.Amount{"": 4}}))
+	a1 := submit(t, p, now, queueSpec(t, "a1", "a", 50, 2, 2))
+	must.NoError(t, p.Round(ctx))
+
+	err := p.ReplaceQueues(ctx, mustTree(t, quota.Def{Name: "b", Nominal: quota.Amount{"": 8}}))
+	must.ErrorIs(t, err, structs.ErrOrphanedJobs)
+	must.StrContains(t, err.Error(), a1.ID+" (queue a)")
+	must.True(t, p.Queues().HoldsJobs("a"), must.Sprint("the old queues stay"))
+
+	err = p.ReplaceQueues(ctx, mustTree(t, quota.Def{Name: "t"}, quota.Def{Name: "a", Parent: "t", Nominal: quota.Amount{"": 8}}))
+	must.NoError(t, err, must.Sprint("a keeps its jobs inside a new parent"))
+	must.Eq(t, []string{"a"}, p.Queues().Leaves())
+
+	exec.done["a1"] = 0
+	must.NoError(t, p.Round(ctx))
+	must.NoError(t, p.ReplaceQueues(ctx, mustTree(t, quota.Def{Name: "b", Nominal: quota.Amount{"": 8}})), must.Sprint("a's job has ended"))
+}

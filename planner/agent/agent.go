@@ -320,7 +320,9 @@ func (a *Agent) isLeading() bool {
 }
 
 // Reload applies a reloaded configuration: a changed policy block becomes
-// the active policy. Other settings need a restart, and it says so.
+// the active policy, and the queue blocks the queues (refused, the old
+// ones staying, where a live job would lose its queue). Other settings
+// need a restart, and it says so.
 func (a *Agent) Reload(cfg *config.Config) error {
 	a.mu.Lock()
 	prev := a.policyIn
@@ -333,6 +335,9 @@ func (a *Agent) Reload(cfg *config.Config) error {
 		a.mu.Lock()
 		a.policyIn = cfg.Policy
 		a.mu.Unlock()
+	}
+	if err := a.planner.ReplaceQueues(context.Background(), cfg.QueueTree); err != nil {
+		return fmt.Errorf("failed to apply the reloaded config's queues (the previous queues stay): %w", err)
 	}
 	if cfg.BindAddr != a.cfg.BindAddr || cfg.Store.Backend != a.cfg.Store.Backend || cfg.Nomad.Address != a.cfg.Nomad.Address ||
 		cfg.DeliveryPath() != a.cfg.DeliveryPath() || !reflect.DeepEqual(cfg.Webhook, a.cfg.Webhook) ||

@@ -85,3 +85,10 @@ func (t *Tree) Leaves() []string {
 	}
 	return out
 }
+
+// HoldsJobs reports whether the tree has a queue of that name without
+// children (one that jobs may name).
+func (t *Tree) HoldsJobs(name string) bool {
+	q, ok := t.index[name]
+	return ok && len(t.queues[q].children) == 0
+}

@@ -1,5 +1,7 @@
 package structs
 
+import "errors"
+
 // QueueStatus is one queue's quota and usage now (GET /v1/queues,
 // `schedulearn queue list|status`).
 type QueueStatus struct {
@@ -28,3 +30,7 @@ type QueueGPUs struct {
 	Used     int `json:"used"`
 	Borrowed int `json:"borrowed"`
 }
+
+// ErrOrphanedJobs: a change of the queues would leave live jobs in a
+// queue that no longer exists, or that now holds other queues.
+var ErrOrphanedJobs = errors.New("the new queues would leave jobs without their queue")
