@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/examples/largestfirst"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -193,9 +194,27 @@ func randomCase(r *rand.Rand, o genOptions) ([]quota.Def, *quota.Tree, *policy.S
 	return defs, tree, s
 }
 
-func builtinNames() []string { return slices.Sorted(maps.Keys(policy.Builtins())) }
+// allPolicies are the builtins, the example external policy (in
+// process), and one that never plans anything: none knows of queues.
+func allPolicies() map[string]policy.Factory {
+	all := policy.Builtins()
+	all[largestfirst.Name] = func() policy.Policy { return largestfirst.New() }
+	all["idle"] = func() policy.Policy { return idle{} }
+	return all
+}
+
+// idle is a policy that changes nothing.
+type idle struct{}
+
+func (idle) PluginInfo() policy.Info           { return policy.Info{Name: "idle"} }
+func (idle) SetConfig(map[string]string) error { return nil }
+func (idle) Plan(context.Context, *policy.Snapshot) (*policy.Plan, error) {
+	return &policy.Plan{Policy: "idle"}, nil
+}
+
+func policyNames() []string { return slices.Sorted(maps.Keys(allPolicies())) }
 
 func randomPolicy(r *rand.Rand) policy.Policy {
-	names := builtinNames()
-	return policy.Builtins()[names[r.IntN(len(names))]]()
+	names := policyNames()
+	return allPolicies()[names[r.IntN(len(names))]]()
 }

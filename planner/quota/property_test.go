@@ -111,16 +111,17 @@ func (o *oracle) outside(q string) []string {
 }
 
 // TestProperty_Limits: on random snapshots and random queue trees, with
-// every builtin policy planning on Gate's snapshot, the enforced plan
+// every builtin policy and the example external one planning on Gate's
+// snapshot, the enforced plan
 // passes Validate on the whole snapshot (the gang rule), and no queue
 // holds more than its nominal quota plus borrowing limit, unless it
 // already did and holds no more than before.
 func TestProperty_Limits(t *testing.T) {
-	iterations := 150
+	iterations := 400
 	if testing.Short() {
-		iterations = 30
+		iterations = 50
 	}
-	for _, name := range builtinNames() {
+	for _, name := range policyNames() {
 		t.Run(name, func(t *testing.T) {
 			for seed := range uint64(iterations) {
 				r := rand.New(rand.NewPCG(seed, 16))
@@ -149,11 +150,11 @@ func TestProperty_Limits(t *testing.T) {
 // than its own nominal quota: reclaim took the GPUs back, whatever the
 // policy planned.
 func TestProperty_Reclaim(t *testing.T) {
-	iterations := 150
+	iterations := 400
 	if testing.Short() {
-		iterations = 30
+		iterations = 50
 	}
-	for _, name := range builtinNames() {
+	for _, name := range policyNames() {
 		t.Run(name, func(t *testing.T) {
 			for seed := range uint64(iterations) {
 				r := rand.New(rand.NewPCG(seed, 61))
@@ -187,7 +188,7 @@ func TestProperty_Reclaim(t *testing.T) {
 func planRound(t *testing.T, name string, tree *quota.Tree, s *policy.Snapshot, why must.Setting) *policy.Plan {
 	t.Helper()
 	v := quota.NewView(tree, s)
-	plan, err := policy.Builtins()[name]().Plan(context.Background(), v.Gate())
+	plan, err := allPolicies()[name]().Plan(context.Background(), v.Gate())
 	must.NoError(t, err, why)
 	enforced, err := v.Enforce(plan)
 	must.NoError(t, err, why)
