@@ -53,6 +53,11 @@ func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
 	}
 	e.reclaim()
 	plan := e.plan(p)
+	if !e.changed(p) {
+		// The policy's plan as it was: the policy host validated it on
+		// Gate's snapshot, which differs only by queued jobs it leaves be.
+		return plan, nil
+	}
 	if err := policy.Validate(v.s, plan); err != nil {
 		e.tgt = make([]policy.Allocation, len(v.s.Jobs))
 		for i := range v.s.Jobs {
@@ -70,6 +75,17 @@ type enforcer struct {
 	u    [][]int             // usage under tgt
 	free map[string]int      // free GPUs per node under tgt
 	out  *policy.Plan
+}
+
+// changed reports whether any job's target differs from what plan p
+// gives it.
+func (e *enforcer) changed(p *policy.Plan) bool {
+	for i := range e.v.s.Jobs {
+		if !e.tgt[i].Equal(p.Target(&e.v.s.Jobs[i])) {
+			return true
+		}
+	}
+	return false
 }
 
 // usage is the leaves' usage under targets tgt.
