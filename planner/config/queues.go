@@ -27,7 +27,8 @@ import (
 //	  weight          = 2            # borrowers are reclaimed from by share/weight; default 1
 //	}
 //
-// With no queue block, the one queue "default" holds the whole cluster.
+// With no queue block, the one queue "default" holds the whole cluster,
+// and every job, whatever queue its jobspec names.
 type Queue struct {
 	Name           string         `hcl:"name,label"`
 	Parent         string         `hcl:"parent,optional"`

@@ -14,7 +14,7 @@ import (
 // what other queues never lend). nodes are the cluster's now. The error is
 // an *AdmitError.
 func (t *Tree) CheckJob(j *policy.Job, nodes []policy.Node) error {
-	name := QueueOf(j)
+	name := t.queueFor(QueueOf(j))
 	q, ok := t.index[name]
 	if !ok {
 		return &AdmitError{Queue: name, Err: ErrUnknownQueue,
@@ -87,8 +87,8 @@ func (t *Tree) Leaves() []string {
 }
 
 // HoldsJobs reports whether the tree has a queue of that name without
-// children (one that jobs may name).
+// children (one that jobs may name); the default tree holds any.
 func (t *Tree) HoldsJobs(name string) bool {
-	q, ok := t.index[name]
+	q, ok := t.index[t.queueFor(name)]
 	return ok && len(t.queues[q].children) == 0
 }

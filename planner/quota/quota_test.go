@@ -246,6 +246,19 @@ func TestCheckJob(t *testing.T) {
 	must.NoError(t, quota.Default().CheckJob(new(job("j", "", 50, 16, 16, nil)), nodes("n1", "n2")))
 }
 
+// A planner without queues holds every job in its one queue, whatever
+// queue the jobspec names: nothing is refused or stranded for it.
+func TestDefault_HoldsEveryJob(t *testing.T) {
+	tr := quota.Default()
+	j := job("j", "research", 50, 4, 4, nil)
+	must.NoError(t, tr.CheckJob(&j, nodes("n1")))
+	must.True(t, tr.HoldsJobs("research"))
+	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: []policy.Job{j}}
+	v := quota.NewView(tr, s)
+	must.Eq(t, []string{"j"}, ids(v.Gate()))
+	must.Eq(t, quota.Wait{Queue: quota.DefaultQueue, Position: 1, Of: 1}, v.Waits(&policy.Plan{})["j"])
+}
+
 // Tree definitions that cannot hold are refused, each saying which queue
 // and field.
 func TestNew_Errors(t *testing.T) {

@@ -90,6 +90,9 @@ type Tree struct {
 	order    []int
 	perModel bool
 	models   []string // every model an Amount names, sorted
+	// implicit: the tree of a planner that configures no queues (Default),
+	// whose one queue holds every job, whatever queue it names.
+	implicit bool
 }
 
 type queue struct {
@@ -104,13 +107,24 @@ type queue struct {
 }
 
 // Default is the tree of a planner that configures no queues: the one
-// queue "default", whose nominal quota is unlimited (the whole cluster).
+// queue "default", whose nominal quota is unlimited (the whole cluster),
+// holding every job whatever queue its jobspec names (as before queues
+// existed, so no job is refused or stranded for naming one).
 func Default() *Tree {
 	t, err := New([]Def{{Name: DefaultQueue, Nominal: Amount{AnyModel: Unlimited}}})
 	if err != nil {
 		panic(err) // a constant definition
 	}
+	t.implicit = true
 	return t
+}
+
+// queueFor is the queue that holds a job naming name.
+func (t *Tree) queueFor(name string) string {
+	if t.implicit {
+		return DefaultQueue
+	}
+	return name
 }
 
 // New validates defs and builds their tree. The error is DefErrors.

@@ -100,7 +100,7 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 		v.jobIdx[j.ID] = i
 		v.anti = v.anti || !j.AntiAffinity.IsZero()
 		v.leaf[i] = -1
-		if q, ok := t.index[QueueOf(j)]; ok && len(t.queues[q].children) == 0 {
+		if q, ok := t.index[t.queueFor(QueueOf(j))]; ok && len(t.queues[q].children) == 0 {
 			v.leaf[i] = q
 			v.add(v.cur, q, j.Allocation, 1)
 		}
