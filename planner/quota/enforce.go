@@ -19,7 +19,10 @@ import (
 //     then lowest priority first, then the queue that borrows most per
 //     weight, then the latest submitted. A job whose queue the tree lacks
 //     keeps what it holds, or less.
-//  2. Reclaim: a queued job whose queue is below its nominal quota by at
+//  2. Priority: within a queue, a job the plan starts gives way to a
+//     queued job of higher priority that fits once its start is taken
+//     back (see prioritize).
+//  3. Reclaim: a queued job whose queue is below its nominal quota by at
 //     least the job's minimum, while another queue borrows, is started at
 //     its minimum by best fit, with GPUs taken back from borrowers as
 //     needed: first the plan's own gains of borrowers, then elastic jobs
@@ -51,6 +54,7 @@ func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
 	if !e.trim() {
 		e.decreasesOnly()
 	}
+	e.prioritize()
 	e.reclaim()
 	plan := e.plan(p)
 	if !e.changed(p) {

@@ -183,6 +183,41 @@ func TestProperty_Reclaim(t *testing.T) {
 	}
 }
 
+// TestProperty_PriorityFirst: where any GPU can serve any job, no job
+// starts in a round while a job of higher priority in the same queue,
+// needing no more GPUs than it was given, stays queued.
+func TestProperty_PriorityFirst(t *testing.T) {
+	iterations := 400
+	if testing.Short() {
+		iterations = 50
+	}
+	for _, name := range policyNames() {
+		t.Run(name, func(t *testing.T) {
+			for seed := range uint64(iterations) {
+				r := rand.New(rand.NewPCG(seed, 90))
+				_, tree, s := randomCase(r, genOptions{simple: true})
+				why := must.Sprintf("seed %d", seed)
+				plan := planRound(t, name, tree, s, why)
+				for i := range s.Jobs {
+					l := &s.Jobs[i]
+					got := plan.Target(l).Total()
+					if l.Allocation.Total() > 0 || got == 0 {
+						continue
+					}
+					for k := range s.Jobs {
+						h := &s.Jobs[k]
+						if quota.QueueOf(h) == quota.QueueOf(l) && h.Priority > l.Priority && h.Allocation.Total() == 0 &&
+							plan.Target(h).Total() == 0 && h.GPUs.Min <= got {
+							t.Fatalf("seed %d: job %s (priority %d) started with %d GPUs while %s (priority %d, min %d) of queue %s waits",
+								seed, l.ID, l.Priority, got, h.ID, h.Priority, h.GPUs.Min, quota.QueueOf(l))
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // planRound plans a round of policy name within tree's rules and checks
 // the plan keeps the gang rule on the whole snapshot.
 func planRound(t *testing.T, name string, tree *quota.Tree, s *policy.Snapshot, why must.Setting) *policy.Plan {

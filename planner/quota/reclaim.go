@@ -14,47 +14,55 @@ import (
 // nodes, and a job that does not fit now is tried again next round.
 const maxReclaimFailures = 32
 
-// maxReclaimPasses bounds the passes over the queued jobs.
-const maxReclaimPasses = 8
-
 // reclaim starts the queued jobs that their queues' nominal quota entitles
 // to run while other queues borrow, taking GPUs back from the borrowers
 // (see Enforce). Jobs are taken in priority order, then submission.
 func (e *enforcer) reclaim() {
 	v := e.v
 	var pending []int
+	tried := map[int]bool{} // failed; not tried again this round
 	for i := range v.s.Jobs {
 		if v.leaf[i] != -1 && v.s.Jobs[i].Allocation.Total() == 0 {
 			pending = append(pending, i)
 		}
 	}
 	slices.SortFunc(pending, v.byQueueOrder)
-	// A start can make an earlier job entitled again (its queue's own
-	// borrowed jobs were taken back): passes repeat while one starts.
+	// After each start the pass begins again from the top: a start (or
+	// what it took back) can make an earlier job entitled, which then goes
+	// first, so that priority holds within each queue.
 	failures := 0
-	for pass, started := 0, true; started && pass < maxReclaimPasses; pass++ {
+	for started := true; started; {
 		started = false
+		eff := v.effective(e.u)
+		borrower := map[int]bool{}
 		for _, i := range pending {
-			if failures >= maxReclaimFailures {
-				return
-			}
-			if e.tgt[i].Total() > 0 {
+			if e.tgt[i].Total() > 0 || tried[i] {
 				continue
 			}
 			q, j := v.leaf[i], &v.s.Jobs[i]
 			allowed := v.allowed(j)
-			eff := v.effective(e.u)
 			room := make([]int, len(v.res))
 			for r := range v.res {
 				room[r] = max(0, v.nominal[q][r]-eff[q][r])
 			}
-			if !fits(j, room, allowed) || !e.anyBorrower(eff, q, allowed) {
+			if !fits(j, room, allowed) {
+				continue
+			}
+			b, ok := borrower[q]
+			if !ok {
+				b = e.anyBorrower(eff, q, nil)
+				borrower[q] = b
+			}
+			if !b || !e.anyBorrower(eff, q, allowed) {
 				continue
 			}
 			if e.startEntitled(i, q, room, allowed) {
 				started = true
-			} else {
-				failures++
+				break
+			}
+			tried[i] = true
+			if failures++; failures >= maxReclaimFailures {
+				return
 			}
 		}
 	}
@@ -67,7 +75,7 @@ func (v *View) borrows(eff [][]int, x, r int) bool { return eff[x][r] > v.nomina
 
 // anyBorrower reports whether a queue outside q's line (a sibling of q or
 // of one of its parents, or a subtree of one) borrows a resource q's job
-// may use.
+// may use (allowed; nil: any).
 func (e *enforcer) anyBorrower(st [][]int, q int, allowed []bool) bool {
 	v := e.v
 	for a := q; ; a = v.t.queues[a].parent {
@@ -80,7 +88,7 @@ func (e *enforcer) anyBorrower(st [][]int, q int, allowed []bool) bool {
 				continue
 			}
 			for r := range v.res {
-				if allowed[r] && v.borrows(st, x, r) {
+				if (allowed == nil || allowed[r]) && v.borrows(st, x, r) {
 					return true
 				}
 			}
