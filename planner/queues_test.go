@@ -152,3 +152,28 @@ func TestReplaceQueues(t *testing.T) {
 	must.NoError(t, p.Round(ctx))
 	must.NoError(t, p.ReplaceQueues(ctx, mustTree(t, quota.Def{Name: "b", Nominal: quota.Amount{"": 8}})), must.Sprint("a's job has ended"))
 }
+
+// A borrower's job that cannot shrink is stopped for a queue below its
+// nominal quota: requeued, not failed, with who took its GPUs and why;
+// it starts again when the GPUs come back.
+func TestRound_ReclaimStopsAndRequeues(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	p.SetQueues(mustTree(t, quota.Def{Name: "a", Nominal: quota.Amount{"": 4}}, quota.Def{Name: "b", Nominal: quota.Amount{"": 4}}))
+	a1 := submit(t, p, now, queueSpec(t, "a1", "a", 90, 4, 4))
+	a2 := submit(t, p, now, queueSpec(t, "a2", "a", 10, 4, 4))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a1:4", "a2:4"}, exec.take())
+
+	b1 := submit(t, p, now, queueSpec(t, "b1", "b", 50, 4, 4))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a2:0", "b1:4"}, exec.take(), must.Sprint("the lower-priority borrower is stopped"))
+	j := state(t, st, a2.ID)
+	must.Eq(t, structs.JobQueued, j.State)
+	must.StrContains(t, j.History[len(j.History)-1].Reason, "preempted (requeued): queue b takes back GPUs it lent: job "+b1.ID)
+	must.Eq(t, structs.JobRunning, state(t, st, a1.ID).State)
+
+	exec.done["b1"] = 0
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a2:4"}, exec.take(), must.Sprint("a borrows again once b is idle"))
+}
