@@ -212,6 +212,14 @@ func (idle) Plan(context.Context, *policy.Snapshot) (*policy.Plan, error) {
 	return &policy.Plan{Policy: "idle"}, nil
 }
 
+// shuffled returns s with its nodes and jobs in another order.
+func shuffled(r *rand.Rand, s *policy.Snapshot) *policy.Snapshot {
+	out := &policy.Snapshot{Now: s.Now, Nodes: slices.Clone(s.Nodes), Jobs: slices.Clone(s.Jobs)}
+	r.Shuffle(len(out.Nodes), func(i, j int) { out.Nodes[i], out.Nodes[j] = out.Nodes[j], out.Nodes[i] })
+	r.Shuffle(len(out.Jobs), func(i, j int) { out.Jobs[i], out.Jobs[j] = out.Jobs[j], out.Jobs[i] })
+	return out
+}
+
 func policyNames() []string { return slices.Sorted(maps.Keys(allPolicies())) }
 
 func randomPolicy(r *rand.Rand) policy.Policy {

@@ -115,7 +115,8 @@ func (o *oracle) outside(q string) []string {
 // snapshot, the enforced plan
 // passes Validate on the whole snapshot (the gang rule), and no queue
 // holds more than its nominal quota plus borrowing limit, unless it
-// already did and holds no more than before.
+// already did and holds no more than before; the plan does not depend on
+// the order of the snapshot's nodes and jobs.
 func TestProperty_Limits(t *testing.T) {
 	iterations := 400
 	if testing.Short() {
@@ -128,6 +129,8 @@ func TestProperty_Limits(t *testing.T) {
 				defs, tree, s := randomCase(r, genOptions{perModel: seed%3 == 0})
 				why := must.Sprintf("seed %d", seed)
 				plan := planRound(t, name, tree, s, why)
+				again := planRound(t, name, tree, shuffled(r, s), why)
+				must.Eq(t, plan.Allocations, again.Allocations, why, must.Sprint("the order of nodes and jobs changes nothing"))
 				o := newOracle(defs)
 				before, after := o.used(s, nil), o.used(s, plan)
 				for q, byRes := range after {

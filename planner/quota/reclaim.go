@@ -139,7 +139,7 @@ func (e *enforcer) useful(k, q int, j *policy.Job, b block) []string {
 			out = append(out, n)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(e.free[b], e.free[a]) })
+	slices.SortStableFunc(out, func(x, y string) int { return cmp.Compare(e.free[y], e.free[x]) })
 	return out
 }
 
