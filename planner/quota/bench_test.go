@@ -64,9 +64,9 @@ func benchCase(b *testing.B, nodes, jobs int) (*quota.Tree, *policy.Snapshot, *p
 
 // BenchmarkRound_1000Nodes10000Jobs times the quota layer's share of a
 // round (NewView, Gate, Enforce of Elastic FIFO's plan), without the
-// policy's own planning. Measured: 87 to 170 ms a round on the 2-core
-// development machine at load 12 (allowed() memoized per constraint set;
-// before that, 5.9 s).
+// policy's own planning. Measured: 46 to 110 ms a round on the 2-core
+// development machine at load 11 to 14 (allowed() memoized per constraint
+// set; before that, 5.9 s).
 func BenchmarkRound_1000Nodes10000Jobs(b *testing.B) {
 	tr, s, plan := benchCase(b, 1000, 10000)
 	b.ResetTimer()
