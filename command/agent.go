@@ -34,7 +34,9 @@ Usage: schedulearn agent [-config planner.hcl]
   ./schedulearn-data, the elastic-fifo policy, the API on 127.0.0.1:4680.
 
   SIGHUP reloads the config file: a changed policy block becomes the active
-  policy (the previous one stays if the new one fails to open). SIGINT or
+  policy (the previous one stays if the new one fails to open), and the
+  queue blocks the queues (the previous ones stay if a queued or running
+  job would lose its queue). SIGINT or
   SIGTERM stops the planner; running jobs keep running in Nomad.
 
   Writes through the API need the token: the config's token, or the

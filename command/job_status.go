@@ -44,7 +44,9 @@ func (c *JobStatusCommand) Help() string {
 Usage: schedulearn job list [options]
 
   Lists the training jobs: ID, name, user, priority, state, GPUs held now
-  and asked for, submission time. The same as job status without an ID.`,
+  and asked for, submission time; then, for the queued jobs, their queue
+  and why they wait as of the planner's last round, with their place in
+  their queue. The same as job status without an ID.`,
 			generalHelp, `List Options:
 
   -json
@@ -54,7 +56,8 @@ Usage: schedulearn job list [options]
 Usage: schedulearn job status [options] [<job-id>]
 
   Without an ID, lists the training jobs (see job list). With one, shows
-  the job: what it asked for, its state, its target (goal and tier 1,
+  the job: what it asked for, its state (for a queued job, why it waits and
+  its place in its queue), its target (goal and tier 1,
   whether reached, and where their models were delivered), the GPUs it
   holds now and where, its GPU history (time, GPUs, nodes, policy,
   reason), its events and its Nomad job ID. A unique prefix of an ID will
@@ -153,7 +156,17 @@ func formatJobList(jobs []api.JobStub) string {
 			fmt.Sprint(j.GPUs), formatAsked(j.Auto, j.MinGPUs, j.MaxGPUs), formatTime(j.Submitted),
 		})
 	}
-	return formatList(rows)
+	out := formatList(rows)
+	waits := [][]string{{"ID", "Queue", "Why it waits"}}
+	for _, j := range jobs {
+		if j.Waiting != "" {
+			waits = append(waits, []string{j.ID, orNone(j.Queue), j.Waiting})
+		}
+	}
+	if len(waits) > 1 {
+		out += "\n\nWaiting\n" + formatList(waits)
+	}
+	return out
 }
 
 func formatJob(j *structs.Job, verbose bool) string {
@@ -173,8 +186,11 @@ func formatJob(j *structs.Job, verbose bool) string {
 		{"Command", strings.Join(append([]string{s.Command}, s.Args...), " ")},
 		{"GPUs asked", formatGPUSpec(s.GPUs)},
 	}
+	pairs = append(pairs, [2]string{"State", string(j.State)})
+	if j.Waiting != "" {
+		pairs = append(pairs, [2]string{"Waiting", j.Waiting})
+	}
 	pairs = append(pairs,
-		[2]string{"State", string(j.State)},
 		[2]string{"GPUs", fmt.Sprint(j.GPUs())},
 		[2]string{"Nomad job ID", orNone(j.NomadJobID)},
 		[2]string{"Submitted", formatTime(j.Submitted)},

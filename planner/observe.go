@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -101,9 +102,11 @@ func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
 }
 
 // noteWaits records, after a round, why each job the plan left queued
-// waits: the policy's own reason when it gave one, else how many GPUs
-// the job needs against how many the plan left free that it may use.
-func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan) {
+// waits: its queue's reason when the queue holds it back, else the
+// policy's own reason when it gave one, else how many GPUs the job needs
+// against how many the plan left free that it may use; then its place in
+// its queue (queue, from planner/quota).
+func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait) {
 	free := map[string]int{}
 	for _, n := range snap.Nodes {
 		free[n.ID] = n.GPUs - n.Reserved
@@ -119,26 +122,53 @@ func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan) {
 		if plan.Target(j).Total() > 0 {
 			continue
 		}
-		if r := plan.Reasons[j.ID]; len(r) > 0 {
+		w := queue[j.ID]
+		switch r := plan.Reasons[j.ID]; {
+		case w.Reason != "":
+			waits[j.ID] = w.Reason
+		case len(r) > 0:
 			waits[j.ID] = r[len(r)-1]
-			continue
+		default:
+			waits[j.ID] = freeFor(j, snap.Nodes, free, plan.Policy)
 		}
-		usable := 0
-		for _, n := range snap.Nodes {
-			if j.Constraints.Allows(&n) && free[n.ID] > 0 {
-				usable += free[n.ID] - free[n.ID]%max(j.GPUs.PerWorker, 1)
-			}
-		}
-		if usable < j.GPUs.Min {
-			waits[j.ID] = fmt.Sprintf("needs %d GPUs; %d free that it may use", j.GPUs.Min, usable)
-		} else {
-			waits[j.ID] = fmt.Sprintf("%d GPUs free that it may use, but policy %s did not start it this round (order, fairness or placement rules)",
-				usable, plan.Policy)
+		if w.Position > 0 {
+			waits[j.ID] += fmt.Sprintf("; %s of %d waiting in queue %s", ordinal(w.Position), w.Of, w.Queue)
 		}
 	}
 	p.obs.mu.Lock()
 	p.obs.waits = waits
 	p.obs.mu.Unlock()
+}
+
+// freeFor says how many GPUs job j needs against how many the plan left
+// free on nodes (free) that it may use.
+func freeFor(j *policy.Job, nodes []policy.Node, free map[string]int, policyName string) string {
+	usable := 0
+	for _, n := range nodes {
+		if j.Constraints.Allows(&n) && free[n.ID] > 0 {
+			usable += free[n.ID] - free[n.ID]%max(j.GPUs.PerWorker, 1)
+		}
+	}
+	if usable < j.GPUs.Min {
+		return fmt.Sprintf("needs %d GPUs; %d free that it may use", j.GPUs.Min, usable)
+	}
+	return fmt.Sprintf("%d GPUs free that it may use, but policy %s did not start it this round (order, fairness or placement rules)",
+		usable, policyName)
+}
+
+// ordinal is n as "1st", "2nd", "3rd", "4th", ...
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprint(n) + suffix
 }
 
 // Waits says why each queued job waited after the last round (by job ID);

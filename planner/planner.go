@@ -29,6 +29,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -101,6 +102,8 @@ type Planner struct {
 	// largest is the GPUs of the largest node seen last (for gpus =
 	// "auto" jobs without a max, between rounds).
 	largest atomic.Int64
+	// queueTree is the queues (SetQueues); nil: quota.Default().
+	queueTree atomic.Pointer[quota.Tree]
 }
 
 // noteNodes remembers the largest node of nodes.
@@ -171,6 +174,9 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 		return nil, false, err
 	}
 	if err := fits(spec, nodes); err != nil {
+		return nil, false, err
+	}
+	if err := p.checkQueue(spec, nodes); err != nil {
 		return nil, false, err
 	}
 	p.noteNodes(nodes)
@@ -289,7 +295,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	p.noteNodesSeen(nodes, now)
 	snap := snapshot(now, nodes, live)
 	planStart := time.Now()
-	plan, perr := p.Policies.Plan(ctx, snap)
+	plan, waits, perr := p.planQueues(ctx, snap)
 	*planTime = time.Since(planStart)
 	if perr != nil {
 		p.Logger.Warn("policy", "error", perr)
@@ -298,7 +304,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	if plan == nil {
 		return perr
 	}
-	p.noteWaits(snap, plan)
+	p.noteWaits(snap, plan, waits)
 
 	byID := make(map[string]*structs.Job, len(live))
 	for _, j := range live {

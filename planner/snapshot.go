@@ -43,6 +43,7 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 			ID:                 j.ID,
 			Name:               j.Spec.Name,
 			User:               j.Spec.User,
+			Queue:              queueOf(&j.Spec),
 			Priority:           j.Spec.Priority,
 			Submitted:          j.Submitted,
 			State:              state,

@@ -16,3 +16,14 @@ store {
 policy {
   name = "elastic-fifo"
 }
+
+# Teams' queues (docs/policies.md). Without any, one queue "default" holds
+# the whole cluster and every job. For example:
+#
+# queue "vision" {
+#   nominal         = 4   # GPUs guaranteed to its jobs
+#   borrowing_limit = 4   # above nominal, from idle queues
+# }
+# queue "default" {
+#   nominal = 4           # jobspecs without queue = "..." come here
+# }

@@ -159,6 +159,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	a.deliver = &delivery.Worker{Store: a.store, Records: a.planner, Options: deliveryOpts,
 		Logger: logger.Named("delivery"), Metrics: rec}
 	a.planner.Delivery = a.deliver
+	a.planner.SetQueues(cfg.QueueTree)
 	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, ReadToken: cfg.ReadToken,
 		AllowedHosts: cfg.APIHosts(os.Hostname), Logger: logger.Named("api"),
 		Observe: api.Observability{Metrics: rec.Handler(), Events: a.events, Waits: a.planner.Waits, UI: ui.Handler()}})
@@ -333,7 +334,9 @@ func (a *Agent) isLeading() bool {
 }
 
 // Reload applies a reloaded configuration: a changed policy block becomes
-// the active policy. Other settings need a restart, and it says so.
+// the active policy, and the queue blocks the queues (refused, the old
+// ones staying, where a live job would lose its queue). Other settings
+// need a restart, and it says so.
 func (a *Agent) Reload(cfg *config.Config) error {
 	a.mu.Lock()
 	prev := a.policyIn
@@ -346,6 +349,9 @@ func (a *Agent) Reload(cfg *config.Config) error {
 		a.mu.Lock()
 		a.policyIn = cfg.Policy
 		a.mu.Unlock()
+	}
+	if err := a.planner.ReplaceQueues(context.Background(), cfg.QueueTree); err != nil {
+		return fmt.Errorf("failed to apply the reloaded config's queues (the previous queues stay): %w", err)
 	}
 	if cfg.BindAddr != a.cfg.BindAddr || cfg.Store.Backend != a.cfg.Store.Backend || cfg.Nomad.Address != a.cfg.Nomad.Address ||
 		cfg.DeliveryPath() != a.cfg.DeliveryPath() || !reflect.DeepEqual(cfg.Webhook, a.cfg.Webhook) ||

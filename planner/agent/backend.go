@@ -94,6 +94,10 @@ func (b *backend) SetPolicy(ctx context.Context, name string, config map[string]
 	return st, nil
 }
 
+func (b *backend) Queues(ctx context.Context) ([]structs.QueueStatus, error) {
+	return b.a.planner.QueueStatus(ctx)
+}
+
 func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
 	nodes, err := b.a.planner.Cluster.Nodes(ctx)
 	if err != nil {

@@ -55,6 +55,9 @@ type Backend interface {
 
 	// Nodes lists the cluster's nodes and their GPUs.
 	Nodes(ctx context.Context) ([]NodeInfo, error)
+	// Queues lists the queues, parents first, with their quotas and what
+	// their jobs hold now.
+	Queues(ctx context.Context) ([]structs.QueueStatus, error)
 	// Status says who leads, which version runs and which policy is
 	// active. (Not in the first draft of this interface: only the daemon
 	// knows the leader, and one call is cheaper than listing policies.)

@@ -133,6 +133,8 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"JobStub":          reflect.TypeFor[api.JobStub](),
 		"PolicyInfo":       reflect.TypeFor[api.PolicyInfo](),
 		"NodeInfo":         reflect.TypeFor[api.NodeInfo](),
+		"QueueStatus":      reflect.TypeFor[structs.QueueStatus](),
+		"QueueGPUs":        reflect.TypeFor[structs.QueueGPUs](),
 		"Status":           reflect.TypeFor[api.Status](),
 		"Job":              reflect.TypeFor[structs.Job](),
 		"GPUChange":        reflect.TypeFor[structs.GPUChange](),

@@ -140,6 +140,7 @@ func NewServer(cfg Config) (*Server, error) {
 		{Method: http.MethodGet, Pattern: "/v1/policies", handle: s.listPolicies},
 		{Method: http.MethodPut, Pattern: "/v1/policy", Write: true, handle: s.setPolicy},
 		{Method: http.MethodGet, Pattern: "/v1/nodes", handle: s.listNodes},
+		{Method: http.MethodGet, Pattern: "/v1/queues", handle: s.listQueues},
 		{Method: http.MethodGet, Pattern: "/v1/status", Public: true, handle: s.status},
 		{Method: http.MethodGet, Pattern: "/v1/openapi.json", Public: true, handle: s.openAPI},
 	}
@@ -388,9 +389,14 @@ func (s *Server) listJobs(_ http.ResponseWriter, r *http.Request) (int, any, err
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to list jobs: %w", err)
 	}
+	waits := s.waits()
 	stubs := make([]JobStub, 0, len(jobs))
 	for _, j := range jobs {
-		stubs = append(stubs, Stub(j))
+		stub := Stub(j)
+		if j.State == structs.JobQueued {
+			stub.Waiting = waits[j.ID]
+		}
+		stubs = append(stubs, stub)
 	}
 	return http.StatusOK, stubs, nil
 }
@@ -452,7 +458,19 @@ func (s *Server) getJob(_ http.ResponseWriter, r *http.Request) (int, any, error
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to read job %q: %w", id, err)
 	}
-	return http.StatusOK, Redact(job), nil
+	out := Redact(job)
+	if out.State == structs.JobQueued {
+		out.Waiting = s.waits()[out.ID]
+	}
+	return http.StatusOK, out, nil
+}
+
+// waits is why each queued job waited after the planner's last round.
+func (s *Server) waits() map[string]string {
+	if s.obs.Waits == nil {
+		return nil
+	}
+	return s.obs.Waits()
 }
 
 func (s *Server) stopJob(_ http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -504,6 +522,17 @@ func (s *Server) setPolicy(_ http.ResponseWriter, r *http.Request) (int, any, er
 		return 0, nil, fmt.Errorf("failed to set policy %q: %w", req.Name, err)
 	}
 	return http.StatusOK, st, nil
+}
+
+func (s *Server) listQueues(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	queues, err := s.backend.Queues(r.Context())
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to list queues: %w", err)
+	}
+	if queues == nil {
+		queues = []structs.QueueStatus{}
+	}
+	return http.StatusOK, queues, nil
 }
 
 func (s *Server) listNodes(_ http.ResponseWriter, r *http.Request) (int, any, error) {

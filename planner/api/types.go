@@ -170,6 +170,9 @@ type JobStub struct {
 	Started    time.Time `json:"started,omitzero"`
 	Finished   time.Time `json:"finished,omitzero"`
 	NomadJobID string    `json:"nomad_job_id,omitempty"`
+	// Waiting is why a queued job waits, as of the last round, with its
+	// place in its queue (see structs.Job.Waiting).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Stub summarises a job for a list.

@@ -36,6 +36,13 @@
 //	  service = "gpu-workers"         # Consul service whose nodes form the pool
 //	  tags    = ["a100"]
 //	}
+//	queue "vision" {                  # a team's GPUs (see Queue); none: one "default" queue
+//	  nominal         = 16            # or per model: { "A100-SXM4-40GB" = 8 }
+//	  borrowing_limit = 8
+//	  lending_limit   = 4
+//	  weight          = 1
+//	  parent          = "ml"
+//	}
 //	webhook {                         # told of every delivered model
 //	  url      = "https://hooks.example/schedulearn"
 //	  headers  = { Authorization = "Bearer ..." }
@@ -65,6 +72,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/schedulearn/schedulearn/internal/hclsafe"
+	"github.com/schedulearn/schedulearn/planner/quota"
 )
 
 // Store backends.
@@ -120,11 +128,16 @@ type Config struct {
 	Store  *Store  `hcl:"store,block"`
 	Policy *Policy `hcl:"policy,block"`
 	Pools  []*Pool `hcl:"pool,block"`
+	// Queues are the queue blocks (see Queue); QueueTree is what Validate
+	// builds of them.
+	Queues []*Queue `hcl:"queue,block"`
 	// Webhook, when set, is told of every delivered model.
 	Webhook *Webhook `hcl:"webhook,block"`
 
 	// Round is RoundInterval parsed by Validate.
 	Round time.Duration
+	// QueueTree is the queues, validated (quota.Default() without any).
+	QueueTree *quota.Tree
 	// File is where the config was loaded from ("" for defaults only).
 	File string
 
@@ -305,6 +318,9 @@ func (c *Config) Merge(o *Config) *Config {
 	if len(o.Pools) > 0 {
 		r.Pools = o.Pools
 	}
+	if len(o.Queues) > 0 {
+		r.Queues = o.Queues
+	}
 	return &r
 }
 
@@ -356,6 +372,7 @@ func (c *Config) Validate() hcl.Diagnostics {
 		c.validateWebhook(w, errAt)
 	}
 	c.validateAccess(errAt)
+	diags = append(diags, c.validateQueues()...)
 	switch c.LogLevel {
 	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":
 	default:
@@ -443,7 +460,8 @@ func (c *Config) StorePath() string {
 }
 
 // collectRanges records the range of every attribute, keyed by its path
-// ("store.backend"), and of every labelled block ("pool.a100").
+// ("store.backend"), and of every labelled block ("pool.a100") and its
+// attributes ("queue.vision.parent").
 func collectRanges(body *hclsyntax.Body, prefix string, out map[string]hcl.Range) {
 	for name, a := range body.Attributes {
 		out[prefix+name] = a.SrcRange
@@ -452,6 +470,7 @@ func collectRanges(body *hclsyntax.Body, prefix string, out map[string]hcl.Range
 		key := prefix + b.Type
 		if len(b.Labels) > 0 {
 			out[key+"."+b.Labels[0]] = b.DefRange()
+			collectRanges(b.Body, key+"."+b.Labels[0]+".", out)
 		}
 		collectRanges(b.Body, key+".", out)
 	}

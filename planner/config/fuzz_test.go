@@ -29,6 +29,8 @@ func FuzzParse(f *testing.F) {
 		"checkpoint_dirs = [for d in [\"/a\"]: d]\n",                                    // row 4
 		"policy {\n  name = lower(\"FIFO\")\n}\nwebhook {\n  url = \"http://h\"\n  attempts = 1e30\n}\n",
 		"bind_addr = \"x\"\nround_interval = \"-1s\"\nlog_level = \"LOUD\"\npool \"a\" {\n  service = \"s\"\n}\npool \"a\" {\n  service = \"s\"\n}\n",
+		"queue \"ml\" {\n  nominal = 8\n}\nqueue \"v\" {\n  parent = \"ml\"\n  nominal = 4\n  borrowing_limit = 2\n  lending_limit = 1\n  weight = 2\n}\n",
+		"queue \"a\" {\n  nominal = { \"A100\" = 4, \"V100\" = 2 }\n  borrowing_limit = { \"A100\" = 0 }\n}\nqueue \"b\" {\n  parent = \"a\"\n  nominal = -1.5\n}\n",
 	} {
 		f.Add(s)
 	}

@@ -75,6 +75,7 @@ func FuzzParse(f *testing.F) {
 		again, diags := Parse(render(spec), "/jobs/fuzz.hcl", submitted)
 		must.False(t, diags.HasErrors(), must.Sprintf("%s\nrendered:\n%s", diags.Error(), render(spec)))
 		spec.Range, again.Range = hcl.Range{}, hcl.Range{}
+		spec.QueueRange, again.QueueRange = hcl.Range{}, hcl.Range{}
 		must.Eq(t, spec, again, must.Sprintf("rendered:\n%s", render(spec)))
 	})
 }

@@ -203,8 +203,11 @@ func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
 	default:
 		errAt(attrs("launcher"), "Invalid launcher", fmt.Sprintf("%q: launcher is %q or %q.", spec.Launcher, LauncherHorovod, LauncherTorchrun))
 	}
+	spec.QueueRange = attrs("queue")
 	if spec.Queue == "" {
 		spec.Queue = DefaultQueue
+	} else if !validName(spec.Queue) {
+		errAt(attrs("queue"), "Invalid queue", fmt.Sprintf("%q: a queue name is 1 to 63 letters, digits, '-' or '_', starting with a letter or digit.", spec.Queue))
 	}
 	if t.Priority != nil {
 		spec.Priority = *t.Priority
@@ -477,6 +480,10 @@ func attrRanges(body hcl.Body, def hcl.Range) func(string) hcl.Range {
 		return def
 	}
 }
+
+// ValidName reports whether s is a valid job (or queue) name: 1 to 63
+// letters, digits, '-' or '_', starting with a letter or digit.
+func ValidName(s string) bool { return validName(s) }
 
 func validName(s string) bool {
 	if s == "" || len(s) > 63 {

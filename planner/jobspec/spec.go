@@ -7,7 +7,8 @@
 //	  args     = ["${jobspec_dir}/train.py", "--epochs", "90"]
 //	  launcher = "horovod"          # or "torchrun"
 //	  user     = "alice"
-//	  priority = 50                 # 1..100
+//	  queue    = "vision"           # the planner's queue; default "default"
+//	  priority = 50                 # 1..100; first within its queue
 //	  pool     = "a100"             # a Consul-discovered worker pool
 //
 //	  gpus {                        # or gpus = 4, or gpus = "auto"
@@ -95,6 +96,9 @@ type Spec struct {
 
 	// Range is where the training block is, for later diagnostics.
 	Range hcl.Range
+	// QueueRange is where the queue attribute is (the training block's
+	// Range when there is none), for the planner's diagnostics.
+	QueueRange hcl.Range
 }
 
 // GPUs is how many GPUs the job may hold and of which kind. A fixed count

@@ -37,7 +37,12 @@ var (
 type InputError struct {
 	Msg   string
 	Diags hcl.Diagnostics
+	// Err, when set, is the cause (for errors.Is), e.g. quota.ErrUnknownQueue.
+	Err error
 }
+
+// Unwrap returns the cause, if any.
+func (e *InputError) Unwrap() error { return e.Err }
 
 // Inputf returns an *InputError with a formatted message.
 func Inputf(format string, args ...any) *InputError {

@@ -75,6 +75,12 @@ type Job struct {
 	// when the client sent a key: a retry with the key gets this job back.
 	Idempotency *Idempotency `json:"idempotency,omitempty"`
 
+	// Waiting is why a queued job waits, as of the planner's last round,
+	// with its place in its queue ("needs 4 GPUs; queue vision at 16 of 16
+	// GPUs; may borrow 0 more; 2nd of 5 waiting in queue vision"). The API
+	// fills it in on reads; it is never stored.
+	Waiting string `json:"waiting,omitempty"`
+
 	// Version increases on every write; the store rejects a write whose
 	// version is not the stored one (optimistic concurrency).
 	Version uint64 `json:"version"`

@@ -61,8 +61,13 @@ type Job struct {
 	ID   string `json:"id"`
 	Name string `json:"name,omitempty"`
 	User string `json:"user,omitempty"`
+	// Queue is the job's queue (the planner's queue "name" blocks). Quota,
+	// borrowing and reclaim between queues hold around every policy
+	// (planner/quota), so a policy may ignore it.
+	Queue string `json:"queue,omitempty"`
 	// Priority is larger-is-more-important. The builtins ignore it (they are
 	// strictly first come, first served); it is there for other policies.
+	// Within a queue, the planner's quota layer admits by priority first.
 	Priority  int       `json:"priority,omitempty"`
 	Submitted time.Time `json:"submitted"`
 	State     JobState  `json:"state"`

@@ -41,6 +41,9 @@ type Backend struct {
 	// counting this one: a script that moves a job along as a client
 	// polls it.
 	OnJob func(b *Backend, id string, call int)
+	// QueueList, when set, is what Queues returns; nil: one queue,
+	// "default", without a quota, holding every job.
+	QueueList []structs.QueueStatus
 	// Err, when set, is returned by every method (a failing planner).
 	// Set it before serving, or with Fail.
 	Err error
@@ -264,6 +267,30 @@ func (b *Backend) SetPolicy(_ context.Context, name string, config map[string]st
 	b.active = structs.PolicyState{Name: name, Config: maps.Clone(config), Changed: b.now()}
 	st := b.active
 	return &st, nil
+}
+
+// Queues returns QueueList, or the one queue "default" holding every job.
+func (b *Backend) Queues(context.Context) ([]structs.QueueStatus, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("Queues"); err != nil {
+		return nil, err
+	}
+	if b.QueueList != nil {
+		return slices.Clone(b.QueueList), nil
+	}
+	q := structs.QueueStatus{Name: "default", Weight: 1, GPUs: []structs.QueueGPUs{{}}}
+	for _, id := range b.order {
+		j := b.jobs[id]
+		switch {
+		case j.State == structs.JobRunning:
+			q.Running++
+			q.GPUs[0].Used += j.GPUs()
+		case j.State == structs.JobQueued:
+			q.Waiting++
+		}
+	}
+	return []structs.QueueStatus{q}, nil
 }
 
 // Nodes returns the nodes, with GPUsUsed, GPUsFree and Jobs computed from

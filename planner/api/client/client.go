@@ -232,6 +232,15 @@ func (c *Client) SetPolicy(ctx context.Context, name string, config map[string]s
 	return &st, nil
 }
 
+// Queues lists the queues, parents first, with their quotas and usage.
+func (c *Client) Queues(ctx context.Context) ([]structs.QueueStatus, error) {
+	var queues []structs.QueueStatus
+	if err := c.do(ctx, http.MethodGet, "/v1/queues", nil, &queues); err != nil {
+		return nil, err
+	}
+	return queues, nil
+}
+
 // Nodes lists the nodes.
 func (c *Client) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
 	var nodes []api.NodeInfo

@@ -1,0 +1,191 @@
+package command
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// QueueListCommand lists the queues with their quotas and usage.
+type QueueListCommand struct{ Meta }
+
+func (c *QueueListCommand) Synopsis() string { return "List the queues, their quotas and usage" }
+
+func (c *QueueListCommand) Help() string {
+	return helpText(`
+Usage: schedulearn queue list [options]
+
+  Lists the planner's queues, parents first: parent, nominal quota,
+  borrowing and lending limits (- where unlimited), weight, the GPUs the
+  queue's jobs hold now and how many of those are borrowed (above the
+  nominal quota), and its running and waiting jobs. Where quotas are per
+  GPU model, each queue has a row per model. See docs/policies.md.`,
+		generalHelp, `List Options:
+
+  -json
+    Print the queues as JSON.`, exitHelp)
+}
+
+func (c *QueueListCommand) Run(args []string) int {
+	const name = "queue list"
+	var asJSON bool
+	fs := c.flagSet(name)
+	fs.BoolVar(&asJSON, "json", false, "")
+	_, cl, ok := c.start(fs, args, name)
+	if !ok {
+		return ExitUsage
+	}
+	queues, err := cl.Queues(context.Background())
+	if err != nil {
+		return c.apiError(err)
+	}
+	if asJSON {
+		return c.printJSON(queues)
+	}
+	if len(queues) == 0 {
+		fmt.Fprintln(c.Out, "No queues")
+		return ExitOK
+	}
+	perModel := slices.ContainsFunc(queues, func(q structs.QueueStatus) bool {
+		return slices.ContainsFunc(q.GPUs, func(g structs.QueueGPUs) bool { return g.Model != "" })
+	})
+	head := []string{"Name", "Parent", "Nominal", "Borrow Limit", "Lend Limit", "Weight", "Used", "Borrowed", "Running", "Waiting"}
+	if perModel {
+		head = slices.Insert(head, 2, "GPU Model")
+	}
+	rows := [][]string{head}
+	for _, q := range queues {
+		for _, g := range q.GPUs {
+			row := []string{q.Name, orNone(q.Parent), limit(g.Nominal), limit(g.BorrowingLimit), limit(g.LendingLimit),
+				fmt.Sprint(q.Weight), fmt.Sprint(g.Used), fmt.Sprint(g.Borrowed), fmt.Sprint(q.Running), fmt.Sprint(q.Waiting)}
+			if perModel {
+				row = slices.Insert(row, 2, g.Model)
+			}
+			rows = append(rows, row)
+		}
+	}
+	fmt.Fprintln(c.Out, formatList(rows))
+	return ExitOK
+}
+
+// limit is a quota or limit, "-" where unlimited.
+func limit(n *int) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
+}
+
+// QueueStatusCommand shows one queue and its waiting jobs.
+type QueueStatusCommand struct{ Meta }
+
+func (c *QueueStatusCommand) Synopsis() string { return "Show a queue and its waiting jobs" }
+
+func (c *QueueStatusCommand) Help() string {
+	return helpText(`
+Usage: schedulearn queue status [options] <queue>
+
+  Shows a queue: its parent and children, weight, running and waiting
+  jobs, its quota and usage per GPU model (or for all GPUs), and its
+  waiting jobs (those of its children too) in the queue's order, priority
+  first, each with why it waits as of the planner's last round.`,
+		generalHelp, `Status Options:
+
+  -json
+    Print the queue as JSON.`, exitHelp)
+}
+
+func (c *QueueStatusCommand) Run(args []string) int {
+	const name = "queue status"
+	var asJSON bool
+	fs := c.flagSet(name)
+	fs.BoolVar(&asJSON, "json", false, "")
+	pos, cl, ok := c.start(fs, args, name, "<queue>")
+	if !ok {
+		return ExitUsage
+	}
+	ctx := context.Background()
+	queues, err := cl.Queues(ctx)
+	if err != nil {
+		return c.apiError(err)
+	}
+	i := slices.IndexFunc(queues, func(q structs.QueueStatus) bool { return q.Name == pos[0] })
+	if i == -1 {
+		names := make([]string, len(queues))
+		for k, q := range queues {
+			names[k] = q.Name
+		}
+		c.errorf("no queue is named %q; the queues are %s", pos[0], strings.Join(names, ", "))
+		return ExitError
+	}
+	q := queues[i]
+	if asJSON {
+		return c.printJSON(q)
+	}
+	jobs, err := cl.Jobs(ctx)
+	if err != nil {
+		return c.apiError(err)
+	}
+	fmt.Fprintln(c.Out, formatQueue(q, waitingIn(q.Name, queues, jobs)))
+	return ExitOK
+}
+
+// waitingIn are the queued jobs of queue name and the queues inside it,
+// in queue order: priority first, then submission.
+func waitingIn(name string, queues []structs.QueueStatus, jobs []api.JobStub) []api.JobStub {
+	in := map[string]bool{name: true}
+	for changed := true; changed; {
+		changed = false
+		for _, q := range queues {
+			if in[q.Parent] && !in[q.Name] {
+				in[q.Name], changed = true, true
+			}
+		}
+	}
+	var out []api.JobStub
+	for _, j := range jobs {
+		if j.State == structs.JobQueued && in[cmp.Or(j.Queue, "default")] {
+			out = append(out, j)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b api.JobStub) int {
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.Submitted.Compare(b.Submitted))
+	})
+	return out
+}
+
+func formatQueue(q structs.QueueStatus, waiting []api.JobStub) string {
+	var b strings.Builder
+	b.WriteString(formatKV([][2]string{
+		{"Name", q.Name},
+		{"Parent", orNone(q.Parent)},
+		{"Children", orNone(strings.Join(q.Children, ", "))},
+		{"Weight", fmt.Sprint(q.Weight)},
+		{"Running", fmt.Sprint(q.Running)},
+		{"Waiting", fmt.Sprint(q.Waiting)},
+	}))
+	b.WriteString("\n\nGPUs\n")
+	rows := [][]string{{"GPU Model", "Nominal", "Borrow Limit", "Lend Limit", "Used", "Borrowed"}}
+	for _, g := range q.GPUs {
+		rows = append(rows, []string{cmp.Or(g.Model, "<all>"), limit(g.Nominal), limit(g.BorrowingLimit), limit(g.LendingLimit),
+			fmt.Sprint(g.Used), fmt.Sprint(g.Borrowed)})
+	}
+	b.WriteString(formatList(rows))
+	b.WriteString("\n\nWaiting Jobs\n")
+	if len(waiting) == 0 {
+		b.WriteString("No waiting jobs")
+		return b.String()
+	}
+	rows = [][]string{{"ID", "Queue", "Priority", "Asked", "Submitted", "Why it waits"}}
+	for _, j := range waiting {
+		rows = append(rows, []string{j.ID, cmp.Or(j.Queue, "default"), fmt.Sprint(j.Priority), formatAsked(j.Auto, j.MinGPUs, j.MaxGPUs),
+			formatTime(j.Submitted), orNone(j.Waiting)})
+	}
+	b.WriteString(formatList(rows))
+	return b.String()
+}

@@ -1,0 +1,77 @@
+package command
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/api/client"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+func intp(n int) *int { return &n }
+
+// newObservedHarness is newHarness with a planner that says why jobs
+// wait: *waits, read on every request.
+func newObservedHarness(t *testing.T, waits *map[string]string) *harness {
+	h := newHarness(t)
+	h.server = apitest.NewObservedServer(t, h.backend, api.Observability{Waits: func() map[string]string { return *waits }})
+	h.env[client.EnvAddress] = h.server.URL
+	return h
+}
+
+// queue list shows each queue's quota and usage; queue status one queue
+// with its waiting jobs (its children's too), priority first, each with
+// why it waits.
+func TestQueue_ListAndStatus(t *testing.T) {
+	var waits map[string]string
+	h := newObservedHarness(t, &waits)
+	h.backend.QueueList = []structs.QueueStatus{
+		{Name: "ml", Children: []string{"vision"}, Weight: 1, Running: 1, Waiting: 2,
+			GPUs: []structs.QueueGPUs{{Nominal: intp(16), Used: 16}}},
+		{Name: "vision", Parent: "ml", Weight: 2, Running: 1, Waiting: 2,
+			GPUs: []structs.QueueGPUs{{Nominal: intp(12), BorrowingLimit: intp(4), Used: 16, Borrowed: 4}}},
+	}
+	low := h.submit("training \"low\" {\n  command = \"python3\"\n  queue = \"vision\"\n  priority = 10\n  gpus = 2\n}\n")
+	high := h.submit("training \"high\" {\n  command = \"python3\"\n  queue = \"vision\"\n  priority = 90\n  gpus = 4\n}\n")
+	h.submit(fourGPUs) // in queue default: not vision's
+	waits = map[string]string{high: "needs 4 GPUs; queue vision at 16 of 12 GPUs; may borrow 0 more; 1st of 2 waiting in queue vision"}
+
+	must.Eq(t, ExitOK, h.run("queue", "list"))
+	lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
+	must.Len(t, 3, lines)
+	must.Eq(t, []string{"Name", "Parent", "Nominal", "Borrow", "Limit", "Lend", "Limit", "Weight", "Used", "Borrowed", "Running", "Waiting"}, strings.Fields(lines[0]))
+	must.Eq(t, []string{"ml", "<none>", "16", "-", "-", "1", "16", "0", "1", "2"}, strings.Fields(lines[1]))
+	must.Eq(t, []string{"vision", "ml", "12", "4", "-", "2", "16", "4", "1", "2"}, strings.Fields(lines[2]))
+
+	must.Eq(t, ExitOK, h.run("queue", "status", "ml"))
+	out := h.out.String()
+	must.StrContains(t, out, "Children = vision")
+	jobs := out[strings.Index(out, "Waiting Jobs"):]
+	must.StrContains(t, jobs, "needs 4 GPUs; queue vision at 16 of 12 GPUs")
+	must.Less(t, strings.Index(jobs, low), strings.Index(jobs, high), must.Sprint("priority first"))
+	must.StrNotContains(t, jobs, "resnet50")
+
+	must.Eq(t, ExitOK, h.run("queue", "status", "-json", "vision"))
+	must.Eq(t, 4, decodeOut[structs.QueueStatus](t, &h.out).GPUs[0].Borrowed)
+
+	must.Eq(t, ExitError, h.run("queue", "status", "audio"))
+	must.StrContains(t, h.err.String(), `no queue is named "audio"; the queues are ml, vision`)
+	must.Eq(t, ExitUsage, h.run("queue", "status"))
+	must.Eq(t, ExitUsage, h.run("queue", "list", "x"))
+}
+
+// Per-model quotas: a row per queue and model.
+func TestQueue_ListPerModel(t *testing.T) {
+	h := newHarness(t)
+	h.backend.QueueList = []structs.QueueStatus{{Name: "a", Weight: 1, GPUs: []structs.QueueGPUs{
+		{Model: "A100", Nominal: intp(8), Used: 2}, {Model: "V100", Nominal: intp(0), Used: 1, Borrowed: 1}}}}
+	must.Eq(t, ExitOK, h.run("queue", "list"))
+	lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
+	must.Len(t, 3, lines)
+	must.Eq(t, []string{"a", "<none>", "A100", "8", "-", "-", "1", "2", "0", "0", "0"}, strings.Fields(lines[1]))
+	must.Eq(t, []string{"a", "<none>", "V100", "0", "-", "-", "1", "1", "1", "0", "0"}, strings.Fields(lines[2]))
+}

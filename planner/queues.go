@@ -1,0 +1,133 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/quota"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// SetQueues makes t the queue tree of the next rounds and submissions
+// (nil: quota.Default(), one queue holding the whole cluster).
+func (p *Planner) SetQueues(t *quota.Tree) { p.queueTree.Store(t) }
+
+// ReplaceQueues makes t the queue tree, unless a queued or running job
+// names a queue t lacks or gives children (structs.ErrOrphanedJobs, with
+// the first few such jobs): a change of the queues never strands a job.
+func (p *Planner) ReplaceQueues(ctx context.Context, t *quota.Tree) error {
+	jobs, err := p.Store.ListJobs(ctx)
+	if err != nil {
+		return fmt.Errorf("failed to list jobs: %w", err)
+	}
+	var orphans []string
+	n := 0
+	for _, j := range jobs {
+		if q := queueOf(&j.Spec); !j.State.Terminal() && !t.HoldsJobs(q) {
+			if n++; n <= 5 {
+				orphans = append(orphans, fmt.Sprintf("%s (queue %s)", j.ID, q))
+			}
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("failed to change the queues: %w: %d jobs, e.g. %s; keep their queues, or stop the jobs first",
+			structs.ErrOrphanedJobs, n, strings.Join(orphans, ", "))
+	}
+	p.SetQueues(t)
+	return nil
+}
+
+// Queues is the planner's queue tree.
+func (p *Planner) Queues() *quota.Tree {
+	if t := p.queueTree.Load(); t != nil {
+		return t
+	}
+	return quota.Default()
+}
+
+// queueOf is the queue a jobspec names (records from before queues had
+// none).
+func queueOf(spec *jobspec.Spec) string {
+	if spec.Queue == "" {
+		return quota.DefaultQueue
+	}
+	return spec.Queue
+}
+
+// checkQueue refuses a job whose queue does not exist, holds queues
+// rather than jobs, or could never hold the job's minimum; the error is an
+// *structs.InputError pointing at the jobspec's queue attribute.
+func (p *Planner) checkQueue(spec *jobspec.Spec, nodes []policy.Node) error {
+	j := &policy.Job{Name: spec.Name, Queue: queueOf(spec), GPUs: requestOf(spec), Constraints: constraintsOf(spec)}
+	err := p.Queues().CheckJob(j, nodes)
+	var ae *quota.AdmitError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Queue refuses the job", Detail: ae.Msg + "."}
+	if spec.QueueRange.Filename != "" {
+		d.Subject = spec.QueueRange.Ptr()
+	}
+	return &structs.InputError{Msg: fmt.Sprintf("failed to queue job %s", spec.Name), Diags: hcl.Diagnostics{d}, Err: ae}
+}
+
+// planQueues asks the active policy for a plan within the queues' rules
+// (planner/quota): the policy sees the jobs their queues may start, and
+// its plan is trimmed to the queues' limits, with GPUs reclaimed for
+// queues below their nominal quota. It also says where each job left
+// queued stands in its queue.
+func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*policy.Plan, map[string]quota.Wait, error) {
+	view := quota.NewView(p.Queues(), snap)
+	plan, perr := p.Policies.Plan(ctx, view.Gate())
+	if plan == nil {
+		return nil, nil, perr
+	}
+	enforced, err := view.Enforce(plan)
+	if err != nil {
+		p.Logger.Error("queue rules broke the plan; keeping only its stops and shrinks", "error", err)
+	}
+	return enforced, view.Waits(enforced), perr
+}
+
+// QueueStatus is every queue's quota and usage now, parents first.
+func (p *Planner) QueueStatus(ctx context.Context) ([]structs.QueueStatus, error) {
+	all, err := p.Store.ListJobs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list jobs: %w", err)
+	}
+	var live []*structs.Job
+	for _, j := range all {
+		if !j.State.Terminal() {
+			live = append(live, j)
+		}
+	}
+	nodes, err := p.Cluster.Nodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read cluster: %w", err)
+	}
+	var out []structs.QueueStatus
+	for _, s := range quota.NewView(p.Queues(), snapshot(p.now(), nodes, live)).Status() {
+		qs := structs.QueueStatus{Name: s.Name, Parent: s.Parent, Children: s.Children, Weight: s.Weight,
+			Running: s.Running, Waiting: s.Waiting}
+		for _, g := range s.GPUs {
+			qs.GPUs = append(qs.GPUs, structs.QueueGPUs{Model: g.Model, Nominal: bounded(g.Nominal),
+				BorrowingLimit: bounded(g.BorrowingLimit), LendingLimit: bounded(g.LendingLimit), Used: g.Used, Borrowed: g.Borrowed})
+		}
+		out = append(out, qs)
+	}
+	return out, nil
+}
+
+// bounded is n, or nil where it is quota.Unlimited.
+func bounded(n int) *int {
+	if n >= quota.Unlimited {
+		return nil
+	}
+	return &n
+}

@@ -1,0 +1,369 @@
+package quota
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// maxReclaimFailures bounds the queued jobs a round tries, and fails, to
+// make room for: each try costs a pass over the borrowers' jobs and the
+// nodes, and a job that does not fit now is tried again next round.
+const maxReclaimFailures = 32
+
+// reclaim starts the queued jobs that their queues' nominal quota entitles
+// to run while other queues borrow, taking GPUs back from the borrowers
+// (see Enforce). Jobs are taken in priority order, then submission.
+func (e *enforcer) reclaim() {
+	v := e.v
+	var pending []int
+	tried := map[int]bool{} // failed; not tried again this round
+	for i := range v.s.Jobs {
+		if v.leaf[i] != -1 && v.s.Jobs[i].Allocation.Total() == 0 {
+			pending = append(pending, i)
+		}
+	}
+	slices.SortFunc(pending, v.byQueueOrder)
+	// After each start the pass begins again from the top: a start (or
+	// what it took back) can make an earlier job entitled, which then goes
+	// first, so that priority holds within each queue.
+	failures := 0
+	for started := true; started; {
+		started = false
+		eff := v.effective(e.u)
+		borrower := map[int]bool{}
+		for _, i := range pending {
+			if e.tgt[i].Total() > 0 || tried[i] {
+				continue
+			}
+			q, j := v.leaf[i], &v.s.Jobs[i]
+			allowed := v.allowed(j)
+			room := make([]int, len(v.res))
+			for r := range v.res {
+				room[r] = max(0, v.nominal[q][r]-eff[q][r])
+			}
+			if !fits(j, room, allowed) {
+				continue
+			}
+			b, ok := borrower[q]
+			if !ok {
+				b = e.anyBorrower(eff, q, nil)
+				borrower[q] = b
+			}
+			if !b || !e.anyBorrower(eff, q, allowed) {
+				continue
+			}
+			if e.startEntitled(i, q, room, allowed) {
+				started = true
+				break
+			}
+			tried[i] = true
+			if failures++; failures >= maxReclaimFailures {
+				return
+			}
+		}
+	}
+}
+
+// borrows reports whether queue x holds more of resource r than its
+// nominal quota, under effective usage eff (a parent's counts what its
+// children guard).
+func (v *View) borrows(eff [][]int, x, r int) bool { return eff[x][r] > v.nominal[x][r] }
+
+// anyBorrower reports whether a queue outside q's line (a sibling of q or
+// of one of its parents, or a subtree of one) borrows a resource q's job
+// may use (allowed; nil: any).
+func (e *enforcer) anyBorrower(st [][]int, q int, allowed []bool) bool {
+	v := e.v
+	for a := q; ; a = v.t.queues[a].parent {
+		p := -1
+		if a != -1 {
+			p = v.t.queues[a].parent
+		}
+		for x := range v.t.queues {
+			if x == a || v.t.queues[x].parent != p {
+				continue
+			}
+			for r := range v.res {
+				if (allowed == nil || allowed[r]) && v.borrows(st, x, r) {
+					return true
+				}
+			}
+		}
+		if a == -1 || p == -1 {
+			return false
+		}
+	}
+}
+
+// eligible reports whether job k's GPUs of resource r may be taken back
+// for queue q: every queue from k's up to (not including) the one it
+// shares with q borrows r.
+func (e *enforcer) eligible(st [][]int, k, q, r int) bool {
+	for x := e.v.leaf[k]; x != -1 && !e.v.under(q, x); x = e.v.t.queues[x].parent {
+		if !e.v.borrows(st, x, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// block is what keeps a job from starting: no room on the nodes
+// (place), or a bound it would exceed (at queue x, or the root when x is
+// -1, for resource r).
+type block struct {
+	place bool
+	x, r  int
+}
+
+// useful lists the nodes where job k holds GPUs that may be taken back
+// for queue q and that address b: for a placement, nodes job j may use;
+// for a bound, nodes of its resource, k's queue being under its queue.
+// Most free first.
+func (e *enforcer) useful(k, q int, j *policy.Job, b block) []string {
+	v := e.v
+	if !b.place && !v.under(v.leaf[k], b.x) {
+		return nil
+	}
+	eff := v.effective(e.u)
+	var out []string
+	for _, n := range e.tgt[k].Nodes() {
+		r := v.nodeRes[n]
+		if b.place && !j.Constraints.Allows(&v.s.Nodes[v.nodeAt[n]]) || !b.place && r != b.r {
+			continue
+		}
+		if e.eligible(eff, k, q, r) {
+			out = append(out, n)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y string) int { return cmp.Compare(e.free[y], e.free[x]) })
+	return out
+}
+
+// victims are the jobs reclaim may take GPUs from for job i of queue q,
+// in the order it takes them: lowest priority first, then the queue that
+// borrows most per weight, then the most recently resized.
+func (e *enforcer) victims(i, q int) []int {
+	v := e.v
+	eff := v.effective(e.u)
+	var out []int
+	for k := range v.s.Jobs {
+		if k != i && v.leaf[k] != -1 && v.leaf[k] != q && e.tgt[k].Total() > 0 {
+			out = append(out, k)
+		}
+	}
+	slices.SortFunc(out, func(a, b int) int {
+		x, y := &v.s.Jobs[a], &v.s.Jobs[b]
+		return cmp.Or(cmp.Compare(x.Priority, y.Priority),
+			cmp.Compare(v.share(eff, v.leaf[b]), v.share(eff, v.leaf[a])),
+			y.LastResized.Compare(x.LastResized), cmp.Compare(x.ID, y.ID))
+	})
+	return out
+}
+
+type undo struct {
+	job  int
+	prev policy.Allocation
+}
+
+// startEntitled starts job i of queue q, whose nominal quota has room for
+// it, taking GPUs back from borrowers as needed, each taken where it
+// addresses what keeps the job from starting; it changes nothing and
+// reports false when even that leaves no room.
+func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
+	v, j := e.v, &e.v.s.Jobs[i]
+	var log []undo
+	kind := map[int]string{}
+	apply := func(k int, a policy.Allocation, how string) {
+		log = append(log, undo{k, e.tgt[k]})
+		e.set(k, a)
+		if kind[k] != "stopped" {
+			kind[k] = how
+		}
+	}
+	try := func() (policy.Allocation, block) {
+		a := e.place(i, room)
+		if a == nil {
+			return nil, block{place: true}
+		}
+		next := clone(e.u)
+		v.add(next, q, a, 1)
+		if x, bad := v.breach(next); bad {
+			return nil, block{x: x.q, r: x.r}
+		}
+		return a, block{}
+	}
+	alloc, b := try()
+	var cands []int
+	if alloc == nil {
+		cands = e.victims(i, q)
+	}
+	// pick is the first candidate that may give (phase) for block b.
+	pick := func(ok func(k int, nodes []string) bool) (int, []string) {
+		for _, k := range cands {
+			if e.tgt[k].Total() == 0 {
+				continue
+			}
+			if nodes := e.useful(k, q, j, b); len(nodes) > 0 && ok(k, nodes) {
+				return k, nodes
+			}
+		}
+		return -1, nil
+	}
+	// The plan's own gains of borrowers first: they cost no one work.
+	for alloc == nil {
+		k, _ := pick(func(k int, _ []string) bool {
+			return !e.tgt[k].Equal(v.s.Jobs[k].Allocation) && e.gainsAny(k) && e.revertible(k)
+		})
+		if k == -1 {
+			break
+		}
+		apply(k, v.s.Jobs[k].Allocation.Clone(), "held")
+		alloc, b = try()
+	}
+	// Then elastic jobs, shrunk in place toward their min, a worker at a
+	// time.
+	for alloc == nil {
+		k, nodes := pick(func(k int, _ []string) bool {
+			return e.tgt[k].Total()-max(1, v.s.Jobs[k].GPUs.PerWorker) >= v.s.Jobs[k].GPUs.Min
+		})
+		if k == -1 {
+			break
+		}
+		a := e.tgt[k].Clone()
+		a[nodes[0]] -= max(1, v.s.Jobs[k].GPUs.PerWorker)
+		apply(k, a.Clone(), "shrunk")
+		alloc, b = try()
+	}
+	// Then whole jobs, stopped.
+	for alloc == nil {
+		k, _ := pick(func(int, []string) bool { return true })
+		if k == -1 {
+			break
+		}
+		apply(k, nil, "stopped")
+		alloc, b = try()
+	}
+	if alloc == nil {
+		for x := len(log) - 1; x >= 0; x-- {
+			e.set(log[x].job, log[x].prev)
+		}
+		v.why[j.ID] = fmt.Sprintf("queue %s is below its nominal quota, but taking GPUs back from the queues that borrow would not make room for %d GPUs (placement: model, pool, per-node and anti-affinity rules)",
+			v.t.queues[q].name, j.GPUs.Min)
+		return false
+	}
+	e.set(i, alloc)
+	delete(v.why, j.ID)
+	var took []string
+	for _, u := range log {
+		k := u.job
+		if kind[k] == "" {
+			continue
+		}
+		vk := &v.s.Jobs[k]
+		why := fmt.Sprintf("queue %s takes back GPUs it lent: job %s (priority %d) starts within its nominal quota; queue %s borrows",
+			v.t.queues[q].name, j.ID, j.Priority, v.t.queues[v.leaf[k]].name)
+		switch kind[k] {
+		case "held":
+			if vk.Allocation.Total() == 0 {
+				delete(e.out.Reasons, vk.ID)
+				v.why[vk.ID] = "not started: " + why
+			} else {
+				e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "not grown: "+why)
+			}
+		case "shrunk":
+			e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "shrunk in place: "+why)
+		case "stopped":
+			e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "preempted (requeued): "+why)
+		}
+		took = append(took, fmt.Sprintf("%s %s", kind[k], vk.ID))
+		kind[k] = ""
+	}
+	reason := fmt.Sprintf("started at %d GPUs within queue %s's nominal quota", alloc.Total(), v.t.queues[q].name)
+	if len(took) > 0 {
+		reason += "; GPUs taken back from borrowers: " + strings.Join(took, ", ")
+	}
+	e.out.Reasons[j.ID] = []string{reason}
+	return true
+}
+
+// gainsAny reports whether job k's target holds more than its current
+// allocation of some resource.
+func (e *enforcer) gainsAny(k int) bool {
+	for r := range e.v.res {
+		if e.gains(k, r) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// place finds nodes for job i's smallest valid GPU count among the free
+// GPUs, within room per resource, honouring its constraints and
+// anti-affinity: the fullest single node that holds it all, else the
+// nodes with the most free GPUs first. nil when it does not fit.
+func (e *enforcer) place(i int, room []int) policy.Allocation {
+	v, j := e.v, &e.v.s.Jobs[i]
+	w := max(1, j.GPUs.PerWorker)
+	need := (j.GPUs.Min + w - 1) / w * w
+	if need <= 0 || need > j.GPUs.Max {
+		return nil
+	}
+	blocked := map[string]bool{}
+	if v.anti {
+		for k := range v.s.Jobs {
+			if k != i && e.tgt[k].Total() > 0 && (j.AntiAffinity.Matches(&v.s.Jobs[k]) || v.s.Jobs[k].AntiAffinity.Matches(j)) {
+				for n := range e.tgt[k] {
+					blocked[n] = true
+				}
+			}
+		}
+	}
+	left := slices.Clone(room)
+	type cand struct {
+		id  string
+		cap int
+		r   int
+	}
+	var cands []cand
+	for x := range v.s.Nodes {
+		n := &v.s.Nodes[x]
+		if blocked[n.ID] || !j.Constraints.Allows(n) {
+			continue
+		}
+		c := e.free[n.ID]
+		if m := j.Constraints.MaxGPUsPerNode; m > 0 {
+			c = min(c, m)
+		}
+		if c -= c % w; c > 0 {
+			cands = append(cands, cand{n.ID, c, v.nodeRes[n.ID]})
+		}
+	}
+	best := -1
+	for x, c := range cands {
+		if min(c.cap, left[c.r]) >= need && (best == -1 || c.cap < cands[best].cap || c.cap == cands[best].cap && c.id < cands[best].id) {
+			best = x
+		}
+	}
+	if best != -1 {
+		return policy.Allocation{cands[best].id: need}
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Or(cmp.Compare(b.cap, a.cap), cmp.Compare(a.id, b.id)) })
+	out := policy.Allocation{}
+	rem := need
+	for _, c := range cands {
+		g := min(c.cap, left[c.r], rem)
+		if g -= g % w; g > 0 {
+			out[c.id] = g
+			left[c.r] -= g
+			rem -= g
+		}
+		if rem == 0 {
+			return out
+		}
+	}
+	return nil
+}

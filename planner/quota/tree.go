@@ -1,0 +1,375 @@
+package quota
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+)
+
+// AnyModel is the key of an Amount that counts GPUs of every model (a
+// queue's quota given as a number), or, in a per-model borrowing or
+// lending limit, every model the Amount does not name.
+const AnyModel = ""
+
+// Unlimited stands for no bound: a borrowing or lending limit left out,
+// the nominal quota of the implicit default queue. It is far above any
+// cluster (2^40 GPUs), and sums of a few thousand of it stay in an int.
+const Unlimited = 1 << 40
+
+// Bounds on a queue tree.
+const (
+	// MaxQueues bounds the queues of one tree.
+	MaxQueues = 1000
+	// MaxGPUs bounds every quantity of a queue (as jobspec.MaxGPUs).
+	MaxGPUs = 1 << 20
+	// MaxWeight bounds a queue's weight.
+	MaxWeight = 1e6
+	// DefaultQueue is the queue of jobs that name none, and the one queue
+	// of a planner that configures none.
+	DefaultQueue = "default"
+)
+
+// Amount is a number of GPUs per GPU model (Nomad's device name, as
+// policy.Node.GPUModel). The key AnyModel counts every model; nil is
+// "not given".
+type Amount map[string]int
+
+// Def is one queue as configured.
+type Def struct {
+	Name string
+	// Parent names the queue this one is inside ("" for a top-level one).
+	// A queue with children holds no jobs of its own.
+	Parent string
+	// Nominal is the GPUs guaranteed to the queue's jobs: {AnyModel: n},
+	// or per model. Nil: for a parent, the sum of its children's; for a
+	// leaf, none (0).
+	Nominal Amount
+	// BorrowingLimit bounds what the queue holds above its nominal quota
+	// (nil: unlimited). AnyModel applies to every model not named.
+	BorrowingLimit Amount
+	// LendingLimit bounds what of its idle nominal quota others may
+	// borrow (nil: all of it). AnyModel applies to every model not named.
+	LendingLimit Amount
+	// Weight orders borrowers (0: 1): GPUs are taken back first from the
+	// queue that borrows most per unit of weight.
+	Weight float64
+}
+
+// DefError is what is wrong with one queue's definition. Field is the
+// config attribute ("parent", "nominal", ...), or "" for the block.
+type DefError struct {
+	Queue, Field, Msg string
+}
+
+func (e *DefError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("queue %q: %s", e.Queue, e.Msg)
+	}
+	return fmt.Sprintf("queue %q: %s: %s", e.Queue, e.Field, e.Msg)
+}
+
+// DefErrors are every DefError of a tree's definitions.
+type DefErrors []*DefError
+
+func (es DefErrors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return "failed to build queue tree: " + strings.Join(msgs, "; ")
+}
+
+// Tree is a validated set of queues. It is immutable and safe to share.
+type Tree struct {
+	queues []queue
+	index  map[string]int
+	// order lists the queues parents first.
+	order    []int
+	perModel bool
+	models   []string // every model an Amount names, sorted
+	// implicit: the tree of a planner that configures no queues (Default),
+	// whose one queue holds every job, whatever queue it names.
+	implicit bool
+}
+
+type queue struct {
+	name     string
+	parent   int // -1: top level
+	children []int
+	depth    int
+	nominal  Amount // nil: the children's sum
+	borrow   Amount
+	lend     Amount
+	weight   float64
+}
+
+// Default is the tree of a planner that configures no queues: the one
+// queue "default", whose nominal quota is unlimited (the whole cluster),
+// holding every job whatever queue its jobspec names (as before queues
+// existed, so no job is refused or stranded for naming one).
+func Default() *Tree {
+	t, err := New([]Def{{Name: DefaultQueue, Nominal: Amount{AnyModel: Unlimited}}})
+	if err != nil {
+		panic(err) // a constant definition
+	}
+	t.implicit = true
+	return t
+}
+
+// queueFor is the queue that holds a job naming name.
+func (t *Tree) queueFor(name string) string {
+	if t.implicit {
+		return DefaultQueue
+	}
+	return name
+}
+
+// New validates defs and builds their tree. The error is DefErrors.
+func New(defs []Def) (*Tree, error) {
+	var errs DefErrors
+	bad := func(q, field, format string, args ...any) {
+		errs = append(errs, &DefError{Queue: q, Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if len(defs) == 0 {
+		return nil, DefErrors{{Msg: "no queues"}}
+	}
+	if len(defs) > MaxQueues {
+		return nil, DefErrors{{Queue: defs[MaxQueues].Name, Msg: fmt.Sprintf("more than %d queues", MaxQueues)}}
+	}
+	t := &Tree{index: make(map[string]int, len(defs))}
+	models := map[string]bool{}
+	perModelAt := ""
+	for _, d := range defs {
+		if d.Name == "" || len(d.Name) > 256 {
+			bad(d.Name, "", "a queue name is 1 to 256 bytes (the config allows jobspec's job names)")
+			continue
+		}
+		if _, dup := t.index[d.Name]; dup {
+			bad(d.Name, "", "defined twice")
+			continue
+		}
+		w := d.Weight
+		if w == 0 {
+			w = 1
+		}
+		if math.IsNaN(w) || w <= 0 || w > MaxWeight {
+			bad(d.Name, "weight", "%v: a weight is above 0 and at most %g", d.Weight, MaxWeight)
+		}
+		for _, a := range []struct {
+			field string
+			amt   Amount
+		}{{"nominal", d.Nominal}, {"borrowing_limit", d.BorrowingLimit}, {"lending_limit", d.LendingLimit}} {
+			for _, m := range slices.Sorted(maps.Keys(a.amt)) {
+				if g := a.amt[m]; g < 0 || g > MaxGPUs && !(a.field == "nominal" && g == Unlimited) {
+					bad(d.Name, a.field, "%d GPUs: give 0 to %d", g, MaxGPUs)
+				}
+				if m != AnyModel {
+					models[m] = true
+				}
+			}
+		}
+		if _, ok := d.Nominal[AnyModel]; !ok && len(d.Nominal) > 0 && perModelAt == "" {
+			perModelAt = d.Name
+		}
+		t.index[d.Name] = len(t.queues)
+		t.queues = append(t.queues, queue{name: d.Name, parent: -1, nominal: maps.Clone(d.Nominal),
+			borrow: maps.Clone(d.BorrowingLimit), lend: maps.Clone(d.LendingLimit), weight: w})
+	}
+	t.perModel = perModelAt != ""
+	t.models = slices.Sorted(maps.Keys(models))
+	for _, d := range defs {
+		i, ok := t.index[d.Name]
+		if !ok || t.queues[i].name != d.Name {
+			continue
+		}
+		if t.perModel {
+			if _, ok := d.Nominal[AnyModel]; ok {
+				bad(d.Name, "nominal", "a number, but queue %q gives its nominal quota per GPU model: give every queue's per model, or every queue's as a number", perModelAt)
+			}
+		} else {
+			for _, f := range []struct {
+				field string
+				amt   Amount
+			}{{"borrowing_limit", d.BorrowingLimit}, {"lending_limit", d.LendingLimit}} {
+				if hasModelKey(f.amt) {
+					bad(d.Name, f.field, "per GPU model, but no queue gives its nominal quota per model: give it as a number")
+				}
+			}
+		}
+		if d.Parent == "" {
+			continue
+		}
+		p, ok := t.index[d.Parent]
+		switch {
+		case !ok:
+			bad(d.Name, "parent", "no queue is named %q", d.Parent)
+		case p == i:
+			bad(d.Name, "parent", "a queue cannot be its own parent")
+		default:
+			t.queues[i].parent = p
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if cyc := t.cycles(); len(cyc) > 0 {
+		for _, c := range cyc {
+			bad(c, "parent", "the parents form a cycle (%s)", t.cyclePath(t.index[c]))
+		}
+		return nil, errs
+	}
+	t.link()
+	for _, i := range t.order {
+		q := &t.queues[i]
+		if len(q.children) == 0 || q.nominal == nil {
+			continue
+		}
+		for _, m := range t.resourceKeys() {
+			sum := 0
+			for _, c := range q.children {
+				sum += t.nominal(c, m)
+			}
+			if n := lookup(q.nominal, m, 0); sum > n {
+				bad(q.name, "nominal", "%d GPUs%s, less than its children's %d: a parent's nominal quota holds its children's", n, modelSuffix(m), sum)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return t, nil
+}
+
+func hasModelKey(a Amount) bool {
+	for m := range a {
+		if m != AnyModel {
+			return true
+		}
+	}
+	return false
+}
+
+// cycles returns the names of the queues on a cycle of parents.
+func (t *Tree) cycles() []string {
+	var out []string
+	for i := range t.queues {
+		seen := map[int]bool{}
+		for j := i; j != -1; j = t.queues[j].parent {
+			if seen[j] {
+				if j == i {
+					out = append(out, t.queues[i].name)
+				}
+				break
+			}
+			seen[j] = true
+		}
+	}
+	return out
+}
+
+func (t *Tree) cyclePath(i int) string {
+	path := []string{t.queues[i].name}
+	for j := t.queues[i].parent; j != i && j != -1 && len(path) <= len(t.queues); j = t.queues[j].parent {
+		path = append(path, t.queues[j].name)
+	}
+	return strings.Join(append(path, t.queues[i].name), " -> ")
+}
+
+// link fills children, depth and order (parents first).
+func (t *Tree) link() {
+	for i := range t.queues {
+		if p := t.queues[i].parent; p != -1 {
+			t.queues[p].children = append(t.queues[p].children, i)
+		}
+	}
+	var walk func(i, depth int)
+	walk = func(i, depth int) {
+		t.queues[i].depth = depth
+		t.order = append(t.order, i)
+		for _, c := range t.queues[i].children {
+			walk(c, depth+1)
+		}
+	}
+	for i := range t.queues {
+		if t.queues[i].parent == -1 {
+			walk(i, 0)
+		}
+	}
+}
+
+// resourceKeys are the keys quotas are given for: AnyModel, or each model
+// an Amount names.
+func (t *Tree) resourceKeys() []string {
+	if t.perModel {
+		return t.models
+	}
+	return []string{AnyModel}
+}
+
+// lookup reads a's GPUs for model m: its own entry, else AnyModel's, else
+// def.
+func lookup(a Amount, m string, def int) int {
+	if v, ok := a[m]; ok {
+		return v
+	}
+	if v, ok := a[AnyModel]; ok {
+		return v
+	}
+	return def
+}
+
+// nominal is queue i's nominal quota of resource m (a parent without one
+// has its children's sum).
+func (t *Tree) nominal(i int, m string) int {
+	q := &t.queues[i]
+	if q.nominal != nil || len(q.children) == 0 {
+		return lookup(q.nominal, m, 0)
+	}
+	sum := 0
+	for _, c := range q.children {
+		sum += t.nominal(c, m)
+	}
+	return sum
+}
+
+func modelSuffix(m string) string {
+	if m == AnyModel {
+		return ""
+	}
+	return " of " + m
+}
+
+// Names are the queues' names, in the tree's order (parents first).
+func (t *Tree) Names() []string {
+	out := make([]string, len(t.order))
+	for k, i := range t.order {
+		out[k] = t.queues[i].name
+	}
+	return out
+}
+
+// Has reports whether the tree has a queue of that name.
+func (t *Tree) Has(name string) bool { _, ok := t.index[name]; return ok }
+
+// Sentinel errors of CheckJob (wrapped in an *AdmitError).
+var (
+	// ErrUnknownQueue: the job names a queue the tree does not have.
+	ErrUnknownQueue = errors.New("unknown queue")
+	// ErrParentQueue: the job names a queue that has child queues.
+	ErrParentQueue = errors.New("queue has child queues")
+	// ErrOverLimit: the job's minimum is above what its queue may ever hold.
+	ErrOverLimit = errors.New("job can never fit its queue's limit")
+)
+
+// AdmitError is why a job is refused at submission.
+type AdmitError struct {
+	Queue string
+	Err   error // one of the sentinels above
+	Msg   string
+}
+
+func (e *AdmitError) Error() string { return e.Msg }
+func (e *AdmitError) Unwrap() error { return e.Err }

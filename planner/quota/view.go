@@ -1,0 +1,288 @@
+package quota
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// View is a tree's accounting over one round's snapshot: what each queue
+// holds of each resource (a GPU model, or AnyModel where quotas are not
+// per model), and what it may hold. Build one per round with NewView.
+type View struct {
+	t *Tree
+	s *policy.Snapshot
+
+	res     []string       // the round's resources
+	nodeRes map[string]int // node ID -> resource
+	nodeCap map[string]int // node ID -> GPUs - Reserved
+	nodeAt  map[string]int // node ID -> index in s.Nodes
+	jobIdx  map[string]int // job ID -> index in s.Jobs
+	// leaf is each job's queue (index into t.queues), -1 when the job
+	// names no queue of the tree, or one with children.
+	leaf []int
+	// nominal, limit (nominal + borrowing limit) and guard (the part of
+	// the nominal quota never lent) per queue and resource.
+	nominal, limit, guard [][]int
+	// capacity is the root's bound per resource: the cluster's GPUs, or
+	// the top-level queues' nominal sum where that is more (nominal quotas
+	// may promise more than the cluster has; what is physically there is
+	// the gang rule's to enforce).
+	capacity, physical []int
+	cur                [][]int // usage by current allocations
+
+	anti  bool              // some job has anti-affinity
+	allow map[string][]bool // allowed, by constraints
+
+	// gate's results: queued jobs kept from the policy, and why.
+	held map[string]string
+	// why queued jobs still wait after Enforce, where quota is the reason.
+	why map[string]string
+}
+
+// NewView accounts snapshot s against tree t. Jobs name their queue in
+// policy.Job.Queue ("" is DefaultQueue).
+func NewView(t *Tree, s *policy.Snapshot) *View {
+	v := &View{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)), nodeCap: make(map[string]int, len(s.Nodes)),
+		nodeAt: make(map[string]int, len(s.Nodes)),
+		jobIdx: make(map[string]int, len(s.Jobs)), leaf: make([]int, len(s.Jobs)),
+		held: map[string]string{}, why: map[string]string{}}
+	if t.perModel {
+		set := map[string]bool{}
+		for _, m := range t.models {
+			set[m] = true
+		}
+		for i := range s.Nodes {
+			set[s.Nodes[i].GPUModel] = true
+		}
+		v.res = slices.Sorted(maps.Keys(set))
+	} else {
+		v.res = []string{AnyModel}
+	}
+	v.physical = make([]int, len(v.res))
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		r := 0
+		if t.perModel {
+			r, _ = slices.BinarySearch(v.res, n.GPUModel)
+		}
+		v.nodeRes[n.ID] = r
+		v.nodeAt[n.ID] = i
+		v.nodeCap[n.ID] = max(0, n.GPUs-n.Reserved)
+		v.physical[r] += v.nodeCap[n.ID]
+	}
+	nq := len(t.queues)
+	v.nominal, v.limit, v.guard = v.matrix(), v.matrix(), v.matrix()
+	v.capacity = slices.Clone(v.physical)
+	for q := range nq {
+		for r, m := range v.res {
+			n := t.nominal(q, m)
+			v.nominal[q][r] = n
+			v.limit[q][r] = min(n+lookup(t.queues[q].borrow, m, Unlimited), 2*Unlimited)
+			v.guard[q][r] = max(0, n-lookup(t.queues[q].lend, m, Unlimited))
+		}
+	}
+	for r := range v.res {
+		top := 0
+		for q := range nq {
+			if t.queues[q].parent == -1 {
+				top += v.nominal[q][r]
+			}
+		}
+		v.capacity[r] = max(v.physical[r], top)
+	}
+	v.cur = v.matrix()
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		v.jobIdx[j.ID] = i
+		v.anti = v.anti || !j.AntiAffinity.IsZero()
+		v.leaf[i] = -1
+		if q, ok := t.index[t.queueFor(QueueOf(j))]; ok && len(t.queues[q].children) == 0 {
+			v.leaf[i] = q
+			v.add(v.cur, q, j.Allocation, 1)
+		}
+	}
+	return v
+}
+
+// QueueOf is the queue a job names (DefaultQueue where it names none).
+func QueueOf(j *policy.Job) string { return cmp.Or(j.Queue, DefaultQueue) }
+
+func (v *View) matrix() [][]int {
+	m := make([][]int, len(v.t.queues))
+	for q := range m {
+		m[q] = make([]int, len(v.res))
+	}
+	return m
+}
+
+func clone(m [][]int) [][]int {
+	out := make([][]int, len(m))
+	for q := range m {
+		out[q] = slices.Clone(m[q])
+	}
+	return out
+}
+
+// add adds sign x the GPUs of a to queue q's usage u, per resource.
+func (v *View) add(u [][]int, q int, a policy.Allocation, sign int) {
+	for n, g := range a {
+		if r, ok := v.nodeRes[n]; ok && g > 0 {
+			u[q][r] += sign * g
+		}
+	}
+}
+
+// effective is each queue's usage as its parent counts it: a leaf's own;
+// a parent's, the sum over its children of what each uses or guards
+// (the part of its nominal quota it does not lend), whichever is more.
+// Guarded idle GPUs thus count as used for everyone but their owner.
+func (v *View) effective(u [][]int) [][]int {
+	e := clone(u)
+	for k := len(v.t.order) - 1; k >= 0; k-- {
+		q := v.t.order[k]
+		if len(v.t.queues[q].children) == 0 {
+			continue
+		}
+		for r := range v.res {
+			sum := 0
+			for _, c := range v.t.queues[q].children {
+				sum += max(e[c][r], v.guard[c][r])
+			}
+			e[q][r] = sum
+		}
+	}
+	return e
+}
+
+// subtree is u summed up the tree: what each queue's jobs hold, its own
+// (a leaf) or its descendants' (a parent).
+func (v *View) subtree(u [][]int) [][]int {
+	s := clone(u)
+	for k := len(v.t.order) - 1; k >= 0; k-- {
+		q := v.t.order[k]
+		if p := v.t.queues[q].parent; p != -1 {
+			for r := range v.res {
+				s[p][r] += s[q][r]
+			}
+		}
+	}
+	return s
+}
+
+// rootUse is what the top-level queues use or guard, per resource.
+func (v *View) rootUse(e [][]int, r int) int {
+	sum := 0
+	for q := range v.t.queues {
+		if v.t.queues[q].parent == -1 {
+			sum += max(e[q][r], v.guard[q][r])
+		}
+	}
+	return sum
+}
+
+// violation is a bound exceeded: queue q's limit, or (q == -1) the root's
+// capacity, for resource r.
+type violation struct {
+	q, r        int
+	have, bound int
+}
+
+// violations lists every bound usage u exceeds.
+func (v *View) violations(u [][]int) []violation {
+	e := v.effective(u)
+	var out []violation
+	for _, q := range v.t.order {
+		for r := range v.res {
+			if e[q][r] > v.limit[q][r] {
+				out = append(out, violation{q: q, r: r, have: e[q][r], bound: v.limit[q][r]})
+			}
+		}
+	}
+	for r := range v.res {
+		if have := v.rootUse(e, r); have > v.capacity[r] {
+			out = append(out, violation{q: -1, r: r, have: have, bound: v.capacity[r]})
+		}
+	}
+	return out
+}
+
+// headroom is how many more GPUs of resource r queue q (a leaf) may take
+// under usage u without exceeding a bound: at each level up the tree, what
+// is left under the bound, plus what the levels below absorb by filling
+// their own guarded, idle nominal quota.
+func (v *View) headroom(u, e [][]int, q, r int) int {
+	h := v.limit[q][r] - e[q][r]
+	gaps := max(e[q][r], v.guard[q][r]) - e[q][r]
+	for x := v.t.queues[q].parent; x != -1; x = v.t.queues[x].parent {
+		h = min(h, v.limit[x][r]-e[x][r]+gaps)
+		gaps += max(e[x][r], v.guard[x][r]) - e[x][r]
+	}
+	return max(0, min(h, v.capacity[r]-v.rootUse(e, r)+gaps))
+}
+
+// allowed is, per resource, whether job j may hold GPUs of it. Jobs with
+// the same constraints share the answer (a pass over the nodes).
+func (v *View) allowed(j *policy.Job) []bool {
+	c := &j.Constraints
+	key := fmt.Sprintf("%q %d %q %v", c.GPUModel, c.MinGPUMemoryMiB, c.Pool, c.NodeAttributes)
+	if out, ok := v.allow[key]; ok {
+		return out
+	}
+	out := make([]bool, len(v.res))
+	for i := range v.s.Nodes {
+		if j.Constraints.Allows(&v.s.Nodes[i]) {
+			out[v.nodeRes[v.s.Nodes[i].ID]] = true
+		}
+	}
+	if v.allow == nil {
+		v.allow = map[string][]bool{}
+	}
+	v.allow[key] = out
+	return out
+}
+
+// fits reports whether j's minimum fits in avail over the resources it
+// may use.
+func fits(j *policy.Job, avail []int, allowed []bool) bool {
+	sum := 0
+	for r, a := range avail {
+		if allowed[r] && a > 0 {
+			sum += a
+		}
+	}
+	return sum >= j.GPUs.Min
+}
+
+// take subtracts n GPUs from avail over the allowed resources, most
+// available first.
+func take(avail []int, allowed []bool, n int) {
+	for n > 0 {
+		best := -1
+		for r := range avail {
+			if allowed[r] && avail[r] > 0 && (best == -1 || avail[r] > avail[best]) {
+				best = r
+			}
+		}
+		if best == -1 {
+			return
+		}
+		d := min(n, avail[best])
+		avail[best] -= d
+		n -= d
+	}
+}
+
+// share is how far queue q holds (or guards) more than its nominal quota
+// under effective usage eff, per unit of its weight (the most over
+// resources): borrowers are trimmed and reclaimed from in decreasing share.
+func (v *View) share(eff [][]int, q int) float64 {
+	best := 0.0
+	for r := range v.res {
+		best = max(best, float64(max(0, eff[q][r]-v.nominal[q][r]))/v.t.queues[q].weight)
+	}
+	return best
+}

@@ -1,0 +1,53 @@
+package quota
+
+import (
+	"slices"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// Wait is where a queued job stands in its queue after a round, and why
+// it waits where its queue is the reason.
+type Wait struct {
+	Queue string
+	// Position is the job's place among its queue's waiting jobs (from 1),
+	// of Of, in the queue's order: priority, then submission. 0 for a job
+	// whose queue is not configured.
+	Position, Of int
+	// Reason says why the queue holds the job back; "" when it does not
+	// (the policy's reason, or placement, is then why it waits).
+	Reason string
+}
+
+// Waits is, for each job that plan p (Enforce's) leaves queued, its Wait.
+func (v *View) Waits(p *policy.Plan) map[string]Wait {
+	out := map[string]Wait{}
+	byQueue := map[int][]int{}
+	for i := range v.s.Jobs {
+		j := &v.s.Jobs[i]
+		if p.Target(j).Total() > 0 {
+			continue
+		}
+		if q := v.leaf[i]; q != -1 {
+			byQueue[q] = append(byQueue[q], i)
+			continue
+		}
+		out[j.ID] = Wait{Queue: QueueOf(j), Reason: v.reason(j.ID)}
+	}
+	for q, js := range byQueue {
+		slices.SortFunc(js, v.byQueueOrder)
+		for k, i := range js {
+			id := v.s.Jobs[i].ID
+			out[id] = Wait{Queue: v.t.queues[q].name, Position: k + 1, Of: len(js), Reason: v.reason(id)}
+		}
+	}
+	return out
+}
+
+// reason is why quota holds job id back: Enforce's word, else Gate's.
+func (v *View) reason(id string) string {
+	if r, ok := v.why[id]; ok {
+		return r
+	}
+	return v.held[id]
+}
