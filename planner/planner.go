@@ -93,6 +93,10 @@ type Planner struct {
 	Events Publisher
 	// Metrics records timings and counts (planner/metrics); nil: none.
 	Metrics Metrics
+	// CheckpointDirs are the directories (the config's checkpoint_dirs) a
+	// restarted job may be told to resume from: a checkpoint it reported
+	// elsewhere is not passed on, and it starts over (see resumePoint).
+	CheckpointDirs []string
 
 	obs observer
 
@@ -295,7 +299,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	p.noteNodesSeen(nodes, now)
 	snap := snapshot(now, nodes, live)
 	planStart := time.Now()
-	plan, waits, perr := p.planQueues(ctx, snap)
+	plan, waits, taken, perr := p.planQueues(ctx, snap)
 	*planTime = time.Since(planStart)
 	if perr != nil {
 		p.Logger.Warn("policy", "error", perr)
@@ -313,6 +317,10 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	var errs []error
 	for _, ch := range plan.Diff(snap).All() {
 		j := byID[ch.Job]
+		if ch.From.Total() == 0 {
+			// A start: a job that ran before resumes from its checkpoint.
+			j.Resume = p.resumePoint(j)
+		}
 		applyStart := time.Now()
 		err := p.Executor.Apply(ctx, j, ch.To)
 		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
@@ -326,7 +334,11 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 				reason = strings.TrimPrefix(reason+"; "+miss, "; ")
 			}
 		}
-		if err := p.record(ctx, j, ch, plan.Policy, reason, now); err != nil {
+		var by *quota.Taken
+		if t, ok := taken[j.ID]; ok && ch.To.Total() == 0 {
+			by = &t
+		}
+		if err := p.record(ctx, j, ch, plan.Policy, reason, by, now); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -360,25 +372,41 @@ func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (bool
 	return true, nil
 }
 
-// record writes an applied change into the job's record.
-func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, now time.Time) error {
+// record writes an applied change into the job's record. by is who took
+// the GPUs of a job that reclaim stopped.
+func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, by *quota.Taken, now time.Time) error {
 	nomadJobID := j.NomadJobID // the executor's, not yet stored
+	resume := j.Resume         // what the start was told (round), not yet stored
 	err := p.update(ctx, j, func(j *structs.Job) error {
 		j.NomadJobID = nomadJobID
 		j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
 		j.Allocation = maps.Clone(map[string]int(ch.To))
+		var after []structs.Event // after the change's own event
 		switch {
 		case ch.To.Total() == 0:
 			j.State = structs.JobQueued // preempted: back in the queue
+			if by != nil {
+				j.Preemptions = append(j.Preemptions, preemption(j, by, now))
+				after = append(after, preemptionEvent(j.Preemptions[len(j.Preemptions)-1]))
+			}
 		case j.State == structs.JobQueued:
 			j.State = structs.JobRunning
 			if j.Started.IsZero() {
 				j.Started = now
 			}
+			j.Resume = resume
+			if n := len(j.Preemptions); n > 0 && j.Preemptions[n-1].Resumed.IsZero() {
+				j.Preemptions[n-1].Resumed = now
+				if resume != nil {
+					j.Preemptions[n-1].ResumedStep = resume.Step
+				}
+				after = append(after, resumeEvent(now, resume))
+			}
 		}
 		j.History = append(j.History, structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Policy: policyName, Reason: reason})
 		j.Events = append(j.Events, structs.Event{Time: now, Type: string(ch.Kind),
 			Message: fmt.Sprintf("%s: %d -> %d GPUs (%s)", ch.Kind, ch.From.Total(), ch.To.Total(), policyName)})
+		j.Events = append(j.Events, after...)
 		return nil
 	})
 	if err != nil {

@@ -81,18 +81,19 @@ func (p *Planner) checkQueue(spec *jobspec.Spec, nodes []policy.Node) error {
 // (planner/quota): the policy sees the jobs their queues may start, and
 // its plan is trimmed to the queues' limits, with GPUs reclaimed for
 // queues below their nominal quota. It also says where each job left
-// queued stands in its queue.
-func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*policy.Plan, map[string]quota.Wait, error) {
+// queued stands in its queue, and who took the GPUs of the jobs reclaim
+// shrank or stopped.
+func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*policy.Plan, map[string]quota.Wait, map[string]quota.Taken, error) {
 	view := quota.NewView(p.Queues(), snap)
 	plan, perr := p.Policies.Plan(ctx, view.Gate())
 	if plan == nil {
-		return nil, nil, perr
+		return nil, nil, nil, perr
 	}
 	enforced, err := view.Enforce(plan)
 	if err != nil {
 		p.Logger.Error("queue rules broke the plan; keeping only its stops and shrinks", "error", err)
 	}
-	return enforced, view.Waits(enforced), perr
+	return enforced, view.Waits(enforced), view.Reclaimed(), perr
 }
 
 // QueueStatus is every queue's quota and usage now, parents first.

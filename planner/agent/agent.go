@@ -153,6 +153,8 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Logger:   logger.Named("planner"),
 		Events:   a.events,
 		Metrics:  rec,
+		// A requeued job resumes only from a checkpoint in these.
+		CheckpointDirs: cfg.CheckpointDirs,
 	}
 	// The planner nudges the delivery worker; the worker writes its
 	// outcomes through the planner, as every writer of a record does.

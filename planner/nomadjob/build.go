@@ -23,7 +23,9 @@
 // SCHEDULEARN_REPORT_TOKEN (structs.ReportToken: good for this job's progress
 // only) when Options name the planner's address and token;
 // SCHEDULEARN_TARGET_METRIC, _GOAL and _DIRECTION ("max" or "min") are the
-// jobspec's target, for scripts that stop at the goal. What this package
+// jobspec's target, for scripts that stop at the goal;
+// SCHEDULEARN_RESUME_CHECKPOINT and _STEP, on a start after a preemption,
+// the checkpoint to resume from (structs.Job.Resume). What this package
 // sets overrides the jobspec's env of the same name.
 //
 // Secrets stay out of the Nomad job: the jobspec's env, the report token
@@ -98,6 +100,11 @@ const (
 	EnvTargetMetric   = "SCHEDULEARN_TARGET_METRIC"
 	EnvTargetGoal     = "SCHEDULEARN_TARGET_GOAL"
 	EnvTargetDir      = "SCHEDULEARN_TARGET_DIRECTION"
+	// EnvResumeCheckpoint and EnvResumeStep are the checkpoint a job that
+	// starts again resumes from (structs.Job.Resume: the last one it
+	// reported under the planner's checkpoint_dirs) and its step.
+	EnvResumeCheckpoint = "SCHEDULEARN_RESUME_CHECKPOINT"
+	EnvResumeStep       = "SCHEDULEARN_RESUME_STEP"
 )
 
 // JobID is the Nomad job of a training job.
@@ -173,6 +180,10 @@ func launcherEnv(j *structs.Job, opts Options) map[string]string {
 	env := map[string]string{EnvJobID: j.ID}
 	if opts.PlannerAddress != "" && opts.Token != "" {
 		env[EnvPlannerAddress] = opts.PlannerAddress
+	}
+	if r := j.Resume; r != nil {
+		env[EnvResumeCheckpoint] = r.Checkpoint
+		env[EnvResumeStep] = strconv.FormatInt(r.Step, 10)
 	}
 	if t := j.Spec.Target; t != nil && t.Metric != "" {
 		env[EnvTargetMetric] = t.Metric

@@ -152,3 +152,28 @@ func TestSecrets_BadEnvName(t *testing.T) {
 	_, err := Secrets(j, Options{})
 	must.ErrorContains(t, err, `env name "NOT-A-NAME"`)
 }
+
+// Issue 16: a job that starts again after a preemption is told where to
+// resume (the planner's Job.Resume) in the launcher's environment, which
+// horovodrun and torchrun pass to every worker; a first start is not.
+func TestBuild_ResumeEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		resume *structs.Resume
+		want   map[string]string
+	}{
+		{"first start", nil, map[string]string{"SCHEDULEARN_JOB_ID": "a-1"}},
+		{"after a preemption", &structs.Resume{Checkpoint: "/ckpt/a-1/model-step00000040.pt", Step: 40}, map[string]string{
+			"SCHEDULEARN_JOB_ID":            "a-1",
+			"SCHEDULEARN_RESUME_CHECKPOINT": "/ckpt/a-1/model-step00000040.pt",
+			"SCHEDULEARN_RESUME_STEP":       "40",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &structs.Job{ID: "a-1", Resume: tc.resume, Spec: jobspec.Spec{Name: "a", Command: "python3",
+				Launcher: jobspec.LauncherHorovod, GPUs: jobspec.GPUs{Min: 1, Max: 1, PerWorker: 1}}}
+			job := Build(j, policy.Allocation{"node-a": 1}, Options{})
+			must.Eq[any](t, tc.want, job.TaskGroups[0].Tasks[0].Config["env"])
+		})
+	}
+}

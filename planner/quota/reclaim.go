@@ -279,6 +279,9 @@ func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
 		case "stopped":
 			e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "preempted (requeued): "+why)
 		}
+		if kind[k] != "held" {
+			v.taken[vk.ID] = Taken{Job: j.ID, Queue: v.t.queues[q].name, From: v.t.queues[v.leaf[k]].name, Why: why}
+		}
 		took = append(took, fmt.Sprintf("%s %s", kind[k], vk.ID))
 		kind[k] = ""
 	}

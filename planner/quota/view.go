@@ -41,6 +41,8 @@ type View struct {
 	held map[string]string
 	// why queued jobs still wait after Enforce, where quota is the reason.
 	why map[string]string
+	// taken is the jobs Enforce's reclaim shrank or stopped, and for whom.
+	taken map[string]Taken
 }
 
 // NewView accounts snapshot s against tree t. Jobs name their queue in
@@ -49,7 +51,7 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 	v := &View{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)), nodeCap: make(map[string]int, len(s.Nodes)),
 		nodeAt: make(map[string]int, len(s.Nodes)),
 		jobIdx: make(map[string]int, len(s.Jobs)), leaf: make([]int, len(s.Jobs)),
-		held: map[string]string{}, why: map[string]string{}}
+		held: map[string]string{}, why: map[string]string{}, taken: map[string]Taken{}}
 	if t.perModel {
 		set := map[string]bool{}
 		for _, m := range t.models {

@@ -65,6 +65,14 @@ type Job struct {
 	Progress *Progress `json:"progress,omitempty"`
 	// Outlook is the planner's reading of the progress (see Outlook).
 	Outlook *Outlook `json:"outlook,omitempty"`
+	// Preemptions are the times the planner stopped the job and requeued
+	// it to give its GPUs back to a queue below its nominal quota, oldest
+	// first, each with who took the GPUs and the step it resumed from.
+	Preemptions []Preemption `json:"preemptions,omitempty"`
+	// Resume is the checkpoint the job's latest start was told to resume
+	// from (SCHEDULEARN_RESUME_CHECKPOINT and _STEP in its environment);
+	// nil for a start from scratch.
+	Resume *Resume `json:"resume,omitempty"`
 	// Deliveries are the models delivered (or to be delivered) as the
 	// target metric reached the jobspec's tier1 and goal, one per tier
 	// reached, in the order reached (recorded by AddProgress; the planner
@@ -119,6 +127,33 @@ type Event struct {
 	Message string    `json:"message"`
 }
 
+// Preemption is one time the job was stopped and requeued by the queues'
+// reclaim.
+type Preemption struct {
+	Time time.Time `json:"time"`
+	// Job and Queue took the GPUs: Job started within Queue's nominal
+	// quota, taking them back from the job's queue, From, which borrowed.
+	Job   string `json:"job"`
+	Queue string `json:"queue"`
+	From  string `json:"from"`
+	// Reason is the planner's, in words.
+	Reason string `json:"reason"`
+	// Step is the job's last reported step when it was stopped.
+	Step int64 `json:"step"`
+	// Resumed is when the job started again (zero while requeued), and
+	// ResumedStep the checkpoint's step it was told to resume from (0:
+	// none under the planner's checkpoint_dirs, it started over).
+	Resumed     time.Time `json:"resumed,omitzero"`
+	ResumedStep int64     `json:"resumed_step"`
+}
+
+// Resume is a checkpoint a job restarts from: the path the training
+// reported through the SDK and the step it reported it at.
+type Resume struct {
+	Checkpoint string `json:"checkpoint"`
+	Step       int64  `json:"step"`
+}
+
 // PolicyState is the active policy, as stored, so that a restarted planner
 // keeps the policy the operators chose.
 type PolicyState struct {
@@ -150,6 +185,8 @@ func (j *Job) Clone() *Job {
 	c.Progress = j.Progress.Clone()
 	c.Outlook = j.Outlook.Clone()
 	c.Deliveries = slices.Clone(j.Deliveries)
+	c.Preemptions = slices.Clone(j.Preemptions)
+	c.Resume = clonePtr(j.Resume)
 	c.Idempotency = clonePtr(j.Idempotency)
 	return &c
 }
@@ -205,6 +242,8 @@ type Progress struct {
 	Metric        *Metric  `json:"metric,omitempty"`
 	WorldSize     int      `json:"world_size,omitempty"`
 	Checkpoint    string   `json:"checkpoint,omitempty"`
+	// CheckpointStep is the step Checkpoint was reported at.
+	CheckpointStep int64 `json:"checkpoint_step,omitempty"`
 	// Metrics is the latest value of every metric name reported (at most
 	// MaxProgressMetrics names).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
@@ -299,7 +338,7 @@ func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
 			p.WorldSize = r.WorldSize
 		}
 		if r.Checkpoint != "" {
-			p.Checkpoint = r.Checkpoint
+			p.Checkpoint, p.CheckpointStep = r.Checkpoint, r.Step
 		}
 		if m := r.Metric; m != nil {
 			if _, known := p.Metrics[m.Name]; !known && len(p.Metrics) >= MaxProgressMetrics {
