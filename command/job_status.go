@@ -223,6 +223,11 @@ func formatJob(j *structs.Job, verbose bool) string {
 		b.WriteString(formatList(rows))
 	}
 
+	if len(j.Preemptions) > 0 {
+		b.WriteString("\n\n" + heading("Preemptions", len(j.Preemptions), verbose) + "\n")
+		b.WriteString(formatPreemptions(recent(j.Preemptions, verbose)))
+	}
+
 	b.WriteString("\n\n" + heading("GPU History", len(j.History), verbose) + "\n")
 	if len(j.History) == 0 {
 		b.WriteString("No GPU changes")
@@ -249,6 +254,24 @@ func formatJob(j *structs.Job, verbose bool) string {
 		b.WriteString("\n\nJobspec\n" + strings.TrimRight(j.Source, "\n"))
 	}
 	return b.String()
+}
+
+// formatPreemptions is a table of the job's preemptions: when, the job and
+// queue that took its GPUs (from its borrowing queue), the step it was at,
+// and when and from which checkpoint step it resumed.
+func formatPreemptions(ps []structs.Preemption) string {
+	rows := [][]string{{"Time", "Taken by", "Queue", "From queue", "At step", "Resumed", "Resumed from step"}}
+	for _, pe := range ps {
+		resumed, from := "<requeued>", "<none>"
+		if !pe.Resumed.IsZero() {
+			resumed, from = formatTime(pe.Resumed), fmt.Sprint(pe.ResumedStep)
+			if pe.ResumedStep == 0 {
+				from = "0 (no checkpoint)"
+			}
+		}
+		rows = append(rows, []string{formatTime(pe.Time), pe.Job, pe.Queue, pe.From, fmt.Sprint(pe.Step), resumed, from})
+	}
+	return formatList(rows)
 }
 
 // heading names a section, saying when only the recent rows are shown.

@@ -271,6 +271,36 @@ func TestJobStatus_Job(t *testing.T) {
 	must.Len(t, 2, job.History)
 }
 
+// Issue 16: each preemption shows in job status: when, the job and queue
+// that took the GPUs, the step it was at, and the step it resumed from;
+// one still requeued says so.
+func TestJobStatus_Preemptions(t *testing.T) {
+	h := newHarness(t)
+	id := h.submit(elastic)
+	h.backend.Start(id, map[string]int{"gpu-1": 2}, "start")
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrNotContains(t, h.out.String(), "Preemptions")
+
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	h.backend.Update(id, func(j *structs.Job) {
+		j.Preemptions = []structs.Preemption{
+			{Time: at, Job: "vit-9f8e7d6c", Queue: "vision", From: "nlp", Step: 43, Resumed: at.Add(time.Minute), ResumedStep: 40},
+			{Time: at.Add(2 * time.Minute), Job: "vit-0a1b2c3d", Queue: "vision", From: "nlp", Step: 90},
+		}
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	out := h.out.String()
+	for _, want := range []string{
+		"Preemptions\nTime",
+		"Taken by      Queue   From queue  At step  Resumed",
+		"vit-9f8e7d6c  vision  nlp         43       ",
+		"  40\n",
+		"vit-0a1b2c3d  vision  nlp         90       <requeued>            <none>",
+	} {
+		must.StrContains(t, out, want)
+	}
+}
+
 // What the training reported shows as one line.
 func TestJobStatus_Progress(t *testing.T) {
 	h := newHarness(t)

@@ -27,6 +27,12 @@ steadily, so a jobspec target on it (tier1, goal) is reached once, for a
 model that is that good. (It climbs from 0.1 to about 0.45 in 300 steps
 on one worker, faster with more.)
 
+Preemption: on SIGTERM (the planner stops the job to give its GPUs to
+another queue, or a shrink removes a worker) rank 0 saves the model at once
+and reports it with its step (the SDK's on_sigterm), within the task's
+grace period; when the planner starts the job again it passes that
+checkpoint, and training resumes from its step instead of step 0.
+
 Model checkpoints, for the planner's model delivery: every CHECKPOINT_EVERY
 commits, rank 0 saves the model's state_dict (torch.save) to
 model-step<step>.pt in $CHECKPOINT_DIR, or in $NOMAD_ALLOC_DIR/checkpoints
@@ -61,6 +67,11 @@ Environment:
     VALIDATION_SIZE   samples in the validation set (default 512)
     CHECKPOINT     --torchrun: the training state's file, to resume from
                    after a restart (also reported as a checkpoint)
+    SCHEDULEARN_RESUME_CHECKPOINT, SCHEDULEARN_RESUME_STEP
+                   set by the planner when the job starts again after a
+                   preemption: the last checkpoint it reported (in the
+                   planner's checkpoint_dirs) and its step; training goes
+                   on from there (both launchers)
     CUDA_VISIBLE_DEVICES  the worker's GPUs; used when CUDA is available
 """
 
@@ -105,6 +116,52 @@ def job_target():
 
 
 TARGET = job_target()
+
+
+def resume_point():
+    """Where to resume after a preemption: (checkpoint path, step), from
+    the planner (the SDK's schedulearn.resume()), or None: a first start,
+    no SDK, or nothing to resume from."""
+    try:
+        from schedulearn import resume
+    except ImportError:
+        return None
+    r = resume()
+    return (r.checkpoint, r.step) if r is not None else None
+
+
+def load_resume(model, optimizer, path):
+    """Loads the checkpoint at path into model (and optimizer): a model
+    checkpoint (a state_dict, as save_model writes) or --torchrun's
+    training state ({"model", "optimizer", "step"})."""
+    saved = torch.load(path, map_location="cpu")
+    if isinstance(saved, dict) and "model" in saved and "step" in saved:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+    else:
+        model.load_state_dict(saved)
+
+
+def save_on_sigterm(reporter, save):
+    """On SIGTERM (a shrink that removes this worker, or a preemption),
+    save() saves a checkpoint and returns (path, step) or None; the path
+    is reported at that step and the reports are flushed before the
+    process dies of the signal (the SDK's on_sigterm)."""
+    try:
+        from schedulearn import on_sigterm
+    except ImportError:
+        return
+
+    def callback():
+        saved = save()
+        if saved is not None:
+            path, step = saved
+            print(f"SIGTERM: saved a checkpoint at step {step}", flush=True)
+            if reporter is not None:
+                reporter.report(step, checkpoint=path)
+        return None
+
+    on_sigterm(callback, reporter)
 
 
 def make_reporter(launcher, hvd=None):
@@ -270,8 +327,25 @@ def run_horovod():
         for group in optimizer.param_groups:
             group["lr"] = BASE_LR * hvd.size()
 
-    state = hvd.elastic.TorchState(model, optimizer, step=0)
+    start = 0
+    resumed = resume_point()
+    if resumed is not None:
+        # Preempted and started again: on from the checkpoint's step (SGD
+        # without momentum keeps no state beyond the weights).
+        load_resume(model, optimizer, resumed[0])
+        start = resumed[1]
+        if hvd.rank() == 0:
+            print(f"resuming from step {start} ({resumed[0]})", flush=True)
+    state = hvd.elastic.TorchState(model, optimizer, step=start)
     state.register_reset_callbacks([on_reset])
+
+    def save_now():
+        if hvd.rank() != 0:
+            return None
+        path = save_model(model, state.step, force=True)
+        return (path, state.step) if path else None
+
+    save_on_sigterm(reporter, save_now)
     if reporter is not None:
         # Reports the world size after every reset and the step at every
         # commit, and keeps host updates that arrive during a reset.
@@ -295,11 +369,18 @@ def run_torchrun():
     step = 0
     # torchrun restarts every worker on a membership change: the state
     # comes back from the last checkpoint rank 0 wrote.
+    resumed = resume_point()
     if ckpt and os.path.exists(ckpt):
         saved = torch.load(ckpt)
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         step = saved["step"]
+    elif resumed is not None:
+        # Preempted and started again: the planner's checkpoint.
+        load_resume(model, optimizer, resumed[0])
+        step = resumed[1]
+        if rank == 0:
+            print(f"resuming from step {step} ({resumed[0]})", flush=True)
     for p in model.parameters():
         dist.broadcast(p.data, 0)
     step_t = torch.tensor([step])
@@ -308,6 +389,15 @@ def run_torchrun():
     reporter = make_reporter("torchrun")
     pace = Pace()
     val = validation_set(device)
+    current = {"step": step}
+
+    def save_now():
+        if rank != 0:
+            return None
+        path = save_model(model, current["step"], force=True)
+        return (path, current["step"]) if path else None
+
+    save_on_sigterm(reporter, save_now)
     while step < TOTAL_STEPS:
         maybe_fail(step + 1)
         x, y = synthetic_batch(step, rank, device)
@@ -320,6 +410,7 @@ def run_torchrun():
             p.grad /= size
         optimizer.step()
         step += 1
+        current["step"] = step
         record(step, size, rank, loss.item(), "torchrun")
         if reporter is not None:
             reporter.report(step, samples_per_sec=pace.rate(BATCH_SIZE * size), loss=loss.item())

@@ -143,6 +143,8 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Metric":           reflect.TypeFor[structs.Metric](),
 		"Progress":         reflect.TypeFor[structs.Progress](),
 		"Delivery":         reflect.TypeFor[structs.Delivery](),
+		"Preemption":       reflect.TypeFor[structs.Preemption](),
+		"Resume":           reflect.TypeFor[structs.Resume](),
 		"Idempotency":      reflect.TypeFor[structs.Idempotency](),
 		"Outlook":          reflect.TypeFor[structs.Outlook](),
 		"GPUAssessment":    reflect.TypeFor[structs.GPUAssessment](),

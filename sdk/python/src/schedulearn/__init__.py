@@ -14,19 +14,22 @@ Reporting never blocks the training loop and never raises into it; without
 SCHEDULEARN_ADDR (training outside the planner) it does nothing. See
 :mod:`schedulearn.horovod` and :mod:`schedulearn.torchrun` for the
 launchers' helpers, :func:`on_sigterm` to save before a shrink or a
-preemption, and :func:`target` for the jobspec's target (to stop at it).
+preemption, :func:`resume` for the checkpoint to resume from after one,
+and :func:`target` for the jobspec's target (to stop at it).
 """
 
 import threading
 
 from .reporter import (ENV_ADDR, ENV_JOB_ID, ENV_REPORT_TOKEN, ENV_TARGET_METRIC, ENV_TOKEN,
                        TOKEN_HEADER, Reporter)
+from .resume import ENV_RESUME_CHECKPOINT, ENV_RESUME_STEP, Resume, resume
 from .signals import on_sigterm
 from .target import ENV_TARGET_DIRECTION, ENV_TARGET_GOAL, Target, target
 
 __version__ = "0.1.0"
 
-__all__ = ["Reporter", "report", "default_reporter", "on_sigterm", "Target", "target", "ENV_ADDR", "ENV_JOB_ID",
+__all__ = ["Reporter", "report", "default_reporter", "on_sigterm", "Target", "target", "Resume", "resume",
+           "ENV_RESUME_CHECKPOINT", "ENV_RESUME_STEP", "ENV_ADDR", "ENV_JOB_ID",
            "ENV_REPORT_TOKEN", "ENV_TOKEN", "ENV_TARGET_METRIC", "ENV_TARGET_GOAL", "ENV_TARGET_DIRECTION",
            "TOKEN_HEADER", "__version__"]
 
