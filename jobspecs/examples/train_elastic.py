@@ -124,8 +124,11 @@ def resume_point():
     no SDK, or nothing to resume from."""
     try:
         from schedulearn import resume
-    except ImportError:
-        return None
+    except ImportError:  # no SDK, or one older than resume()
+        path = os.environ.get("SCHEDULEARN_RESUME_CHECKPOINT", "")
+        step = os.environ.get("SCHEDULEARN_RESUME_STEP", "")
+        ok = path and os.path.isabs(path) and os.path.isfile(path) and step.isdigit() and int(step) > 0
+        return (path, int(step)) if ok else None
     r = resume()
     return (r.checkpoint, r.step) if r is not None else None
 
