@@ -87,7 +87,7 @@ func (p *Goodput) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
 	g := goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load())}
-	if err := g.counts(ctx); err != nil {
+	if err := g.counts(ctx, nil); err != nil {
 		return nil, err
 	}
 	g.place()
@@ -103,6 +103,11 @@ type goodputRound struct {
 	target []int       // by job: the count of step 1
 	linear []bool      // by job: speedup unknown or unusable
 	h      place.Steps // scratch
+	// weight, if set, scales each job's scores (by job); frozen, if set,
+	// marks running jobs that may not grow above what they hold (by job).
+	// The goodput builtin sets neither; goodput-jct sets both.
+	weight []float64
+	frozen []bool
 }
 
 // speedup returns job j's speedup with n GPUs.
@@ -118,7 +123,12 @@ func (g *goodputRound) speedup(j int32, n int) float64 {
 }
 
 // next returns job j's next step from n GPUs and its score; ok is false if
-// there is none.
+// there is none. The step goes to the count of best gain per GPU from n, not
+// only one worker on: a speedup table is not concave where a job crosses
+// to another node (the sync cost jumps), and a one-worker step there gains
+// little or nothing although a few more workers gain a lot. The steps thus
+// follow the upper concave envelope of the table; ties go to the smaller
+// count.
 func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 	r := g.jobs[j].GPUs
 	switch {
@@ -129,14 +139,30 @@ func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 	default:
 		return 0, 0, false
 	}
-	gain := g.speedup(j, to) - g.speedup(j, n)
+	base := g.speedup(j, n)
+	gain := g.speedup(j, to) - base
+	score = gain / float64(to-n)
+	if !g.linear[j] {
+		// Beyond the table more GPUs add nothing, so look no further.
+		for m := to + r.PerWorker; m <= min(r.Max, len(g.jobs[j].Speedup)); m += r.PerWorker {
+			if sc := (g.speedup(j, m) - base) / float64(m-n); sc > score*(1+1e-9) {
+				to, gain, score = m, g.speedup(j, m)-base, sc
+			}
+		}
+	}
 	if gain <= 0 {
 		if n > 0 {
 			return 0, 0, false
 		}
 		gain = 1e-9 // a job that claims no speedup still runs, last
+		score = gain / float64(to-n)
 	}
-	score = gain / float64(to-n)
+	if g.frozen != nil && g.frozen[j] && to > g.cur[j] {
+		return 0, 0, false
+	}
+	if g.weight != nil {
+		score *= g.weight[j]
+	}
 	if to <= g.cur[j] {
 		score *= g.bonus
 	}
@@ -144,7 +170,9 @@ func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 }
 
 // counts is step 1: target counts by greedy marginal speedup per GPU.
-func (g *goodputRound) counts(ctx context.Context) error {
+// setup, if not nil, is called once cur and linear are known, before the
+// first step is scored (to set weight and frozen).
+func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 	c := g.c
 	n := len(g.jobs)
 	g.cur = make([]int, n)
@@ -156,6 +184,11 @@ func (g *goodputRound) counts(ctx context.Context) error {
 		g.cur[j] = c.Held(int32(j))
 		capacity += g.cur[j]
 		g.linear[j] = !policy.UsableSpeedup(job.Speedup)
+	}
+	if setup != nil {
+		setup()
+	}
+	for j := range g.jobs {
 		if to, score, ok := g.next(int32(j), 0); ok {
 			g.h = append(g.h, place.Step{Job: int32(j), To: to, Score: score, Running: g.cur[j] > 0})
 		}

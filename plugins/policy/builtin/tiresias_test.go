@@ -94,7 +94,7 @@ func TestTiresias_Config(t *testing.T) {
 // holds or shrinks it within.
 func checkPreemptive(t *testing.T, name string, s *policy.Snapshot, p *policy.Plan, why must.Setting) {
 	t.Helper()
-	if name != builtin.TiresiasName && name != builtin.GoodputName {
+	if name != builtin.TiresiasName && name != builtin.GoodputName && name != builtin.GoodputJCTName {
 		return
 	}
 	for i := range s.Jobs {
