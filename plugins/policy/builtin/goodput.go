@@ -103,11 +103,14 @@ type goodputRound struct {
 	target []int       // by job: the count of step 1
 	linear []bool      // by job: speedup unknown or unusable
 	h      place.Steps // scratch
-	// weight, if set, scales each job's scores (by job); frozen, if set,
-	// marks running jobs that may not grow above what they hold (by job).
-	// The goodput builtin sets neither; goodput-jct sets both.
+	// The options of goodput-jct (the goodput builtin sets none): weight,
+	// if set, scales each job's scores; bump, if set, raises each running
+	// job's speedup at the count it holds by that fraction (what a restart
+	// would cost it); repack re-places the jobs a round starts or resizes
+	// (see repackResized).
 	weight []float64
-	frozen []bool
+	bump   []float64
+	repack bool
 }
 
 // speedup returns job j's speedup with n GPUs.
@@ -116,10 +119,14 @@ func (g *goodputRound) speedup(j int32, n int) float64 {
 		return 0
 	}
 	tab := g.jobs[j].Speedup
-	if g.linear[j] {
-		return float64(n)
+	v := float64(n)
+	if !g.linear[j] {
+		v = tab[min(n, len(tab))-1]
 	}
-	return tab[min(n, len(tab))-1]
+	if g.bump != nil && n == g.cur[j] {
+		v *= 1 + g.bump[j]
+	}
+	return v
 }
 
 // next returns job j's next step from n GPUs and its score; ok is false if
@@ -157,9 +164,6 @@ func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 		gain = 1e-9 // a job that claims no speedup still runs, last
 		score = gain / float64(to-n)
 	}
-	if g.frozen != nil && g.frozen[j] && to > g.cur[j] {
-		return 0, 0, false
-	}
 	if g.weight != nil {
 		score *= g.weight[j]
 	}
@@ -171,7 +175,7 @@ func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 
 // counts is step 1: target counts by greedy marginal speedup per GPU.
 // setup, if not nil, is called once cur and linear are known, before the
-// first step is scored (to set weight and frozen).
+// first step is scored (to set the options).
 func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 	c := g.c
 	n := len(g.jobs)
@@ -188,13 +192,13 @@ func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 	if setup != nil {
 		setup()
 	}
+	rem := capacity
 	for j := range g.jobs {
 		if to, score, ok := g.next(int32(j), 0); ok {
 			g.h = append(g.h, place.Step{Job: int32(j), To: to, Score: score, Running: g.cur[j] > 0})
 		}
 	}
 	heap.Init(&g.h)
-	rem := capacity
 	for steps := 0; g.h.Len() > 0 && rem > 0; steps++ {
 		if steps%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -257,6 +261,9 @@ func (g *goodputRound) place() {
 		}
 	}
 	g.fill()
+	if g.repack {
+		g.repackResized()
+	}
 	for j, job := range g.jobs {
 		switch held := c.Held(int32(j)); {
 		case held == 0 && g.cur[j] == 0:
@@ -334,4 +341,54 @@ func sortStarts(js []int32, score func(int32) float64) {
 		}
 		return cmp.Compare(a, b)
 	})
+}
+
+// repackResized re-places, from scratch and largest first, the jobs that
+// this round starts or resizes (they restart anyway), when that puts them
+// on fewer nodes in all: the speedup tables are for packed placements, and
+// a job spread over more nodes than it needs syncs over the network. If
+// any of them does not fit again, or the nodes do not drop, the placements
+// stay as they were.
+func (g *goodputRound) repackResized() {
+	c := g.c
+	var js []int32
+	before := 0
+	for j := range g.jobs {
+		if held := c.Held(int32(j)); held > 0 && held != g.cur[j] {
+			js = append(js, int32(j))
+			before += c.NodesHeld(int32(j))
+		}
+	}
+	if len(js) == 0 {
+		return
+	}
+	slices.SortFunc(js, func(a, b int32) int {
+		if x := cmp.Compare(c.Held(b), c.Held(a)); x != 0 {
+			return x
+		}
+		return cmp.Compare(a, b)
+	})
+	held := make([]int, len(js))
+	hs := make([]place.Holding, len(js))
+	for i, j := range js {
+		held[i] = c.Held(j)
+		hs[i] = c.Preempt(j)
+	}
+	after, ok := 0, true
+	for i, j := range js {
+		if !c.Grow(j, held[i]) {
+			ok = false
+			break
+		}
+		after += c.NodesHeld(j)
+	}
+	if ok && after < before {
+		return
+	}
+	for _, j := range js {
+		c.Shrink(j, c.Held(j))
+	}
+	for i, j := range js {
+		c.Restore(j, hs[i])
+	}
 }

@@ -16,38 +16,54 @@ const GoodputJCTName = "goodput-jct"
 
 // Defaults of the goodput-jct builtin (see GoodputJCT).
 const (
-	DefaultGoodputJCTAttainedScale  = 3600.0
-	DefaultGoodputJCTResizeCooldown = 5 * time.Minute
+	// DefaultGoodputJCTAttainedScale is ten GPU-hours.
+	DefaultGoodputJCTAttainedScale = 36000.0
+	// DefaultGoodputJCTRestartCost is what Pollux measured for a
+	// checkpoint-restart, and what its simulator (and ours) charges.
+	DefaultGoodputJCTRestartCost = 30 * time.Second
 )
 
 // GoodputJCT is the goodput builtin aimed at the average job completion
-// time: the same greedy on marginal goodput per GPU (see Goodput), with two
-// changes that use what the planner knows of each job's past.
+// time. It is the same greedy on marginal goodput per GPU (see Goodput), with
+// three changes that use what the planner knows of each job's past:
 //
 //  1. Least attained service first, softly. A job's scores are multiplied by
 //     attained_scale / (attained_scale + AttainedGPUSeconds). The average JCT
 //     is least when the jobs with the least remaining work go first (SRPT);
 //     the remaining work is not known, but training times are heavy-tailed,
-//     so a job that has run long is likely to run long still (as Tiresias
-//     assumes). A job's first GPU-hour (the default scale) counts about
-//     fully, a job past ten GPU-hours about a tenth as much per GPU.
-//  2. Fewer resizes. A running job resized less than resize_cooldown before
-//     Now is not grown (not in the counts, not into GPUs left free). Every
-//     resize stops a job for a restart (about 30 s in Pollux's measurements);
-//     growing a job into GPUs that the next arrival takes back costs it two.
-//     With the 5-minute default a job spends at most about a tenth of its
-//     time restarting for growth. It can still be shrunk or stopped at any
-//     time, so arrivals do not wait for it.
+//     so a job that has run long is likely to run long still (Tiresias's
+//     premise). With the default scale of ten GPU-hours, a job's GPUs are
+//     worth half as much per unit of speedup after ten GPU-hours, a tenth
+//     after ninety.
+//  2. Restarts priced in. A resize stops a job for a restart (restart_cost);
+//     that is worth it only if the new allocation lasts long enough. A
+//     running job's speedup at the count it holds is raised by the fraction
+//     restart_cost / max(age, restart_cost), age being the time since its
+//     allocation last changed (LastResized): an allocation that has lasted
+//     t is expected to last about t more, so moving off it costs about
+//     restart_cost / t of its speedup. A job just resized is hard to move
+//     (it holds twice its speedup), one that has run an hour at its size
+//     is moved for a gain of 1%. Since the greedy follows each job's upper
+//     concave envelope, the raised count is a step like any other, and a
+//     shrink or a grow happens only where it gains more than it costs.
+//  3. Packed placements. The jobs a round starts or resizes (they restart
+//     anyway) are placed again from scratch, largest first, if that puts
+//     them on fewer nodes in all; the speedup tables are for packed
+//     placements, and a job over more nodes than it needs syncs over the
+//     network.
 //
-// As the weights change with attained service, the plan depends on the time
-// (it is not time-invariant).
+// The weights change with attained service and the restart prices with the
+// time, so the plan depends on the time (it is not time-invariant). The
+// round costs what the goodput round costs, plus a sort of the jobs that
+// change and their placements.
 //
 // Config: stickiness (as Goodput, default 0.1), attained_scale = GPU-seconds
-// > 0 (default 3600), resize_cooldown = a non-negative duration (default 5m).
+// > 0 (default 36000), restart_cost = a non-negative duration (default 30s;
+// 0 turns the pricing off).
 type GoodputJCT struct {
 	stickiness atomic.Uint64 // math.Float64bits
 	scale      atomic.Uint64 // math.Float64bits
-	cooldown   atomic.Int64  // time.Duration
+	restart    atomic.Int64  // time.Duration
 }
 
 // NewGoodputJCT returns a goodput-jct policy with the default configuration.
@@ -55,27 +71,19 @@ func NewGoodputJCT() *GoodputJCT {
 	p := &GoodputJCT{}
 	p.stickiness.Store(math.Float64bits(DefaultGoodputStickiness))
 	p.scale.Store(math.Float64bits(DefaultGoodputJCTAttainedScale))
-	p.cooldown.Store(int64(DefaultGoodputJCTResizeCooldown))
+	p.restart.Store(int64(DefaultGoodputJCTRestartCost))
 	return p
 }
 
 // PluginInfo implements policy.Base.
 func (p *GoodputJCT) PluginInfo() policy.Info {
 	return policy.Info{Name: GoodputJCTName, Version: Version,
-		Description: "goodput with least-attained-service weights and a resize cooldown, for the average JCT; preemptive, elastic"}
+		Description: "goodput for the average JCT: least-attained-service weights, restarts priced in, packed placements; preemptive, elastic"}
 }
 
 // SetConfig implements policy.Base.
 func (p *GoodputJCT) SetConfig(config map[string]string) error {
-	cd, ok := config["resize_cooldown"]
-	d := DefaultGoodputJCTResizeCooldown
-	if ok {
-		var err error
-		if d, err = cooldownConfig(GoodputJCTName, config, "stickiness", "attained_scale"); err != nil {
-			return err
-		}
-		_ = cd
-	} else if err := checkKeys(config, "resize_cooldown", "stickiness", "attained_scale"); err != nil {
+	if err := checkKeys(config, "stickiness", "attained_scale", "restart_cost"); err != nil {
 		return fmt.Errorf("failed to configure %s: %w", GoodputJCTName, err)
 	}
 	s, err := floatConfig(GoodputJCTName, config, "stickiness", DefaultGoodputStickiness,
@@ -88,9 +96,15 @@ func (p *GoodputJCT) SetConfig(config map[string]string) error {
 	if err != nil {
 		return err
 	}
+	rc := DefaultGoodputJCTRestartCost
+	if v, ok := config["restart_cost"]; ok {
+		if rc, err = time.ParseDuration(v); err != nil || rc < 0 {
+			return fmt.Errorf("failed to configure %s: restart_cost: %q is not a non-negative duration", GoodputJCTName, v)
+		}
+	}
 	p.stickiness.Store(math.Float64bits(s))
 	p.scale.Store(math.Float64bits(a))
-	p.cooldown.Store(int64(d))
+	p.restart.Store(int64(rc))
 	return nil
 }
 
@@ -101,14 +115,21 @@ func (p *GoodputJCT) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
 	scale := math.Float64frombits(p.scale.Load())
-	cooldown := time.Duration(p.cooldown.Load())
-	g := goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load())}
+	rc := time.Duration(p.restart.Load()).Seconds()
+	g := goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load()), repack: true}
 	setup := func() {
 		g.weight = make([]float64, len(g.jobs))
-		g.frozen = make([]bool, len(g.jobs))
+		g.bump = make([]float64, len(g.jobs))
 		for j, job := range g.jobs {
-			g.weight[j] = scale / (scale + max(job.AttainedGPUSeconds, 0))
-			g.frozen[j] = g.cur[j] > 0 && cooldown > 0 && s.Now.Sub(job.LastResized) < cooldown
+			a := job.AttainedGPUSeconds
+			if !(a > 0) { // NaN too
+				a = 0
+			}
+			g.weight[j] = scale / (scale + a)
+			if g.cur[j] > 0 && rc > 0 {
+				// A zero LastResized is long ago: no price.
+				g.bump[j] = rc / max(s.Now.Sub(job.LastResized).Seconds(), rc)
+			}
 		}
 	}
 	if err := g.counts(ctx, setup); err != nil {
