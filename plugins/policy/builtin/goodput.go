@@ -385,6 +385,8 @@ func (g *goodputRound) repackResized() {
 	if ok && after < before {
 		return
 	}
+	// Back to the board as it was: every job of js released, each holding
+	// is free again and was valid beside the others, so Restore succeeds.
 	for _, j := range js {
 		c.Shrink(j, c.Held(j))
 	}
