@@ -261,7 +261,7 @@ func resolvePolicies(reg *host.Registry, names []string) ([]string, error) {
 	for _, n := range names {
 		if n == "all" {
 			for _, b := range []string{builtin.FIFOName, builtin.ElasticFIFOName, builtin.RoundRobinName,
-				builtin.TiresiasName, builtin.GoodputName} {
+				builtin.TiresiasName, builtin.GoodputName, builtin.GoodputJCTName} {
 				if !slices.Contains(out, b) {
 					out = append(out, b)
 				}

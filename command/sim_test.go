@@ -144,7 +144,7 @@ func TestSimCommand_Errors(t *testing.T) {
 // tables (docs/sim), every time: the builtins beyond the first five come by
 // name, not in map order.
 func TestResolvePolicies_All(t *testing.T) {
-	want := []string{"fifo", "elastic-fifo", "round-robin", "tiresias", "goodput", "edf", "qoe"}
+	want := []string{"fifo", "elastic-fifo", "round-robin", "tiresias", "goodput", "goodput-jct", "edf", "qoe"}
 	for range 20 {
 		got, err := resolvePolicies(host.NewRegistry("", nil), []string{"all"})
 		must.NoError(t, err)

@@ -10,27 +10,50 @@ import (
 var PublishedSystems = []string{"Pollux", "Optimus+Oracle", "Tiresias"}
 
 // published is the average JCT in seconds that the Pollux paper (Qiao et
-// al., OSDI'21) reports from its simulator for workloads/workload-N.csv at
-// 1.0x load on 16 nodes x 4 GPUs with 60 s rounds (traces/README.md).
-var published = map[string][6]float64{
-	"Pollux":         {2089, 3323, 2189, 2721, 2674, 2446},
-	"Optimus+Oracle": {4087, 6914, 3944, 5968, 5656, 5302},
-	"Tiresias":       {2474, 5145, 3876, 3280, 3501, 3470},
+// al., OSDI'21) reports from its simulator for workload-1..6.csv on 16 nodes
+// x 4 GPUs with 60 s rounds, by the folder of the trace: workloads (1.0x
+// load) and workloads-0.5, -1.5, -2.0 (traces/README.md; the artifact's
+// simulator/results-jobload/*/summary.json, rounded).
+var published = map[string]map[string][6]float64{
+	"workloads-0.5": {
+		"Pollux":         {1060, 1826, 1311, 1498, 977, 1288},
+		"Optimus+Oracle": {1310, 3125, 1987, 2174, 1325, 1958},
+		"Tiresias":       {1451, 2333, 1870, 1947, 1425, 1827},
+	},
+	"workloads": {
+		"Pollux":         {2089, 3323, 2189, 2721, 2674, 2446},
+		"Optimus+Oracle": {4087, 6914, 3944, 5968, 5656, 5302},
+		"Tiresias":       {2474, 5145, 3876, 3280, 3501, 3470},
+	},
+	"workloads-1.5": {
+		"Pollux":         {3856, 3381, 3300, 3903, 4007, 3474},
+		"Optimus+Oracle": {7674, 6678, 5684, 7684, 7900, 7500},
+		"Tiresias":       {5520, 6334, 6562, 5577, 6832, 5830},
+	},
+	"workloads-2.0": {
+		"Pollux":         {6186, 4191, 5132, 5262, 6591, 5105},
+		"Optimus+Oracle": {10807, 8515, 8363, 10313, 11830, 9767},
+		"Tiresias":       {10138, 8656, 10728, 9665, 12098, 10255},
+	},
 }
 
 // Published returns the published average JCTs for trace, by system, or
 // nil if there are none: only a Pollux workload-1..6.csv in a folder named
-// "workloads" (1.0x load) has them.
+// "workloads" (1.0x load) or "workloads-0.5", "-1.5", "-2.0" has them.
 func Published(t *Trace) map[string]float64 {
-	if t.Format != FormatPollux || filepath.Base(filepath.Dir(t.Path)) != "workloads" {
+	if t.Format != FormatPollux {
+		return nil
+	}
+	bySystem, ok := published[filepath.Base(filepath.Dir(t.Path))]
+	if !ok {
 		return nil
 	}
 	n, ok := strings.CutPrefix(t.Name, "workload-")
 	if !ok || len(n) != 1 || n[0] < '1' || n[0] > '6' {
 		return nil
 	}
-	out := make(map[string]float64, len(published))
-	for sys, v := range published {
+	out := make(map[string]float64, len(bySystem))
+	for sys, v := range bySystem {
 		out[sys] = v[n[0]-'1']
 	}
 	return out

@@ -33,7 +33,7 @@ const (
 
 // ElasticPolicies are the builtins that resize running jobs, and so get
 // elastic jobs under JobsAuto.
-var ElasticPolicies = []string{builtin.ElasticFIFOName, builtin.GoodputName, builtin.EDFName, builtin.QoEName}
+var ElasticPolicies = []string{builtin.ElasticFIFOName, builtin.GoodputName, builtin.GoodputJCTName, builtin.EDFName, builtin.QoEName}
 
 // ParseJobsMode parses a -jobs value.
 func ParseJobsMode(s string) (JobsMode, error) {

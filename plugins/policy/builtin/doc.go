@@ -24,9 +24,15 @@
 //     attained GPU-seconds, submission order within a queue, preemptive, no
 //     head-of-line blocking; jobs start with Min and are never resized.
 //     Config: queue_thresholds.
-//   - "goodput" (Goodput): Pollux's idea as a greedy: GPUs go, a worker at a
-//     time, where they add the most speedup per GPU (Job.Speedup; linear
-//     where unknown); preemptive and elastic. Config: stickiness.
+//   - "goodput" (Goodput): Pollux's idea as a greedy: GPUs go, in steps of
+//     whole workers to the count of best gain per GPU, where they add the
+//     most speedup per GPU (Job.Speedup; linear where unknown); preemptive
+//     and elastic. Config: stickiness.
+//   - "goodput-jct" (GoodputJCT): goodput for the average JCT: scores
+//     weighted by least attained service, restarts priced in (a running
+//     job's held count is worth restart_cost / the allocation's age more),
+//     and the jobs it starts or resizes packed anew. Config: stickiness,
+//     attained_scale, restart_cost.
 //   - "edf" (EDF): Elastic FIFO's round in deadline order
 //     (Progress.Deadline, earliest first; jobs without one last), shrinking
 //     the latest deadlines first to admit. Config: resize_cooldown.

@@ -87,7 +87,7 @@ func (p *Goodput) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
 	g := goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load())}
-	if err := g.counts(ctx); err != nil {
+	if err := g.counts(ctx, nil); err != nil {
 		return nil, err
 	}
 	g.place()
@@ -103,6 +103,14 @@ type goodputRound struct {
 	target []int       // by job: the count of step 1
 	linear []bool      // by job: speedup unknown or unusable
 	h      place.Steps // scratch
+	// The options of goodput-jct (the goodput builtin sets none): weight,
+	// if set, scales each job's scores; bump, if set, raises each running
+	// job's speedup at the count it holds by that fraction (what a restart
+	// would cost it); repack re-places the jobs a round starts or resizes
+	// (see repackResized).
+	weight []float64
+	bump   []float64
+	repack bool
 }
 
 // speedup returns job j's speedup with n GPUs.
@@ -111,14 +119,23 @@ func (g *goodputRound) speedup(j int32, n int) float64 {
 		return 0
 	}
 	tab := g.jobs[j].Speedup
-	if g.linear[j] {
-		return float64(n)
+	v := float64(n)
+	if !g.linear[j] {
+		v = tab[min(n, len(tab))-1]
 	}
-	return tab[min(n, len(tab))-1]
+	if g.bump != nil && n == g.cur[j] {
+		v *= 1 + g.bump[j]
+	}
+	return v
 }
 
 // next returns job j's next step from n GPUs and its score; ok is false if
-// there is none.
+// there is none. The step goes to the count of best gain per GPU from n, not
+// only one worker on: a speedup table is not concave where a job crosses
+// to another node (the sync cost jumps), and a one-worker step there gains
+// little or nothing although a few more workers gain a lot. The steps thus
+// follow the upper concave envelope of the table; ties go to the smaller
+// count.
 func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 	r := g.jobs[j].GPUs
 	switch {
@@ -129,14 +146,27 @@ func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 	default:
 		return 0, 0, false
 	}
-	gain := g.speedup(j, to) - g.speedup(j, n)
+	base := g.speedup(j, n)
+	gain := g.speedup(j, to) - base
+	score = gain / float64(to-n)
+	if !g.linear[j] {
+		// Beyond the table more GPUs add nothing, so look no further.
+		for m := to + r.PerWorker; m <= min(r.Max, len(g.jobs[j].Speedup)); m += r.PerWorker {
+			if sc := (g.speedup(j, m) - base) / float64(m-n); sc > score*(1+1e-9) {
+				to, gain, score = m, g.speedup(j, m)-base, sc
+			}
+		}
+	}
 	if gain <= 0 {
 		if n > 0 {
 			return 0, 0, false
 		}
 		gain = 1e-9 // a job that claims no speedup still runs, last
+		score = gain / float64(to-n)
 	}
-	score = gain / float64(to-n)
+	if g.weight != nil {
+		score *= g.weight[j]
+	}
 	if to <= g.cur[j] {
 		score *= g.bonus
 	}
@@ -144,7 +174,9 @@ func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 }
 
 // counts is step 1: target counts by greedy marginal speedup per GPU.
-func (g *goodputRound) counts(ctx context.Context) error {
+// setup, if not nil, is called once cur and linear are known, before the
+// first step is scored (to set the options).
+func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 	c := g.c
 	n := len(g.jobs)
 	g.cur = make([]int, n)
@@ -156,12 +188,17 @@ func (g *goodputRound) counts(ctx context.Context) error {
 		g.cur[j] = c.Held(int32(j))
 		capacity += g.cur[j]
 		g.linear[j] = !policy.UsableSpeedup(job.Speedup)
+	}
+	if setup != nil {
+		setup()
+	}
+	rem := capacity
+	for j := range g.jobs {
 		if to, score, ok := g.next(int32(j), 0); ok {
 			g.h = append(g.h, place.Step{Job: int32(j), To: to, Score: score, Running: g.cur[j] > 0})
 		}
 	}
 	heap.Init(&g.h)
-	rem := capacity
 	for steps := 0; g.h.Len() > 0 && rem > 0; steps++ {
 		if steps%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -224,6 +261,9 @@ func (g *goodputRound) place() {
 		}
 	}
 	g.fill()
+	if g.repack {
+		g.repackResized()
+	}
 	for j, job := range g.jobs {
 		switch held := c.Held(int32(j)); {
 		case held == 0 && g.cur[j] == 0:
@@ -301,4 +341,56 @@ func sortStarts(js []int32, score func(int32) float64) {
 		}
 		return cmp.Compare(a, b)
 	})
+}
+
+// repackResized re-places, from scratch and largest first, the jobs that
+// this round starts or resizes (they restart anyway), when that puts them
+// on fewer nodes in all: the speedup tables are for packed placements, and
+// a job spread over more nodes than it needs syncs over the network. If
+// any of them does not fit again, or the nodes do not drop, the placements
+// stay as they were.
+func (g *goodputRound) repackResized() {
+	c := g.c
+	var js []int32
+	before := 0
+	for j := range g.jobs {
+		if held := c.Held(int32(j)); held > 0 && held != g.cur[j] {
+			js = append(js, int32(j))
+			before += c.NodesHeld(int32(j))
+		}
+	}
+	if len(js) == 0 {
+		return
+	}
+	slices.SortFunc(js, func(a, b int32) int {
+		if x := cmp.Compare(c.Held(b), c.Held(a)); x != 0 {
+			return x
+		}
+		return cmp.Compare(a, b)
+	})
+	held := make([]int, len(js))
+	hs := make([]place.Holding, len(js))
+	for i, j := range js {
+		held[i] = c.Held(j)
+		hs[i] = c.Preempt(j)
+	}
+	after, ok := 0, true
+	for i, j := range js {
+		if !c.Grow(j, held[i]) {
+			ok = false
+			break
+		}
+		after += c.NodesHeld(j)
+	}
+	if ok && after < before {
+		return
+	}
+	// Back to the board as it was: every job of js released, each holding
+	// is free again and was valid beside the others, so Restore succeeds.
+	for _, j := range js {
+		c.Shrink(j, c.Held(j))
+	}
+	for i, j := range js {
+		c.Restore(j, hs[i])
+	}
 }

@@ -66,6 +66,20 @@ func TestGoodput(t *testing.T) {
 		jobs:  []policy.Job{queued("a", 1, 2, 8, 2)},
 		want:  map[string]A{"a": {"n1": 2, "n2": 2}},
 	}, {
+		// The step from 4 to 5 GPUs crosses to a second node and gains
+		// nothing; 8 GPUs gain the most per GPU from 4 (Pollux's tables
+		// have such dips where the sync goes over the network).
+		name:  "a dip where the job crosses nodes does not stop its growth",
+		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
+		jobs:  []policy.Job{sped(queued("a", 1, 1, 8, 1), 1, 1.9, 2.7, 3.4, 3.0, 3.6, 4.3, 5.0)},
+		want:  map[string]A{"a": {"n1": 4, "n2": 4}},
+	}, {
+		name:  "the best count from a dip: 6 GPUs add more per GPU than 8",
+		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
+		jobs: []policy.Job{sped(queued("a", 1, 1, 8, 1), 1, 1.9, 2.7, 3.4, 3.0, 4.6, 4.7, 4.8),
+			sped(queued("b", 2, 1, 8, 1), 1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8)},
+		want: map[string]A{"a": {"n1": 4, "n2": 2}, "b": {"n2": 2}},
+	}, {
 		name:  "no head-of-line blocking",
 		nodes: []policy.Node{node("n1", 4, 0)},
 		jobs:  []policy.Job{queued("a", 1, 8, 8, 4), queued("b", 2, 2, 2, 2)},

@@ -78,7 +78,7 @@ func wellFormed(j *policy.Job) bool {
 
 func checkPromises(t *testing.T, name string, s *policy.Snapshot, p *policy.Plan, why must.Setting) {
 	t.Helper()
-	if name == builtin.TiresiasName || name == builtin.GoodputName {
+	if name == builtin.TiresiasName || name == builtin.GoodputName || name == builtin.GoodputJCTName {
 		return // preemptive, no head-of-line blocking; their promises: checkPreemptive
 	}
 	order := make([]*policy.Job, len(s.Jobs))

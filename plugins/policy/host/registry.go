@@ -29,6 +29,7 @@ func Builtins() map[string]Factory {
 		builtin.RoundRobinName:  func() policy.Policy { return builtin.NewRoundRobin() },
 		builtin.TiresiasName:    func() policy.Policy { return builtin.NewTiresias() },
 		builtin.GoodputName:     func() policy.Policy { return builtin.NewGoodput() },
+		builtin.GoodputJCTName:  func() policy.Policy { return builtin.NewGoodputJCT() },
 		builtin.EDFName:         func() policy.Policy { return builtin.NewEDF() },
 		builtin.QoEName:         func() policy.Policy { return builtin.NewQoE() },
 	}

@@ -1,0 +1,140 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/place"
+)
+
+// GoodputJCTName is the name of the goodput-jct builtin.
+const GoodputJCTName = "goodput-jct"
+
+// Defaults of the goodput-jct builtin (see GoodputJCT).
+const (
+	// DefaultGoodputJCTAttainedScale is ten GPU-hours.
+	DefaultGoodputJCTAttainedScale = 36000.0
+	// DefaultGoodputJCTRestartCost is what Pollux measured for a
+	// checkpoint-restart, and what its simulator (and ours) charges.
+	DefaultGoodputJCTRestartCost = 30 * time.Second
+)
+
+// GoodputJCT is the goodput builtin aimed at the average job completion
+// time. It is the same greedy on marginal goodput per GPU (see Goodput), with
+// three changes that use what the planner knows of each job's past:
+//
+//  1. Least attained service first, softly. A job's scores are multiplied by
+//     attained_scale / (attained_scale + AttainedGPUSeconds). The average JCT
+//     is least when the jobs with the least remaining work go first (SRPT);
+//     the remaining work is not known, but training times are heavy-tailed,
+//     so a job that has run long is likely to run long still (Tiresias's
+//     premise). With the default scale of ten GPU-hours, a job's GPUs are
+//     worth half as much per unit of speedup after ten GPU-hours, a tenth
+//     after ninety.
+//  2. Restarts priced in. A resize stops a job for a restart (restart_cost);
+//     that is worth it only if the new allocation lasts long enough. A
+//     running job's speedup at the count it holds is raised by the fraction
+//     restart_cost / max(age, restart_cost), age being the time since its
+//     allocation last changed (LastResized): an allocation that has lasted
+//     t is expected to last about t more, so moving off it costs about
+//     restart_cost / t of its speedup. A job just resized is hard to move
+//     (it holds twice its speedup), one that has run an hour at its size
+//     is moved for a gain of 1%. Since the greedy follows each job's upper
+//     concave envelope, the raised count is a step like any other, and a
+//     shrink or a grow happens only where it gains more than it costs.
+//  3. Packed placements. The jobs a round starts or resizes (they restart
+//     anyway) are placed again from scratch, largest first, if that puts
+//     them on fewer nodes in all; the speedup tables are for packed
+//     placements, and a job over more nodes than it needs syncs over the
+//     network.
+//
+// The weights change with attained service and the restart prices with the
+// time, so the plan depends on the time (it is not time-invariant). The
+// round costs what the goodput round costs, plus a sort of the jobs that
+// change and their placements.
+//
+// Config: stickiness (as Goodput, default 0.1), attained_scale = GPU-seconds
+// > 0 (default 36000), restart_cost = a non-negative duration (default 30s;
+// 0 turns the pricing off).
+type GoodputJCT struct {
+	stickiness atomic.Uint64 // math.Float64bits
+	scale      atomic.Uint64 // math.Float64bits
+	restart    atomic.Int64  // time.Duration
+}
+
+// NewGoodputJCT returns a goodput-jct policy with the default configuration.
+func NewGoodputJCT() *GoodputJCT {
+	p := &GoodputJCT{}
+	p.stickiness.Store(math.Float64bits(DefaultGoodputStickiness))
+	p.scale.Store(math.Float64bits(DefaultGoodputJCTAttainedScale))
+	p.restart.Store(int64(DefaultGoodputJCTRestartCost))
+	return p
+}
+
+// PluginInfo implements policy.Base.
+func (p *GoodputJCT) PluginInfo() policy.Info {
+	return policy.Info{Name: GoodputJCTName, Version: Version,
+		Description: "goodput for the average JCT: least-attained-service weights, restarts priced in, packed placements; preemptive, elastic"}
+}
+
+// SetConfig implements policy.Base.
+func (p *GoodputJCT) SetConfig(config map[string]string) error {
+	if err := checkKeys(config, "stickiness", "attained_scale", "restart_cost"); err != nil {
+		return fmt.Errorf("failed to configure %s: %w", GoodputJCTName, err)
+	}
+	s, err := floatConfig(GoodputJCTName, config, "stickiness", DefaultGoodputStickiness,
+		func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }, "a non-negative number")
+	if err != nil {
+		return err
+	}
+	a, err := floatConfig(GoodputJCTName, config, "attained_scale", DefaultGoodputJCTAttainedScale,
+		func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }, "a positive number of GPU-seconds")
+	if err != nil {
+		return err
+	}
+	rc := DefaultGoodputJCTRestartCost
+	if v, ok := config["restart_cost"]; ok {
+		if rc, err = time.ParseDuration(v); err != nil || rc < 0 {
+			return fmt.Errorf("failed to configure %s: restart_cost: %q is not a non-negative duration", GoodputJCTName, v)
+		}
+	}
+	p.stickiness.Store(math.Float64bits(s))
+	p.scale.Store(math.Float64bits(a))
+	p.restart.Store(int64(rc))
+	return nil
+}
+
+// Plan implements policy.Policy.
+func (p *GoodputJCT) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	c, err := place.NewBoard(s)
+	if err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+	scale := math.Float64frombits(p.scale.Load())
+	rc := time.Duration(p.restart.Load()).Seconds()
+	g := goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load()), repack: true}
+	setup := func() {
+		g.weight = make([]float64, len(g.jobs))
+		g.bump = make([]float64, len(g.jobs))
+		for j, job := range g.jobs {
+			a := job.AttainedGPUSeconds
+			if !(a > 0) { // NaN too
+				a = 0
+			}
+			g.weight[j] = scale / (scale + a)
+			if g.cur[j] > 0 && rc > 0 {
+				// A zero LastResized is long ago: no price.
+				g.bump[j] = rc / max(s.Now.Sub(job.LastResized).Seconds(), rc)
+			}
+		}
+	}
+	if err := g.counts(ctx, setup); err != nil {
+		return nil, err
+	}
+	g.place()
+	return c.Plan(GoodputJCTName), nil
+}

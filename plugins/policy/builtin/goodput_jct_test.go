@@ -1,0 +1,103 @@
+package builtin_test
+
+import (
+	"testing"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/shoenig/test/must"
+)
+
+// TestGoodputJCT: each case also says what goodput plans on the same
+// snapshot, to show which of goodput-jct's changes decides it.
+func TestGoodputJCT(t *testing.T) {
+	concave := []float64{1, 1.9, 2.7, 3.4}
+	cases := []struct {
+		name        string
+		config      map[string]string
+		now         int // seconds after T0
+		nodes       []policy.Node
+		jobs        []policy.Job
+		want        map[string]policy.Allocation
+		wantGoodput map[string]policy.Allocation
+	}{{
+		name:  "least attained service first: a new job gets the GPUs of one that has run 100 GPU-hours",
+		now:   100,
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(attained(queued("old", 1, 1, 4, 1), 360000), concave...),
+			sped(queued("new", 2, 1, 4, 1), concave...)},
+		want:        map[string]A{"new": {"n1": 4}},
+		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
+	}, {
+		name:  "a job resized 30 s ago is not shrunk for a newcomer: the restart would cost it too much",
+		now:   130,
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 100), concave...),
+			sped(queued("b", 2, 1, 4, 1), concave...)},
+		want:        map[string]A{"a": {"n1": 4}},
+		wantGoodput: map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+	}, {
+		name:  "a job at its size for an hour is shrunk for a newcomer",
+		now:   3700,
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 100), concave...),
+			sped(queued("b", 2, 1, 4, 1), concave...)},
+		want:        map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+		wantGoodput: map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+	}, {
+		name:   "restart_cost 0 turns the price off",
+		config: map[string]string{"restart_cost": "0s"},
+		now:    130,
+		nodes:  []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 100), concave...),
+			sped(queued("b", 2, 1, 4, 1), concave...)},
+		want:        map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+		wantGoodput: map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+	}, {
+		name:        "a job it grows is packed onto one node instead of staying on two",
+		now:         3700,
+		nodes:       []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
+		jobs:        []policy.Job{running("a", 1, 1, 4, 1, A{"n1": 1, "n2": 1}, 100)},
+		want:        map[string]A{"a": {"n1": 4}},
+		wantGoodput: map[string]A{"a": {"n1": 3, "n2": 1}},
+	}, {
+		name:  "a job it does not resize is not moved",
+		now:   3700,
+		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
+		jobs: []policy.Job{running("a", 1, 2, 2, 1, A{"n1": 1, "n2": 1}, 100),
+			running("b", 2, 6, 6, 1, A{"n1": 3, "n2": 3}, 100)},
+		want:        map[string]A{"a": {"n1": 1, "n2": 1}, "b": {"n1": 3, "n2": 3}},
+		wantGoodput: map[string]A{"a": {"n1": 1, "n2": 1}, "b": {"n1": 3, "n2": 3}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &policy.Snapshot{Now: at(tc.now), Nodes: tc.nodes, Jobs: tc.jobs}
+			p := plan(t, configured(t, builtin.GoodputJCTName, tc.config), s)
+			must.Eq(t, tc.want, targets(s, p))
+			for _, j := range s.Jobs {
+				must.SliceNotEmpty(t, p.Reasons[j.ID], must.Sprintf("job %s has no reason", j.ID))
+			}
+			must.Eq(t, tc.wantGoodput, targets(s, plan(t, builtin.NewGoodput(), s)), must.Sprint("goodput"))
+		})
+	}
+}
+
+func TestGoodputJCT_Config(t *testing.T) {
+	p := builtin.NewGoodputJCT()
+	for key, bad := range map[string][]string{
+		"stickiness":     {"x", "-1", "+Inf", "NaN"},
+		"attained_scale": {"x", "0", "-1", "+Inf", "NaN"},
+		"restart_cost":   {"x", "-1s", "30"},
+	} {
+		for _, v := range bad {
+			must.ErrorContains(t, p.SetConfig(map[string]string{key: v}), key)
+		}
+	}
+	must.ErrorContains(t, p.SetConfig(map[string]string{"resize_cooldown": "1m"}), "unknown config key")
+	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.2", "attained_scale": "7200", "restart_cost": "5s"}))
+}
+
+// BenchmarkGoodputJCT: as BenchmarkGoodput.
+func BenchmarkGoodputJCT(b *testing.B) {
+	benchPreemptive(b, builtin.NewGoodputJCT())
+}
