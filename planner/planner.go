@@ -6,7 +6,8 @@
 //  1. Jobs the executor reports finished (the launcher exited) are recorded
 //     as complete or failed and give their GPUs back.
 //  2. The snapshot: the GPU nodes (Cluster), and every queued and running
-//     job with the GPUs it holds (the store is the truth for that).
+//     job with the GPUs it holds (the store is the truth for that; it
+//     lists them without the ended ones, Store.ListActiveJobs).
 //  3. The active policy's plan (or the last good policy's, see PolicyHost).
 //  4. The plan's changes, in the order that frees GPUs before taking them:
 //     each is applied by the executor and then recorded (state, GPUs, a
@@ -173,7 +174,7 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 		Idempotency: idem,
 	}
 	if !j.Deadline().IsZero() {
-		earlier, err := p.Store.ListJobs(ctx)
+		earlier, err := p.Store.ListJobsNamed(ctx, spec.Name)
 		if err != nil {
 			return nil, false, fmt.Errorf("failed to list earlier jobs: %w", err)
 		}
@@ -241,15 +242,12 @@ func (p *Planner) Round(ctx context.Context) error {
 func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	now := p.now()
 
-	all, err := p.Store.ListJobs(ctx)
+	active, err := p.Store.ListActiveJobs(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to list jobs: %w", err)
 	}
-	var live []*structs.Job
-	for _, j := range all {
-		if j.State.Terminal() {
-			continue
-		}
+	live := make([]*structs.Job, 0, len(active))
+	for _, j := range active {
 		if j.State == structs.JobRunning {
 			done, err := p.reap(ctx, j, now)
 			if err != nil {

@@ -1,0 +1,40 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// listAllFails is a store that refuses to list every job ever stored.
+type listAllFails struct{ *memStore }
+
+func (listAllFails) ListJobs(context.Context) ([]*structs.Job, error) {
+	return nil, errors.New("listed every job ever stored")
+}
+
+// A round reads only the active jobs (queued and running), and a
+// submission with a deadline only the earlier jobs of its name, so neither
+// costs time in every job ever submitted (the simulator replays 82,000).
+func TestRound_ReadsOnlyActiveJobs(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 4))
+	p.Store = listAllFails{st}
+	a := submit(t, p, now, spec(t, "a", 4, 4))
+	b := submit(t, p, now, spec(t, "b", 4, 4))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a:4"}, exec.take())
+
+	exec.done["a"] = 0
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"b:4"}, exec.take())
+	must.Eq(t, structs.JobComplete, state(t, st, a.ID).State)
+	must.Eq(t, structs.JobRunning, state(t, st, b.ID).State)
+
+	d := submit(t, p, now, deadlineSpec(t, "d", "1h", *now))
+	must.Eq(t, "admission", state(t, st, d.ID).Events[1].Type)
+}
