@@ -82,6 +82,14 @@ type Planner struct {
 	Events Publisher
 	// Metrics records timings and counts (planner/metrics); nil: none.
 	Metrics Metrics
+	// NewJobID names a job at submission; nil: its name and a random
+	// suffix. The simulator keeps the trace's IDs.
+	NewJobID func(spec *jobspec.Spec) string
+	// AmendOutlook, if set, amends a job's outlook after the planner has
+	// renewed it from a batch of progress reports: the simulator puts
+	// there the speedup and remaining work its job models know (where the
+	// planner would estimate them from the reports). nil: none.
+	AmendOutlook func(j *structs.Job)
 
 	delivery deliveryWorker
 	obs      observer
@@ -164,8 +172,12 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 	}
 	p.noteNodes(nodes)
 	now := p.now()
+	id := spec.Name + "-" + randomSuffix()
+	if p.NewJobID != nil {
+		id = p.NewJobID(spec)
+	}
 	j := &structs.Job{
-		ID:          spec.Name + "-" + randomSuffix(),
+		ID:          id,
 		Spec:        *spec,
 		Source:      source,
 		State:       structs.JobQueued,
@@ -418,6 +430,9 @@ func (p *Planner) ReportProgress(ctx context.Context, id string, reports []struc
 			return api.Inputf("%v", err)
 		}
 		renewOutlook(j, now, int(p.largest.Load()))
+		if p.AmendOutlook != nil {
+			p.AmendOutlook(j)
+		}
 		return nil
 	})
 	if err == nil {

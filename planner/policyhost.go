@@ -20,15 +20,55 @@ import (
 // plan), the round is planned by the last good policy instead, and the
 // failure is reported, so scheduling never stops on a bad plugin.
 type PolicyHost struct {
-	registry *policy.Registry
+	registry *policy.Registry // nil: a fixed policy
 	logger   hclog.Logger
 	timeout  time.Duration
 
 	mu       sync.Mutex
-	active   *policy.Instance
+	active   openPolicy
 	config   map[string]string
-	lastGood *policy.Instance // may be active
+	lastGood openPolicy // may be active
 	lastErr  error
+}
+
+// openPolicy is an open policy as the host holds it: a *policy.Instance,
+// or what NewFixedPolicyHost was given.
+type openPolicy interface {
+	policy.Policy
+	Name() string
+	Builtin() bool
+	Close()
+}
+
+// NewFixedPolicyHost hosts p, already open, for good: the simulator's
+// host, one policy per run. p's plans are checked with policy.Validate
+// (as an Instance checks them); Set fails, and Close leaves p open (the
+// caller's). A *policy.Instance is hosted as it is.
+func NewFixedPolicyHost(p policy.Policy, logger hclog.Logger) *PolicyHost {
+	var active openPolicy
+	if i, ok := p.(*policy.Instance); ok {
+		active = i
+	} else {
+		active = fixedPolicy{p}
+	}
+	return &PolicyHost{logger: logger, active: active, lastGood: active}
+}
+
+// fixedPolicy is a policy that NewFixedPolicyHost hosts.
+type fixedPolicy struct{ policy.Policy }
+
+func (f fixedPolicy) Name() string { return f.PluginInfo().Name }
+func (fixedPolicy) Builtin() bool  { return true }
+func (fixedPolicy) Close()         {}
+func (f fixedPolicy) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	plan, err := f.Policy.Plan(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", f.Name(), err)
+	}
+	if err := policy.Validate(s, plan); err != nil {
+		return nil, fmt.Errorf("policy %s returned an invalid plan: %w", f.Name(), err)
+	}
+	return plan, nil
 }
 
 // NewPolicyHost opens the named policy from the builtins or pluginDir.
@@ -41,7 +81,13 @@ func NewPolicyHost(pluginDir string, logger hclog.Logger, name string, config ma
 }
 
 // Available lists the policies that can be set: builtins and plugins.
-func (h *PolicyHost) Available() ([]string, error) { return h.registry.Names() }
+func (h *PolicyHost) Available() ([]string, error) {
+	if h.registry == nil {
+		name, _ := h.Active()
+		return []string{name}, nil
+	}
+	return h.registry.Names()
+}
 
 // Describe returns a policy's description without making it active.
 func (h *PolicyHost) Describe(name string) (policy.Info, bool, error) {
@@ -77,6 +123,9 @@ func (h *PolicyHost) LastError() error {
 // configured leaves the current one active and returns the error. Running
 // jobs are not touched: the next round simply asks the new policy.
 func (h *PolicyHost) Set(name string, config map[string]string) (policy.Info, error) {
+	if h.registry == nil {
+		return policy.Info{}, fmt.Errorf("failed to set policy %s: this host holds one policy for good", name)
+	}
 	next, err := h.registry.Open(name, config)
 	if err != nil {
 		return policy.Info{}, err
@@ -132,7 +181,7 @@ func (h *PolicyHost) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan
 	return fallback, fmt.Errorf("policy %s failed, kept the last good policy %s: %w", active.Name(), good.Name(), err)
 }
 
-func (h *PolicyHost) plan(ctx context.Context, p *policy.Instance, s *policy.Snapshot) (*policy.Plan, error) {
+func (h *PolicyHost) plan(ctx context.Context, p openPolicy, s *policy.Snapshot) (*policy.Plan, error) {
 	if h.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.timeout)
@@ -145,7 +194,7 @@ func (h *PolicyHost) plan(ctx context.Context, p *policy.Instance, s *policy.Sna
 func (h *PolicyHost) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, p := range slices.Compact([]*policy.Instance{h.active, h.lastGood}) {
+	for _, p := range slices.Compact([]openPolicy{h.active, h.lastGood}) {
 		if p != nil {
 			p.Close()
 		}
