@@ -113,12 +113,12 @@ type simJob struct {
 	placement []int // GPUs per node, node order, zeros dropped
 	gpus      int
 	work      float64
-	done      float64 // progress at time t
-	t         float64 // when done and attained were last brought up to date
-	rate      float64 // progress per second once pauseUntil is past
-	until     float64 // progress up to which rate holds
-	pause     float64 // end of the current (re)start delay
-	attained  float64 // GPU-seconds held
+	done      float64    // progress at time t
+	t         float64    // when done and attained were last brought up to date
+	rate      float64    // progress per second once pauseUntil is past
+	until     float64    // progress up to which rate holds
+	pause     float64    // end of the current (re)start delay
+	attained  float64    // GPU-seconds held
 	speedup   []float64  // the model's speedup table (policy.Job.Speedup)
 	speedTo   float64    // progress up to which speedup holds
 	reported  lastReport // what the planner was last told
