@@ -69,7 +69,11 @@ func (p *Planner) publishJob(j *structs.Job, from int) {
 type observer struct {
 	mu    sync.Mutex
 	nodes map[string]string // ID -> name, last round; nil before the first
-	waits map[string]string // queued job ID -> why it waits
+	// The last round's snapshot and plan, from which Waits works out why
+	// each queued job waits when asked (not every round: a queue of
+	// thousands would cost a message each, each round).
+	snap *policy.Snapshot
+	plan *policy.Plan
 }
 
 // noteNodesSeen publishes a node-lost event for every node of the last
@@ -103,10 +107,30 @@ func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
 	p.Events.Publish(evs...)
 }
 
-// noteWaits records, after a round, why each job the plan left queued
-// waits: the policy's own reason when it gave one, else how many GPUs
-// the job needs against how many the plan left free that it may use.
+// noteWaits keeps a round's snapshot and plan for Waits.
 func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan) {
+	p.obs.mu.Lock()
+	p.obs.snap, p.obs.plan = snap, plan
+	p.obs.mu.Unlock()
+}
+
+// Waits says why each queued job waited after the last round (by job ID);
+// a job queued since has no entry yet: the policy's own reason when it
+// gave one, else how many GPUs the job needs against how many the plan
+// left free that it may use.
+func (p *Planner) Waits() map[string]string {
+	p.obs.mu.Lock()
+	snap, plan := p.obs.snap, p.obs.plan
+	p.obs.mu.Unlock()
+	if snap == nil {
+		return nil
+	}
+	return waits(snap, plan)
+}
+
+// waits works out Waits from a round's snapshot and plan (neither changes
+// once the round is over).
+func waits(snap *policy.Snapshot, plan *policy.Plan) map[string]string {
 	free := map[string]int{}
 	for _, n := range snap.Nodes {
 		free[n.ID] = n.GPUs - n.Reserved
@@ -139,15 +163,5 @@ func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan) {
 				usable, plan.Policy)
 		}
 	}
-	p.obs.mu.Lock()
-	p.obs.waits = waits
-	p.obs.mu.Unlock()
-}
-
-// Waits says why each queued job waited after the last round (by job ID);
-// a job queued since has no entry yet.
-func (p *Planner) Waits() map[string]string {
-	p.obs.mu.Lock()
-	defer p.obs.mu.Unlock()
-	return maps.Clone(p.obs.waits)
+	return waits
 }

@@ -19,15 +19,24 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 		known[n.ID] = true
 	}
 	largest := largestNode(nodes)
-	idsByName := map[string][]string{}
+	var idsByName map[string][]string // only when a selector names jobs
 	for _, j := range jobs {
-		idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
+		if len(j.Spec.Affinity.Jobs) > 0 || len(j.Spec.AntiAffinity.Jobs) > 0 {
+			idsByName = map[string][]string{}
+			for _, j := range jobs {
+				idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
+			}
+			break
+		}
 	}
 	s := &policy.Snapshot{Now: now, Nodes: nodes, Jobs: make([]policy.Job, 0, len(jobs))}
 	for _, j := range jobs {
-		alloc := policy.Allocation{}
+		var alloc policy.Allocation // nil for a queued job, as for a policy's own
 		for node, g := range j.Allocation {
 			if known[node] && g > 0 {
+				if alloc == nil {
+					alloc = policy.Allocation{}
+				}
 				alloc[node] = g
 			}
 		}
