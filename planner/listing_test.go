@@ -38,3 +38,32 @@ func TestRound_ReadsOnlyActiveJobs(t *testing.T) {
 	d := submit(t, p, now, deadlineSpec(t, "d", "1h", *now))
 	must.Eq(t, "admission", state(t, st, d.ID).Events[1].Type)
 }
+
+// The round reads the in-memory store's records without copies, so it
+// must copy one before anything changes it: an executor that writes into
+// the job it is given (as the Nomad executor sets NomadJobID) and then
+// fails leaves the stored record as it was.
+func TestRound_DoesNotChangeSharedRecords(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 4))
+	a := submit(t, p, now, spec(t, "a", 4, 4))
+	before := state(t, st, a.ID)
+	exec.fail["a"] = true
+	exec.onApply = func(j *structs.Job) {
+		j.NomadJobID = "train-" + j.ID
+		j.State = structs.JobRunning
+		j.Events = nil
+	}
+	must.Error(t, p.Round(ctx))
+	must.Eq(t, before, state(t, st, a.ID))
+	shared, err := st.ListActiveJobsShared(ctx)
+	must.NoError(t, err)
+	must.Eq(t, before, shared[0])
+
+	// The next round applies it, on a copy, and records it.
+	exec.onApply = nil
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a:4"}, exec.take())
+	must.Eq(t, structs.JobRunning, state(t, st, a.ID).State)
+	must.Eq(t, before, shared[0], must.Sprint("a listed record stays what it was"))
+}

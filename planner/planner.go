@@ -254,7 +254,7 @@ func (p *Planner) Round(ctx context.Context) error {
 func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	now := p.now()
 
-	active, err := p.Store.ListActiveJobs(ctx)
+	active, err := p.activeJobs(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to list jobs: %w", err)
 	}
@@ -304,7 +304,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	var errs []error
 	for _, ch := range plan.Diff(snap).All() {
-		j := byID[ch.Job]
+		j := byID[ch.Job].Clone() // the store's own where shared
 		applyStart := time.Now()
 		err := p.Executor.Apply(ctx, j, ch.To)
 		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
@@ -325,12 +325,22 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	return errors.Join(append(lossErrs, errs...)...)
 }
 
+// activeJobs lists the round's jobs, without copies where the store can
+// (store.SharedLister): the round clones a record before it changes it.
+func (p *Planner) activeJobs(ctx context.Context) ([]*structs.Job, error) {
+	if s, ok := p.Store.(store.SharedLister); ok {
+		return s.ListActiveJobsShared(ctx)
+	}
+	return p.Store.ListActiveJobs(ctx)
+}
+
 // reap records a running job that has ended; it reports whether it did.
 func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (bool, error) {
 	out, err := p.Executor.Outcome(ctx, j)
 	if err != nil || !out.Done {
 		return false, err
 	}
+	j = j.Clone() // the store's own where shared
 	code := out.ExitCode
 	err = p.update(ctx, j, func(j *structs.Job) error {
 		j.ExitCode = &code

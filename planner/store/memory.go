@@ -20,7 +20,9 @@ import (
 //
 // It indexes what a round and a submission read, so that neither costs
 // time in the number of jobs ever stored: the active jobs (queued and
-// running) and the jobs of each jobspec name.
+// running) and the jobs of each jobspec name. A stored record is never
+// changed (a write stores a new one), so a round may read the active ones
+// without copies (SharedLister).
 type Memory struct {
 	db     *memoryDB
 	closed atomic.Bool
@@ -37,7 +39,10 @@ type memoryDB struct {
 	policy *structs.PolicyState
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store        = (*Memory)(nil)
+	_ SharedLister = (*Memory)(nil)
+)
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
@@ -182,6 +187,20 @@ func (m *Memory) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	return sortedCopies(maps.Values(db.active), len(db.active)), nil
+}
+
+// ListActiveJobsShared implements SharedLister: the simulator's rounds
+// read thousands of queued jobs each, and copy only those they change.
+func (m *Memory) ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	db := m.db
+	db.mu.RLock()
+	out := slices.AppendSeq(make([]*structs.Job, 0, len(db.active)), maps.Values(db.active))
+	db.mu.RUnlock()
+	sortJobs(out)
+	return out, nil
 }
 
 // ListJobsNamed implements Store from the index of names.

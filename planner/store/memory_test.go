@@ -70,3 +70,33 @@ func BenchmarkMemory_Lists(b *testing.B) {
 		})
 	}
 }
+
+// The shared list hands out the store's own records, which no write
+// changes: a write stores a new record, which the next list returns.
+func TestMemory_SharedListIsNeverChanged(t *testing.T) {
+	s := NewMemory()
+	ctx := context.Background()
+	j := newJob("a", t0)
+	must.NoError(t, s.CreateJob(ctx, j))
+	listed, err := s.ListActiveJobsShared(ctx)
+	must.NoError(t, err)
+	must.Len(t, 1, listed)
+	want := listed[0].Clone()
+	want.Spec = listed[0].Spec.Clone()
+
+	j.State, j.Allocation = structs.JobRunning, map[string]int{"n1": 2}
+	must.NoError(t, s.UpdateJob(ctx, j))
+	must.Eq(t, want, listed[0])
+	again, err := s.ListActiveJobsShared(ctx)
+	must.NoError(t, err)
+	must.Eq(t, j, again[0])
+
+	j.State = structs.JobComplete
+	must.NoError(t, s.UpdateJob(ctx, j))
+	again, err = s.ListActiveJobsShared(ctx)
+	must.NoError(t, err)
+	must.SliceEmpty(t, again)
+	must.NoError(t, s.Close())
+	_, err = s.ListActiveJobsShared(ctx)
+	must.Error(t, err)
+}

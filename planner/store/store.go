@@ -48,6 +48,16 @@ type Store interface {
 	Close() error
 }
 
+// SharedLister is implemented by a store that can list the active jobs
+// without copying them (Memory). The records are the store's own, shared
+// with every caller: the caller must not change one (it clones it first).
+// The store never changes a record it has handed out (a write stores a new
+// one), so a listed record stays what it was when listed.
+type SharedLister interface {
+	// ListActiveJobsShared is ListActiveJobs without the copies.
+	ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error)
+}
+
 // The store's errors; compare with errors.Is, as they come wrapped with the
 // job's ID.
 var (
