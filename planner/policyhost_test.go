@@ -64,3 +64,30 @@ func TestPolicyHost_CrashFallsBackToLastGood(t *testing.T) {
 	name, _ := host.Active()
 	must.Eq(t, "crashy", name, must.Sprint("the operator's choice stays active; it is retried next round"))
 }
+
+// A fixed host plans with the policy it was given, for good: the
+// simulator's host, one policy per run.
+func TestPolicyHost_Fixed(t *testing.T) {
+	h := NewFixedPolicyHost(policy.NewFIFO(), hclog.NewNullLogger())
+	name, _ := h.Active()
+	must.Eq(t, policy.FIFOName, name)
+	names, err := h.Available()
+	must.NoError(t, err)
+	must.Eq(t, []string{policy.FIFOName}, names)
+	_, err = h.Set(policy.TiresiasName, nil)
+	must.ErrorContains(t, err, "one policy for good")
+
+	snap := &policy.Snapshot{Nodes: []policy.Node{{ID: "n1", GPUs: 4}},
+		Jobs: []policy.Job{{ID: "a", GPUs: policy.GPURequest{Min: 2, Max: 2, PerWorker: 1}}}}
+	plan, err := h.Plan(context.Background(), snap)
+	must.NoError(t, err)
+	must.Eq(t, 2, plan.Target(&snap.Jobs[0]).Total())
+	h.Close()
+
+	// An Instance is hosted as it is.
+	i, err := policy.NewRegistry("", nil).Open(policy.TiresiasName, nil)
+	must.NoError(t, err)
+	defer i.Close()
+	name, _ = NewFixedPolicyHost(i, hclog.NewNullLogger()).Active()
+	must.Eq(t, policy.TiresiasName, name)
+}
