@@ -34,7 +34,8 @@ func (c *SimCommand) Help() string {
 Usage: schedulearn sim -trace <file> [options]
 
   Replays a job trace on a simulated cluster of nodes x GPUs with one or more
-  scheduling policies (the same code the planner runs), and reports average,
+  scheduling policies, through the planner's own scheduling round (the same
+  code the planner runs, on an in-memory store), and reports average,
   median and p99 JCT, makespan, queueing delay, GPU utilisation, restarts per
   job and the lower bounds beside them. Philly traces replay rigid jobs with
   their recorded durations; Pollux workloads replay each job with the goodput

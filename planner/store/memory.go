@@ -33,9 +33,9 @@ type Memory struct {
 type memoryDB struct {
 	mu     sync.RWMutex
 	jobs   map[string]*structs.Job
-	active map[string]*structs.Job // the queued and running of jobs
-	names  map[string][]string     // jobspec name -> job IDs
-	keys   map[string]string       // Idempotency key -> job ID
+	active []*structs.Job      // the queued and running of jobs, in the queue's order
+	names  map[string][]string // jobspec name -> job IDs
+	keys   map[string]string   // Idempotency key -> job ID
 	policy *structs.PolicyState
 }
 
@@ -46,8 +46,7 @@ var (
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
-	return &Memory{db: &memoryDB{jobs: map[string]*structs.Job{}, active: map[string]*structs.Job{},
-		names: map[string][]string{}, keys: map[string]string{}}}
+	return &Memory{db: &memoryDB{jobs: map[string]*structs.Job{}, names: map[string][]string{}, keys: map[string]string{}}}
 }
 
 // copyJob is a deep copy of j, as the store keeps it and hands it out.
@@ -96,13 +95,18 @@ func (m *Memory) write(ctx context.Context, j *structs.Job) (*memoryDB, error) {
 	return m.db, nil
 }
 
-// put stores c, keeping the active index.
+// put stores c, keeping the active jobs in the queue's order (by binary
+// search: (Submitted, ID) is unique).
 func (db *memoryDB) put(c *structs.Job) {
+	if old := db.jobs[c.ID]; old != nil && active(old.State) {
+		if i, ok := slices.BinarySearchFunc(db.active, old, compareJobs); ok {
+			db.active = slices.Delete(db.active, i, i+1)
+		}
+	}
 	db.jobs[c.ID] = c
 	if active(c.State) {
-		db.active[c.ID] = c
-	} else {
-		delete(db.active, c.ID)
+		i, _ := slices.BinarySearchFunc(db.active, c, compareJobs)
+		db.active = slices.Insert(db.active, i, c)
 	}
 }
 
@@ -186,7 +190,11 @@ func (m *Memory) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
 	db := m.db
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	return sortedCopies(maps.Values(db.active), len(db.active)), nil
+	out := make([]*structs.Job, len(db.active))
+	for i, j := range db.active {
+		out[i] = copyJob(j)
+	}
+	return out, nil
 }
 
 // ListActiveJobsShared implements SharedLister: the simulator's rounds
@@ -197,10 +205,8 @@ func (m *Memory) ListActiveJobsShared(ctx context.Context) ([]*structs.Job, erro
 	}
 	db := m.db
 	db.mu.RLock()
-	out := slices.AppendSeq(make([]*structs.Job, 0, len(db.active)), maps.Values(db.active))
-	db.mu.RUnlock()
-	sortJobs(out)
-	return out, nil
+	defer db.mu.RUnlock()
+	return slices.Clone(db.active), nil
 }
 
 // ListJobsNamed implements Store from the index of names.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -99,4 +100,42 @@ func TestMemory_SharedListIsNeverChanged(t *testing.T) {
 	must.NoError(t, s.Close())
 	_, err = s.ListActiveJobsShared(ctx)
 	must.Error(t, err)
+}
+
+// The active index is what a scan of every job finds, in the same order,
+// whatever the writes (ties of submission time included).
+func TestMemory_ActiveIndexMatchesAScan(t *testing.T) {
+	s := NewMemory()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 2))
+	states := []structs.JobState{structs.JobQueued, structs.JobRunning, structs.JobComplete, structs.JobFailed, structs.JobStopped}
+	var ids []string
+	for op := range 1000 {
+		if len(ids) == 0 || r.IntN(3) == 0 {
+			j := newJob(fmt.Sprintf("j%d", op), t0.Add(time.Duration(r.IntN(5))*time.Second))
+			j.State = states[r.IntN(len(states))]
+			must.NoError(t, s.CreateJob(ctx, j))
+			ids = append(ids, j.ID)
+		} else {
+			j, err := s.GetJob(ctx, ids[r.IntN(len(ids))])
+			must.NoError(t, err)
+			j.State = states[r.IntN(len(states))]
+			must.NoError(t, s.UpdateJob(ctx, j))
+		}
+		all, err := s.ListJobs(ctx)
+		must.NoError(t, err)
+		var want []string
+		for _, j := range all {
+			if j.State == structs.JobQueued || j.State == structs.JobRunning {
+				want = append(want, j.ID)
+			}
+		}
+		shared, err := s.ListActiveJobsShared(ctx)
+		must.NoError(t, err)
+		var got []string
+		for _, j := range shared {
+			got = append(got, j.ID)
+		}
+		must.Eq(t, want, got, must.Sprintf("after op %d", op))
+	}
 }

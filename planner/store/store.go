@@ -114,13 +114,14 @@ func checkID(id string) error {
 }
 
 // sortJobs orders jobs by (Submitted, ID): the queue's order.
-func sortJobs(jobs []*structs.Job) {
-	slices.SortFunc(jobs, func(a, b *structs.Job) int {
-		if c := a.Submitted.Compare(b.Submitted); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+func sortJobs(jobs []*structs.Job) { slices.SortFunc(jobs, compareJobs) }
+
+// compareJobs is the queue's order: by Submitted, then ID.
+func compareJobs(a, b *structs.Job) int {
+	if c := a.Submitted.Compare(b.Submitted); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 // jobFilter selects encoded jobs by what a partial decode reads (see
