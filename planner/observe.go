@@ -80,6 +80,9 @@ type observer struct {
 // round that is gone from nodes (down, drained, no GPUs any more), and a
 // node-joined event for every new one after the first round.
 func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
+	if p.Events == nil {
+		return // nobody to tell (the simulator)
+	}
 	p.obs.mu.Lock()
 	prev := p.obs.nodes
 	cur := make(map[string]string, len(nodes))
@@ -88,7 +91,7 @@ func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
 	}
 	p.obs.nodes = cur
 	p.obs.mu.Unlock()
-	if prev == nil || p.Events == nil {
+	if prev == nil {
 		return
 	}
 	var evs []structs.StreamEvent
