@@ -298,12 +298,18 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	p.noteWaits(snap, plan)
 
-	byID := make(map[string]*structs.Job, len(live))
+	changes := plan.Diff(snap).All()
+	byID := make(map[string]*structs.Job, len(changes))
+	for i := range changes {
+		byID[changes[i].Job] = nil
+	}
 	for _, j := range live {
-		byID[j.ID] = j
+		if _, ok := byID[j.ID]; ok {
+			byID[j.ID] = j
+		}
 	}
 	var errs []error
-	for _, ch := range plan.Diff(snap).All() {
+	for _, ch := range changes {
 		j := byID[ch.Job].Clone() // the store's own where shared
 		applyStart := time.Now()
 		err := p.Executor.Apply(ctx, j, ch.To)

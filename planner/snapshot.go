@@ -32,18 +32,21 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 	s := &policy.Snapshot{Now: now, Nodes: nodes, Jobs: make([]policy.Job, 0, len(jobs))}
 	for _, j := range jobs {
 		var alloc policy.Allocation // nil for a queued job, as for a policy's own
+		held := 0
 		for node, g := range j.Allocation {
 			if known[node] && g > 0 {
 				if alloc == nil {
 					alloc = policy.Allocation{}
 				}
 				alloc[node] = g
+				held += g
 			}
 		}
 		state := policy.Queued
-		if alloc.Total() > 0 {
+		if held > 0 {
 			state = policy.Running
 		}
+		last := lastChange(j)
 		req := requestOf(&j.Spec)
 		if j.Spec.GPUs.Auto {
 			req.Max = autoMax(j, largest)
@@ -62,8 +65,8 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 			Labels:             j.Spec.Labels,
 			Locality:           localityOf(&j.Spec),
 			Allocation:         alloc,
-			LastResized:        lastChange(j),
-			AttainedGPUSeconds: j.AttainedGPUSeconds + float64(alloc.Total())*now.Sub(lastChange(j)).Seconds(),
+			LastResized:        last,
+			AttainedGPUSeconds: j.AttainedGPUSeconds + float64(held)*now.Sub(last).Seconds(),
 		}
 		if t := j.Spec.Target; t != nil {
 			pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
