@@ -31,17 +31,7 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 	}
 	s := &policy.Snapshot{Now: now, Nodes: nodes, Jobs: make([]policy.Job, 0, len(jobs))}
 	for _, j := range jobs {
-		var alloc policy.Allocation // nil for a queued job, as for a policy's own
-		held := 0
-		for node, g := range j.Allocation {
-			if known[node] && g > 0 {
-				if alloc == nil {
-					alloc = policy.Allocation{}
-				}
-				alloc[node] = g
-				held += g
-			}
-		}
+		alloc, held := heldOn(j.Allocation, known)
 		state := policy.Queued
 		if held > 0 {
 			state = policy.Running
@@ -79,6 +69,34 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 		s.Jobs = append(s.Jobs, pj)
 	}
 	return s
+}
+
+// heldOn is the part of allocation a on known nodes, and its GPUs: a
+// itself when all of it is (a policy must not modify its snapshot, and a
+// stored record's map is never changed), else a copy; nil when none (a
+// queued job, as for a policy's own).
+func heldOn(a map[string]int, known map[string]bool) (policy.Allocation, int) {
+	held, whole := 0, true
+	for node, g := range a {
+		if known[node] && g > 0 {
+			held += g
+		} else {
+			whole = false
+		}
+	}
+	switch {
+	case held == 0:
+		return nil, 0
+	case whole:
+		return policy.Allocation(a), held
+	}
+	out := policy.Allocation{}
+	for node, g := range a {
+		if known[node] && g > 0 {
+			out[node] = g
+		}
+	}
+	return out, held
 }
 
 // progressOf fills what the training script reported into the policy's
