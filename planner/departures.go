@@ -31,7 +31,7 @@ func (p *Planner) releaseDeparted(ctx context.Context, d Departures, live []*str
 		return nil
 	}
 	var errs []error
-	for _, j := range live {
+	for i, j := range live {
 		if j.State != structs.JobRunning {
 			continue
 		}
@@ -58,6 +58,8 @@ func (p *Planner) releaseDeparted(ctx context.Context, d Departures, live []*str
 		for _, node := range lost {
 			why = append(why, gone[node])
 		}
+		j = j.Clone() // the store's own where shared; the round reads the change
+		live[i] = j
 		if err := p.Executor.Apply(ctx, j, keep); err != nil {
 			errs = append(errs, fmt.Errorf("failed to release the departed nodes of job %s: %w", j.ID, err))
 			continue

@@ -67,13 +67,21 @@ func (p *Planner) publishJob(j *structs.Job, from int) {
 type observer struct {
 	mu    sync.Mutex
 	nodes map[string]string // ID -> name, last round; nil before the first
-	waits map[string]string // queued job ID -> why it waits
+	// The last round's snapshot and plan, from which Waits works out why
+	// each queued job waits when asked (not every round: a queue of
+	// thousands would cost a message each, each round).
+	snap  *policy.Snapshot
+	plan  *policy.Plan
+	queue map[string]quota.Wait
 }
 
 // noteNodesSeen publishes a node-lost event for every node of the last
 // round that is gone from nodes (down, drained, no GPUs any more), and a
 // node-joined event for every new one after the first round.
 func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
+	if p.Events == nil {
+		return // nobody to tell (the simulator)
+	}
 	p.obs.mu.Lock()
 	prev := p.obs.nodes
 	cur := make(map[string]string, len(nodes))
@@ -82,7 +90,7 @@ func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
 	}
 	p.obs.nodes = cur
 	p.obs.mu.Unlock()
-	if prev == nil || p.Events == nil {
+	if prev == nil {
 		return
 	}
 	var evs []structs.StreamEvent
@@ -101,12 +109,31 @@ func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
 	p.Events.Publish(evs...)
 }
 
-// noteWaits records, after a round, why each job the plan left queued
-// waits: its queue's reason when the queue holds it back, else the
-// policy's own reason when it gave one, else how many GPUs the job needs
-// against how many the plan left free that it may use; then its place in
-// its queue (queue, from planner/quota).
+// noteWaits keeps a round's snapshot, plan and queue places for Waits.
 func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait) {
+	p.obs.mu.Lock()
+	p.obs.snap, p.obs.plan, p.obs.queue = snap, plan, queue
+	p.obs.mu.Unlock()
+}
+
+// Waits says why each queued job waited after the last round (by job ID);
+// a job queued since has no entry yet: its queue's reason when the queue
+// holds it back, else the policy's own reason when it gave one, else how
+// many GPUs the job needs against how many the plan left free that it may
+// use; then its place in its queue (from planner/quota).
+func (p *Planner) Waits() map[string]string {
+	p.obs.mu.Lock()
+	snap, plan, queue := p.obs.snap, p.obs.plan, p.obs.queue
+	p.obs.mu.Unlock()
+	if snap == nil {
+		return nil
+	}
+	return waits(snap, plan, queue)
+}
+
+// waits works out Waits from a round's snapshot, plan and queue places
+// (none changes once the round is over).
+func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait) map[string]string {
 	free := map[string]int{}
 	for _, n := range snap.Nodes {
 		free[n.ID] = n.GPUs - n.Reserved
@@ -135,9 +162,7 @@ func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan, queue map[
 			waits[j.ID] += fmt.Sprintf("; %s of %d waiting in queue %s", ordinal(w.Position), w.Of, w.Queue)
 		}
 	}
-	p.obs.mu.Lock()
-	p.obs.waits = waits
-	p.obs.mu.Unlock()
+	return waits
 }
 
 // freeFor says how many GPUs job j needs against how many the plan left
@@ -169,12 +194,4 @@ func ordinal(n int) string {
 		suffix = "rd"
 	}
 	return fmt.Sprint(n) + suffix
-}
-
-// Waits says why each queued job waited after the last round (by job ID);
-// a job queued since has no entry yet.
-func (p *Planner) Waits() map[string]string {
-	p.obs.mu.Lock()
-	defer p.obs.mu.Unlock()
-	return maps.Clone(p.obs.waits)
 }

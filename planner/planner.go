@@ -6,7 +6,8 @@
 //  1. Jobs the executor reports finished (the launcher exited) are recorded
 //     as complete or failed and give their GPUs back.
 //  2. The snapshot: the GPU nodes (Cluster), and every queued and running
-//     job with the GPUs it holds (the store is the truth for that).
+//     job with the GPUs it holds (the store is the truth for that; it
+//     lists them without the ended ones, Store.ListActiveJobs).
 //  3. The active policy's plan (or the last good policy's, see PolicyHost).
 //  4. The plan's changes, in the order that frees GPUs before taking them:
 //     each is applied by the executor and then recorded (state, GPUs, a
@@ -97,6 +98,14 @@ type Planner struct {
 	// restarted job may be told to resume from: a checkpoint it reported
 	// elsewhere is not passed on, and it starts over (see resumePoint).
 	CheckpointDirs []string
+	// NewJobID names a job at submission; nil: its name and a random
+	// suffix. The simulator keeps the trace's IDs.
+	NewJobID func(spec *jobspec.Spec) string
+	// AmendOutlook, if set, amends a job's outlook after the planner has
+	// renewed it from a batch of progress reports: the simulator puts
+	// there the speedup and remaining work its job models know (where the
+	// planner would estimate them from the reports). nil: none.
+	AmendOutlook func(j *structs.Job)
 
 	obs observer
 
@@ -185,8 +194,12 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 	}
 	p.noteNodes(nodes)
 	now := p.now()
+	id := spec.Name + "-" + randomSuffix()
+	if p.NewJobID != nil {
+		id = p.NewJobID(spec)
+	}
 	j := &structs.Job{
-		ID:          spec.Name + "-" + randomSuffix(),
+		ID:          id,
 		Spec:        *spec,
 		Source:      source,
 		State:       structs.JobQueued,
@@ -195,7 +208,7 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 		Idempotency: idem,
 	}
 	if !j.Deadline().IsZero() {
-		earlier, err := p.Store.ListJobs(ctx)
+		earlier, err := p.Store.ListJobsNamed(ctx, spec.Name)
 		if err != nil {
 			return nil, false, fmt.Errorf("failed to list earlier jobs: %w", err)
 		}
@@ -263,15 +276,12 @@ func (p *Planner) Round(ctx context.Context) error {
 func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	now := p.now()
 
-	all, err := p.Store.ListJobs(ctx)
+	active, err := p.activeJobs(ctx)
 	if err != nil {
 		return fmt.Errorf("failed to list jobs: %w", err)
 	}
-	var live []*structs.Job
-	for _, j := range all {
-		if j.State.Terminal() {
-			continue
-		}
+	live := make([]*structs.Job, 0, len(active))
+	for _, j := range active {
 		if j.State == structs.JobRunning {
 			done, err := p.reap(ctx, j, now)
 			if err != nil {
@@ -310,13 +320,19 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	p.noteWaits(snap, plan, waits)
 
-	byID := make(map[string]*structs.Job, len(live))
+	changes := plan.Diff(snap).All()
+	byID := make(map[string]*structs.Job, len(changes))
+	for i := range changes {
+		byID[changes[i].Job] = nil
+	}
 	for _, j := range live {
-		byID[j.ID] = j
+		if _, ok := byID[j.ID]; ok {
+			byID[j.ID] = j
+		}
 	}
 	var errs []error
-	for _, ch := range plan.Diff(snap).All() {
-		j := byID[ch.Job]
+	for _, ch := range changes {
+		j := byID[ch.Job].Clone() // the store's own where shared
 		if ch.From.Total() == 0 {
 			// A start: a job that ran before resumes from its checkpoint.
 			j.Resume = p.resumePoint(j)
@@ -345,12 +361,22 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	return errors.Join(append(lossErrs, errs...)...)
 }
 
+// activeJobs lists the round's jobs, without copies where the store can
+// (store.SharedLister): the round clones a record before it changes it.
+func (p *Planner) activeJobs(ctx context.Context) ([]*structs.Job, error) {
+	if s, ok := p.Store.(store.SharedLister); ok {
+		return s.ListActiveJobsShared(ctx)
+	}
+	return p.Store.ListActiveJobs(ctx)
+}
+
 // reap records a running job that has ended; it reports whether it did.
 func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (bool, error) {
 	out, err := p.Executor.Outcome(ctx, j)
 	if err != nil || !out.Done {
 		return false, err
 	}
+	j = j.Clone() // the store's own where shared
 	code := out.ExitCode
 	err = p.update(ctx, j, func(j *structs.Job) error {
 		j.ExitCode = &code
@@ -472,6 +498,9 @@ func (p *Planner) ReportProgress(ctx context.Context, id string, reports []struc
 			return structs.Inputf("%v", err)
 		}
 		renewOutlook(j, now, int(p.largest.Load()))
+		if p.AmendOutlook != nil {
+			p.AmendOutlook(j)
+		}
 		return nil
 	})
 	if err == nil {

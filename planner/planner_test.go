@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,115 +19,35 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
-// memStore is an in-memory Store with the real one's version check and
-// errors.
+// memStore is the in-memory store (store.Memory, which passes the store
+// conformance suite) with one thing for tests: conflicts makes that many
+// next UpdateJob calls lose a race, as another writer of the same record
+// bumps its stored version first (through the store itself).
 type memStore struct {
-	mu     sync.Mutex
-	jobs   map[string]*structs.Job
-	policy *structs.PolicyState
-	// conflicts makes that many next UpdateJob calls lose a race: another
-	// writer bumps the stored version first.
+	*store.Memory
+	mu        sync.Mutex
 	conflicts int
 }
 
-var errNotFound = fmt.Errorf("job: %w", store.ErrNotFound)
+func newMemStore() *memStore { return &memStore{Memory: store.NewMemory()} }
 
-func newMemStore() *memStore { return &memStore{jobs: map[string]*structs.Job{}} }
-
-func clone(j *structs.Job) *structs.Job { return j.Clone() }
-
-func (s *memStore) Close() error { return nil }
-
-func (s *memStore) CreateJob(_ context.Context, j *structs.Job) error {
+func (s *memStore) UpdateJob(ctx context.Context, j *structs.Job) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.jobs[j.ID]; ok {
-		return errors.New("exists")
-	}
-	if j.Idempotency != nil {
-		for _, o := range s.jobs {
-			if o.Idempotency != nil && o.Idempotency.Key == j.Idempotency.Key {
-				return fmt.Errorf("job %s: %w", j.ID, store.ErrKeyExists)
-			}
-		}
-	}
-	j.Version = 1
-	s.jobs[j.ID] = clone(j)
-	return nil
-}
-
-func (s *memStore) UpdateJob(_ context.Context, j *structs.Job) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old, ok := s.jobs[j.ID]
-	if !ok {
-		return errNotFound
-	}
-	if s.conflicts > 0 {
+	race := s.conflicts > 0
+	if race {
 		s.conflicts--
-		old.Version++
 	}
-	if old.Version != j.Version {
-		return fmt.Errorf("job %s at version %d: %w", j.ID, j.Version, store.ErrConflict)
-	}
-	j.Version++
-	s.jobs[j.ID] = clone(j)
-	return nil
-}
-
-func (s *memStore) JobByIdempotencyKey(_ context.Context, key string) (*structs.Job, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, j := range s.jobs {
-		if j.Idempotency != nil && j.Idempotency.Key == key {
-			return clone(j), nil
+	s.mu.Unlock()
+	if race {
+		other, err := s.Memory.GetJob(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if err := s.Memory.UpdateJob(ctx, other); err != nil {
+			return err
 		}
 	}
-	return nil, errNotFound
-}
-
-func (s *memStore) GetJob(_ context.Context, id string) (*structs.Job, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j, ok := s.jobs[id]
-	if !ok {
-		return nil, errNotFound
-	}
-	return clone(j), nil
-}
-
-func (s *memStore) ListJobs(context.Context) ([]*structs.Job, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*structs.Job
-	for _, j := range s.jobs {
-		out = append(out, clone(j))
-	}
-	slices.SortFunc(out, func(a, b *structs.Job) int {
-		if c := a.Submitted.Compare(b.Submitted); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return out, nil
-}
-
-func (s *memStore) GetPolicy(context.Context) (*structs.PolicyState, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.policy == nil {
-		return nil, errNotFound
-	}
-	c := *s.policy
-	return &c, nil
-}
-
-func (s *memStore) PutPolicy(_ context.Context, p *structs.PolicyState) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := *p
-	s.policy = &c
-	return nil
+	return s.Memory.UpdateJob(ctx, j)
 }
 
 type staticCluster []policy.Node

@@ -21,15 +21,53 @@ import (
 // plan), the round is planned by the last good policy instead, and the
 // failure is reported, so scheduling never stops on a bad plugin.
 type PolicyHost struct {
-	registry *host.Registry
+	registry *host.Registry // nil: a fixed policy
 	logger   hclog.Logger
 	timeout  time.Duration
 
 	mu       sync.Mutex
-	active   *host.Instance
+	active   openPolicy
 	config   map[string]string
-	lastGood *host.Instance // may be active
+	lastGood openPolicy // may be active
 	lastErr  error
+}
+
+// openPolicy is an open policy as the host holds it: a *host.Instance,
+// or what NewFixedPolicyHost was given.
+type openPolicy interface {
+	policy.Policy
+	Name() string
+	Builtin() bool
+	Close()
+}
+
+// NewFixedPolicyHost hosts p, already open, for good: the simulator's
+// host, one policy per run. Set fails, and Close leaves p open (the
+// caller's). A *host.Instance is hosted as it is, and checks its plans;
+// another policy's plans are taken as they come (the simulator's own test
+// policies check theirs).
+func NewFixedPolicyHost(p policy.Policy, logger hclog.Logger) *PolicyHost {
+	var active openPolicy
+	if i, ok := p.(*host.Instance); ok {
+		active = i
+	} else {
+		active = fixedPolicy{p}
+	}
+	return &PolicyHost{logger: logger, active: active, lastGood: active}
+}
+
+// fixedPolicy is a policy that NewFixedPolicyHost hosts.
+type fixedPolicy struct{ policy.Policy }
+
+func (f fixedPolicy) Name() string { return f.PluginInfo().Name }
+func (fixedPolicy) Builtin() bool  { return true }
+func (fixedPolicy) Close()         {}
+func (f fixedPolicy) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	plan, err := f.Policy.Plan(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", f.Name(), err)
+	}
+	return plan, nil
 }
 
 // NewPolicyHost opens the named policy from the builtins or pluginDir.
@@ -42,7 +80,13 @@ func NewPolicyHost(pluginDir string, logger hclog.Logger, name string, config ma
 }
 
 // Available lists the policies that can be set: builtins and plugins.
-func (h *PolicyHost) Available() ([]string, error) { return h.registry.Names() }
+func (h *PolicyHost) Available() ([]string, error) {
+	if h.registry == nil {
+		name, _ := h.Active()
+		return []string{name}, nil
+	}
+	return h.registry.Names()
+}
 
 // Describe returns a policy's description without making it active.
 func (h *PolicyHost) Describe(name string) (policy.Info, bool, error) {
@@ -78,6 +122,9 @@ func (h *PolicyHost) LastError() error {
 // configured leaves the current one active and returns the error. Running
 // jobs are not touched: the next round simply asks the new policy.
 func (h *PolicyHost) Set(name string, config map[string]string) (policy.Info, error) {
+	if h.registry == nil {
+		return policy.Info{}, fmt.Errorf("failed to set policy %s: this host holds one policy for good", name)
+	}
 	next, err := h.registry.Open(name, config)
 	if err != nil {
 		return policy.Info{}, err
@@ -133,7 +180,7 @@ func (h *PolicyHost) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan
 	return fallback, fmt.Errorf("policy %s failed, kept the last good policy %s: %w", active.Name(), good.Name(), err)
 }
 
-func (h *PolicyHost) plan(ctx context.Context, p *host.Instance, s *policy.Snapshot) (*policy.Plan, error) {
+func (h *PolicyHost) plan(ctx context.Context, p openPolicy, s *policy.Snapshot) (*policy.Plan, error) {
 	if h.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.timeout)
@@ -146,7 +193,7 @@ func (h *PolicyHost) plan(ctx context.Context, p *host.Instance, s *policy.Snaps
 func (h *PolicyHost) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, p := range slices.Compact([]*host.Instance{h.active, h.lastGood}) {
+	for _, p := range slices.Compact([]openPolicy{h.active, h.lastGood}) {
 		if p != nil {
 			p.Close()
 		}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/leakcheck"
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
 // TestMain lets the test binary serve as an external policy plugin that
@@ -63,4 +65,31 @@ func TestPolicyHost_CrashFallsBackToLastGood(t *testing.T) {
 	must.ErrorContains(t, host.LastError(), "crashy")
 	name, _ := host.Active()
 	must.Eq(t, "crashy", name, must.Sprint("the operator's choice stays active; it is retried next round"))
+}
+
+// A fixed host plans with the policy it was given, for good: the
+// simulator's host, one policy per run.
+func TestPolicyHost_Fixed(t *testing.T) {
+	h := NewFixedPolicyHost(builtin.NewFIFO(), hclog.NewNullLogger())
+	name, _ := h.Active()
+	must.Eq(t, builtin.FIFOName, name)
+	names, err := h.Available()
+	must.NoError(t, err)
+	must.Eq(t, []string{builtin.FIFOName}, names)
+	_, err = h.Set(builtin.TiresiasName, nil)
+	must.ErrorContains(t, err, "one policy for good")
+
+	snap := &policy.Snapshot{Nodes: []policy.Node{{ID: "n1", GPUs: 4}},
+		Jobs: []policy.Job{{ID: "a", GPUs: policy.GPURequest{Min: 2, Max: 2, PerWorker: 1}}}}
+	plan, err := h.Plan(context.Background(), snap)
+	must.NoError(t, err)
+	must.Eq(t, 2, plan.Target(&snap.Jobs[0]).Total())
+	h.Close()
+
+	// An Instance is hosted as it is.
+	i, err := host.NewRegistry("", nil).Open(builtin.TiresiasName, nil)
+	must.NoError(t, err)
+	defer i.Close()
+	name, _ = NewFixedPolicyHost(i, hclog.NewNullLogger()).Active()
+	must.Eq(t, builtin.TiresiasName, name)
 }

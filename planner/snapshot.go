@@ -19,22 +19,24 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 		known[n.ID] = true
 	}
 	largest := largestNode(nodes)
-	idsByName := map[string][]string{}
+	var idsByName map[string][]string // only when a selector names jobs
 	for _, j := range jobs {
-		idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
+		if len(j.Spec.Affinity.Jobs) > 0 || len(j.Spec.AntiAffinity.Jobs) > 0 {
+			idsByName = map[string][]string{}
+			for _, j := range jobs {
+				idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
+			}
+			break
+		}
 	}
 	s := &policy.Snapshot{Now: now, Nodes: nodes, Jobs: make([]policy.Job, 0, len(jobs))}
 	for _, j := range jobs {
-		alloc := policy.Allocation{}
-		for node, g := range j.Allocation {
-			if known[node] && g > 0 {
-				alloc[node] = g
-			}
-		}
+		alloc, held := heldOn(j.Allocation, known)
 		state := policy.Queued
-		if alloc.Total() > 0 {
+		if held > 0 {
 			state = policy.Running
 		}
+		last := lastChange(j)
 		req := requestOf(&j.Spec)
 		if j.Spec.GPUs.Auto {
 			req.Max = autoMax(j, largest)
@@ -54,8 +56,8 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 			Labels:             j.Spec.Labels,
 			Locality:           localityOf(&j.Spec),
 			Allocation:         alloc,
-			LastResized:        lastChange(j),
-			AttainedGPUSeconds: j.AttainedGPUSeconds + float64(alloc.Total())*now.Sub(lastChange(j)).Seconds(),
+			LastResized:        last,
+			AttainedGPUSeconds: j.AttainedGPUSeconds + float64(held)*now.Sub(last).Seconds(),
 		}
 		if t := j.Spec.Target; t != nil {
 			pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
@@ -68,6 +70,34 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 		s.Jobs = append(s.Jobs, pj)
 	}
 	return s
+}
+
+// heldOn is the part of allocation a on known nodes, and its GPUs: a
+// itself when all of it is (a policy must not modify its snapshot, and a
+// stored record's map is never changed), else a copy; nil when none (a
+// queued job, as for a policy's own).
+func heldOn(a map[string]int, known map[string]bool) (policy.Allocation, int) {
+	held, whole := 0, true
+	for node, g := range a {
+		if known[node] && g > 0 {
+			held += g
+		} else {
+			whole = false
+		}
+	}
+	switch {
+	case held == 0:
+		return nil, 0
+	case whole:
+		return policy.Allocation(a), held
+	}
+	out := policy.Allocation{}
+	for node, g := range a {
+		if known[node] && g > 0 {
+			out[node] = g
+		}
+	}
+	return out, held
 }
 
 // progressOf fills what the training script reported into the policy's

@@ -1,7 +1,9 @@
 // Package sim is a discrete-event simulator of a GPU cluster that drives
-// the project's scheduling policies (policy.Policy: the builtins in
-// process, an external plugin through host.Registry) on job traces, and
-// reports how the jobs fared.
+// the planner's own scheduling round (planner.Planner, with the project's
+// scheduling policies: the builtins in process, an external plugin through
+// host.Registry) on job traces, and reports how the jobs fared. README.md
+// says which parts of a round are the planner's code and which the
+// simulator's.
 //
 // # The event loop
 //
@@ -11,11 +13,13 @@
 // on a grid from second 0; with EventRounds every arrival and completion
 // also runs a round. Arrivals and completions happen at their exact times,
 // so a job that arrives between rounds waits for the next one, as in the
-// Pollux simulator. A round builds a policy.Snapshot (the nodes, every
-// arrived unfinished job with its allocation, LastResized,
-// AttainedGPUSeconds and Speedup), asks the policy for a plan, and carries
-// out plan.Diff: a job whose allocation changes pauses (holds its GPUs, makes
-// no progress) for RestartDelay, or InPlaceDelay for a grow or shrink with
+// Pollux simulator. Each job is submitted to the planner at its arrival
+// (Planner.Submit). A round is the planner's (Planner.Round, on an
+// in-memory store, with the simulated time as its clock): it reaps the jobs
+// whose models are done, builds its snapshot, asks the policy for a plan,
+// and carries out the plan's diff through the simulator's executor, where a
+// job whose allocation changes pauses (holds its GPUs, makes no progress)
+// for RestartDelay, or InPlaceDelay for a grow or shrink with
 // LauncherInPlace. The first start is charged too for goodput jobs (Pollux's
 // simulator charges every allocation) but not for rigid ones (a trace's
 // duration includes the start-up). Jobs progress at a rate that is constant
@@ -64,18 +68,24 @@
 // model online). Under JobsAuto a goodput job is rigid (its num_replicas,
 // fixed batch) for policies that do not resize, and elastic (1 up to
 // MaxBatch/MinLocal GPUs, adaptive batch) for elastic-fifo and goodput, as
-// the Pollux paper compares Pollux with Tiresias. The simulator fills
-// policy.Job.Speedup from the same model (packed placements).
+// the Pollux paper compares Pollux with Tiresias. The job's speedup table
+// (policy.Job.Speedup) comes from the same model (packed placements): the
+// job reports its progress to the planner when the table changes, and the
+// simulator puts the table into the job's outlook (Planner.AmendOutlook),
+// from which the planner's snapshot takes it.
 //
 // Amdahl (Philly jobs with deadlines, Trace.WithDeadlines and
 // DeadlineOptions): a job recorded as d seconds on n GPUs is elastic from
 // max(1, n/2) to 2n GPUs with speedup g / (1 + s (g - 1)) on g GPUs, its
 // work d x speedup(n) seconds on one GPU, and it is due at submit + lambda
-// x d; s and lambda are drawn per job from a seeded generator. Each round
-// the simulator fills such a job's policy.Progress (Value the fraction
-// done, Target 1, Deadline, Throughput, RemainingWork in seconds on one
-// GPU) and Speedup, and the run reports the deadline satisfaction ratio
-// (Result.Deadlines).
+// x d; s and lambda are drawn per job from a seeded generator. Such a job
+// is submitted with a target (metric "progress", goal 1, the deadline) and
+// reports its progress (the fraction done, its throughput) whenever the
+// planner's view of it would otherwise be off; the simulator puts its
+// remaining work (seconds on one GPU) and speedup into its outlook, and
+// the planner's snapshot gives the policy policy.Progress (Value, Target 1,
+// Deadline, Throughput, RemainingWork) and Speedup. The run reports the
+// deadline satisfaction ratio (Result.Deadlines).
 //
 // # Results
 //

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 )
@@ -106,21 +107,23 @@ func DefaultConfig() Config {
 
 // simJob is one job's state in a run.
 type simJob struct {
-	spec *JobSpec
-	idx  int32
-	pj   policy.Job // as the policy sees it
+	spec  *JobSpec
+	idx   int32
+	alloc policy.Allocation // what it holds
 
 	placement []int // GPUs per node, node order, zeros dropped
 	gpus      int
 	work      float64
-	done      float64 // progress at time t
-	t         float64 // when done and attained were last brought up to date
-	rate      float64 // progress per second once pauseUntil is past
-	until     float64 // progress up to which rate holds
-	pause     float64 // end of the current (re)start delay
-	attained  float64 // GPU-seconds held
-	speedTo   float64 // progress up to which pj.Speedup holds
-	seq       uint64  // version of the job's pending event
+	done      float64    // progress at time t
+	t         float64    // when done and attained were last brought up to date
+	rate      float64    // progress per second once pauseUntil is past
+	until     float64    // progress up to which rate holds
+	pause     float64    // end of the current (re)start delay
+	attained  float64    // GPU-seconds held
+	speedup   []float64  // the model's speedup table (policy.Job.Speedup)
+	speedTo   float64    // progress up to which speedup holds
+	reported  lastReport // what the planner was last told
+	seq       uint64     // version of the job's pending event
 
 	arrived, started, finished bool
 	firstStart, end            float64
@@ -156,10 +159,11 @@ func (h *eventHeap) Pop() any {
 
 // simulator is one run.
 type simulator struct {
-	cfg    Config
-	policy policy.Policy
-	start  time.Time
-	round  float64
+	cfg     Config
+	policy  policy.Policy
+	planner *planner.Planner
+	start   time.Time
+	round   float64
 
 	nodes   []policy.Node
 	nodeIdx map[string]int
@@ -167,7 +171,6 @@ type simulator struct {
 	byID    map[string]*simJob
 	active  []*simJob // arrived, not finished
 	events  eventHeap
-	snap    policy.Snapshot
 
 	now      float64
 	busy     int
@@ -219,16 +222,14 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 		if i > 0 && sp.Submit < specs[i-1].Submit {
 			return nil, fmt.Errorf("failed to simulate: jobs are not in submission order at %s", sp.ID)
 		}
-		j := &simJob{spec: sp, idx: int32(i), work: sp.Model.Work(), pj: policy.Job{
-			ID: sp.ID, Name: sp.Kind, Submitted: s.at(sp.Submit), State: policy.Queued, GPUs: sp.GPUs}}
+		j := &simJob{spec: sp, idx: int32(i), work: sp.Model.Work()}
 		if sp.HasDeadline {
-			j.pj.Progress = policy.Progress{Metric: ProgressMetric, Target: 1, Deadline: s.at(sp.Deadline)}
 			j.remaining, _ = sp.Model.(remainingWorker)
 		}
 		s.jobs = append(s.jobs, j)
 		s.byID[sp.ID] = j
 	}
-	s.snap.Nodes = s.nodes
+	s.planner = s.newPlanner(p)
 	if err := s.loop(ctx); err != nil {
 		return nil, err
 	}
@@ -300,6 +301,9 @@ func (s *simulator) loop(ctx context.Context) error {
 		for next < len(s.jobs) && s.jobs[next].spec.Submit <= t {
 			j := s.jobs[next]
 			j.arrived, j.t = true, j.spec.Submit
+			if err := s.submit(ctx, j); err != nil {
+				return err
+			}
 			s.active = append(s.active, j)
 			next++
 			changed, s.dirty = true, true
@@ -394,8 +398,9 @@ func (s *simulator) complete(j *simJob) {
 	j.seq++
 }
 
-// schedule runs one round: the policy plans on a snapshot, and the plan is
-// carried out.
+// schedule runs one round of the planner (planner.Planner.Round): the
+// jobs report their progress first, as each needs, and the plan's changes
+// reach the models through the executor (simExecutor.Apply).
 func (s *simulator) schedule(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("failed to simulate: %w", err)
@@ -406,60 +411,27 @@ func (s *simulator) schedule(ctx context.Context) error {
 		return nil
 	}
 	s.rounds++
-	now := s.at(s.now)
-	s.snap.Now = now
-	s.snap.Jobs = s.snap.Jobs[:0]
 	for _, j := range s.active {
 		s.advance(j)
-		j.pj.AttainedGPUSeconds = j.attained
-		if j.spec.HasDeadline {
-			s.progress(j)
+		if err := s.report(ctx, j); err != nil {
+			return err
 		}
-		if j.pj.Speedup == nil || j.done >= j.speedTo {
-			// Tables change at epoch boundaries, which are events.
-			j.pj.Speedup, j.speedTo = j.spec.Model.Speedup(j.done, j.spec.GPUs.Max, s.cfg.GPUsPerNode)
-		}
-		s.snap.Jobs = append(s.snap.Jobs, j.pj)
 	}
-	t0 := time.Now()
-	plan, err := s.policy.Plan(ctx, &s.snap)
-	s.planMs = append(s.planMs, float64(time.Since(t0))/float64(time.Millisecond))
-	if err != nil {
+	if err := s.planner.Round(ctx); err != nil {
 		return fmt.Errorf("failed to simulate: round at %.0f s: %w", s.now, err)
-	}
-	for _, ch := range plan.Diff(&s.snap).All() {
-		s.change(s.byID[ch.Job], ch, now)
-		s.dirty = true
 	}
 	return nil
 }
 
-// ProgressMetric is policy.Progress.Metric of the jobs with deadlines:
-// Value is the fraction of the work done, Target 1.
+// ProgressMetric is the metric of the jobs with deadlines (their target's):
+// the fraction of the work done, 1 when done.
 const ProgressMetric = "progress"
 
-// progress brings job j's policy.Progress up to date (a job with a
-// deadline; done is current).
-func (s *simulator) progress(j *simJob) {
-	p := &j.pj.Progress
-	p.Value = 1
-	if j.work > 0 {
-		p.Value = min(j.done/j.work, 1)
-	}
-	p.Throughput = 0
-	if j.gpus > 0 {
-		p.Throughput = j.rate
-	}
-	if j.remaining != nil {
-		p.RemainingWork = j.remaining.RemainingWork(j.done)
-	}
-}
-
-// change carries out one job's change of allocation.
-func (s *simulator) change(j *simJob, ch policy.Change, now time.Time) {
+// change carries out one job's change of allocation to a.
+func (s *simulator) change(j *simJob, kind policy.ChangeKind, a policy.Allocation) {
 	restart, inplace := s.cfg.RestartDelay.Seconds(), s.cfg.InPlaceDelay.Seconds()
 	delay := restart
-	switch ch.Kind {
+	switch kind {
 	case policy.Start:
 		if !j.started {
 			j.started, j.firstStart = true, s.now
@@ -479,8 +451,7 @@ func (s *simulator) change(j *simJob, ch policy.Change, now time.Time) {
 	case policy.Move:
 		j.restarts++
 	}
-	s.setAllocation(j, ch.To)
-	j.pj.LastResized = now
+	s.setAllocation(j, a)
 	if j.gpus > 0 {
 		j.pause = s.now + delay
 		j.rate, j.until = j.spec.Model.Rate(j.placement, j.done)
@@ -498,7 +469,7 @@ func (s *simulator) setAllocation(j *simJob, a policy.Allocation) {
 	}
 	if s.cfg.Gantt {
 		old := make([]int, len(s.nodes))
-		for id, g := range j.pj.Allocation {
+		for id, g := range j.alloc {
 			old[s.nodeIdx[id]] = g
 		}
 		for n := range s.nodes {
@@ -517,11 +488,7 @@ func (s *simulator) setAllocation(j *simJob, a policy.Allocation) {
 	}
 	s.busy += total - j.gpus
 	j.gpus = total
-	j.pj.Allocation = a.Clone()
-	j.pj.State = policy.Queued
-	if total > 0 {
-		j.pj.State = policy.Running
-	}
+	j.alloc = a.Clone()
 	if n := len(s.util); n > 0 && s.util[n-1].T == s.now {
 		s.util[n-1].Busy = s.busy
 	} else {

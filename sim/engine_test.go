@@ -231,3 +231,21 @@ func TestRun_ExternalPlugin(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, 50, len(r.JCTs))
 }
+
+// The round is the planner's: a job that no node could ever hold is
+// refused at submission by the planner's own check (the simulator used to
+// queue it and stall), and the jobs the policy sees are the planner's
+// records (the job's trace ID, its submission as the planner stored it).
+func TestRun_ThePlannersRound(t *testing.T) {
+	_, err := sim.Run(context.Background(), config(1, 4), t0, []sim.JobSpec{rigid("big", 0, 10, 8)}, builtin.NewFIFO())
+	must.ErrorContains(t, err, "submit job big")
+	must.ErrorContains(t, err, "needs at least 8 GPUs but the cluster has 4")
+
+	p := &recorder{script: script{steps: map[int]map[string]policy.Allocation{1: {"a": {"node-0": 1}}}}}
+	_, err = sim.Run(context.Background(), config(1, 1), t0, []sim.JobSpec{rigid("a", 30, 10, 1)}, p)
+	must.NoError(t, err)
+	j := p.jobs[0][0]
+	must.Eq(t, "a", j.ID)
+	must.Eq(t, t0.Add(30*time.Second), j.Submitted)
+	must.Eq(t, t0.Add(30*time.Second), j.LastResized, must.Sprint("the planner's: a queued job's last change is its submission"))
+}

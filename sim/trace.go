@@ -358,11 +358,12 @@ type JobSpec struct {
 	// deadline).
 	Kind string
 	// Deadline, if HasDeadline, is when the job is due, in seconds from
-	// second 0. The simulator then fills the job's policy.Progress every
-	// round: Metric "progress", Value the fraction done, Target 1, the
-	// Deadline, Throughput (progress per second at its allocation) and
-	// RemainingWork (in seconds on one GPU, from models that know it:
-	// Amdahl), and Result.Deadlines measures how the jobs fared.
+	// second 0. The job is then submitted with a target, and the planner's
+	// snapshot gives the policy its policy.Progress: Metric "progress",
+	// Value the fraction done, Target 1, the Deadline, Throughput (progress
+	// per second at its allocation) and RemainingWork (in seconds on one
+	// GPU, from models that know it: Amdahl), from its progress reports and
+	// outlook (README.md); Result.Deadlines measures how the jobs fared.
 	HasDeadline bool
 	Deadline    float64
 }

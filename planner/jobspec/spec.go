@@ -63,6 +63,8 @@
 package jobspec
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -160,4 +162,35 @@ type Data struct {
 type Artifact struct {
 	Source      string
 	Destination string
+}
+
+// Clone returns a deep copy of s: its slices, maps and target are its own.
+func (s *Spec) Clone() Spec {
+	c := *s
+	c.Args = slices.Clone(s.Args)
+	c.Env = maps.Clone(s.Env)
+	c.Labels = maps.Clone(s.Labels)
+	if s.Target != nil {
+		t := *s.Target
+		if t.Tier1 != nil {
+			tier1 := *t.Tier1
+			t.Tier1 = &tier1
+		}
+		c.Target = &t
+	}
+	c.Affinity = s.Affinity.clone()
+	c.AntiAffinity = s.AntiAffinity.clone()
+	if s.Data != nil {
+		c.Data = make([]Data, len(s.Data))
+		for i, d := range s.Data {
+			d.Prefer = maps.Clone(d.Prefer)
+			c.Data[i] = d
+		}
+	}
+	c.Artifacts = slices.Clone(s.Artifacts)
+	return c
+}
+
+func (s Selector) clone() Selector {
+	return Selector{Jobs: slices.Clone(s.Jobs), Labels: maps.Clone(s.Labels)}
 }

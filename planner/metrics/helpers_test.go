@@ -28,6 +28,12 @@ func (storeStub) CreateJob(context.Context, *structs.Job) error        { return 
 func (storeStub) UpdateJob(context.Context, *structs.Job) error        { return nil }
 func (storeStub) GetJob(context.Context, string) (*structs.Job, error) { return nil, store.ErrNotFound }
 func (storeStub) ListJobs(context.Context) ([]*structs.Job, error)     { return nil, nil }
+func (storeStub) ListActiveJobs(context.Context) ([]*structs.Job, error) {
+	return nil, nil
+}
+func (storeStub) ListJobsNamed(context.Context, string) ([]*structs.Job, error) {
+	return nil, nil
+}
 func (storeStub) JobByIdempotencyKey(context.Context, string) (*structs.Job, error) {
 	return nil, store.ErrNotFound
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // storeOps are the operations the store wrapper times (the op label).
-var storeOps = []string{"create_job", "update_job", "get_job", "job_by_idempotency_key", "list_jobs", "get_policy", "put_policy"}
+var storeOps = []string{"create_job", "update_job", "get_job", "job_by_idempotency_key", "list_jobs", "list_active_jobs", "list_jobs_named", "get_policy", "put_policy"}
 
 // Store returns s with every operation's latency recorded in r.
 func (r *Recorder) Store(s store.Store) store.Store { return &timedStore{s: s, r: r} }
@@ -42,6 +42,16 @@ func (t *timedStore) JobByIdempotencyKey(ctx context.Context, key string) (*stru
 func (t *timedStore) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 	defer t.r.storeOp("list_jobs", time.Now())
 	return t.s.ListJobs(ctx)
+}
+
+func (t *timedStore) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
+	defer t.r.storeOp("list_active_jobs", time.Now())
+	return t.s.ListActiveJobs(ctx)
+}
+
+func (t *timedStore) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
+	defer t.r.storeOp("list_jobs_named", time.Now())
+	return t.s.ListJobsNamed(ctx, name)
 }
 
 func (t *timedStore) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {

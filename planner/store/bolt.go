@@ -206,17 +206,34 @@ func (b *Bolt) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Jo
 // ListJobs implements Store. It decodes every record and sorts them: bolt
 // keeps keys in ID order, not submission order.
 func (b *Bolt) ListJobs(ctx context.Context) ([]*structs.Job, error) {
+	return b.listWhere(ctx, nil)
+}
+
+// ListActiveJobs implements Store: it reads every record, but decodes
+// only the active ones whole.
+func (b *Bolt) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
+	return b.listWhere(ctx, activeJobs)
+}
+
+// ListJobsNamed implements Store as ListActiveJobs does.
+func (b *Bolt) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
+	return b.listWhere(ctx, named(name))
+}
+
+func (b *Bolt) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var jobs []*structs.Job
 	err := b.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-			j := new(structs.Job)
-			if err := json.Unmarshal(v, j); err != nil {
+			j, err := decodeWhere(v, keep)
+			if err != nil {
 				return fmt.Errorf("failed to decode job %q: %w", k, err)
 			}
-			jobs = append(jobs, j)
+			if j != nil {
+				jobs = append(jobs, j)
+			}
 			return nil
 		})
 	})

@@ -44,6 +44,8 @@ func runConformance(t *testing.T, h harness) {
 		{"update with a stale version", testUpdateStale},
 		{"list is ordered by submission then ID", testListOrder},
 		{"list an empty store", testListEmpty},
+		{"list active: queued and running, ordered, kept up to date", testListActive},
+		{"list by jobspec name", testListNamed},
 		{"policy get and put", testPolicy},
 		{"records survive close and reopen", testPersistence},
 		{"racing updates: exactly one wins", testRacingUpdates},
@@ -216,6 +218,107 @@ func testListEmpty(t *testing.T, h harness) {
 	must.SliceEmpty(t, jobs)
 }
 
+// The round reads only the active jobs: queued and running, in the queue's
+// order, as every write leaves them (a job that ends drops out; one that
+// is requeued is back).
+func testListActive(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	jobs, err := s.ListActiveJobs(ctx)
+	must.NoError(t, err)
+	must.SliceEmpty(t, jobs)
+
+	byState := map[string]structs.JobState{"q": structs.JobQueued, "r": structs.JobRunning,
+		"c": structs.JobComplete, "f": structs.JobFailed, "s": structs.JobStopped}
+	for i, id := range []string{"r", "c", "q", "f", "s"} {
+		j := newJob(id, t0.Add(time.Duration(5-i)*time.Second))
+		j.State = byState[id]
+		must.NoError(t, s.CreateJob(ctx, j))
+	}
+	ids := func() []string {
+		t.Helper()
+		jobs, err := s.ListActiveJobs(ctx)
+		must.NoError(t, err)
+		var out []string
+		for _, j := range jobs {
+			must.True(t, j.State == structs.JobQueued || j.State == structs.JobRunning)
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	must.Eq(t, []string{"q", "r"}, ids()) // q was submitted first
+
+	steps := []struct {
+		name  string
+		id    string
+		state structs.JobState
+		want  []string
+	}{
+		{"the running job ends", "r", structs.JobComplete, []string{"q"}},
+		{"the queued job starts", "q", structs.JobRunning, []string{"q"}},
+		{"a stopped job cannot come back, but a record may be rewritten", "s", structs.JobQueued, []string{"s", "q"}},
+		{"and leave again", "s", structs.JobFailed, []string{"q"}},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			j, err := s.GetJob(ctx, st.id)
+			must.NoError(t, err)
+			j.State = st.state
+			must.NoError(t, s.UpdateJob(ctx, j))
+			must.Eq(t, st.want, ids())
+		})
+	}
+
+	// What it lists is the record as stored.
+	jobs, err = s.ListActiveJobs(ctx)
+	must.NoError(t, err)
+	got, err := s.GetJob(ctx, "q")
+	must.NoError(t, err)
+	must.Eq(t, []*structs.Job{got}, jobs)
+}
+
+// Admission reads the earlier jobs of one jobspec name, in any state.
+func testListNamed(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	mk := func(id, name string, sec int, state structs.JobState) {
+		j := newJob(id, t0.Add(time.Duration(sec)*time.Second))
+		j.Spec.Name, j.State = name, state
+		must.NoError(t, s.CreateJob(ctx, j))
+	}
+	mk("bert-2", "bert", 2, structs.JobComplete)
+	mk("gpt", "gpt", 0, structs.JobQueued)
+	mk("bert-1", "bert", 1, structs.JobRunning)
+	mk("bert-3", "bert-large", 3, structs.JobQueued)
+
+	cases := []struct {
+		name string
+		want []string
+	}{
+		{"bert", []string{"bert-1", "bert-2"}},
+		{"gpt", []string{"gpt"}},
+		{"bert-large", []string{"bert-3"}},
+		{"nobody", nil},
+		{"", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs, err := s.ListJobsNamed(ctx, tc.name)
+			must.NoError(t, err)
+			var ids []string
+			for _, j := range jobs {
+				ids = append(ids, j.ID)
+			}
+			must.Eq(t, tc.want, ids)
+		})
+	}
+	s = h.reopen(t, s)
+	jobs, err := s.ListJobsNamed(ctx, "bert")
+	must.NoError(t, err)
+	must.Len(t, 2, jobs)
+	must.EqOp(t, structs.JobComplete, jobs[1].State)
+}
+
 func testPolicy(t *testing.T, h harness) {
 	s := h.open(t)
 	ctx := context.Background()
@@ -354,6 +457,10 @@ func testClosed(t *testing.T, h harness) {
 	_, err := s.GetJob(ctx, "a")
 	must.Error(t, err)
 	_, err = s.ListJobs(ctx)
+	must.Error(t, err)
+	_, err = s.ListActiveJobs(ctx)
+	must.Error(t, err)
+	_, err = s.ListJobsNamed(ctx, "resnet50")
 	must.Error(t, err)
 	must.Error(t, s.PutPolicy(ctx, &structs.PolicyState{Name: "fifo"}))
 }

@@ -206,6 +206,21 @@ func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 
 // ListJobs implements Store, with one prefix read of every job.
 func (c *Consul) ListJobs(ctx context.Context) ([]*structs.Job, error) {
+	return c.listWhere(ctx, nil)
+}
+
+// ListActiveJobs implements Store: one prefix read of every job, of which
+// only the active ones are decoded whole.
+func (c *Consul) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
+	return c.listWhere(ctx, activeJobs)
+}
+
+// ListJobsNamed implements Store as ListActiveJobs does.
+func (c *Consul) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
+	return c.listWhere(ctx, named(name))
+}
+
+func (c *Consul) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -215,11 +230,13 @@ func (c *Consul) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 	}
 	jobs := make([]*structs.Job, 0, len(pairs))
 	for _, p := range pairs {
-		j := new(structs.Job)
-		if err := json.Unmarshal(p.Value, j); err != nil {
+		j, err := decodeWhere(p.Value, keep)
+		if err != nil {
 			return nil, fmt.Errorf("failed to decode job at %s: %w", p.Key, err)
 		}
-		jobs = append(jobs, j)
+		if j != nil {
+			jobs = append(jobs, j)
+		}
 	}
 	sortJobs(jobs)
 	return jobs, nil

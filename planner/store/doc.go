@@ -6,9 +6,10 @@
 // # Implementations
 //
 // Bolt (Open) is the embedded default for one planner: a single bbolt file.
-// Consul (NewConsul) is for several planners: records in Consul's KV. Both
-// pass the same conformance suite (conformance_test.go; the Consul run is in
-// the e2e tier). Records are JSON-encoded structs.Job and
+// Consul (NewConsul) is for several planners: records in Consul's KV.
+// Memory (NewMemory) keeps records in the process, for the simulator and
+// the planner's tests. All three pass the same conformance suite
+// (conformance_test.go; the Consul run is in the e2e tier). Records are JSON-encoded structs.Job and
 // structs.PolicyState in both, so they can be copied from one to the other.
 //
 // Bolt file layout:
@@ -53,12 +54,16 @@
 // rather than hang.
 //
 // ListJobs decodes every record and sorts by (Submitted, ID); it is
-// O(n log n) in the number of jobs (see BenchmarkBolt_ListJobs). Consul
-// writes are transactions (for the fence), whose request Consul limits to
-// 512 KiB by default (txn_max_req_len) with the values in base64: a job
-// whose record (Source, History, Events) outgrows about 380 KiB cannot be
-// written there (measured: 380 KiB written, 400 KiB refused); raise
-// txn_max_req_len for larger ones.
+// O(n log n) in the number of jobs (see BenchmarkBolt_ListJobs). A round
+// reads ListActiveJobs (queued and running) and admission ListJobsNamed:
+// Bolt and Consul still read every record for those but decode whole only
+// the ones they return; Memory keeps an index of each, so it costs the
+// jobs it returns (BenchmarkMemory_Lists). Consul writes are transactions
+// (for the fence), whose request Consul limits to 512 KiB by default
+// (txn_max_req_len) with the values in base64: a job whose record (Source,
+// History, Events) outgrows about 380 KiB cannot be written there
+// (measured: 380 KiB written, 400 KiB refused); raise txn_max_req_len for
+// larger ones.
 //
 // # Leadership
 //

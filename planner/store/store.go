@@ -40,6 +40,12 @@ type Store interface {
 	GetJob(ctx context.Context, id string) (*structs.Job, error)
 	// ListJobs returns every job, ordered by (Submitted, ID).
 	ListJobs(ctx context.Context) ([]*structs.Job, error)
+	// ListActiveJobs returns the queued and running jobs, ordered by
+	// (Submitted, ID): what a scheduling round works on.
+	ListActiveJobs(ctx context.Context) ([]*structs.Job, error)
+	// ListJobsNamed returns the jobs whose jobspec is called name, in any
+	// state, ordered by (Submitted, ID).
+	ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error)
 	// GetPolicy returns the stored policy state, or ErrNotFound if it was
 	// never set.
 	GetPolicy(ctx context.Context) (*structs.PolicyState, error)
@@ -47,6 +53,16 @@ type Store interface {
 	PutPolicy(ctx context.Context, p *structs.PolicyState) error
 	// Close releases the store; later calls fail.
 	Close() error
+}
+
+// SharedLister is implemented by a store that can list the active jobs
+// without copying them (Memory). The records are the store's own, shared
+// with every caller: the caller must not change one (it clones it first).
+// The store never changes a record it has handed out (a write stores a new
+// one), so a listed record stays what it was when listed.
+type SharedLister interface {
+	// ListActiveJobsShared is ListActiveJobs without the copies.
+	ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error)
 }
 
 // The store's errors; compare with errors.Is, as they come wrapped with the
@@ -118,13 +134,50 @@ func checkID(id string) error {
 }
 
 // sortJobs orders jobs by (Submitted, ID): the queue's order.
-func sortJobs(jobs []*structs.Job) {
-	slices.SortFunc(jobs, func(a, b *structs.Job) int {
-		if c := a.Submitted.Compare(b.Submitted); c != 0 {
-			return c
+func sortJobs(jobs []*structs.Job) { slices.SortFunc(jobs, compareJobs) }
+
+// compareJobs is the queue's order: by Submitted, then ID.
+func compareJobs(a, b *structs.Job) int {
+	if c := a.Submitted.Compare(b.Submitted); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// jobFilter selects encoded jobs by what a partial decode reads (see
+// decodeWhere); nil selects every job.
+type jobFilter func(state structs.JobState, name string) bool
+
+// activeJobs selects the queued and running jobs.
+func activeJobs(state structs.JobState, _ string) bool { return active(state) }
+
+// named selects the jobs of a jobspec name.
+func named(name string) jobFilter {
+	return func(_ structs.JobState, n string) bool { return n == name }
+}
+
+// decodeWhere decodes an encoded job if keep selects it, reading only its
+// state and name first: a skipped record costs a scan, not a decode.
+func decodeWhere(buf []byte, keep jobFilter) (*structs.Job, error) {
+	if keep != nil {
+		var head struct {
+			State structs.JobState `json:"state"`
+			Spec  struct {
+				Name string
+			} `json:"spec"`
 		}
-		return strings.Compare(a.ID, b.ID)
-	})
+		if err := json.Unmarshal(buf, &head); err != nil {
+			return nil, err
+		}
+		if !keep(head.State, head.Spec.Name) {
+			return nil, nil
+		}
+	}
+	j := new(structs.Job)
+	if err := json.Unmarshal(buf, j); err != nil {
+		return nil, err
+	}
+	return j, nil
 }
 
 // storedVersion reads only the version of an encoded job.

@@ -7,6 +7,7 @@ package structs
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -170,12 +171,7 @@ type PolicyState struct {
 // shared).
 func (j *Job) Clone() *Job {
 	c := *j
-	if j.Allocation != nil {
-		c.Allocation = make(map[string]int, len(j.Allocation))
-		for k, v := range j.Allocation {
-			c.Allocation[k] = v
-		}
-	}
+	c.Allocation = maps.Clone(j.Allocation)
 	c.History = slices.Clone(j.History)
 	c.Events = slices.Clone(j.Events)
 	if j.ExitCode != nil {
@@ -270,12 +266,45 @@ func (p *Progress) Clone() *Progress {
 		}
 	}
 	if p.History != nil {
-		c.History = make([]ProgressReport, len(p.History))
-		for i, r := range p.History {
-			c.History[i] = r.clone()
-		}
+		c.History = cloneReports(p.History)
 	}
 	return &c
+}
+
+// cloneReports is a deep copy of h. The reports' values are copied into
+// one array per type rather than one allocation per pointer: a full
+// history is 200 reports, and a store copies it on every read.
+func cloneReports(h []ProgressReport) []ProgressReport {
+	out := slices.Clone(h)
+	nf, nm := 0, 0
+	for i := range h {
+		if h[i].SamplesPerSec != nil {
+			nf++
+		}
+		if h[i].Loss != nil {
+			nf++
+		}
+		if h[i].Metric != nil {
+			nm++
+		}
+	}
+	floats, metrics := make([]float64, 0, nf), make([]Metric, 0, nm)
+	for i := range out {
+		r := &out[i]
+		if r.SamplesPerSec != nil {
+			floats = append(floats, *r.SamplesPerSec)
+			r.SamplesPerSec = &floats[len(floats)-1]
+		}
+		if r.Loss != nil {
+			floats = append(floats, *r.Loss)
+			r.Loss = &floats[len(floats)-1]
+		}
+		if r.Metric != nil {
+			metrics = append(metrics, *r.Metric)
+			r.Metric = &metrics[len(metrics)-1]
+		}
+	}
+	return out
 }
 
 func (r ProgressReport) clone() ProgressReport {

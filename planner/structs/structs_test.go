@@ -56,3 +56,35 @@ func TestJob_Clone(t *testing.T) {
 	must.Eq(t, 0.5, *j.Progress.History[0].Loss)
 	must.Len(t, 1, j.Progress.History)
 }
+
+// A clone's history shares no value with the original's, whichever of a
+// report's pointers are set (they are copied into shared arrays).
+func TestProgress_CloneHistoryIsDeep(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	p := &Progress{History: []ProgressReport{
+		{Step: 1, SamplesPerSec: f(10), Loss: f(0.9), Metric: &Metric{Name: "acc", Value: 0.1}},
+		{Step: 2},
+		{Step: 3, Loss: f(0.5)},
+		{Step: 4, SamplesPerSec: f(30), Metric: &Metric{Name: "acc", Value: 0.3}},
+	}}
+	c := p.Clone()
+	must.Eq(t, p, c)
+	for i := range c.History {
+		r := &c.History[i]
+		for _, x := range []*float64{r.SamplesPerSec, r.Loss} {
+			if x != nil {
+				*x = -1
+			}
+		}
+		if r.Metric != nil {
+			r.Metric.Value = -1
+		}
+	}
+	must.Eq(t, 10.0, *p.History[0].SamplesPerSec)
+	must.Eq(t, 0.9, *p.History[0].Loss)
+	must.Eq(t, 0.1, p.History[0].Metric.Value)
+	must.Eq(t, 0.5, *p.History[2].Loss)
+	must.Eq(t, 30.0, *p.History[3].SamplesPerSec)
+	must.Eq(t, 0.3, p.History[3].Metric.Value)
+	must.Nil(t, c.History[1].SamplesPerSec)
+}
