@@ -131,10 +131,21 @@ func (d *Discovery) writeFiles(hosts map[string]drain.Host, draining []string) e
 	if d.Now != nil {
 		now = d.Now
 	}
+	at := now().UTC()
+	// A host listed before keeps the time it was first listed.
+	before, _ := readDiscovered(d.Task.DiscoveredFile)
+	since := map[string]time.Time{}
+	for name, h := range hosts {
+		since[name] = at
+		if old, ok := before.Hosts[name]; ok && old.AllocID == h.AllocID && !before.Since[name].IsZero() {
+			since[name] = before.Since[name]
+		}
+	}
 	return jobstate.WriteJSON(d.Task.DiscoveredFile, drain.Discovered{
-		Updated:  now().UTC(),
+		Updated:  at,
 		Hosts:    hosts,
 		Draining: draining,
+		Since:    since,
 	})
 }
 

@@ -144,3 +144,16 @@ func readHostsFile(path string) (map[string]string, error) {
 	}
 	return m, nil
 }
+
+// readDiscovered reads the discovered file an earlier run wrote.
+func readDiscovered(path string) (drain.Discovered, error) {
+	var d drain.Discovered
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return d, err
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, errors.New("corrupt discovered file")
+	}
+	return d, nil
+}
