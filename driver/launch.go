@@ -1,7 +1,9 @@
 package driver
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/hashicorp/nomad/plugins/drivers"
 
+	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/internal/drain"
@@ -153,7 +156,8 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 		// The driver's supervisor runs horovodrun: it passes signals on and
 		// tells the workers when training is over.
 		p.cmd.Path = d.selfPath
-		p.cmd.Args = append([]string{"launch", "-task-file", p.taskFile, "--", bin}, horovodrunArgs(tc, discover)...)
+		p.cmd.Args = append([]string{"launch", "-task-file", p.taskFile, "--"}, horovodrunCommand(bin)...)
+		p.cmd.Args = append(p.cmd.Args, horovodrunArgs(tc, discover)...)
 	case LauncherTorchrun:
 		python, err := findPython(d.lookPath, d.config.BinDirs)
 		if err != nil {
@@ -185,6 +189,55 @@ func jobSecret(cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
 		return "", fmt.Errorf("%s is %d characters long; it must have at least %d (random)", SecretEnv, len(secret), minSecretLen)
 	}
 	return secret, nil
+}
+
+// horovodrunBootstrap runs horovodrun's entry point as its console script
+// does (sys.argv[2] is the script's path), with the period of its host
+// discovery (DISCOVER_HOSTS_FREQUENCY_SECS, 1s in Horovod 0.28, which no
+// flag or environment variable sets) at sys.argv[1] seconds.
+const horovodrunBootstrap = `import os, sys
+import horovod.runner.elastic.driver as elastic_driver
+elastic_driver.DISCOVER_HOSTS_FREQUENCY_SECS = float(sys.argv[1])
+sys.path[0] = os.path.dirname(sys.argv[2])
+sys.argv = [sys.argv[2]] + sys.argv[3:]
+from horovod.runner.launch import run_commandline
+sys.exit(run_commandline())
+`
+
+// horovodrunCommand is how the launcher runs horovodrun at bin: when bin
+// is a Python console script (#!/path/to/python), its interpreter runs
+// horovodrunBootstrap, so horovodrun runs discovery every discover.Period
+// rather than every second; otherwise bin as it is.
+func horovodrunCommand(bin string) []string {
+	interpreter := scriptInterpreter(bin)
+	if interpreter == "" || !isPython(interpreter) {
+		return []string{bin}
+	}
+	period := strconv.FormatFloat(discover.Period.Seconds(), 'f', -1, 64)
+	return []string{interpreter, "-c", horovodrunBootstrap, period, bin}
+}
+
+// scriptInterpreter is the absolute interpreter path of a script's #!
+// line when it names one that exists, else "".
+func scriptInterpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 512)).ReadString('\n')
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "#!")
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(rest)
+	if len(fields) != 1 || !filepath.IsAbs(fields[0]) {
+		return ""
+	}
+	if info, err := os.Stat(fields[0]); err != nil || info.IsDir() {
+		return ""
+	}
+	return fields[0]
 }
 
 // horovodrunArgs is horovodrun's command line for an elastic Gloo run.
