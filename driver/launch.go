@@ -102,6 +102,14 @@ func (d *Driver) planWorker(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, en
 	env["PATH"] = joinPath(d.config.BinDirs, env["PATH"])
 	p.task.StatusFile = filepath.Join(cfg.TaskDir().SharedAllocDir, drain.AgentStatusPath)
 	p.task.Slots = tc.Slots
+	if len(tc.Preload) > 0 {
+		python, err := findPython(d.lookPath, d.config.BinDirs)
+		if err != nil {
+			return fmt.Errorf("preload: failed to find python: %w", err)
+		}
+		p.task.Python = python
+		p.task.Preload = tc.Preload
+	}
 	p.cmd.Path = d.selfPath
 	p.cmd.Args = []string{"worker-agent", "-task-file", p.taskFile, "-listen", listen}
 	return nil
