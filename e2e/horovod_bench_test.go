@@ -70,6 +70,10 @@ type phases struct {
 	listed    time.Time // discovery first listed it (horovodrun reads it in the same run)
 	started   time.Time // the launcher started training on it (horovod: after the running workers reset)
 	firstStep time.Time // rank 0's first step at the new world size
+	// standbyReady is when the worker's standby interpreter had imported
+	// its preload modules, and warm whether it ran the training process.
+	standbyReady time.Time
+	warm         bool
 }
 
 func (p phases) String() string {
@@ -87,6 +91,9 @@ func (p phases) String() string {
 	} {
 		fmt.Fprintf(&b, "  %-44s %6.2fs  (at %5.2fs)\n", ph.name, ph.at.Sub(prev).Seconds(), ph.at.Sub(p.plan).Seconds())
 		prev = ph.at
+	}
+	if !p.standbyReady.IsZero() {
+		fmt.Fprintf(&b, "  (standby interpreter ready at %.2fs; it ran the training process: %t)\n", p.standbyReady.Sub(p.plan).Seconds(), p.warm)
 	}
 	return b.String()
 }
@@ -113,6 +120,9 @@ func (h *horovodLab) growPhases(t *testing.T, id, added string, plan, firstStep 
 			at = &p.agentUp
 		case strings.Contains(line, "horovod-worker-agent: command started"):
 			at = &p.started
+			p.warm = p.warm || p.started.IsZero() && strings.Contains(line, "standby=true")
+		case strings.Contains(line, "horovod-worker-agent: standby interpreter ready"):
+			at = &p.standbyReady
 		default:
 			continue
 		}

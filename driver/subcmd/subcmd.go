@@ -152,7 +152,8 @@ func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
 		return 1
 	}
 	if len(t.Preload) > 0 && t.Python != "" {
-		standby := &workeragent.Standby{Python: t.Python, Modules: t.Preload, Dir: dir, Env: srv.Env}
+		standby := &workeragent.Standby{Python: t.Python, Modules: t.Preload, Dir: dir, Env: srv.Env,
+			Ready: func() { logger.Info("standby interpreter ready") }}
 		if err := standby.Start(); err != nil {
 			logger.Warn("no standby interpreter; commands start cold", "error", err)
 		} else {

@@ -16,7 +16,7 @@ import (
 
 // standbyScript is the standby interpreter: it imports the modules named in
 // its arguments (one that fails to import is skipped: the program will
-// fail on it the same way), then reads one request line from stdin (argv,
+// fail on it the same way), says so on fd 3, then reads one request line from stdin (argv,
 // env, dir; an empty stdin: nothing to run) and runs the program in this
 // same process with that environment, directory and argv, as its own
 // interpreter would. Variables read when a module is imported see the
@@ -28,6 +28,11 @@ for name in sys.argv[1:]:
         importlib.import_module(name)
     except BaseException:
         pass
+try:
+    os.write(3, b"ready\n")
+    os.close(3)
+except OSError:
+    pass
 line = b""
 while not line.endswith(b"\n"):
     c = os.read(0, 1)
@@ -70,6 +75,8 @@ type Standby struct {
 	Modules []string // imported ahead
 	Dir     string   // working directory of commands
 	Env     []string // environment of commands
+	// Ready, if set, is called once the modules are imported.
+	Ready func()
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -91,9 +98,23 @@ func (s *Standby) Start() error {
 	if err != nil {
 		return fmt.Errorf("failed to create stdin pipe: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("failed to create ready pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{readyW}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		ready.Close()
 		return fmt.Errorf("failed to start standby interpreter: %w", err)
 	}
+	go func() {
+		defer ready.Close()
+		if n, _ := ready.Read(make([]byte, 6)); n > 0 && s.Ready != nil {
+			s.Ready()
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cmd, s.stdin, s.out, s.err = cmd, stdin, out, errOut

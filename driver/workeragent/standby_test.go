@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
@@ -82,9 +83,15 @@ print(sys.stdin.read().strip(), file=sys.stderr)
 sys.exit(int(os.environ.get("CODE", "0")))
 `), 0o644))
 	env := []string{"PATH=/usr/bin:/bin", "WHO=agent", "WANT_DIR=" + dir}
-	standby := &Standby{Python: python, Modules: []string{"decimal", "no_such_module"}, Dir: dir, Env: env}
+	ready := make(chan struct{})
+	standby := &Standby{Python: python, Modules: []string{"decimal", "no_such_module"}, Dir: dir, Env: env, Ready: func() { close(ready) }}
 	must.NoError(t, standby.Start())
 	t.Cleanup(standby.Stop)
+	select {
+	case <-ready:
+	case <-time.After(time.Minute):
+		t.Fatal("the standby never said it was ready")
+	}
 	_, addr := serve(t, &Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
 
 	for _, want := range []string{"warm", "cold"} {
