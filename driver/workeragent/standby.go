@@ -22,7 +22,7 @@ import (
 // interpreter would. Variables read when a module is imported see the
 // agent's environment; OMP_NUM_THREADS and MKL_NUM_THREADS, read by torch
 // at import, are applied again, and PYTHONUNBUFFERED too.
-const standbyScript = `import importlib, json, os, sys
+const standbyScript = `import importlib, io, json, os, sys
 for name in sys.argv[1:]:
     try:
         importlib.import_module(name)
@@ -44,8 +44,10 @@ os.environ.clear()
 os.environ.update(req["env"])
 os.chdir(req["dir"])
 if os.environ.get("PYTHONUNBUFFERED"):
-    sys.stdout.reconfigure(write_through=True)
-    sys.stderr.reconfigure(write_through=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "wb", closefd=False), encoding=sys.stdout.encoding, errors=sys.stdout.errors, write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), encoding=sys.stderr.encoding, errors=sys.stderr.errors, write_through=True)
 torch = sys.modules.get("torch")
 threads = os.environ.get("OMP_NUM_THREADS") or os.environ.get("MKL_NUM_THREADS")
 if torch is not None and threads and threads.isdigit() and int(threads) > 0:

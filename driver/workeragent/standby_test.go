@@ -96,7 +96,7 @@ sys.exit(int(os.environ.get("CODE", "0")))
 
 	for _, want := range []string{"warm", "cold"} {
 		var stdout, stderr bytes.Buffer
-		code, err := Run(context.Background(), addr, "tok", "env JOB='a b' CODE=3 "+python+" "+script+" --lr 0.1",
+		code, err := Run(context.Background(), addr, "tok", "env JOB='a b' CODE=3 PYTHONUNBUFFERED=1 "+python+" "+script+" --lr 0.1",
 			strings.NewReader("from stdin\n"), &stdout, &stderr, 5e9)
 		must.NoError(t, err)
 		must.Eq(t, 3, code)
