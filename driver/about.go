@@ -111,6 +111,7 @@ var (
 			hclspec.NewAttr("port", "string", false),
 			hclspec.NewLiteral(`"horovod"`),
 		),
+		"preload": hclspec.NewAttr("preload", "list(string)", false),
 		"rdzv_port": hclspec.NewDefault(
 			hclspec.NewAttr("rdzv_port", "number", false),
 			hclspec.NewLiteral("29400"),
@@ -166,6 +167,10 @@ type TaskConfig struct {
 	// RdzvPort is the port torchrun's c10d rendezvous store listens on, on
 	// the launcher's address.
 	RdzvPort int `codec:"rdzv_port"`
+	// Preload names Python modules a worker's agent imports ahead, in a
+	// standby interpreter that runs the first training process started on
+	// the worker (workeragent.Standby).
+	Preload []string `codec:"preload"`
 }
 
 // DiscoveryConfig says where a launcher finds its workers.

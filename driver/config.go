@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,6 +27,11 @@ func (tc *TaskConfig) validate() error {
 		if tc.Slots < 1 {
 			add("slots: must be at least 1, got %d", tc.Slots)
 		}
+		for i, m := range tc.Preload {
+			if !validModule(m) {
+				add("preload[%d]: %q is not a Python module name (dotted identifiers)", i, m)
+			}
+		}
 		return errors.Join(errs...)
 	case "":
 		add(`role: required, "launcher" or "worker"`)
@@ -35,6 +41,9 @@ func (tc *TaskConfig) validate() error {
 		return errors.Join(errs...)
 	}
 
+	if len(tc.Preload) > 0 {
+		add("preload: only a worker preloads modules")
+	}
 	if tc.Command == "" {
 		add("command: required for a launcher (the training program horovodrun runs)")
 	}
@@ -107,4 +116,22 @@ func (c *Config) fingerprintPeriod() (time.Duration, error) {
 		return 0, fmt.Errorf("fingerprint_period: must be a positive duration, got %s", strconv.Quote(c.FingerprintPeriod))
 	}
 	return d, nil
+}
+
+// validModule says whether m is a dotted Python module name.
+func validModule(m string) bool {
+	if m == "" || len(m) > 200 {
+		return false
+	}
+	for _, part := range strings.Split(m, ".") {
+		if part == "" {
+			return false
+		}
+		for i, r := range part {
+			if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -1,7 +1,9 @@
 package driver
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/hashicorp/nomad/plugins/drivers"
 
+	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/internal/drain"
@@ -99,6 +102,14 @@ func (d *Driver) planWorker(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, en
 	env["PATH"] = joinPath(d.config.BinDirs, env["PATH"])
 	p.task.StatusFile = filepath.Join(cfg.TaskDir().SharedAllocDir, drain.AgentStatusPath)
 	p.task.Slots = tc.Slots
+	if len(tc.Preload) > 0 {
+		python, err := findPython(d.lookPath, d.config.BinDirs)
+		if err != nil {
+			return fmt.Errorf("preload: failed to find python: %w", err)
+		}
+		p.task.Python = python
+		p.task.Preload = tc.Preload
+	}
 	p.cmd.Path = d.selfPath
 	p.cmd.Args = []string{"worker-agent", "-task-file", p.taskFile, "-listen", listen}
 	return nil
@@ -153,7 +164,8 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 		// The driver's supervisor runs horovodrun: it passes signals on and
 		// tells the workers when training is over.
 		p.cmd.Path = d.selfPath
-		p.cmd.Args = append([]string{"launch", "-task-file", p.taskFile, "--", bin}, horovodrunArgs(tc, discover)...)
+		p.cmd.Args = append([]string{"launch", "-task-file", p.taskFile, "--"}, horovodrunCommand(bin)...)
+		p.cmd.Args = append(p.cmd.Args, horovodrunArgs(tc, discover)...)
 	case LauncherTorchrun:
 		python, err := findPython(d.lookPath, d.config.BinDirs)
 		if err != nil {
@@ -185,6 +197,85 @@ func jobSecret(cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
 		return "", fmt.Errorf("%s is %d characters long; it must have at least %d (random)", SecretEnv, len(secret), minSecretLen)
 	}
 	return secret, nil
+}
+
+// horovodrunBootstrap runs horovodrun's entry point as its console script
+// does (sys.argv[2] is the script's path), faster at noticing and starting
+// new workers:
+//   - it runs host discovery every sys.argv[1] seconds
+//     (DISCOVER_HOSTS_FREQUENCY_SECS, 1s in Horovod 0.28, which no flag or
+//     environment variable sets);
+//   - it runs the discovery script as a plain child (shell, stdout read,
+//     stderr passed on, a non-zero exit an error, as before), not through
+//     safe_shell_exec, which starts a new Python interpreter (a "spawn"
+//     middleman) for every run;
+//   - the middlemen safe_shell_exec starts for the workers' processes are
+//     forked from a fork server ("forkserver", with safe_shell_exec
+//     preloaded) rather than spawned, so starting a worker's process does
+//     not wait for a Python interpreter to start and import Horovod.
+//
+// Each change is made only where Horovod has what it replaces.
+const horovodrunBootstrap = `import multiprocessing, os, subprocess, sys
+import horovod.runner.elastic.driver as elastic_driver
+import horovod.runner.elastic.discovery as elastic_discovery
+import horovod.runner.common.util.safe_shell_exec as safe_shell_exec
+if hasattr(elastic_driver, "DISCOVER_HOSTS_FREQUENCY_SECS"):
+    elastic_driver.DISCOVER_HOSTS_FREQUENCY_SECS = float(sys.argv[1])
+def _execute_discovery_script(self):
+    done = subprocess.run(self._discovery_script, shell=True, stdout=subprocess.PIPE)
+    if done.returncode != 0:
+        raise RuntimeError("Failed to execute discovery script: {}. Exit code: {}".format(self._discovery_script, done.returncode))
+    return done.stdout.decode("utf-8", "replace")
+if hasattr(elastic_discovery.HostDiscoveryScript, "_execute_discovery_script"):
+    elastic_discovery.HostDiscoveryScript._execute_discovery_script = _execute_discovery_script
+class _Multiprocessing:
+    def __getattr__(self, name):
+        return getattr(multiprocessing, name)
+    def get_context(self, method=None):
+        return multiprocessing.get_context("forkserver" if method == "spawn" else method)
+if getattr(safe_shell_exec, "multiprocessing", None) is multiprocessing and "forkserver" in multiprocessing.get_all_start_methods():
+    multiprocessing.set_forkserver_preload([safe_shell_exec.__name__])
+    safe_shell_exec.multiprocessing = _Multiprocessing()
+sys.path[0] = os.path.dirname(sys.argv[2])
+sys.argv = [sys.argv[2]] + sys.argv[3:]
+from horovod.runner.launch import run_commandline
+sys.exit(run_commandline())
+`
+
+// horovodrunCommand is how the launcher runs horovodrun at bin: when bin
+// is a Python console script (#!/path/to/python), its interpreter runs
+// horovodrunBootstrap, so horovodrun runs discovery every discover.Period
+// rather than every second; otherwise bin as it is.
+func horovodrunCommand(bin string) []string {
+	interpreter := scriptInterpreter(bin)
+	if interpreter == "" || !isPython(interpreter) {
+		return []string{bin}
+	}
+	period := strconv.FormatFloat(discover.Period.Seconds(), 'f', -1, 64)
+	return []string{interpreter, "-c", horovodrunBootstrap, period, bin}
+}
+
+// scriptInterpreter is the absolute interpreter path of a script's #!
+// line when it names one that exists, else "".
+func scriptInterpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 512)).ReadString('\n')
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "#!")
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(rest)
+	if len(fields) != 1 || !filepath.IsAbs(fields[0]) {
+		return ""
+	}
+	if info, err := os.Stat(fields[0]); err != nil || info.IsDir() {
+		return ""
+	}
+	return fields[0]
 }
 
 // horovodrunArgs is horovodrun's command line for an elastic Gloo run.

@@ -1,6 +1,9 @@
 package driver
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -41,4 +44,32 @@ func TestLauncherOnlyEnv(t *testing.T) {
 
 func TestEnvLabel(t *testing.T) {
 	must.Eq(t, "hvd_port_1", envLabel("hvd-port.1"))
+}
+
+// horovodrun's console script runs through its interpreter with the
+// bootstrap that sets Horovod's discovery period; anything else runs as
+// it is.
+func TestHorovodrunCommand(t *testing.T) {
+	dir := t.TempDir()
+	python := filepath.Join(dir, "python3.11")
+	must.NoError(t, os.WriteFile(python, []byte("#!/bin/sh\n"), 0o755))
+	scripts := map[string]string{
+		"console script": "#!" + python + "\nfrom horovod.runner.launch import run_commandline\n",
+		"shell script":   "#!/bin/sh\necho 0.28.1\n",
+		"env python":     "#!/usr/bin/env python3\n",
+		"gone python":    "#!" + filepath.Join(dir, "python3.9") + "\n",
+		"binary":         "\x7fELF\x02\x01\x01",
+	}
+	for name, body := range scripts {
+		t.Run(name, func(t *testing.T) {
+			bin := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+			must.NoError(t, os.WriteFile(bin, []byte(body), 0o755))
+			got := horovodrunCommand(bin)
+			if name != "console script" {
+				must.Eq(t, []string{bin}, got)
+				return
+			}
+			must.Eq(t, []string{python, "-c", horovodrunBootstrap, "0.25", bin}, got)
+		})
+	}
 }

@@ -1,6 +1,6 @@
 // Package discover is the launcher's host discovery: horovodrun runs the
 // discovery script (which execs `nomad-driver-horovod discover`) every
-// second, and it prints the job's live, healthy, not draining workers as
+// Period, and it prints the job's live, healthy, not draining workers as
 // `host:slots` lines. It also writes the hosts file the ssh shim resolves
 // hosts with, and the host set it printed (drain.DiscoveredPath), which
 // the planner reads to know when a drained worker has left: the launcher's
@@ -22,6 +22,12 @@ import (
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
+
+// Period is how often the launchers run discovery: horovodrun (whose own
+// period, 1s, the driver sets to this) and the torchrun launcher alike. A
+// new worker waits for the next run to join, half a period on average; a
+// run costs a process start and two queries.
+const Period = 250 * time.Millisecond
 
 // Worker is one healthy instance of the workers' service.
 type Worker struct {
@@ -131,10 +137,21 @@ func (d *Discovery) writeFiles(hosts map[string]drain.Host, draining []string) e
 	if d.Now != nil {
 		now = d.Now
 	}
+	at := now().UTC()
+	// A host listed before keeps the time it was first listed.
+	before, _ := readDiscovered(d.Task.DiscoveredFile)
+	since := map[string]time.Time{}
+	for name, h := range hosts {
+		since[name] = at
+		if old, ok := before.Hosts[name]; ok && old.AllocID == h.AllocID && !before.Since[name].IsZero() {
+			since[name] = before.Since[name]
+		}
+	}
 	return jobstate.WriteJSON(d.Task.DiscoveredFile, drain.Discovered{
-		Updated:  now().UTC(),
+		Updated:  at,
 		Hosts:    hosts,
 		Draining: draining,
+		Since:    since,
 	})
 }
 

@@ -118,3 +118,17 @@ func readJSON[T any](t *testing.T, path string) T {
 	must.NoError(t, json.Unmarshal(b, &v))
 	return v
 }
+
+// The discovered file says when each host was first listed: a host keeps
+// its time across runs, a new one gets the run's.
+func TestRun_RecordsWhenEachHostWasFirstListed(t *testing.T) {
+	src := &fakeSource{workers: []Worker{{AllocID: a1, Address: "10.0.0.1:3000"}}}
+	d := newDiscovery(t, src, nil, &fakeDrains{})
+	var out strings.Builder
+	must.NoError(t, d.Run(context.Background(), &out))
+	src.workers = append(src.workers, Worker{AllocID: a2, Address: "10.0.0.2:3000"})
+	d.Now = func() time.Time { return time.Unix(101, 0) }
+	must.NoError(t, d.Run(context.Background(), &out))
+	disc := readJSON[drain.Discovered](t, d.Task.DiscoveredFile)
+	must.Eq(t, map[string]time.Time{"w-1a2b3c4d": time.Unix(100, 0).UTC(), "w-2a2b3c4d": time.Unix(101, 0).UTC()}, disc.Since)
+}

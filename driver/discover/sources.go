@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
@@ -19,9 +21,19 @@ import (
 // second.
 const queryTimeout = 5 * time.Second
 
-// Consul lists the passing instances of a service in Consul.
+// probeTimeout bounds the probe of a worker whose check has not passed.
+const probeTimeout = 300 * time.Millisecond
+
+// Consul lists the instances of a service in Consul whose checks pass, and
+// those whose checks do not pass yet but whose agent answers a probe.
 type Consul struct {
 	Client *consulapi.Client
+	// Probe says whether the agent at addr answers now (default: a
+	// workeragent.Probe within probeTimeout). A new worker's check first
+	// runs at a random moment within its interval (Consul staggers checks),
+	// up to 2s after its agent listens; the probe lists it at once. A worker
+	// whose check failed is probed too, and left out unless it answers.
+	Probe func(ctx context.Context, addr string) error
 }
 
 // NewConsul returns a Consul source for the task file's address and token.
@@ -36,12 +48,14 @@ func NewConsul(t *jobstate.Task) (*Consul, error) {
 func (c *Consul) Workers(ctx context.Context, service string) ([]Worker, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	entries, _, err := c.Client.Health().Service(service, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
+	entries, _, err := c.Client.Health().Service(service, "", false, (&consulapi.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("failed to query consul for %s: %w", service, err)
 	}
-	var out []Worker
-	for _, e := range entries {
+	out := make([]Worker, len(entries))
+	live := make([]bool, len(entries))
+	var wg sync.WaitGroup
+	for i, e := range entries {
 		s := e.Service
 		alloc := s.Meta["alloc_id"]
 		if alloc == "" {
@@ -51,9 +65,32 @@ func (c *Consul) Workers(ctx context.Context, service string) ([]Worker, error) 
 		if addr == "" && e.Node != nil {
 			addr = e.Node.Address
 		}
-		out = append(out, Worker{AllocID: alloc, Address: hostPort(addr, s.Port)})
+		out[i] = Worker{AllocID: alloc, Address: hostPort(addr, s.Port)}
+		if e.Checks.AggregatedStatus() == consulapi.HealthPassing {
+			live[i] = true
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			live[i] = c.probe(ctx, out[i].Address) == nil
+		}()
 	}
-	return out, nil
+	wg.Wait()
+	var workers []Worker
+	for i, w := range out {
+		if live[i] {
+			workers = append(workers, w)
+		}
+	}
+	return workers, nil
+}
+
+func (c *Consul) probe(ctx context.Context, addr string) error {
+	if c.Probe != nil {
+		return c.Probe(ctx, addr)
+	}
+	return workeragent.Probe(ctx, addr, probeTimeout)
 }
 
 // Nomad lists a service's instances in Nomad's native service discovery,
@@ -143,4 +180,17 @@ func readHostsFile(path string) (map[string]string, error) {
 		return nil, errors.New("corrupt hosts file")
 	}
 	return m, nil
+}
+
+// readDiscovered reads the discovered file an earlier run wrote.
+func readDiscovered(path string) (drain.Discovered, error) {
+	var d drain.Discovered
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return d, err
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, errors.New("corrupt discovered file")
+	}
+	return d, nil
 }

@@ -62,6 +62,10 @@ type Task struct {
 
 	// Worker: the agent.
 	StatusFile string
+	// Preload names the Python modules the agent's standby interpreter
+	// (Python) imports ahead of the first command (workeragent.Standby);
+	// none: no standby.
+	Preload []string
 }
 
 // Write writes t to path, readable only by its owner.

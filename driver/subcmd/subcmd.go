@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -149,6 +150,17 @@ func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if err != nil {
 		logger.Error("failed to start", "error", err)
 		return 1
+	}
+	if len(t.Preload) > 0 && t.Python != "" {
+		standby := &workeragent.Standby{Python: t.Python, Modules: t.Preload, Dir: dir, Env: srv.Env,
+			Ready: func() { logger.Info("standby interpreter ready") }}
+		if err := standby.Start(); err != nil {
+			logger.Warn("no standby interpreter; commands start cold", "error", err)
+		} else {
+			srv.Standby = standby
+			defer standby.Stop()
+			logger.Info("standby interpreter started", "python", t.Python, "preload", strings.Join(t.Preload, ","))
+		}
 	}
 	status(0, 0)
 	logger.Info("listening", "address", l.Addr().String(), "alloc_id", t.AllocID)

@@ -47,7 +47,8 @@ type Launcher struct {
 	Logger    hclog.Logger
 	Stdout    io.Writer
 	Stderr    io.Writer
-	// Period is how often it runs discovery (default 1s, as horovodrun).
+	// Period is how often it runs discovery (default discover.Period, as
+	// horovodrun).
 	Period time.Duration
 
 	endpoint string
@@ -68,7 +69,7 @@ type ended struct {
 // exit code.
 func (l *Launcher) Run(ctx context.Context) int {
 	if l.Period == 0 {
-		l.Period = time.Second
+		l.Period = discover.Period
 	}
 	store := exec.Command(l.Task.Python, "-c", storeScript, strconv.Itoa(l.Task.RdzvPort))
 	store.Stdout, store.Stderr = l.Stdout, l.Stderr

@@ -125,3 +125,26 @@ func open(ctx context.Context, addr, token string, req request, dialTimeout time
 	_ = conn.SetDeadline(time.Time{})
 	return conn, ch, nil
 }
+
+// Probe says whether a worker agent answers at addr within timeout: it
+// connects, reads the agent's greeting and hangs up, as a health check
+// does (the agent logs nothing for it). Discovery probes a worker whose
+// service check has not passed yet, so a new worker joins as soon as its
+// agent listens rather than at the check's first run.
+func Probe(ctx context.Context, addr string, timeout time.Duration) error {
+	dialer := net.Dialer{Timeout: timeout}
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("failed to connect to worker agent %s: %w", addr, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	hello := make([]byte, helloSize)
+	if _, err := io.ReadFull(conn, hello); err != nil {
+		return fmt.Errorf("failed to read the greeting of worker agent %s: %w", addr, err)
+	}
+	if _, err := parseHello(hello); err != nil {
+		return fmt.Errorf("failed to greet worker agent %s: %w", addr, err)
+	}
+	return nil
+}

@@ -38,6 +38,9 @@ type Server struct {
 	// HandshakeTimeout bounds a connection's time from accept to its
 	// authenticated request (default HandshakeTimeout).
 	HandshakeTimeout time.Duration
+	// Standby, if set and started, runs the first command it can
+	// (Standby.Take); the others run as usual.
+	Standby *Standby
 
 	// random is where nonces come from (crypto/rand unless a test sets it).
 	random io.Reader
@@ -205,30 +208,38 @@ func (s *Server) handle(conn net.Conn, release func()) error {
 		return nil
 	}
 
-	cmd := exec.Command("/bin/sh", "-c", req.Command)
-	cmd.Dir = s.Dir
-	cmd.Env = s.Env
-	cmd.Stdout = frameWriter{ch: ch, kind: frameStdout}
-	cmd.Stderr = frameWriter{ch: ch, kind: frameStderr}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Output of background children that outlive the command is not waited for.
-	cmd.WaitDelay = 2 * time.Second
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return fmt.Errorf("failed to create stdin pipe: %w", err)
-	}
 	if err := ch.writeJSON(frameResponse, response{}); err != nil {
 		return fmt.Errorf("failed to answer client: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
-		_ = ch.writeFrame(frameStderr, []byte(err.Error()+"\n"))
-		_ = writeExit(ch, 127)
-		return fmt.Errorf("failed to start command: %w", err)
+	stdout, stderr := frameWriter{ch: ch, kind: frameStdout}, frameWriter{ch: ch, kind: frameStderr}
+	var cmd *exec.Cmd
+	var stdin io.WriteCloser
+	warm := false
+	if s.Standby != nil {
+		cmd, stdin = s.Standby.Take(req.Command, stdout, stderr)
+		warm = cmd != nil
+	}
+	if cmd == nil {
+		cmd = exec.Command("/bin/sh", "-c", req.Command)
+		cmd.Dir = s.Dir
+		cmd.Env = s.Env
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// Output of background children that outlive the command is not waited for.
+		cmd.WaitDelay = 2 * time.Second
+		if stdin, err = cmd.StdinPipe(); err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			_ = ch.writeFrame(frameStderr, []byte(err.Error()+"\n"))
+			_ = writeExit(ch, 127)
+			return fmt.Errorf("failed to start command: %w", err)
+		}
 	}
 	pgid := cmd.Process.Pid
 	s.track(pgid, cmd)
 	defer s.untrack(pgid)
-	s.Logger.Info("command started", "pid", pgid, "remote", conn.RemoteAddr().String())
+	s.Logger.Info("command started", "pid", pgid, "remote", conn.RemoteAddr().String(), "standby", warm)
 
 	// Frames from the client: stdin, until the connection drops (or a frame
 	// does not open, which is the same).

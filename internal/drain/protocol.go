@@ -82,6 +82,10 @@ type Discovered struct {
 	Hosts   map[string]Host `json:"hosts"` // by host name (HostName)
 	// Draining lists the alloc IDs discovery left out as draining.
 	Draining []string `json:"draining,omitempty"`
+	// Since is when discovery first listed each host of Hosts (horovodrun
+	// reads the list in the same run): how long a new worker took to join
+	// shows here.
+	Since map[string]time.Time `json:"since,omitempty"`
 }
 
 // AgentStatus is the content of AgentStatusPath.

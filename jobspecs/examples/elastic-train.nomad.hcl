@@ -177,6 +177,10 @@ job "elastic-train" {
         role  = "worker"
         slots = 1
         port  = "horovod"
+        # Imported ahead by a standby interpreter, which runs the first
+        # training process Horovod starts here: a worker that joins a
+        # running job does not make the others wait for these imports.
+        preload = ["torch", "horovod.torch"]
       }
 
       # The job's secrets, from its Nomad variable (see the top of the file).

@@ -45,6 +45,7 @@ package nomadjob
 import (
 	"fmt"
 	"maps"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -255,6 +256,12 @@ func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
 	spec := &j.Spec
 	worker := nomadapi.NewTask(WorkerTask, driverName)
 	worker.Config = map[string]any{"role": "worker", "slots": spec.GPUs.PerWorker, "port": workerPortLabel}
+	if isPython(spec.Command) {
+		// The worker's agent imports them ahead in a standby interpreter that
+		// runs its first training process (or torchrun): a worker that joins
+		// a running job does not make the others wait for these imports.
+		worker.Config["preload"] = preload
+	}
 	worker.Templates = []*nomadapi.Template{secretsTemplate()}
 	sigterm(worker)
 	device := &nomadapi.RequestedDevice{Name: gpuDevice, Count: ptr(uint64(spec.GPUs.PerWorker))}
@@ -281,6 +288,16 @@ func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
 	}}
 	noRetry(tg)
 	return tg
+}
+
+// preload are the modules a worker of a Python training job imports ahead:
+// the planner's jobs train with PyTorch (and Horovod, or torchrun).
+var preload = []string{"torch", "horovod.torch"}
+
+// isPython says whether a command names a Python interpreter.
+func isPython(command string) bool {
+	base := path.Base(command)
+	return base == "python" || strings.HasPrefix(base, "python3")
 }
 
 // sigterm gives a task SIGTERM and time to commit its elastic state.

@@ -177,3 +177,14 @@ func TestBuild_ResumeEnv(t *testing.T) {
 		})
 	}
 }
+
+// The workers of a Python training job preload torch and horovod.torch in
+// their agent's standby interpreter; those of another program do not.
+func TestBuild_WorkersPreloadPythonTraining(t *testing.T) {
+	for command, want := range map[string]any{"python3": preload, "/opt/venv/bin/python3.11": preload, "/opt/train.sh": nil} {
+		j := &structs.Job{ID: "x-1", Spec: jobspec.Spec{Name: "x", Command: command, Launcher: jobspec.LauncherHorovod,
+			GPUs: jobspec.GPUs{Min: 1, Max: 1, PerWorker: 1}}}
+		job := Build(j, policy.Allocation{"node-a": 1}, Options{})
+		must.Eq(t, want, job.TaskGroups[1].Tasks[0].Config["preload"], must.Sprint(command))
+	}
+}

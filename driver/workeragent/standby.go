@@ -1,0 +1,410 @@
+package workeragent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// standbyScript is the standby interpreter: it imports the modules named in
+// its arguments (one that fails to import is skipped: the program will
+// fail on it the same way), says so on fd 3, then reads one request line from stdin (argv,
+// env, dir; an empty stdin: nothing to run) and runs the program in this
+// same process with that environment, directory and argv, as its own
+// interpreter would. Variables read when a module is imported see the
+// agent's environment; OMP_NUM_THREADS and MKL_NUM_THREADS, read by torch
+// at import, are applied again, and PYTHONUNBUFFERED too.
+const standbyScript = `import importlib, io, json, os, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except BaseException:
+        pass
+try:
+    os.write(3, b"ready\n")
+    os.close(3)
+except OSError:
+    pass
+line = b""
+while not line.endswith(b"\n"):
+    c = os.read(0, 1)
+    if not c:
+        sys.exit(0)
+    line += c
+req = json.loads(line)
+os.environ.clear()
+os.environ.update(req["env"])
+os.chdir(req["dir"])
+if os.environ.get("PYTHONUNBUFFERED"):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "wb", closefd=False), encoding=sys.stdout.encoding, errors=sys.stdout.errors, write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), encoding=sys.stderr.encoding, errors=sys.stderr.errors, write_through=True)
+torch = sys.modules.get("torch")
+threads = os.environ.get("OMP_NUM_THREADS") or os.environ.get("MKL_NUM_THREADS")
+if torch is not None and threads and threads.isdigit() and int(threads) > 0:
+    torch.set_num_threads(int(threads))
+import runpy
+argv = req["argv"]
+if argv[0] == "-m":
+    sys.argv = argv[1:]
+    runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+else:
+    sys.argv = argv
+    sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+    runpy.run_path(argv[0], run_name="__main__")
+`
+
+// Standby is a Python interpreter started ahead of the first command, with
+// the modules the training imports (torch, horovod.torch) already
+// imported: a worker that joins a running job starts its training process
+// without waiting for those imports (seconds), which Horovod's running
+// workers would otherwise wait for at their rendezvous. The agent hands
+// the first command that runs Python (the interpreter itself, or a script
+// whose #! line names it, like torchrun) to the standby; any other command,
+// or one whose environment changes what the interpreter reads at startup,
+// runs as usual. A standby serves one command.
+type Standby struct {
+	Python  string   // the interpreter
+	Modules []string // imported ahead
+	Dir     string   // working directory of commands
+	Env     []string // environment of commands
+	// Ready, if set, is called once the modules are imported.
+	Ready func()
+
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *switchWriter
+	err   *switchWriter
+}
+
+// Start starts the standby interpreter in a process group of its own.
+func (s *Standby) Start() error {
+	cmd := exec.Command(s.Python, append([]string{"-c", standbyScript}, s.Modules...)...)
+	cmd.Dir = s.Dir
+	cmd.Env = s.Env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 2 * time.Second
+	out, errOut := &switchWriter{}, &switchWriter{}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("failed to create stdin pipe: %w", err)
+	}
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("failed to create ready pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{readyW}
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
+		ready.Close()
+		return fmt.Errorf("failed to start standby interpreter: %w", err)
+	}
+	go func() {
+		defer ready.Close()
+		if n, _ := ready.Read(make([]byte, 6)); n > 0 && s.Ready != nil {
+			s.Ready()
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cmd, s.stdin, s.out, s.err = cmd, stdin, out, errOut
+	return nil
+}
+
+// Take hands command to the standby when it can run it: it returns the
+// standby's process, already started and running command with its output
+// going to stdout and stderr, and its stdin; nil when the command is
+// not for it (or it was taken).
+func (s *Standby) Take(command string, stdout, stderr io.Writer) (*exec.Cmd, io.WriteCloser) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil, nil
+	}
+	req, ok := s.request(command)
+	if !ok {
+		return nil, nil
+	}
+	line, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil
+	}
+	if _, err := s.stdin.Write(append(line, '\n')); err != nil {
+		return nil, nil
+	}
+	s.out.attach(stdout)
+	s.err.attach(stderr)
+	cmd, stdin := s.cmd, s.stdin
+	s.cmd, s.stdin = nil, nil
+	return cmd, stdin
+}
+
+// Stop ends an untaken standby.
+func (s *Standby) Stop() {
+	s.mu.Lock()
+	cmd, stdin := s.cmd, s.stdin
+	s.cmd, s.stdin = nil, nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	stdin.Close()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+}
+
+// standbyRequest is the line the standby reads.
+type standbyRequest struct {
+	Argv []string          `json:"argv"`
+	Env  map[string]string `json:"env"`
+	Dir  string            `json:"dir"`
+}
+
+// request turns a shell command into the standby's request, if it runs
+// s.Python: `[env NAME=VALUE ...] PROGRAM ARGS`, where PROGRAM is the
+// interpreter (with a script or -m module, and no other option than -u)
+// or a script whose #! line names it.
+func (s *Standby) request(command string) (standbyRequest, bool) {
+	words, ok := splitWords(command)
+	if !ok {
+		return standbyRequest{}, false
+	}
+	env := map[string]string{}
+	for _, kv := range s.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	for len(words) > 0 && words[0] == "env" {
+		words = words[1:]
+		for len(words) > 0 && isAssignment(words[0]) {
+			k, v, _ := strings.Cut(words[0], "=")
+			env[k] = v
+			words = words[1:]
+		}
+	}
+	if len(words) == 0 || !s.startupEnvUnchanged(env) {
+		return standbyRequest{}, false
+	}
+	program := lookPath(words[0], env["PATH"])
+	if program == "" {
+		return standbyRequest{}, false
+	}
+	args := words[1:]
+	if !sameInterpreter(program, s.Python) {
+		// A script run by the interpreter (a console script: torchrun).
+		if !sameInterpreter(scriptInterpreter(program), s.Python) {
+			return standbyRequest{}, false
+		}
+		return standbyRequest{Argv: append([]string{program}, args...), Env: env, Dir: s.Dir}, true
+	}
+	for len(args) > 0 && args[0] == "-u" {
+		env["PYTHONUNBUFFERED"] = "1"
+		args = args[1:]
+	}
+	switch {
+	case len(args) >= 2 && args[0] == "-m":
+	case len(args) >= 1 && !strings.HasPrefix(args[0], "-"):
+	default:
+		return standbyRequest{}, false
+	}
+	return standbyRequest{Argv: args, Env: env, Dir: s.Dir}, true
+}
+
+// startupEnvUnchanged says whether env leaves what the interpreter and the
+// dynamic linker read at startup as the standby had it.
+func (s *Standby) startupEnvUnchanged(env map[string]string) bool {
+	had := map[string]string{}
+	for _, kv := range s.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			had[k] = v
+		}
+	}
+	startup := func(k string) bool {
+		return (strings.HasPrefix(k, "PYTHON") && k != "PYTHONUNBUFFERED") || strings.HasPrefix(k, "LD_")
+	}
+	for k, v := range env {
+		if startup(k) && had[k] != v {
+			return false
+		}
+	}
+	for k := range had {
+		if _, ok := env[k]; !ok && startup(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitWords splits a shell command into its words when it uses only
+// plain words, single quotes and double quotes without expansions (as
+// horovodrun and the torchrun launcher write them); otherwise false.
+func splitWords(command string) ([]string, bool) {
+	var words []string
+	var b strings.Builder
+	inWord := false
+	for i := 0; i < len(command); i++ {
+		c := command[i]
+		switch {
+		case c == ' ' || c == '\t':
+			if inWord {
+				words = append(words, b.String())
+				b.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			end := strings.IndexByte(command[i+1:], '\'')
+			if end < 0 {
+				return nil, false
+			}
+			b.WriteString(command[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		case c == '"':
+			end := strings.IndexByte(command[i+1:], '"')
+			if end < 0 || strings.ContainsAny(command[i+1:i+1+end], "$`\\!") {
+				return nil, false
+			}
+			b.WriteString(command[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		case plainChar(c):
+			b.WriteByte(c)
+			inWord = true
+		default:
+			return nil, false
+		}
+	}
+	if inWord {
+		words = append(words, b.String())
+	}
+	return words, len(words) > 0
+}
+
+func plainChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_@%+=:,./-", c) >= 0
+}
+
+// isAssignment says whether a word is NAME=VALUE, as env takes it.
+func isAssignment(w string) bool {
+	k, _, ok := strings.Cut(w, "=")
+	if !ok || k == "" {
+		return false
+	}
+	for i, r := range k {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// lookPath finds program as the shell would with path; "" if not found.
+func lookPath(program, path string) string {
+	if strings.Contains(program, "/") {
+		if filepath.IsAbs(program) {
+			return program
+		}
+		return ""
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, program)
+		if info, err := os.Stat(p); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// scriptInterpreter is the interpreter a script's #! line names, or "".
+func scriptInterpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(rest)
+	if len(fields) != 1 {
+		return ""
+	}
+	return fields[0]
+}
+
+// sameInterpreter says whether a and b are the same interpreter: the same
+// file in the same directory (a virtual environment's python and python3,
+// but not the system's python its links lead to, which has other
+// packages).
+func sameInterpreter(a, b string) bool {
+	return sameFile(a, b) && sameFile(filepath.Dir(a), filepath.Dir(b))
+}
+
+func sameFile(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	ia, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	ib, err := os.Stat(b)
+	if err != nil {
+		return false
+	}
+	return os.SameFile(ia, ib)
+}
+
+// switchWriter holds what is written to it until it is attached to a
+// writer, then passes it on.
+type switchWriter struct {
+	mu  sync.Mutex
+	buf []byte
+	w   io.Writer
+}
+
+// maxHeld bounds what a switchWriter holds before it is attached.
+const maxHeld = 64 << 10
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w != nil {
+		return s.w.Write(p)
+	}
+	if len(s.buf)+len(p) > maxHeld {
+		return 0, errors.New("standby output held too long")
+	}
+	s.buf = append(s.buf, p...)
+	return len(p), nil
+}
+
+func (s *switchWriter) attach(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.buf) > 0 {
+		_, _ = w.Write(s.buf)
+		s.buf = nil
+	}
+	s.w = w
+}
