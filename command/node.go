@@ -2,10 +2,14 @@ package command
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/client"
 )
 
 // NodeListCommand lists the nodes and their GPUs.
@@ -31,37 +35,25 @@ Usage: schedulearn node list [options]
 }
 
 func (c *NodeListCommand) Run(args []string) int {
-	const name = "node list"
-	var asJSON, verbose bool
-	fs := c.flagSet(name)
-	fs.BoolVar(&asJSON, "json", false, "")
-	fs.BoolVar(&verbose, "verbose", false, "")
-	_, cl, ok := c.start(fs, args, name)
-	if !ok {
-		return ExitUsage
-	}
-	nodes, err := cl.Nodes(context.Background())
-	if err != nil {
-		return c.apiError(err)
-	}
-	if asJSON {
-		return c.printJSON(nodes)
-	}
-	if len(nodes) == 0 {
-		fmt.Fprintln(c.Out, "No nodes")
-		return ExitOK
-	}
-	rows := [][]string{{"ID", "Name", "Pool", "Status", "Eligible", "GPU Model", "GPUs", "Free", "Used", "Jobs"}}
-	for _, n := range nodes {
-		var jobs []string
-		for _, id := range slices.Sorted(maps.Keys(n.Jobs)) {
-			jobs = append(jobs, fmt.Sprintf("%s:%d", id, n.Jobs[id]))
-		}
-		rows = append(rows, []string{
-			shortID(n.ID, verbose), n.Name, orNone(n.Pool), n.Status, fmt.Sprint(n.Eligible), orNone(n.GPUModel),
-			fmt.Sprint(n.GPUsTotal), fmt.Sprint(n.GPUsFree), fmt.Sprint(n.GPUsUsed), orNone(strings.Join(jobs, ", ")),
-		})
-	}
-	fmt.Fprintln(c.Out, formatList(rows))
-	return ExitOK
+	var verbose bool
+	return runList(&c.Meta, args, list[api.NodeInfo]{
+		Name:  "node list",
+		Empty: "No nodes",
+		Flags: func(fs *flag.FlagSet) { fs.BoolVar(&verbose, "verbose", false, "") },
+		Fetch: func(ctx context.Context, cl *client.Client) ([]api.NodeInfo, error) { return cl.Nodes(ctx) },
+		Table: func(nodes []api.NodeInfo) [][]string {
+			rows := [][]string{{"ID", "Name", "Pool", "Status", "Eligible", "GPU Model", "GPUs", "Free", "Used", "Jobs"}}
+			for _, n := range nodes {
+				var jobs []string
+				for _, id := range slices.Sorted(maps.Keys(n.Jobs)) {
+					jobs = append(jobs, fmt.Sprintf("%s:%d", id, n.Jobs[id]))
+				}
+				rows = append(rows, []string{
+					shortID(n.ID, verbose), n.Name, orNone(n.Pool), n.Status, fmt.Sprint(n.Eligible), orNone(n.GPUModel),
+					fmt.Sprint(n.GPUsTotal), fmt.Sprint(n.GPUsFree), fmt.Sprint(n.GPUsUsed), orNone(strings.Join(jobs, ", ")),
+				})
+			}
+			return rows
+		},
+	})
 }

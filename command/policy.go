@@ -6,6 +6,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/client"
 )
 
 // PolicyListCommand lists the scheduling policies.
@@ -26,31 +29,18 @@ Usage: schedulearn policy list [options]
 }
 
 func (c *PolicyListCommand) Run(args []string) int {
-	const name = "policy list"
-	var asJSON bool
-	fs := c.flagSet(name)
-	fs.BoolVar(&asJSON, "json", false, "")
-	_, cl, ok := c.start(fs, args, name)
-	if !ok {
-		return ExitUsage
-	}
-	ps, err := cl.Policies(context.Background())
-	if err != nil {
-		return c.apiError(err)
-	}
-	if asJSON {
-		return c.printJSON(ps)
-	}
-	if len(ps) == 0 {
-		fmt.Fprintln(c.Out, "No policies")
-		return ExitOK
-	}
-	rows := [][]string{{"Name", "Active", "Kind", "Version", "Description"}}
-	for _, p := range ps {
-		rows = append(rows, []string{p.Name, fmt.Sprint(p.Active), p.Kind, orNone(p.Version), p.Description})
-	}
-	fmt.Fprintln(c.Out, formatList(rows))
-	return ExitOK
+	return runList(&c.Meta, args, list[api.PolicyInfo]{
+		Name:  "policy list",
+		Empty: "No policies",
+		Fetch: func(ctx context.Context, cl *client.Client) ([]api.PolicyInfo, error) { return cl.Policies(ctx) },
+		Table: func(ps []api.PolicyInfo) [][]string {
+			rows := [][]string{{"Name", "Active", "Kind", "Version", "Description"}}
+			for _, p := range ps {
+				rows = append(rows, []string{p.Name, fmt.Sprint(p.Active), p.Kind, orNone(p.Version), p.Description})
+			}
+			return rows
+		},
+	})
 }
 
 // PolicySetCommand switches the active policy.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -32,45 +33,32 @@ Usage: schedulearn queue list [options]
 }
 
 func (c *QueueListCommand) Run(args []string) int {
-	const name = "queue list"
-	var asJSON bool
-	fs := c.flagSet(name)
-	fs.BoolVar(&asJSON, "json", false, "")
-	_, cl, ok := c.start(fs, args, name)
-	if !ok {
-		return ExitUsage
-	}
-	queues, err := cl.Queues(context.Background())
-	if err != nil {
-		return c.apiError(err)
-	}
-	if asJSON {
-		return c.printJSON(queues)
-	}
-	if len(queues) == 0 {
-		fmt.Fprintln(c.Out, "No queues")
-		return ExitOK
-	}
-	perModel := slices.ContainsFunc(queues, func(q structs.QueueStatus) bool {
-		return slices.ContainsFunc(q.GPUs, func(g structs.QueueGPUs) bool { return g.Model != "" })
-	})
-	head := []string{"Name", "Parent", "Nominal", "Borrow Limit", "Lend Limit", "Weight", "Used", "Borrowed", "Running", "Waiting"}
-	if perModel {
-		head = slices.Insert(head, 2, "GPU Model")
-	}
-	rows := [][]string{head}
-	for _, q := range queues {
-		for _, g := range q.GPUs {
-			row := []string{q.Name, orNone(q.Parent), limit(g.Nominal), limit(g.BorrowingLimit), limit(g.LendingLimit),
-				fmt.Sprint(q.Weight), fmt.Sprint(g.Used), fmt.Sprint(g.Borrowed), fmt.Sprint(q.Running), fmt.Sprint(q.Waiting)}
+	return runList(&c.Meta, args, list[structs.QueueStatus]{
+		Name:  "queue list",
+		Empty: "No queues",
+		Fetch: func(ctx context.Context, cl *client.Client) ([]structs.QueueStatus, error) { return cl.Queues(ctx) },
+		Table: func(queues []structs.QueueStatus) [][]string {
+			perModel := slices.ContainsFunc(queues, func(q structs.QueueStatus) bool {
+				return slices.ContainsFunc(q.GPUs, func(g structs.QueueGPUs) bool { return g.Model != "" })
+			})
+			head := []string{"Name", "Parent", "Nominal", "Borrow Limit", "Lend Limit", "Weight", "Used", "Borrowed", "Running", "Waiting"}
 			if perModel {
-				row = slices.Insert(row, 2, g.Model)
+				head = slices.Insert(head, 2, "GPU Model")
 			}
-			rows = append(rows, row)
-		}
-	}
-	fmt.Fprintln(c.Out, formatList(rows))
-	return ExitOK
+			rows := [][]string{head}
+			for _, q := range queues {
+				for _, g := range q.GPUs {
+					row := []string{q.Name, orNone(q.Parent), limit(g.Nominal), limit(g.BorrowingLimit), limit(g.LendingLimit),
+						fmt.Sprint(q.Weight), fmt.Sprint(g.Used), fmt.Sprint(g.Borrowed), fmt.Sprint(q.Running), fmt.Sprint(q.Waiting)}
+					if perModel {
+						row = slices.Insert(row, 2, g.Model)
+					}
+					rows = append(rows, row)
+				}
+			}
+			return rows
+		},
+	})
 }
 
 // limit is a quota or limit, "-" where unlimited.
