@@ -118,32 +118,22 @@ func (o *oracle) outside(q string) []string {
 // already did and holds no more than before; the plan does not depend on
 // the order of the snapshot's nodes and jobs.
 func TestProperty_Limits(t *testing.T) {
-	iterations := 400
-	if testing.Short() {
-		iterations = 50
-	}
-	for _, name := range policyNames() {
-		t.Run(name, func(t *testing.T) {
-			for seed := range uint64(iterations) {
-				r := rand.New(rand.NewPCG(seed, 16))
-				defs, tree, s := randomCase(r, genOptions{perModel: seed%3 == 0})
-				why := must.Sprintf("seed %d", seed)
-				plan := planRound(t, name, tree, s, why)
-				again := planRound(t, name, tree, shuffled(r, s), why)
-				must.Eq(t, plan.Allocations, again.Allocations, why, must.Sprint("the order of nodes and jobs changes nothing"))
-				o := newOracle(defs)
-				before, after := o.used(s, nil), o.used(s, plan)
-				for q, byRes := range after {
-					for m, got := range byRes {
-						if lim := o.limit(q, m); got > lim {
-							must.True(t, before[q][m] > lim && got <= before[q][m], why,
-								must.Sprintf("queue %s holds %d GPUs of %q after the plan, above its limit %d (before: %d)", q, got, m, lim, before[q][m]))
-						}
+	forEachCase(t, 16, func(seed uint64) genOptions { return genOptions{perModel: seed%3 == 0} },
+		func(t *testing.T, c propertyCase) {
+			defs, tree, s, plan, why := c.defs, c.tree, c.s, c.plan, c.why
+			again := planRound(t, c.policy, tree, shuffled(c.r, s), why)
+			must.Eq(t, plan.Allocations, again.Allocations, why, must.Sprint("the order of nodes and jobs changes nothing"))
+			o := newOracle(defs)
+			before, after := o.used(s, nil), o.used(s, plan)
+			for q, byRes := range after {
+				for m, got := range byRes {
+					if lim := o.limit(q, m); got > lim {
+						must.True(t, before[q][m] > lim && got <= before[q][m], why,
+							must.Sprintf("queue %s holds %d GPUs of %q after the plan, above its limit %d (before: %d)", q, got, m, lim, before[q][m]))
 					}
 				}
 			}
 		})
-	}
 }
 
 // TestProperty_Reclaim: where the nominal quotas fit the cluster and any
@@ -153,43 +143,71 @@ func TestProperty_Limits(t *testing.T) {
 // than its own nominal quota: reclaim took the GPUs back, whatever the
 // policy planned.
 func TestProperty_Reclaim(t *testing.T) {
-	iterations := 400
-	if testing.Short() {
-		iterations = 50
-	}
-	for _, name := range policyNames() {
-		t.Run(name, func(t *testing.T) {
-			for seed := range uint64(iterations) {
-				r := rand.New(rand.NewPCG(seed, 61))
-				defs, tree, s := randomCase(r, genOptions{simple: true})
-				why := must.Sprintf("seed %d", seed)
-				plan := planRound(t, name, tree, s, why)
-				o := newOracle(defs)
-				after := o.used(s, plan)
-				for i := range s.Jobs {
-					j := &s.Jobs[i]
-					q := quota.QueueOf(j)
-					if _, ok := o.defs[q]; !ok || j.Allocation.Total() > 0 || plan.Target(j).Total() > 0 {
-						continue
-					}
-					if after[q][""]+j.GPUs.Min > o.nominal(q, "") {
-						continue
-					}
-					for _, x := range o.outside(q) {
-						must.LessEq(t, o.nominal(x, ""), after[x][""], why,
-							must.Sprintf("job %s (min %d) waits in queue %s (%d of %d) while queue %s holds %d of its %d",
-								j.ID, j.GPUs.Min, q, after[q][""], o.nominal(q, ""), x, after[x][""], o.nominal(x, "")))
-					}
+	forEachCase(t, 61, func(uint64) genOptions { return genOptions{simple: true} },
+		func(t *testing.T, c propertyCase) {
+			s, plan, why := c.s, c.plan, c.why
+			o := newOracle(c.defs)
+			after := o.used(s, plan)
+			for i := range s.Jobs {
+				j := &s.Jobs[i]
+				q := quota.QueueOf(j)
+				if _, ok := o.defs[q]; !ok || j.Allocation.Total() > 0 || plan.Target(j).Total() > 0 {
+					continue
+				}
+				if after[q][""]+j.GPUs.Min > o.nominal(q, "") {
+					continue
+				}
+				for _, x := range o.outside(q) {
+					must.LessEq(t, o.nominal(x, ""), after[x][""], why,
+						must.Sprintf("job %s (min %d) waits in queue %s (%d of %d) while queue %s holds %d of its %d",
+							j.ID, j.GPUs.Min, q, after[q][""], o.nominal(q, ""), x, after[x][""], o.nominal(x, "")))
 				}
 			}
 		})
-	}
 }
 
 // TestProperty_PriorityFirst: where any GPU can serve any job, no job
 // starts in a round while a job of higher priority in the same queue,
 // needing no more GPUs than it was given, stays queued.
 func TestProperty_PriorityFirst(t *testing.T) {
+	forEachCase(t, 90, func(uint64) genOptions { return genOptions{simple: true} },
+		func(t *testing.T, c propertyCase) {
+			seed, s, plan := c.seed, c.s, c.plan
+			for i := range s.Jobs {
+				l := &s.Jobs[i]
+				got := plan.Target(l).Total()
+				if l.Allocation.Total() > 0 || got == 0 {
+					continue
+				}
+				for k := range s.Jobs {
+					h := &s.Jobs[k]
+					if quota.QueueOf(h) == quota.QueueOf(l) && h.Priority > l.Priority && h.Allocation.Total() == 0 &&
+						plan.Target(h).Total() == 0 && h.GPUs.Min <= got {
+						t.Fatalf("seed %d: job %s (priority %d) started with %d GPUs while %s (priority %d, min %d) of queue %s waits",
+							seed, l.ID, l.Priority, got, h.ID, h.Priority, h.GPUs.Min, quota.QueueOf(l))
+					}
+				}
+			}
+		})
+}
+
+// propertyCase is one random case of a property test: a snapshot, its
+// queues, and the plan of one policy enforced on them.
+type propertyCase struct {
+	policy string
+	seed   uint64
+	r      *rand.Rand
+	defs   []quota.Def
+	tree   *quota.Tree
+	s      *policy.Snapshot
+	plan   *policy.Plan
+	why    must.Setting
+}
+
+// forEachCase runs check on 400 random cases (50 with -short) for every
+// policy, from the random stream numbered stream, each made with the
+// options opts gives for its seed.
+func forEachCase(t *testing.T, stream uint64, opts func(seed uint64) genOptions, check func(*testing.T, propertyCase)) {
 	iterations := 400
 	if testing.Short() {
 		iterations = 50
@@ -197,25 +215,11 @@ func TestProperty_PriorityFirst(t *testing.T) {
 	for _, name := range policyNames() {
 		t.Run(name, func(t *testing.T) {
 			for seed := range uint64(iterations) {
-				r := rand.New(rand.NewPCG(seed, 90))
-				_, tree, s := randomCase(r, genOptions{simple: true})
+				r := rand.New(rand.NewPCG(seed, stream))
+				defs, tree, s := randomCase(r, opts(seed))
 				why := must.Sprintf("seed %d", seed)
-				plan := planRound(t, name, tree, s, why)
-				for i := range s.Jobs {
-					l := &s.Jobs[i]
-					got := plan.Target(l).Total()
-					if l.Allocation.Total() > 0 || got == 0 {
-						continue
-					}
-					for k := range s.Jobs {
-						h := &s.Jobs[k]
-						if quota.QueueOf(h) == quota.QueueOf(l) && h.Priority > l.Priority && h.Allocation.Total() == 0 &&
-							plan.Target(h).Total() == 0 && h.GPUs.Min <= got {
-							t.Fatalf("seed %d: job %s (priority %d) started with %d GPUs while %s (priority %d, min %d) of queue %s waits",
-								seed, l.ID, l.Priority, got, h.ID, h.Priority, h.GPUs.Min, quota.QueueOf(l))
-						}
-					}
-				}
+				check(t, propertyCase{policy: name, seed: seed, r: r, defs: defs, tree: tree, s: s,
+					plan: planRound(t, name, tree, s, why), why: why})
 			}
 		})
 	}
