@@ -41,9 +41,9 @@ type Board struct {
 	maxFree   int
 	totalFree int
 
-	jobs     []*policy.Job // submission order
+	jobs     []*policy.Job    // submission order
 	jobIdx   map[string]int32 // nil until an ID is looked up (index)
-	alloc    [][]slot // per job, sorted by node
+	alloc    [][]slot         // per job, sorted by node
 	total    []int
 	masks    map[string]bitset // eligible nodes per constraint set
 	jobMask  []bitset          // per job, nil until first needed
