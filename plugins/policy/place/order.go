@@ -1,35 +1,52 @@
 package place
 
 import (
+	"cmp"
 	"slices"
-	"time"
 )
 
 // DeadlineOrder returns the jobs (indexes into Jobs) by deadline
 // (Progress.Deadline), earliest first; jobs without one last; ties in
 // submission order.
 //
-// Only the jobs with a deadline are sorted, on a copy of their deadlines
-// (no reading of the jobs in the comparisons); the others follow in
+// Only the jobs with a deadline are sorted, on copied integer keys (Unix
+// seconds and nanoseconds: time.Time.Compare's order where no deadline
+// carries a monotonic clock reading, as none read from a store or a trace
+// does; otherwise on time.Time.Compare itself); the others follow in
 // submission order as they are.
 func (c *Board) DeadlineOrder() []int32 {
 	type keyed struct {
-		at time.Time
-		j  int32
+		sec  int64
+		nsec int32
+		j    int32
 	}
-	var due []keyed
-	order := make([]int32, 0, len(c.jobs))
+	due := make([]keyed, 0, len(c.jobs))
+	wall := true
 	for j, job := range c.jobs {
 		if d := job.Progress.Deadline; !d.IsZero() {
-			due = append(due, keyed{at: d, j: int32(j)})
+			due = append(due, keyed{sec: d.Unix(), nsec: int32(d.Nanosecond()), j: int32(j)})
+			wall = wall && d == d.Round(0) // no monotonic reading
 		}
 	}
-	slices.SortFunc(due, func(a, b keyed) int {
-		if x := a.at.Compare(b.at); x != 0 {
-			return x
-		}
-		return int(a.j - b.j)
-	})
+	if wall {
+		slices.SortFunc(due, func(a, b keyed) int {
+			if x := cmp.Compare(a.sec, b.sec); x != 0 {
+				return x
+			}
+			if x := cmp.Compare(a.nsec, b.nsec); x != 0 {
+				return x
+			}
+			return cmp.Compare(a.j, b.j)
+		})
+	} else {
+		slices.SortFunc(due, func(a, b keyed) int {
+			if x := c.jobs[a.j].Progress.Deadline.Compare(c.jobs[b.j].Progress.Deadline); x != 0 {
+				return x
+			}
+			return cmp.Compare(a.j, b.j)
+		})
+	}
+	order := make([]int32, 0, len(c.jobs))
 	for _, k := range due {
 		order = append(order, k.j)
 	}

@@ -18,12 +18,17 @@ import (
 func TestDeadlineOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 18))
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := time.Now()
 	for round := range 200 {
 		s := &policy.Snapshot{Now: base, Nodes: []policy.Node{node("n1", 8, 0)}}
 		for i := range 1 + r.IntN(60) {
 			j := queued(fmt.Sprintf("j%03d", r.IntN(1000)*1000+i), r.IntN(50), 1, 1, 1)
 			if r.IntN(3) > 0 {
-				j.Progress.Deadline = base.Add(time.Duration(r.IntN(5)) * time.Hour)
+				j.Progress.Deadline = base.Add(time.Duration(r.IntN(5))*time.Hour + time.Duration(r.IntN(2)))
+			}
+			if round%4 == 0 && r.IntN(3) == 0 {
+				// A deadline made from the clock carries a monotonic reading.
+				j.Progress.Deadline = now.Add(time.Duration(r.IntN(5)-2) * time.Hour)
 			}
 			s.Jobs = append(s.Jobs, j)
 		}
