@@ -51,7 +51,7 @@ type Board struct {
 
 	// notes are the reasons noted per job since the last Plan; extra those
 	// for IDs that are not in the snapshot; noted counts the jobs with notes.
-	notes []([]string)
+	notes [][]string
 	extra map[string][]string
 	noted int
 	undo  []change
