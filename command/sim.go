@@ -94,6 +94,10 @@ Options:
   -out=<dir>             Write results.json, results.md and plots there.
   -progress              Show a progress bar on stderr even when it is not a
                          terminal.
+  -cpuprofile=<file>     Write a Go CPU profile of the replay there (for
+                         go tool pprof).
+  -memprofile=<file>     Write a Go heap profile (allocations) there at the
+                         end of the replay.
 
 Exit Codes:
 
@@ -131,6 +135,7 @@ func (c *SimCommand) Run(args []string) int {
 	var traces, policyConfig repeatFlag
 	var policies listFlag
 	var format, apps, pluginDir, jobs, batch, launcher, out string
+	var cpuProfile, memProfile string
 	var limit int
 	var progress, skipQuiet, deadlines bool
 	var from, to, lambda, serial string
@@ -162,6 +167,8 @@ func (c *SimCommand) Run(args []string) int {
 	fs.BoolVar(&skipQuiet, "skip-quiet-rounds", true, "")
 	fs.StringVar(&out, "out", "", "")
 	fs.BoolVar(&progress, "progress", false, "")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "")
+	fs.StringVar(&memProfile, "memprofile", "", "")
 	pos, ok := parseFlags(fs, args, c.Err, "sim")
 	if !ok || !checkArgs(c.Err, "sim", pos) {
 		return ExitUsage
@@ -247,7 +254,14 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopProfile, err := startProfiles(cpuProfile, memProfile)
+	if err != nil {
+		return fail(err)
+	}
 	rep, err := e.Run(ctx)
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = perr
+	}
 	if err != nil {
 		return fail(err)
 	}

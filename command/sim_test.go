@@ -151,3 +151,28 @@ func TestResolvePolicies_All(t *testing.T) {
 		must.Eq(t, want, got)
 	}
 }
+
+// -cpuprofile and -memprofile write Go profiles (gzipped protobuf, as go
+// tool pprof reads them) of the replay; a profile that cannot be created
+// fails the command before the replay.
+func TestSimCommand_Profiles(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "philly.csv")
+	must.NoError(t, os.WriteFile(trace, []byte("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:00:00,600,2,1200,a\n"), 0o644))
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"sim", "-trace", trace, "-nodes", "1", "-gpus-per-node", "4", "-policy", "fifo",
+		"-cpuprofile", cpu, "-memprofile", mem}, &stdout, &stderr)
+	must.Zero(t, code, must.Sprint(stderr.String()))
+	for _, f := range []string{cpu, mem} {
+		b, err := os.ReadFile(f)
+		must.NoError(t, err)
+		must.True(t, len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b, must.Sprintf("%s is not a gzipped profile", f))
+	}
+
+	stderr.Reset()
+	code = Main([]string{"sim", "-trace", trace, "-policy", "fifo", "-cpuprofile", filepath.Join(dir, "no", "cpu.prof")},
+		&stdout, &stderr)
+	must.Eq(t, ExitError, code)
+	must.StrContains(t, stderr.String(), "failed to create CPU profile")
+}

@@ -97,7 +97,10 @@ func (p *Plan) Diff(s *Snapshot) Changes {
 	var c Changes
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		to := p.Target(j)
+		to, ok := p.Allocations[j.ID]
+		if !ok {
+			continue // keeps its allocation
+		}
 		from := j.Allocation
 		if to.Equal(from) {
 			continue

@@ -202,6 +202,26 @@ func (c *Constraints) mismatch(n *Node) string {
 	return ""
 }
 
+// allows is mismatch(n) == "" without the words: no sorting, no
+// formatting.
+func (c *Constraints) allows(n *Node) bool {
+	if c.GPUModel != "" && c.GPUModel != n.GPUModel {
+		return false
+	}
+	if c.MinGPUMemoryMiB > 0 && n.GPUMemoryMiB < c.MinGPUMemoryMiB {
+		return false
+	}
+	if c.Pool != "" && c.Pool != n.Pool {
+		return false
+	}
+	for k, want := range c.NodeAttributes {
+		if got, ok := n.Attributes[k]; !ok || got != want {
+			return false
+		}
+	}
+	return true
+}
+
 // conflicts reports whether jobs a and b must not share a node.
 func conflicts(a, b *Job) bool {
 	return a.ID != b.ID && (a.AntiAffinity.Matches(b) || b.AntiAffinity.Matches(a))

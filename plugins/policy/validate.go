@@ -94,10 +94,24 @@ func Violations(err error) []*Violation {
 //     MaxGPUsPerNode) and anti-affinity. GPUs a running job already holds
 //     are not judged again, so a node that changed pool under a running job
 //     does not make every later plan invalid.
+//
+// A plan that passes costs one pass over the jobs and their allocations
+// (see valid); only a plan that fails is checked again in full, to list
+// every violation in a stable order.
 func Validate(s *Snapshot, p *Plan) error {
 	if s == nil || p == nil {
 		return errors.New("failed to validate plan: nil snapshot or plan")
 	}
+	if valid(s, p) {
+		return nil
+	}
+	return violations(s, p)
+}
+
+// violations is Validate's full check: every violation, joined, in a stable
+// order (unknown jobs by ID; then per job in snapshot order, per node by
+// ID; then capacity per node; then anti-affinity).
+func violations(s *Snapshot, p *Plan) error {
 	var errs []error
 	add := func(rule Rule, job, node, format string, args ...any) {
 		errs = append(errs, &Violation{Rule: rule, Job: job, Node: node, Detail: fmt.Sprintf(format, args...)})

@@ -108,8 +108,9 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 		order[j] = int32(j)
 		capacity += c.Held(int32(j))
 	}
-	// Stable: submission order within a queue.
-	slices.SortStableFunc(order, func(a, b int32) int { return queue[a] - queue[b] })
+	// Stable: submission order within a queue. The queues are few, so a
+	// counting sort: linear, no comparisons.
+	order = byQueue(order, queue, len(th)+1)
 
 	// Selection by count, in priority order.
 	selected := make([]bool, n)
@@ -185,4 +186,22 @@ func tiresiasQueue(a float64, th []float64) int {
 		q++
 	}
 	return q
+}
+
+// byQueue returns order (job indexes) sorted by queue[j], a value in
+// [0, queues), stably.
+func byQueue(order []int32, queue []int, queues int) []int32 {
+	start := make([]int, queues+1)
+	for _, j := range order {
+		start[queue[j]+1]++
+	}
+	for q := 1; q <= queues; q++ {
+		start[q] += start[q-1]
+	}
+	out := make([]int32, len(order))
+	for _, j := range order {
+		out[start[queue[j]]] = j
+		start[queue[j]]++
+	}
+	return out
 }

@@ -46,10 +46,10 @@ func (c *Board) AdmitInOrder(ctx context.Context, largest bool, place func(j int
 // wait gives job j the shared reason why; the slice is shared between jobs
 // (len == cap, so an append copies it).
 func (c *Board) wait(j int32, why []string) {
-	id := c.jobs[j].ID
-	if prev := c.reasons[id]; prev != nil {
-		c.reasons[id] = append(prev, why...)
+	if c.notes[j] == nil {
+		c.noted++
+		c.notes[j] = why
 		return
 	}
-	c.reasons[id] = why
+	c.notes[j] = append(c.notes[j], why...)
 }

@@ -41,16 +41,20 @@ type Board struct {
 	maxFree   int
 	totalFree int
 
-	jobs     []*policy.Job // submission order
-	jobIdx   map[string]int32
-	alloc    [][]slot // per job, sorted by node
+	jobs     []*policy.Job    // submission order
+	jobIdx   map[string]int32 // nil until an ID is looked up (index)
+	alloc    [][]slot         // per job, sorted by node
 	total    []int
 	masks    map[string]bitset // eligible nodes per constraint set
 	jobMask  []bitset          // per job, nil until first needed
 	antiJobs []int32           // jobs with an anti-affinity selector
 
-	reasons map[string][]string
-	undo    []change
+	// notes are the reasons noted per job since the last Plan; extra those
+	// for IDs that are not in the snapshot; noted counts the jobs with notes.
+	notes [][]string
+	extra map[string][]string
+	noted int
+	undo  []change
 
 	// Scratch space for one placement at a time.
 	cand, aux bitset
@@ -79,10 +83,8 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 		nodeIdx: make(map[string]int32, len(s.Nodes)),
 		free:    make([]int, len(s.Nodes)),
 		jobs:    make([]*policy.Job, len(s.Jobs)),
-		jobIdx:  make(map[string]int32, len(s.Jobs)),
 		masks:   make(map[string]bitset),
-		// Most jobs get a reason each round; sized once, the map never grows.
-		reasons: make(map[string][]string, len(s.Jobs)),
+		notes:   make([][]string, len(s.Jobs)),
 	}
 	for i := range s.Nodes {
 		c.nodes[i] = &s.Nodes[i]
@@ -103,20 +105,24 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 	for i := range s.Jobs {
 		c.jobs[i] = &s.Jobs[i]
 	}
-	slices.SortFunc(c.jobs, func(a, b *policy.Job) int {
+	bySubmission := func(a, b *policy.Job) int {
 		if x := a.Submitted.Compare(b.Submitted); x != 0 {
 			return x
 		}
 		return strings.Compare(a.ID, b.ID)
-	})
+	}
+	// A planner's or simulator's snapshot lists its jobs in submission
+	// order already: a linear check then spares the sort.
+	if !slices.IsSortedFunc(c.jobs, bySubmission) {
+		slices.SortFunc(c.jobs, bySubmission)
+	}
 	c.alloc = make([][]slot, len(c.jobs))
 	c.total = make([]int, len(c.jobs))
 	c.jobMask = make([]bitset, len(c.jobs))
+	if id, ok := uniqueIDs(c.jobs); !ok {
+		return nil, fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", id)
+	}
 	for j, job := range c.jobs {
-		if _, dup := c.jobIdx[job.ID]; dup || job.ID == "" {
-			return nil, fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", job.ID)
-		}
-		c.jobIdx[job.ID] = int32(j)
 		if r := job.GPUs; r.PerWorker < 1 || r.Min < r.PerWorker || r.Max < r.Min ||
 			r.Min%r.PerWorker != 0 || r.Max%r.PerWorker != 0 {
 			return nil, fmt.Errorf("invalid snapshot: job %s: malformed GPU request min=%d max=%d per_worker=%d",
@@ -173,7 +179,7 @@ func (c *Board) FreeGPUs() int { return c.totalFree }
 
 // Total returns the GPUs job id holds in the working state (0 if unknown).
 func (c *Board) Total(id string) int {
-	j, ok := c.jobIdx[id]
+	j, ok := c.index(id)
 	if !ok {
 		return 0
 	}
@@ -182,7 +188,7 @@ func (c *Board) Total(id string) int {
 
 // policy.Allocation returns job id's allocation in the working state.
 func (c *Board) Allocation(id string) policy.Allocation {
-	j, ok := c.jobIdx[id]
+	j, ok := c.index(id)
 	if !ok {
 		return nil
 	}
@@ -192,7 +198,7 @@ func (c *Board) Allocation(id string) policy.Allocation {
 // Room returns how many GPUs job id could gain now, in whole workers, on
 // nodes its constraints and anti-affinity allow; it is not capped by Max.
 func (c *Board) Room(id string) int {
-	j, ok := c.jobIdx[id]
+	j, ok := c.index(id)
 	if !ok {
 		return 0
 	}
@@ -206,7 +212,7 @@ func (c *Board) Room(id string) int {
 // the job holds the fewest GPUs. If the GPUs do not fit, it returns an error
 // wrapping ErrNoRoom and changes nothing.
 func (c *Board) Resize(id string, total int) error {
-	j, ok := c.jobIdx[id]
+	j, ok := c.index(id)
 	if !ok {
 		return fmt.Errorf("failed to resize job %s: not in the snapshot", id)
 	}
@@ -228,13 +234,41 @@ func (c *Board) Resize(id string, total int) error {
 
 // Note adds a reason to job id's entry in the plan.
 func (c *Board) Note(id, reason string) {
-	c.reasons[id] = append(c.reasons[id], reason)
+	if j, ok := c.index(id); ok {
+		c.note(j, reason)
+		return
+	}
+	if c.extra == nil {
+		c.extra = make(map[string][]string)
+	}
+	c.extra[id] = append(c.extra[id], reason)
 }
 
 // Notef adds a reason, formatted as fmt.Sprintf does, to job j's entry in
 // the plan.
 func (c *Board) Notef(j int32, format string, args ...any) {
-	c.Note(c.jobs[j].ID, fmt.Sprintf(format, args...))
+	c.note(j, fmt.Sprintf(format, args...))
+}
+
+// note adds reasons to job j's entry in the plan.
+func (c *Board) note(j int32, reasons ...string) {
+	if c.notes[j] == nil {
+		c.noted++
+	}
+	c.notes[j] = append(c.notes[j], reasons...)
+}
+
+// index returns the index of job id, building the ID index on first use
+// (the index-keyed rounds never need it).
+func (c *Board) index(id string) (int32, bool) {
+	if c.jobIdx == nil {
+		c.jobIdx = make(map[string]int32, len(c.jobs))
+		for j, job := range c.jobs {
+			c.jobIdx[job.ID] = int32(j)
+		}
+	}
+	j, ok := c.jobIdx[id]
+	return j, ok
 }
 
 // Plan returns the working state as a plan made by the policy called name:
@@ -242,8 +276,18 @@ func (c *Board) Notef(j int32, format string, args ...any) {
 // allocations are shared with the snapshot (both are read-only). The
 // reasons noted so far move into the plan.
 func (c *Board) Plan(name string) *policy.Plan {
-	p := &policy.Plan{Policy: name, Allocations: make(map[string]policy.Allocation), Reasons: c.reasons}
-	c.reasons = make(map[string][]string)
+	reasons := make(map[string][]string, c.noted+len(c.extra))
+	for j, why := range c.notes {
+		if why != nil {
+			reasons[c.jobs[j].ID] = why
+		}
+	}
+	for id, why := range c.extra {
+		reasons[id] = append(reasons[id], why...)
+	}
+	clear(c.notes)
+	c.noted, c.extra = 0, nil
+	p := &policy.Plan{Policy: name, Allocations: make(map[string]policy.Allocation), Reasons: reasons}
 	for j, job := range c.jobs {
 		if c.total[j] == 0 && job.Allocation.Total() == 0 {
 			continue

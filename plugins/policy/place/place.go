@@ -40,7 +40,7 @@ func (c *Board) candidates(j int32) {
 	}
 	anti := &job.AntiAffinity
 	for _, id := range anti.Jobs {
-		if k, ok := c.jobIdx[id]; ok && k != j {
+		if k, ok := c.index(id); ok && k != j {
 			drop(k)
 		}
 	}
@@ -154,7 +154,7 @@ func (c *Board) preferred(j int32) bool {
 		}
 	}
 	for _, id := range aff.Jobs {
-		if k, ok := c.jobIdx[id]; ok && k != j {
+		if k, ok := c.index(id); ok && k != j {
 			mark(k)
 		}
 	}

@@ -1,0 +1,146 @@
+package policy
+
+import "sync"
+
+// checker is the scratch space of valid, kept between calls (validPool)
+// so that a check allocates nothing once warm.
+type checker struct {
+	nodeIdx map[string]int32 // node ID -> index in Snapshot.Nodes
+	used    []int            // per node: GPUs the plan gives all jobs there
+	// For anti-affinity only: each job's target, and the jobs on each node.
+	targets []Allocation
+	onNode  [][]int32
+}
+
+var validPool = sync.Pool{New: func() any { return &checker{nodeIdx: make(map[string]int32)} }}
+
+// valid reports whether plan p passes every rule of Validate against
+// snapshot s; it is exactly Validate(s, p) == nil when the snapshot's job
+// IDs are unique (the planner's are; place.NewBoard refuses others), and
+// costs one pass over the jobs and their allocations: no sorting, no
+// formatting, no maps but the reused node index. Where it says false,
+// violations lists what is wrong.
+func valid(s *Snapshot, p *Plan) bool {
+	c := validPool.Get().(*checker)
+	defer func() {
+		clear(c.targets) // keep no plan alive
+		validPool.Put(c)
+	}()
+	clear(c.nodeIdx)
+	c.used = c.used[:0]
+	for i := range s.Nodes {
+		c.nodeIdx[s.Nodes[i].ID] = int32(i)
+		c.used = append(c.used, 0)
+	}
+	if len(c.nodeIdx) != len(s.Nodes) {
+		return false // duplicate node IDs: let the full check judge
+	}
+	anti := false
+	for i := range s.Jobs {
+		if !s.Jobs[i].AntiAffinity.IsZero() {
+			anti = true
+			break
+		}
+	}
+	if anti {
+		c.targets = c.targets[:0]
+		for n := range c.onNode {
+			c.onNode[n] = c.onNode[n][:0]
+		}
+		for len(c.onNode) < len(s.Nodes) {
+			c.onNode = append(c.onNode, nil)
+		}
+	}
+
+	// Every job of the plan and of its reasons must be in the snapshot:
+	// with unique job IDs, that is as many hits as entries.
+	planned, reasoned := 0, 0
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		target, ok := p.Allocations[j.ID]
+		if ok {
+			planned++
+		} else {
+			target = j.Allocation
+		}
+		if len(p.Reasons) > 0 {
+			if _, ok := p.Reasons[j.ID]; ok {
+				reasoned++
+			}
+		}
+		if anti {
+			c.targets = append(c.targets, target)
+		}
+		w := j.GPUs.PerWorker
+		if w <= 0 || j.GPUs.Min < 0 || j.GPUs.Max < j.GPUs.Min {
+			return false
+		}
+		total := 0
+		for id, g := range target {
+			if g == 0 {
+				continue
+			}
+			n, ok := c.nodeIdx[id]
+			if !ok || g < 0 || g%w != 0 {
+				return false
+			}
+			total += g
+			c.used[n] += g
+			if anti {
+				c.onNode[n] = append(c.onNode[n], int32(i))
+			}
+			if g <= j.Allocation[id] {
+				continue // held already; not judged again
+			}
+			if !j.Constraints.allows(&s.Nodes[n]) {
+				return false
+			}
+			if m := j.Constraints.MaxGPUsPerNode; m > 0 && g > m {
+				return false
+			}
+		}
+		if total != 0 && (total < j.GPUs.Min || total > j.GPUs.Max || total%w != 0) {
+			return false
+		}
+	}
+	if planned != len(p.Allocations) || reasoned != len(p.Reasons) {
+		return false
+	}
+	for i := range s.Nodes {
+		if c.used[i] > s.Nodes[i].GPUs-s.Nodes[i].Reserved {
+			return false
+		}
+	}
+	if anti {
+		return c.antiAffinityOK(s)
+	}
+	return true
+}
+
+// antiAffinityOK reports whether no job gains GPUs on a node that holds a
+// job it conflicts with. One of the two must have a selector, so only the
+// nodes of those jobs are looked at.
+func (c *checker) antiAffinityOK(s *Snapshot) bool {
+	gains := func(j int32, node string) bool {
+		return c.targets[j][node] > s.Jobs[j].Allocation[node]
+	}
+	for a := range s.Jobs {
+		ja := &s.Jobs[a]
+		if ja.AntiAffinity.IsZero() {
+			continue
+		}
+		for id, g := range c.targets[a] {
+			if g <= 0 {
+				continue
+			}
+			n := c.nodeIdx[id]
+			aGains := gains(int32(a), id)
+			for _, k := range c.onNode[n] {
+				if (aGains || gains(k, id)) && conflicts(ja, &s.Jobs[k]) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
