@@ -618,8 +618,11 @@ func crossHostPeers(t *testing.T, c *lab.Cluster) map[string]string {
 	entries, err := os.ReadDir("/proc")
 	must.NoError(t, err)
 	for _, e := range entries {
+		// A worker's training runs in its agent's standby interpreter
+		// (cold: its own), named after the script either way.
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), "train_elastic.py") {
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || !strings.Contains(string(cmdline), "train_elastic.py") && !strings.HasPrefix(string(comm), "train_elastic") {
 			continue
 		}
 		tcp, err := os.ReadFile(filepath.Join("/proc", e.Name(), "net", "tcp"))

@@ -19,7 +19,9 @@ import (
 // fail on it the same way), says so on fd 3, then reads one request line from stdin (argv,
 // env, dir; an empty stdin: nothing to run) and runs the program in this
 // same process with that environment, directory and argv, as its own
-// interpreter would. Variables read when a module is imported see the
+// interpreter would; its process name (/proc/self/comm, what ps -o comm
+// and top show) becomes the program's, as its command line stays the
+// standby's. Variables read when a module is imported see the
 // agent's environment; OMP_NUM_THREADS and MKL_NUM_THREADS, read by torch
 // at import, are applied again, and PYTHONUNBUFFERED too.
 const standbyScript = `import importlib, io, json, os, sys
@@ -54,6 +56,11 @@ if torch is not None and threads and threads.isdigit() and int(threads) > 0:
     torch.set_num_threads(int(threads))
 import runpy
 argv = req["argv"]
+try:
+    with open("/proc/self/comm", "w") as comm:
+        comm.write(os.path.basename(argv[1] if argv[0] == "-m" else argv[0])[:15])
+except OSError:
+    pass
 if argv[0] == "-m":
     sys.argv = argv[1:]
     runpy.run_module(argv[1], run_name="__main__", alter_sys=True)

@@ -68,8 +68,9 @@ func TestStandby_Request(t *testing.T) {
 
 // The first Python command an agent with a standby runs is run by the
 // standby interpreter, with the modules it preloaded, the command's argv,
-// environment and directory, stdin, stdout, stderr and exit code; the next
-// runs cold.
+// environment and directory, stdin, stdout, stderr and exit code, with the
+// script's name as its process name (its command line is the standby's;
+// a cold start's names the script); the next runs cold.
 func TestServer_StandbyRunsFirstPythonCommand(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -79,6 +80,7 @@ func TestServer_StandbyRunsFirstPythonCommand(t *testing.T) {
 	script := filepath.Join(dir, "train.py")
 	must.NoError(t, os.WriteFile(script, []byte(`import os, sys
 print("warm" if "decimal" in sys.modules else "cold", sys.argv[1:], os.environ["WHO"], os.environ.get("JOB"), os.getcwd() == os.environ["WANT_DIR"])
+print(open("/proc/self/comm").read().strip())
 print(sys.stdin.read().strip(), file=sys.stderr)
 sys.exit(int(os.environ.get("CODE", "0")))
 `), 0o644))
@@ -94,13 +96,14 @@ sys.exit(int(os.environ.get("CODE", "0")))
 	}
 	_, addr := serve(t, &Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
 
-	for _, want := range []string{"warm", "cold"} {
+	for _, run := range []struct{ want, comm string }{{"warm", "train.py"}, {"cold", filepath.Base(python)}} {
+		want, comm := run.want, run.comm
 		var stdout, stderr bytes.Buffer
 		code, err := Run(context.Background(), addr, "tok", "env JOB='a b' CODE=3 PYTHONUNBUFFERED=1 "+python+" "+script+" --lr 0.1",
 			strings.NewReader("from stdin\n"), &stdout, &stderr, 5e9)
 		must.NoError(t, err)
 		must.Eq(t, 3, code)
-		must.Eq(t, want+" ['--lr', '0.1'] agent a b True\n", stdout.String())
+		must.Eq(t, want+" ['--lr', '0.1'] agent a b True\n"+comm+"\n", stdout.String())
 		must.Eq(t, "from stdin\n", stderr.String())
 	}
 }
