@@ -3,9 +3,11 @@ package command
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
@@ -29,14 +31,23 @@ Usage: schedulearn queue list [options]
 		generalHelp, `List Options:
 
   -json
-    Print the queues as JSON.`, exitHelp)
+    Print the queues as JSON.
+
+  -window=<duration>
+    Also show the GPU-hours each queue's jobs used over this window up
+    to now (e.g. 24h, 168h; at most 2160h, 90 days), all GPU models
+    together.`, exitHelp)
 }
 
 func (c *QueueListCommand) Run(args []string) int {
+	var window time.Duration
 	return runList(&c.Meta, args, list[structs.QueueStatus]{
 		Name:  "queue list",
 		Empty: "No queues",
-		Fetch: func(ctx context.Context, cl *client.Client) ([]structs.QueueStatus, error) { return cl.Queues(ctx) },
+		Flags: func(fs *flag.FlagSet) { fs.DurationVar(&window, "window", 0, "") },
+		Fetch: func(ctx context.Context, cl *client.Client) ([]structs.QueueStatus, error) {
+			return cl.Queues(ctx, window)
+		},
 		Table: func(queues []structs.QueueStatus) [][]string {
 			perModel := slices.ContainsFunc(queues, func(q structs.QueueStatus) bool {
 				return slices.ContainsFunc(q.GPUs, func(g structs.QueueGPUs) bool { return g.Model != "" })
@@ -45,13 +56,21 @@ func (c *QueueListCommand) Run(args []string) int {
 			if perModel {
 				head = slices.Insert(head, 2, "GPU Model")
 			}
+			if window > 0 {
+				head = append(head, "GPU-Hours "+formatWindow(window))
+			}
 			rows := [][]string{head}
 			for _, q := range queues {
-				for _, g := range q.GPUs {
+				for k, g := range q.GPUs {
 					row := []string{q.Name, orNone(q.Parent), limit(g.Nominal), limit(g.BorrowingLimit), limit(g.LendingLimit),
 						fmt.Sprint(q.Weight), fmt.Sprint(g.Used), fmt.Sprint(g.Borrowed), fmt.Sprint(q.Running), fmt.Sprint(q.Waiting)}
 					if perModel {
 						row = slices.Insert(row, 2, g.Model)
+					}
+					if window > 0 {
+						// The hours are the queue's, all models together:
+						// on its first row only.
+						row = append(row, cond(k == 0, gpuHours(q.Window), ""))
 					}
 					rows = append(rows, row)
 				}
@@ -59,6 +78,33 @@ func (c *QueueListCommand) Run(args []string) int {
 			return rows
 		},
 	})
+}
+
+// formatWindow is a window as the column header shows it: "(24h)".
+func formatWindow(d time.Duration) string {
+	s := d.String() // 24h0m0s
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return "(" + s + ")"
+}
+
+// gpuHours is a queue's GPU-hours over the window, one decimal.
+func gpuHours(w *structs.QueueWindow) string {
+	if w == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", w.GPUHours)
+}
+
+func cond(ok bool, a, b string) string {
+	if ok {
+		return a
+	}
+	return b
 }
 
 // limit is a quota or limit, "-" where unlimited.
@@ -85,20 +131,27 @@ Usage: schedulearn queue status [options] <queue>
 		generalHelp, `Status Options:
 
   -json
-    Print the queue as JSON.`, exitHelp)
+    Print the queue as JSON.
+
+  -window=<duration>
+    Also show the GPU-hours the queue's jobs used over this window up to
+    now (e.g. 24h, 168h; at most 2160h, 90 days), all GPU models
+    together.`, exitHelp)
 }
 
 func (c *QueueStatusCommand) Run(args []string) int {
 	const name = "queue status"
 	var asJSON bool
+	var window time.Duration
 	fs := c.flagSet(name)
 	fs.BoolVar(&asJSON, "json", false, "")
+	fs.DurationVar(&window, "window", 0, "")
 	pos, cl, ok := c.start(fs, args, name, "<queue>")
 	if !ok {
 		return ExitUsage
 	}
 	ctx := context.Background()
-	queues, err := cl.Queues(ctx)
+	queues, err := cl.Queues(ctx, window)
 	if err != nil {
 		return c.apiError(err)
 	}
@@ -149,14 +202,18 @@ func waitingIn(name string, queues []structs.QueueStatus, jobs []api.JobStub) []
 
 func formatQueue(q structs.QueueStatus, waiting []api.JobStub) string {
 	var b strings.Builder
-	b.WriteString(formatKV([][2]string{
+	kv := [][2]string{
 		{"Name", q.Name},
 		{"Parent", orNone(q.Parent)},
 		{"Children", orNone(strings.Join(q.Children, ", "))},
 		{"Weight", fmt.Sprint(q.Weight)},
 		{"Running", fmt.Sprint(q.Running)},
 		{"Waiting", fmt.Sprint(q.Waiting)},
-	}))
+	}
+	if q.Window != nil {
+		kv = append(kv, [2]string{"GPU-Hours " + formatWindow(q.Window.Until.Sub(q.Window.Since)), gpuHours(q.Window)})
+	}
+	b.WriteString(formatKV(kv))
 	b.WriteString("\n\nGPUs\n")
 	rows := [][]string{{"GPU Model", "Nominal", "Borrow Limit", "Lend Limit", "Used", "Borrowed"}}
 	for _, g := range q.GPUs {

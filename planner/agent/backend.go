@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
@@ -94,8 +95,8 @@ func (b *backend) SetPolicy(ctx context.Context, name string, config map[string]
 	return st, nil
 }
 
-func (b *backend) Queues(ctx context.Context) ([]structs.QueueStatus, error) {
-	return b.a.planner.QueueStatus(ctx)
+func (b *backend) Queues(ctx context.Context, window time.Duration) ([]structs.QueueStatus, error) {
+	return b.a.planner.QueueStatus(ctx, window)
 }
 
 func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {

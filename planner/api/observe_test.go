@@ -241,6 +241,56 @@ func TestQueueAndUtilization(t *testing.T) {
 	must.Eq(t, http.StatusBadRequest, code)
 }
 
+// GET /v1/queues?window= hands the window to the backend and answers with
+// each queue's usage over it; a window that is not a duration, not above
+// 0 or over 90 days is a 400 that says what it takes.
+func TestListQueues_Window(t *testing.T) {
+	b := apitest.NewBackend()
+	srv := apitest.NewServer(t, b)
+
+	code, raw := do(t, srv, call{method: http.MethodGet, path: "/v1/queues", header: withRead})
+	must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))
+	must.Eq(t, 0, b.QueueWindow())
+	var qs []structs.QueueStatus
+	must.NoError(t, json.Unmarshal(raw, &qs))
+	must.Nil(t, qs[0].Window, must.Sprint("no window asked, none answered"))
+
+	code, raw = do(t, srv, call{method: http.MethodGet, path: "/v1/queues?window=24h", header: withRead})
+	must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))
+	must.Eq(t, 24*time.Hour, b.QueueWindow())
+	must.NoError(t, json.Unmarshal(raw, &qs))
+	must.NotNil(t, qs[0].Window)
+	must.Eq(t, 24*time.Hour, qs[0].Window.Until.Sub(qs[0].Window.Since))
+
+	cases := []struct{ name, window string }{
+		{"not a duration", "yesterday"},
+		{"days are not a unit", "7d"},
+		{"zero", "0s"},
+		{"negative", "-1h"},
+		{"over 90 days", "2161h"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, raw := do(t, srv, call{method: http.MethodGet, path: "/v1/queues?window=" + tc.window, header: withRead})
+			must.Eq(t, http.StatusBadRequest, code)
+			var e api.ErrorResponse
+			must.NoError(t, json.Unmarshal(raw, &e))
+			must.StrContains(t, e.Error, `invalid window "`+tc.window+`"`)
+			must.StrContains(t, e.Error, "at most 2160h0m0s (90 days)")
+		})
+	}
+
+	// The client asks the same way.
+	cl, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token})
+	must.NoError(t, err)
+	qs, err = cl.Queues(context.Background(), 168*time.Hour)
+	must.NoError(t, err)
+	must.Eq(t, 168*time.Hour, b.QueueWindow())
+	must.NotNil(t, qs[0].Window)
+	_, err = cl.Queues(context.Background(), 100*24*time.Hour)
+	must.True(t, client.IsInput(err))
+}
+
 // The dashboard is served under /ui/ (no token: its assets hold no data),
 // /ui redirects there.
 func TestUI_Mounted(t *testing.T) {

@@ -135,6 +135,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"NodeInfo":         reflect.TypeFor[api.NodeInfo](),
 		"QueueStatus":      reflect.TypeFor[structs.QueueStatus](),
 		"QueueGPUs":        reflect.TypeFor[structs.QueueGPUs](),
+		"QueueWindow":      reflect.TypeFor[structs.QueueWindow](),
 		"Status":           reflect.TypeFor[api.Status](),
 		"Job":              reflect.TypeFor[structs.Job](),
 		"GPUChange":        reflect.TypeFor[structs.GPUChange](),

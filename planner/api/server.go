@@ -524,8 +524,20 @@ func (s *Server) setPolicy(_ http.ResponseWriter, r *http.Request) (int, any, er
 	return http.StatusOK, st, nil
 }
 
+// MaxQueueWindow bounds GET /v1/queues?window=: the GPU histories are
+// read whole for it, and quotas are about weeks, not years.
+const MaxQueueWindow = 90 * 24 * time.Hour
+
 func (s *Server) listQueues(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	queues, err := s.backend.Queues(r.Context())
+	var window time.Duration
+	if v := r.URL.Query().Get("window"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > MaxQueueWindow {
+			return 0, nil, Inputf("invalid window %q: a duration such as 24h, above 0 and at most %s (90 days)", v, MaxQueueWindow)
+		}
+		window = d
+	}
+	queues, err := s.backend.Queues(r.Context(), window)
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to list queues: %w", err)
 	}

@@ -33,6 +33,8 @@ type Backend struct {
 	active   structs.PolicyState
 	calls    map[string]int
 	seq      int
+	// queueWindow is the window the last Queues call asked for.
+	queueWindow time.Duration
 
 	// Now is the fake's clock; time.Now when nil.
 	Now func() time.Time
@@ -269,15 +271,32 @@ func (b *Backend) SetPolicy(_ context.Context, name string, config map[string]st
 	return &st, nil
 }
 
+// QueueWindow is the window the last Queues call asked for.
+func (b *Backend) QueueWindow() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queueWindow
+}
+
 // Queues returns QueueList, or the one queue "default" holding every job.
-func (b *Backend) Queues(context.Context) ([]structs.QueueStatus, error) {
+// Where window is above 0, each queue without a Window gets one over the
+// window up to now, with no GPU-hours (set them in QueueList).
+func (b *Backend) Queues(_ context.Context, window time.Duration) ([]structs.QueueStatus, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.enter("Queues"); err != nil {
 		return nil, err
 	}
+	b.queueWindow = window
 	if b.QueueList != nil {
-		return slices.Clone(b.QueueList), nil
+		out := slices.Clone(b.QueueList)
+		for i := range out {
+			if window > 0 && out[i].Window == nil {
+				now := b.now()
+				out[i].Window = &structs.QueueWindow{Since: now.Add(-window), Until: now}
+			}
+		}
+		return out, nil
 	}
 	q := structs.QueueStatus{Name: "default", Weight: 1, GPUs: []structs.QueueGPUs{{}}}
 	for _, id := range b.order {
@@ -289,6 +308,10 @@ func (b *Backend) Queues(context.Context) ([]structs.QueueStatus, error) {
 		case j.State == structs.JobQueued:
 			q.Waiting++
 		}
+	}
+	if window > 0 {
+		now := b.now()
+		q.Window = &structs.QueueWindow{Since: now.Add(-window), Until: now}
 	}
 	return []structs.QueueStatus{q}, nil
 }
