@@ -60,6 +60,12 @@ type Backend interface {
 	// their jobs hold now, and, where window is above 0, the GPU-hours
 	// each used over the window up to now (QueueStatus.Window).
 	Queues(ctx context.Context, window time.Duration) ([]structs.QueueStatus, error)
+	// SetQueues makes the queue blocks in source (HCL, named filename in
+	// diagnostics) the planner's queues and returns them as Queues does.
+	// Bad blocks are an *InputError with diagnostics; a change that would
+	// leave a queued or running job without its queue is ErrConflict
+	// (wrapping structs.ErrOrphanedJobs), the previous queues staying.
+	SetQueues(ctx context.Context, source, filename string) ([]structs.QueueStatus, error)
 	// Status says who leads, which version runs and which policy is
 	// active. (Not in the first draft of this interface: only the daemon
 	// knows the leader, and one call is cheaper than listing policies.)

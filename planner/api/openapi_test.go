@@ -130,6 +130,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Diagnostic":       reflect.TypeFor[api.Diagnostic](),
 		"SubmitRequest":    reflect.TypeFor[api.SubmitRequest](),
 		"SetPolicyRequest": reflect.TypeFor[api.SetPolicyRequest](),
+		"SetQueuesRequest": reflect.TypeFor[api.SetQueuesRequest](),
 		"JobStub":          reflect.TypeFor[api.JobStub](),
 		"PolicyInfo":       reflect.TypeFor[api.PolicyInfo](),
 		"NodeInfo":         reflect.TypeFor[api.NodeInfo](),

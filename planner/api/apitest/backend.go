@@ -5,6 +5,7 @@
 package apitest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -14,8 +15,11 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
 	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/config"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
@@ -314,6 +318,33 @@ func (b *Backend) Queues(_ context.Context, window time.Duration) ([]structs.Que
 		q.Window = &structs.QueueWindow{Since: now.Add(-window), Until: now}
 	}
 	return []structs.QueueStatus{q}, nil
+}
+
+// SetQueues parses source as the planner does (config.ParseQueues), and
+// refuses, as the planner does, queues that a queued or running job's
+// queue is not a leaf of (ErrConflict wrapping structs.ErrOrphanedJobs).
+// Otherwise QueueList becomes the new queues, by name only (weight 1, no
+// quotas): the fake keeps no quota tree.
+func (b *Backend) SetQueues(_ context.Context, source, filename string) ([]structs.QueueStatus, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("SetQueues"); err != nil {
+		return nil, err
+	}
+	tree, diags := config.ParseQueues([]byte(source), filename)
+	if diags.HasErrors() {
+		return nil, &api.InputError{Msg: "invalid queues: " + hcldiag.Format(diags), Diags: diags}
+	}
+	for _, id := range b.order {
+		if j := b.jobs[id]; !j.State.Terminal() && !tree.HoldsJobs(cmp.Or(j.Spec.Queue, quota.DefaultQueue)) {
+			return nil, fmt.Errorf("%w: %w: job %s (queue %s)", api.ErrConflict, structs.ErrOrphanedJobs, id, j.Spec.Queue)
+		}
+	}
+	b.QueueList = nil
+	for _, name := range tree.Names() {
+		b.QueueList = append(b.QueueList, structs.QueueStatus{Name: name, Weight: 1, GPUs: []structs.QueueGPUs{{}}})
+	}
+	return slices.Clone(b.QueueList), nil
 }
 
 // Nodes returns the nodes, with GPUsUsed, GPUsFree and Jobs computed from
