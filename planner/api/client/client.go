@@ -246,6 +246,16 @@ func (c *Client) Queues(ctx context.Context, window time.Duration) ([]structs.Qu
 	return queues, nil
 }
 
+// SetQueues replaces the planner's queues with the queue blocks in source
+// (HCL, as in the planner's config), named filename in diagnostics.
+func (c *Client) SetQueues(ctx context.Context, source, filename string) ([]structs.QueueStatus, error) {
+	var queues []structs.QueueStatus
+	if err := c.do(ctx, http.MethodPut, "/v1/queues", api.SetQueuesRequest{Source: source, Filename: filename}, &queues); err != nil {
+		return nil, err
+	}
+	return queues, nil
+}
+
 // Nodes lists the nodes.
 func (c *Client) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
 	var nodes []api.NodeInfo
