@@ -59,12 +59,13 @@ func Commands(m Meta) map[string]cli.CommandFactory {
 
 		"queue list":   func() (cli.Command, error) { return &QueueListCommand{Meta: m}, nil },
 		"queue status": func() (cli.Command, error) { return &QueueStatusCommand{Meta: m}, nil },
+		"queue apply":  func() (cli.Command, error) { return &QueueApplyCommand{Meta: m}, nil },
 	}
 	parents := map[string][2]string{
 		"job":    {"Submit, follow and stop training jobs", "Submit, follow and stop training jobs."},
 		"policy": {"List and switch scheduling policies", "List the planner's scheduling policies and switch the active one."},
 		"node":   {"List the nodes and their GPUs", "List the cluster's nodes and their GPUs."},
-		"queue":  {"List queues and show their quotas and waiting jobs", "List the planner's queues, their quotas and usage, and show one with its waiting jobs."},
+		"queue":  {"List, show and change the queues", "List the planner's queues, their quotas and usage, show one with its waiting jobs, and change them without a restart."},
 	}
 	for name, text := range parents {
 		subs := map[string]string{}

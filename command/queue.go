@@ -3,9 +3,13 @@ package command
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
@@ -29,36 +33,85 @@ Usage: schedulearn queue list [options]
 		generalHelp, `List Options:
 
   -json
-    Print the queues as JSON.`, exitHelp)
+    Print the queues as JSON.
+
+  -window=<duration>
+    Also show the GPU-hours each queue's jobs used over this window up
+    to now (e.g. 24h, 168h; at most 2160h, 90 days), all GPU models
+    together.`, exitHelp)
 }
 
 func (c *QueueListCommand) Run(args []string) int {
+	var window time.Duration
 	return runList(&c.Meta, args, list[structs.QueueStatus]{
 		Name:  "queue list",
 		Empty: "No queues",
-		Fetch: func(ctx context.Context, cl *client.Client) ([]structs.QueueStatus, error) { return cl.Queues(ctx) },
-		Table: func(queues []structs.QueueStatus) [][]string {
-			perModel := slices.ContainsFunc(queues, func(q structs.QueueStatus) bool {
-				return slices.ContainsFunc(q.GPUs, func(g structs.QueueGPUs) bool { return g.Model != "" })
-			})
-			head := []string{"Name", "Parent", "Nominal", "Borrow Limit", "Lend Limit", "Weight", "Used", "Borrowed", "Running", "Waiting"}
-			if perModel {
-				head = slices.Insert(head, 2, "GPU Model")
-			}
-			rows := [][]string{head}
-			for _, q := range queues {
-				for _, g := range q.GPUs {
-					row := []string{q.Name, orNone(q.Parent), limit(g.Nominal), limit(g.BorrowingLimit), limit(g.LendingLimit),
-						fmt.Sprint(q.Weight), fmt.Sprint(g.Used), fmt.Sprint(g.Borrowed), fmt.Sprint(q.Running), fmt.Sprint(q.Waiting)}
-					if perModel {
-						row = slices.Insert(row, 2, g.Model)
-					}
-					rows = append(rows, row)
-				}
-			}
-			return rows
+		Flags: func(fs *flag.FlagSet) { fs.DurationVar(&window, "window", 0, "") },
+		Fetch: func(ctx context.Context, cl *client.Client) ([]structs.QueueStatus, error) {
+			return cl.Queues(ctx, window)
 		},
+		Table: func(queues []structs.QueueStatus) [][]string { return queueTable(queues, window) },
 	})
+}
+
+// queueTable is the rows queue list and queue apply print: a row per
+// queue (per queue and GPU model where quotas are per model), with the
+// GPU-hours over window where it is above 0.
+func queueTable(queues []structs.QueueStatus, window time.Duration) [][]string {
+	perModel := slices.ContainsFunc(queues, func(q structs.QueueStatus) bool {
+		return slices.ContainsFunc(q.GPUs, func(g structs.QueueGPUs) bool { return g.Model != "" })
+	})
+	head := []string{"Name", "Parent", "Nominal", "Borrow Limit", "Lend Limit", "Weight", "Used", "Borrowed", "Running", "Waiting"}
+	if perModel {
+		head = slices.Insert(head, 2, "GPU Model")
+	}
+	if window > 0 {
+		head = append(head, "GPU-Hours "+formatWindow(window))
+	}
+	rows := [][]string{head}
+	for _, q := range queues {
+		for k, g := range q.GPUs {
+			row := []string{q.Name, orNone(q.Parent), limit(g.Nominal), limit(g.BorrowingLimit), limit(g.LendingLimit),
+				fmt.Sprint(q.Weight), fmt.Sprint(g.Used), fmt.Sprint(g.Borrowed), fmt.Sprint(q.Running), fmt.Sprint(q.Waiting)}
+			if perModel {
+				row = slices.Insert(row, 2, g.Model)
+			}
+			if window > 0 {
+				// The hours are the queue's, all models together:
+				// on its first row only.
+				row = append(row, cond(k == 0, gpuHours(q.Window), ""))
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// formatWindow is a window as the column header shows it: "(24h)".
+func formatWindow(d time.Duration) string {
+	s := d.String() // 24h0m0s
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return "(" + s + ")"
+}
+
+// gpuHours is a queue's GPU-hours over the window, one decimal.
+func gpuHours(w *structs.QueueWindow) string {
+	if w == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", w.GPUHours)
+}
+
+func cond(ok bool, a, b string) string {
+	if ok {
+		return a
+	}
+	return b
 }
 
 // limit is a quota or limit, "-" where unlimited.
@@ -85,20 +138,27 @@ Usage: schedulearn queue status [options] <queue>
 		generalHelp, `Status Options:
 
   -json
-    Print the queue as JSON.`, exitHelp)
+    Print the queue as JSON.
+
+  -window=<duration>
+    Also show the GPU-hours the queue's jobs used over this window up to
+    now (e.g. 24h, 168h; at most 2160h, 90 days), all GPU models
+    together.`, exitHelp)
 }
 
 func (c *QueueStatusCommand) Run(args []string) int {
 	const name = "queue status"
 	var asJSON bool
+	var window time.Duration
 	fs := c.flagSet(name)
 	fs.BoolVar(&asJSON, "json", false, "")
+	fs.DurationVar(&window, "window", 0, "")
 	pos, cl, ok := c.start(fs, args, name, "<queue>")
 	if !ok {
 		return ExitUsage
 	}
 	ctx := context.Background()
-	queues, err := cl.Queues(ctx)
+	queues, err := cl.Queues(ctx, window)
 	if err != nil {
 		return c.apiError(err)
 	}
@@ -149,14 +209,18 @@ func waitingIn(name string, queues []structs.QueueStatus, jobs []api.JobStub) []
 
 func formatQueue(q structs.QueueStatus, waiting []api.JobStub) string {
 	var b strings.Builder
-	b.WriteString(formatKV([][2]string{
+	kv := [][2]string{
 		{"Name", q.Name},
 		{"Parent", orNone(q.Parent)},
 		{"Children", orNone(strings.Join(q.Children, ", "))},
 		{"Weight", fmt.Sprint(q.Weight)},
 		{"Running", fmt.Sprint(q.Running)},
 		{"Waiting", fmt.Sprint(q.Waiting)},
-	}))
+	}
+	if q.Window != nil {
+		kv = append(kv, [2]string{"GPU-Hours " + formatWindow(q.Window.Until.Sub(q.Window.Since)), gpuHours(q.Window)})
+	}
+	b.WriteString(formatKV(kv))
 	b.WriteString("\n\nGPUs\n")
 	rows := [][]string{{"GPU Model", "Nominal", "Borrow Limit", "Lend Limit", "Used", "Borrowed"}}
 	for _, g := range q.GPUs {
@@ -176,4 +240,76 @@ func formatQueue(q structs.QueueStatus, waiting []api.JobStub) string {
 	}
 	b.WriteString(formatList(rows))
 	return b.String()
+}
+
+// QueueApplyCommand replaces the planner's queues with a file's queue
+// blocks, without a restart.
+type QueueApplyCommand struct{ Meta }
+
+func (c *QueueApplyCommand) Synopsis() string { return "Replace the queues with a file's queue blocks" }
+
+func (c *QueueApplyCommand) Help() string {
+	return helpText(`
+Usage: schedulearn queue apply [options] <file>
+
+  Replaces the planner's queues with the queue blocks in <file> ("-" for
+  stdin), written as in the planner's config file, and prints the queues
+  now. The change takes effect from the next round, without a restart;
+  it lasts until the planner reloads its config (SIGHUP) or restarts,
+  when the config file's queues apply again: put the same blocks there
+  to keep them. Errors in the blocks are reported at file:line:col, and a
+  change that would leave a queued or running job without its queue is
+  refused, naming the jobs; either way the previous queues stay. Needs
+  the planner's write token. See docs/policies.md.`,
+		generalHelp, `Apply Options:
+
+  -json
+    Print the queues as JSON.`, exitHelp)
+}
+
+func (c *QueueApplyCommand) Run(args []string) int {
+	const name = "queue apply"
+	var asJSON bool
+	fs := c.flagSet(name)
+	fs.BoolVar(&asJSON, "json", false, "")
+	pos, cl, ok := c.start(fs, args, name, "<file>")
+	if !ok {
+		return ExitUsage
+	}
+	src, err := c.readQueues(pos[0])
+	if err != nil {
+		c.errorf("failed to read the queues: %v", err)
+		return ExitError
+	}
+	queues, err := cl.SetQueues(context.Background(), string(src), pos[0])
+	if err != nil {
+		return c.apiError(err)
+	}
+	if asJSON {
+		return c.printJSON(queues)
+	}
+	fmt.Fprintf(c.Out, "Queues applied from %s\n\n%s\n", pos[0], formatList(queueTable(queues, 0)))
+	return ExitOK
+}
+
+// readQueues reads the file at path, or stdin for "-", at most what the
+// planner takes in a request.
+func (c *QueueApplyCommand) readQueues(path string) ([]byte, error) {
+	in := c.stdin()
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	src, err := io.ReadAll(io.LimitReader(in, api.MaxBodyBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(src) > api.MaxBodyBytes {
+		return nil, fmt.Errorf("%s is over %d bytes, more than the planner takes", path, api.MaxBodyBytes)
+	}
+	return src, nil
 }

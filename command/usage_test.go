@@ -17,7 +17,7 @@ import (
 func TestCommands_BadFlagIsUsage(t *testing.T) {
 	names := slices.Sorted(maps.Keys(Commands(Meta{})))
 	must.SliceContainsAll(t, names, []string{"agent", "lab", "sim", "job run", "job status", "job list", "job stop",
-		"policy list", "policy set", "node list", "queue list", "queue status", "job", "policy", "node", "queue"}, must.Sprint("every command is tried"))
+		"policy list", "policy set", "node list", "queue list", "queue status", "queue apply", "job", "policy", "node", "queue"}, must.Sprint("every command is tried"))
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -31,8 +31,10 @@ type storeBackend struct {
 	nodes       []policy.Node
 }
 
-func (b *storeBackend) Jobs(ctx context.Context) ([]*structs.Job, error)      { return b.s.ListJobs(ctx) }
-func (b *storeBackend) Queues(context.Context) ([]structs.QueueStatus, error) { return nil, nil }
+func (b *storeBackend) Jobs(ctx context.Context) ([]*structs.Job, error) { return b.s.ListJobs(ctx) }
+func (b *storeBackend) Queues(context.Context, time.Duration) ([]structs.QueueStatus, error) {
+	return nil, nil
+}
 func (b *storeBackend) Nodes(context.Context) ([]api.NodeInfo, error) {
 	out := make([]api.NodeInfo, 0, len(b.nodes))
 	for _, n := range b.nodes {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -96,8 +97,10 @@ func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*polic
 	return enforced, view.Waits(enforced), view.Reclaimed(), perr
 }
 
-// QueueStatus is every queue's quota and usage now, parents first.
-func (p *Planner) QueueStatus(ctx context.Context) ([]structs.QueueStatus, error) {
+// QueueStatus is every queue's quota and usage now, parents first, and,
+// where window is above 0, the GPU-hours each used over the window up to
+// now.
+func (p *Planner) QueueStatus(ctx context.Context, window time.Duration) ([]structs.QueueStatus, error) {
 	all, err := p.Store.ListJobs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list jobs: %w", err)
@@ -113,7 +116,8 @@ func (p *Planner) QueueStatus(ctx context.Context) ([]structs.QueueStatus, error
 		return nil, fmt.Errorf("failed to read cluster: %w", err)
 	}
 	var out []structs.QueueStatus
-	for _, s := range quota.NewView(p.Queues(), snapshot(p.now(), nodes, live)).Status() {
+	now := p.now()
+	for _, s := range quota.NewView(p.Queues(), snapshot(now, nodes, live)).Status() {
 		qs := structs.QueueStatus{Name: s.Name, Parent: s.Parent, Children: s.Children, Weight: s.Weight,
 			Running: s.Running, Waiting: s.Waiting}
 		for _, g := range s.GPUs {
@@ -122,7 +126,64 @@ func (p *Planner) QueueStatus(ctx context.Context) ([]structs.QueueStatus, error
 		}
 		out = append(out, qs)
 	}
+	if window > 0 {
+		p.windowUsage(out, all, now.Add(-window), now)
+	}
 	return out, nil
+}
+
+// windowUsage sets each queue's GPU-hours over [since, until] from the
+// jobs' GPU histories: a job holds a change's GPUs from its time to the
+// next change's (the last one's until now, or until the job ended where
+// its history does not say so). A job whose queue is not configured
+// counts for none.
+func (p *Planner) windowUsage(out []structs.QueueStatus, jobs []*structs.Job, since, until time.Time) {
+	hours := map[string]float64{}
+	t := p.Queues()
+	for _, j := range jobs {
+		var h float64
+		for i, c := range j.History {
+			end := until
+			if i+1 < len(j.History) {
+				end = j.History[i+1].Time
+			} else if j.State.Terminal() && !j.Finished.IsZero() {
+				end = j.Finished
+			}
+			from, to := maxTime(c.Time, since), minTime(end, until)
+			if c.GPUs > 0 && to.After(from) {
+				h += float64(c.GPUs) * to.Sub(from).Hours()
+			}
+		}
+		if h > 0 {
+			hours[t.QueueFor(queueOf(&j.Spec))] += h
+		}
+	}
+	index := make(map[string]int, len(out))
+	for i := range out {
+		index[out[i].Name] = i
+		out[i].Window = &structs.QueueWindow{Since: since, Until: until, GPUHours: hours[out[i].Name]}
+	}
+	// Parents come first: add each queue's hours to its parent, children
+	// before parents.
+	for i := len(out) - 1; i >= 0; i-- {
+		if k, ok := index[out[i].Parent]; ok {
+			out[k].Window.GPUHours += out[i].Window.GPUHours
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // bounded is n, or nil where it is quota.Unlimited.

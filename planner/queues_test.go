@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -116,7 +117,7 @@ func TestQueueStatus(t *testing.T) {
 	submit(t, p, now, queueSpec(t, "a1", "a", 50, 2, 8))
 	submit(t, p, now, queueSpec(t, "b1", "b", 50, 8, 8))
 	must.NoError(t, p.Round(ctx))
-	qs, err := p.QueueStatus(ctx)
+	qs, err := p.QueueStatus(ctx, 0)
 	must.NoError(t, err)
 	must.Len(t, 3, qs)
 	six, two, four, eight, zero := 6, 2, 4, 8, 0
@@ -127,6 +128,49 @@ func TestQueueStatus(t *testing.T) {
 		must.Sprint("a may not borrow b's 6 guarded GPUs: it holds its nominal 2"))
 	must.Eq(t, structs.QueueStatus{Name: "b", Parent: "ml", Weight: 1, Waiting: 1,
 		GPUs: []structs.QueueGPUs{{Nominal: &six, LendingLimit: &zero}}}, qs[2])
+}
+
+// With a window, each queue reports the GPU-hours its jobs held within
+// it, from their GPU histories (a stopped job's up to its stop), a parent
+// its children's; without one, none.
+func TestQueueStatus_Window(t *testing.T) {
+	ctx := context.Background()
+	p, _, _, now := newPlanner(t, "fifo", node("n1", 8))
+	p.SetQueues(mustTree(t,
+		quota.Def{Name: "ml", Nominal: quota.Amount{"": 8}},
+		quota.Def{Name: "a", Parent: "ml", Nominal: quota.Amount{"": 2}},
+		quota.Def{Name: "b", Parent: "ml", Nominal: quota.Amount{"": 6}},
+		quota.Def{Name: "c", Nominal: quota.Amount{"": 0}}))
+	submit(t, p, now, queueSpec(t, "a1", "a", 50, 2, 2))
+	b1 := submit(t, p, now, queueSpec(t, "b1", "b", 50, 6, 6))
+	must.NoError(t, p.Round(ctx))
+	*now = now.Add(2 * time.Hour)
+	_, err := p.Stop(ctx, b1.ID)
+	must.NoError(t, err)
+	*now = now.Add(time.Hour)
+
+	hours := func(window time.Duration) map[string]float64 {
+		qs, err := p.QueueStatus(ctx, window)
+		must.NoError(t, err)
+		out := map[string]float64{}
+		for _, q := range qs {
+			must.NotNil(t, q.Window, must.Sprintf("queue %s", q.Name))
+			must.Eq(t, *now, q.Window.Until)
+			must.Eq(t, now.Add(-window), q.Window.Since)
+			out[q.Name] = math.Round(q.Window.GPUHours*1000) / 1000
+		}
+		return out
+	}
+	must.Eq(t, map[string]float64{"ml": 6, "a": 3, "b": 3, "c": 0}, hours(90*time.Minute),
+		must.Sprint("a: 2 GPUs for 1.5 h; b: 6 GPUs for the half hour before its stop"))
+	must.Eq(t, map[string]float64{"ml": 18, "a": 6, "b": 12, "c": 0}, hours(24*time.Hour),
+		must.Sprint("a: 2 GPUs for 3 h; b: 6 GPUs for 2 h"))
+
+	qs, err := p.QueueStatus(ctx, 0)
+	must.NoError(t, err)
+	for _, q := range qs {
+		must.Nil(t, q.Window)
+	}
 }
 
 // The queues change without a restart, unless a live job would lose its

@@ -2,9 +2,15 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"time"
 
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
 	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/config"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -94,8 +100,30 @@ func (b *backend) SetPolicy(ctx context.Context, name string, config map[string]
 	return st, nil
 }
 
-func (b *backend) Queues(ctx context.Context) ([]structs.QueueStatus, error) {
-	return b.a.planner.QueueStatus(ctx)
+func (b *backend) Queues(ctx context.Context, window time.Duration) ([]structs.QueueStatus, error) {
+	return b.a.planner.QueueStatus(ctx, window)
+}
+
+// SetQueues makes the request's queue blocks the leader's queues until
+// the next reload or restart, when the config file's apply again (see
+// docs/policies.md). A standby refuses it: its queues are not the ones
+// the rounds use.
+func (b *backend) SetQueues(ctx context.Context, source, filename string) ([]structs.QueueStatus, error) {
+	if !b.a.isLeading() {
+		return nil, b.a.errNotLeader()
+	}
+	tree, diags := config.ParseQueues([]byte(source), filename)
+	if diags.HasErrors() {
+		return nil, &structs.InputError{Msg: "invalid queues: " + hcldiag.Format(diags), Diags: diags}
+	}
+	if err := b.a.planner.ReplaceQueues(ctx, tree); err != nil {
+		if errors.Is(err, structs.ErrOrphanedJobs) {
+			return nil, fmt.Errorf("%w: %w", structs.ErrConflict, err)
+		}
+		return nil, err
+	}
+	b.a.logger.Info("queues changed through the API; the config file's apply again at the next reload", "queues", strings.Join(tree.Names(), ","))
+	return b.a.planner.QueueStatus(ctx, 0)
 }
 
 func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -56,8 +57,15 @@ type Backend interface {
 	// Nodes lists the cluster's nodes and their GPUs.
 	Nodes(ctx context.Context) ([]NodeInfo, error)
 	// Queues lists the queues, parents first, with their quotas and what
-	// their jobs hold now.
-	Queues(ctx context.Context) ([]structs.QueueStatus, error)
+	// their jobs hold now, and, where window is above 0, the GPU-hours
+	// each used over the window up to now (QueueStatus.Window).
+	Queues(ctx context.Context, window time.Duration) ([]structs.QueueStatus, error)
+	// SetQueues makes the queue blocks in source (HCL, named filename in
+	// diagnostics) the planner's queues and returns them as Queues does.
+	// Bad blocks are an *InputError with diagnostics; a change that would
+	// leave a queued or running job without its queue is ErrConflict
+	// (wrapping structs.ErrOrphanedJobs), the previous queues staying.
+	SetQueues(ctx context.Context, source, filename string) ([]structs.QueueStatus, error)
 	// Status says who leads, which version runs and which policy is
 	// active. (Not in the first draft of this interface: only the daemon
 	// knows the leader, and one call is cheaper than listing policies.)

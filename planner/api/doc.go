@@ -12,7 +12,8 @@
 //	GET    /v1/policies        []PolicyInfo
 //	PUT    /v1/policy          {"name", "config"} → structs.PolicyState
 //	GET    /v1/nodes           []NodeInfo
-//	GET    /v1/queues          []structs.QueueStatus
+//	GET    /v1/queues          []structs.QueueStatus (?window=24h: with GPU-hours)
+//	PUT    /v1/queues          queue blocks {"source", "filename"} → []structs.QueueStatus
 //	GET    /v1/status          Status
 //	GET    /v1/openapi.json    the OpenAPI document
 //

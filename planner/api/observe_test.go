@@ -241,6 +241,107 @@ func TestQueueAndUtilization(t *testing.T) {
 	must.Eq(t, http.StatusBadRequest, code)
 }
 
+// GET /v1/queues?window= hands the window to the backend and answers with
+// each queue's usage over it; a window that is not a duration, not above
+// 0 or over 90 days is a 400 that says what it takes.
+func TestListQueues_Window(t *testing.T) {
+	b := apitest.NewBackend()
+	srv := apitest.NewServer(t, b)
+
+	code, raw := do(t, srv, call{method: http.MethodGet, path: "/v1/queues", header: withRead})
+	must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))
+	must.Eq(t, 0, b.QueueWindow())
+	var qs []structs.QueueStatus
+	must.NoError(t, json.Unmarshal(raw, &qs))
+	must.Nil(t, qs[0].Window, must.Sprint("no window asked, none answered"))
+
+	code, raw = do(t, srv, call{method: http.MethodGet, path: "/v1/queues?window=24h", header: withRead})
+	must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))
+	must.Eq(t, 24*time.Hour, b.QueueWindow())
+	must.NoError(t, json.Unmarshal(raw, &qs))
+	must.NotNil(t, qs[0].Window)
+	must.Eq(t, 24*time.Hour, qs[0].Window.Until.Sub(qs[0].Window.Since))
+
+	cases := []struct{ name, window string }{
+		{"not a duration", "yesterday"},
+		{"days are not a unit", "7d"},
+		{"zero", "0s"},
+		{"negative", "-1h"},
+		{"over 90 days", "2161h"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, raw := do(t, srv, call{method: http.MethodGet, path: "/v1/queues?window=" + tc.window, header: withRead})
+			must.Eq(t, http.StatusBadRequest, code)
+			var e api.ErrorResponse
+			must.NoError(t, json.Unmarshal(raw, &e))
+			must.StrContains(t, e.Error, `invalid window "`+tc.window+`"`)
+			must.StrContains(t, e.Error, "at most 2160h0m0s (90 days)")
+		})
+	}
+
+	// The client asks the same way.
+	cl, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token})
+	must.NoError(t, err)
+	qs, err = cl.Queues(context.Background(), 168*time.Hour)
+	must.NoError(t, err)
+	must.Eq(t, 168*time.Hour, b.QueueWindow())
+	must.NotNil(t, qs[0].Window)
+	_, err = cl.Queues(context.Background(), 100*24*time.Hour)
+	must.True(t, client.IsInput(err))
+}
+
+// PUT /v1/queues takes queue blocks as HCL in a JSON body, with the write
+// token only: bad blocks are a 400 with diagnostics at the request's
+// file:line:col, a change that would strand a live job a 409 saying so,
+// a body over MaxBodyBytes a 413, and a good one the queues.
+func TestSetQueues(t *testing.T) {
+	b := apitest.NewBackend()
+	srv := apitest.NewServer(t, b)
+	body := func(source, filename string) string {
+		raw, err := json.Marshal(api.SetQueuesRequest{Source: source, Filename: filename})
+		must.NoError(t, err)
+		return string(raw)
+	}
+	put := func(body string, header map[string]string) (int, []byte) {
+		return do(t, srv, call{method: http.MethodPut, path: "/v1/queues", body: body, header: header})
+	}
+
+	code, _ := put(body("queue \"a\" {\n}\n", ""), withRead)
+	must.Eq(t, http.StatusForbidden, code, must.Sprint("the read token may not change queues"))
+
+	code, raw := put(body("queue \"a\" {\n  parent = \"b\"\n}\nqueue \"b\" {\n  parent = \"a\"\n}\n", ""), withToken)
+	must.Eq(t, http.StatusBadRequest, code, must.Sprintf("%s", raw))
+	e := decodeAs[api.ErrorResponse](t, raw)
+	must.StrContains(t, e.Error, "request.hcl:2:3: error: Invalid queue: queue \"a\": parent: the parents form a cycle")
+	must.SliceNotEmpty(t, e.Diagnostics)
+	must.Eq(t, api.Diagnostic{Severity: "error", Summary: "Invalid queue", Detail: e.Diagnostics[0].Detail, Filename: "request.hcl", Line: 2, Column: 3}, e.Diagnostics[0])
+
+	code, raw = put(body("queue \"a\" {\n  nominal = -1\n}\n", "teams.hcl"), withToken)
+	must.Eq(t, http.StatusBadRequest, code)
+	must.StrContains(t, decodeAs[api.ErrorResponse](t, raw).Error, "teams.hcl:2:13: error: Invalid nominal")
+
+	code, _ = put(body("  \n", ""), withToken)
+	must.Eq(t, http.StatusBadRequest, code)
+	code, _ = put(`{"source": "queue \"a\" {}", "extra": 1}`, withToken)
+	must.Eq(t, http.StatusBadRequest, code, must.Sprint("unknown fields are refused"))
+	code, _ = put(body("# "+strings.Repeat("x", api.MaxBodyBytes), ""), withToken)
+	must.Eq(t, http.StatusRequestEntityTooLarge, code)
+
+	cl, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token})
+	must.NoError(t, err)
+	_, err = cl.Submit(context.Background(), "training \"j\" {\n  command = \"python3\"\n  queue = \"nlp\"\n  gpus = 1\n}\n", "j.hcl", "")
+	must.NoError(t, err)
+	code, raw = put(body("queue \"vision\" {\n}\n", ""), withToken)
+	must.Eq(t, http.StatusConflict, code, must.Sprintf("%s", raw))
+	must.StrContains(t, decodeAs[api.ErrorResponse](t, raw).Error, "the new queues would leave jobs without their queue")
+
+	code, raw = put(body("queue \"vision\" {\n}\nqueue \"nlp\" {\n}\n", ""), withToken)
+	must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))
+	qs := decodeAs[[]structs.QueueStatus](t, raw)
+	must.Eq(t, []string{"vision", "nlp"}, []string{qs[0].Name, qs[1].Name})
+}
+
 // The dashboard is served under /ui/ (no token: its assets hold no data),
 // /ui redirects there.
 func TestUI_Mounted(t *testing.T) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -141,6 +142,7 @@ func NewServer(cfg Config) (*Server, error) {
 		{Method: http.MethodPut, Pattern: "/v1/policy", Write: true, handle: s.setPolicy},
 		{Method: http.MethodGet, Pattern: "/v1/nodes", handle: s.listNodes},
 		{Method: http.MethodGet, Pattern: "/v1/queues", handle: s.listQueues},
+		{Method: http.MethodPut, Pattern: "/v1/queues", Write: true, handle: s.setQueues},
 		{Method: http.MethodGet, Pattern: "/v1/status", Public: true, handle: s.status},
 		{Method: http.MethodGet, Pattern: "/v1/openapi.json", Public: true, handle: s.openAPI},
 	}
@@ -408,15 +410,9 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) (int, any, er
 	if err := decode(r, &req); err != nil {
 		return 0, nil, err
 	}
-	if strings.TrimSpace(req.Source) == "" {
-		return 0, nil, Inputf("source is empty: send the jobspec's HCL text")
-	}
-	name := req.Filename
-	if name == "" {
-		name = DefaultFilename
-	}
-	if len(name) > maxFilenameLen || strings.ContainsAny(name, "\x00\r\n") {
-		return 0, nil, Inputf("invalid filename: at most %d bytes, on one line", maxFilenameLen)
+	name, err := sourceName(req.Source, req.Filename, DefaultFilename, "the jobspec's HCL text")
+	if err != nil {
+		return 0, nil, err
 	}
 	idem, err := idempotencyOf(r, req)
 	if err != nil {
@@ -440,6 +436,19 @@ func (s *Server) submitJob(w http.ResponseWriter, r *http.Request) (int, any, er
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	return http.StatusCreated, Redact(job), nil
+}
+
+// sourceName checks a request's HCL source and names it for diagnostics:
+// filename, or def where it is empty. what says what the source is.
+func sourceName(source, filename, def, what string) (string, error) {
+	if strings.TrimSpace(source) == "" {
+		return "", Inputf("source is empty: send %s", what)
+	}
+	name := cmp.Or(filename, def)
+	if len(name) > maxFilenameLen || strings.ContainsAny(name, "\x00\r\n") {
+		return "", Inputf("invalid filename: at most %d bytes, on one line", maxFilenameLen)
+	}
+	return name, nil
 }
 
 func errorsOnly(diags hcl.Diagnostics) hcl.Diagnostics {
@@ -524,10 +533,45 @@ func (s *Server) setPolicy(_ http.ResponseWriter, r *http.Request) (int, any, er
 	return http.StatusOK, st, nil
 }
 
+// MaxQueueWindow bounds GET /v1/queues?window=: the GPU histories are
+// read whole for it, and quotas are about weeks, not years.
+const MaxQueueWindow = 90 * 24 * time.Hour
+
 func (s *Server) listQueues(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	queues, err := s.backend.Queues(r.Context())
+	var window time.Duration
+	if v := r.URL.Query().Get("window"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > MaxQueueWindow {
+			return 0, nil, Inputf("invalid window %q: a duration such as 24h, above 0 and at most %s (90 days)", v, MaxQueueWindow)
+		}
+		window = d
+	}
+	queues, err := s.backend.Queues(r.Context(), window)
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to list queues: %w", err)
+	}
+	if queues == nil {
+		queues = []structs.QueueStatus{}
+	}
+	return http.StatusOK, queues, nil
+}
+
+// setQueues replaces the queues with the request's queue blocks. The body
+// is bounded (MaxBodyBytes) and the source again by internal/hclsafe
+// where the backend parses it.
+func (s *Server) setQueues(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	var req SetQueuesRequest
+	if err := decode(r, &req); err != nil {
+		return 0, nil, err
+	}
+	name, err := sourceName(req.Source, req.Filename, DefaultQueuesFilename,
+		"the queue blocks' HCL text (a comment alone, to go back to the one default queue)")
+	if err != nil {
+		return 0, nil, err
+	}
+	queues, err := s.backend.SetQueues(r.Context(), req.Source, name)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to set the queues: %w", err)
 	}
 	if queues == nil {
 		queues = []structs.QueueStatus{}

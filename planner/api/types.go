@@ -23,6 +23,18 @@ type SubmitRequest struct {
 	Filename string `json:"filename,omitempty"`
 }
 
+// SetQueuesRequest is the body of PUT /v1/queues.
+type SetQueuesRequest struct {
+	// Source is the queue blocks' HCL text, as in the planner's config.
+	Source string `json:"source"`
+	// Filename names the source in diagnostics; DefaultQueuesFilename
+	// when empty.
+	Filename string `json:"filename,omitempty"`
+}
+
+// DefaultQueuesFilename names queue blocks that came without a name.
+const DefaultQueuesFilename = "request.hcl"
+
 // DefaultFilename names a submitted jobspec that came without a name.
 const DefaultFilename = "jobspec.hcl"
 

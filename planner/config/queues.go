@@ -6,8 +6,10 @@ import (
 	"math/big"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/schedulearn/schedulearn/internal/hclsafe"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/quota"
 )
@@ -36,6 +38,32 @@ type Queue struct {
 	BorrowingLimit hcl.Expression `hcl:"borrowing_limit,optional"`
 	LendingLimit   hcl.Expression `hcl:"lending_limit,optional"`
 	Weight         *float64       `hcl:"weight,optional"`
+}
+
+// ParseQueues reads queue blocks alone, as PUT /v1/queues and
+// `schedulearn queue apply` send them: the config file's syntax, bounds
+// (internal/hclsafe) and checks, with errors at filename:line:col.
+// Anything but queue blocks is refused; no block at all is the default
+// tree (one queue holding the whole cluster).
+func ParseQueues(src []byte, filename string) (*quota.Tree, hcl.Diagnostics) {
+	body, diags := hclsafe.ParseConfig(src, filename, hclsafe.DefaultLimits())
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	var in struct {
+		Queues []*Queue `hcl:"queue,block"`
+	}
+	diags = append(diags, gohcl.DecodeBody(body, nil, &in)...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	c := &Config{Queues: in.Queues, File: filename, ranges: map[string]hcl.Range{}}
+	collectRanges(body, "", c.ranges)
+	diags = append(diags, c.validateQueues()...)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return c.QueueTree, diags
 }
 
 // validateQueues builds the queue tree (QueueTree) from the queue blocks,

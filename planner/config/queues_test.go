@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -86,7 +87,36 @@ func TestParse_QueueErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { mustFailAt(t, tc.src, tc.want) })
+		// The API's queues (PUT /v1/queues) go through the same checks,
+		// at the request's name.
+		t.Run(tc.name+" in a request", func(t *testing.T) {
+			tree, diags := ParseQueues([]byte(tc.src), "request.hcl")
+			must.Nil(t, tree)
+			must.StrContains(t, hcldiag.Format(diags), strings.Replace(tc.want, "planner.hcl", "request.hcl", 1))
+		})
 	}
+}
+
+// ParseQueues reads the queue blocks alone: the tree they make, the
+// default tree for none, and an error at file:line:col for anything else
+// a config holds, or a body over hclsafe's bounds.
+func TestParseQueues(t *testing.T) {
+	tree, diags := ParseQueues([]byte("queue \"ml\" {\n  nominal = 8\n}\nqueue \"a\" {\n  parent = \"ml\"\n  nominal = 8\n}\n"), "request.hcl")
+	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+	must.Eq(t, []string{"ml", "a"}, tree.Names())
+	must.Eq(t, []string{"a"}, tree.Leaves())
+
+	tree, diags = ParseQueues([]byte("# no queues\n"), "request.hcl")
+	must.False(t, diags.HasErrors())
+	must.Eq(t, []string{quota.DefaultQueue}, tree.Leaves())
+
+	_, diags = ParseQueues([]byte("queue \"a\" {\n}\nbind_addr = \"0.0.0.0:1\"\n"), "request.hcl")
+	must.StrContains(t, hcldiag.Format(diags), "request.hcl:3:1: error: Unsupported argument")
+	_, diags = ParseQueues([]byte("queue \"a\" {\n}\npolicy \"fifo\" {\n}\n"), "request.hcl")
+	must.StrContains(t, hcldiag.Format(diags), "request.hcl:3:1: error: Unsupported block type")
+	_, diags = ParseQueues([]byte("queue \"a\" {\n  nominal = "+strings.Repeat("(", 100)+"1"+strings.Repeat(")", 100)+"\n}\n"), "request.hcl")
+	must.True(t, diags.HasErrors(), must.Sprint("nesting beyond hclsafe's bound"))
+	must.StrContains(t, hcldiag.Format(diags), "request.hcl:2:")
 }
 
 // mustFailAt parses a config that must fail with want among its errors.

@@ -119,6 +119,10 @@ func Default() *Tree {
 	return t
 }
 
+// QueueFor is the queue that holds a job naming name: name, or the
+// default queue where the tree is Default().
+func (t *Tree) QueueFor(name string) string { return t.queueFor(name) }
+
 // queueFor is the queue that holds a job naming name.
 func (t *Tree) queueFor(name string) string {
 	if t.implicit {

@@ -1,6 +1,9 @@
 package structs
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // QueueStatus is one queue's quota and usage now (GET /v1/queues,
 // `schedulearn queue list|status`).
@@ -16,6 +19,19 @@ type QueueStatus struct {
 	// GPUs is the quota and usage per GPU model where quotas are per
 	// model, else one entry for all GPUs (Model empty).
 	GPUs []QueueGPUs `json:"gpus"`
+	// Window is the queue's usage over the window the request asked for
+	// (GET /v1/queues?window=24h); nil where none was asked.
+	Window *QueueWindow `json:"window,omitempty"`
+}
+
+// QueueWindow is a queue's usage over a window of time.
+type QueueWindow struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	// GPUHours is the GPU-hours its jobs held in [Since, Until], from
+	// their GPU histories, all GPU models together (a parent: its
+	// children's).
+	GPUHours float64 `json:"gpu_hours"`
 }
 
 // QueueGPUs is a queue's quota and usage of one GPU model (or of all).

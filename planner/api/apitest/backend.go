@@ -5,6 +5,7 @@
 package apitest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -14,8 +15,11 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/schedulearn/schedulearn/internal/hcldiag"
 	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/config"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
@@ -33,6 +37,8 @@ type Backend struct {
 	active   structs.PolicyState
 	calls    map[string]int
 	seq      int
+	// queueWindow is the window the last Queues call asked for.
+	queueWindow time.Duration
 
 	// Now is the fake's clock; time.Now when nil.
 	Now func() time.Time
@@ -269,15 +275,32 @@ func (b *Backend) SetPolicy(_ context.Context, name string, config map[string]st
 	return &st, nil
 }
 
+// QueueWindow is the window the last Queues call asked for.
+func (b *Backend) QueueWindow() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queueWindow
+}
+
 // Queues returns QueueList, or the one queue "default" holding every job.
-func (b *Backend) Queues(context.Context) ([]structs.QueueStatus, error) {
+// Where window is above 0, each queue without a Window gets one over the
+// window up to now, with no GPU-hours (set them in QueueList).
+func (b *Backend) Queues(_ context.Context, window time.Duration) ([]structs.QueueStatus, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.enter("Queues"); err != nil {
 		return nil, err
 	}
+	b.queueWindow = window
 	if b.QueueList != nil {
-		return slices.Clone(b.QueueList), nil
+		out := slices.Clone(b.QueueList)
+		for i := range out {
+			if window > 0 && out[i].Window == nil {
+				now := b.now()
+				out[i].Window = &structs.QueueWindow{Since: now.Add(-window), Until: now}
+			}
+		}
+		return out, nil
 	}
 	q := structs.QueueStatus{Name: "default", Weight: 1, GPUs: []structs.QueueGPUs{{}}}
 	for _, id := range b.order {
@@ -290,7 +313,38 @@ func (b *Backend) Queues(context.Context) ([]structs.QueueStatus, error) {
 			q.Waiting++
 		}
 	}
+	if window > 0 {
+		now := b.now()
+		q.Window = &structs.QueueWindow{Since: now.Add(-window), Until: now}
+	}
 	return []structs.QueueStatus{q}, nil
+}
+
+// SetQueues parses source as the planner does (config.ParseQueues), and
+// refuses, as the planner does, queues that a queued or running job's
+// queue is not a leaf of (ErrConflict wrapping structs.ErrOrphanedJobs).
+// Otherwise QueueList becomes the new queues, by name only (weight 1, no
+// quotas): the fake keeps no quota tree.
+func (b *Backend) SetQueues(_ context.Context, source, filename string) ([]structs.QueueStatus, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("SetQueues"); err != nil {
+		return nil, err
+	}
+	tree, diags := config.ParseQueues([]byte(source), filename)
+	if diags.HasErrors() {
+		return nil, &api.InputError{Msg: "invalid queues: " + hcldiag.Format(diags), Diags: diags}
+	}
+	for _, id := range b.order {
+		if j := b.jobs[id]; !j.State.Terminal() && !tree.HoldsJobs(cmp.Or(j.Spec.Queue, quota.DefaultQueue)) {
+			return nil, fmt.Errorf("%w: %w: job %s (queue %s)", api.ErrConflict, structs.ErrOrphanedJobs, id, j.Spec.Queue)
+		}
+	}
+	b.QueueList = nil
+	for _, name := range tree.Names() {
+		b.QueueList = append(b.QueueList, structs.QueueStatus{Name: name, Weight: 1, GPUs: []structs.QueueGPUs{{}}})
+	}
+	return slices.Clone(b.QueueList), nil
 }
 
 // Nodes returns the nodes, with GPUsUsed, GPUsFree and Jobs computed from

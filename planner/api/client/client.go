@@ -232,10 +232,25 @@ func (c *Client) SetPolicy(ctx context.Context, name string, config map[string]s
 	return &st, nil
 }
 
-// Queues lists the queues, parents first, with their quotas and usage.
-func (c *Client) Queues(ctx context.Context) ([]structs.QueueStatus, error) {
+// Queues lists the queues, parents first, with their quotas and usage;
+// where window is above 0, with the GPU-hours each used over it.
+func (c *Client) Queues(ctx context.Context, window time.Duration) ([]structs.QueueStatus, error) {
 	var queues []structs.QueueStatus
-	if err := c.do(ctx, http.MethodGet, "/v1/queues", nil, &queues); err != nil {
+	path := "/v1/queues"
+	if window > 0 {
+		path += "?window=" + url.QueryEscape(window.String())
+	}
+	if err := c.do(ctx, http.MethodGet, path, nil, &queues); err != nil {
+		return nil, err
+	}
+	return queues, nil
+}
+
+// SetQueues replaces the planner's queues with the queue blocks in source
+// (HCL, as in the planner's config), named filename in diagnostics.
+func (c *Client) SetQueues(ctx context.Context, source, filename string) ([]structs.QueueStatus, error) {
+	var queues []structs.QueueStatus
+	if err := c.do(ctx, http.MethodPut, "/v1/queues", api.SetQueuesRequest{Source: source, Filename: filename}, &queues); err != nil {
 		return nil, err
 	}
 	return queues, nil
@@ -278,7 +293,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, header http.
 		rd = bytes.NewReader(buf)
 	}
 	u := *c.base
-	u.Path += path
+	p, query, _ := strings.Cut(path, "?")
+	u.Path += p
+	u.RawQuery = query
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return fmt.Errorf("failed to build the request: %w", err)
