@@ -21,6 +21,10 @@ var (
 	bucketMeta = []byte("meta")
 	// bucketKeys maps keyIndex(Idempotency key) to the job's ID.
 	bucketKeys = []byte("idempotency")
+	// bucketActive holds the IDs of the queued and running jobs (empty
+	// values): the index ListActiveJobs reads, kept in the transaction
+	// of each write, and built on Open where a store predates it.
+	bucketActive = []byte("active")
 	keyPolicy  = []byte("policy")
 	keyFormat  = []byte("format")
 )
@@ -61,6 +65,11 @@ func Open(path string) (*Bolt, error) {
 		}
 		if _, err := tx.CreateBucketIfNotExists(bucketKeys); err != nil {
 			return err
+		}
+		if tx.Bucket(bucketActive) == nil {
+			if err := indexActive(tx); err != nil {
+				return err
+			}
 		}
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -113,6 +122,9 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 				return err
 			}
 		}
+		if err := setActive(tx, j.ID, j.State); err != nil {
+			return err
+		}
 		return jobs.Put([]byte(j.ID), buf)
 	})
 	if err != nil {
@@ -148,6 +160,9 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 		}
 		if v != j.Version {
 			return conflict(j.ID, j.Version, v)
+		}
+		if err := setActive(tx, j.ID, j.State); err != nil {
+			return err
 		}
 		return jobs.Put([]byte(j.ID), buf)
 	})
@@ -209,10 +224,60 @@ func (b *Bolt) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 	return b.listWhere(ctx, nil)
 }
 
-// ListActiveJobs implements Store: it reads every record, but decodes
-// only the active ones whole.
+// ListActiveJobs implements Store: it reads the active jobs' records only,
+// through the index of their IDs (bucketActive).
 func (b *Bolt) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
-	return b.listWhere(ctx, activeJobs)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var jobs []*structs.Job
+	err := b.view(func(tx *bolt.Tx) error {
+		all := tx.Bucket(bucketJobs)
+		return tx.Bucket(bucketActive).ForEach(func(k, _ []byte) error {
+			v := all.Get(k)
+			if v == nil {
+				return fmt.Errorf("job %q is in the active index but not stored", k)
+			}
+			j, err := decodeWhere(v, nil)
+			if err != nil {
+				return fmt.Errorf("failed to decode job %q: %w", k, err)
+			}
+			jobs = append(jobs, j)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortJobs(jobs)
+	return jobs, nil
+}
+
+// setActive keeps job id in the active index, or out of it, by its state.
+func setActive(tx *bolt.Tx, id string, state structs.JobState) error {
+	if active(state) {
+		return tx.Bucket(bucketActive).Put([]byte(id), nil)
+	}
+	return tx.Bucket(bucketActive).Delete([]byte(id))
+}
+
+// indexActive creates the active index of a store that predates it from
+// its records.
+func indexActive(tx *bolt.Tx) error {
+	idx, err := tx.CreateBucket(bucketActive)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+		j, err := decodeWhere(v, activeJobs)
+		if err != nil {
+			return fmt.Errorf("failed to decode job %q: %w", k, err)
+		}
+		if j == nil {
+			return nil
+		}
+		return idx.Put(k, nil)
+	})
 }
 
 // ListJobsNamed implements Store as ListActiveJobs does.

@@ -149,6 +149,42 @@ func TestBolt_RefusesUnknownFormat(t *testing.T) {
 	must.ErrorContains(t, err, `unsupported store format "99"`)
 }
 
+// A store written before the active index (no "active" bucket) gets it on
+// Open, from its records, so a round still sees its queued and running
+// jobs; and the index follows each write after.
+func TestBolt_IndexesActiveJobsOfAnOlderStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openBolt(t, path)
+	now := time.Unix(1700000000, 0)
+	for i, state := range []structs.JobState{structs.JobQueued, structs.JobRunning, structs.JobComplete, structs.JobFailed} {
+		j := &structs.Job{ID: fmt.Sprintf("j-%d", i), State: state, Submitted: now.Add(time.Duration(i) * time.Second)}
+		must.NoError(t, s.CreateJob(ctx, j))
+	}
+	must.NoError(t, s.Close())
+	db, err := bolt.Open(path, 0o600, nil)
+	must.NoError(t, err)
+	must.NoError(t, db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketActive) }))
+	must.NoError(t, db.Close())
+
+	s = openBolt(t, path)
+	ids := func() []string {
+		jobs, err := s.ListActiveJobs(ctx)
+		must.NoError(t, err)
+		var out []string
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	must.Eq(t, []string{"j-0", "j-1"}, ids())
+	j, err := s.GetJob(ctx, "j-0")
+	must.NoError(t, err)
+	j.State = structs.JobComplete
+	must.NoError(t, s.UpdateJob(ctx, j))
+	must.Eq(t, []string{"j-1"}, ids())
+}
+
 func BenchmarkBolt_CreateUpdate(b *testing.B) {
 	s, err := Open(filepath.Join(b.TempDir(), "state.db"))
 	must.NoError(b, err)

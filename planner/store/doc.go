@@ -56,9 +56,11 @@
 // ListJobs decodes every record and sorts by (Submitted, ID); it is
 // O(n log n) in the number of jobs (see BenchmarkBolt_ListJobs). A round
 // reads ListActiveJobs (queued and running) and admission ListJobsNamed:
-// Bolt and Consul still read every record for those but decode whole only
-// the ones they return; Memory keeps an index of each, so it costs the
-// jobs it returns (BenchmarkMemory_Lists). Consul writes are transactions
+// Bolt keeps an index of the active jobs' IDs (built on Open for a store
+// that predates it), so a round reads only their records; Consul reads
+// every record but decodes whole only the ones it returns, as Bolt does for
+// ListJobsNamed; Memory keeps an index of each, so it costs the jobs it
+// returns (BenchmarkMemory_Lists). Consul writes are transactions
 // (for the fence), whose request Consul limits to 512 KiB by default
 // (txn_max_req_len) with the values in base64: a job whose record (Source,
 // History, Events) outgrows about 380 KiB cannot be written there
