@@ -25,8 +25,8 @@ var (
 	// values): the index ListActiveJobs reads, kept in the transaction
 	// of each write, and built on Open where a store predates it.
 	bucketActive = []byte("active")
-	keyPolicy  = []byte("policy")
-	keyFormat  = []byte("format")
+	keyPolicy    = []byte("policy")
+	keyFormat    = []byte("format")
 )
 
 // boltFormat is the layout version written to meta/format; Open refuses a
