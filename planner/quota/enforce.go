@@ -35,6 +35,13 @@ import (
 // (with a plan that keeps every job as it is, but for the policy's shrinks
 // and stops) says when a step broke it, which is a bug.
 func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
+	if v.t.implicit && onePriority(v.s.Jobs) {
+		// The default tree (one queue, unlimited) and jobs of one
+		// priority: nothing to trim, reorder or reclaim, so the plan
+		// stands as the policy made it (a round of a planner without
+		// queues costs nothing more than before).
+		return p, nil
+	}
 	e := &enforcer{v: v, tgt: make([]policy.Allocation, len(v.s.Jobs)),
 		out: &policy.Plan{Policy: p.Policy, Allocations: map[string]policy.Allocation{}, Reasons: map[string][]string{}}}
 	for id, r := range p.Reasons {
@@ -346,4 +353,14 @@ func (e *enforcer) plan(p *policy.Plan) *policy.Plan {
 		}
 	}
 	return out
+}
+
+// onePriority reports whether every job has the same priority.
+func onePriority(jobs []policy.Job) bool {
+	for i := 1; i < len(jobs); i++ {
+		if jobs[i].Priority != jobs[0].Priority {
+			return false
+		}
+	}
+	return true
 }
