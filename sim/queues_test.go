@@ -94,7 +94,9 @@ func TestRun_NoQueuesNoReport(t *testing.T) {
 }
 
 func TestVCQueues_Proportional(t *testing.T) {
-	job := func(vc string, hours float64) sim.TraceJob { return sim.TraceJob{VC: vc, Duration: hours * 3600, GPUs: 1} }
+	job := func(vc string, hours float64) sim.TraceJob {
+		return sim.TraceJob{VC: vc, Duration: hours * 3600, GPUs: 1}
+	}
 	cases := []struct {
 		name string
 		jobs []sim.TraceJob
