@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/sim"
 	"github.com/shoenig/test/must"
 )
@@ -122,4 +123,20 @@ func TestVCQueues_Proportional(t *testing.T) {
 	}
 	_, err := sim.VCQueues([]sim.TraceJob{job("a", 1), job("b", 1)}, 1)
 	must.ErrorContains(t, err, "2 VCs for 1 GPUs")
+}
+
+// A config's tree: the leaves (queues that hold jobs) with their nominal
+// quotas, capped at the cluster; parents are not queues of the report.
+func TestTreeQueues(t *testing.T) {
+	tree, err := quota.New([]quota.Def{
+		{Name: "ml"},
+		{Name: "vision", Parent: "ml", Nominal: quota.Amount{quota.AnyModel: 6}},
+		{Name: "nlp", Parent: "ml", Nominal: quota.Amount{quota.AnyModel: 2}},
+		{Name: "big", Nominal: quota.Amount{quota.AnyModel: 100}},
+		{Name: "none"},
+	})
+	must.NoError(t, err)
+	q := sim.TreeQueues(tree, 2, 8)
+	must.Eq(t, map[string]int{"vision": 6, "nlp": 2, "big": 16, "none": 0}, q.Nominal)
+	must.Eq(t, tree, q.Tree)
 }
