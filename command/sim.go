@@ -91,6 +91,17 @@ Options:
                          from the jobs alone (fifo, round-robin, goodput,
                          elastic-fifo without resize_cooldown): same result,
                          faster.
+  -queues=vc|<file>      Put the jobs in queues and report per queue (avg and
+                         p95 JCT, GPU share against the fair share, Jain's
+                         index, finish-time fairness, preemptions): "vc" for
+                         one queue per virtual cluster of a Philly trace,
+                         its nominal quota in proportion to the VC's
+                         GPU-hours in the replayed jobs, borrowing
+                         unlimited; or a planner config file whose queue
+                         blocks are the queues (jobs name their VC).
+                         Default: no queues.
+  -queues-enforce=true   With false, the planner runs without the queues
+                         (the baseline) and only the report uses them.
   -out=<dir>             Write results.json, results.md and plots there.
   -progress              Show a progress bar on stderr even when it is not a
                          terminal.
@@ -135,7 +146,8 @@ func (c *SimCommand) Run(args []string) int {
 	var traces, policyConfig repeatFlag
 	var policies listFlag
 	var format, apps, pluginDir, jobs, batch, launcher, out string
-	var cpuProfile, memProfile string
+	var cpuProfile, memProfile, queues string
+	enforceQueues := true
 	var limit int
 	var progress, skipQuiet, deadlines bool
 	var from, to, lambda, serial string
@@ -169,6 +181,8 @@ func (c *SimCommand) Run(args []string) int {
 	fs.BoolVar(&progress, "progress", false, "")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "")
 	fs.StringVar(&memProfile, "memprofile", "", "")
+	fs.StringVar(&queues, "queues", "", "")
+	fs.BoolVar(&enforceQueues, "queues-enforce", true, "")
 	pos, ok := parseFlags(fs, args, c.Err, "sim")
 	if !ok || !checkArgs(c.Err, "sim", pos) {
 		return ExitUsage
@@ -200,6 +214,9 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	if e.PolicyConfig, err = parsePolicyConfig(policyConfig); err != nil {
 		return usage(err)
+	}
+	if err := setQueues(e, queues, enforceQueues); err != nil {
+		return fail(err)
 	}
 	if format != "" && format != string(sim.FormatPhilly) && format != string(sim.FormatPollux) {
 		return usage(fmt.Errorf("-format %q is not philly or pollux", format))

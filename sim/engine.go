@@ -52,6 +52,10 @@ type Config struct {
 	SkipQuietRounds bool
 	// Progress, if set, is called now and then with the jobs finished so far.
 	Progress func(finished, total int, now float64)
+	// Queues, if set, puts each job in its queue (JobSpec.Queue) and
+	// reports per queue (Result.Queues); unless Queues.Off, the planner
+	// enforces them.
+	Queues *Queues
 }
 
 // Validate checks the configuration.
@@ -130,6 +134,7 @@ type simJob struct {
 	restarts, preemptions      int
 
 	remaining remainingWorker // the model, if it knows its remaining work
+	queue     int             // index in simulator.queues (Config.Queues)
 }
 
 // event is a job reaching a point where its rate changes or it is done.
@@ -182,6 +187,11 @@ type simulator struct {
 	dirty    bool  // something happened since the last round
 	err      error // a model gave what the loop cannot use
 
+	queues   []queueTrack // per queue (Config.Queues), by name
+	queueIdx map[string]int
+	queueT   float64 // when queues were last brought up to date
+	queueOn  bool    // the first job has arrived
+
 	owner    [][]int32 // per node, per GPU: the job holding it, or -1
 	since    [][]float64
 	segments []Segment
@@ -229,6 +239,7 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 		s.jobs = append(s.jobs, j)
 		s.byID[sp.ID] = j
 	}
+	s.initQueues()
 	s.planner = s.newPlanner(p)
 	if err := s.loop(ctx); err != nil {
 		return nil, err
@@ -301,6 +312,7 @@ func (s *simulator) loop(ctx context.Context) error {
 		for next < len(s.jobs) && s.jobs[next].spec.Submit <= t {
 			j := s.jobs[next]
 			j.arrived, j.t = true, j.spec.Submit
+			s.arrive(j)
 			if err := s.submit(ctx, j); err != nil {
 				return err
 			}
@@ -463,6 +475,7 @@ func (s *simulator) change(j *simJob, kind policy.ChangeKind, a policy.Allocatio
 // count, the placement, the utilisation and the Gantt chart up to date.
 func (s *simulator) setAllocation(j *simJob, a policy.Allocation) {
 	s.advance(j)
+	s.tickQueues()
 	counts := make([]int, len(s.nodes))
 	for id, g := range a {
 		counts[s.nodeIdx[id]] = g
@@ -487,6 +500,7 @@ func (s *simulator) setAllocation(j *simJob, a policy.Allocation) {
 		}
 	}
 	s.busy += total - j.gpus
+	s.moveQueue(j, total)
 	j.gpus = total
 	j.alloc = a.Clone()
 	if n := len(s.util); n > 0 && s.util[n-1].T == s.now {

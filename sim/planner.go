@@ -30,7 +30,7 @@ import (
 
 // newPlanner returns the planner of run s, planning with p.
 func (s *simulator) newPlanner(p policy.Policy) *planner.Planner {
-	return &planner.Planner{
+	pl := &planner.Planner{
 		Store:    store.NewMemory(),
 		Cluster:  simCluster{s},
 		Executor: simExecutor{s},
@@ -44,6 +44,16 @@ func (s *simulator) newPlanner(p policy.Policy) *planner.Planner {
 		NewJobID:     func(spec *jobspec.Spec) string { return spec.Name },
 		AmendOutlook: s.amendOutlook,
 	}
+	if s.queuesOn() {
+		pl.SetQueues(s.cfg.Queues.Tree)
+	}
+	return pl
+}
+
+// queuesOn reports whether the planner enforces queues in run s.
+func (s *simulator) queuesOn() bool {
+	q := s.cfg.Queues
+	return q != nil && !q.Off && q.Tree != nil
 }
 
 // specOf is the jobspec a job of the trace is submitted with: its GPU
@@ -53,6 +63,9 @@ func (s *simulator) specOf(j *simJob) *jobspec.Spec {
 	sp := j.spec
 	spec := &jobspec.Spec{Name: sp.ID, Command: "simulated", Launcher: jobspec.LauncherHorovod,
 		GPUs: jobspec.GPUs{Min: sp.GPUs.Min, Max: sp.GPUs.Max, PerWorker: sp.GPUs.PerWorker}}
+	if s.queuesOn() {
+		spec.Queue = queueName(sp.Queue)
+	}
 	if sp.HasDeadline {
 		spec.Target = &jobspec.Target{Metric: ProgressMetric, Goal: 1, Deadline: s.at(sp.Deadline)}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
@@ -63,6 +64,13 @@ type Experiment struct {
 	// SkipQuietRounds sets Config.SkipQuietRounds for the policies for which
 	// it is correct (TimeInvariant).
 	SkipQuietRounds bool
+	// QueuesVC puts each trace's jobs in one queue per virtual cluster
+	// (VCQueues); QueueTree, if set instead, is the queues (a planner
+	// config's queue blocks). QueuesOff reports per queue without the
+	// planner enforcing them (Queues.Off).
+	QueuesVC  bool
+	QueueTree *quota.Tree
+	QueuesOff bool
 }
 
 // Report is an experiment's outcome.
@@ -99,6 +107,10 @@ type TraceReport struct {
 	From      string           `json:"from,omitempty"`
 	To        string           `json:"to,omitempty"`
 	Runs      []*RunReport     `json:"runs"`
+	// Queues is each queue's nominal quota (Experiment.QueuesVC or
+	// QueueTree), QueuesOff whether the planner ran without them.
+	Queues    map[string]int `json:"queues,omitempty"`
+	QueuesOff bool           `json:"queues_off,omitempty"`
 	// Dir is where its plots go, relative to the output folder.
 	Dir string `json:"-"`
 }
@@ -134,6 +146,13 @@ func (e *Experiment) Run(ctx context.Context) (*Report, error) {
 			tr.Dir = t.Name
 		}
 		rep.Traces = append(rep.Traces, tr)
+		queues, err := e.queues(t)
+		if err != nil {
+			return nil, err
+		}
+		if queues != nil {
+			tr.Queues, tr.QueuesOff = queues.Nominal, queues.Off
+		}
 		for _, name := range e.Policies {
 			elastic := e.Jobs == JobsElastic || (e.Jobs == JobsAuto && slices.Contains(ElasticPolicies, name))
 			specs, skipped := t.Specs(JobOptions{Elastic: elastic, Batch: e.Batch, GPUsPerNode: c.GPUsPerNode, ClusterGPUs: gpus})
@@ -149,6 +168,7 @@ func (e *Experiment) Run(ctx context.Context) (*Report, error) {
 			}
 			cfg := c
 			cfg.SkipQuietRounds = e.SkipQuietRounds && TimeInvariant(name, e.PolicyConfig[name])
+			cfg.Queues = queues
 			if e.Progress != nil {
 				cfg.Progress = e.Progress(t.Name, name)
 			}
@@ -398,8 +418,10 @@ func (r *Report) traceTable(b *bufio.Writer, t *TraceReport, plots bool) {
 			100*run.Utilization, run.Restarts.Mean, run.Preemptions, run.Bounds.MeanJCT, run.Bounds.Makespan,
 			run.Bounds.OfferedLoad, rounds, run.PlanMs.Mean, run.PlanMs.P99, run.WallSeconds)
 	}
+	fmt.Fprintln(b)
+	queueTables(b, t)
 	if t.Published != nil {
-		fmt.Fprint(b, "\nPublished average JCT (Pollux paper, same workload and cluster):")
+		fmt.Fprint(b, "Published average JCT (Pollux paper, same workload and cluster):")
 		for _, sys := range PublishedSystems {
 			fmt.Fprintf(b, " %s %.0f s;", sys, t.Published[sys])
 		}
@@ -458,4 +480,23 @@ func deadlineTable(b *bufio.Writer, t *TraceReport) {
 			d.Tardiness.Mean, d.Tardiness.Median, d.Tardiness.P99)
 	}
 	fmt.Fprintln(b)
+}
+
+// queues are trace t's queues in the experiment; nil: none.
+func (e *Experiment) queues(t *Trace) (*Queues, error) {
+	c := e.Config
+	var q *Queues
+	switch {
+	case e.QueueTree != nil:
+		q = TreeQueues(e.QueueTree, c.Nodes, c.GPUsPerNode)
+	case e.QueuesVC:
+		var err error
+		if q, err = VCQueues(t.Jobs, c.Nodes*c.GPUsPerNode); err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Name, err)
+		}
+	default:
+		return nil, nil
+	}
+	q.Off = e.QueuesOff
+	return q, nil
 }

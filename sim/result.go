@@ -24,6 +24,10 @@ type Result struct {
 	WallSeconds   float64 `json:"wall_seconds"`
 	// Deadlines is how the jobs with deadlines fared; nil if none has one.
 	Deadlines *DeadlineResult `json:"deadlines,omitempty"`
+	// Queues is how each queue fared, and QueueSummary their fairness
+	// together (Config.Queues); nil without queues.
+	Queues       []QueueResult `json:"queues,omitempty"`
+	QueueSummary *QueueSummary `json:"queue_summary,omitempty"`
 
 	// JCTs are the jobs' completion times, sorted (for the CDF).
 	JCTs []float64 `json:"-"`
@@ -101,6 +105,7 @@ func (s *simulator) result(wall time.Duration) *Result {
 	r.PlanMs = summarize(s.planMs)
 	r.Bounds = bounds(s.jobs, gpus, s.cfg.GPUsPerNode)
 	r.Deadlines = s.deadlines()
+	r.Queues, r.QueueSummary = s.queueResults(r.Makespan)
 	return r
 }
 

@@ -57,6 +57,9 @@ type TraceJob struct {
 	// Rigid jobs (Philly): the recorded run time and GPU count.
 	Duration float64
 	GPUs     int
+	// VC is the virtual cluster the job ran in (Philly's cluster column):
+	// its queue under -queues vc.
+	VC string
 	// Goodput jobs (Pollux): the application and what the user asked for.
 	App      *App
 	Replicas int
@@ -160,7 +163,7 @@ func loadPhilly(path string) (*Trace, error) {
 			return err
 		}
 		at = append(at, ts)
-		t.Jobs = append(t.Jobs, TraceJob{Line: line, Duration: d, GPUs: g})
+		t.Jobs = append(t.Jobs, TraceJob{Line: line, Duration: d, GPUs: g, VC: f[4]})
 		return nil
 	})
 	if err != nil {
@@ -366,6 +369,9 @@ type JobSpec struct {
 	// outlook (README.md); Result.Deadlines measures how the jobs fared.
 	HasDeadline bool
 	Deadline    float64
+	// Queue is the job's queue (its trace job's VC; "" for the default
+	// queue), which it names when Config.Queues is set.
+	Queue string
 }
 
 // Skipped is a job that cannot run on the cluster.
@@ -389,7 +395,7 @@ func (t *Trace) Specs(o JobOptions) ([]JobSpec, []Skipped) {
 	specs := make([]JobSpec, 0, len(t.Jobs))
 	var skipped []Skipped
 	for _, j := range t.Jobs {
-		s := JobSpec{ID: j.ID, Line: j.Line, Submit: j.Submit, HasDeadline: j.HasDeadline, Deadline: j.Deadline}
+		s := JobSpec{ID: j.ID, Line: j.Line, Submit: j.Submit, HasDeadline: j.HasDeadline, Deadline: j.Deadline, Queue: j.VC}
 		switch {
 		case j.App == nil && j.HasDeadline:
 			// Elastic from half to twice the recorded count (docs/sim/deadline).
