@@ -72,7 +72,7 @@ type observer struct {
 	// thousands would cost a message each, each round).
 	snap  *policy.Snapshot
 	plan  *policy.Plan
-	queue map[string]quota.Wait
+	queue func() map[string]quota.Wait
 }
 
 // noteNodesSeen publishes a node-lost event for every node of the last
@@ -110,7 +110,7 @@ func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
 }
 
 // noteWaits keeps a round's snapshot, plan and queue places for Waits.
-func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait) {
+func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan, queue func() map[string]quota.Wait) {
 	p.obs.mu.Lock()
 	p.obs.snap, p.obs.plan, p.obs.queue = snap, plan, queue
 	p.obs.mu.Unlock()
@@ -128,7 +128,7 @@ func (p *Planner) Waits() map[string]string {
 	if snap == nil {
 		return nil
 	}
-	return waits(snap, plan, queue)
+	return waits(snap, plan, queue())
 }
 
 // waits works out Waits from a round's snapshot, plan and queue places

@@ -81,10 +81,11 @@ func (p *Planner) checkQueue(spec *jobspec.Spec, nodes []policy.Node) error {
 // planQueues asks the active policy for a plan within the queues' rules
 // (planner/quota): the policy sees the jobs their queues may start, and
 // its plan is trimmed to the queues' limits, with GPUs reclaimed for
-// queues below their nominal quota. It also says where each job left
-// queued stands in its queue, and who took the GPUs of the jobs reclaim
-// shrank or stopped.
-func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*policy.Plan, map[string]quota.Wait, map[string]quota.Taken, error) {
+// queues below their nominal quota. It also returns where each job left
+// queued stands in its queue (worked out when called: Waits asks only
+// when the API does), and who took the GPUs of the jobs reclaim shrank
+// or stopped.
+func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*policy.Plan, func() map[string]quota.Wait, map[string]quota.Taken, error) {
 	view := quota.NewView(p.Queues(), snap)
 	plan, perr := p.Policies.Plan(ctx, view.Gate())
 	if plan == nil {
@@ -94,7 +95,7 @@ func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*polic
 	if err != nil {
 		p.Logger.Error("queue rules broke the plan; keeping only its stops and shrinks", "error", err)
 	}
-	return enforced, view.Waits(enforced), view.Reclaimed(), perr
+	return enforced, func() map[string]quota.Wait { return view.Waits(enforced) }, view.Reclaimed(), perr
 }
 
 // QueueStatus is every queue's quota and usage now, parents first, and,
