@@ -114,21 +114,7 @@ func (cl *clusterLab) spec(t *testing.T, name, pool, gpus, progress, stop string
 // launcherHost is the host the job's launcher runs on.
 func (cl *clusterLab) launcherHost(t *testing.T, nomadJob string) string {
 	t.Helper()
-	var host string
-	waitUntil(t, 2*time.Minute, func() error {
-		allocs, _, err := cl.nomad.Jobs().Allocations(nomadJob, false, nil)
-		if err != nil {
-			return err
-		}
-		for _, a := range allocs {
-			if a.TaskGroup == "launcher" && a.ClientStatus == nomadapi.AllocClientStatusRunning {
-				host = a.NodeName
-				return nil
-			}
-		}
-		return fmt.Errorf("no running launcher of %s", nomadJob)
-	})
-	return host
+	return runningLauncher(t, cl, nomadJob).NodeName
 }
 
 // The multi-host tier: one lab, the planner on node1, real horovodrun.
@@ -563,7 +549,13 @@ func testDrain(t *testing.T, cl *clusterLab) {
 // launcherAlloc is the ID of the job's running launcher allocation.
 func launcherAlloc(t *testing.T, cl *clusterLab, nomadJob string) string {
 	t.Helper()
-	var id string
+	return runningLauncher(t, cl, nomadJob).ID
+}
+
+// runningLauncher waits for the job's launcher allocation to run.
+func runningLauncher(t *testing.T, cl *clusterLab, nomadJob string) *nomadapi.AllocationListStub {
+	t.Helper()
+	var launcher *nomadapi.AllocationListStub
 	waitUntil(t, 2*time.Minute, func() error {
 		allocs, _, err := cl.nomad.Jobs().Allocations(nomadJob, false, nil)
 		if err != nil {
@@ -571,13 +563,13 @@ func launcherAlloc(t *testing.T, cl *clusterLab, nomadJob string) string {
 		}
 		for _, a := range allocs {
 			if a.TaskGroup == "launcher" && a.ClientStatus == nomadapi.AllocClientStatusRunning {
-				id = a.ID
+				launcher = a
 				return nil
 			}
 		}
 		return fmt.Errorf("no running launcher of %s", nomadJob)
 	})
-	return id
+	return launcher
 }
 
 // workerAllocs waits for the job's worker allocations to run and lists
