@@ -55,9 +55,7 @@ func startClusterLab(t *testing.T) *clusterLab {
 	proc, err := command.StartClusterPlanner(context.Background(), c, filepath.Join(root, "bin", "schedulearn"), plannerToken, filepath.Join(dir, "deliveries"))
 	must.NoError(t, err)
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("planner log:\n%s", tail(proc.Logs(), 20000))
-		}
+		testlab.DumpLog(t, "planner", proc.Logs())
 	})
 	nomad, err := c.NomadClient()
 	must.NoError(t, err)

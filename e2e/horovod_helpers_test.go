@@ -329,7 +329,7 @@ func (h *horovodLab) dumpTaskLogs(t *testing.T, job string) {
 				}
 				b, _ := io.ReadAll(r)
 				r.Close()
-				t.Logf("== %s %s (%s, %d bytes):\n%s", a.Name, f.Name, a.ClientStatus, f.Size, tail(string(b), 6000))
+				testlab.DumpLog(t, fmt.Sprintf("%s %s (%s, %d bytes)", a.Name, f.Name, a.ClientStatus, f.Size), string(b))
 			}
 			t.Logf("== %s events:%s", a.Name, taskEvents(a))
 		}

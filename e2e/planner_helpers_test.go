@@ -102,10 +102,8 @@ consul {
 				_ = p.cmd.Process.Kill()
 			}
 		}
-		if t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			t.Logf("planner log (%s):\n%s", p.addr, tail(string(b), 200))
-		}
+		b, _ := os.ReadFile(p.log)
+		testlab.DumpLog(t, "planner-"+strings.TrimPrefix(p.addr, "http://"), string(b))
 	})
 	return p
 }

@@ -77,11 +77,9 @@ func Start(t testing.TB, cfg lab.Config) *lab.Lab {
 		t.Fatalf("failed to start the lab: %v", err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("consul log:\n%s", l.Logs("consul"))
-			if !cfg.ConsulOnly {
-				t.Logf("nomad log:\n%s", l.Logs("nomad"))
-			}
+		DumpLog(t, "consul", l.Logs("consul"))
+		if !cfg.ConsulOnly {
+			DumpLog(t, "nomad", l.Logs("nomad"))
 		}
 		if err := l.Stop(); err != nil {
 			t.Errorf("failed to stop the lab: %v", err)
@@ -154,22 +152,13 @@ func StartCluster(t testing.TB, cfg lab.ClusterConfig) *lab.Cluster {
 		t.Fatalf("failed to start the lab: %v", err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
-			for _, h := range c.Hosts {
-				t.Logf("%s consul log:\n%s", h.Name, tailString(c.Logs(h, "consul"), 4000))
-				t.Logf("%s nomad log:\n%s", h.Name, tailString(c.Logs(h, "nomad"), 8000))
-			}
+		for _, h := range c.Hosts {
+			DumpLog(t, h.Name+"-consul", c.Logs(h, "consul"))
+			DumpLog(t, h.Name+"-nomad", c.Logs(h, "nomad"))
 		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("failed to stop the lab: %v", err)
 		}
 	})
 	return c
-}
-
-func tailString(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
 }

@@ -1,0 +1,62 @@
+package testlab
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/schedulearn/schedulearn/internal/lab"
+)
+
+// DefaultFailureLines is how many of a log's last lines a failed test
+// prints (E2E_LOG_LINES changes it): the failure's own message comes before
+// the logs, and a CI summary that shows an output's end should still show it.
+const DefaultFailureLines = 25
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// DumpLog, for a failed test, writes the whole of a process's log (name:
+// "consul", "planner", ...) to .cache/e2e-logs/<test>/<name>.log in the
+// repository and prints its last lines and that path. It does nothing for a
+// test that passed.
+func DumpLog(t testing.TB, name, text string) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	n := DefaultFailureLines
+	if v, err := strconv.Atoi(os.Getenv("E2E_LOG_LINES")); err == nil && v >= 0 {
+		n = v
+	}
+	where := ""
+	if wd, err := os.Getwd(); err == nil {
+		if root, err := lab.FindRoot(wd); err == nil {
+			dir := filepath.Join(root, ".cache", "e2e-logs", unsafeName.ReplaceAllString(t.Name(), "_"))
+			p := filepath.Join(dir, unsafeName.ReplaceAllString(name, "_")+".log")
+			if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(p, []byte(text), 0o644) == nil {
+				where = " (whole log: " + p + ")"
+			}
+		}
+	}
+	t.Logf("%s log, last %d lines%s:\n%s", name, n, where, LastLines(text, n))
+}
+
+// LastLines is the last n lines of s.
+func LastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	if n <= 0 {
+		return ""
+	}
+	i := len(s)
+	for k := 0; k < n; k++ {
+		j := strings.LastIndexByte(s[:i], '\n')
+		if j < 0 {
+			return s
+		}
+		i = j
+	}
+	return s[i+1:]
+}
