@@ -112,6 +112,7 @@ type Planner struct {
 	kickOnce sync.Once
 	kick     chan struct{}
 	roundMu  sync.Mutex // one round at a time
+	rounds   atomic.Uint64
 	// largest is the GPUs of the largest node seen last (for gpus =
 	// "auto" jobs without a max, between rounds).
 	largest atomic.Int64
@@ -266,6 +267,8 @@ func (p *Planner) Round(ctx context.Context) error {
 	p.roundMu.Lock()
 	defer p.roundMu.Unlock()
 	start := time.Now()
+	// Numbered, so that a log tells which round did what.
+	p.Logger.Debug("round started", "round", p.rounds.Add(1))
 	var planTime time.Duration
 	err := p.round(ctx, &planTime)
 	p.metrics().Round(time.Since(start), planTime, err != nil)
