@@ -42,7 +42,7 @@ func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
 		// queues costs nothing more than before).
 		return p, nil
 	}
-	e := &enforcer{v: v, tgt: make([]policy.Allocation, len(v.s.Jobs)),
+	e := &enforcer{v: v, tgt: make([]policy.Allocation, len(v.s.Jobs)), claimed: map[int]bool{},
 		out: &policy.Plan{Policy: p.Policy, Allocations: map[string]policy.Allocation{}, Reasons: map[string][]string{}}}
 	for id, r := range p.Reasons {
 		e.out.Reasons[id] = slices.Clone(r)
@@ -86,6 +86,9 @@ type enforcer struct {
 	u    [][]int             // usage under tgt
 	free map[string]int      // free GPUs per node under tgt
 	out  *policy.Plan
+	// claimed is the jobs fair claims started this round: they give no
+	// GPUs to another fair claim (a round does not undo its own moves).
+	claimed map[int]bool
 }
 
 // changed reports whether any job's target differs from what plan p
@@ -216,10 +219,13 @@ func (e *enforcer) trim() bool {
 		k := slices.MinFunc(cands, func(a, b int) int {
 			x, y := &v.s.Jobs[a], &v.s.Jobs[b]
 			return cmp.Or(
-				cmp.Compare(startOrder(x), startOrder(y)),                                   // grows before starts
 				cmp.Compare(lender(v.share(st, v.leaf[a])), lender(v.share(st, v.leaf[b]))), // borrowers first
-				cmp.Compare(x.Priority, y.Priority),
+				// Fair sharing: the line that borrows most per weight
+				// under the bound gives first, then the queue.
+				cmp.Compare(v.shareUnder(st, v.leaf[b], bad.q), v.shareUnder(st, v.leaf[a], bad.q)),
 				cmp.Compare(v.share(st, v.leaf[b]), v.share(st, v.leaf[a])),
+				cmp.Compare(startOrder(x), startOrder(y)), // grows before starts
+				cmp.Compare(x.Priority, y.Priority),
 				y.Submitted.Compare(x.Submitted),
 				cmp.Compare(y.ID, x.ID))
 		})
