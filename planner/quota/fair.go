@@ -87,7 +87,8 @@ func (e *enforcer) fairClaims(pending []int, t *tries) bool {
 		case started:
 			return true
 		case unneeded:
-			t.failed[i] = true
+			// Tried again after the next start, which may take those
+			// free GPUs.
 		case failed:
 			if !t.fail(i) {
 				return false
