@@ -10,15 +10,15 @@ import (
 )
 
 // Enforce returns plan p, which the policy made on Gate's snapshot, made
-// to hold the queues' rules on the whole snapshot, in two steps:
+// to hold the queues' rules on the whole snapshot, in these steps:
 //
 //  1. Trim: while a queue (or a parent, or the cluster's lending) would
 //     exceed its bound after the plan, the plan's gains of the queue's jobs
-//     are taken back, one job at a time: grows before starts, then the
-//     jobs of queues that borrow before those within their nominal quota,
-//     then lowest priority first, then the queue that borrows most per
-//     weight, then the latest submitted. A job whose queue the tree lacks
-//     keeps what it holds, or less.
+//     are taken back, one job at a time: the jobs of queues that borrow
+//     before those within their nominal quota, then the line (under the
+//     bound) that borrows most per weight, then grows before starts, then
+//     lowest priority first, then the latest submitted. A job whose queue
+//     the tree lacks keeps what it holds, or less.
 //  2. Priority: within a queue, a job the plan starts gives way to a
 //     queued job of higher priority that fits once its start is taken
 //     back (see prioritize).
@@ -30,6 +30,11 @@ import (
 //     requeued), lowest priority first, only from queues that borrow at
 //     the time, and only where the GPUs help. Nothing is taken when the
 //     job could still not start.
+//  4. Fair sharing: a queued job that fits its queue's limits but finds
+//     no free GPUs starts at its minimum the same way, taking GPUs from
+//     queues beside its queue's line only while each, after the take,
+//     still borrows at least as much per weight as the job's line would
+//     (see fair.go), queues that borrow least per weight first.
 //
 // The result passes policy.Validate against the whole snapshot; the error
 // (with a plan that keeps every job as it is, but for the policy's shrinks
