@@ -10,15 +10,15 @@ import (
 )
 
 // Enforce returns plan p, which the policy made on Gate's snapshot, made
-// to hold the queues' rules on the whole snapshot, in two steps:
+// to hold the queues' rules on the whole snapshot, in these steps:
 //
 //  1. Trim: while a queue (or a parent, or the cluster's lending) would
 //     exceed its bound after the plan, the plan's gains of the queue's jobs
-//     are taken back, one job at a time: grows before starts, then the
-//     jobs of queues that borrow before those within their nominal quota,
-//     then lowest priority first, then the queue that borrows most per
-//     weight, then the latest submitted. A job whose queue the tree lacks
-//     keeps what it holds, or less.
+//     are taken back, one job at a time: the jobs of queues that borrow
+//     before those within their nominal quota, then the line (under the
+//     bound) that borrows most per weight, then grows before starts, then
+//     lowest priority first, then the latest submitted. A job whose queue
+//     the tree lacks keeps what it holds, or less.
 //  2. Priority: within a queue, a job the plan starts gives way to a
 //     queued job of higher priority that fits once its start is taken
 //     back (see prioritize).
@@ -30,6 +30,11 @@ import (
 //     requeued), lowest priority first, only from queues that borrow at
 //     the time, and only where the GPUs help. Nothing is taken when the
 //     job could still not start.
+//  4. Fair sharing: a queued job that fits its queue's limits but finds
+//     no free GPUs starts at its minimum the same way, taking GPUs from
+//     queues beside its queue's line only while each, after the take,
+//     still borrows at least as much per weight as the job's line would
+//     (see fair.go), queues that borrow least per weight first.
 //
 // The result passes policy.Validate against the whole snapshot; the error
 // (with a plan that keeps every job as it is, but for the policy's shrinks
@@ -42,7 +47,7 @@ func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
 		// queues costs nothing more than before).
 		return p, nil
 	}
-	e := &enforcer{v: v, tgt: make([]policy.Allocation, len(v.s.Jobs)),
+	e := &enforcer{v: v, tgt: make([]policy.Allocation, len(v.s.Jobs)), claimed: map[int]bool{},
 		out: &policy.Plan{Policy: p.Policy, Allocations: map[string]policy.Allocation{}, Reasons: map[string][]string{}}}
 	for id, r := range p.Reasons {
 		e.out.Reasons[id] = slices.Clone(r)
@@ -86,6 +91,9 @@ type enforcer struct {
 	u    [][]int             // usage under tgt
 	free map[string]int      // free GPUs per node under tgt
 	out  *policy.Plan
+	// claimed is the jobs fair claims started this round: they give no
+	// GPUs to another fair claim (a round does not undo its own moves).
+	claimed map[int]bool
 }
 
 // changed reports whether any job's target differs from what plan p
@@ -216,10 +224,13 @@ func (e *enforcer) trim() bool {
 		k := slices.MinFunc(cands, func(a, b int) int {
 			x, y := &v.s.Jobs[a], &v.s.Jobs[b]
 			return cmp.Or(
-				cmp.Compare(startOrder(x), startOrder(y)),                                   // grows before starts
 				cmp.Compare(lender(v.share(st, v.leaf[a])), lender(v.share(st, v.leaf[b]))), // borrowers first
-				cmp.Compare(x.Priority, y.Priority),
+				// Fair sharing: the line that borrows most per weight
+				// under the bound gives first, then the queue.
+				cmp.Compare(v.shareUnder(st, v.leaf[b], bad.q), v.shareUnder(st, v.leaf[a], bad.q)),
 				cmp.Compare(v.share(st, v.leaf[b]), v.share(st, v.leaf[a])),
+				cmp.Compare(startOrder(x), startOrder(y)), // grows before starts
+				cmp.Compare(x.Priority, y.Priority),
 				y.Submitted.Compare(x.Submitted),
 				cmp.Compare(y.ID, x.ID))
 		})

@@ -2,7 +2,10 @@ package quota_test
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -201,6 +204,7 @@ type propertyCase struct {
 	tree   *quota.Tree
 	s      *policy.Snapshot
 	plan   *policy.Plan
+	view   *quota.View // the round's view, after Enforce
 	why    must.Setting
 }
 
@@ -218,8 +222,9 @@ func forEachCase(t *testing.T, stream uint64, opts func(seed uint64) genOptions,
 				r := rand.New(rand.NewPCG(seed, stream))
 				defs, tree, s := randomCase(r, opts(seed))
 				why := must.Sprintf("seed %d", seed)
+				plan, view := roundView(t, name, tree, s, why)
 				check(t, propertyCase{policy: name, seed: seed, r: r, defs: defs, tree: tree, s: s,
-					plan: planRound(t, name, tree, s, why), why: why})
+					plan: plan, view: view, why: why})
 			}
 		})
 	}
@@ -229,11 +234,198 @@ func forEachCase(t *testing.T, stream uint64, opts func(seed uint64) genOptions,
 // the plan keeps the gang rule on the whole snapshot.
 func planRound(t *testing.T, name string, tree *quota.Tree, s *policy.Snapshot, why must.Setting) *policy.Plan {
 	t.Helper()
+	plan, _ := roundView(t, name, tree, s, why)
+	return plan
+}
+
+// roundView is planRound with the round's view.
+func roundView(t *testing.T, name string, tree *quota.Tree, s *policy.Snapshot, why must.Setting) (*policy.Plan, *quota.View) {
+	t.Helper()
 	v := quota.NewView(tree, s)
 	plan, err := allPolicies()[name]().Plan(context.Background(), v.Gate())
 	must.NoError(t, err, why)
 	enforced, err := v.Enforce(plan)
 	must.NoError(t, err, why)
 	must.NoError(t, policy.Validate(s, enforced), why)
-	return enforced
+	return enforced, v
+}
+
+// eff is what each queue uses or guards after plan p, as its parent
+// counts it (single resource): a leaf's jobs' GPUs; a parent's, over its
+// children, what each uses or guards (nominal less lending limit),
+// whichever is more.
+func (o *oracle) eff(s *policy.Snapshot, p *policy.Plan) map[string]int {
+	used := o.used(s, p)
+	out := map[string]int{}
+	var walk func(q string) int
+	walk = func(q string) int {
+		if len(o.children[q]) == 0 {
+			out[q] = used[q][""]
+			return out[q]
+		}
+		sum := 0
+		for _, c := range o.children[q] {
+			guard := max(0, o.nominal(c, "")-get(o.defs[c].LendingLimit, "", quota.Unlimited))
+			sum += max(walk(c), guard)
+		}
+		out[q] = sum
+		return sum
+	}
+	for q, d := range o.defs {
+		if d.Parent == "" {
+			walk(q)
+		}
+	}
+	return out
+}
+
+func (o *oracle) weight(q string) float64 {
+	if w := o.defs[q].Weight; w > 0 {
+		return w
+	}
+	return 1
+}
+
+// line is q and its parents, q first.
+func (o *oracle) line(q string) []string {
+	var out []string
+	for ; q != ""; q = o.defs[q].Parent {
+		out = append(out, q)
+	}
+	return out
+}
+
+// branches are the queues of x's and y's lines that are siblings: where
+// the two lines meet.
+func (o *oracle) branches(x, y string) (string, string) {
+	for _, a := range o.line(x) {
+		for _, b := range o.line(y) {
+			if a != b && o.defs[a].Parent == o.defs[b].Parent {
+				return a, b
+			}
+		}
+	}
+	return "", ""
+}
+
+// TestProperty_FairShare: where any GPU serves any job, once a round has
+// run no job waits (with fewer GPUs free than its minimum) that could
+// start by taking its minimum from a queue beside its line by shrinking
+// one queue's elastic jobs, that queue's line staying above its nominal
+// quotas and still borrowing at least as much per weight as the job's
+// line would (the move fair sharing makes); and a second round (the
+// quota layer alone, the same jobs pending) moves no GPUs back between
+// the lines the first round's fair claims moved them between.
+func TestProperty_FairShare(t *testing.T) {
+	forEachCase(t, 29, func(uint64) genOptions { return genOptions{simple: true} },
+		func(t *testing.T, c propertyCase) {
+			s, plan, why := c.s, c.plan, c.why
+			o := newOracle(c.defs)
+			used, eff := o.used(s, plan), o.eff(s, plan)
+			free := 0
+			for _, n := range s.Nodes {
+				free += n.GPUs
+			}
+			for i := range s.Jobs {
+				free -= plan.Target(&s.Jobs[i]).Total()
+			}
+			borrow := func(q string, d int) float64 {
+				return float64(max(0, eff[q]+d-o.nominal(q, ""))) / o.weight(q)
+			}
+			// give is what leaf l's elastic jobs may give by shrinking
+			// (those a fair claim started this round give nothing).
+			give := map[string]int{}
+			for i := range s.Jobs {
+				j := &s.Jobs[i]
+				if n := plan.Target(j).Total(); n > 0 && !fairStarted(plan, j.ID) {
+					give[quota.QueueOf(j)] += n - j.GPUs.Min
+				}
+			}
+			for i := range s.Jobs {
+				j := &s.Jobs[i]
+				x, m := quota.QueueOf(j), j.GPUs.Min
+				if _, ok := o.defs[x]; !ok || j.Allocation.Total() > 0 || plan.Target(j).Total() > 0 || free >= m ||
+					used[x][""]+m > o.limit(x, "") || blockedAbove(s, plan, j) {
+					continue
+				}
+				for _, y := range o.outside(x) {
+					ax, _ := o.branches(x, y)
+					if borrow(ax, m) > borrow(y, -m) || !o.fits(eff, x, ax, m) {
+						continue
+					}
+					for _, l := range slices.Sorted(maps.Keys(give)) {
+						if give[l] < m || !slices.Contains(o.line(l), y) || !o.above(eff, l, y, m) {
+							continue
+						}
+						t.Fatalf("seed %d: job %s (min %d) of queue %s waits while queue %s (in %s) could give it %d GPUs by shrinking, %s still borrowing %.2f per weight against %s's %.2f; reasons %v",
+							c.seed, j.ID, m, x, l, y, m, y, borrow(y, -m), ax, borrow(ax, m), plan.Reasons)
+					}
+				}
+			}
+			// Round 2: nothing moves back.
+			moved := map[[2]string]bool{}
+			for _, tk := range c.view.Reclaimed() {
+				if strings.HasPrefix(tk.Why, "fair share:") {
+					to, from := o.branches(tk.Queue, tk.From)
+					moved[[2]string{from, to}] = true
+				}
+			}
+			next := s.Apply(plan, at(200))
+			v := quota.NewView(c.tree, next)
+			v.Gate()
+			again, err := v.Enforce(&policy.Plan{Policy: "none"})
+			must.NoError(t, err, why)
+			for id, tk := range v.Reclaimed() {
+				if to, from := o.branches(tk.Queue, tk.From); strings.HasPrefix(tk.Why, "fair share:") && moved[[2]string{to, from}] {
+					t.Fatalf("seed %d: round 2 moves GPUs of job %s from %s back to %s (%s); round 2: %v", c.seed, id, from, to, tk.Why, again.Reasons)
+				}
+			}
+		})
+}
+
+// fits reports whether every queue from leaf x up to a may hold m more.
+func (o *oracle) fits(eff map[string]int, x, a string, m int) bool {
+	for _, z := range o.line(x) {
+		if eff[z]+m > o.limit(z, "") {
+			return false
+		}
+		if z == a {
+			break
+		}
+	}
+	return true
+}
+
+// above reports whether every queue from leaf l up to y stays at or above
+// its nominal quota with m less.
+func (o *oracle) above(eff map[string]int, l, y string, m int) bool {
+	for _, z := range o.line(l) {
+		if eff[z]-m < o.nominal(z, "") {
+			return false
+		}
+		if z == y {
+			break
+		}
+	}
+	return true
+}
+
+// fairStarted reports whether plan p's round started job id by a fair
+// claim.
+func fairStarted(p *policy.Plan, id string) bool {
+	rs := p.Reasons[id]
+	return len(rs) > 0 && strings.HasPrefix(rs[0], "started at ") && strings.Contains(rs[0], " by fair share")
+}
+
+// blockedAbove reports whether a job of j's queue of higher priority,
+// needing no more, stays queued after plan p (j then waits behind it).
+func blockedAbove(s *policy.Snapshot, p *policy.Plan, j *policy.Job) bool {
+	for i := range s.Jobs {
+		h := &s.Jobs[i]
+		if quota.QueueOf(h) == quota.QueueOf(j) && h.Priority > j.Priority && h.Allocation.Total() == 0 &&
+			p.Target(h).Total() == 0 && h.GPUs.Min <= j.GPUs.Min {
+			return true
+		}
+	}
+	return false
 }

@@ -16,56 +16,92 @@ const maxReclaimFailures = 32
 
 // reclaim starts the queued jobs that their queues' nominal quota entitles
 // to run while other queues borrow, taking GPUs back from the borrowers
-// (see Enforce). Jobs are taken in priority order, then submission.
+// (see Enforce), then the jobs fair sharing entitles to GPUs that queues
+// borrowing more per weight hold (see fairClaims). Jobs are taken in
+// priority order, then submission; nominal claims before fair ones.
 func (e *enforcer) reclaim() {
 	v := e.v
 	var pending []int
-	tried := map[int]bool{} // failed; not tried again this round
 	for i := range v.s.Jobs {
 		if v.leaf[i] != -1 && v.s.Jobs[i].Allocation.Total() == 0 {
 			pending = append(pending, i)
 		}
 	}
 	slices.SortFunc(pending, v.byQueueOrder)
-	// After each start the pass begins again from the top: a start (or
+	// After each start the passes begin again from the top: a start (or
 	// what it took back) can make an earlier job entitled, which then goes
-	// first, so that priority holds within each queue.
-	failures := 0
-	for started := true; started; {
-		started = false
-		eff := v.effective(e.u)
-		borrower := map[int]bool{}
-		for _, i := range pending {
-			if e.tgt[i].Total() > 0 || tried[i] {
-				continue
-			}
-			q, j := v.leaf[i], &v.s.Jobs[i]
-			allowed := v.allowed(j)
-			room := make([]int, len(v.res))
-			for r := range v.res {
-				room[r] = max(0, v.nominal[q][r]-eff[q][r])
-			}
-			if !fits(j, room, allowed) {
-				continue
-			}
-			b, ok := borrower[q]
-			if !ok {
-				b = e.anyBorrower(eff, q, nil)
-				borrower[q] = b
-			}
-			if !b || !e.anyBorrower(eff, q, allowed) {
-				continue
-			}
-			if e.startEntitled(i, q, room, allowed) {
-				started = true
-				break
-			}
-			tried[i] = true
-			if failures++; failures >= maxReclaimFailures {
-				return
-			}
+	// first, so that priority holds within each queue, and nominal claims
+	// keep their precedence over fair ones.
+	nominal, fair := newTries(), newTries()
+	// Each pass starts a job; a job started is taken back only by a
+	// claim of another queue, and one a fair claim started is not claimed
+	// again, so this bound is never reached: it only guards the round.
+	for range 2*len(pending) + 1 {
+		if e.nominalClaims(pending, nominal) {
+			continue
+		}
+		if !e.fairClaims(pending, fair) {
+			return
 		}
 	}
+}
+
+// tries counts the claims a round tried and failed, by job: a failed job
+// is not tried again in the round, and a round gives up after
+// maxReclaimFailures of them.
+type tries struct {
+	failed   map[int]bool
+	failures int
+}
+
+func newTries() *tries { return &tries{failed: map[int]bool{}} }
+
+// fail records job i's failed claim; false once the round should stop.
+func (t *tries) fail(i int) bool {
+	t.failed[i] = true
+	t.failures++
+	return t.failures < maxReclaimFailures
+}
+
+func (t *tries) exhausted() bool { return t.failures >= maxReclaimFailures }
+
+// nominalClaims starts the first pending job (in queue order) whose queue
+// is below its nominal quota by at least its minimum while a queue beside
+// it borrows; true when one started.
+func (e *enforcer) nominalClaims(pending []int, t *tries) bool {
+	v := e.v
+	eff := v.effective(e.u)
+	borrower := map[int]bool{}
+	for _, i := range pending {
+		if t.exhausted() {
+			return false
+		}
+		if e.tgt[i].Total() > 0 || t.failed[i] {
+			continue
+		}
+		q, j := v.leaf[i], &v.s.Jobs[i]
+		allowed := v.allowed(j)
+		room := make([]int, len(v.res))
+		for r := range v.res {
+			room[r] = max(0, v.nominal[q][r]-eff[q][r])
+		}
+		if !fits(j, room, allowed) {
+			continue
+		}
+		b, ok := borrower[q]
+		if !ok {
+			b = e.anyBorrower(eff, q, nil)
+			borrower[q] = b
+		}
+		if !b || !e.anyBorrower(eff, q, allowed) {
+			continue
+		}
+		if e.claimFor(claim{i: i, q: q, room: room, allowed: allowed}) == started {
+			return true
+		}
+		t.fail(i)
+	}
+	return false
 }
 
 // borrows reports whether queue x holds more of resource r than its
@@ -122,13 +158,12 @@ type block struct {
 // useful lists the nodes where job k holds GPUs that may be taken back
 // for queue q and that address b: for a placement, nodes job j may use;
 // for a bound, nodes of its resource, k's queue being under its queue.
-// Most free first.
-func (e *enforcer) useful(k, q int, j *policy.Job, b block) []string {
+// eff is the effective usage now. Most free first.
+func (e *enforcer) useful(eff [][]int, k, q int, j *policy.Job, b block) []string {
 	v := e.v
 	if !b.place && !v.under(v.leaf[k], b.x) {
 		return nil
 	}
-	eff := v.effective(e.u)
 	var out []string
 	for _, n := range e.tgt[k].Nodes() {
 		r := v.nodeRes[n]
@@ -169,12 +204,35 @@ type undo struct {
 	prev policy.Allocation
 }
 
-// startEntitled starts job i of queue q, whose nominal quota has room for
-// it, taking GPUs back from borrowers as needed, each taken where it
-// addresses what keeps the job from starting; it changes nothing and
-// reports false when even that leaves no room.
-func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
-	v, j := e.v, &e.v.s.Jobs[i]
+// claim is a queued job to start at its minimum, taking GPUs back from
+// borrowers: job i of queue q, placed within room per resource, on the
+// resources it is allowed. fair: a fair-sharing claim (fairClaims), whose
+// takes must leave the queues they come from borrowing at least as much
+// per weight as q's line would; else a claim within q's nominal quota.
+type claim struct {
+	i, q    int
+	room    []int
+	allowed []bool
+	fair    bool
+	need    int // the job's start: its min rounded up to whole workers
+}
+
+// outcome is what came of a claim.
+type outcome int
+
+const (
+	failed   outcome = iota // nothing taken: the job could still not start
+	started                 // started, GPUs taken back as needed
+	unneeded                // a fair claim the free GPUs already hold: left to the policy
+)
+
+// claimFor starts claim c's job, taking GPUs back from borrowers as
+// needed, each taken where it addresses what keeps the job from
+// starting, in order: the plan's own gains of borrowers, then elastic
+// jobs shrunk in place a worker at a time, then jobs stopped. It changes
+// nothing when even that leaves no room.
+func (e *enforcer) claimFor(c claim) outcome {
+	v, j, q := e.v, &e.v.s.Jobs[c.i], c.q
 	var log []undo
 	kind := map[int]string{}
 	apply := func(k int, a policy.Allocation, how string) {
@@ -185,7 +243,7 @@ func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
 		}
 	}
 	try := func() (policy.Allocation, block) {
-		a := e.place(i, room)
+		a := e.place(c.i, c.room)
 		if a == nil {
 			return nil, block{place: true}
 		}
@@ -197,66 +255,101 @@ func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
 		return a, block{}
 	}
 	alloc, b := try()
+	if alloc != nil && c.fair {
+		// GPUs are free for it: whether it starts is the policy's call.
+		return unneeded
+	}
 	var cands []int
 	if alloc == nil {
-		cands = e.victims(i, q)
+		cands = e.victims(c.i, q)
 	}
-	// pick is the first candidate that may give (phase) for block b.
-	pick := func(ok func(k int, nodes []string) bool) (int, []string) {
-		for _, k := range cands {
+	// pick is the first candidate that may give for block b, and what it
+	// would keep (propose; false: it may not give in this phase). A fair
+	// claim takes from the queue that borrows most per weight first, and
+	// only what fairTake allows.
+	pick := func(propose func(k int, nodes []string) (policy.Allocation, bool)) (int, policy.Allocation) {
+		eff := v.effective(e.u)
+		order := cands
+		var shares map[int]claimShares
+		if c.fair {
+			order = e.byFairShare(eff, q, cands)
+			shares = map[int]claimShares{}
+		}
+		for _, k := range order {
 			if e.tgt[k].Total() == 0 {
 				continue
 			}
-			if nodes := e.useful(k, q, j, b); len(nodes) > 0 && ok(k, nodes) {
-				return k, nodes
+			nodes := e.useful(eff, k, q, j, b)
+			if len(nodes) == 0 {
+				continue
+			}
+			if a, ok := propose(k, nodes); ok && (!c.fair || e.fairTake(c, k, a, shares)) {
+				return k, a
 			}
 		}
 		return -1, nil
 	}
 	// The plan's own gains of borrowers first: they cost no one work.
 	for alloc == nil {
-		k, _ := pick(func(k int, _ []string) bool {
-			return !e.tgt[k].Equal(v.s.Jobs[k].Allocation) && e.gainsAny(k) && e.revertible(k)
+		k, a := pick(func(k int, _ []string) (policy.Allocation, bool) {
+			cur := v.s.Jobs[k].Allocation
+			return cur.Clone(), !e.tgt[k].Equal(cur) && e.gainsAny(k) && e.revertible(k)
 		})
 		if k == -1 {
 			break
 		}
-		apply(k, v.s.Jobs[k].Allocation.Clone(), "held")
+		apply(k, a, "held")
 		alloc, b = try()
 	}
 	// Then elastic jobs, shrunk in place toward their min, a worker at a
 	// time.
 	for alloc == nil {
-		k, nodes := pick(func(k int, _ []string) bool {
-			return e.tgt[k].Total()-max(1, v.s.Jobs[k].GPUs.PerWorker) >= v.s.Jobs[k].GPUs.Min
+		k, a := pick(func(k int, nodes []string) (policy.Allocation, bool) {
+			w := max(1, v.s.Jobs[k].GPUs.PerWorker)
+			if e.tgt[k].Total()-w < v.s.Jobs[k].GPUs.Min {
+				return nil, false
+			}
+			a := e.tgt[k].Clone()
+			a[nodes[0]] -= w
+			return a, true
 		})
 		if k == -1 {
 			break
 		}
-		a := e.tgt[k].Clone()
-		a[nodes[0]] -= max(1, v.s.Jobs[k].GPUs.PerWorker)
-		apply(k, a.Clone(), "shrunk")
+		apply(k, a, "shrunk")
 		alloc, b = try()
 	}
 	// Then whole jobs, stopped.
 	for alloc == nil {
-		k, _ := pick(func(int, []string) bool { return true })
+		k, _ := pick(func(int, []string) (policy.Allocation, bool) { return nil, true })
 		if k == -1 {
 			break
 		}
 		apply(k, nil, "stopped")
 		alloc, b = try()
 	}
+	if alloc != nil && c.fair && !e.fairAfter(c, alloc, log) {
+		alloc = nil
+	}
 	if alloc == nil {
 		for x := len(log) - 1; x >= 0; x-- {
 			e.set(log[x].job, log[x].prev)
 		}
-		v.why[j.ID] = fmt.Sprintf("queue %s is below its nominal quota, but taking GPUs back from the queues that borrow would not make room for %d GPUs (placement: model, pool, per-node and anti-affinity rules)",
-			v.t.queues[q].name, j.GPUs.Min)
-		return false
+		if c.fair {
+			v.why[j.ID] = fmt.Sprintf("fair share: queue %s may borrow, but the queues that borrow more per weight could not give %d GPUs and still borrow at least as much per weight as it would",
+				v.t.queues[q].name, c.need)
+		} else {
+			v.why[j.ID] = fmt.Sprintf("queue %s is below its nominal quota, but taking GPUs back from the queues that borrow would not make room for %d GPUs (placement: model, pool, per-node and anti-affinity rules)",
+				v.t.queues[q].name, j.GPUs.Min)
+		}
+		return failed
 	}
-	e.set(i, alloc)
+	e.set(c.i, alloc)
+	if c.fair {
+		e.claimed[c.i] = true
+	}
 	delete(v.why, j.ID)
+	eff := v.effective(e.u)
 	var took []string
 	for _, u := range log {
 		k := u.job
@@ -266,6 +359,9 @@ func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
 		vk := &v.s.Jobs[k]
 		why := fmt.Sprintf("queue %s takes back GPUs it lent: job %s (priority %d) starts within its nominal quota; queue %s borrows",
 			v.t.queues[q].name, j.ID, j.Priority, v.t.queues[v.leaf[k]].name)
+		if c.fair {
+			why = v.fairWhy(eff, q, v.leaf[k], j.ID)
+		}
 		switch kind[k] {
 		case "held":
 			if vk.Allocation.Total() == 0 {
@@ -286,11 +382,33 @@ func (e *enforcer) startEntitled(i, q int, room []int, allowed []bool) bool {
 		kind[k] = ""
 	}
 	reason := fmt.Sprintf("started at %d GPUs within queue %s's nominal quota", alloc.Total(), v.t.queues[q].name)
+	if c.fair {
+		reason = fmt.Sprintf("started at %d GPUs by fair share: queue %s borrows %d GPUs per weight %g with it", alloc.Total(),
+			v.t.queues[q].name, v.borrowed(eff, q), v.t.queues[q].weight)
+	}
 	if len(took) > 0 {
 		reason += "; GPUs taken back from borrowers: " + strings.Join(took, ", ")
 	}
 	e.out.Reasons[j.ID] = []string{reason}
-	return true
+	return started
+}
+
+// startsBelow reports whether job k is a start this round while a job of
+// lower priority of its queue starts with at least k's minimum: holding
+// k back would break priority within the queue (which a fair claim,
+// taking only part of what a queue borrows, could otherwise do).
+func (e *enforcer) startsBelow(k int) bool {
+	v, jk := e.v, &e.v.s.Jobs[k]
+	if jk.Allocation.Total() > 0 {
+		return false
+	}
+	for l := range v.s.Jobs {
+		if jl := &v.s.Jobs[l]; l != k && v.leaf[l] == v.leaf[k] && jl.Priority < jk.Priority && jl.Allocation.Total() == 0 &&
+			e.tgt[l].Total() >= jk.GPUs.Min {
+			return true
+		}
+	}
+	return false
 }
 
 // gainsAny reports whether job k's target holds more than its current

@@ -53,8 +53,10 @@ type Def struct {
 	// LendingLimit bounds what of its idle nominal quota others may
 	// borrow (nil: all of it). AnyModel applies to every model not named.
 	LendingLimit Amount
-	// Weight orders borrowers (0: 1): GPUs are taken back first from the
-	// queue that borrows most per unit of weight.
+	// Weight (0: 1) divides what queues borrow: beside other borrowers a
+	// queue gets GPUs above its nominal quota in proportion to it (fair
+	// sharing), and GPUs are taken back first from the queue that borrows
+	// most per unit of weight.
 	Weight float64
 }
 

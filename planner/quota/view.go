@@ -284,7 +284,13 @@ func take(avail []int, allowed []bool, n int) {
 func (v *View) share(eff [][]int, q int) float64 {
 	best := 0.0
 	for r := range v.res {
-		best = max(best, float64(max(0, eff[q][r]-v.nominal[q][r]))/v.t.queues[q].weight)
+		best = max(best, v.shareOn(eff, q, r))
 	}
 	return best
+}
+
+// shareOn is what queue q borrows of resource r under eff per unit of its
+// weight.
+func (v *View) shareOn(eff [][]int, q, r int) float64 {
+	return float64(max(0, eff[q][r]-v.nominal[q][r])) / v.t.queues[q].weight
 }
