@@ -41,6 +41,7 @@ func TestQueues_TorchrunSideBySidePreemptedResumes(t *testing.T) {
 	// run), so its resume step proves the hook saved.
 	low := p.submit(spec("tlow", "a", 10, queueGPUs(2, 2, 2),
 		map[string]string{"CHECKPOINT_DIR": filepath.Join(ckpt, "tlow"), "CHECKPOINT_EVERY": "100000"}))
+	h.dumpTaskLogs(t, "train-"+low)
 	keep := p.submit(spec("tkeep", "a", 50, queueGPUs(2, 2, 2), nil))
 	for _, id := range []string{low, keep} {
 		p.waitState(id, structs.JobRunning, 3*time.Minute)
