@@ -19,7 +19,8 @@ import (
 // Issue 16, under torchrun: torchrun jobs run side by side on the lab's
 // one host, each launcher hosting its c10d store on a Nomad dynamic port
 // of its own (before, every torchrun job's store took 29400, so a second
-// one failed to listen and its workers joined the first job's store);
+// one could not listen and its workers were pointed at the first job's
+// store);
 // preemption keeps a torchrun job's work as it does a horovodrun job's.
 // Team a (nominal 0, borrowing) runs two torchrun jobs of 2 GPUs, "tlow"
 // (priority 10) and "tkeep" (priority 50); team b (nominal 6) submits a
