@@ -34,6 +34,11 @@ const (
 	LauncherHorovod  = "horovod"
 	LauncherTorchrun = "torchrun"
 
+	// DefaultRdzvPort is the port of torchrun's c10d store when the task
+	// config names none (torchrun's own default): one torchrun job per
+	// host at a time; rdzv_port_label lifts that.
+	DefaultRdzvPort = 29400
+
 	// Service discovery providers.
 	ProviderConsul = "consul"
 	ProviderNomad  = "nomad"
@@ -112,10 +117,10 @@ var (
 			hclspec.NewLiteral(`"horovod"`),
 		),
 		"preload": hclspec.NewAttr("preload", "list(string)", false),
-		"rdzv_port": hclspec.NewDefault(
-			hclspec.NewAttr("rdzv_port", "number", false),
-			hclspec.NewLiteral("29400"),
-		),
+		// torchrun's c10d store: a fixed port, or (better) the label of a
+		// dynamic port of the launcher's group; 29400 without either.
+		"rdzv_port":       hclspec.NewAttr("rdzv_port", "number", false),
+		"rdzv_port_label": hclspec.NewAttr("rdzv_port_label", "string", false),
 	})
 
 	capabilities = &drivers.Capabilities{
@@ -165,8 +170,14 @@ type TaskConfig struct {
 	// on (NOMAD_ADDR_<port>).
 	Port string `codec:"port"`
 	// RdzvPort is the port torchrun's c10d rendezvous store listens on, on
-	// the launcher's address.
+	// the launcher's address (DefaultRdzvPort when neither it nor
+	// RdzvPortLabel is set).
 	RdzvPort int `codec:"rdzv_port"`
+	// RdzvPortLabel is the label of a network port of the launcher's group
+	// (NOMAD_PORT_<label>) the store listens on instead: a dynamic port,
+	// which Nomad gives no other allocation on the host, so torchrun jobs
+	// on one host do not clash.
+	RdzvPortLabel string `codec:"rdzv_port_label"`
 	// Preload names Python modules a worker's agent imports ahead, in a
 	// standby interpreter that runs the first training process started on
 	// the worker (workeragent.Standby).

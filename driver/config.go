@@ -100,10 +100,45 @@ func (tc *TaskConfig) validate() error {
 			add("blacklist_cooldown: must be [min, max] with 1 <= min <= max <= 3600, got [%d, %d]", lo, hi)
 		}
 	}
-	if tc.Launcher == LauncherTorchrun && (tc.RdzvPort < 1 || tc.RdzvPort > 65535) {
-		add("rdzv_port: must be a port number, got %d", tc.RdzvPort)
-	}
+	tc.validateRdzv(add)
 	return errors.Join(errs...)
+}
+
+// validateRdzv checks where torchrun's c10d store listens: a port number
+// or the label of a port of the launcher's group, not both; neither is
+// DefaultRdzvPort. Only torchrun has a store.
+func (tc *TaskConfig) validateRdzv(add func(format string, a ...any)) {
+	if tc.Launcher != LauncherTorchrun {
+		if tc.RdzvPort != 0 || tc.RdzvPortLabel != "" {
+			add(`rdzv_port, rdzv_port_label: only launcher = "torchrun" has a rendezvous store`)
+		}
+		return
+	}
+	switch {
+	case tc.RdzvPortLabel != "" && tc.RdzvPort != 0:
+		add("rdzv_port, rdzv_port_label: set one, not both (rdzv_port %d, rdzv_port_label %q)", tc.RdzvPort, tc.RdzvPortLabel)
+	case tc.RdzvPortLabel != "":
+		if !validPortLabel(tc.RdzvPortLabel) {
+			add("rdzv_port_label: %q is not a port label (1 to 64 letters, digits, '_' or '-')", tc.RdzvPortLabel)
+		}
+	case tc.RdzvPort == 0:
+		tc.RdzvPort = DefaultRdzvPort
+	case tc.RdzvPort < 1 || tc.RdzvPort > 65535:
+		add("rdzv_port: must be a port number (1 to 65535), got %d", tc.RdzvPort)
+	}
+}
+
+// validPortLabel says whether l is a network port label the driver takes.
+func validPortLabel(l string) bool {
+	if l == "" || len(l) > 64 {
+		return false
+	}
+	for _, r := range l {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // fingerprintPeriod parses the plugin config's fingerprint_period.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/nomad/helper/pluginutils/hclspecutils"
@@ -82,7 +83,7 @@ config {
 		Launcher: LauncherHorovod, NP: 2, MinNP: 1, MaxNP: 4, Slots: 1,
 		Discovery:      DiscoveryConfig{Service: "train-42-workers", Provider: ProviderConsul},
 		ElasticTimeout: 120, ResetLimit: 10, BlacklistCooldown: []int{10, 60}, NetworkInterface: "eth0",
-		Env: map[string]string{"PROGRESS_FILE": "/tmp/p.jsonl"}, Port: "horovod", RdzvPort: 29400,
+		Env: map[string]string{"PROGRESS_FILE": "/tmp/p.jsonl"}, Port: "horovod",
 	}, tc)
 }
 
@@ -186,4 +187,54 @@ func TestTaskConfig_EnvForms(t *testing.T) {
 			must.Eq(t, map[string]string{"A": "b"}, tc.Env)
 		})
 	}
+}
+
+// torchrun's c10d store listens on rdzv_port, or on the group port that
+// rdzv_port_label names, never both; neither is DefaultRdzvPort. Other
+// launchers have no store and take neither.
+func TestTaskConfig_Rdzv(t *testing.T) {
+	launcher := func(extra string) string {
+		return `config {
+  role     = "launcher"
+  launcher = "torchrun"
+  command  = "python3"
+  np       = 2
+  discovery { service = "s" }
+` + extra + `
+}`
+	}
+	tc, err := parseTaskConfig(t, launcher(""))
+	must.NoError(t, err)
+	must.Eq(t, DefaultRdzvPort, tc.RdzvPort)
+	must.Eq(t, "", tc.RdzvPortLabel)
+
+	tc, err = parseTaskConfig(t, launcher(`rdzv_port = 29500`))
+	must.NoError(t, err)
+	must.Eq(t, 29500, tc.RdzvPort)
+
+	tc, err = parseTaskConfig(t, launcher(`rdzv_port_label = "rdzv"`))
+	must.NoError(t, err)
+	must.Eq(t, 0, tc.RdzvPort, must.Sprint("the port comes from Nomad, at start"))
+	must.Eq(t, "rdzv", tc.RdzvPortLabel)
+
+	for _, c := range []struct{ name, extra, want string }{
+		{"port too big", `rdzv_port = 70000`, "rdzv_port: must be a port number (1 to 65535), got 70000"},
+		{"negative port", `rdzv_port = -1`, "rdzv_port: must be a port number (1 to 65535), got -1"},
+		{"both", "rdzv_port = 29500\nrdzv_port_label = \"rdzv\"", `rdzv_port, rdzv_port_label: set one, not both (rdzv_port 29500, rdzv_port_label "rdzv")`},
+		{"bad label", `rdzv_port_label = "rdzv port"`, `rdzv_port_label: "rdzv port" is not a port label`},
+		{"long label", `rdzv_port_label = "` + strings.Repeat("p", 65) + `"`, "is not a port label"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseTaskConfig(t, launcher(c.extra))
+			must.ErrorContains(t, err, c.want)
+		})
+	}
+	_, err = parseTaskConfig(t, `config {
+  role    = "launcher"
+  command = "python3"
+  np      = 2
+  discovery { service = "s" }
+  rdzv_port_label = "rdzv"
+}`)
+	must.ErrorContains(t, err, `only launcher = "torchrun" has a rendezvous store`)
 }

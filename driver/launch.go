@@ -174,12 +174,32 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 		t.Launcher = LauncherTorchrun
 		t.Python = python
 		t.RdzvPort = tc.RdzvPort
+		if tc.RdzvPortLabel != "" {
+			if t.RdzvPort, err = rdzvPortFromEnv(tc.RdzvPortLabel, env); err != nil {
+				return err
+			}
+		}
 		t.TorchrunCommand = torchrunArgs(tc, cfg.JobID)
 		t.TorchrunEnv = maps.Clone(tc.Env)
 		p.cmd.Path = d.selfPath
 		p.cmd.Args = []string{"torchrun-launcher", "-task-file", p.taskFile}
 	}
 	return nil
+}
+
+// rdzvPortFromEnv is the port Nomad gave the launcher's group under
+// label (NOMAD_PORT_<label>): where the c10d store listens.
+func rdzvPortFromEnv(label string, env map[string]string) (int, error) {
+	name := "NOMAD_PORT_" + envLabel(label)
+	v := env[name]
+	if v == "" {
+		return 0, fmt.Errorf("rdzv_port_label: no network port labelled %q in the launcher's group (%s is not set)", label, name)
+	}
+	port, err := strconv.Atoi(v)
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("rdzv_port_label: %s is %q, not a port number", name, v)
+	}
+	return port, nil
 }
 
 // jobSecret is the job's secret from the task's environment (a template's

@@ -32,6 +32,48 @@ func TestTorchrunArgs(t *testing.T) {
 	must.Eq(t, []string{"--no_python", "/opt/train.sh", "--fast"}, args[len(args)-3:])
 }
 
+// A torchrun launcher's store listens on rdzv_port, or on the port Nomad
+// gave its group under rdzv_port_label; a label with no port in the
+// task's environment, or not a port there, fails the start.
+func TestPlanLauncher_RdzvPort(t *testing.T) {
+	td := newTestDriver(t)
+	plan := func(tc *TaskConfig, env map[string]string) (*jobstate.Task, error) {
+		t.Helper()
+		must.NoError(t, tc.validate())
+		p, err := td.d.planTask(td.newTaskLogs(t, "launcher", tc, env, false), tc)
+		if err != nil {
+			return nil, err
+		}
+		return p.task, nil
+	}
+	torchrun := func(edit func(*TaskConfig)) *TaskConfig {
+		tc := launcherConfig("x")
+		tc.Launcher = LauncherTorchrun
+		edit(tc)
+		return tc
+	}
+
+	task, err := plan(torchrun(func(*TaskConfig) {}), nil)
+	must.NoError(t, err)
+	must.Eq(t, DefaultRdzvPort, task.RdzvPort)
+
+	task, err = plan(torchrun(func(tc *TaskConfig) { tc.RdzvPort = 29555 }), nil)
+	must.NoError(t, err)
+	must.Eq(t, 29555, task.RdzvPort)
+
+	labelled := func(tc *TaskConfig) { tc.RdzvPortLabel = "rdzv-port" }
+	task, err = plan(torchrun(labelled), map[string]string{"NOMAD_PORT_rdzv_port": "23456", "NOMAD_ADDR_rdzv_port": "10.0.0.5:23456"})
+	must.NoError(t, err)
+	must.Eq(t, 23456, task.RdzvPort)
+
+	_, err = plan(torchrun(labelled), nil)
+	must.ErrorContains(t, err, `rdzv_port_label: no network port labelled "rdzv-port" in the launcher's group (NOMAD_PORT_rdzv_port is not set)`)
+	for _, bad := range []string{"0", "65536", "rdzv", "-1"} {
+		_, err = plan(torchrun(labelled), map[string]string{"NOMAD_PORT_rdzv_port": bad})
+		must.ErrorContains(t, err, `rdzv_port_label: NOMAD_PORT_rdzv_port is "`+bad+`", not a port number`)
+	}
+}
+
 func TestLauncherOnlyEnv(t *testing.T) {
 	for k, want := range map[string]bool{
 		"NOMAD_ALLOC_ID": true, "NOMAD_TASK_DIR": true, "NOMAD_ADDR_horovod": true, "NOMAD_TOKEN": true,

@@ -239,7 +239,6 @@ func launcherConfig(script string) *TaskConfig {
 		Slots:     1,
 		Discovery: DiscoveryConfig{Service: "train-workers", Provider: ProviderConsul},
 		Port:      "horovod",
-		RdzvPort:  29400,
 	}
 }
 

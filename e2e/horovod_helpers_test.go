@@ -206,7 +206,8 @@ func (h *horovodLab) launcherPID(t *testing.T, job string) string {
 }
 
 // readLauncherPID finds the launcher process of an allocation: the
-// driver's supervisor, whose command line names the alloc's task file.
+// driver's supervisor (or its torchrun launcher), whose command line names
+// the alloc's task file.
 func readLauncherPID(t *testing.T, allocID string) string {
 	t.Helper()
 	var pid string
@@ -221,7 +222,7 @@ func readLauncherPID(t *testing.T, allocID string) string {
 				continue
 			}
 			args := strings.Split(string(b), "\x00")
-			if len(args) > 3 && args[1] == "launch" && strings.Contains(args[3], allocID) {
+			if len(args) > 3 && (args[1] == "launch" || args[1] == "torchrun-launcher") && strings.Contains(args[3], allocID) {
 				pid = e.Name()
 				return nil
 			}

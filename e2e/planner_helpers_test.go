@@ -241,22 +241,35 @@ func gpuRange(min, max int) string {
 // env.
 func exampleSpec(t *testing.T, dir, name, gpus, extra string, env map[string]string) string {
 	t.Helper()
+	return exampleSpecLauncher(t, dir, name, "horovod", gpus, extra, env)
+}
+
+// exampleSpecLauncher is exampleSpec under launcher ("horovod", or
+// "torchrun": the script's --torchrun mode).
+func exampleSpecLauncher(t *testing.T, dir, name, launcher, gpus, extra string, env map[string]string) string {
+	t.Helper()
 	root := testlab.Root(t)
 	var envLines strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		fmt.Fprintf(&envLines, "    %s = %q\n", k, env[k])
 	}
+	script := filepath.Join(root, "jobspecs", "examples", "train_elastic.py")
+	args := fmt.Sprintf("[%q]", script)
+	if launcher == "torchrun" {
+		args = fmt.Sprintf("[%q, %q]", script, "--torchrun")
+	}
 	path := filepath.Join(dir, name+".hcl")
 	must.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`
 training %q {
-  command = %q
-  args    = [%q]
+  command  = %q
+  args     = %s
+  launcher = %q
   %s
 %s
   env = {
 %s  }
 }
-`, name, filepath.Join(root, ".cache", "venv", "bin", "python3"), filepath.Join(root, "jobspecs", "examples", "train_elastic.py"),
+`, name, filepath.Join(root, ".cache", "venv", "bin", "python3"), args, launcher,
 		gpus, extra, envLines.String())), 0o644))
 	return path
 }

@@ -30,43 +30,9 @@ import (
 func TestQueues_ReclaimShrinksStopsAndResumes(t *testing.T) {
 	h := startHorovodLab(t, horovodConfig(t))
 	dir := t.TempDir()
-	ckpt := filepath.Join(dir, "ckpt")
-	must.NoError(t, os.MkdirAll(ckpt, 0o755))
-	p := startPlanner(t, h.lab, filepath.Join(dir, "data"), fmt.Sprintf(`
-checkpoint_dirs = [%q]
-policy {
-  name = "elastic-fifo"
-}
-queue "a" {
-  nominal = 0
-}
-queue "b" {
-  nominal = 6
-}
-`, ckpt))
-	t.Cleanup(func() {
-		if keep := os.Getenv("E2E_KEEP_PLANNER_LOG"); keep != "" && t.Failed() {
-			if b, err := os.ReadFile(p.log); err == nil {
-				_ = os.WriteFile(keep, b, 0o644)
-			}
-		}
-	})
-	// The worktree's SDK (schedulearn.resume), whatever the venv holds.
-	sdk := filepath.Join(testlab.Root(t), "sdk", "python", "src")
-	env := func(name string, extra map[string]string) map[string]string {
-		e := map[string]string{"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.2", "PYTHONPATH": sdk,
-			"PROGRESS_FILE": filepath.Join(dir, name+".jsonl"), "STOP_FILE": filepath.Join(dir, name+".stop")}
-		for k, v := range extra {
-			e[k] = v
-		}
-		return e
-	}
-	gpus := func(min, max, per int) string {
-		return fmt.Sprintf("gpus {\n    min        = %d\n    max        = %d\n    per_worker = %d\n  }", min, max, per)
-	}
-	attrs := func(queue string, priority int) string {
-		return fmt.Sprintf("  queue    = %q\n  priority = %d", queue, priority)
-	}
+	p, ckpt := startQueuesPlanner(t, h, dir)
+	env := func(name string, extra map[string]string) map[string]string { return queueJobEnv(t, dir, name, extra) }
+	gpus, attrs := queueGPUs, queueAttrs
 	progress := func(name string) []progressRecord { return readProgress(t, filepath.Join(dir, name+".jsonl")) }
 
 	// The low-priority jobs first (FIFO starts them), then the elastic
@@ -179,17 +145,7 @@ queue "b" {
 		must.NotNil(t, j.Resume)
 		must.Eq(t, saved[l.name], j.Resume.Step)
 		must.Eq(t, saved[l.name], j.Preemptions[0].ResumedStep)
-		resumedAt := float64(j.Preemptions[0].Resumed.UnixNano()) / 1e9
-		var first progressRecord
-		waitUntil(t, 3*time.Minute, func() error {
-			for _, r := range progress(l.name) {
-				if r.Time > resumedAt {
-					first = r
-					return nil
-				}
-			}
-			return errorf("a's low-priority job %s has not trained since it started again", l.name)
-		})
+		first := firstRecordAfter(t, filepath.Join(dir, l.name+".jsonl"), j.Preemptions[0].Resumed, 3*time.Minute)
 		t.Logf("%s (%s): resumed at step %d (checkpoint step %d)", l.name, l.launcher, first.Step, saved[l.name])
 		must.Eq(t, int(saved[l.name])+1, first.Step, must.Sprint("the job did not resume from its checkpoint"))
 		out, code := p.cli("job", "status", l.id)
@@ -251,4 +207,58 @@ func logTime(t *testing.T, path, s string) time.Time {
 	}
 	t.Fatalf("no line with %q in the planner's log", s)
 	return time.Time{}
+}
+
+// startQueuesPlanner starts a planner under Elastic FIFO with queue a
+// (nominal 0: it only borrows) and queue b (nominal 6), whose checkpoint
+// dir (the jobs' checkpoints go under it) is ckpt; with
+// E2E_KEEP_PLANNER_LOG set, a failed test's planner log is kept there.
+func startQueuesPlanner(t *testing.T, h *horovodLab, dir string) (p *plannerProc, ckpt string) {
+	t.Helper()
+	ckpt = filepath.Join(dir, "ckpt")
+	must.NoError(t, os.MkdirAll(ckpt, 0o755))
+	p = startPlanner(t, h.lab, filepath.Join(dir, "data"), fmt.Sprintf(`
+checkpoint_dirs = [%q]
+policy {
+  name = "elastic-fifo"
+}
+queue "a" {
+  nominal = 0
+}
+queue "b" {
+  nominal = 6
+}
+`, ckpt))
+	t.Cleanup(func() {
+		if keep := os.Getenv("E2E_KEEP_PLANNER_LOG"); keep != "" && t.Failed() {
+			if b, err := os.ReadFile(p.log); err == nil {
+				_ = os.WriteFile(keep, b, 0o644)
+			}
+		}
+	})
+	return p, ckpt
+}
+
+// queueJobEnv is the environment of the queue tests' example jobs: long
+// runs at 0.2s a step that report to dir/name.jsonl and stop when
+// dir/name.stop exists, with the worktree's SDK (schedulearn.resume,
+// whatever the venv holds), and extra.
+func queueJobEnv(t *testing.T, dir, name string, extra map[string]string) map[string]string {
+	sdk := filepath.Join(testlab.Root(t), "sdk", "python", "src")
+	e := map[string]string{"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.2", "PYTHONPATH": sdk,
+		"PROGRESS_FILE": filepath.Join(dir, name+".jsonl"), "STOP_FILE": filepath.Join(dir, name+".stop")}
+	for k, v := range extra {
+		e[k] = v
+	}
+	return e
+}
+
+// queueGPUs is a jobspec's gpus block.
+func queueGPUs(min, max, per int) string {
+	return fmt.Sprintf("gpus {\n    min        = %d\n    max        = %d\n    per_worker = %d\n  }", min, max, per)
+}
+
+// queueAttrs are a jobspec's queue and priority.
+func queueAttrs(queue string, priority int) string {
+	return fmt.Sprintf("  queue    = %q\n  priority = %d", queue, priority)
 }

@@ -123,7 +123,7 @@ func runSSHShim(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return code
 }
 
-func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
+func runWorkerAgent(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("worker-agent", flag.ContinueOnError)
 	listen := fs.String("listen", "", "address to listen on (NOMAD_ADDR_<port>)")
 	t, code := parseTask(fs, args, stderr)
@@ -145,7 +145,8 @@ func runWorkerAgent(args []string, _ io.Reader, _, stderr io.Writer) int {
 			logger.Warn("failed to write status", "error", err)
 		}
 	}
-	srv := &workeragent.Server{Token: t.Token, Dir: dir, Env: workeragent.Environ(), Logger: logger, OnChange: status}
+	srv := &workeragent.Server{Token: t.Token, Dir: dir, Env: workeragent.Environ(), Logger: logger, OnChange: status,
+		Stdout: stdout, Stderr: stderr}
 	l, err := workeragent.Listen(*listen)
 	if err != nil {
 		logger.Error("failed to start", "error", err)

@@ -71,17 +71,15 @@ func (l *Launcher) Run(ctx context.Context) int {
 	if l.Period == 0 {
 		l.Period = discover.Period
 	}
-	store := exec.Command(l.Task.Python, "-c", storeScript, strconv.Itoa(l.Task.RdzvPort))
-	store.Stdout, store.Stderr = l.Stdout, l.Stderr
-	store.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := store.Start(); err != nil {
-		l.Logger.Error("failed to start the c10d store", "error", err)
+	stopStore, err := l.startStore(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 128 + int(syscall.SIGTERM)
+		}
+		l.Logger.Error("failed to start the c10d store", "port", l.Task.RdzvPort, "error", err)
 		return 1
 	}
-	defer func() {
-		_ = syscall.Kill(-store.Process.Pid, syscall.SIGTERM)
-		_ = store.Wait()
-	}()
+	defer stopStore()
 
 	var mu sync.Mutex
 	out := &lockedWriter{mu: &mu, w: l.Stdout}
@@ -140,6 +138,78 @@ func (l *Launcher) Run(ctx context.Context) int {
 		case <-tick.C:
 		}
 	}
+}
+
+// storeReadyLine starts the line storeScript prints once its store
+// listens.
+const storeReadyLine = "c10d store listening on port"
+
+// storeStartTimeout bounds how long the store may take to listen (its
+// Python imports torch first).
+var storeStartTimeout = 5 * time.Minute
+
+// startStore starts the c10d store and returns once it listens, so that
+// no worker's torchrun is pointed at a port the store did not get (where
+// another job's store may be listening); stop stops it.
+func (l *Launcher) startStore(ctx context.Context) (stop func(), err error) {
+	port := strconv.Itoa(l.Task.RdzvPort)
+	store := exec.Command(l.Task.Python, "-c", storeScript, port)
+	ready := &lineWatcher{w: l.Stdout, prefix: storeReadyLine, seen: make(chan struct{})}
+	store.Stdout, store.Stderr = ready, l.Stderr
+	store.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := store.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- store.Wait() }()
+	stop = func() {
+		_ = syscall.Kill(-store.Process.Pid, syscall.SIGTERM)
+		<-exited
+	}
+	timeout := time.NewTimer(storeStartTimeout)
+	defer timeout.Stop()
+	select {
+	case <-ready.seen:
+		return stop, nil
+	case err := <-exited:
+		exited <- err
+		return nil, fmt.Errorf("the store exited before it listened on port %s (%v): is the port taken? rdzv_port_label gives each job a port of its own", port, err)
+	case <-timeout.C:
+		err = fmt.Errorf("the store did not listen on port %s within %v", port, storeStartTimeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	stop()
+	return nil, err
+}
+
+// lineWatcher passes output on to w and closes seen once a line starting
+// with prefix has gone through.
+type lineWatcher struct {
+	w      io.Writer
+	prefix string
+	seen   chan struct{}
+	line   []byte // the start of the current line, up to len(prefix)
+	done   bool
+}
+
+func (lw *lineWatcher) Write(p []byte) (int, error) {
+	for _, b := range p {
+		if lw.done {
+			break
+		}
+		switch {
+		case b == '\n':
+			lw.line = lw.line[:0]
+		case len(lw.line) < len(lw.prefix):
+			lw.line = append(lw.line, b)
+			if string(lw.line) == lw.prefix {
+				lw.done = true
+				close(lw.seen)
+			}
+		}
+	}
+	return lw.w.Write(p)
 }
 
 // reconcile starts torchrun on new workers and drops the sessions of

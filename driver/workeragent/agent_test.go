@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -177,4 +178,53 @@ func TestFinish_StopsServe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after finish")
 	}
+}
+
+// A command whose connection dropped keeps its output pipes for its grace
+// period: what it writes after SIGTERM (a training process saying it saved
+// a checkpoint) goes to the agent's own output, and does not kill it with
+// EPIPE before it is done.
+func TestRun_DroppedConnectionOutputToAgent(t *testing.T) {
+	var agentOut lockedBuilder
+	srv, addr := serve(t, &Server{Token: "tok", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"},
+		Logger: hclog.NewNullLogger(), Stdout: &agentOut})
+	dir := t.TempDir()
+	started, saved := filepath.Join(dir, "started"), filepath.Join(dir, "saved")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		var out strings.Builder
+		// Many writes after SIGTERM: without the agent's fallback, the
+		// first one to fail closes the pipe and the next one kills sh.
+		_, err := Run(ctx, addr, "tok", `trap 'for i in 1 2 3 4 5 6 7 8 9 10; do echo "saving $i"; sleep 0.05; done; echo saved > `+saved+`; exit 0' TERM
+touch `+started+`; while :; do sleep 0.1; done`, nil, &out, &out, time.Second)
+		done <- err
+	}()
+	waitFor(t, started)
+	cancel()
+	must.ErrorIs(t, <-done, context.Canceled)
+	must.Eq(t, "saved\n", waitFor(t, saved))
+	deadline := time.Now().Add(KillGrace + 5*time.Second)
+	for srv.Running() != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	must.Eq(t, 0, srv.Running())
+	must.StrContains(t, agentOut.String(), "saving 10\n")
+}
+
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -41,6 +41,11 @@ type Server struct {
 	// Standby, if set and started, runs the first command it can
 	// (Standby.Take); the others run as usual.
 	Standby *Standby
+	// Stdout and Stderr take a command's output once its connection is
+	// gone (the agent's own log; nil: discarded), so that a command in its
+	// grace period after SIGTERM (saving a checkpoint) can still write:
+	// its output pipes stay open and read to its end.
+	Stdout, Stderr io.Writer
 
 	// random is where nonces come from (crypto/rand unless a test sets it).
 	random io.Reader
@@ -211,7 +216,8 @@ func (s *Server) handle(conn net.Conn, release func()) error {
 	if err := ch.writeJSON(frameResponse, response{}); err != nil {
 		return fmt.Errorf("failed to answer client: %w", err)
 	}
-	stdout, stderr := frameWriter{ch: ch, kind: frameStdout}, frameWriter{ch: ch, kind: frameStderr}
+	stdout := &fallbackWriter{w: frameWriter{ch: ch, kind: frameStdout}, fallback: s.Stdout}
+	stderr := &fallbackWriter{w: frameWriter{ch: ch, kind: frameStderr}, fallback: s.Stderr}
 	var cmd *exec.Cmd
 	var stdin io.WriteCloser
 	warm := false
@@ -280,6 +286,33 @@ func (s *Server) handle(conn net.Conn, release func()) error {
 		return nil // the client is gone; nothing to tell
 	}
 	return nil
+}
+
+// fallbackWriter writes to w until a write fails (the connection is
+// gone), then to fallback (or nowhere), and never fails: os/exec closes a
+// command's output pipe when a write fails, and the command's next write
+// (a training process saving on SIGTERM, logging that it did) would die
+// of EPIPE. Each is used by one goroutine (os/exec's copy of one stream).
+type fallbackWriter struct {
+	w        io.Writer
+	fallback io.Writer
+	failed   bool
+}
+
+func (f *fallbackWriter) Write(p []byte) (int, error) {
+	rest := p
+	if !f.failed {
+		n, err := f.w.Write(p)
+		if err == nil {
+			return n, nil
+		}
+		f.failed = true
+		rest = p[n:]
+	}
+	if f.fallback != nil {
+		_, _ = f.fallback.Write(rest)
+	}
+	return len(p), nil
 }
 
 // exitCode is the command's exit status as a shell reports it.

@@ -9,7 +9,10 @@
 //
 //   - group "launcher" (count 1): the horovod driver in the launcher role,
 //     running horovodrun (or torchrun) elastically between the job's min and
-//     max, discovering workers through the job's worker service.
+//     max, discovering workers through the job's worker service. Under
+//     torchrun the group has a dynamic port, "rdzv", on which the launcher
+//     hosts the c10d rendezvous store (the driver's rdzv_port_label), so
+//     two torchrun jobs on one host never clash on torchrun's 29400.
 //   - one group per node of the plan, "worker-<node>": count = the GPUs the
 //     plan gives the job on that node / per_worker, pinned to that node, each
 //     worker asking for device "nvidia/gpu" { count = per_worker } with the
@@ -53,18 +56,22 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/schedulearn/schedulearn/internal/jobsecret"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // Names of the parts of a training job in Nomad.
 const (
-	JobPrefix        = "train-"
-	LauncherGroup    = "launcher"
-	LauncherTask     = "launcher"
-	WorkerTask       = "worker"
-	workerGroupStem  = "worker-"
-	workerPortLabel  = "horovod"
+	JobPrefix       = "train-"
+	LauncherGroup   = "launcher"
+	LauncherTask    = "launcher"
+	WorkerTask      = "worker"
+	workerGroupStem = "worker-"
+	workerPortLabel = "horovod"
+	// rdzvPortLabel is the launcher group's dynamic port on which a
+	// torchrun job's c10d store listens (the driver's rdzv_port_label).
+	rdzvPortLabel    = "rdzv"
 	driverName       = "horovod"
 	gpuDevice        = "nvidia/gpu"
 	nodePoolAll      = "all" // Nomad's built-in pool of every node
@@ -162,6 +169,13 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 		launcher.Artifacts = append(launcher.Artifacts, &nomadapi.TaskArtifact{GetterSource: ptr(a.Source), RelativeDest: ptr(a.Destination)})
 	}
 	lg := nomadapi.NewTaskGroup(LauncherGroup, 1).AddTask(launcher)
+	if spec.Launcher == jobspec.LauncherTorchrun {
+		// A port of its own on the launcher's host, which Nomad gives no
+		// other allocation there: torchrun jobs (or a job and its own
+		// earlier run, stopping) on one host do not share a store.
+		lg.Networks = []*nomadapi.NetworkResource{{DynamicPorts: []nomadapi.Port{{Label: rdzvPortLabel}}}}
+		launcherConfig["rdzv_port_label"] = rdzvPortLabel
+	}
 	noRetry(lg)
 	job.AddTaskGroup(lg)
 

@@ -44,6 +44,9 @@ func TestBuild(t *testing.T) {
 	must.SliceEmpty(t, launcher.Tasks[0].Resources.Devices)
 	must.True(t, launcher.Tasks[0].Identity.Env)
 	must.Eq(t, "SIGTERM", launcher.Tasks[0].KillSignal)
+	// horovodrun hosts no store: no port (the driver refuses one).
+	must.SliceEmpty(t, launcher.Networks)
+	must.MapNotContainsKey(t, cfg, "rdzv_port_label")
 
 	// Worker groups in node order, pinned, with per-worker GPU requests.
 	for i, want := range []struct {
@@ -68,6 +71,25 @@ func TestBuild(t *testing.T) {
 		must.Eq(t, "${NOMAD_ALLOC_ID}", tg.Services[0].Meta["alloc_id"])
 	}
 	must.Eq(t, map[string]int{"node-a": 2, "node-b": 1}, workerCounts(job))
+}
+
+// A torchrun job's launcher hosts its c10d store on a dynamic port of its
+// group, which the driver reads by its label: Nomad gives each job's
+// launcher a port no other allocation on its host has.
+func TestBuild_TorchrunRendezvousPort(t *testing.T) {
+	j := &structs.Job{ID: "bert-1", Spec: jobspec.Spec{
+		Name: "bert", Command: "python3", Args: []string{"train.py", "--torchrun"}, Launcher: jobspec.LauncherTorchrun,
+		GPUs: jobspec.GPUs{Min: 2, Max: 4, PerWorker: 2},
+	}}
+	job := Build(j, policy.Allocation{"node-a": 4}, Options{})
+	launcher := job.TaskGroups[0]
+	must.Eq(t, []*nomadapi.NetworkResource{{DynamicPorts: []nomadapi.Port{{Label: "rdzv"}}}}, launcher.Networks)
+	cfg := launcher.Tasks[0].Config
+	must.Eq[any](t, "torchrun", cfg["launcher"])
+	must.Eq[any](t, "rdzv", cfg["rdzv_port_label"])
+	must.MapNotContainsKey(t, cfg, "rdzv_port")
+	// The workers' port is another label, in their own groups.
+	must.Eq(t, "horovod", job.TaskGroups[1].Networks[0].DynamicPorts[0].Label)
 }
 
 // With the planner's address and token, the launcher's environment tells

@@ -1,0 +1,89 @@
+package torchrun
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+)
+
+// fakePython writes a python3 that runs script (sh) whatever its arguments.
+func fakePython(t *testing.T, script string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "python3")
+	must.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"+script+"\n"), 0o755))
+	return path
+}
+
+// A store that cannot listen (its port taken, say) fails the launcher
+// before any worker's torchrun is pointed at the port, with a log line
+// that says so; a store that listens lets it go on.
+func TestStartStore(t *testing.T) {
+	var logs bytes.Buffer
+	l := &Launcher{
+		Task:   &jobstate.Task{Python: fakePython(t, `echo "RuntimeError: The server socket has failed to listen on any local network address. port: $3" >&2; exit 1`), RdzvPort: 29400},
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs}),
+		Stdout: &bytes.Buffer{}, Stderr: &logs,
+	}
+	// Discovery is nil: Run must not get as far as reconcile.
+	must.Eq(t, 1, l.Run(context.Background()))
+	must.StrContains(t, logs.String(), "failed to start the c10d store")
+	must.StrContains(t, logs.String(), "is the port taken?")
+	must.StrContains(t, logs.String(), "port: 29400")
+
+	var out bytes.Buffer
+	l = &Launcher{
+		Task:   &jobstate.Task{Python: fakePython(t, `printf 'importing\nc10d store listening on port %s\n' "$3"; exec sleep 60`), RdzvPort: 23456},
+		Logger: hclog.NewNullLogger(),
+		Stdout: &out, Stderr: &logs,
+	}
+	stop, err := l.startStore(context.Background())
+	must.NoError(t, err)
+	stop() // returns once the store has exited
+	must.Eq(t, "importing\nc10d store listening on port 23456\n", out.String())
+
+	// A store that never says it listens is stopped when the launcher is.
+	l.Task.Python = fakePython(t, `exec sleep 60`)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	_, err = l.startStore(ctx)
+	must.ErrorIs(t, err, context.Canceled)
+}
+
+// lineWatcher sees its line whole, however the writes split it, and only
+// at the start of a line.
+func TestLineWatcher(t *testing.T) {
+	for _, writes := range [][]string{
+		{"c10d store listening on port 1\n"},
+		{"c10d sto", "re listening", " on port 1\n"},
+		{"x c10d store listening on port 1\nc10d store listening on port 1\n"},
+	} {
+		var out bytes.Buffer
+		lw := &lineWatcher{w: &out, prefix: storeReadyLine, seen: make(chan struct{})}
+		for _, w := range writes {
+			_, err := lw.Write([]byte(w))
+			must.NoError(t, err)
+		}
+		select {
+		case <-lw.seen:
+		default:
+			t.Fatalf("%q: not seen", writes)
+		}
+		must.Eq(t, strings.Join(writes, ""), out.String())
+	}
+	lw := &lineWatcher{w: &bytes.Buffer{}, prefix: storeReadyLine, seen: make(chan struct{})}
+	_, _ = lw.Write([]byte("x c10d store listening on port 1\n"))
+	select {
+	case <-lw.seen:
+		t.Fatal("seen mid-line")
+	default:
+	}
+}
