@@ -32,7 +32,7 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	br := events.New(64, time.Now())
 	t.Cleanup(br.Close)
 	srv, err := api.NewServer(api.Config{Backend: b, Token: apitest.Token, ReadToken: apitest.ReadToken,
-		Observe: api.Observability{Events: br, UI: ui.Handler(), Waits: func() map[string]string { return map[string]string{} }}})
+		Observe: api.Observability{Events: br, UI: ui.Handler(), Waits: func() map[string]structs.Wait { return nil }}})
 	must.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
