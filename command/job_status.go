@@ -157,13 +157,13 @@ func (c *JobStatusCommand) follow(cl *client.Client, job *structs.Job) int {
 	return code
 }
 
-// maxWaitWords bounds a wait reason in job list's table (the whole one:
+// maxWaitChars bounds a wait reason in job list's table (the whole one:
 // -verbose, or job status).
-const maxWaitWords = 80
+const maxWaitChars = 80
 
 // formatJobList is the jobs' table, then the queued ones' waits: each
 // job's queue, its place there, the cause in a word and the reason, cut
-// to maxWaitWords characters unless verbose; in queue order.
+// to maxWaitChars characters unless verbose; in queue order.
 func formatJobList(jobs []api.JobStub, verbose bool) string {
 	if len(jobs) == 0 {
 		return "No jobs"
@@ -184,9 +184,9 @@ func formatJobList(jobs []api.JobStub, verbose bool) string {
 		return out
 	}
 	slices.SortStableFunc(waiting, func(a, b api.JobStub) int {
-		return cmp.Or(cmp.Compare(queueOf(a), queueOf(b)), cmp.Compare(place(a), place(b)))
+		return cmp.Or(cmp.Compare(waitQueue(a), waitQueue(b)), cmp.Compare(place(a), place(b)))
 	})
-	limit := maxWaitWords
+	limit := maxWaitChars
 	if verbose {
 		limit = 0
 	}
@@ -197,7 +197,7 @@ func formatJobList(jobs []api.JobStub, verbose bool) string {
 		if w.Position > 0 {
 			at = fmt.Sprintf("%d of %d", w.Position, w.Of)
 		}
-		waits = append(waits, []string{j.ID, cmp.Or(w.Queue, queueOf(j)), at, string(cmp.Or(w.Cause, "-")), clip(w.Reason, limit)})
+		waits = append(waits, []string{j.ID, waitQueue(j), at, string(cmp.Or(w.Cause, "-")), clip(w.Reason, limit)})
 	}
 	return out + "\n\nWaiting\n" + formatList(waits)
 }
@@ -213,6 +213,10 @@ func stubWait(j api.JobStub) structs.Wait {
 
 // queueOf is j's queue; a job that names none is in the default queue.
 func queueOf(j api.JobStub) string { return cmp.Or(j.Queue, "default") }
+
+// waitQueue is the queue j waits in: the planner's word, else the one
+// it names.
+func waitQueue(j api.JobStub) string { return cmp.Or(stubWait(j).Queue, queueOf(j)) }
 
 // place orders waiting jobs within a queue: by their place there, those
 // without one last.

@@ -49,7 +49,7 @@ func TestJobStatus_Waiting(t *testing.T) {
 	_, why, ok := strings.Cut(lines[12], " quota  ")
 	must.True(t, ok, must.Sprint(lines[12]))
 	why = strings.TrimLeft(why, " ")
-	must.Eq(t, maxWaitWords, utf8.RuneCountInString(why))
+	must.Eq(t, maxWaitChars, utf8.RuneCountInString(why))
 	must.StrHasSuffix(t, "…", why)
 	must.StrHasPrefix(t, v1+"  ", lines[12])
 	must.StrNotContains(t, out, "stale")
