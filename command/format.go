@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 )
@@ -99,6 +101,23 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// clip makes s one line of at most n characters (n <= 0: any length):
+// control characters become spaces, and a longer s is cut, ending in
+// "…". Text from elsewhere (a policy plugin's reason) cannot break a
+// table or run on.
+func clip(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // shortID cuts a Nomad node ID to 8 characters, as Nomad's lists do.

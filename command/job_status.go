@@ -1,10 +1,12 @@
 package command
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -43,14 +45,23 @@ func (c *JobStatusCommand) Help() string {
 		return helpText(`
 Usage: schedulearn job list [options]
 
-  Lists the training jobs: ID, name, user, priority, state, GPUs held now
-  and asked for, submission time; then, for the queued jobs, their queue
-  and why they wait as of the planner's last round, with their place in
-  their queue. The same as job status without an ID.`,
+  Lists the training jobs: ID, name, user, queue, priority, state, GPUs
+  held now and asked for, how many times the planner preempted the job
+  (stopped and requeued it to give its GPUs back to another queue), and
+  submission time. Then, for the queued jobs, in queue order: their
+  queue, their place in it ("2 of 5": 2nd of the queue's 5 waiting jobs,
+  priority first, then submission), the cause in a word (quota, policy,
+  gpus, unplanned) and why they wait as of the planner's last round, cut
+  to 80 characters (-verbose, or job status <id>, shows it whole). The
+  same as job status without an ID.`,
 			generalHelp, `List Options:
 
   -json
-    Print the jobs as JSON (a list of job stubs).`, exitHelp)
+    Print the jobs as JSON (a list of job stubs, each queued one with
+    its wait: cause, reason, queue, position and of).
+
+  -verbose
+    Show each wait reason whole.`, exitHelp)
 	}
 	return helpText(`
 Usage: schedulearn job status [options] [<job-id>]
@@ -70,7 +81,8 @@ Usage: schedulearn job status [options] [<job-id>]
 
   -verbose
     Show the whole GPU history and every event (not only the last 10),
-    and the job's jobspec as submitted.
+    and the job's jobspec as submitted; without an ID, each wait reason
+    whole.
 
   -follow
     After showing the job, follow it on the planner's event stream,
@@ -83,8 +95,8 @@ func (c *JobStatusCommand) Run(args []string) int {
 	var asJSON, verbose, follow bool
 	fs := c.flagSet(c.name())
 	fs.BoolVar(&asJSON, "json", false, "")
+	fs.BoolVar(&verbose, "verbose", false, "")
 	if !c.list {
-		fs.BoolVar(&verbose, "verbose", false, "")
 		fs.BoolVar(&follow, "follow", false, "")
 	}
 	pos, ok := c.parse(fs, args, c.name())
@@ -110,7 +122,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 		if asJSON {
 			return c.printJSON(jobs)
 		}
-		fmt.Fprintln(c.Out, formatJobList(jobs))
+		fmt.Fprintln(c.Out, formatJobList(jobs, verbose))
 		return ExitOK
 	}
 
@@ -145,28 +157,74 @@ func (c *JobStatusCommand) follow(cl *client.Client, job *structs.Job) int {
 	return code
 }
 
-func formatJobList(jobs []api.JobStub) string {
+// maxWaitChars bounds a wait reason in job list's table (the whole one:
+// -verbose, or job status).
+const maxWaitChars = 80
+
+// formatJobList is the jobs' table, then the queued ones' waits: each
+// job's queue, its place there, the cause in a word and the reason, cut
+// to maxWaitChars characters unless verbose; in queue order.
+func formatJobList(jobs []api.JobStub, verbose bool) string {
 	if len(jobs) == 0 {
 		return "No jobs"
 	}
-	rows := [][]string{{"ID", "Name", "User", "Priority", "State", "GPUs", "Asked", "Submitted"}}
+	rows := [][]string{{"ID", "Name", "User", "Queue", "Priority", "State", "GPUs", "Asked", "Preemptions", "Submitted"}}
+	var waiting []api.JobStub
 	for _, j := range jobs {
 		rows = append(rows, []string{
-			j.ID, j.Name, orNone(j.User), fmt.Sprint(j.Priority), string(j.State),
-			fmt.Sprint(j.GPUs), formatAsked(j.Auto, j.MinGPUs, j.MaxGPUs), formatTime(j.Submitted),
+			j.ID, j.Name, orNone(j.User), queueOf(j), fmt.Sprint(j.Priority), string(j.State),
+			fmt.Sprint(j.GPUs), formatAsked(j.Auto, j.MinGPUs, j.MaxGPUs), fmt.Sprint(j.Preemptions), formatTime(j.Submitted),
 		})
-	}
-	out := formatList(rows)
-	waits := [][]string{{"ID", "Queue", "Why it waits"}}
-	for _, j := range jobs {
-		if j.Waiting != "" {
-			waits = append(waits, []string{j.ID, orNone(j.Queue), j.Waiting})
+		if j.Wait != nil || j.Waiting != "" {
+			waiting = append(waiting, j)
 		}
 	}
-	if len(waits) > 1 {
-		out += "\n\nWaiting\n" + formatList(waits)
+	out := formatList(rows)
+	if len(waiting) == 0 {
+		return out
 	}
-	return out
+	slices.SortStableFunc(waiting, func(a, b api.JobStub) int {
+		return cmp.Or(cmp.Compare(waitQueue(a), waitQueue(b)), cmp.Compare(place(a), place(b)))
+	})
+	limit := maxWaitChars
+	if verbose {
+		limit = 0
+	}
+	waits := [][]string{{"ID", "Queue", "Place", "Cause", "Why it waits"}}
+	for _, j := range waiting {
+		w := stubWait(j)
+		at := "-"
+		if w.Position > 0 {
+			at = fmt.Sprintf("%d of %d", w.Position, w.Of)
+		}
+		waits = append(waits, []string{j.ID, waitQueue(j), at, string(cmp.Or(w.Cause, "-")), clip(w.Reason, limit)})
+	}
+	return out + "\n\nWaiting\n" + formatList(waits)
+}
+
+// stubWait is why j waits: its Wait, or, from a planner that sends only
+// the sentence, that as the reason.
+func stubWait(j api.JobStub) structs.Wait {
+	if j.Wait != nil {
+		return *j.Wait
+	}
+	return structs.Wait{Reason: j.Waiting}
+}
+
+// queueOf is j's queue; a job that names none is in the default queue.
+func queueOf(j api.JobStub) string { return cmp.Or(j.Queue, "default") }
+
+// waitQueue is the queue j waits in: the planner's word, else the one
+// it names.
+func waitQueue(j api.JobStub) string { return cmp.Or(stubWait(j).Queue, queueOf(j)) }
+
+// place orders waiting jobs within a queue: by their place there, those
+// without one last.
+func place(j api.JobStub) int {
+	if j.Wait == nil || j.Wait.Position <= 0 {
+		return math.MaxInt
+	}
+	return j.Wait.Position
 }
 
 func formatJob(j *structs.Job, verbose bool) string {

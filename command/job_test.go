@@ -218,14 +218,19 @@ func TestJobStatus_List(t *testing.T) {
 	b := h.submit(elastic)
 	h.backend.Start(a, map[string]int{"gpu-1": 4}, "start")
 
+	h.backend.Update(a, func(j *structs.Job) { j.Preemptions = make([]structs.Preemption, 3) })
+
 	for _, args := range [][]string{{"job", "status"}, {"job", "list"}} {
 		must.Eq(t, ExitOK, h.run(args...))
 		lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
-		must.Len(t, 3, lines)
+		must.Len(t, 7, lines)
 		must.StrHasPrefix(t, "ID  ", lines[0])
-		must.Eq(t, []string{"ID", "Name", "User", "Priority", "State", "GPUs", "Asked", "Submitted"}, strings.Fields(lines[0]))
-		must.Eq(t, []string{a, "resnet50", "alice", "50", "running", "4", "4"}, strings.Fields(lines[1])[:7])
-		must.Eq(t, []string{b, "bert", "<none>", "50", "queued", "0", "2-8"}, strings.Fields(lines[2])[:7])
+		must.Eq(t, []string{"ID", "Name", "User", "Queue", "Priority", "State", "GPUs", "Asked", "Preemptions", "Submitted"}, strings.Fields(lines[0]))
+		must.Eq(t, []string{a, "resnet50", "alice", "default", "50", "running", "4", "4", "3"}, strings.Fields(lines[1])[:9])
+		must.Eq(t, []string{b, "bert", "<none>", "default", "50", "queued", "0", "2-8", "0"}, strings.Fields(lines[2])[:9])
+		// b was queued after the planner's last round (this one has none).
+		must.Eq(t, "Waiting", lines[4])
+		must.Eq(t, []string{b, "default", "-", "unplanned", "not", "planned", "yet:"}, strings.Fields(lines[6])[:7])
 	}
 
 	must.Eq(t, ExitOK, h.run("job", "list", "-json"))

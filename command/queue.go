@@ -197,7 +197,7 @@ func waitingIn(name string, queues []structs.QueueStatus, jobs []api.JobStub) []
 	}
 	var out []api.JobStub
 	for _, j := range jobs {
-		if j.State == structs.JobQueued && in[cmp.Or(j.Queue, "default")] {
+		if j.State == structs.JobQueued && in[queueOf(j)] {
 			out = append(out, j)
 		}
 	}
@@ -235,7 +235,7 @@ func formatQueue(q structs.QueueStatus, waiting []api.JobStub) string {
 	}
 	rows = [][]string{{"ID", "Queue", "Priority", "Asked", "Submitted", "Why it waits"}}
 	for _, j := range waiting {
-		rows = append(rows, []string{j.ID, cmp.Or(j.Queue, "default"), fmt.Sprint(j.Priority), formatAsked(j.Auto, j.MinGPUs, j.MaxGPUs),
+		rows = append(rows, []string{j.ID, queueOf(j), fmt.Sprint(j.Priority), formatAsked(j.Auto, j.MinGPUs, j.MaxGPUs),
 			formatTime(j.Submitted), orNone(j.Waiting)})
 	}
 	b.WriteString(formatList(rows))

@@ -19,9 +19,9 @@ func intp(n int) *int { return &n }
 
 // newObservedHarness is newHarness with a planner that says why jobs
 // wait: *waits, read on every request.
-func newObservedHarness(t *testing.T, waits *map[string]string) *harness {
+func newObservedHarness(t *testing.T, waits *map[string]structs.Wait) *harness {
 	h := newHarness(t)
-	h.server = apitest.NewObservedServer(t, h.backend, api.Observability{Waits: func() map[string]string { return *waits }})
+	h.server = apitest.NewObservedServer(t, h.backend, api.Observability{Waits: func() map[string]structs.Wait { return *waits }})
 	h.env[client.EnvAddress] = h.server.URL
 	return h
 }
@@ -30,7 +30,7 @@ func newObservedHarness(t *testing.T, waits *map[string]string) *harness {
 // with its waiting jobs (its children's too), priority first, each with
 // why it waits.
 func TestQueue_ListAndStatus(t *testing.T) {
-	var waits map[string]string
+	var waits map[string]structs.Wait
 	h := newObservedHarness(t, &waits)
 	h.backend.QueueList = []structs.QueueStatus{
 		{Name: "ml", Children: []string{"vision"}, Weight: 1, Running: 1, Waiting: 2,
@@ -41,7 +41,8 @@ func TestQueue_ListAndStatus(t *testing.T) {
 	low := h.submit("training \"low\" {\n  command = \"python3\"\n  queue = \"vision\"\n  priority = 10\n  gpus = 2\n}\n")
 	high := h.submit("training \"high\" {\n  command = \"python3\"\n  queue = \"vision\"\n  priority = 90\n  gpus = 4\n}\n")
 	h.submit(fourGPUs) // in queue default: not vision's
-	waits = map[string]string{high: "needs 4 GPUs; queue vision at 16 of 12 GPUs; may borrow 0 more; 1st of 2 waiting in queue vision"}
+	waits = map[string]structs.Wait{high: {Cause: structs.WaitQuota, Reason: "needs 4 GPUs; queue vision at 16 of 12 GPUs; may borrow 0 more",
+		Queue: "vision", Position: 1, Of: 2}}
 
 	must.Eq(t, ExitOK, h.run("queue", "list"))
 	lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")

@@ -159,6 +159,25 @@ func (b *browser) selectAndSubmit(sel, value, button string) {
 		"; document.querySelector("+jsString(button)+").click(); return true })()", &ok))
 }
 
+// selectChange picks value in the select sel as a user does: the page
+// hears a change event.
+func (b *browser) selectChange(sel, value string) {
+	b.t.Helper()
+	var ok bool
+	must.NoError(b.t, b.eval("(() => { const s = document.querySelector("+jsString(sel)+"); s.value = "+jsString(value)+
+		"; s.dispatchEvent(new Event(\"change\")); return s.value === "+jsString(value)+" })()", &ok))
+	must.True(b.t, ok, must.Sprintf("%s has no option %s", sel, value))
+}
+
+// cells is the text of the elements matching sel by their data-field.
+func (b *browser) cells(sel string) map[string]string {
+	b.t.Helper()
+	var out map[string]string
+	must.NoError(b.t, b.eval("Object.fromEntries(Array.from(document.querySelectorAll("+jsString(sel)+
+		"), e => [e.dataset.field, e.textContent]))", &out))
+	return out
+}
+
 // typeAndSubmit replaces what the input sel holds with text, typed, and
 // clicks button.
 func (b *browser) typeAndSubmit(sel, text, button string) {

@@ -31,20 +31,35 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	b := apitest.NewBackend(apitest.Node("n1", "gpu-1", 8), apitest.Node("n2", "gpu-2", 4))
 	br := events.New(64, time.Now())
 	t.Cleanup(br.Close)
-	srv, err := api.NewServer(api.Config{Backend: b, Token: apitest.Token, ReadToken: apitest.ReadToken,
-		Observe: api.Observability{Events: br, UI: ui.Handler(), Waits: func() map[string]string { return map[string]string{} }}})
-	must.NoError(t, err)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
 
 	ctx := context.Background()
 	spec, diags := jobspec.Parse([]byte(withTargetSpec), "vit.hcl", time.Now())
 	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	spec.Queue = "vision"
 	a, _, err := b.Submit(ctx, spec, withTargetSpec, nil)
 	must.NoError(t, err)
+	spec.Queue = "nlp"
 	q, _, err := b.Submit(ctx, spec, withTargetSpec, nil)
 	must.NoError(t, err)
 	b.Start(a.ID, map[string]int{"n1": 2}, "fifo")
+	b.Update(a.ID, func(j *structs.Job) {
+		p := structs.Preemption{Time: time.Now().Add(-time.Hour), Job: q.ID, Queue: "nlp", From: "vision", Step: 40, Resumed: time.Now(), ResumedStep: 40}
+		j.Preemptions = []structs.Preemption{p, p}
+	})
+	// Two queues: vision borrows 2 GPUs beyond its nominal 4; nlp lends
+	// its idle quota and has jobs waiting.
+	now := time.Now()
+	b.QueueList = []structs.QueueStatus{
+		{Name: "vision", Weight: 2, Running: 1, GPUs: []structs.QueueGPUs{{Nominal: intp(4), BorrowingLimit: intp(4), Used: 6, Borrowed: 2}},
+			Window: &structs.QueueWindow{Since: now.Add(-24 * time.Hour), Until: now, GPUHours: 12.5}},
+		{Name: "nlp", Weight: 1, Waiting: 3, GPUs: []structs.QueueGPUs{{Nominal: intp(8)}}}, // no GPU-hours: the fake fills in 0
+	}
+	waits := map[string]structs.Wait{q.ID: {Cause: structs.WaitQuota, Reason: "needs 2 GPUs", Queue: "nlp", Position: 1, Of: 3}}
+	srv, err := api.NewServer(api.Config{Backend: b, Token: apitest.Token, ReadToken: apitest.ReadToken,
+		Observe: api.Observability{Events: br, UI: ui.Handler(), Waits: func() map[string]structs.Wait { return waits }}})
+	must.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
 	acc := []float64{0.1, 0.2, 0.28, 0.33, 0.36}
 	var reports []api.ProgressReport
 	for i, v := range acc {
@@ -63,6 +78,29 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	must.Eq(t, 10, ui.count(`#gpu-map .gpu.free`))
 	ui.waitText("#live", "live")
 
+	// The queues: each queue's quota and use as the API says, GPU-hours
+	// over the window picked (24 hours, then the last hour); the jobs'
+	// preemptions; a waiting job's place in its queue.
+	ui.waitVisible(`#queues tr[data-queue="nlp"]`)
+	must.Eq(t, map[string]string{"name": "vision", "weight": "2", "nominal": "4", "borrowing-limit": "4", "used": "6", "borrowed": "2",
+		"running": "1", "waiting": "0", "gpu-hours": "12.5"}, ui.cells(`#queues tr[data-queue="vision"] td`))
+	must.Eq(t, map[string]string{"name": "nlp", "weight": "1", "nominal": "8", "borrowing-limit": "-", "used": "0", "borrowed": "0",
+		"running": "0", "waiting": "3", "gpu-hours": "0.0"}, ui.cells(`#queues tr[data-queue="nlp"] td`))
+	must.Eq(t, 24*time.Hour, b.QueueWindow())
+	ui.waitText("#queues-summary", "6 GPUs in use, 2 borrowed, 3 jobs waiting")
+	must.Eq(t, "2", ui.text(fmt.Sprintf(`#jobs tr[data-job=%q] td[data-field="preemptions"]`, a.ID)))
+	must.Eq(t, "0", ui.text(fmt.Sprintf(`#jobs tr[data-job=%q] td[data-field="preemptions"]`, q.ID)))
+	must.Eq(t, "1st of 3 in nlp", ui.text(fmt.Sprintf(`#queue tr[data-job=%q] td[data-field="place"]`, q.ID)))
+	ui.selectChange("#queues-window", "1h")
+	ui.waitText("#queues-hours", "last hour")
+	waitUntil(t, 30*time.Second, func() error {
+		if w := b.QueueWindow(); w != time.Hour {
+			return errorf("the page asked for GPU-hours over %s, want 1h", w)
+		}
+		return nil
+	})
+	ui.screenshot("fake-queues.png")
+
 	// A change arrives by the stream: the page shows it without a reload.
 	b.Start(q.ID, map[string]int{"n2": 4}, "fifo")
 	br.Publish(structs.StreamEvent{Time: time.Now(), Type: structs.StreamJobStarted, Job: q.ID, State: structs.JobRunning, GPUs: 4})
@@ -75,6 +113,9 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	ui.screenshot("fake-overview.png")
 
 	ui.navigate(hs.URL + "/ui/#/jobs/" + a.ID)
+	ui.waitText(`#job-facts dd[data-fact="preemptions"]`, "2; last ")
+	ui.waitText(`#job-facts dd[data-fact="preemptions"]`, fmt.Sprintf("job %s of queue nlp took its GPUs, resumed from step 40", q.ID))
+	ui.waitText(`#job-facts dd[data-fact="queue"]`, "vision")
 	ui.waitVisible(`#job-metric-chart line.goal`)
 	ui.waitVisible(`#job-metric-chart line.tier1`)
 	ui.waitText(`#job-metric-chart .deadline-note`, "deadline") // 6h away: named, not drawn
@@ -100,6 +141,8 @@ func TestDashboard_FakePlanner(t *testing.T) {
 		must.True(t, strings.HasPrefix(u, hs.URL+"/"), must.Sprintf("the page loaded %s", u))
 	}
 }
+
+func intp(n int) *int { return &n }
 
 // withTargetSpec is a job with a target: tier 1, goal and a deadline.
 const withTargetSpec = "training \"vit\" {\n  command = \"python3\"\n  gpus {\n    min = 1\n    max = 4\n  }\n  target {\n    metric = \"accuracy\"\n    goal = 0.4\n    tier1 = 0.3\n    deadline = \"6h\"\n  }\n}\n"

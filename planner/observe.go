@@ -120,8 +120,8 @@ func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan, queue func
 // a job queued since has no entry yet: its queue's reason when the queue
 // holds it back, else the policy's own reason when it gave one, else how
 // many GPUs the job needs against how many the plan left free that it may
-// use; then its place in its queue (from planner/quota).
-func (p *Planner) Waits() map[string]string {
+// use; with its place in its queue (from planner/quota).
+func (p *Planner) Waits() map[string]structs.Wait {
 	p.obs.mu.Lock()
 	snap, plan, queue := p.obs.snap, p.obs.plan, p.obs.queue
 	p.obs.mu.Unlock()
@@ -133,7 +133,7 @@ func (p *Planner) Waits() map[string]string {
 
 // waits works out Waits from a round's snapshot, plan and queue places
 // (none changes once the round is over).
-func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait) map[string]string {
+func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait) map[string]structs.Wait {
 	free := map[string]int{}
 	for _, n := range snap.Nodes {
 		free[n.ID] = n.GPUs - n.Reserved
@@ -143,31 +143,31 @@ func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait
 			free[node] -= g
 		}
 	}
-	waits := map[string]string{}
+	waits := map[string]structs.Wait{}
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		if plan.Target(j).Total() > 0 {
 			continue
 		}
-		w := queue[j.ID]
+		q := queue[j.ID]
+		w := structs.Wait{Queue: q.Queue, Position: q.Position, Of: q.Of}
 		switch r := plan.Reasons[j.ID]; {
-		case w.Reason != "":
-			waits[j.ID] = w.Reason
+		case q.Reason != "":
+			w.Cause, w.Reason = structs.WaitQuota, q.Reason
 		case len(r) > 0:
-			waits[j.ID] = r[len(r)-1]
+			w.Cause, w.Reason = structs.WaitPolicy, r[len(r)-1]
 		default:
-			waits[j.ID] = freeFor(j, snap.Nodes, free, plan.Policy)
+			w.Cause, w.Reason = freeFor(j, snap.Nodes, free, plan.Policy)
 		}
-		if w.Position > 0 {
-			waits[j.ID] += fmt.Sprintf("; %s of %d waiting in queue %s", ordinal(w.Position), w.Of, w.Queue)
-		}
+		waits[j.ID] = w
 	}
 	return waits
 }
 
 // freeFor says how many GPUs job j needs against how many the plan left
-// free on nodes (free) that it may use.
-func freeFor(j *policy.Job, nodes []policy.Node, free map[string]int, policyName string) string {
+// free on nodes (free) that it may use, and so whether GPUs or the policy
+// is the cause.
+func freeFor(j *policy.Job, nodes []policy.Node, free map[string]int, policyName string) (structs.WaitCause, string) {
 	usable := 0
 	for _, n := range nodes {
 		if j.Constraints.Allows(&n) && free[n.ID] > 0 {
@@ -175,23 +175,8 @@ func freeFor(j *policy.Job, nodes []policy.Node, free map[string]int, policyName
 		}
 	}
 	if usable < j.GPUs.Min {
-		return fmt.Sprintf("needs %d GPUs; %d free that it may use", j.GPUs.Min, usable)
+		return structs.WaitGPUs, fmt.Sprintf("needs %d GPUs; %d free that it may use", j.GPUs.Min, usable)
 	}
-	return fmt.Sprintf("%d GPUs free that it may use, but policy %s did not start it this round (order, fairness or placement rules)",
+	return structs.WaitPolicy, fmt.Sprintf("%d GPUs free that it may use, but policy %s did not start it this round (order, fairness or placement rules)",
 		usable, policyName)
-}
-
-// ordinal is n as "1st", "2nd", "3rd", "4th", ...
-func ordinal(n int) string {
-	suffix := "th"
-	switch {
-	case n%100 >= 11 && n%100 <= 13:
-	case n%10 == 1:
-		suffix = "st"
-	case n%10 == 2:
-		suffix = "nd"
-	case n%10 == 3:
-		suffix = "rd"
-	}
-	return fmt.Sprint(n) + suffix
 }

@@ -24,16 +24,18 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 )
 
-// storeBackend serves the reads the dashboard makes from the store.
+// storeBackend serves the reads the dashboard makes from the store, and
+// the queues from the planner.
 type storeBackend struct {
 	api.Backend // unused methods: nil
 	s           store.Store
 	nodes       []policy.Node
+	p           *Planner
 }
 
 func (b *storeBackend) Jobs(ctx context.Context) ([]*structs.Job, error) { return b.s.ListJobs(ctx) }
-func (b *storeBackend) Queues(context.Context, time.Duration) ([]structs.QueueStatus, error) {
-	return nil, nil
+func (b *storeBackend) Queues(ctx context.Context, window time.Duration) ([]structs.QueueStatus, error) {
+	return b.p.QueueStatus(ctx, window)
 }
 func (b *storeBackend) Nodes(context.Context) ([]api.NodeInfo, error) {
 	out := make([]api.NodeInfo, 0, len(b.nodes))
@@ -47,9 +49,9 @@ func (b *storeBackend) Nodes(context.Context) ([]api.NodeInfo, error) {
 // the embedded (bbolt) store, 64 GPUs, Elastic FIFO and metrics on: each
 // round one running job ends and a queued one starts (two events). With
 // "dashboard", a client follows GET /v1/events over HTTP and, like the
-// dashboard (app.js), reads /v1/queue, /v1/jobs and /v1/nodes 250ms after
-// an event (events meanwhile join that read), against the same store,
-// while the rounds run.
+// dashboard (app.js), reads /v1/queue, /v1/jobs, /v1/nodes and
+// /v1/queues?window=24h 250ms after an event (events meanwhile join that
+// read), against the same store, while the rounds run.
 //
 //	go test -run '^$' -bench Round_1000Jobs -benchtime 50x ./planner/
 func BenchmarkRound_1000Jobs(b *testing.B) {
@@ -93,7 +95,7 @@ func benchRound(b *testing.B, dashboard bool) {
 	var reads atomic.Int64
 	if dashboard {
 		const readToken = "bench-read-token"
-		srv, err := api.NewServer(api.Config{Backend: &storeBackend{s: st, nodes: nodes},
+		srv, err := api.NewServer(api.Config{Backend: &storeBackend{s: st, nodes: nodes, p: p},
 			Token: "bench-write-token", ReadToken: readToken,
 			Observe: api.Observability{Events: br, Waits: p.Waits}})
 		must.NoError(b, err)
@@ -126,7 +128,7 @@ func benchRound(b *testing.B, dashboard bool) {
 				case <-dirty:
 				}
 				time.Sleep(250 * time.Millisecond)
-				for _, path := range []string{"/v1/queue", "/v1/jobs", "/v1/nodes"} {
+				for _, path := range []string{"/v1/queue", "/v1/jobs", "/v1/nodes", "/v1/queues?window=24h"} {
 					req, err := http.NewRequestWithContext(sctx, http.MethodGet, hs.URL+path, nil)
 					if err != nil {
 						return

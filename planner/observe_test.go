@@ -9,6 +9,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/planner/events"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -67,8 +68,9 @@ func TestObserve_EventsAndMetrics(t *testing.T) {
 
 	a := submit(t, p, now, spec(t, "a", 4, 4))
 	big := submit(t, p, now, spec(t, "big", 8, 8))
-	must.NoError(t, p.Round(ctx))                    // a starts; big waits for 8 GPUs
-	must.StrContains(t, p.Waits()[big.ID], "8 GPUs") // the policy's own reason
+	must.NoError(t, p.Round(ctx)) // a starts; big waits for 8 GPUs
+	must.StrContains(t, p.Waits()[big.ID].Reason, "8 GPUs")
+	must.Eq(t, structs.WaitPolicy, p.Waits()[big.ID].Cause, must.Sprint("the policy's own reason"))
 	must.MapNotContainsKey(t, p.Waits(), a.ID)
 
 	must.NoError(t, p.ReportProgress(ctx, a.ID, []structs.ProgressReport{{Step: 1}, {Step: 2}}))
@@ -111,4 +113,33 @@ func TestObserve_EventsAndMetrics(t *testing.T) {
 	must.Eq(t, 3, m.rounds)
 	must.Eq(t, 2, m.changes[policy.Start])
 	must.Eq(t, 2, m.reports)
+}
+
+// Why a job waits, in a word: its queue when the queue holds it back,
+// the policy when it said why or when GPUs it may use were free, GPUs
+// when too few were; with its place in its queue where it has one.
+func TestWaits_Causes(t *testing.T) {
+	snap := &policy.Snapshot{
+		Nodes: []policy.Node{{ID: "n1", GPUs: 4}},
+		Jobs: []policy.Job{
+			{ID: "run", GPUs: policy.GPURequest{Min: 2, Max: 2, PerWorker: 1}, Allocation: policy.Allocation{"n1": 2}},
+			{ID: "big", GPUs: policy.GPURequest{Min: 4, Max: 4, PerWorker: 1}},
+			{ID: "small", GPUs: policy.GPURequest{Min: 1, Max: 1, PerWorker: 1}},
+			{ID: "said", GPUs: policy.GPURequest{Min: 8, Max: 8, PerWorker: 1}},
+			{ID: "held", GPUs: policy.GPURequest{Min: 1, Max: 1, PerWorker: 1}},
+		},
+	}
+	plan := &policy.Plan{Policy: "fifo", Reasons: map[string][]string{"said": {"first", "waits for 8 GPUs"}}}
+	queue := map[string]quota.Wait{
+		"big":  {Queue: "a", Position: 1, Of: 2},
+		"held": {Queue: "b", Position: 1, Of: 1, Reason: "queue b at 0 of 0 GPUs; may borrow 0 more"},
+	}
+	got := waits(snap, plan, queue)
+	must.MapNotContainsKey(t, got, "run")
+	must.Eq(t, structs.Wait{Cause: structs.WaitGPUs, Reason: "needs 4 GPUs; 2 free that it may use", Queue: "a", Position: 1, Of: 2}, got["big"])
+	must.Eq(t, "needs 4 GPUs; 2 free that it may use; 1st of 2 waiting in queue a", got["big"].String())
+	must.Eq(t, structs.WaitPolicy, got["small"].Cause)
+	must.StrContains(t, got["small"].Reason, "2 GPUs free that it may use, but policy fifo did not start it")
+	must.Eq(t, structs.Wait{Cause: structs.WaitPolicy, Reason: "waits for 8 GPUs"}, got["said"])
+	must.Eq(t, structs.WaitQuota, got["held"].Cause)
 }

@@ -101,9 +101,9 @@ func TestRound_ReclaimShrinksBorrowerInPlace(t *testing.T) {
 	b3 := submit(t, p, now, queueSpec(t, "b3", "b", 90, 2, 2))
 	must.NoError(t, p.Round(ctx))
 	waits := p.Waits()
-	must.Eq(t, "needs 2 GPUs; queue b at 4 of 4 GPUs; may borrow 0 more; 2nd of 2 waiting in queue b", waits[b2.ID])
-	must.Eq(t, "needs 2 GPUs; queue b at 4 of 4 GPUs; may borrow 0 more; 1st of 2 waiting in queue b", waits[b3.ID],
-		must.Sprint("priority first within a queue"))
+	must.Eq(t, "needs 2 GPUs; queue b at 4 of 4 GPUs; may borrow 0 more; 2nd of 2 waiting in queue b", waits[b2.ID].String())
+	must.Eq(t, structs.Wait{Cause: structs.WaitQuota, Reason: "needs 2 GPUs; queue b at 4 of 4 GPUs; may borrow 0 more",
+		Queue: "b", Position: 1, Of: 2}, waits[b3.ID], must.Sprint("priority first within a queue"))
 }
 
 // QueueStatus reports each queue's quota and what its jobs hold now.

@@ -16,9 +16,10 @@ type Observability struct {
 	Metrics http.Handler
 	// Events is the event stream's source (GET /v1/events).
 	Events EventSource
-	// Waits says why each queued job waited after the last round
-	// (GET /v1/queue); nil: no reasons.
-	Waits func() map[string]string
+	// Waits says why each queued job waited after the last round, with
+	// its place in its queue (GET /v1/queue, /v1/jobs, /v1/jobs/{id});
+	// nil: no reasons.
+	Waits func() map[string]structs.Wait
 	// UI serves the dashboard under /ui/ (its static assets: they carry
 	// no data, so they need no token; the data they show comes from the
 	// API's read routes).
@@ -98,22 +99,16 @@ func (s *Server) queue(_ http.ResponseWriter, r *http.Request) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	var waits map[string]string
-	if s.obs.Waits != nil {
-		waits = s.obs.Waits()
-	}
+	waits := s.waits()
 	now := s.now()
 	out := []QueueEntry{}
 	for _, j := range jobs {
 		if j.State != structs.JobQueued {
 			continue
 		}
-		reason, ok := waits[j.ID]
-		if !ok {
-			reason = "not planned yet: the next round decides"
-		}
-		out = append(out, QueueEntry{Position: len(out) + 1, Job: Stub(j),
-			WaitingSeconds: max(0, now.Sub(j.Submitted).Seconds()), Reason: reason})
+		stub := stubWithWait(j, waits)
+		out = append(out, QueueEntry{Position: len(out) + 1, Job: stub,
+			WaitingSeconds: max(0, now.Sub(j.Submitted).Seconds()), Reason: stub.Waiting})
 	}
 	return http.StatusOK, out, nil
 }

@@ -24,7 +24,7 @@ func observed(t *testing.T, capacity int) (*apitest.Server, *apitest.Backend, *e
 	b := apitest.NewBackend(apitest.Node("n1", "node-1", 8))
 	br := events.New(capacity, time.Now())
 	t.Cleanup(br.Close)
-	srv := apitest.NewObservedServer(t, b, api.Observability{Events: br, Waits: func() map[string]string { return map[string]string{} }})
+	srv := apitest.NewObservedServer(t, b, api.Observability{Events: br, Waits: func() map[string]structs.Wait { return nil }})
 	cl, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token})
 	must.NoError(t, err)
 	return srv, b, br, cl
@@ -201,13 +201,18 @@ func TestEvents_Errors(t *testing.T) {
 	}
 }
 
-// The queue lists queued jobs in order with why they wait; utilization
-// sums the jobs' GPU histories.
+// The queue lists queued jobs in order with why they wait; the job list
+// and a job's read say the same (in a sentence and in parts, with the
+// job's place in its queue) and count each job's preemptions; a job
+// queued since the last round is not planned yet; utilization sums the
+// jobs' GPU histories.
 func TestQueueAndUtilization(t *testing.T) {
 	b := apitest.NewBackend(apitest.Node("n1", "node-1", 8))
-	srv := apitest.NewObservedServer(t, b, api.Observability{Waits: func() map[string]string {
+	wait := structs.Wait{Cause: structs.WaitQuota, Reason: "queue vision at 8 of 8 GPUs; may borrow 0 more",
+		Queue: "vision", Position: 2, Of: 3}
+	srv := apitest.NewObservedServer(t, b, api.Observability{Waits: func() map[string]structs.Wait {
 		ids := b.IDs()
-		return map[string]string{ids[1]: "needs 8 GPUs; 4 free that it may use"}
+		return map[string]structs.Wait{ids[1]: wait, ids[0]: {Cause: structs.WaitGPUs, Reason: "stale: it runs now"}}
 	}})
 	cl, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token})
 	must.NoError(t, err)
@@ -217,6 +222,10 @@ func TestQueueAndUtilization(t *testing.T) {
 	}
 	ids := b.IDs()
 	b.Start(ids[0], map[string]int{"n1": 4}, "fifo")
+	b.Update(ids[1], func(j *structs.Job) {
+		j.Preemptions = []structs.Preemption{{Time: time.Now(), Job: ids[0]}, {Time: time.Now(), Job: ids[0]}}
+	})
+	sentence := "queue vision at 8 of 8 GPUs; may borrow 0 more; 2nd of 3 waiting in queue vision"
 
 	code, raw := do(t, srv, call{method: http.MethodGet, path: "/v1/queue", header: withRead})
 	must.Eq(t, http.StatusOK, code)
@@ -225,9 +234,29 @@ func TestQueueAndUtilization(t *testing.T) {
 	must.SliceLen(t, 2, q)
 	must.Eq(t, 1, q[0].Position)
 	must.Eq(t, ids[1], q[0].Job.ID)
-	must.Eq(t, "needs 8 GPUs; 4 free that it may use", q[0].Reason)
+	must.Eq(t, sentence, q[0].Reason)
+	must.Eq(t, &wait, q[0].Job.Wait)
 	must.Eq(t, 2, q[1].Position)
 	must.StrContains(t, q[1].Reason, "not planned yet")
+
+	code, raw = do(t, srv, call{method: http.MethodGet, path: "/v1/jobs", header: withRead})
+	must.Eq(t, http.StatusOK, code)
+	var jobs []api.JobStub
+	must.NoError(t, json.Unmarshal(raw, &jobs))
+	must.SliceLen(t, 3, jobs)
+	must.Eq(t, ids[0], jobs[0].ID)
+	must.Nil(t, jobs[0].Wait, must.Sprint("a running job does not wait"))
+	must.Eq(t, "", jobs[0].Waiting)
+	must.Eq(t, 0, jobs[0].Preemptions)
+	must.Eq(t, &wait, jobs[1].Wait)
+	must.Eq(t, sentence, jobs[1].Waiting)
+	must.Eq(t, 2, jobs[1].Preemptions)
+	must.Eq(t, &structs.NotPlanned, jobs[2].Wait)
+	must.StrContains(t, string(raw), `"wait":{"cause":"quota","reason":"queue vision at 8 of 8 GPUs; may borrow 0 more","queue":"vision","position":2,"of":3}`)
+
+	code, raw = do(t, srv, call{method: http.MethodGet, path: "/v1/jobs/" + ids[1], header: withRead})
+	must.Eq(t, http.StatusOK, code)
+	must.Eq(t, sentence, decodeAs[structs.Job](t, raw).Waiting)
 
 	code, raw = do(t, srv, call{method: http.MethodGet, path: "/v1/utilization?window=1h", header: withRead})
 	must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))

@@ -132,6 +132,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"SetPolicyRequest": reflect.TypeFor[api.SetPolicyRequest](),
 		"SetQueuesRequest": reflect.TypeFor[api.SetQueuesRequest](),
 		"JobStub":          reflect.TypeFor[api.JobStub](),
+		"Wait":             reflect.TypeFor[structs.Wait](),
 		"PolicyInfo":       reflect.TypeFor[api.PolicyInfo](),
 		"NodeInfo":         reflect.TypeFor[api.NodeInfo](),
 		"QueueStatus":      reflect.TypeFor[structs.QueueStatus](),

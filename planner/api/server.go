@@ -394,11 +394,7 @@ func (s *Server) listJobs(_ http.ResponseWriter, r *http.Request) (int, any, err
 	waits := s.waits()
 	stubs := make([]JobStub, 0, len(jobs))
 	for _, j := range jobs {
-		stub := Stub(j)
-		if j.State == structs.JobQueued {
-			stub.Waiting = waits[j.ID]
-		}
-		stubs = append(stubs, stub)
+		stubs = append(stubs, stubWithWait(j, waits))
 	}
 	return http.StatusOK, stubs, nil
 }
@@ -468,18 +464,42 @@ func (s *Server) getJob(_ http.ResponseWriter, r *http.Request) (int, any, error
 		return 0, nil, fmt.Errorf("failed to read job %q: %w", id, err)
 	}
 	out := Redact(job)
-	if out.State == structs.JobQueued {
-		out.Waiting = s.waits()[out.ID]
+	if w := waitOf(job, s.waits()); w != nil {
+		out.Waiting = w.String()
 	}
 	return http.StatusOK, out, nil
 }
 
 // waits is why each queued job waited after the planner's last round.
-func (s *Server) waits() map[string]string {
+func (s *Server) waits() map[string]structs.Wait {
 	if s.obs.Waits == nil {
 		return nil
 	}
 	return s.obs.Waits()
+}
+
+// waitOf is why job j waits: its entry in waits (the planner's last
+// round), structs.NotPlanned for a job queued since; nil for a job that
+// is not queued.
+func waitOf(j *structs.Job, waits map[string]structs.Wait) *structs.Wait {
+	if j.State != structs.JobQueued {
+		return nil
+	}
+	w, ok := waits[j.ID]
+	if !ok {
+		w = structs.NotPlanned
+	}
+	return &w
+}
+
+// stubWithWait is j's stub with why it waits (Wait and Waiting) where it
+// is queued.
+func stubWithWait(j *structs.Job, waits map[string]structs.Wait) JobStub {
+	stub := Stub(j)
+	if w := waitOf(j, waits); w != nil {
+		stub.Wait, stub.Waiting = w, w.String()
+	}
+	return stub
 }
 
 func (s *Server) stopJob(_ http.ResponseWriter, r *http.Request) (int, any, error) {

@@ -182,27 +182,34 @@ type JobStub struct {
 	Started    time.Time `json:"started,omitzero"`
 	Finished   time.Time `json:"finished,omitzero"`
 	NomadJobID string    `json:"nomad_job_id,omitempty"`
+	// Preemptions counts the times the planner stopped the job and
+	// requeued it to give its GPUs back (structs.Job.Preemptions).
+	Preemptions int `json:"preemptions"`
 	// Waiting is why a queued job waits, as of the last round, with its
-	// place in its queue (see structs.Job.Waiting).
+	// place in its queue (see structs.Job.Waiting): Wait in a sentence.
 	Waiting string `json:"waiting,omitempty"`
+	// Wait is the same in parts: the cause in a word, the reason, and the
+	// job's place in its queue; nil for a job that is not queued.
+	Wait *structs.Wait `json:"wait,omitempty"`
 }
 
 // Stub summarises a job for a list.
 func Stub(j *structs.Job) JobStub {
 	return JobStub{
-		ID:         j.ID,
-		Name:       j.Spec.Name,
-		User:       j.Spec.User,
-		Queue:      j.Spec.Queue,
-		Priority:   j.Spec.Priority,
-		State:      j.State,
-		GPUs:       j.GPUs(),
-		MinGPUs:    j.Spec.GPUs.Min,
-		MaxGPUs:    j.Spec.GPUs.Max,
-		Auto:       j.Spec.GPUs.Auto,
-		Submitted:  j.Submitted,
-		Started:    j.Started,
-		Finished:   j.Finished,
-		NomadJobID: j.NomadJobID,
+		ID:          j.ID,
+		Name:        j.Spec.Name,
+		User:        j.Spec.User,
+		Queue:       j.Spec.Queue,
+		Priority:    j.Spec.Priority,
+		State:       j.State,
+		GPUs:        j.GPUs(),
+		MinGPUs:     j.Spec.GPUs.Min,
+		MaxGPUs:     j.Spec.GPUs.Max,
+		Auto:        j.Spec.GPUs.Auto,
+		Submitted:   j.Submitted,
+		Started:     j.Started,
+		Finished:    j.Finished,
+		NomadJobID:  j.NomadJobID,
+		Preemptions: len(j.Preemptions),
 	}
 }

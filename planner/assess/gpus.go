@@ -238,7 +238,7 @@ func gpus(n int) string {
 // nextWorker names the worker after count c: "a 5th", or "2 more (GPUs 9-10)".
 func nextWorker(c, pw int) string {
 	if pw == 1 {
-		return "a " + ordinal(c+1)
+		return "a " + structs.Ordinal(c+1)
 	}
 	return fmt.Sprintf("%d more (GPUs %d-%d)", pw, c+1, c+pw)
 }
@@ -247,7 +247,7 @@ func nextWorker(c, pw int) string {
 // "the last worker (GPUs 7-8)".
 func lastWorker(c, pw int) string {
 	if pw == 1 {
-		return "the " + ordinal(c)
+		return "the " + structs.Ordinal(c)
 	}
 	return fmt.Sprintf("the last worker (GPUs %d-%d)", c-pw+1, c)
 }
@@ -257,20 +257,4 @@ func each(pw int) string {
 		return ""
 	}
 	return " each"
-}
-
-// ordinal is "1st", "2nd", "3rd", "4th", "11th", "22nd".
-func ordinal(n int) string {
-	suffix := "th"
-	if n%100 < 11 || n%100 > 13 {
-		switch n % 10 {
-		case 1:
-			suffix = "st"
-		case 2:
-			suffix = "nd"
-		case 3:
-			suffix = "rd"
-		}
-	}
-	return fmt.Sprintf("%d%s", n, suffix)
 }

@@ -1,9 +1,9 @@
 // Package ui is the planner's web dashboard, served under /ui/: plain
 // HTML, CSS and JavaScript (SVG charts) embedded in the binary, with no
 // build step and nothing fetched from elsewhere, so it works on an offline
-// cluster. The page reads the API's read routes (/v1/queue, /v1/nodes,
-// /v1/jobs, /v1/utilization, ...) and follows GET /v1/events for live
-// updates; it sends the token the user types (kept in the tab's
+// cluster. The page reads the API's read routes (/v1/queue, /v1/queues,
+// /v1/nodes, /v1/jobs, /v1/utilization, ...) and follows GET /v1/events
+// for live updates; it sends the token the user types (kept in the tab's
 // sessionStorage) with every request.
 package ui
 

@@ -110,11 +110,15 @@ function chart(container, opts) {
 
 // ---------------------------------------------------------------- overview
 async function renderOverview() {
-  const [queue, nodes, jobs, util] = await Promise.all([api("/v1/queue"), api("/v1/nodes"), api("/v1/jobs"), api("/v1/utilization?window=1h")]);
-  // Queue.
+  const win = $("#queues-window").value;
+  const [queue, nodes, jobs, util, queues] = await Promise.all([api("/v1/queue"), api("/v1/nodes"), api("/v1/jobs"),
+    api("/v1/utilization?window=1h"), api("/v1/queues?window=" + encodeURIComponent(win))]);
+  renderQueues(queues, win);
+  // Waiting jobs (the first 200: a long queue is for the CLI's -json).
   $("#queue-count").textContent = queue.length ? `(${queue.length})` : "(empty)";
-  fill($("#queue tbody"), queue.map(q => el("tr", { "data-job": q.job.id },
+  fill($("#queue tbody"), queue.slice(0, 200).map(q => el("tr", { "data-job": q.job.id },
     el("td", {}, q.position), el("td", {}, jobLink(q.job.id)), el("td", {}, [q.job.user, q.job.queue].filter(Boolean).join(" / ")),
+    el("td", { "data-field": "place" }, place(q.job.wait)),
     el("td", {}, asked(q.job)), el("td", {}, fmtDur(q.waiting_seconds)), el("td", { class: "reason" }, q.reason))));
   // GPU map.
   let total = 0, used = 0, free = 0;
@@ -140,7 +144,9 @@ async function renderOverview() {
   $("#gpu-summary").textContent = `${used} of ${total} held, ${free} idle`;
   // Jobs.
   fill($("#jobs tbody"), jobs.slice().reverse().slice(0, 200).map(j => el("tr", { "data-job": j.id },
-    el("td", {}, jobLink(j.id)), el("td", { class: "state " + j.state }, j.state), el("td", {}, j.gpus), el("td", {}, asked(j)), el("td", {}, fmtTime(j.submitted)))));
+    el("td", {}, jobLink(j.id)), el("td", {}, j.queue || "default"), el("td", {}, j.priority), el("td", { class: "state " + j.state }, j.state),
+    el("td", {}, j.gpus), el("td", {}, asked(j)), el("td", { "data-field": "preemptions", class: j.preemptions ? "preempted" : "" }, j.preemptions || 0),
+    el("td", {}, fmtTime(j.submitted)))));
   // Utilisation.
   const now = Date.now();
   let pts = util.points.map(p => [Date.parse(p.time), p.allocated]);
@@ -153,6 +159,34 @@ async function renderOverview() {
   }
   chart($("#util-chart"), { series: [{ points: pts, step: true, cls: "series", extendTo: now }], hlines: [{ y: util.total_gpus, cls: "total", label: "total " + util.total_gpus }], yMin: 0, xMax: now });
   $("#util-summary").textContent = util.total_gpus ? `(last hour: ${(100 * avg / util.total_gpus).toFixed(0)}% on average)` : "";
+}
+// renderQueues fills the queues' table: per queue its quota (per GPU model
+// where quotas are), what its jobs hold now and borrow, its waiting jobs,
+// its weight, and the GPU-hours its jobs held over the window win.
+function renderQueues(queues, win) {
+  const hours = { "1h": "last hour", "24h": "last 24 h", "168h": "last 7 days" }[win] || win;
+  $("#queues-hours").textContent = "GPU-hours (" + hours + ")";
+  const perModel = (gpus, f) => gpus.length === 1 && !gpus[0].model ? f(gpus[0]) : gpus.map(g => (g.model || "all") + ": " + f(g)).join(", ");
+  const lim = v => v === null || v === undefined ? "-" : String(v);
+  const depth = q => { let d = 0; for (let p = q.parent; p; p = (queues.find(x => x.name === p) || {}).parent) d++; return d; };
+  let used = 0, borrowed = 0, waiting = 0;
+  fill($("#queues tbody"), queues.map(q => {
+    if (!q.parent) { for (const g of q.gpus) { used += g.used; borrowed += g.borrowed; } waiting += q.waiting; }
+    const cell = (field, v) => el("td", { "data-field": field }, v);
+    const name = el("td", { "data-field": "name", title: q.children ? "holds " + q.children.join(", ") : "" }, q.name);
+    name.style.paddingLeft = (0.5 + 1.2 * depth(q)) + "em";
+    return el("tr", { "data-queue": q.name, class: q.children ? "parent" : "" }, name,
+      cell("weight", q.weight), cell("nominal", perModel(q.gpus, g => lim(g.nominal))), cell("borrowing-limit", perModel(q.gpus, g => lim(g.borrowing_limit))),
+      cell("used", perModel(q.gpus, g => g.used)), cell("borrowed", perModel(q.gpus, g => g.borrowed)),
+      cell("running", q.running), cell("waiting", q.waiting), cell("gpu-hours", q.window ? q.window.gpu_hours.toFixed(1) : ""));
+  }));
+  $("#queues-summary").textContent = queues.length ? `(${queues.length}: ${used} GPUs in use, ${borrowed} borrowed, ${waiting} jobs waiting)` : "";
+}
+// place is a waiting job's place in its queue, "2nd of 5 in vision".
+function place(w) {
+  if (!w || !w.position) return "";
+  const n = w.position, s = n % 100 >= 11 && n % 100 <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" })[n % 10] || "th";
+  return `${n}${s} of ${w.of} in ${w.queue}`;
 }
 function average(pts, end) {
   if (pts.length === 0) return 0;
@@ -183,6 +217,14 @@ async function renderJob(id) {
   const out = j.outlook && j.outlook.target;
   const facts = [["State", j.state], ["GPUs", String(Object.values(j.allocation || {}).reduce((a, b) => a + b, 0))],
     ["Asked", j.spec.GPUs.Auto ? "auto" : j.spec.GPUs.Min + "–" + j.spec.GPUs.Max], ["Submitted", fmtTime(j.submitted)]];
+  facts.push(["Queue", j.spec.Queue || "default"], ["Priority", String(j.spec.Priority)]);
+  if (j.waiting) facts.push(["Waiting", j.waiting]);
+  const pre = j.preemptions || [];
+  if (pre.length) {
+    const last = pre[pre.length - 1];
+    facts.push(["Preemptions", `${pre.length}; last ${fmtTime(last.time)}: job ${last.job} of queue ${last.queue} took its GPUs` +
+      (last.resumed && !last.resumed.startsWith("0001") ? `, resumed from step ${last.resumed_step}` : ", requeued")]);
+  }
   if (j.started) facts.push(["Started", fmtTime(j.started)]);
   if (j.finished) facts.push(["Finished", fmtTime(j.finished)]);
   if (t) facts.push(["Target", `${t.Metric} ${t.Lower ? "≤" : "≥"} ${t.Goal}` + (t.Tier1 != null ? ` (tier 1: ${t.Tier1})` : "") + (deadline ? " by " + new Date(deadline).toLocaleString() : "")]);
@@ -280,6 +322,7 @@ function setLive(on) { const p = $("#live"); p.textContent = on ? "live" : "offl
 // ---------------------------------------------------------------- forms
 function setupForms() {
   $("#token").value = token();
+  $("#queues-window").addEventListener("change", refresh);
   $("#token-form").addEventListener("submit", ev => {
     ev.preventDefault();
     const v = $("#token").value.trim();
