@@ -155,19 +155,31 @@ func (s *simulator) drifted(j *simJob) bool {
 // amendOutlook puts what job j's model knows into the outlook the planner
 // has just renewed from its progress report: the speedup table, and for a
 // job with a deadline the work left (or unknown, where the model does not
-// know it).
+// know it). At submission (no outlook yet) it gives the planner's deadline
+// admission the same: the model's table and whole work.
 func (s *simulator) amendOutlook(rec *structs.Job) {
 	j := s.byID[rec.ID]
-	if j == nil || rec.Outlook == nil {
+	if j == nil {
 		return
 	}
-	rec.Outlook.Speedup = j.reported.speedup
+	speedup, remaining := j.reported.speedup, j.reported.remaining
+	if rec.Outlook == nil {
+		if !j.spec.HasDeadline || j.reported.ok {
+			return
+		}
+		if j.speedup == nil {
+			j.speedup, j.speedTo = j.spec.Model.Speedup(j.done, j.spec.GPUs.Max, s.cfg.GPUsPerNode)
+		}
+		speedup, remaining = j.speedup, s.remainingWork(j)
+		rec.Outlook = &structs.Outlook{Updated: s.at(s.now)}
+	}
+	rec.Outlook.Speedup = speedup
 	if !j.spec.HasDeadline {
 		return
 	}
 	t := &structs.TargetOutlook{Status: structs.OutlookUnknown, Reason: "simulated: the model does not know"}
-	if w := j.reported.remaining; w > 0 {
-		t = &structs.TargetOutlook{Status: structs.OutlookEstimated, RemainingWork: w, Reason: "simulated: the job's model"}
+	if remaining > 0 {
+		t = &structs.TargetOutlook{Status: structs.OutlookEstimated, RemainingWork: remaining, Reason: "simulated: the job's model"}
 	}
 	rec.Outlook.Target = t
 }

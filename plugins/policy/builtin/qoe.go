@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/admission"
 	"github.com/schedulearn/schedulearn/plugins/policy/place"
 )
 
@@ -155,6 +156,11 @@ func (p *QoE) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 	for j := range jobs {
 		q.judge(int32(j))
 	}
+	capacity := 0
+	for _, n := range s.Nodes {
+		capacity += n.GPUs
+	}
+	q.shares(capacity)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
@@ -271,6 +277,48 @@ func (q *qoeRound) judge(j int32) {
 			}
 		}
 	}
+}
+
+// shares judges the jobs on track alone again, by their least satisfying
+// shares of the cluster's GPUs over time given one another
+// (plugins/policy/admission, within 1 - headroom of the time to their
+// deadlines): the jobs the planner admitted first, then those it did not
+// judge, then those it did not admit, each earliest deadline first,
+// reserve their shares in turn. A job whose deadline cannot be met beside
+// the jobs before it is behind; the others need what their share gives
+// them now.
+func (q *qoeRound) shares(capacity int) {
+	l := admission.NewLedger(capacity, admission.Options{})
+	for rank := range 3 {
+		for _, j := range q.edf {
+			job := q.jobs[j]
+			if q.class[j] != qoeOnTrack || admissionRank(job.Progress.Admission) != rank {
+				continue
+			}
+			r, pr := job.GPUs, &job.Progress
+			aj := admission.Job{Due: pr.Deadline.Sub(q.now).Seconds() * (1 - q.headroom), Work: pr.RemainingWork,
+				Speedup: job.Speedup, Min: r.Min, Max: r.Max, PerWorker: r.PerWorker}
+			sh := l.Fit(&aj)
+			if !sh.OK {
+				q.class[j], q.need[j] = qoeBehind, r.Min
+				continue
+			}
+			l.Reserve(&aj, sh)
+			q.need[j] = sh.Now
+		}
+	}
+}
+
+// admissionRank orders jobs by their deadline admission: admitted, not
+// judged, not admitted.
+func admissionRank(a string) int {
+	switch a {
+	case policy.AdmissionAdmitted:
+		return 0
+	case policy.AdmissionUnadmitted:
+		return 2
+	}
+	return 1
 }
 
 // order returns the jobs of the given classes, class by class in that
