@@ -113,6 +113,17 @@ type Ledger struct {
 	ends     []float64 // slot i is [ends[i-1], ends[i]), slot 0 from 0
 	used     []float64 // GPU-seconds reserved in each slot
 	maxJobs  int
+	// last is what the last run that met its deadline used of each slot
+	// (for job lastJob at lastG GPUs), so that Reserve after Fit need not
+	// play the job through the ledger again.
+	last    []slotUse
+	lastJob *Job
+	lastG   int
+}
+
+type slotUse struct {
+	i  int
+	gs float64
 }
 
 // NewLedger returns an empty ledger of capacity GPUs.
@@ -131,19 +142,35 @@ func NewLedger(capacity int, o Options) *Ledger {
 // Horizon is the end of the ledger's last slot, in seconds from now.
 func (l *Ledger) Horizon() float64 { return l.ends[len(l.ends)-1] }
 
-// rate is job j's speed (in one-GPU units) on a GPUs, a a fluid count.
-func rate(j *Job, a float64) float64 {
+// speedupAt is policy.SpeedupAt for a table already checked with
+// policy.UsableSpeedup (nil: linear), without checking it again.
+func speedupAt(tab []float64, g int) float64 {
+	switch {
+	case g < 1:
+		return 0
+	case tab == nil:
+		return float64(g)
+	}
+	if s := tab[min(g, len(tab))-1]; s > 0 {
+		return s
+	}
+	return math.SmallestNonzeroFloat64
+}
+
+// rate is the speed (in one-GPU units) on a GPUs, a a fluid count, of a
+// job of speedup table tab (checked) and minimum lo.
+func rate(tab []float64, lo int, a float64) float64 {
 	if a <= 0 {
 		return 0
 	}
-	lo := max(j.Min, 1)
+	lo = max(lo, 1)
 	if a < float64(lo) {
-		return a / float64(lo) * policy.SpeedupAt(j.Speedup, lo)
+		return a / float64(lo) * speedupAt(tab, lo)
 	}
 	g := int(a)
-	s := policy.SpeedupAt(j.Speedup, g)
+	s := speedupAt(tab, g)
 	if f := a - float64(g); f > 0 {
-		s += f * max(policy.SpeedupAt(j.Speedup, g+1)-s, 0)
+		s += f * max(speedupAt(tab, g+1)-s, 0)
 	}
 	return s
 }
@@ -157,7 +184,12 @@ func (l *Ledger) run(j *Job, g int, toDue bool, take func(i int, gs float64)) fl
 	if toDue {
 		limit = min(limit, j.Due)
 	}
+	tab := j.Speedup
+	if !policy.UsableSpeedup(tab) {
+		tab = nil
+	}
 	done, start := 0.0, 0.0
+	lastA, lastR := -1.0, 0.0
 	for i, end := range l.ends {
 		if start >= limit {
 			break
@@ -165,7 +197,10 @@ func (l *Ledger) run(j *Job, g int, toDue bool, take func(i int, gs float64)) fl
 		length := end - start
 		free := max(l.capacity*length-l.used[i], 0) / length
 		a := min(float64(g), free)
-		r := rate(j, a)
+		if a != lastA {
+			lastA, lastR = a, rate(tab, j.Min, a)
+		}
+		r := lastR
 		span := min(end, limit) - start
 		if r > 0 && done+r*span >= j.Work {
 			dt := (j.Work - done) / r
@@ -199,12 +234,12 @@ func (l *Ledger) Fit(j *Job) Share {
 		return Share{OK: j.Work <= 0 && hi >= lo, GPUs: lo, Now: lo}
 	}
 	meets := func(g int) (float64, bool) {
-		f := l.run(j, g, true, nil)
+		l.last, l.lastJob = l.last[:0], nil
+		f := l.run(j, g, true, func(i int, gs float64) { l.last = append(l.last, slotUse{i, gs}) })
+		if f <= j.Due {
+			l.lastJob, l.lastG = j, g
+		}
 		return f, f <= j.Due
-	}
-	fMax, ok := meets(hi)
-	if !ok {
-		return Share{GPUs: hi, Now: l.now(j, hi), Finish: math.Inf(1)}
 	}
 	// The least count that meets the deadline alone bounds the search from
 	// below: less capacity never helps.
@@ -218,6 +253,10 @@ func (l *Ledger) Fit(j *Job) Share {
 	if f, ok := meets(first); ok {
 		return Share{OK: true, GPUs: first, Now: l.now(j, first), Finish: f}
 	}
+	fMax, ok := meets(hi)
+	if !ok {
+		return Share{GPUs: hi, Now: l.now(j, hi), Finish: math.Inf(1)}
+	}
 	// Binary search on the worker count in (first, hi]: meets(hi) holds.
 	a, b, fin := first/step, hi/step, fMax
 	for b-a > 1 {
@@ -229,6 +268,9 @@ func (l *Ledger) Fit(j *Job) Share {
 		}
 	}
 	g := b * step
+	if l.lastG != g {
+		l.lastJob = nil
+	}
 	return Share{OK: true, GPUs: g, Now: l.now(j, g), Finish: fin}
 }
 
@@ -246,6 +288,13 @@ func (l *Ledger) now(j *Job, g int) int {
 // s.GPUs, or until its deadline if it does not make it.
 func (l *Ledger) Reserve(j *Job, s Share) {
 	if j.Work <= 0 {
+		return
+	}
+	if s.OK && l.lastJob == j && l.lastG == s.GPUs {
+		for _, u := range l.last {
+			l.used[u.i] += u.gs
+		}
+		l.lastJob = nil
 		return
 	}
 	l.run(j, s.GPUs, !s.OK, func(i int, gs float64) { l.used[i] += gs })
@@ -332,6 +381,7 @@ func (l *Ledger) reserveFit(j *Job) bool {
 func (l *Ledger) clone() *Ledger {
 	c := *l
 	c.used = slices.Clone(l.used)
+	c.last, c.lastJob = nil, nil
 	return &c
 }
 
