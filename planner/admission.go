@@ -88,7 +88,9 @@ func (p *Planner) admit(ctx context.Context, j *structs.Job, nodes []policy.Node
 	}
 	msg := fmt.Sprintf("cannot meet its deadline %s: %s; %s", deadline.Format(time.RFC3339), short, estimate)
 	if mode == quota.AdmissionReject {
-		return structs.Inputf("job %s refused by queue %s (deadline_admission = %q): it %s", j.Spec.Name, queueOf(&j.Spec), mode, msg)
+		e := structs.Inputf("job %s refused by queue %s (deadline_admission = %q): it %s", j.Spec.Name, queueOf(&j.Spec), mode, msg)
+		e.Err = structs.ErrDeadlineRefused
+		return e
 	}
 	a.Decision, a.GPUs = policy.AdmissionUnadmitted, cand.Max
 	a.Reason = "unadmitted: " + msg + "; queued anyway (deadline_admission = \"warn\"): it gets what the admitted jobs leave"

@@ -55,6 +55,7 @@ func TestAdmission_MinimumSharesRejectWarnRelease(t *testing.T) {
 			if mode == quota.AdmissionReject {
 				var ie *structs.InputError
 				must.True(t, errors.As(err, &ie), must.Sprintf("%v", err))
+				must.ErrorIs(t, err, structs.ErrDeadlineRefused)
 				must.StrContains(t, err.Error(), `job c refused by queue default (deadline_admission = "reject"): it cannot meet its deadline `+
 					now.Add(20*time.Minute).Format(time.RFC3339)+": even at its max of 4 GPUs, beside the 2 admitted jobs at their minimum shares, it would finish about")
 				must.Nil(t, c)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -44,8 +46,11 @@ func (s *simulator) newPlanner(p policy.Policy) *planner.Planner {
 		NewJobID:     func(spec *jobspec.Spec) string { return spec.Name },
 		AmendOutlook: s.amendOutlook,
 	}
-	if s.queuesOn() {
+	switch {
+	case s.queuesOn():
 		pl.SetQueues(s.cfg.Queues.Tree)
+	case s.cfg.DeadlineAdmission != "":
+		pl.SetQueues(quota.DefaultAdmitting(s.cfg.DeadlineAdmission))
 	}
 	return pl
 }
@@ -72,9 +77,18 @@ func (s *simulator) specOf(j *simJob) *jobspec.Spec {
 	return spec
 }
 
-// submit queues job j with the planner at its arrival.
+// submit queues job j with the planner at its arrival. A job its deadline
+// admission refuses (Config.DeadlineAdmission) is done there, refused: it
+// never runs; any other refusal stops the run.
 func (s *simulator) submit(ctx context.Context, j *simJob) error {
-	if _, _, err := s.planner.Submit(ctx, s.specOf(j), "", nil); err != nil {
+	_, _, err := s.planner.Submit(ctx, s.specOf(j), "", nil)
+	switch {
+	case errors.Is(err, structs.ErrDeadlineRefused):
+		j.refused = true
+		s.depart(j)
+		j.finished, j.end = true, s.now
+		s.finished++
+	case err != nil:
 		return fmt.Errorf("failed to simulate: submit job %s: %w", j.spec.ID, err)
 	}
 	return nil
