@@ -103,15 +103,30 @@ func TestQoE(t *testing.T) {
 		reasons: map[string]string{
 			"b": "preempted (2 GPUs) for job a, which is behind its target; this job: behind"},
 	}, {
-		name:  "the job the planner admitted keeps its share against one it did not",
+		name:  "shares go in deadline order, whatever the planner's admission",
 		nodes: []policy.Node{node("n1", 8, 0)},
 		jobs: []policy.Job{
-			// due first, but not admitted: behind a's share.
+			// due first and not admitted at submission: its share first
+			// (1300 / g <= 0.9 x 300: 6 GPUs), and a cannot make it beside
+			// it: behind, shrunk to its minimum.
 			admitted(withTarget(queued("late", 1, 2, 8, 2), 400, 1300), policy.AdmissionUnadmitted),
 			admitted(withTarget(running("a", 2, 2, 8, 2, A{"n1": 6}, 10), 500, 2400), policy.AdmissionAdmitted)},
-		// a's share is the whole cluster until its deadline.
+		want: map[string]A{"a": {"n1": 2}, "late": {"n1": 6}},
+		reasons: map[string]string{
+			"a":    "shrunk from 6 to 2 GPUs for job late",
+			"late": "started with 6 GPUs: on track"},
+	}, {
+		name:  "among jobs due at the same time the one the planner admitted keeps its share",
+		nodes: []policy.Node{node("n1", 8, 0)},
+		jobs: []policy.Job{
+			// due with a, not admitted: after a's share (2400 / g <= 0.9 x
+			// 400: 8 GPUs, until 300 s from now) it cannot make it: behind.
+			// (In the other order, late needs 4 and a is behind.)
+			admitted(withTarget(queued("late", 1, 2, 8, 2), 500, 1300), policy.AdmissionUnadmitted),
+			admitted(withTarget(running("a", 2, 2, 8, 2, A{"n1": 6}, 10), 500, 2400), policy.AdmissionAdmitted)},
 		want: map[string]A{"a": {"n1": 8}},
 		reasons: map[string]string{
+			"a":    "grown from 6 to 8 GPUs: behind its target at 6",
 			"late": "queued"},
 	}, {
 		name:  "two admitted jobs each at their least satisfying share, a third in what they leave",
