@@ -425,6 +425,9 @@ func formatTargetSection(j *structs.Job) string {
 	if o := j.Outlook; o != nil && o.Target != nil {
 		pairs = append(pairs, [2]string{"Outlook", formatOutlook(o.Target)})
 	}
+	if a := j.Admission; a != nil {
+		pairs = append(pairs, [2]string{"Admission", a.Reason})
+	}
 	return "Target\n" + formatKV(pairs)
 }
 

@@ -387,6 +387,14 @@ func TestJobStatus_Target(t *testing.T) {
 	must.StrContains(t, out, "Outlook  = estimated: about 7h to accuracy 0.93 at 2 GPUs (curve fit), at "+
 		formatTime(job.Submitted.Add(7*time.Hour))+"; the deadline looks unreachable\n")
 
+	// The deadline admission.
+	h.backend.Update(id, func(j *structs.Job) {
+		j.Admission = &structs.Admission{Decision: "unadmitted", Mode: "warn",
+			Reason: "unadmitted: cannot meet its deadline: even at its max of 4 GPUs it would finish about 1h0m0s after it"}
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrContains(t, h.out.String(), "Admission = unadmitted: cannot meet its deadline: even at its max of 4 GPUs it would finish about 1h0m0s after it\n")
+
 	// A job without a target has no such section.
 	other := h.submit(elastic)
 	must.Eq(t, ExitOK, h.run("job", "status", other))

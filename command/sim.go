@@ -102,6 +102,13 @@ Options:
                          Default: no queues.
   -queues-enforce=true   With false, the planner runs without the queues
                          (the baseline) and only the report uses them.
+  -deadline-admission=warn|reject
+                         Without -queues, the planner's deadline admission
+                         (a queue's deadline_admission): warn queues a job
+                         that cannot meet its deadline beside the jobs
+                         admitted before it, unadmitted; reject refuses it,
+                         and the report counts it as missed. With a -queues
+                         file, its queue blocks say it.
   -out=<dir>             Write results.json, results.md and plots there.
   -progress              Show a progress bar on stderr even when it is not a
                          terminal.
@@ -183,6 +190,7 @@ func (c *SimCommand) Run(args []string) int {
 	fs.StringVar(&memProfile, "memprofile", "", "")
 	fs.StringVar(&queues, "queues", "", "")
 	fs.BoolVar(&enforceQueues, "queues-enforce", true, "")
+	fs.StringVar(&cfg.DeadlineAdmission, "deadline-admission", "", "")
 	pos, ok := parseFlags(fs, args, c.Err, "sim")
 	if !ok || !checkArgs(c.Err, "sim", pos) {
 		return ExitUsage
@@ -214,6 +222,9 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	if e.PolicyConfig, err = parsePolicyConfig(policyConfig); err != nil {
 		return usage(err)
+	}
+	if cfg.DeadlineAdmission != "" && queues != "" {
+		return usage(errors.New("-deadline-admission applies without -queues: give deadline_admission in the queues file's blocks"))
 	}
 	if err := setQueues(e, queues, enforceQueues); err != nil {
 		return fail(err)

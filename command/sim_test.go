@@ -99,6 +99,9 @@ func TestSimCommand_Deadlines(t *testing.T) {
 		{"lambda zero", []string{"-deadlines", "-lambda", "0,1"}, ExitUsage, "lambda range [0, 1]"},
 		{"serial one", []string{"-deadlines", "-serial", "0,1"}, ExitUsage, "serial fraction range"},
 		{"bad from", []string{"-from", "yesterday"}, ExitUsage, `-from "yesterday" is not`},
+		{"bad deadline admission", []string{"-deadlines", "-deadline-admission", "drop"}, ExitUsage, `deadline admission "drop" is not warn or reject`},
+		{"deadline admission with queues", []string{"-deadlines", "-deadline-admission", "reject", "-queues", "vc"}, ExitUsage,
+			"-deadline-admission applies without -queues"},
 		{"empty window", []string{"-from", "2018-01-01"}, ExitError, "no job of"},
 		{"backwards window", []string{"-from", "2018-01-01", "-to", "2017-01-01"}, ExitError, "is empty"},
 	}

@@ -140,42 +140,6 @@ func maxGPUs(spec *jobspec.Spec, largest int) int {
 	return max(spec.GPUs.Min, largest-largest%pw)
 }
 
-// admission says at submission whether job j's target looks reachable by
-// its deadline, from the latest earlier job of the same name that reached
-// its goal (how much training that took, and how it scaled); nil without a
-// deadline.
-func admission(j *structs.Job, largest int, earlier []*structs.Job) *structs.Event {
-	deadline := j.Deadline()
-	if deadline.IsZero() {
-		return nil
-	}
-	spec, now := &j.Spec, j.Submitted
-	var ref *structs.Job
-	for _, e := range earlier {
-		o := e.Outlook
-		if e.Spec.Name != spec.Name || o == nil || o.Target == nil || o.Target.WorkToGoal <= 0 {
-			continue
-		}
-		if ref == nil || e.Submitted.After(ref.Submitted) {
-			ref = e
-		}
-	}
-	if ref == nil {
-		return &structs.Event{Time: now, Type: "admission", Message: fmt.Sprintf(
-			"no estimate yet (no earlier run of %s reached its goal); judged again from the job's progress reports", spec.Name)}
-	}
-	maxG := maxGPUs(spec, largest)
-	work := ref.Outlook.Target.WorkToGoal
-	need := time.Duration(work / policy.SpeedupAt(ref.Outlook.Speedup, maxG) * float64(time.Second))
-	left := deadline.Sub(now)
-	detail := fmt.Sprintf("job %s reached its goal after about %s of one-GPU training: about %s at %d GPUs, %s to the deadline",
-		ref.ID, time.Duration(work*float64(time.Second)).Round(time.Second), need.Round(time.Second), maxG, left.Round(time.Second))
-	if need > left {
-		return &structs.Event{Time: now, Type: structs.EventWarning, Message: "target looks unreachable by the deadline: " + detail}
-	}
-	return &structs.Event{Time: now, Type: "admission", Message: "target looks reachable by the deadline: " + detail}
-}
-
 // autoMax is the most GPUs the policies may give job j, of gpus = "auto",
 // now: its min until its throughput is measured, then at most twice the
 // largest count measured (so each new count is measured before the next),

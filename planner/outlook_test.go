@@ -124,15 +124,21 @@ func TestOutlook_ReachedAndAdmission(t *testing.T) {
 	must.NoError(t, err)
 	must.True(t, snapshot(*now, []policy.Node{node("n1", 8)}, live).Jobs[0].Progress.Reached)
 
-	// 860 one-GPU seconds at 4 GPUs: 215 s.
-	for deadline, want := range map[string]string{"10m": "target looks reachable", "3m": "target looks unreachable"} {
+	// 860 one-GPU seconds: 430 s at 2 GPUs, 215 s at 4.
+	for deadline, want := range map[string]string{"10m": "admitted: meets its deadline", "3m": "unadmitted: cannot meet its deadline"} {
 		j := submit(t, p, now, src(deadline))
 		var msgs []string
 		for _, e := range state(t, st, j.ID).Events {
 			msgs = append(msgs, e.Message)
 		}
 		must.StrContains(t, strings.Join(msgs, "\n"), want)
-		must.StrContains(t, strings.Join(msgs, "\n"), "about 3m35s at 4 GPUs")
+		must.StrContains(t, strings.Join(msgs, "\n"), "about 14m20s of one-GPU training (what job "+first.ID+" took to reach its goal)")
+		if deadline == "10m" {
+			must.StrContains(t, strings.Join(msgs, "\n"), "at a share of 2 GPUs, done in about 7m10s")
+		} else {
+			must.StrContains(t, strings.Join(msgs, "\n"), "even at its max of 4 GPUs, beside the")
+			must.StrContains(t, strings.Join(msgs, "\n"), "it would finish about 35s after it")
+		}
 	}
 }
 

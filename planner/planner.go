@@ -102,9 +102,11 @@ type Planner struct {
 	// suffix. The simulator keeps the trace's IDs.
 	NewJobID func(spec *jobspec.Spec) string
 	// AmendOutlook, if set, amends a job's outlook after the planner has
-	// renewed it from a batch of progress reports: the simulator puts
-	// there the speedup and remaining work its job models know (where the
-	// planner would estimate them from the reports). nil: none.
+	// renewed it from a batch of progress reports, and at submission
+	// (when it is nil: the hook may set it) before the job's deadline
+	// admission: the simulator puts there the speedup and remaining work
+	// its job models know (where the planner would estimate them from the
+	// reports, or at submission from an earlier run). nil: none.
 	AmendOutlook func(j *structs.Job)
 
 	obs observer
@@ -163,7 +165,9 @@ func (p *Planner) Run(ctx context.Context, interval time.Duration) {
 
 // Submit queues a job. It refuses a job no node of the cluster could ever
 // hold, or whose target's delivery the Deliverer would not make
-// (CheckSpec), and answers at once with the stored record. With
+// (CheckSpec), or, with a deadline, that cannot meet it beside the jobs
+// already admitted where its queue's deadline_admission is "reject" (see
+// admit), and answers at once with the stored record. With
 // idem, the job that already holds the key is the answer (replayed), or
 // structs.ErrIdempotencyMismatch when it was submitted with another request.
 func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (*structs.Job, bool, error) {
@@ -208,14 +212,8 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 		Events:      []structs.Event{{Time: now, Type: "submitted", Message: "queued"}},
 		Idempotency: idem,
 	}
-	if !j.Deadline().IsZero() {
-		earlier, err := p.Store.ListJobsNamed(ctx, spec.Name)
-		if err != nil {
-			return nil, false, fmt.Errorf("failed to list earlier jobs: %w", err)
-		}
-		if e := admission(j, int(p.largest.Load()), earlier); e != nil {
-			j.Events = append(j.Events, *e)
-		}
+	if err := p.admit(ctx, j, nodes); err != nil {
+		return nil, false, err
 	}
 	if err := p.Store.CreateJob(ctx, j); err != nil {
 		if errors.Is(err, store.ErrKeyExists) {

@@ -67,6 +67,7 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 		}
 		progressOf(&pj.Progress, j.Progress)
 		applyOutlook(&pj, j, now)
+		applyAdmission(&pj, j)
 		s.Jobs = append(s.Jobs, pj)
 	}
 	return s
@@ -198,4 +199,21 @@ func largestNode(nodes []policy.Node) int {
 		largest = max(largest, n.GPUs)
 	}
 	return largest
+}
+
+// applyAdmission puts job j's deadline admission into its view pj, and
+// for an admitted job that has not run nor been estimated yet, the
+// estimate it was admitted by.
+func applyAdmission(pj *policy.Job, j *structs.Job) {
+	a := j.Admission
+	if a == nil || a.Decision == structs.AdmissionUnknown {
+		return
+	}
+	pj.Progress.Admission = a.Decision
+	if pj.Progress.RemainingWork == 0 && !pj.Progress.Reached && a.Work > 0 && pj.AttainedGPUSeconds == 0 {
+		pj.Progress.RemainingWork = a.Work
+		if pj.Speedup == nil {
+			pj.Speedup = a.Speedup
+		}
+	}
 }

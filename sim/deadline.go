@@ -196,9 +196,12 @@ type remainingWorker interface {
 
 // DeadlineResult is how the jobs with deadlines fared in a run.
 type DeadlineResult struct {
-	// Jobs have a deadline; Met finished by it.
-	Jobs int `json:"jobs"`
-	Met  int `json:"met"`
+	// Jobs have a deadline; Met finished by it. Refused were refused at
+	// submission (Config.DeadlineAdmission): they count among Jobs, as
+	// missed, but not in the tardiness and JCT figures (they never ran).
+	Jobs    int `json:"jobs"`
+	Met     int `json:"met"`
+	Refused int `json:"refused,omitempty"`
 	// SatisfactionRatio is Met / Jobs.
 	SatisfactionRatio float64 `json:"satisfaction_ratio"`
 	// Feasible could meet their deadline with the cluster to themselves:
@@ -231,10 +234,13 @@ func (s *simulator) deadlines() *DeadlineResult {
 		}
 		d.Jobs++
 		jct := j.end - sp.Submit
-		if j.end <= sp.Deadline+deadlineSlack {
+		switch {
+		case j.refused:
+			d.Refused++
+		case j.end <= sp.Deadline+deadlineSlack:
 			d.Met++
 			jctMet += jct
-		} else {
+		default:
 			tardy = append(tardy, j.end-sp.Deadline)
 			jctMissed += jct
 		}
@@ -258,7 +264,7 @@ func (s *simulator) deadlines() *DeadlineResult {
 	if d.Met > 0 {
 		d.MeanJCTMet = jctMet / float64(d.Met)
 	}
-	if n := d.Jobs - d.Met; n > 0 {
+	if n := d.Jobs - d.Met - d.Refused; n > 0 {
 		d.MeanJCTMissed = jctMissed / float64(n)
 	}
 	return d

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/sim"
@@ -298,4 +299,39 @@ func TestRun_DeadlineSatisfaction(t *testing.T) {
 	// Without deadlines, nothing is measured.
 	r = run(t, config(1, 1), builtin.FIFOName, rigid("x", 0, 10, 1))
 	must.Nil(t, r.Deadlines)
+}
+
+// With deadline_admission = "reject" (Config.DeadlineAdmission) the
+// planner refuses at submission a job that cannot meet its deadline beside
+// the jobs it admitted: the run goes on, the refused job never runs and
+// counts as missed (ElasticFlow's metric), and the JCTs are of the jobs
+// that ran. With "warn" the same job is queued and runs late.
+func TestRun_DeadlineAdmissionReject(t *testing.T) {
+	// One GPU: a (100 s, due 180) is admitted; b (100 s, due 150), due
+	// first, would push a past its deadline: refused (reject) or queued
+	// unadmitted (warn); c (10 s, due 1000) is admitted beside a.
+	specs := []sim.JobSpec{amdahl1("a", 0, 100, 180), amdahl1("b", 10, 100, 150), amdahl1("c", 20, 10, 1000)}
+	cfg := config(1, 1)
+	cfg.DeadlineAdmission = quota.AdmissionReject
+	r := run(t, cfg, builtin.FIFOName, specs...)
+	must.Eq(t, 1, r.Refused)
+	must.Eq(t, 2, r.Jobs, must.Sprint("the jobs that ran"))
+	must.Len(t, 2, r.JCTs)
+	d := r.Deadlines
+	must.Eq(t, 3, d.Jobs)
+	must.Eq(t, 1, d.Refused)
+	must.Eq(t, 2, d.Met)
+	must.InDelta(t, 2/3.0, d.SatisfactionRatio, 1e-9)
+	must.Eq(t, 0, d.Tardiness.Mean, must.Sprint("the refused job has no tardiness"))
+	must.Eq(t, 0, d.MeanJCTMissed)
+
+	cfg.DeadlineAdmission = quota.AdmissionWarn
+	r = run(t, cfg, builtin.FIFOName, specs...)
+	must.Eq(t, 0, r.Refused)
+	must.Eq(t, 3, r.Jobs)
+	must.Eq(t, 0, r.Deadlines.Refused)
+	must.Eq(t, 1, len(r.JCTs)-r.Deadlines.Met, must.Sprint("b runs, late"))
+
+	cfg.DeadlineAdmission = "drop"
+	must.ErrorContains(t, cfg.Validate(), `deadline admission "drop" is not warn or reject`)
 }

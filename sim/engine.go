@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 )
@@ -56,6 +57,12 @@ type Config struct {
 	// reports per queue (Result.Queues); unless Queues.Off, the planner
 	// enforces them.
 	Queues *Queues
+	// DeadlineAdmission is the planner's deadline admission mode where
+	// Queues sets no tree (quota.AdmissionWarn, the default where "", or
+	// quota.AdmissionReject); with a tree, each queue's. A job the planner
+	// refuses at submission for its deadline never runs and counts as
+	// missing it (Result.Refused), as ElasticFlow counts the jobs it drops.
+	DeadlineAdmission string
 }
 
 // Validate checks the configuration.
@@ -72,6 +79,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Launcher != LauncherRestart && c.Launcher != LauncherInPlace {
 		errs = append(errs, fmt.Errorf("launcher %q is not restart or inplace", c.Launcher))
+	}
+	switch c.DeadlineAdmission {
+	case "", quota.AdmissionWarn, quota.AdmissionReject:
+	default:
+		errs = append(errs, fmt.Errorf("deadline admission %q is not %s or %s", c.DeadlineAdmission, quota.AdmissionWarn, quota.AdmissionReject))
 	}
 	return errors.Join(errs...)
 }
@@ -130,8 +142,11 @@ type simJob struct {
 	seq       uint64     // version of the job's pending event
 
 	arrived, started, finished bool
-	firstStart, end            float64
-	restarts, preemptions      int
+	// refused: the planner refused it at submission (deadline admission);
+	// it never ran (finished is set too).
+	refused               bool
+	firstStart, end       float64
+	restarts, preemptions int
 
 	remaining remainingWorker // the model, if it knows its remaining work
 	queue     int             // index in simulator.queues (Config.Queues)
@@ -316,8 +331,11 @@ func (s *simulator) loop(ctx context.Context) error {
 			if err := s.submit(ctx, j); err != nil {
 				return err
 			}
-			s.active = append(s.active, j)
 			next++
+			if j.refused {
+				continue
+			}
+			s.active = append(s.active, j)
 			changed, s.dirty = true, true
 		}
 		if t >= nextRound || (changed && s.cfg.EventRounds) {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -44,8 +46,11 @@ func (s *simulator) newPlanner(p policy.Policy) *planner.Planner {
 		NewJobID:     func(spec *jobspec.Spec) string { return spec.Name },
 		AmendOutlook: s.amendOutlook,
 	}
-	if s.queuesOn() {
+	switch {
+	case s.queuesOn():
 		pl.SetQueues(s.cfg.Queues.Tree)
+	case s.cfg.DeadlineAdmission != "":
+		pl.SetQueues(quota.DefaultAdmitting(s.cfg.DeadlineAdmission))
 	}
 	return pl
 }
@@ -72,9 +77,18 @@ func (s *simulator) specOf(j *simJob) *jobspec.Spec {
 	return spec
 }
 
-// submit queues job j with the planner at its arrival.
+// submit queues job j with the planner at its arrival. A job its deadline
+// admission refuses (Config.DeadlineAdmission) is done there, refused: it
+// never runs; any other refusal stops the run.
 func (s *simulator) submit(ctx context.Context, j *simJob) error {
-	if _, _, err := s.planner.Submit(ctx, s.specOf(j), "", nil); err != nil {
+	_, _, err := s.planner.Submit(ctx, s.specOf(j), "", nil)
+	switch {
+	case errors.Is(err, structs.ErrDeadlineRefused):
+		j.refused = true
+		s.depart(j)
+		j.finished, j.end = true, s.now
+		s.finished++
+	case err != nil:
 		return fmt.Errorf("failed to simulate: submit job %s: %w", j.spec.ID, err)
 	}
 	return nil
@@ -155,19 +169,31 @@ func (s *simulator) drifted(j *simJob) bool {
 // amendOutlook puts what job j's model knows into the outlook the planner
 // has just renewed from its progress report: the speedup table, and for a
 // job with a deadline the work left (or unknown, where the model does not
-// know it).
+// know it). At submission (no outlook yet) it gives the planner's deadline
+// admission the same: the model's table and whole work.
 func (s *simulator) amendOutlook(rec *structs.Job) {
 	j := s.byID[rec.ID]
-	if j == nil || rec.Outlook == nil {
+	if j == nil {
 		return
 	}
-	rec.Outlook.Speedup = j.reported.speedup
+	speedup, remaining := j.reported.speedup, j.reported.remaining
+	if rec.Outlook == nil {
+		if !j.spec.HasDeadline || j.reported.ok {
+			return
+		}
+		if j.speedup == nil {
+			j.speedup, j.speedTo = j.spec.Model.Speedup(j.done, j.spec.GPUs.Max, s.cfg.GPUsPerNode)
+		}
+		speedup, remaining = j.speedup, s.remainingWork(j)
+		rec.Outlook = &structs.Outlook{Updated: s.at(s.now)}
+	}
+	rec.Outlook.Speedup = speedup
 	if !j.spec.HasDeadline {
 		return
 	}
 	t := &structs.TargetOutlook{Status: structs.OutlookUnknown, Reason: "simulated: the model does not know"}
-	if w := j.reported.remaining; w > 0 {
-		t = &structs.TargetOutlook{Status: structs.OutlookEstimated, RemainingWork: w, Reason: "simulated: the job's model"}
+	if remaining > 0 {
+		t = &structs.TargetOutlook{Status: structs.OutlookEstimated, RemainingWork: remaining, Reason: "simulated: the job's model"}
 	}
 	rec.Outlook.Target = t
 }

@@ -156,6 +156,9 @@ type QueueResult struct {
 	MaxRho  float64 `json:"max_rho"`
 	// Preemptions are its jobs' stops.
 	Preemptions int `json:"preemptions"`
+	// Refused are its jobs refused at submission by deadline admission
+	// (Config.DeadlineAdmission); they are not among Jobs.
+	Refused int `json:"refused,omitempty"`
 }
 
 // QueueSummary is the queues' fairness taken together.
@@ -295,6 +298,10 @@ func (s *simulator) queueResults(makespan float64) ([]QueueResult, *QueueSummary
 	}
 	for _, j := range s.jobs {
 		r := &out[j.queue]
+		if j.refused {
+			r.Refused++
+			continue
+		}
 		r.Jobs++
 		r.Preemptions += j.preemptions
 		jct := j.end - j.spec.Submit
@@ -342,6 +349,15 @@ func (s *simulator) arrive(j *simJob) {
 		s.queueOn, s.queueT = true, s.now
 	}
 	s.queues[j.queue].waiting++
+}
+
+// depart takes job j, just arrived and refused at submission, off its
+// queue's waiting jobs.
+func (s *simulator) depart(j *simJob) {
+	if s.queues != nil {
+		s.tickQueues()
+		s.queues[j.queue].waiting--
+	}
 }
 
 // moveQueue accounts job j's change from j.gpus to gpus GPUs in its queue

@@ -91,6 +91,8 @@ type ClusterReport struct {
 	Launcher       Launcher  `json:"launcher"`
 	Jobs           JobsMode  `json:"jobs"`
 	Batch          BatchMode `json:"batch"`
+	// DeadlineAdmission is Config.DeadlineAdmission ("": warn).
+	DeadlineAdmission string `json:"deadline_admission,omitempty"`
 }
 
 // TraceReport is one trace's runs.
@@ -131,7 +133,8 @@ func (e *Experiment) Run(ctx context.Context) (*Report, error) {
 	c := e.Config
 	rep := &Report{Command: e.Command, Cluster: ClusterReport{Nodes: c.Nodes, GPUsPerNode: c.GPUsPerNode,
 		RoundSeconds: c.Round.Seconds(), EventRounds: c.EventRounds, RestartSeconds: c.RestartDelay.Seconds(),
-		InPlaceSeconds: c.InPlaceDelay.Seconds(), Launcher: c.Launcher, Jobs: e.Jobs, Batch: e.Batch}}
+		InPlaceSeconds: c.InPlaceDelay.Seconds(), Launcher: c.Launcher, Jobs: e.Jobs, Batch: e.Batch,
+		DeadlineAdmission: c.DeadlineAdmission}}
 	gpus := c.Nodes * c.GPUsPerNode
 	for _, t := range e.Traces {
 		tr := &TraceReport{Name: t.Name, Path: t.Path, Format: t.Format, Jobs: len(t.Jobs), Published: Published(t),
@@ -301,6 +304,11 @@ func (r *Report) WriteMarkdown(w io.Writer, plots bool) error {
 	} else {
 		fmt.Fprint(b, " Jobs: elastic, with deadlines (derived from the trace as each section says)")
 	}
+	if c.DeadlineAdmission == quota.AdmissionReject {
+		fmt.Fprint(b, "; the planner refuses at submission a job that cannot meet its deadline beside the jobs it admitted "+
+			"(deadline_admission = \"reject\"): a refused job never runs and counts as missed, and the JCT, queueing and "+
+			"utilisation figures are of the jobs that ran")
+	}
 	fmt.Fprint(b, ". Times in seconds; \"≥\" columns are lower bounds; rounds are those planned, + the quiet ones skipped.\n\n")
 
 	if len(r.Traces) > 1 {
@@ -468,15 +476,24 @@ func deadlineTable(b *bufio.Writer, t *TraceReport) {
 		"alone on the cluster from the first round at or after their arrival at their largest count; "+
 		"tardiness is completion - deadline over the jobs that missed.\n\n",
 		o.Seed, o.Serial[0], o.Serial[1], o.Lambda[0], o.Lambda[1])
-	fmt.Fprint(b, "| policy | jobs | met | satisfaction ratio | ratio ≤ | avg JCT | avg JCT met | avg JCT missed | avg tardiness | median tardiness | p99 tardiness |\n")
-	fmt.Fprint(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	refused := slices.ContainsFunc(t.Runs, func(r *RunReport) bool { return r.Refused > 0 })
+	head, rule, extra := "", "", ""
+	if refused {
+		// The refused jobs never ran: among the missed, not in the JCTs.
+		head, rule = " refused |", "---:|"
+	}
+	fmt.Fprintf(b, "| policy | jobs | met |%s satisfaction ratio | ratio ≤ | avg JCT | avg JCT met | avg JCT missed | avg tardiness | median tardiness | p99 tardiness |\n", head)
+	fmt.Fprintf(b, "|---|---:|---:|%s---:|---:|---:|---:|---:|---:|---:|---:|\n", rule)
 	for _, run := range t.Runs {
 		d := run.Deadlines
 		if d == nil {
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %d | %d | %.3f | %.3f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
-			run.Policy, d.Jobs, d.Met, d.SatisfactionRatio, d.FeasibleRatio, run.JCT.Mean, d.MeanJCTMet, d.MeanJCTMissed,
+		if refused {
+			extra = fmt.Sprintf(" %d |", d.Refused)
+		}
+		fmt.Fprintf(b, "| %s | %d | %d |%s %.3f | %.3f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+			run.Policy, d.Jobs, d.Met, extra, d.SatisfactionRatio, d.FeasibleRatio, run.JCT.Mean, d.MeanJCTMet, d.MeanJCTMissed,
 			d.Tardiness.Mean, d.Tardiness.Median, d.Tardiness.P99)
 	}
 	fmt.Fprintln(b)

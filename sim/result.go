@@ -7,8 +7,12 @@ import (
 
 // Result is what one run measured. Times are in seconds.
 type Result struct {
-	Policy      string  `json:"policy"`
+	Policy string `json:"policy"`
+	// Jobs ran; Refused were refused at submission by deadline admission
+	// (Config.DeadlineAdmission) and never ran: the other figures are of
+	// the jobs that ran, except Deadlines, where they count as missed.
 	Jobs        int     `json:"jobs"`
+	Refused     int     `json:"refused,omitempty"`
 	GPUs        int     `json:"gpus"`
 	JCT         Stats   `json:"jct"`
 	Queueing    Stats   `json:"queueing"`
@@ -75,17 +79,25 @@ type Segment struct {
 
 func (s *simulator) result(wall time.Duration) *Result {
 	gpus := s.cfg.Nodes * s.cfg.GPUsPerNode
-	r := &Result{Policy: s.policy.PluginInfo().Name, Jobs: len(s.jobs), GPUs: gpus, Rounds: s.rounds, SkippedRounds: s.skipped,
+	r := &Result{Policy: s.policy.PluginInfo().Name, GPUs: gpus, Rounds: s.rounds, SkippedRounds: s.skipped,
 		WallSeconds: wall.Seconds(), Util: s.util, Segments: s.segments}
-	if len(s.jobs) == 0 {
+	ran := make([]*simJob, 0, len(s.jobs))
+	for _, j := range s.jobs {
+		if !j.refused {
+			ran = append(ran, j)
+		}
+	}
+	r.Jobs, r.Refused = len(ran), len(s.jobs)-len(ran)
+	r.Deadlines = s.deadlines()
+	if len(ran) == 0 {
 		return r
 	}
-	jct := make([]float64, len(s.jobs))
-	queue := make([]float64, len(s.jobs))
-	restarts := make([]float64, len(s.jobs))
-	first, last := s.jobs[0].spec.Submit, 0.0
+	jct := make([]float64, len(ran))
+	queue := make([]float64, len(ran))
+	restarts := make([]float64, len(ran))
+	first, last := ran[0].spec.Submit, 0.0
 	var held float64
-	for i, j := range s.jobs {
+	for i, j := range ran {
 		jct[i] = j.end - j.spec.Submit
 		queue[i] = j.firstStart - j.spec.Submit
 		restarts[i] = float64(j.restarts)
@@ -103,8 +115,7 @@ func (s *simulator) result(wall time.Duration) *Result {
 	r.Queueing = summarize(queue)
 	r.Restarts = summarize(restarts)
 	r.PlanMs = summarize(s.planMs)
-	r.Bounds = bounds(s.jobs, gpus, s.cfg.GPUsPerNode)
-	r.Deadlines = s.deadlines()
+	r.Bounds = bounds(ran, gpus, s.cfg.GPUsPerNode)
 	r.Queues, r.QueueSummary = s.queueResults(r.Makespan)
 	return r
 }

@@ -152,6 +152,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Outlook":          reflect.TypeFor[structs.Outlook](),
 		"GPUAssessment":    reflect.TypeFor[structs.GPUAssessment](),
 		"TargetOutlook":    reflect.TypeFor[structs.TargetOutlook](),
+		"Admission":        reflect.TypeFor[structs.Admission](),
 		"PolicyState":      reflect.TypeFor[structs.PolicyState](),
 		"Spec":             reflect.TypeFor[jobspec.Spec](),
 		"GPUs":             reflect.TypeFor[jobspec.GPUs](),

@@ -27,6 +27,8 @@ import (
 //	  borrowing_limit = 8            # above nominal; default unlimited
 //	  lending_limit   = 4            # of its idle nominal; default all
 //	  weight          = 2            # borrowers are reclaimed from by share/weight; default 1
+//	  deadline_admission = "reject"  # a job that cannot meet its deadline beside the
+//	                                 # admitted ones: refused; default "warn" (queued, unadmitted)
 //	}
 //
 // With no queue block, the one queue "default" holds the whole cluster,
@@ -38,6 +40,8 @@ type Queue struct {
 	BorrowingLimit hcl.Expression `hcl:"borrowing_limit,optional"`
 	LendingLimit   hcl.Expression `hcl:"lending_limit,optional"`
 	Weight         *float64       `hcl:"weight,optional"`
+	// DeadlineAdmission is quota.Def's ("warn" or "reject").
+	DeadlineAdmission *string `hcl:"deadline_admission,optional"`
 }
 
 // ParseQueues reads queue blocks alone, as PUT /v1/queues and
@@ -82,6 +86,15 @@ func (c *Config) validateQueues() hcl.Diagnostics {
 				Subject: c.queueRange(q.Name, "")})
 		}
 		d := quota.Def{Name: q.Name, Parent: q.Parent}
+		if q.DeadlineAdmission != nil {
+			d.DeadlineAdmission = *q.DeadlineAdmission
+			if d.DeadlineAdmission == "" {
+				// Given as "": refused, not the default.
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid queue",
+					Detail:  fmt.Sprintf("queue %q: deadline_admission: empty: give %q or %q.", q.Name, quota.AdmissionReject, quota.AdmissionWarn),
+					Subject: c.queueRange(q.Name, "deadline_admission")})
+			}
+		}
 		var more hcl.Diagnostics
 		d.Nominal, more = decodeAmount(q.Nominal, "nominal")
 		diags = append(diags, more...)

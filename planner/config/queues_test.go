@@ -21,10 +21,12 @@ queue "vision" {
   borrowing_limit = 8
   lending_limit   = 4
   weight          = 2
+  deadline_admission = "reject"
 }
 queue "nlp" {
   parent  = "ml"
   nominal = 8
+  deadline_admission = "warn"
 }
 queue "interns" {
   borrowing_limit = 0
@@ -34,6 +36,9 @@ queue "interns" {
 	must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
 	must.Eq(t, []string{"ml", "vision", "nlp", "interns"}, cfg.QueueTree.Names())
 	must.Eq(t, []string{"vision", "nlp", "interns"}, cfg.QueueTree.Leaves())
+	for q, want := range map[string]string{"vision": quota.AdmissionReject, "nlp": quota.AdmissionWarn, "interns": quota.AdmissionWarn, "nope": quota.AdmissionWarn} {
+		must.Eq(t, want, cfg.QueueTree.DeadlineAdmission(q), must.Sprint(q))
+	}
 }
 
 func TestParse_QueuesPerModel(t *testing.T) {
@@ -84,6 +89,12 @@ func TestParse_QueueErrors(t *testing.T) {
 		{"per-model limit without per-model quotas", "queue \"a\" {\n  nominal = 4\n  borrowing_limit = { \"A100\" = 1 }\n}\n",
 			`planner.hcl:3:21: error: Invalid queue: queue "a": borrowing_limit: per GPU model`},
 		{"unknown attribute", "queue \"a\" {\n  quota = 4\n}\n", "planner.hcl:2:3: error: Unsupported argument"},
+		{"unknown deadline admission", "queue \"a\" {\n  deadline_admission = \"drop\"\n}\n",
+			`planner.hcl:2:3: error: Invalid queue: queue "a": deadline_admission: "drop": give "reject"`},
+		{"empty deadline admission", "queue \"a\" {\n  weight = 1\n  deadline_admission = \"\"\n}\n",
+			`planner.hcl:3:3: error: Invalid queue: queue "a": deadline_admission: empty`},
+		{"deadline admission not a string", "queue \"a\" {\n  deadline_admission = [1]\n}\n",
+			`planner.hcl:2:24: error: Unsuitable value type`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { mustFailAt(t, tc.src, tc.want) })

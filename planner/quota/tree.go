@@ -58,7 +58,19 @@ type Def struct {
 	// sharing), and GPUs are taken back first from the queue that borrows
 	// most per unit of weight.
 	Weight float64
+	// DeadlineAdmission is what the planner does with a job with a
+	// deadline that cannot meet it given the jobs already admitted
+	// (plugins/policy/admission): AdmissionReject refuses it at
+	// submission, AdmissionWarn ("": the default) queues it with a warning,
+	// unadmitted (it gets what the admitted jobs leave).
+	DeadlineAdmission string
 }
+
+// Deadline admission modes (Def.DeadlineAdmission).
+const (
+	AdmissionWarn   = "warn"
+	AdmissionReject = "reject"
+)
 
 // DefError is what is wrong with one queue's definition. Field is the
 // config attribute ("parent", "nominal", ...), or "" for the block.
@@ -106,19 +118,34 @@ type queue struct {
 	borrow   Amount
 	lend     Amount
 	weight   float64
+	admit    string // AdmissionWarn or AdmissionReject
 }
 
 // Default is the tree of a planner that configures no queues: the one
 // queue "default", whose nominal quota is unlimited (the whole cluster),
 // holding every job whatever queue its jobspec names (as before queues
 // existed, so no job is refused or stranded for naming one).
-func Default() *Tree {
-	t, err := New([]Def{{Name: DefaultQueue, Nominal: Amount{AnyModel: Unlimited}}})
+func Default() *Tree { return DefaultAdmitting(AdmissionWarn) }
+
+// DefaultAdmitting is Default with deadline admission mode (see
+// Def.DeadlineAdmission): the tree of a planner (the simulator's) that
+// configures no queues but refuses what it cannot admit.
+func DefaultAdmitting(mode string) *Tree {
+	t, err := New([]Def{{Name: DefaultQueue, Nominal: Amount{AnyModel: Unlimited}, DeadlineAdmission: mode}})
 	if err != nil {
 		panic(err) // a constant definition
 	}
 	t.implicit = true
 	return t
+}
+
+// DeadlineAdmission is the deadline admission mode of the queue that
+// holds a job naming name (AdmissionWarn for a queue it lacks).
+func (t *Tree) DeadlineAdmission(name string) string {
+	if i, ok := t.index[t.queueFor(name)]; ok {
+		return t.queues[i].admit
+	}
+	return AdmissionWarn
 }
 
 // QueueFor is the queue that holds a job naming name: name, or the
@@ -164,6 +191,15 @@ func New(defs []Def) (*Tree, error) {
 		if math.IsNaN(w) || w <= 0 || w > MaxWeight {
 			bad(d.Name, "weight", "%v: a weight is above 0 and at most %g", d.Weight, MaxWeight)
 		}
+		admit := d.DeadlineAdmission
+		switch admit {
+		case "":
+			admit = AdmissionWarn
+		case AdmissionWarn, AdmissionReject:
+		default:
+			bad(d.Name, "deadline_admission", "%q: give %q (refuse a job that cannot meet its deadline beside the admitted ones) or %q (queue it with a warning)",
+				admit, AdmissionReject, AdmissionWarn)
+		}
 		for _, a := range []struct {
 			field string
 			amt   Amount
@@ -182,7 +218,7 @@ func New(defs []Def) (*Tree, error) {
 		}
 		t.index[d.Name] = len(t.queues)
 		t.queues = append(t.queues, queue{name: d.Name, parent: -1, nominal: maps.Clone(d.Nominal),
-			borrow: maps.Clone(d.BorrowingLimit), lend: maps.Clone(d.LendingLimit), weight: w})
+			borrow: maps.Clone(d.BorrowingLimit), lend: maps.Clone(d.LendingLimit), weight: w, admit: admit})
 	}
 	t.perModel = perModelAt != ""
 	t.models = slices.Sorted(maps.Keys(models))

@@ -29,6 +29,10 @@ var (
 	// ErrIdempotencyMismatch: the idempotency key was used before with
 	// another request (422).
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with another request")
+	// ErrDeadlineRefused: a job with a deadline that cannot meet it beside
+	// the jobs already admitted, refused by its queue's
+	// deadline_admission = "reject" (the cause of an *InputError: 400).
+	ErrDeadlineRefused = errors.New("refused by deadline admission")
 )
 
 // InputError is a request refused because of what it asks (400): a job

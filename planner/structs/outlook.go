@@ -72,6 +72,42 @@ type TargetOutlook struct {
 	Reason string `json:"reason"`
 }
 
+// Admission is the planner's deadline admission of a job with a deadline
+// (plugins/policy/admission): whether, at submission, it could meet its
+// deadline given the jobs already admitted, each at its minimum
+// satisfactory share. `job status` shows it.
+type Admission struct {
+	// Decision is policy.AdmissionAdmitted, policy.AdmissionUnadmitted
+	// (queued with a warning: its queue's deadline_admission is "warn"),
+	// or AdmissionUnknown (no estimate of its work: not judged).
+	Decision string `json:"decision"`
+	// Mode is its queue's deadline_admission then ("warn" or "reject").
+	Mode string `json:"mode"`
+	// GPUs is its minimum satisfactory share: the least cap on its GPUs
+	// that meets the deadline (when admitted).
+	GPUs int `json:"gpus,omitempty"`
+	// Work and Speedup are the estimate it was judged by: its work in
+	// seconds on one GPU and its speedup table (nil: linear).
+	Work    float64   `json:"work,omitempty"`
+	Speedup []float64 `json:"speedup,omitempty"`
+	// Reason says why, in one line.
+	Reason string    `json:"reason"`
+	Time   time.Time `json:"time"`
+}
+
+// AdmissionUnknown is Admission.Decision without an estimate.
+const AdmissionUnknown = "unknown"
+
+// Clone returns a deep copy of a (nil for nil).
+func (a *Admission) Clone() *Admission {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Speedup = slices.Clone(a.Speedup)
+	return &c
+}
+
 // Clone returns a deep copy of o (nil for nil).
 func (o *Outlook) Clone() *Outlook {
 	if o == nil {

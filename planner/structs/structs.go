@@ -66,6 +66,9 @@ type Job struct {
 	Progress *Progress `json:"progress,omitempty"`
 	// Outlook is the planner's reading of the progress (see Outlook).
 	Outlook *Outlook `json:"outlook,omitempty"`
+	// Admission is the deadline admission of a job with a deadline (see
+	// Admission); nil for others.
+	Admission *Admission `json:"admission,omitempty"`
 	// Preemptions are the times the planner stopped the job and requeued
 	// it to give its GPUs back to a queue below its nominal quota, oldest
 	// first, each with who took the GPUs and the step it resumed from.
@@ -180,6 +183,7 @@ func (j *Job) Clone() *Job {
 	}
 	c.Progress = j.Progress.Clone()
 	c.Outlook = j.Outlook.Clone()
+	c.Admission = j.Admission.Clone()
 	c.Deliveries = slices.Clone(j.Deliveries)
 	c.Preemptions = slices.Clone(j.Preemptions)
 	c.Resume = clonePtr(j.Resume)

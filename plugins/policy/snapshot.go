@@ -158,7 +158,20 @@ type Progress struct {
 	// Reached is true once Value has reached Target: the target is met and
 	// its deadline no longer matters.
 	Reached bool `json:"reached,omitempty"`
+	// Admission is the planner's deadline admission of the job
+	// (plugins/policy/admission): AdmissionAdmitted (it can meet its
+	// deadline beside the jobs admitted before it, which it must not push
+	// past theirs), AdmissionUnadmitted (it could not when it was
+	// submitted: queued with a warning), or "" (not judged: no deadline, or
+	// no estimate of its work yet).
+	Admission string `json:"admission,omitempty"`
 }
+
+// Deadline admissions (Progress.Admission).
+const (
+	AdmissionAdmitted   = "admitted"
+	AdmissionUnadmitted = "unadmitted"
+)
 
 // IsZero reports whether the selector selects nothing.
 func (s Selector) IsZero() bool { return len(s.Jobs) == 0 && len(s.Labels) == 0 }

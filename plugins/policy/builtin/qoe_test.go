@@ -17,6 +17,12 @@ func withTarget(j policy.Job, deadline int, work float64) policy.Job {
 	return j
 }
 
+// admitted sets job j's deadline admission (policy.Progress.Admission).
+func admitted(j policy.Job, a string) policy.Job {
+	j.Progress.Admission = a
+	return j
+}
+
 func TestEDF(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -83,16 +89,57 @@ func TestQoE(t *testing.T) {
 			"behind": "grown from 4 to 8 GPUs: behind its target at 4",
 			"ahead":  "shrunk from 12 to 8 GPUs for job behind, which is behind its target; this job: on track"},
 	}, {
-		name:  "never takes an on-track job below its need",
+		name:  "of two jobs on track alone that cannot both be, the first keeps its share",
 		nodes: []policy.Node{node("n1", 8, 0)},
 		jobs: []policy.Job{
 			// needs 2400 / g <= 0.9 x 400: g = 7 -> 8 of 8.
 			withTarget(running("a", 1, 2, 8, 2, A{"n1": 6}, 10), 500, 2400),
 			// needs 1300 / g <= 0.9 x 400: g = 4.
 			withTarget(running("b", 2, 2, 8, 2, A{"n1": 2}, 10), 500, 1300)},
-		// Neither can get its need without taking the other below its
-		// own: both keep what they hold.
-		want: map[string]A{"a": {"n1": 6}, "b": {"n1": 2}},
+		// Beside a's share (the whole cluster until its deadline) b cannot
+		// make it: it is behind, and stopped for a (before minimum shares,
+		// both kept what they held, and both missed).
+		want: map[string]A{"a": {"n1": 8}},
+		reasons: map[string]string{
+			"b": "preempted (2 GPUs) for job a, which is behind its target; this job: behind"},
+	}, {
+		name:  "shares go in deadline order, whatever the planner's admission",
+		nodes: []policy.Node{node("n1", 8, 0)},
+		jobs: []policy.Job{
+			// due first and not admitted at submission: its share first
+			// (1300 / g <= 0.9 x 300: 6 GPUs), and a cannot make it beside
+			// it: behind, shrunk to its minimum.
+			admitted(withTarget(queued("late", 1, 2, 8, 2), 400, 1300), policy.AdmissionUnadmitted),
+			admitted(withTarget(running("a", 2, 2, 8, 2, A{"n1": 6}, 10), 500, 2400), policy.AdmissionAdmitted)},
+		want: map[string]A{"a": {"n1": 2}, "late": {"n1": 6}},
+		reasons: map[string]string{
+			"a":    "shrunk from 6 to 2 GPUs for job late",
+			"late": "started with 6 GPUs: on track"},
+	}, {
+		name:  "among jobs due at the same time the one the planner admitted keeps its share",
+		nodes: []policy.Node{node("n1", 8, 0)},
+		jobs: []policy.Job{
+			// due with a, not admitted: after a's share (2400 / g <= 0.9 x
+			// 400: 8 GPUs, until 300 s from now) it cannot make it: behind.
+			// (In the other order, late needs 4 and a is behind.)
+			admitted(withTarget(queued("late", 1, 2, 8, 2), 500, 1300), policy.AdmissionUnadmitted),
+			admitted(withTarget(running("a", 2, 2, 8, 2, A{"n1": 6}, 10), 500, 2400), policy.AdmissionAdmitted)},
+		want: map[string]A{"a": {"n1": 8}},
+		reasons: map[string]string{
+			"a":    "grown from 6 to 8 GPUs: behind its target at 6",
+			"late": "queued"},
+	}, {
+		name:  "two admitted jobs each at their least satisfying share, a third in what they leave",
+		nodes: []policy.Node{node("n1", 8, 0)},
+		jobs: []policy.Job{
+			// 3200 / g <= 0.9 x 900 s: 4 GPUs each, linear.
+			admitted(withTarget(queued("a", 1, 1, 8, 1), 1000, 3200), policy.AdmissionAdmitted),
+			admitted(withTarget(queued("b", 2, 1, 8, 1), 1000, 3200), policy.AdmissionAdmitted),
+			admitted(withTarget(queued("c", 3, 1, 8, 1), 2000, 100), policy.AdmissionUnadmitted)},
+		want: map[string]A{"a": {"n1": 4}, "b": {"n1": 4}},
+		reasons: map[string]string{
+			"a": "started with 4 GPUs: on track",
+			"c": "queued"},
 	}, {
 		name:  "a job that misses its deadline even at max takes nothing an on-track job needs",
 		nodes: []policy.Node{node("n1", 8, 0)},
