@@ -100,6 +100,9 @@ type enforcer struct {
 	// claimed is the jobs fair claims started this round: they give no
 	// GPUs to another fair claim (a round does not undo its own moves).
 	claimed map[int]bool
+	// inverted: a claim held back a start while a lower-priority start
+	// of its queue stays (see startsBelow).
+	inverted bool
 }
 
 // changed reports whether any job's target differs from what plan p

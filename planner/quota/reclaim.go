@@ -52,10 +52,13 @@ func (e *enforcer) reclaim() {
 	// again, so this bound is never reached: it only guards the round.
 	for range 2*len(pending) + 1 {
 		if e.nominalClaims(claims, nominal) {
-			// A claim may have held back a start where the GPUs were
-			// wanted (a kept job's own nodes) while a lower-priority
-			// start of its queue stays: priority within the queue again.
-			e.prioritize()
+			if e.inverted {
+				// The claim held back a start where the GPUs were wanted
+				// (a kept job's own nodes) while a lower-priority start
+				// of its queue stays: priority within the queue again.
+				e.prioritize()
+				e.inverted = false
+			}
 			continue
 		}
 		if !e.fairClaims(pending, fair) {
@@ -455,6 +458,7 @@ func (e *enforcer) claimFor(c claim) outcome {
 			if vk.Allocation.Total() == 0 {
 				delete(e.out.Reasons, vk.ID)
 				v.why[vk.ID] = "not started: " + why
+				e.inverted = e.inverted || e.startsBelow(k)
 			} else {
 				e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "not grown: "+why)
 			}
