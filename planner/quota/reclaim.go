@@ -50,7 +50,7 @@ func (e *enforcer) reclaim() {
 	// Each pass starts a job; a job started is taken back only by a
 	// claim of another queue, and one a fair claim started is not claimed
 	// again, so this bound is never reached: it only guards the round.
-	for range 2*len(pending) + 1 {
+	for range 2*len(claims) + 1 {
 		if e.nominalClaims(claims, nominal) {
 			if e.inverted {
 				// The claim held back a start where the GPUs were wanted
@@ -134,16 +134,20 @@ func (e *enforcer) nominalClaims(claims []int, t *tries) bool {
 	return false
 }
 
-// loses reports whether job i's target holds fewer GPUs than it holds now
-// on some node: the plan stops, shrinks or moves it.
+// loses reports whether the plan stops or shrinks job i in place: its
+// target holds fewer GPUs than it holds now on some node, and no more on
+// any (a job the plan moves is the policy's to place).
 func (e *enforcer) loses(i int) bool {
-	cur := e.v.s.Jobs[i].Allocation
-	for n, g := range cur {
-		if e.tgt[i][n] < g {
-			return true
+	cur, less := e.v.s.Jobs[i].Allocation, false
+	for n, g := range e.tgt[i] {
+		if g > cur[n] {
+			return false
 		}
 	}
-	return false
+	for n, g := range cur {
+		less = less || e.tgt[i][n] < g
+	}
+	return less
 }
 
 // kept is what running job i, which the plan stops or shrinks, may keep
