@@ -9,13 +9,16 @@
 //  1. Gate gives the policy the snapshot without the queued jobs their
 //     queues may not start (priority first within a queue);
 //  2. the policy plans on it;
-//  3. Enforce trims the plan to the queues' limits and reclaims GPUs from
-//     borrowers for queues below their nominal quota: the plan's gains of
-//     borrowers first, then elastic jobs shrunk in place toward their min,
-//     then jobs stopped (requeued), lowest priority first; then, the same
-//     way, it divides what queues borrow by their weights (fair sharing,
-//     fair.go: a queue takes from one that would still borrow at least as
-//     much per weight);
+//  3. Enforce trims the plan to the queues' limits, keeps the running jobs
+//     the plan stops or shrinks where their queues stay within their
+//     nominal quota and the GPUs would go to queues that borrow (a
+//     borrower never preempts a job within nominal), and reclaims GPUs
+//     from borrowers for queues below their nominal quota: the plan's
+//     gains of borrowers first, then elastic jobs shrunk in place toward
+//     their min, then jobs stopped (requeued), lowest priority first;
+//     then, the same way, it divides what queues borrow by their weights
+//     (fair sharing, fair.go: a queue takes from one that would still
+//     borrow at least as much per weight);
 //  4. Waits says where each job left queued stands in its queue, and why
 //     the queue holds it back.
 //

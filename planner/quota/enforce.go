@@ -22,14 +22,20 @@ import (
 //  2. Priority: within a queue, a job the plan starts gives way to a
 //     queued job of higher priority that fits once its start is taken
 //     back (see prioritize).
-//  3. Reclaim: a queued job whose queue is below its nominal quota by at
-//     least the job's minimum, while another queue borrows, is started at
-//     its minimum by best fit, with GPUs taken back from borrowers as
-//     needed: first the plan's own gains of borrowers, then elastic jobs
-//     shrunk in place toward their min, then jobs stopped (preempted:
-//     requeued), lowest priority first, only from queues that borrow at
-//     the time, and only where the GPUs help. Nothing is taken when the
-//     job could still not start.
+//  3. Reclaim: a running job the plan stops or shrinks keeps its GPUs
+//     where its queue would still be within its nominal quota holding
+//     them and the plan gives them to queues that borrow (a borrower never
+//     preempts a job within its queue's nominal quota): the plan's gains
+//     of borrowers on its nodes are taken back. A queued job whose queue
+//     is below its nominal quota by at least the job's minimum, while
+//     another queue borrows, is started at its minimum by best fit, with
+//     GPUs taken back from borrowers as needed: first the plan's own
+//     gains of borrowers, then elastic jobs shrunk in place toward their
+//     min, then jobs stopped (preempted: requeued), lowest priority first,
+//     only from queues that borrow at the time, and only where the GPUs
+//     help. Nothing is taken when the job could still not start. Within a
+//     queue, priority first, then the kept jobs, then submission; priority
+//     within each queue is checked again after each claim.
 //  4. Fair sharing: a queued job that fits its queue's limits but finds
 //     no free GPUs starts at its minimum the same way, taking GPUs from
 //     queues beside its queue's line only while each, after the take,
@@ -94,6 +100,9 @@ type enforcer struct {
 	// claimed is the jobs fair claims started this round: they give no
 	// GPUs to another fair claim (a round does not undo its own moves).
 	claimed map[int]bool
+	// inverted: a claim held back a start while a lower-priority start
+	// of its queue stays (see startsBelow).
+	inverted bool
 }
 
 // changed reports whether any job's target differs from what plan p

@@ -14,20 +14,34 @@ import (
 // nodes, and a job that does not fit now is tried again next round.
 const maxReclaimFailures = 32
 
-// reclaim starts the queued jobs that their queues' nominal quota entitles
-// to run while other queues borrow, taking GPUs back from the borrowers
-// (see Enforce), then the jobs fair sharing entitles to GPUs that queues
-// borrowing more per weight hold (see fairClaims). Jobs are taken in
-// priority order, then submission; nominal claims before fair ones.
+// reclaim keeps the running jobs the plan stops or shrinks where their
+// queues' nominal quota entitles them to their GPUs while the plan gives
+// those GPUs to queues that borrow, and starts the queued jobs that
+// their queues' nominal quota entitles to run while other queues borrow,
+// taking GPUs back from the borrowers (see Enforce); then it starts the
+// jobs fair sharing entitles to GPUs that queues borrowing more per
+// weight hold (see fairClaims). Jobs are taken in priority order, a
+// queue's running jobs before its queued ones of the same priority, then
+// submission; nominal claims before fair ones.
 func (e *enforcer) reclaim() {
 	v := e.v
-	var pending []int
+	var pending, losing []int
 	for i := range v.s.Jobs {
-		if v.leaf[i] != -1 && v.s.Jobs[i].Allocation.Total() == 0 {
+		switch {
+		case v.leaf[i] == -1:
+		case v.s.Jobs[i].Allocation.Total() == 0:
 			pending = append(pending, i)
+		case e.loses(i):
+			losing = append(losing, i)
 		}
 	}
 	slices.SortFunc(pending, v.byQueueOrder)
+	slices.SortFunc(losing, v.byQueueOrder)
+	// Nominal claims: priority first, then the jobs the plan stops or
+	// shrinks (the policy ran them until now, and keeping one costs no
+	// restart), then the queued ones.
+	claims := append(losing, pending...)
+	slices.SortStableFunc(claims, func(a, b int) int { return cmp.Compare(v.s.Jobs[b].Priority, v.s.Jobs[a].Priority) })
 	// After each start the passes begin again from the top: a start (or
 	// what it took back) can make an earlier job entitled, which then goes
 	// first, so that priority holds within each queue, and nominal claims
@@ -36,8 +50,15 @@ func (e *enforcer) reclaim() {
 	// Each pass starts a job; a job started is taken back only by a
 	// claim of another queue, and one a fair claim started is not claimed
 	// again, so this bound is never reached: it only guards the round.
-	for range 2*len(pending) + 1 {
-		if e.nominalClaims(pending, nominal) {
+	for range 2*len(claims) + 1 {
+		if e.nominalClaims(claims, nominal) {
+			if e.inverted {
+				// The claim held back a start where the GPUs were wanted
+				// (a kept job's own nodes) while a lower-priority start
+				// of its queue stays: priority within the queue again.
+				e.prioritize()
+				e.inverted = false
+			}
 			continue
 		}
 		if !e.fairClaims(pending, fair) {
@@ -65,27 +86,36 @@ func (t *tries) fail(i int) bool {
 
 func (t *tries) exhausted() bool { return t.failures >= maxReclaimFailures }
 
-// nominalClaims starts the first pending job (in queue order) whose queue
-// is below its nominal quota by at least its minimum while a queue beside
-// it borrows; true when one started.
-func (e *enforcer) nominalClaims(pending []int, t *tries) bool {
+// nominalClaims makes the first claim (in the order of claims) that its
+// queue's nominal quota entitles to GPUs while a queue beside it borrows:
+// a running job the plan stops or shrinks keeps what of its GPUs its
+// queue has room for below its nominal quota (see kept), a queued job
+// starts where its queue is below its nominal quota by at least its
+// minimum; true when one did.
+func (e *enforcer) nominalClaims(claims []int, t *tries) bool {
 	v := e.v
 	eff := v.effective(e.u)
 	borrower := map[int]bool{}
-	for _, i := range pending {
+	for _, i := range claims {
 		if t.exhausted() {
 			return false
 		}
-		if e.tgt[i].Total() > 0 || t.failed[i] {
+		q, j := v.leaf[i], &v.s.Jobs[i]
+		running := j.Allocation.Total() > 0
+		if running && !e.loses(i) || !running && e.tgt[i].Total() > 0 || t.failed[i] {
 			continue
 		}
-		q, j := v.leaf[i], &v.s.Jobs[i]
 		allowed := v.allowed(j)
 		room := make([]int, len(v.res))
 		for r := range v.res {
 			room[r] = max(0, v.nominal[q][r]-eff[q][r])
 		}
-		if !fits(j, room, allowed) {
+		var keep policy.Allocation
+		if running {
+			if keep = e.kept(i, room); keep == nil {
+				continue
+			}
+		} else if !fits(j, room, allowed) {
 			continue
 		}
 		b, ok := borrower[q]
@@ -96,12 +126,57 @@ func (e *enforcer) nominalClaims(pending []int, t *tries) bool {
 		if !b || !e.anyBorrower(eff, q, allowed) {
 			continue
 		}
-		if e.claimFor(claim{i: i, q: q, room: room, allowed: allowed}) == started {
+		if e.claimFor(claim{i: i, q: q, room: room, allowed: allowed, keep: keep}) == started {
 			return true
 		}
 		t.fail(i)
 	}
 	return false
+}
+
+// loses reports whether the plan stops or shrinks job i in place: its
+// target holds fewer GPUs than it holds now on some node, and no more on
+// any (a job the plan moves is the policy's to place).
+func (e *enforcer) loses(i int) bool {
+	cur, less := e.v.s.Jobs[i].Allocation, false
+	for n, g := range e.tgt[i] {
+		if g > cur[n] {
+			return false
+		}
+	}
+	for n, g := range cur {
+		less = less || e.tgt[i][n] < g
+	}
+	return less
+}
+
+// kept is what running job i, which the plan stops or shrinks, may keep
+// as a nominal claim: its target with the GPUs it loses given back, a
+// worker at a time on the nodes where it holds them now (in node order),
+// within room per resource (what its queue lacks of its nominal quota).
+// nil when that gives nothing back or leaves it below its minimum: the
+// rest of the loss went to its own queue's jobs, the policy's order
+// within the queue.
+func (e *enforcer) kept(i int, room []int) policy.Allocation {
+	v, j := e.v, &e.v.s.Jobs[i]
+	w := max(1, j.GPUs.PerWorker)
+	left := slices.Clone(room)
+	a, back := e.tgt[i].Clone(), false
+	if a == nil {
+		a = policy.Allocation{}
+	}
+	for _, n := range j.Allocation.Nodes() {
+		r := v.nodeRes[n]
+		for a[n]+w <= j.Allocation[n] && left[r] >= w {
+			a[n] += w
+			left[r] -= w
+			back = true
+		}
+	}
+	if !back || a.Total() < j.GPUs.Min {
+		return nil
+	}
+	return a
 }
 
 // borrows reports whether queue x holds more of resource r than its
@@ -148,10 +223,11 @@ func (e *enforcer) eligible(st [][]int, k, q, r int) bool {
 }
 
 // block is what keeps a job from starting: no room on the nodes
-// (place), or a bound it would exceed (at queue x, or the root when x is
-// -1, for resource r).
+// (place; where on is not nil, on the nodes it lacks GPUs on), or a bound
+// it would exceed (at queue x, or the root when x is -1, for resource r).
 type block struct {
 	place bool
+	on    map[string]bool
 	x, r  int
 }
 
@@ -167,7 +243,7 @@ func (e *enforcer) useful(eff [][]int, k, q int, j *policy.Job, b block) []strin
 	var out []string
 	for _, n := range e.tgt[k].Nodes() {
 		r := v.nodeRes[n]
-		if b.place && !j.Constraints.Allows(&v.s.Nodes[v.nodeAt[n]]) || !b.place && r != b.r {
+		if b.place && (b.on != nil && !b.on[n] || !j.Constraints.Allows(&v.s.Nodes[v.nodeAt[n]])) || !b.place && r != b.r {
 			continue
 		}
 		if e.eligible(eff, k, q, r) {
@@ -209,12 +285,16 @@ type undo struct {
 // resources it is allowed. fair: a fair-sharing claim (fairClaims), whose
 // takes must leave the queues they come from borrowing at least as much
 // per weight as q's line would; else a claim within q's nominal quota.
+// keep: a running job the plan stops or shrinks, kept at keep, on the
+// nodes it holds now (see kept), with only the plan's own gains of
+// borrowers taken back; nil for a queued job.
 type claim struct {
 	i, q    int
 	room    []int
 	allowed []bool
 	fair    bool
 	need    int // the job's start: its min rounded up to whole workers
+	keep    policy.Allocation
 }
 
 // outcome is what came of a claim.
@@ -229,8 +309,9 @@ const (
 // claimFor starts claim c's job, taking GPUs back from borrowers as
 // needed, each taken where it addresses what keeps the job from
 // starting, in order: the plan's own gains of borrowers, then elastic
-// jobs shrunk in place a worker at a time, then jobs stopped. It changes
-// nothing when even that leaves no room.
+// jobs shrunk in place a worker at a time, then jobs stopped. A keep
+// claim takes back the plan's gains only: what the plan gave of the
+// job's GPUs. It changes nothing when even that leaves no room.
 func (e *enforcer) claimFor(c claim) outcome {
 	v, j, q := e.v, &e.v.s.Jobs[c.i], c.q
 	var log []undo
@@ -243,11 +324,17 @@ func (e *enforcer) claimFor(c claim) outcome {
 		}
 	}
 	try := func() (policy.Allocation, block) {
-		a := e.place(c.i, c.room)
-		if a == nil {
+		var a policy.Allocation
+		if c.keep != nil {
+			if lack := e.lacks(c.i, c.keep); len(lack) > 0 {
+				return nil, block{place: true, on: lack}
+			}
+			a = c.keep
+		} else if a = e.place(c.i, c.room); a == nil {
 			return nil, block{place: true}
 		}
 		next := clone(e.u)
+		v.add(next, q, e.tgt[c.i], -1)
 		v.add(next, q, a, 1)
 		if x, bad := v.breach(next); bad {
 			return nil, block{x: x.q, r: x.r}
@@ -303,7 +390,7 @@ func (e *enforcer) claimFor(c claim) outcome {
 	}
 	// Then elastic jobs, shrunk in place toward their min, a worker at a
 	// time.
-	for alloc == nil {
+	for alloc == nil && c.keep == nil {
 		k, a := pick(func(k int, nodes []string) (policy.Allocation, bool) {
 			w := max(1, v.s.Jobs[k].GPUs.PerWorker)
 			if e.tgt[k].Total()-w < v.s.Jobs[k].GPUs.Min {
@@ -320,7 +407,7 @@ func (e *enforcer) claimFor(c claim) outcome {
 		alloc, b = try()
 	}
 	// Then whole jobs, stopped.
-	for alloc == nil {
+	for alloc == nil && c.keep == nil {
 		k, _ := pick(func(int, []string) (policy.Allocation, bool) { return nil, true })
 		if k == -1 {
 			break
@@ -335,10 +422,14 @@ func (e *enforcer) claimFor(c claim) outcome {
 		for x := len(log) - 1; x >= 0; x-- {
 			e.set(log[x].job, log[x].prev)
 		}
-		if c.fair {
+		switch {
+		case c.keep != nil:
+			// The plan's stop or shrink stands: the GPUs went to jobs
+			// reclaim may not take them from.
+		case c.fair:
 			v.why[j.ID] = fmt.Sprintf("fair share: queue %s may borrow, but the queues that borrow more per weight could not give %d GPUs and still borrow at least as much per weight as it would",
 				v.t.queues[q].name, c.need)
-		} else {
+		default:
 			v.why[j.ID] = fmt.Sprintf("queue %s is below its nominal quota, but taking GPUs back from the queues that borrow would not make room for %d GPUs (placement: model, pool, per-node and anti-affinity rules)",
 				v.t.queues[q].name, j.GPUs.Min)
 		}
@@ -359,14 +450,19 @@ func (e *enforcer) claimFor(c claim) outcome {
 		vk := &v.s.Jobs[k]
 		why := fmt.Sprintf("queue %s takes back GPUs it lent: job %s (priority %d) starts within its nominal quota; queue %s borrows",
 			v.t.queues[q].name, j.ID, j.Priority, v.t.queues[v.leaf[k]].name)
-		if c.fair {
+		switch {
+		case c.fair:
 			why = v.fairWhy(eff, q, v.leaf[k], j.ID)
+		case c.keep != nil:
+			why = fmt.Sprintf("queue %s does not lend these GPUs: job %s (priority %d) keeps them within its nominal quota; queue %s borrows",
+				v.t.queues[q].name, j.ID, j.Priority, v.t.queues[v.leaf[k]].name)
 		}
 		switch kind[k] {
 		case "held":
 			if vk.Allocation.Total() == 0 {
 				delete(e.out.Reasons, vk.ID)
 				v.why[vk.ID] = "not started: " + why
+				e.inverted = e.inverted || e.startsBelow(k)
 			} else {
 				e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "not grown: "+why)
 			}
@@ -382,15 +478,32 @@ func (e *enforcer) claimFor(c claim) outcome {
 		kind[k] = ""
 	}
 	reason := fmt.Sprintf("started at %d GPUs within queue %s's nominal quota", alloc.Total(), v.t.queues[q].name)
-	if c.fair {
+	switch {
+	case c.fair:
 		reason = fmt.Sprintf("started at %d GPUs by fair share: queue %s borrows %d GPUs per weight %g with it", alloc.Total(),
 			v.t.queues[q].name, v.borrowed(eff, q), v.t.queues[q].weight)
+	case c.keep != nil:
+		reason = fmt.Sprintf("kept at %d GPUs within queue %s's nominal quota, whose GPUs the plan gave to queues that borrow", alloc.Total(), v.t.queues[q].name)
 	}
-	if len(took) > 0 {
+	if len(took) > 0 && c.keep != nil {
+		reason += "; GPUs taken back: " + strings.Join(took, ", ")
+	} else if len(took) > 0 {
 		reason += "; GPUs taken back from borrowers: " + strings.Join(took, ", ")
 	}
 	e.out.Reasons[j.ID] = []string{reason}
 	return started
+}
+
+// lacks is the nodes where job i's target holds fewer GPUs than a and the
+// free GPUs do not make up the difference; empty when a fits.
+func (e *enforcer) lacks(i int, a policy.Allocation) map[string]bool {
+	out := map[string]bool{}
+	for n, g := range a {
+		if g-e.tgt[i][n] > e.free[n] {
+			out[n] = true
+		}
+	}
+	return out
 }
 
 // startsBelow reports whether job k is a start this round while a job of

@@ -1,0 +1,6 @@
+queue "a" {
+  nominal = 4
+}
+queue "b" {
+  nominal = 4
+}
