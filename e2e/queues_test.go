@@ -54,6 +54,7 @@ func TestQueues_ReclaimShrinksStopsAndResumes(t *testing.T) {
 		return nil
 	})
 	waitWorldSize(t, filepath.Join(dir, "aelastic.jsonl"), 4, 4*time.Minute)
+	h.dumpTaskLogs(t, p.job(elastic).NomadJobID)
 	pid := h.launcherPID(t, p.job(elastic).NomadJobID)
 	for _, l := range lows {
 		waitUntil(t, 3*time.Minute, func() error {
