@@ -115,6 +115,7 @@ type Planner struct {
 	kick     chan struct{}
 	roundMu  sync.Mutex // one round at a time
 	rounds   atomic.Uint64
+	snaps    snapCache // the last round's snapshot (roundMu)
 	// largest is the GPUs of the largest node seen last (for gpus =
 	// "auto" jobs without a max, between rounds).
 	largest atomic.Int64
@@ -308,7 +309,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	p.noteNodes(nodes)
 	p.noteNodesSeen(nodes, now)
-	snap := snapshot(now, nodes, live)
+	snap := p.snapshot(now, nodes, live)
 	planStart := time.Now()
 	plan, waits, taken, perr := p.planQueues(ctx, snap)
 	*planTime = time.Since(planStart)
@@ -321,19 +322,10 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	p.noteWaits(snap, plan, waits)
 
-	changes := plan.Diff(snap).All()
-	byID := make(map[string]*structs.Job, len(changes))
-	for i := range changes {
-		byID[changes[i].Job] = nil
-	}
-	for _, j := range live {
-		if _, ok := byID[j.ID]; ok {
-			byID[j.ID] = j
-		}
-	}
+	changes, at := plan.AllAt(snap) // snap.Jobs[i] is live[i]'s
 	var errs []error
-	for _, ch := range changes {
-		j := byID[ch.Job].Clone() // the store's own where shared
+	for k, ch := range changes {
+		j := live[at[k]].Clone() // the store's own where shared
 		if ch.From.Total() == 0 {
 			// A start: a job that ran before resumes from its checkpoint.
 			j.Resume = p.resumePoint(j)
@@ -360,6 +352,15 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		}
 	}
 	return errors.Join(append(lossErrs, errs...)...)
+}
+
+// snapshot is the round's snapshot of jobs (see snapshot), copied in
+// part from the last round's where the store shares its records.
+func (p *Planner) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
+	if _, ok := p.Store.(store.SharedLister); ok {
+		return p.snaps.snapshot(now, nodes, jobs)
+	}
+	return snapshot(now, nodes, jobs)
 }
 
 // activeJobs lists the round's jobs, without copies where the store can

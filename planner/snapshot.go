@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,27 @@ import (
 // what each job holds; GPUs on nodes that are gone (down, drained, no longer
 // offering GPUs) are dropped, so the policy never plans on a lost node.
 func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
+	return (*snapCache)(nil).snapshot(now, nodes, jobs)
+}
+
+// snapCache is the last round's snapshot beside the records it was made
+// from, for a store whose records never change once stored
+// (store.SharedLister): a queued job's view is the same as long as its
+// record and the nodes are, so the next round copies it instead of
+// reading the record again (the snapshot was most of a round with
+// thousands of queued jobs). A job holding GPUs is viewed afresh (its
+// attained service grows with the time), and so is every job while a
+// selector names jobs by name (the IDs it stands for depend on the others).
+type snapCache struct {
+	recs  []*structs.Job // the records of jobs, in the queue's order
+	jobs  []policy.Job
+	nodes []policy.Node
+	named bool // a selector named jobs
+}
+
+// snapshot is snapshot(now, nodes, jobs), copying from c (nil: none) what
+// it can; c then keeps the result for the next round.
+func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
 	known := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		known[n.ID] = true
@@ -29,48 +51,85 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 			break
 		}
 	}
+	var prev []*structs.Job
+	if c != nil && !c.named && idsByName == nil && sameNodes(c.nodes, nodes) {
+		prev = c.recs
+	}
 	s := &policy.Snapshot{Now: now, Nodes: nodes, Jobs: make([]policy.Job, 0, len(jobs))}
+	i := 0 // in prev: both lists are in the queue's order
 	for _, j := range jobs {
-		alloc, held := heldOn(j.Allocation, known)
-		state := policy.Queued
-		if held > 0 {
-			state = policy.Running
+		for i < len(prev) && prev[i] != j && queueOrder(prev[i], j) < 0 {
+			i++ // gone since (ended, or written anew: a new record)
 		}
-		last := lastChange(j)
-		req := requestOf(&j.Spec)
-		if j.Spec.GPUs.Auto {
-			req.Max = autoMax(j, largest)
+		if i < len(prev) && prev[i] == j && c.jobs[i].Allocation == nil {
+			s.Jobs = append(s.Jobs, c.jobs[i])
+			i++
+			continue
 		}
-		pj := policy.Job{
-			ID:                 j.ID,
-			Name:               j.Spec.Name,
-			User:               j.Spec.User,
-			Queue:              queueOf(&j.Spec),
-			Priority:           j.Spec.Priority,
-			Submitted:          j.Submitted,
-			State:              state,
-			GPUs:               req,
-			Constraints:        constraintsOf(&j.Spec),
-			AntiAffinity:       selector(j.Spec.AntiAffinity, idsByName),
-			Affinity:           selector(j.Spec.Affinity, idsByName),
-			Labels:             j.Spec.Labels,
-			Locality:           localityOf(&j.Spec),
-			Allocation:         alloc,
-			LastResized:        last,
-			AttainedGPUSeconds: j.AttainedGPUSeconds + float64(held)*now.Sub(last).Seconds(),
-		}
-		if t := j.Spec.Target; t != nil {
-			pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
-			if t.Tier1 != nil {
-				pj.Progress.Tier1 = *t.Tier1
-			}
-		}
-		progressOf(&pj.Progress, j.Progress)
-		applyOutlook(&pj, j, now)
-		applyAdmission(&pj, j)
-		s.Jobs = append(s.Jobs, pj)
+		s.Jobs = append(s.Jobs, policyJob(j, now, known, largest, idsByName))
+	}
+	if c != nil {
+		*c = snapCache{recs: jobs, jobs: s.Jobs, nodes: nodes, named: idsByName != nil}
 	}
 	return s
+}
+
+// queueOrder is the order of the stores' active jobs: submission, then ID.
+func queueOrder(a, b *structs.Job) int {
+	if x := a.Submitted.Compare(b.Submitted); x != 0 {
+		return x
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// sameNodes reports whether a and b are the same nodes as a snapshot's
+// jobs see them (IDs and GPUs: what heldOn and largestNode read).
+func sameNodes(a, b []policy.Node) bool {
+	return slices.EqualFunc(a, b, func(x, y policy.Node) bool { return x.ID == y.ID && x.GPUs == y.GPUs })
+}
+
+// policyJob is job j as the policy sees it at now, on the nodes of known
+// (the largest with largest GPUs); idsByName is the IDs of each job name
+// when a selector names jobs.
+func policyJob(j *structs.Job, now time.Time, known map[string]bool, largest int, idsByName map[string][]string) policy.Job {
+	alloc, held := heldOn(j.Allocation, known)
+	state := policy.Queued
+	if held > 0 {
+		state = policy.Running
+	}
+	last := lastChange(j)
+	req := requestOf(&j.Spec)
+	if j.Spec.GPUs.Auto {
+		req.Max = autoMax(j, largest)
+	}
+	pj := policy.Job{
+		ID:                 j.ID,
+		Name:               j.Spec.Name,
+		User:               j.Spec.User,
+		Queue:              queueOf(&j.Spec),
+		Priority:           j.Spec.Priority,
+		Submitted:          j.Submitted,
+		State:              state,
+		GPUs:               req,
+		Constraints:        constraintsOf(&j.Spec),
+		AntiAffinity:       selector(j.Spec.AntiAffinity, idsByName),
+		Affinity:           selector(j.Spec.Affinity, idsByName),
+		Labels:             j.Spec.Labels,
+		Locality:           localityOf(&j.Spec),
+		Allocation:         alloc,
+		LastResized:        last,
+		AttainedGPUSeconds: j.AttainedGPUSeconds + float64(held)*now.Sub(last).Seconds(),
+	}
+	if t := j.Spec.Target; t != nil {
+		pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
+		if t.Tier1 != nil {
+			pj.Progress.Tier1 = *t.Tier1
+		}
+	}
+	progressOf(&pj.Progress, j.Progress)
+	applyOutlook(&pj, j, now)
+	applyAdmission(&pj, j)
+	return pj
 }
 
 // heldOn is the part of allocation a on known nodes, and its GPUs: a

@@ -368,7 +368,7 @@ func (e *enforcer) plan(p *policy.Plan) *policy.Plan {
 		}
 	}
 	for id := range out.Reasons {
-		if _, ok := e.v.jobIdx[id]; !ok {
+		if !e.v.hasJob(id) {
 			delete(out.Reasons, id)
 		}
 	}

@@ -19,7 +19,11 @@ func (v *View) waiting() map[int][]int {
 		}
 	}
 	for _, js := range out {
-		slices.SortFunc(js, v.byQueueOrder)
+		// The snapshot's order (submission) already is the queue's where
+		// the jobs share a priority: a pass spares the sort.
+		if !slices.IsSortedFunc(js, v.byQueueOrder) {
+			slices.SortFunc(js, v.byQueueOrder)
+		}
 	}
 	return out
 }
@@ -41,6 +45,9 @@ func (v *View) byQueueOrder(a, b int) int {
 // Enforce keeps the plan within the limits).
 func (v *View) Gate() *policy.Snapshot {
 	e := v.effective(v.cur)
+	if v.allFit(e) {
+		return v.s
+	}
 	for q, js := range v.waiting() {
 		avail := make([]int, len(v.res))
 		for r := range v.res {
@@ -80,6 +87,32 @@ func (v *View) Gate() *policy.Snapshot {
 		}
 	}
 	return out
+}
+
+// allFit reports, for the default tree (one queue, one resource), that
+// Gate holds no job back: every queued job may use some node, and their
+// minimums together fit in what the queue may take. It spares a planner
+// without queues the queue's order of thousands of queued jobs each
+// round; false means Gate must look job by job.
+func (v *View) allFit(e [][]int) bool {
+	if !v.t.implicit || len(v.res) != 1 {
+		return false
+	}
+	avail := max(v.headroom(v.cur, e, 0, 0), v.nominal[0][0]-v.cur[0][0])
+	need := 0
+	for i := range v.s.Jobs {
+		j := &v.s.Jobs[i]
+		if j.Allocation.Total() != 0 {
+			continue
+		}
+		if v.leaf[i] != 0 || !v.allowed(j)[0] || j.GPUs.Min < 0 {
+			return false
+		}
+		if need += j.GPUs.Min; need > avail {
+			return false
+		}
+	}
+	return true
 }
 
 // describeWait says why job j of queue q waits on its queue: where the

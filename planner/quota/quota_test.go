@@ -259,6 +259,25 @@ func TestDefault_HoldsEveryJob(t *testing.T) {
 	must.Eq(t, quota.Wait{Queue: quota.DefaultQueue, Position: 1, Of: 1}, v.Waits(&policy.Plan{})["j"])
 }
 
+// The default tree shows the policy every queued job some node may run,
+// and holds back, with the reason, one whose constraints no node allows
+// (whether the queue's order is worked out or, as for most rounds, not).
+func TestDefault_HoldsBackOnlyJobsNoNodeAllows(t *testing.T) {
+	tr := quota.Default()
+	ok1, ok2 := job("a", "", 50, 4, 4, nil), job("b", "x", 50, 8, 8, policy.Allocation{"n1": 8})
+	ok3 := job("c", "", 70, 16, 16, nil)
+	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1", "n2"), Jobs: []policy.Job{ok1, ok2, ok3}}
+	v := quota.NewView(tr, s)
+	must.Eq(t, s, v.Gate()) // nothing held: the snapshot itself
+
+	h100 := job("dd", "", 50, 1, 1, nil)
+	h100.Constraints.GPUModel = "H100"
+	s = &policy.Snapshot{Now: at(100), Nodes: nodes("n1", "n2"), Jobs: []policy.Job{ok1, ok2, ok3, h100}}
+	v = quota.NewView(tr, s)
+	must.Eq(t, []string{"a", "b", "c"}, ids(v.Gate()))
+	must.StrContains(t, v.Waits(&policy.Plan{})["dd"].Reason, "needs 1 GPUs")
+}
+
 // Tree definitions that cannot hold are refused, each saying which queue
 // and field.
 func TestNew_Errors(t *testing.T) {

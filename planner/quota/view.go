@@ -20,7 +20,7 @@ type View struct {
 	nodeRes map[string]int // node ID -> resource
 	nodeCap map[string]int // node ID -> GPUs - Reserved
 	nodeAt  map[string]int // node ID -> index in s.Nodes
-	jobIdx  map[string]int // job ID -> index in s.Jobs
+	jobIdx  map[string]int // job ID -> index in s.Jobs; nil until needed (hasJob)
 	// leaf is each job's queue (index into t.queues), -1 when the job
 	// names no queue of the tree, or one with children.
 	leaf []int
@@ -36,6 +36,7 @@ type View struct {
 
 	anti  bool              // some job has anti-affinity
 	allow map[string][]bool // allowed, by constraints
+	anyOK []bool            // allowed, for a job without constraints
 
 	// gate's results: queued jobs kept from the policy, and why.
 	held map[string]string
@@ -49,8 +50,7 @@ type View struct {
 // policy.Job.Queue ("" is DefaultQueue).
 func NewView(t *Tree, s *policy.Snapshot) *View {
 	v := &View{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)), nodeCap: make(map[string]int, len(s.Nodes)),
-		nodeAt: make(map[string]int, len(s.Nodes)),
-		jobIdx: make(map[string]int, len(s.Jobs)), leaf: make([]int, len(s.Jobs)),
+		nodeAt: make(map[string]int, len(s.Nodes)), leaf: make([]int, len(s.Jobs)),
 		held: map[string]string{}, why: map[string]string{}, taken: map[string]Taken{}}
 	if t.perModel {
 		set := map[string]bool{}
@@ -97,17 +97,35 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 		v.capacity[r] = max(v.physical[r], top)
 	}
 	v.cur = v.matrix()
+	lastName, lastLeaf := "", -1 // jobs of a queue come in runs: one lookup a run
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		v.jobIdx[j.ID] = i
 		v.anti = v.anti || !j.AntiAffinity.IsZero()
-		v.leaf[i] = -1
-		if q, ok := t.index[t.queueFor(QueueOf(j))]; ok && len(t.queues[q].children) == 0 {
-			v.leaf[i] = q
-			v.add(v.cur, q, j.Allocation, 1)
+		if name := t.queueFor(QueueOf(j)); i == 0 || name != lastName {
+			lastName, lastLeaf = name, -1
+			if q, ok := t.index[name]; ok && len(t.queues[q].children) == 0 {
+				lastLeaf = q
+			}
+		}
+		v.leaf[i] = lastLeaf
+		if lastLeaf != -1 {
+			v.add(v.cur, lastLeaf, j.Allocation, 1)
 		}
 	}
 	return v
+}
+
+// hasJob reports whether job id is in the snapshot; the index is built on
+// first use (a round of the default tree never asks).
+func (v *View) hasJob(id string) bool {
+	if v.jobIdx == nil {
+		v.jobIdx = make(map[string]int, len(v.s.Jobs))
+		for i := range v.s.Jobs {
+			v.jobIdx[v.s.Jobs[i].ID] = i
+		}
+	}
+	_, ok := v.jobIdx[id]
+	return ok
 }
 
 // QueueOf is the queue a job names (DefaultQueue where it names none).
@@ -230,20 +248,33 @@ func (v *View) headroom(u, e [][]int, q, r int) int {
 // the same constraints share the answer (a pass over the nodes).
 func (v *View) allowed(j *policy.Job) []bool {
 	c := &j.Constraints
+	if c.GPUModel == "" && c.MinGPUMemoryMiB == 0 && c.Pool == "" && len(c.NodeAttributes) == 0 {
+		// Most jobs: no key to format each round.
+		if v.anyOK == nil {
+			v.anyOK = v.allowedOn(c)
+		}
+		return v.anyOK
+	}
 	key := fmt.Sprintf("%q %d %q %v", c.GPUModel, c.MinGPUMemoryMiB, c.Pool, c.NodeAttributes)
 	if out, ok := v.allow[key]; ok {
 		return out
 	}
-	out := make([]bool, len(v.res))
-	for i := range v.s.Nodes {
-		if j.Constraints.Allows(&v.s.Nodes[i]) {
-			out[v.nodeRes[v.s.Nodes[i].ID]] = true
-		}
-	}
+	out := v.allowedOn(c)
 	if v.allow == nil {
 		v.allow = map[string][]bool{}
 	}
 	v.allow[key] = out
+	return out
+}
+
+// allowedOn is, per resource, whether some node allows constraints c.
+func (v *View) allowedOn(c *policy.Constraints) []bool {
+	out := make([]bool, len(v.res))
+	for i := range v.s.Nodes {
+		if c.Allows(&v.s.Nodes[i]) {
+			out[v.nodeRes[v.s.Nodes[i].ID]] = true
+		}
+	}
 	return out
 }
 

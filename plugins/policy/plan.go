@@ -94,7 +94,29 @@ func (c Changes) Empty() bool {
 // Diff compares plan p with snapshot s and returns what changes. Jobs of the
 // plan that are not in the snapshot are ignored (Validate reports them).
 func (p *Plan) Diff(s *Snapshot) Changes {
+	c, _ := p.diff(s)
+	return c
+}
+
+// AllAt is Diff(s).All(), and beside it the index in s.Jobs of each
+// change's job (at[i] for changes[i]): for a caller that keeps its own
+// record of each job in the snapshot's order (the planner), so that it
+// finds them without a lookup by ID of every job.
+func (p *Plan) AllAt(s *Snapshot) (changes []Change, at []int) {
+	c, idx := p.diff(s)
+	changes = c.All()
+	at = make([]int, 0, len(changes))
+	for _, k := range idx {
+		at = append(at, k...)
+	}
+	return changes, at
+}
+
+// diff is Diff, with the indexes of the changes' jobs by kind, in All's
+// order: stops, shrinks, moves, grows, starts.
+func (p *Plan) diff(s *Snapshot) (Changes, [5][]int) {
 	var c Changes
+	var at [5][]int
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		to, ok := p.Allocations[j.ID]
@@ -111,19 +133,24 @@ func (p *Plan) Diff(s *Snapshot) Changes {
 		case ft == 0:
 			ch.Kind = Start
 			c.Starts = append(c.Starts, ch)
+			at[4] = append(at[4], i)
 		case tt == 0:
 			ch.Kind = Stop
 			c.Stops = append(c.Stops, ch)
+			at[0] = append(at[0], i)
 		case tt > ft:
 			ch.Kind = Grow
 			c.Grows = append(c.Grows, ch)
+			at[3] = append(at[3], i)
 		case tt < ft:
 			ch.Kind = Shrink
 			c.Shrinks = append(c.Shrinks, ch)
+			at[1] = append(at[1], i)
 		default:
 			ch.Kind = Move
 			c.Moves = append(c.Moves, ch)
+			at[2] = append(at[2], i)
 		}
 	}
-	return c
+	return c, at
 }

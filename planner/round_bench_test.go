@@ -1,0 +1,165 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
+)
+
+// BenchmarkRoundEndToEnd is one planner round end to end (Planner.Round:
+// the store's active jobs, the snapshot, the queues' gate and rules, the
+// policy's plan and its check, the diff, and the changes applied and
+// recorded) for every builtin, as Kueue's performance scenarios measure a
+// whole admission cycle. The cluster is nodes x 8 GPUs, every GPU held:
+// 4 jobs a node run (2 GPUs each: 40% of the jobs), the rest queue behind
+// them (1 to 8 GPUs, every other one elastic to twice that); the first
+// round is planned before the timer starts, so a timed round is one at a
+// steady state (a busy cluster, a long queue), with whatever the policy
+// still changes. In memory (store.Memory, the simulator's store) at 10,000
+// jobs x 1,000 nodes and 100,000 jobs x 10,000 nodes; in the embedded
+// bolt store at 10,000 x 1,000 (filling it with 100,000 records, one
+// transaction each, takes minutes). heap-MB is the heap in use after the
+// first round: the jobs, the store and the planner's state.
+//
+//	go test -run '^$' -bench RoundEndToEnd -benchtime 5x ./planner/
+//
+// Baseline (issue #18): ba4d6e5 (before the quota gate's and the
+// snapshot's fast paths) -> d0b01f9, the two run at the same time on 2
+// shared cores at load 12-18, so the times (wall clock, the mean of 5
+// rounds) are +-50% and only the bytes and allocations are exact:
+//
+//	memory, 10k jobs x 1k nodes   ms a round     MB a round    allocations
+//	  edf                         47 -> 40       8.2 -> 7.4    13,256 -> 7,199
+//	  elastic-fifo                122 -> 48      8.0 -> 7.2    13,254 -> 7,195
+//	  fifo                        77 -> 29       7.9 -> 7.1    13,256 -> 7,184
+//	  goodput                     86 -> 74       9.9 -> 9.1    37,271 -> 31,215
+//	  goodput-jct                 84 -> 37       9.9 -> 9.1    35,386 -> 27,462
+//	  qoe                         141 -> 54      8.8 -> 8.0    25,263 -> 19,192
+//	  round-robin                 47 -> 79       7.9 -> 7.2    13,249 -> 7,192
+//	  tiresias                    46 -> 76       9.5 -> 8.7    43,268 -> 37,208
+//	memory, 100k jobs x 10k nodes
+//	  edf                         467 -> 324     82 -> 74      131,121 -> 70,852
+//	  elastic-fifo                833 -> 333     79 -> 73      131,139 -> 70,830
+//	  fifo                        871 -> 554     79 -> 72      131,139 -> 70,826
+//	  goodput                     2181 -> 862    95 -> 88      371,115 -> 310,846
+//	  goodput-jct                 1808 -> 1090   95 -> 87      352,305 -> 273,370
+//	  qoe                         1557 -> 1389   88 -> 81      251,099 -> 190,847
+//	  round-robin                 800 -> 1161    78 -> 72      131,094 -> 70,826
+//	  tiresias                    1397 -> 701    91 -> 83      449,650 -> 370,695
+//	bolt, 10k jobs x 1k nodes
+//	  edf, elastic-fifo, fifo     1320-1420 -> 890-1880   26 -> 25   349,000 -> 343,000
+//
+// Memory: the heap after the first round (heap-MB) is 18-27 MB at 10k
+// jobs and 174-259 MB at 100k in memory (the records and the last
+// snapshot, kept for the API's wait reasons), 8 MB in bolt (the records
+// are on disk); a round allocates the MB above, all of it garbage by the
+// next round.
+//
+// Issue #18 asks for 50 ms a round at 100,000 jobs x 10,000 nodes: the
+// round is linear in the active jobs (every one is viewed, gated, placed
+// or queued, checked and diffed each round), and at 324-1,389 ms here it
+// is 6-28x from it (on a loaded machine); bolt decodes every active
+// record each round (25 MB at 10k jobs), over the goal already at 10k.
+func BenchmarkRoundEndToEnd(b *testing.B) {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range host.Builtins() {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, size := range []struct {
+		name        string
+		nodes, jobs int
+		bolt        bool
+	}{
+		{"memory/10k_jobs_1k_nodes", 1000, 10_000, false},
+		{"memory/100k_jobs_10k_nodes", 10_000, 100_000, false},
+		{"bolt/10k_jobs_1k_nodes", 1000, 10_000, true},
+	} {
+		b.Run(size.name, func(b *testing.B) {
+			for _, name := range names {
+				b.Run(name, func(b *testing.B) {
+					var st store.Store = store.NewMemory()
+					if size.bolt {
+						bs, err := store.Open(filepath.Join(b.TempDir(), "state.db"))
+						must.NoError(b, err)
+						st = bs
+					}
+					b.Cleanup(func() { st.Close() })
+					p := benchPlanner(b, st, name, size.nodes, size.jobs)
+					ctx := context.Background()
+					must.NoError(b, p.Round(ctx))
+					runtime.GC()
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					b.ReportAllocs()
+					for b.Loop() {
+						if err := p.Round(ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MB")
+				})
+			}
+		})
+	}
+}
+
+// nopExecutor carries out every change at once; no job ends.
+type nopExecutor struct{}
+
+func (nopExecutor) Apply(context.Context, *structs.Job, policy.Allocation) error { return nil }
+func (nopExecutor) Outcome(context.Context, *structs.Job) (Outcome, error)       { return Outcome{}, nil }
+
+// benchPlanner is a planner with policy name on nodes x 8 GPUs and jobs
+// jobs in st, as BenchmarkRoundEndToEnd describes.
+func benchPlanner(b *testing.B, st store.Store, name string, nodes, jobs int) *Planner {
+	b.Helper()
+	logger := hclog.NewNullLogger()
+	reg := host.NewRegistry("", logger)
+	inst, err := reg.Open(name, nil)
+	must.NoError(b, err)
+	b.Cleanup(inst.Close)
+	cluster := make(staticCluster, nodes)
+	width := len(strconv.Itoa(nodes - 1))
+	for i := range cluster {
+		cluster[i] = node(fmt.Sprintf("n%0*d", width, i), 8)
+	}
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	now := start.Add(time.Duration(jobs+1) * time.Second)
+	ctx := context.Background()
+	for i := range jobs {
+		at := start.Add(time.Duration(i) * time.Second)
+		id := fmt.Sprintf("job-%06d", i)
+		j := &structs.Job{ID: id, State: structs.JobQueued, Submitted: at,
+			Spec:   jobspec.Spec{Name: id, Command: "python3", Launcher: jobspec.LauncherHorovod},
+			Events: []structs.Event{{Time: at, Type: "submitted", Message: "queued"}}}
+		if i < 4*nodes {
+			n := cluster[i/4].ID
+			j.Spec.GPUs = jobspec.GPUs{Min: 2, Max: 2, PerWorker: 1}
+			j.State, j.Started, j.Allocation = structs.JobRunning, at, map[string]int{n: 2}
+			j.History = []structs.GPUChange{{Time: at, GPUs: 2, Nodes: map[string]int{n: 2}, Policy: name}}
+		} else {
+			g := 1 << (i % 4)
+			j.Spec.GPUs = jobspec.GPUs{Min: g, Max: g * (1 + i%2), PerWorker: 1}
+		}
+		must.NoError(b, st.CreateJob(ctx, j))
+	}
+	return &Planner{Store: st, Cluster: cluster, Executor: nopExecutor{},
+		Policies: NewFixedPolicyHost(inst, logger), Logger: logger, Now: func() time.Time { return now }}
+}

@@ -1,0 +1,82 @@
+package planner
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// A round's snapshot, copied in part from the last round's (the store
+// shares its records), is the snapshot made afresh from the records:
+// through starts, ends, the time passing, progress reports, new jobs, a
+// node that leaves, and a selector that names jobs.
+func TestSnapshot_CopiedIsFresh(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8), node("n2", 8))
+	check := func(step string) {
+		t.Helper()
+		live, err := st.ListActiveJobsShared(ctx)
+		must.NoError(t, err)
+		nodes, err := p.Cluster.Nodes(ctx)
+		must.NoError(t, err)
+		got := p.snapshot(*now, nodes, live)
+		must.Eq(t, snapshot(*now, nodes, live), got, must.Sprint(step))
+	}
+	ids := make([]string, 0, 8)
+	for i := range 10 {
+		ids = append(ids, submit(t, p, now, spec(t, "j"+string(rune('a'+i)), 4, 4)).ID)
+	}
+	check("queued")
+	check("again")
+	must.NoError(t, p.Round(ctx))
+	check("4 started")
+	*now = now.Add(time.Hour)
+	check("an hour on")
+	ids = append(ids, submit(t, p, now, spec(t, "jg", 2, 2)).ID)
+	check("one more")
+	rate := 10.0
+	must.NoError(t, p.ReportProgress(ctx, ids[5], []structs.ProgressReport{{Step: 1, SamplesPerSec: &rate}}))
+	must.NoError(t, p.ReportProgress(ctx, ids[0], []structs.ProgressReport{{Step: 7, SamplesPerSec: &rate}}))
+	check("progress")
+	exec.done["ja"] = 0
+	must.NoError(t, p.Round(ctx))
+	check("one ended, one started")
+	p.Cluster = staticCluster{node("n1", 8)}
+	check("n2 left")
+	p.Cluster = staticCluster{node("n1", 8), node("n2", 16)}
+	check("n2 back, larger")
+
+	// The copy is what it spares: a queued job's record is not read again
+	// (here changed in place, which a store that shares records never does).
+	live := mustActive(t, st)
+	nodes, err := p.Cluster.Nodes(ctx)
+	must.NoError(t, err)
+	last := live[len(live)-1]
+	must.Eq(t, policy.Queued, p.snapshot(*now, nodes, live).Jobs[len(live)-1].State)
+	was := last.Spec.Priority
+	last.Spec.Priority = was + 1
+	must.Eq(t, was, p.snapshot(*now, nodes, live).Jobs[len(live)-1].Priority)
+	must.Eq(t, was+1, snapshot(*now, nodes, live).Jobs[len(live)-1].Priority)
+	last.Spec.Priority = was
+
+	s := spec(t, "jh", 1, 1)
+	s.AntiAffinity = jobspec.Selector{Jobs: []string{"jb"}}
+	submit(t, p, now, s)
+	check("a selector names a job")
+	check("and still does")
+	must.NoError(t, p.Round(ctx))
+	check("after a round")
+}
+
+func mustActive(t *testing.T, st *memStore) []*structs.Job {
+	t.Helper()
+	live, err := st.ListActiveJobsShared(context.Background())
+	must.NoError(t, err)
+	return live
+}
