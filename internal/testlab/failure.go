@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,7 +42,23 @@ func DumpLog(t testing.TB, name, text string) {
 			}
 		}
 	}
-	t.Logf("%s log, last %d lines%s:\n%s", name, n, where, LastLines(text, n))
+	t.Logf("%s log, last %d lines but routine ones%s:\n%s", name, n, where, LastLines(dropRoutine(text), n))
+}
+
+// routine are the log lines a planner writes every second or so whatever
+// happens (numbered rounds, accepted progress reports): in a failed test's
+// tail they would hide what happened.
+var routine = []string{"round started: round=", "/progress status=204"}
+
+// dropRoutine is text without its routine lines.
+func dropRoutine(text string) string {
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		if !slices.ContainsFunc(routine, func(r string) bool { return strings.Contains(line, r) }) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 // LastLines is the last n lines of s.
