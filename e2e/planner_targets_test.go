@@ -79,6 +79,7 @@ policy {
 	t.Logf("relaxed: about %.0f one-GPU seconds to the goal; urgent's deadline: %s", total, deadline)
 	urgent := p.submit(targetSpecFile(t, dir, "urgent", 6, tier1, goal, deadline.String()))
 	submitted := time.Now()
+	h.dumpTaskLogs(t, p.waitState(urgent, structs.JobRunning, 2*time.Minute).NomadJobID)
 
 	var moved string
 	waitUntil(t, deadline+2*time.Minute, func() error {

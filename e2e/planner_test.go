@@ -41,7 +41,7 @@ policy {
 
 	// 8 GPUs, each job at its min of 2: the first four run, five and six wait.
 	for _, j := range jobs[:4] {
-		p.waitState(j.id, structs.JobRunning, 2*time.Minute)
+		h.dumpTaskLogs(t, p.waitState(j.id, structs.JobRunning, 2*time.Minute).NomadJobID)
 	}
 	for _, j := range jobs[4:] {
 		must.Eq(t, structs.JobQueued, p.job(j.id).State)
