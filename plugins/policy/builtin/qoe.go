@@ -287,7 +287,7 @@ func (q *qoeRound) judge(j int32) {
 // those it did not admit, each reserves its share in turn. A job whose
 // deadline cannot be met beside the jobs before it is behind (ElasticFlow
 // drops it to best effort); the others need what their share gives them
-// now. Where the on-track jobs' Max sum to at most capacity, every job's
+// now, and at least what they need alone. Where the on-track jobs' Max sum to at most capacity, every job's
 // share is what it needs alone (judge's): nothing to do.
 //
 // Plain deadline order, not the planner's admitted jobs before all others:
@@ -332,7 +332,11 @@ func (q *qoeRound) shares(capacity int) {
 			continue
 		}
 		l.Reserve(&aj, sh)
-		q.need[j] = sh.Now
+		// Never less than the constant count it needs alone (judge's): a
+		// share that is small now and grows later counts on GPUs that
+		// later arrivals may take (and kept a job due in a minute at its
+		// start size until the GPUs it was counting on came free).
+		q.need[j] = max(q.need[j], sh.Now)
 	}
 }
 
