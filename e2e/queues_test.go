@@ -120,8 +120,9 @@ func TestQueues_ReclaimShrinksStopsAndResumes(t *testing.T) {
 	// its start time, so the times come from the planner's log, written
 	// as each change is applied.
 	round := jb.Started.Sub(jb.Submitted)
-	stopped, shrunk, started := logTime(t, p.log, "job="+lows[1].id+" change=stop"),
-		logTime(t, p.log, "job="+elastic+" change=shrink"), logTime(t, p.log, "job="+b+" change=start")
+	lines := logLines(t, p.log)
+	stopped, shrunk, started := logTime(t, lines, "job="+lows[1].id+" change=stop"),
+		logTime(t, lines, "job="+elastic+" change=shrink"), logTime(t, lines, "job="+b+" change=start")
 	drain := shrunk.Sub(stopped)
 	toStart := started.Sub(jb.Submitted)
 	t.Logf("team b's job: started %.1fs after submission: the round began after %.1fs (round interval 1s), the drain of a's elastic job took %.1fs, the rest of the round %.1fs; training at world size 6 after %.1fs",
@@ -130,7 +131,6 @@ func TestQueues_ReclaimShrinksStopsAndResumes(t *testing.T) {
 	// the clock (a loaded machine stretches every figure above): b's start
 	// is logged after its submission and before the second round that
 	// began after it.
-	lines := logLines(t, p.log)
 	queued := lineIndex(t, lines, 0, "job="+b+" gpus_min")
 	next := lineIndex(t, lines, queued+1, "round started")
 	startedAt := lineIndex(t, lines, queued+1, "job="+b+" change=start")
@@ -192,22 +192,15 @@ func lineIndexOr(lines []string, from int, s string, def int) int {
 	return def
 }
 
-// logTime is the time of the first line of the planner's log at path that
+// logTime is the time of the first of the planner's log lines that
 // contains s.
-func logTime(t *testing.T, path, s string) time.Time {
+func logTime(t *testing.T, lines []string, s string) time.Time {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	must.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.Contains(line, s) {
-			ts, _, _ := strings.Cut(line, " ")
-			at, err := time.Parse("2006-01-02T15:04:05.000Z07:00", ts)
-			must.NoError(t, err, must.Sprintf("planner log line %q", line))
-			return at
-		}
-	}
-	t.Fatalf("no line with %q in the planner's log", s)
-	return time.Time{}
+	line := lines[lineIndex(t, lines, 0, s)]
+	ts, _, _ := strings.Cut(line, " ")
+	at, err := time.Parse("2006-01-02T15:04:05.000Z07:00", ts)
+	must.NoError(t, err, must.Sprintf("planner log line %q", line))
+	return at
 }
 
 // startQueuesPlanner starts a planner under Elastic FIFO with queue a
