@@ -24,6 +24,15 @@ client {
   enabled           = true
   network_interface = "lo"
 
+  # The lab's node stands in for an 8-GPU server, and a laptop's CPU is not
+  # one's: each worker asks 500 MHz and each launcher 200
+  # (planner/nomadjob), so 8 workers beside 4 launchers need 4,800 MHz,
+  # more than a 2-core 2 GHz machine fingerprints (3,992). Nomad would then
+  # leave a worker the planner placed unplaced ("Dimension cpu exhausted")
+  # and the job would wait for it. The lab's processes share the real cores
+  # as they can. On a real GPU server, leave this out.
+  cpu_total_compute = 16000
+
   options {
     # Drivers a GPU training lab does not use; they only slow and clutter startup.
     "driver.denylist" = "docker,podman,qemu,java"
