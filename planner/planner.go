@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,6 +76,10 @@ type Outcome struct {
 	Done     bool
 	ExitCode int
 	Message  string
+	// Unplaced, for a job still running, says why Nomad has not placed
+	// all it was asked to run for the job ("": it has). The planner puts
+	// it into the job's events once.
+	Unplaced string
 }
 
 // Planner is the scheduling loop and the operations the API serves.
@@ -285,7 +290,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	live := make([]*structs.Job, 0, len(active))
 	for _, j := range active {
 		if j.State == structs.JobRunning {
-			done, err := p.reap(ctx, j, now)
+			done, err := p.reap(ctx, &j, now)
 			if err != nil {
 				p.Logger.Warn("failed to read job outcome", "job", j.ID, "error", err)
 			}
@@ -373,10 +378,16 @@ func (p *Planner) activeJobs(ctx context.Context) ([]*structs.Job, error) {
 }
 
 // reap records a running job that has ended; it reports whether it did.
-func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (bool, error) {
+// Of one that runs on, it records when Nomad has not placed all of it and
+// when it has again (noteUnplaced), and then *jp is the record as stored.
+func (p *Planner) reap(ctx context.Context, jp **structs.Job, now time.Time) (bool, error) {
+	j := *jp
 	out, err := p.Executor.Outcome(ctx, j)
-	if err != nil || !out.Done {
+	if err != nil {
 		return false, err
+	}
+	if !out.Done {
+		return false, p.noteUnplaced(ctx, jp, out.Unplaced, now)
 	}
 	j = j.Clone() // the store's own where shared
 	code := out.ExitCode
@@ -398,6 +409,51 @@ func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (bool
 	}
 	p.Logger.Info("job ended", "job", j.ID, "state", j.State, "exit_code", code)
 	return true, nil
+}
+
+// Event types of a running job whose allocations Nomad has not all placed,
+// and of the time it has again.
+const (
+	EventUnplaced = "unplaced"
+	EventPlaced   = "placed"
+)
+
+// noteUnplaced records in *jp's events that Nomad has not placed all of
+// it, saying why (msg), once per reason, and that it has, once msg is "";
+// *jp is then the record as stored. A job whose workers Nomad cannot
+// place trains at fewer than the planner gave it, and this says why.
+func (p *Planner) noteUnplaced(ctx context.Context, jp **structs.Job, msg string, now time.Time) error {
+	last := ""
+	for _, e := range slices.Backward((*jp).Events) {
+		if e.Type == EventUnplaced || e.Type == EventPlaced {
+			if e.Type == EventUnplaced {
+				last = e.Message
+			}
+			break
+		}
+	}
+	if msg == last {
+		return nil
+	}
+	j := (*jp).Clone() // the store's own where shared
+	err := p.update(ctx, j, func(j *structs.Job) error {
+		if msg == "" {
+			j.Events = append(j.Events, structs.Event{Time: now, Type: EventPlaced, Message: "Nomad has placed all of the job"})
+		} else {
+			j.Events = append(j.Events, structs.Event{Time: now, Type: EventUnplaced, Message: msg})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failed to record the placement of job %s: %w", j.ID, err)
+	}
+	if msg != "" {
+		p.Logger.Warn("job not placed in full", "job", j.ID, "nomad", msg)
+	} else {
+		p.Logger.Info("job placed in full", "job", j.ID)
+	}
+	*jp = j
+	return nil
 }
 
 // record writes an applied change into the job's record. by is who took

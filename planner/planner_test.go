@@ -61,6 +61,8 @@ type fakeExecutor struct {
 	applied []string // "job:total"
 	fail    map[string]bool
 	done    map[string]int
+	// unplaced is each running job's Outcome.Unplaced, by name.
+	unplaced map[string]string
 	// onApply, when set, runs at the start of every Apply (unlocked).
 	onApply func(j *structs.Job)
 }
@@ -85,7 +87,7 @@ func (e *fakeExecutor) Outcome(_ context.Context, j *structs.Job) (Outcome, erro
 	if code, ok := e.done[j.Spec.Name]; ok {
 		return Outcome{Done: true, ExitCode: code, Message: "launcher exited"}, nil
 	}
-	return Outcome{}, nil
+	return Outcome{Unplaced: e.unplaced[j.Spec.Name]}, nil
 }
 
 func (e *fakeExecutor) take() []string {
@@ -284,4 +286,45 @@ func TestRound_LostNodeDropped(t *testing.T) {
 	must.NoError(t, p.Round(ctx))
 	must.Eq(t, []string{"a:4"}, exec.take())
 	must.Eq(t, map[string]int{remaining.ID: 4}, state(t, st, a.ID).Allocation)
+}
+
+// A running job that Nomad has not placed in full gets an event saying
+// why, once per reason, and one when Nomad has placed it; it keeps its
+// GPUs meanwhile (the planner does not model the nodes' CPU).
+func TestRound_UnplacedSaysWhyOnce(t *testing.T) {
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	exec.unplaced = map[string]string{}
+	ctx := context.Background()
+	j := submit(t, p, now, spec(t, "a", 2, 2))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, structs.JobRunning, state(t, st, j.ID).State)
+
+	events := func(types ...string) []string {
+		var out []string
+		for _, e := range state(t, st, j.ID).Events {
+			if slices.Contains(types, e.Type) {
+				out = append(out, e.Type+": "+e.Message)
+			}
+		}
+		return out
+	}
+	why := "Nomad has not placed 1 of 2 workers on node n1: cpu exhausted on 1 node; they wait for room there"
+	exec.mu.Lock()
+	exec.unplaced["a"] = why
+	exec.mu.Unlock()
+	for range 3 {
+		*now = now.Add(time.Second)
+		must.NoError(t, p.Round(ctx))
+	}
+	must.Eq(t, []string{EventUnplaced + ": " + why}, events(EventUnplaced, EventPlaced))
+	must.Eq(t, 2, state(t, st, j.ID).GPUs())
+
+	exec.mu.Lock()
+	exec.unplaced["a"] = ""
+	exec.mu.Unlock()
+	for range 2 {
+		*now = now.Add(time.Second)
+		must.NoError(t, p.Round(ctx))
+	}
+	must.Eq(t, []string{EventUnplaced + ": " + why, EventPlaced + ": Nomad has placed all of the job"}, events(EventUnplaced, EventPlaced))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -158,10 +159,10 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 		if job == nil {
 			return planner.Outcome{Done: true, ExitCode: -1, Message: "the nomad job was stopped outside the planner"}, nil
 		}
-		return planner.Outcome{}, nil
+		return planner.Outcome{Unplaced: n.unplaced(ctx, j, allocs)}, nil
 	}
 	if !drain.ClientTerminal(launcher.ClientStatus) {
-		return planner.Outcome{}, nil
+		return planner.Outcome{Unplaced: n.unplaced(ctx, j, allocs)}, nil
 	}
 	out := planner.Outcome{Done: true, ExitCode: -1, Message: "launcher " + launcher.ClientStatus}
 	if st, ok := launcher.TaskStates[LauncherTask]; ok {
@@ -184,6 +185,118 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 	}
 	n.deleteSecrets(ctx, j)
 	return out, nil
+}
+
+// unplaced says why Nomad has not placed every allocation the planner
+// asked of it for job j (its launcher, and a worker per PerWorker GPUs of
+// j.Allocation on each node), from the evaluation that failed to place
+// them, while Nomad holds a blocked evaluation for the job; "" when all
+// are placed, or while Nomad has not evaluated a change yet. The planner
+// does not model the nodes' CPU and memory: a worker it places where
+// Nomad finds no room waits for room there.
+func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi.AllocationListStub) string {
+	want := map[string]int{LauncherGroup: 1}
+	per := max(1, j.Spec.GPUs.PerWorker)
+	for node, g := range j.Allocation {
+		if g > 0 {
+			want[WorkerGroup(node)] = g / per
+		}
+	}
+	have := map[string]int{}
+	for _, a := range allocs {
+		if a.DesiredStatus == nomadapi.AllocDesiredStatusRun && !drain.ClientTerminal(a.ClientStatus) {
+			have[a.TaskGroup]++
+		}
+	}
+	short := false
+	for g, c := range want {
+		short = short || have[g] < c
+	}
+	if !short {
+		return ""
+	}
+	evals, _, err := n.Client.Jobs().Evaluations(JobID(j), n.query(ctx))
+	if err != nil {
+		n.Logger.Debug("failed to read the evaluations of a job short of allocations", "job", JobID(j), "error", err)
+		return ""
+	}
+	var failed *nomadapi.Evaluation
+	blocked := false
+	for _, e := range evals {
+		blocked = blocked || e.Status == nomadapi.EvalStatusBlocked
+		if len(e.FailedTGAllocs) > 0 && (failed == nil || e.CreateIndex > failed.CreateIndex) {
+			failed = e
+		}
+	}
+	if !blocked || failed == nil {
+		return ""
+	}
+	return Unplaced(failed.FailedTGAllocs, want, have)
+}
+
+// maxUnplaced bounds the message Unplaced makes (it goes into a job's events).
+const maxUnplaced = 500
+
+// Unplaced says in one line which of a job's groups Nomad could not place
+// and why, from an evaluation's failed placements (failed: by group), with
+// the allocations the planner wants and Nomad runs of each group.
+func Unplaced(failed map[string]*nomadapi.AllocationMetric, want, have map[string]int) string {
+	var parts []string
+	for _, g := range slices.Sorted(maps.Keys(failed)) {
+		m := failed[g]
+		if m == nil || have[g] >= want[g] {
+			continue
+		}
+		what := "the launcher"
+		if node, ok := strings.CutPrefix(g, workerGroupStem); ok {
+			what = fmt.Sprintf("%d of %d workers on node %s", want[g]-have[g], want[g], shortID(node))
+		}
+		parts = append(parts, what+": "+placementFailure(m))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	msg := "Nomad has not placed " + strings.Join(parts, "; ") + "; they wait for room there"
+	if len(msg) > maxUnplaced {
+		msg = strings.ToValidUTF8(msg[:maxUnplaced-3], "") + "..." // whole runes
+	}
+	return msg
+}
+
+// placementFailure is why Nomad's scheduler placed nothing, in Nomad's
+// words (as `nomad job status` prints a failed placement).
+func placementFailure(m *nomadapi.AllocationMetric) string {
+	var why []string
+	nodes := func(n int) string {
+		if n == 1 {
+			return "1 node"
+		}
+		return fmt.Sprintf("%d nodes", n)
+	}
+	for _, d := range slices.Sorted(maps.Keys(m.DimensionExhausted)) {
+		why = append(why, fmt.Sprintf("%s exhausted on %s", d, nodes(m.DimensionExhausted[d])))
+	}
+	for _, c := range slices.Sorted(maps.Keys(m.ConstraintFiltered)) {
+		why = append(why, fmt.Sprintf("constraint %s filtered %s", c, nodes(m.ConstraintFiltered[c])))
+	}
+	for _, c := range slices.Sorted(maps.Keys(m.ClassExhausted)) {
+		why = append(why, fmt.Sprintf("class %s exhausted on %s", c, nodes(m.ClassExhausted[c])))
+	}
+	for _, q := range m.QuotaExhausted {
+		why = append(why, "quota exhausted: "+q)
+	}
+	if len(why) == 0 {
+		why = append(why, fmt.Sprintf("%d of %s evaluated exhausted", m.NodesExhausted, nodes(m.NodesEvaluated)))
+	}
+	return strings.Join(why, ", ")
+}
+
+// shortID is a Nomad ID's first 8 characters, as Nomad's CLI prints it.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }
 
 // writeSecrets writes j's secret variable (Secrets), with a new driver
