@@ -27,7 +27,18 @@ type Client struct {
 	Timeout time.Duration
 	// Poll is how often waits look (default 1s).
 	Poll time.Duration
+	// Forced, when set, makes Resize go on when a drain does not finish
+	// within Timeout: Nomad then stops the leaving workers while they
+	// train, and Horovod's elastic run recovers as from failed workers,
+	// from its last commit. It is called with the job, the workers and
+	// why the drain did not finish. nil: such a Resize fails instead (and
+	// cancels the drain), and the job keeps its size.
+	Forced func(job string, workers []string, err error)
 }
+
+// errDrainTimeout is a drain that did not finish within the Client's
+// Timeout.
+var errDrainTimeout = errors.New("drain timed out")
 
 func (c *Client) timeout() time.Duration {
 	if c.Timeout > 0 {
@@ -64,8 +75,11 @@ func (c *Client) write(ctx context.Context) *nomadapi.WriteOptions {
 // drops, are drained first (Drain), and only then does Nomad see the new
 // counts; the launcher's task is untouched and keeps running. next must
 // not share its task groups with current. It returns the drained
-// allocation IDs. A drain that the re-registration then fails is
-// cancelled (Undrain), so those workers rejoin the training.
+// allocation IDs. A drain that fails, or that the re-registration then
+// fails, is cancelled (Undrain), so those workers rejoin the training;
+// one that only ran out of time goes on to the re-registration when the
+// Client has Forced (a resize is then bounded by Timeout twice, not
+// held by a run that does not let its workers go).
 func (c *Client) Resize(ctx context.Context, current, next *nomadapi.Job) ([]string, error) {
 	id := *current.ID
 	want := map[string]int{}
@@ -87,7 +101,14 @@ func (c *Client) Resize(ctx context.Context, current, next *nomadapi.Job) ([]str
 	}
 	if len(leaving) > 0 {
 		if err := c.Drain(ctx, id, leaving); err != nil {
-			return nil, err
+			if c.Forced == nil || !errors.Is(err, errDrainTimeout) || ctx.Err() != nil {
+				// The workers rejoin: the job keeps its size.
+				if uerr := c.Undrain(context.WithoutCancel(ctx), id, leaving); uerr != nil {
+					err = errors.Join(err, uerr)
+				}
+				return nil, err
+			}
+			c.Forced(id, leaving, err)
 		}
 	}
 	if _, _, err := c.Nomad.Jobs().EnforceRegister(next, *current.JobModifyIndex, c.write(ctx)); err != nil {
@@ -282,8 +303,8 @@ func (c *Client) readAllocFile(ctx context.Context, a *nomadapi.Allocation, path
 }
 
 // waitFor polls check until it succeeds, ctx ends or the timeout passes.
-func (c *Client) waitFor(ctx context.Context, what string, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+func (c *Client) waitFor(parent context.Context, what string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(parent, c.timeout())
 	defer cancel()
 	tick := time.NewTicker(c.poll())
 	defer tick.Stop()
@@ -294,7 +315,10 @@ func (c *Client) waitFor(ctx context.Context, what string, check func(context.Co
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("timed out waiting for %s: %w", what, err)
+			if parent.Err() != nil {
+				return fmt.Errorf("stopped waiting for %s: %w", what, parent.Err())
+			}
+			return fmt.Errorf("%w waiting for %s: %w", errDrainTimeout, what, err)
 		case <-tick.C:
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
@@ -129,10 +130,21 @@ func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Jo
 			next.TaskGroups = append(next.TaskGroups, tg)
 		}
 	}
-	d := &drain.Client{Nomad: n.Client, Namespace: n.Options.Namespace, LauncherGroup: LauncherGroup}
+	d := &drain.Client{Nomad: n.Client, Namespace: n.Options.Namespace, LauncherGroup: LauncherGroup,
+		Timeout: drainTimeout, Forced: func(job string, workers []string, err error) {
+			n.Logger.Warn("drain did not finish in time: the workers are stopped while they train, and the run recovers from its last commit",
+				"job", job, "workers", workers, "error", err)
+		}}
 	_, err := d.Resize(ctx, current, &next)
 	return err
 }
+
+// drainTimeout bounds each of a shrink's waits for the leaving workers
+// (discovery drops them, they go idle): a round applies its changes one
+// after another, so a run that does not let its workers go would hold
+// every other job's change behind it. After it the workers are stopped
+// anyway (drain.Client.Forced). A drain takes 1-5 s on the lab.
+const drainTimeout = 2 * time.Minute
 
 // Outcome implements planner.Executor: the job has ended when its launcher
 // has; the launcher's exit code is the job's. The workers are then stopped.
