@@ -20,15 +20,16 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 
 // snapCache is the last round's snapshot beside the records it was made
 // from, for a store whose records never change once stored
-// (store.SharedLister): a queued job's view is the same as long as its
-// record and the nodes are, so the next round copies it instead of
-// reading the record again (the snapshot was most of a round with
-// thousands of queued jobs). A job holding GPUs is viewed afresh (its
-// attained service grows with the time), and so is every job while a
-// selector names jobs by name (the IDs it stands for depend on the others).
+// (store.SharedLister): a job's view is the same as long as its record
+// and the nodes are, but for what the time changes (timed), so the next
+// round copies it and renews only that, instead of reading the record
+// again (the snapshot was most of a round with thousands of queued jobs).
+// Every job is viewed afresh while a selector names jobs by name (the IDs
+// it stands for depend on the others).
 type snapCache struct {
 	recs  []*structs.Job // the records of jobs, in the queue's order
 	jobs  []policy.Job
+	held  []int // the GPUs each of jobs holds on the nodes
 	nodes []policy.Node
 	named bool // a selector named jobs
 }
@@ -55,21 +56,33 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 	if c != nil && !c.named && idsByName == nil && sameNodes(c.nodes, nodes) {
 		prev = c.recs
 	}
-	s := &policy.Snapshot{Now: now, Nodes: nodes, Jobs: make([]policy.Job, 0, len(jobs))}
+	s := &policy.Snapshot{Now: now, Nodes: nodes, Jobs: make([]policy.Job, len(jobs))}
+	var held []int
+	if c != nil {
+		held = make([]int, len(jobs))
+	}
 	i := 0 // in prev: both lists are in the queue's order
-	for _, j := range jobs {
+	for k, j := range jobs {
 		for i < len(prev) && prev[i] != j && queueOrder(prev[i], j) < 0 {
 			i++ // gone since (ended, or written anew: a new record)
 		}
-		if i < len(prev) && prev[i] == j && c.jobs[i].Allocation == nil {
-			s.Jobs = append(s.Jobs, c.jobs[i])
+		pj := &s.Jobs[k]
+		h := 0
+		if i < len(prev) && prev[i] == j {
+			*pj, h = c.jobs[i], c.held[i]
 			i++
-			continue
+			if h > 0 { // a queued job's view does not change with the time
+				timed(pj, j, now, h)
+			}
+		} else {
+			h = policyJob(pj, j, now, known, largest, idsByName)
 		}
-		s.Jobs = append(s.Jobs, policyJob(j, now, known, largest, idsByName))
+		if held != nil {
+			held[k] = h
+		}
 	}
 	if c != nil {
-		*c = snapCache{recs: jobs, jobs: s.Jobs, nodes: nodes, named: idsByName != nil}
+		*c = snapCache{recs: jobs, jobs: s.Jobs, held: held, nodes: nodes, named: idsByName != nil}
 	}
 	return s
 }
@@ -88,38 +101,47 @@ func sameNodes(a, b []policy.Node) bool {
 	return slices.EqualFunc(a, b, func(x, y policy.Node) bool { return x.ID == y.ID && x.GPUs == y.GPUs })
 }
 
-// policyJob is job j as the policy sees it at now, on the nodes of known
-// (the largest with largest GPUs); idsByName is the IDs of each job name
-// when a selector names jobs.
-func policyJob(j *structs.Job, now time.Time, known map[string]bool, largest int, idsByName map[string][]string) policy.Job {
+// policyJob sets *pj to job j as the policy sees it at now, on the nodes
+// of known (the largest with largest GPUs), and returns the GPUs it holds
+// there; idsByName is the IDs of each job name when a selector names jobs.
+func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]bool, largest int, idsByName map[string][]string) int {
 	alloc, held := heldOn(j.Allocation, known)
 	state := policy.Queued
 	if held > 0 {
 		state = policy.Running
 	}
-	last := lastChange(j)
 	req := requestOf(&j.Spec)
 	if j.Spec.GPUs.Auto {
 		req.Max = autoMax(j, largest)
 	}
-	pj := policy.Job{
-		ID:                 j.ID,
-		Name:               j.Spec.Name,
-		User:               j.Spec.User,
-		Queue:              queueOf(&j.Spec),
-		Priority:           j.Spec.Priority,
-		Submitted:          j.Submitted,
-		State:              state,
-		GPUs:               req,
-		Constraints:        constraintsOf(&j.Spec),
-		AntiAffinity:       selector(j.Spec.AntiAffinity, idsByName),
-		Affinity:           selector(j.Spec.Affinity, idsByName),
-		Labels:             j.Spec.Labels,
-		Locality:           localityOf(&j.Spec),
-		Allocation:         alloc,
-		LastResized:        last,
-		AttainedGPUSeconds: j.AttainedGPUSeconds + float64(held)*now.Sub(last).Seconds(),
+	*pj = policy.Job{
+		ID:           j.ID,
+		Name:         j.Spec.Name,
+		User:         j.Spec.User,
+		Queue:        queueOf(&j.Spec),
+		Priority:     j.Spec.Priority,
+		Submitted:    j.Submitted,
+		State:        state,
+		GPUs:         req,
+		Constraints:  constraintsOf(&j.Spec),
+		AntiAffinity: selector(j.Spec.AntiAffinity, idsByName),
+		Affinity:     selector(j.Spec.Affinity, idsByName),
+		Labels:       j.Spec.Labels,
+		Locality:     localityOf(&j.Spec),
+		Allocation:   alloc,
+		LastResized:  lastChange(j),
 	}
+	timed(pj, j, now, held)
+	return held
+}
+
+// timed sets what of job j's view pj changes with the time alone (its
+// record and the nodes the same): the attained service, the progress and
+// the speedup, at now, for a job holding held GPUs on the nodes. The rest
+// of pj must be set.
+func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
+	pj.AttainedGPUSeconds = j.AttainedGPUSeconds + float64(held)*now.Sub(pj.LastResized).Seconds()
+	pj.Progress, pj.Speedup = policy.Progress{}, nil
 	if t := j.Spec.Target; t != nil {
 		pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
 		if t.Tier1 != nil {
@@ -127,9 +149,8 @@ func policyJob(j *structs.Job, now time.Time, known map[string]bool, largest int
 		}
 	}
 	progressOf(&pj.Progress, j.Progress)
-	applyOutlook(&pj, j, now)
-	applyAdmission(&pj, j)
-	return pj
+	applyOutlook(pj, j, now)
+	applyAdmission(pj, j)
 }
 
 // heldOn is the part of allocation a on known nodes, and its GPUs: a

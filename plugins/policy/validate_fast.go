@@ -76,6 +76,7 @@ func valid(s *Snapshot, p *Plan) bool {
 			return false
 		}
 		total := 0
+		held := target.same(j.Allocation) // every GPU of it held already
 		for id, g := range target {
 			if g == 0 {
 				continue
@@ -89,7 +90,7 @@ func valid(s *Snapshot, p *Plan) bool {
 			if anti {
 				c.onNode[n] = append(c.onNode[n], int32(i))
 			}
-			if g <= j.Allocation[id] {
+			if held || g <= j.Allocation[id] {
 				continue // held already; not judged again
 			}
 			if !j.Constraints.allows(&s.Nodes[n]) {
