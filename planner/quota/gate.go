@@ -14,7 +14,7 @@ import (
 func (v *View) waiting() map[int][]int {
 	out := map[int][]int{}
 	for i := range v.s.Jobs {
-		if q := v.leaf[i]; q != -1 && v.s.Jobs[i].Allocation.Total() == 0 {
+		if q := v.leaf[i]; q != -1 && v.gpus[i] == 0 {
 			out[q] = append(out[q], i)
 		}
 	}
@@ -73,7 +73,7 @@ func (v *View) Gate() *policy.Snapshot {
 	}
 	for i := range v.s.Jobs {
 		j := &v.s.Jobs[i]
-		if v.leaf[i] == -1 && j.Allocation.Total() == 0 {
+		if v.leaf[i] == -1 && v.gpus[i] == 0 {
 			v.held[j.ID] = v.describeOrphan(j)
 		}
 	}
@@ -101,10 +101,10 @@ func (v *View) allFit(e [][]int) bool {
 	avail := max(v.headroom(v.cur, e, 0, 0), v.nominal[0][0]-v.cur[0][0])
 	need := 0
 	for i := range v.s.Jobs {
-		j := &v.s.Jobs[i]
-		if j.Allocation.Total() != 0 {
+		if v.gpus[i] != 0 {
 			continue
 		}
+		j := &v.s.Jobs[i]
 		if v.leaf[i] != 0 || !v.allowed(j)[0] || j.GPUs.Min < 0 {
 			return false
 		}

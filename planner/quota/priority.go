@@ -17,7 +17,7 @@ func (e *enforcer) prioritize() {
 	started, waiting := map[int][]int{}, map[int][]int{}
 	for i := range v.s.Jobs {
 		q := v.leaf[i]
-		if q == -1 || v.s.Jobs[i].Allocation.Total() > 0 {
+		if q == -1 || v.gpus[i] > 0 {
 			continue
 		}
 		if e.tgt[i].Total() > 0 {

@@ -29,7 +29,7 @@ func (e *enforcer) reclaim() {
 	for i := range v.s.Jobs {
 		switch {
 		case v.leaf[i] == -1:
-		case v.s.Jobs[i].Allocation.Total() == 0:
+		case v.gpus[i] == 0:
 			pending = append(pending, i)
 		case e.loses(i):
 			losing = append(losing, i)

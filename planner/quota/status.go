@@ -32,7 +32,7 @@ func (v *View) Status() []Status {
 	running, waiting := make([]int, len(v.t.queues)), make([]int, len(v.t.queues))
 	for i := range v.s.Jobs {
 		for q := v.leaf[i]; q != -1; q = v.t.queues[q].parent {
-			if v.s.Jobs[i].Allocation.Total() > 0 {
+			if v.gpus[i] > 0 {
 				running[q]++
 			} else {
 				waiting[q]++

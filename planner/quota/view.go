@@ -24,6 +24,9 @@ type View struct {
 	// leaf is each job's queue (index into t.queues), -1 when the job
 	// names no queue of the tree, or one with children.
 	leaf []int
+	// gpus is the GPUs each job holds (its allocation's Total), read
+	// once here for the passes over the queued jobs.
+	gpus []int
 	// nominal, limit (nominal + borrowing limit) and guard (the part of
 	// the nominal quota never lent) per queue and resource.
 	nominal, limit, guard [][]int
@@ -50,7 +53,7 @@ type View struct {
 // policy.Job.Queue ("" is DefaultQueue).
 func NewView(t *Tree, s *policy.Snapshot) *View {
 	v := &View{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)), nodeCap: make(map[string]int, len(s.Nodes)),
-		nodeAt: make(map[string]int, len(s.Nodes)), leaf: make([]int, len(s.Jobs)),
+		nodeAt: make(map[string]int, len(s.Nodes)), leaf: make([]int, len(s.Jobs)), gpus: make([]int, len(s.Jobs)),
 		held: map[string]string{}, why: map[string]string{}, taken: map[string]Taken{}}
 	if t.perModel {
 		set := map[string]bool{}
@@ -108,8 +111,11 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 			}
 		}
 		v.leaf[i] = lastLeaf
-		if lastLeaf != -1 {
-			v.add(v.cur, lastLeaf, j.Allocation, 1)
+		for n, g := range j.Allocation {
+			v.gpus[i] += g
+			if r, ok := v.nodeRes[n]; ok && g > 0 && lastLeaf != -1 {
+				v.cur[lastLeaf][r] += g
+			}
 		}
 	}
 	return v

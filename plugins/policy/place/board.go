@@ -45,6 +45,7 @@ type Board struct {
 	jobIdx   map[string]int32 // nil until an ID is looked up (index)
 	alloc    [][]slot         // per job, sorted by node
 	total    []int
+	moved    []bool            // per job: its allocation changed since NewBoard (apply)
 	masks    map[string]bitset // eligible nodes per constraint set
 	jobMask  []bitset          // per job, nil until first needed
 	antiJobs []int32           // jobs with an anti-affinity selector
@@ -118,6 +119,7 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 	}
 	c.alloc = make([][]slot, len(c.jobs))
 	c.total = make([]int, len(c.jobs))
+	c.moved = make([]bool, len(c.jobs))
 	c.jobMask = make([]bitset, len(c.jobs))
 	if id, ok := uniqueIDs(c.jobs); !ok {
 		return nil, fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", id)
@@ -301,7 +303,13 @@ func (c *Board) Plan(name string) *policy.Plan {
 	return p
 }
 
+// unchanged reports whether job j holds what it holds in the snapshot: a
+// job the board never moved does (NewBoard read its allocation as it is);
+// one it moved may have come back to it.
 func (c *Board) unchanged(j int32) bool {
+	if !c.moved[j] {
+		return true
+	}
 	n := 0
 	for _, g := range c.jobs[j].Allocation {
 		if g != 0 {
@@ -352,6 +360,7 @@ func (c *Board) apply(j, n int32, d int) {
 	c.free[n] = old - d
 	c.totalFree -= d
 	c.total[j] += d
+	c.moved[j] = true
 	a := c.alloc[j]
 	i, found := slices.BinarySearchFunc(a, n, func(s slot, n int32) int { return cmp.Compare(s.node, n) })
 	switch {
