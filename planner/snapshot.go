@@ -62,24 +62,32 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 		held = make([]int, len(jobs))
 	}
 	i := 0 // in prev: both lists are in the queue's order
-	for k, j := range jobs {
+	for k := 0; k < len(jobs); {
+		j := jobs[k]
 		for i < len(prev) && prev[i] != j && queueOrder(prev[i], j) < 0 {
 			i++ // gone since (ended, or written anew: a new record)
 		}
-		pj := &s.Jobs[k]
-		h := 0
 		if i < len(prev) && prev[i] == j {
-			*pj, h = c.jobs[i], c.held[i]
-			i++
-			if h > 0 { // a queued job's view does not change with the time
-				timed(pj, j, now, h)
+			// A run of the same records as last round's: copied at once.
+			n := 1
+			for k+n < len(jobs) && i+n < len(prev) && prev[i+n] == jobs[k+n] {
+				n++
 			}
-		} else {
-			h = policyJob(pj, j, now, known, largest, idsByName)
+			copy(s.Jobs[k:k+n], c.jobs[i:i+n])
+			copy(held[k:k+n], c.held[i:i+n])
+			for m := range n {
+				if h := c.held[i+m]; h > 0 { // a queued job's view does not change with the time
+					timed(&s.Jobs[k+m], jobs[k+m], now, h)
+				}
+			}
+			k, i = k+n, i+n
+			continue
 		}
+		h := policyJob(&s.Jobs[k], j, now, known, largest, idsByName)
 		if held != nil {
 			held[k] = h
 		}
+		k++
 	}
 	if c != nil {
 		*c = snapCache{recs: jobs, jobs: s.Jobs, held: held, nodes: nodes, named: idsByName != nil}
