@@ -124,12 +124,21 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 	if id, ok := uniqueIDs(c.jobs); !ok {
 		return nil, fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", id)
 	}
+	// The running jobs' slots share one array (not one allocation per
+	// job); each job's is capped at its length, so a job that gains a
+	// node (apply) moves to an array of its own.
+	n := 0
+	for _, job := range c.jobs {
+		n += len(job.Allocation)
+	}
+	slots := make([]slot, 0, n)
 	for j, job := range c.jobs {
 		if r := job.GPUs; r.PerWorker < 1 || r.Min < r.PerWorker || r.Max < r.Min ||
 			r.Min%r.PerWorker != 0 || r.Max%r.PerWorker != 0 {
 			return nil, fmt.Errorf("invalid snapshot: job %s: malformed GPU request min=%d max=%d per_worker=%d",
 				job.ID, r.Min, r.Max, r.PerWorker)
 		}
+		first := len(slots)
 		for nodeID, g := range job.Allocation {
 			if g == 0 {
 				continue
@@ -139,9 +148,12 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 				return nil, fmt.Errorf("invalid snapshot: job %s holds %d GPUs on node %q, which is unknown or the count negative",
 					job.ID, g, nodeID)
 			}
-			c.alloc[j] = append(c.alloc[j], slot{node: n, gpus: g})
+			slots = append(slots, slot{node: n, gpus: g})
 			c.free[n] -= g
 			c.total[j] += g
+		}
+		if k := len(slots); k > first {
+			c.alloc[j] = slots[first:k:k]
 		}
 		slices.SortFunc(c.alloc[j], func(a, b slot) int { return cmp.Compare(a.node, b.node) })
 		if !job.AntiAffinity.IsZero() {
