@@ -66,3 +66,35 @@ func TestBoard_Resize(t *testing.T) {
 	must.Eq(t, "manual", p.Policy)
 	must.Eq(t, []string{"a", "b"}, []string{c.Jobs()[0].ID, c.Jobs()[1].ID})
 }
+
+// NewBoard lays the running jobs' node slots side by side in one array: a
+// job that gains a node, loses one or changes a count there leaves its
+// neighbours' as they were, and the plan shows every job as it stands.
+func TestBoard_SharedSlots(t *testing.T) {
+	s := &policy.Snapshot{Nodes: []policy.Node{node("n1", 8, 0), node("n2", 8, 0), node("n3", 8, 0)}, Jobs: []policy.Job{
+		running("a", 1, 1, 8, 1, A{"n1": 2}, 1), running("b", 2, 1, 8, 1, A{"n1": 2, "n2": 2}, 1),
+		running("c", 3, 1, 8, 1, A{"n2": 2}, 1)}}
+	c, err := place.NewBoard(s)
+	must.NoError(t, err)
+	neighbours := func(step string) {
+		t.Helper()
+		must.Eq(t, A{"n2": 2}, c.Allocation("c"), must.Sprint(step))
+		must.Eq(t, A{"n2": 2}, s.Jobs[2].Allocation, must.Sprint(step, ": the snapshot is not changed"))
+	}
+	must.NoError(t, c.Resize("a", 8))
+	must.Eq(t, 8, c.Allocation("a").Total())
+	must.Eq(t, A{"n1": 2, "n2": 2}, c.Allocation("b"), must.Sprint("a grew"))
+	neighbours("a grew")
+	must.NoError(t, c.Resize("b", 1))
+	must.Eq(t, 1, c.Allocation("b").Total())
+	must.Eq(t, 8, c.Allocation("a").Total(), must.Sprint("b shrank"))
+	neighbours("b shrank")
+	must.NoError(t, c.Resize("b", 3))
+	must.Eq(t, 3, c.Allocation("b").Total())
+	neighbours("b grew back")
+
+	p := c.Plan("test")
+	must.Eq(t, c.Allocation("a"), p.Allocations["a"])
+	must.Eq(t, c.Allocation("b"), p.Allocations["b"])
+	must.Eq(t, A{"n2": 2}, p.Allocations["c"])
+}
