@@ -80,3 +80,26 @@ func mustActive(t *testing.T, st *memStore) []*structs.Job {
 	must.NoError(t, err)
 	return live
 }
+
+// A running job's view copied from the last round's renews what the time
+// changes: its attained service and the work left to its target.
+func TestSnapshot_CopiedRunningIsTimed(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
+	j := submit(t, p, now, deadlineSpec(t, "t", "2h", *now))
+	must.NoError(t, p.Round(ctx))
+	samples := 0.0
+	reportCurve(t, p, now, j.ID, 4, 12, &samples)
+	nodes, err := p.Cluster.Nodes(ctx)
+	must.NoError(t, err)
+	live := mustActive(t, st)
+	first := p.snapshot(*now, nodes, live)
+	must.Eq(t, snapshot(*now, nodes, live), first)
+	must.Positive(t, first.Jobs[0].Progress.RemainingWork)
+
+	*now = now.Add(time.Minute)
+	got := p.snapshot(*now, nodes, live) // the same records: copied
+	must.Eq(t, snapshot(*now, nodes, live), got)
+	must.Eq(t, first.Jobs[0].AttainedGPUSeconds+4*60, got.Jobs[0].AttainedGPUSeconds)
+	must.Less(t, first.Jobs[0].Progress.RemainingWork, got.Jobs[0].Progress.RemainingWork)
+}
