@@ -129,7 +129,7 @@ func (v *View) usage(tgt []policy.Allocation) [][]int {
 
 // free is each node's free GPUs under targets tgt.
 func (v *View) free(tgt []policy.Allocation) map[string]int {
-	f := maps.Clone(v.nodeCap)
+	f := maps.Clone(v.caps())
 	for _, a := range tgt {
 		for n, g := range a {
 			f[n] -= g
@@ -201,7 +201,7 @@ func (v *View) under(q, x int) bool {
 func (e *enforcer) trim() bool {
 	v := e.v
 	limit := len(v.s.Jobs) + 1
-	for _, c := range v.nodeCap {
+	for _, c := range v.caps() {
 		limit += c
 	}
 	cut := map[int]string{}

@@ -243,7 +243,7 @@ func (e *enforcer) useful(eff [][]int, k, q int, j *policy.Job, b block) []strin
 	var out []string
 	for _, n := range e.tgt[k].Nodes() {
 		r := v.nodeRes[n]
-		if b.place && (b.on != nil && !b.on[n] || !j.Constraints.Allows(&v.s.Nodes[v.nodeAt[n]])) || !b.place && r != b.r {
+		if b.place && (b.on != nil && !b.on[n] || !j.Constraints.Allows(&v.s.Nodes[v.nodeIndex()[n]])) || !b.place && r != b.r {
 			continue
 		}
 		if e.eligible(eff, k, q, r) {

@@ -18,8 +18,8 @@ type View struct {
 
 	res     []string       // the round's resources
 	nodeRes map[string]int // node ID -> resource
-	nodeCap map[string]int // node ID -> GPUs - Reserved
-	nodeAt  map[string]int // node ID -> index in s.Nodes
+	nodeCap map[string]int // node ID -> GPUs - Reserved; nil until needed (caps)
+	nodeAt  map[string]int // node ID -> index in s.Nodes; nil until needed (nodeIndex)
 	jobIdx  map[string]int // job ID -> index in s.Jobs; nil until needed (hasJob)
 	// leaf is each job's queue (index into t.queues), -1 when the job
 	// names no queue of the tree, or one with children.
@@ -52,8 +52,8 @@ type View struct {
 // NewView accounts snapshot s against tree t. Jobs name their queue in
 // policy.Job.Queue ("" is DefaultQueue).
 func NewView(t *Tree, s *policy.Snapshot) *View {
-	v := &View{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)), nodeCap: make(map[string]int, len(s.Nodes)),
-		nodeAt: make(map[string]int, len(s.Nodes)), leaf: make([]int, len(s.Jobs)), gpus: make([]int, len(s.Jobs)),
+	v := &View{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)),
+		leaf: make([]int, len(s.Jobs)), gpus: make([]int, len(s.Jobs)),
 		held: map[string]string{}, why: map[string]string{}, taken: map[string]Taken{}}
 	if t.perModel {
 		set := map[string]bool{}
@@ -75,9 +75,7 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 			r, _ = slices.BinarySearch(v.res, n.GPUModel)
 		}
 		v.nodeRes[n.ID] = r
-		v.nodeAt[n.ID] = i
-		v.nodeCap[n.ID] = max(0, n.GPUs-n.Reserved)
-		v.physical[r] += v.nodeCap[n.ID]
+		v.physical[r] += max(0, n.GPUs-n.Reserved)
 	}
 	nq := len(t.queues)
 	v.nominal, v.limit, v.guard = v.matrix(), v.matrix(), v.matrix()
@@ -119,6 +117,31 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 		}
 	}
 	return v
+}
+
+// caps is each node's GPUs less its reserved ones, by node ID, built on
+// first use (Enforce's steps; a round of the default tree never asks).
+func (v *View) caps() map[string]int {
+	if v.nodeCap == nil {
+		v.nodeCap = make(map[string]int, len(v.s.Nodes))
+		for i := range v.s.Nodes {
+			n := &v.s.Nodes[i]
+			v.nodeCap[n.ID] = max(0, n.GPUs-n.Reserved)
+		}
+	}
+	return v.nodeCap
+}
+
+// nodeIndex is each node's index in the snapshot, by node ID, built on
+// first use (reclaim).
+func (v *View) nodeIndex() map[string]int {
+	if v.nodeAt == nil {
+		v.nodeAt = make(map[string]int, len(v.s.Nodes))
+		for i := range v.s.Nodes {
+			v.nodeAt[v.s.Nodes[i].ID] = i
+		}
+	}
+	return v.nodeAt
 }
 
 // hasJob reports whether job id is in the snapshot; the index is built on
