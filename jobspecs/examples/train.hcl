@@ -20,6 +20,13 @@ training "elastic-demo" {
     per_worker = 1
   }
 
+  # What each worker asks of its node besides its GPUs (Nomad's resources):
+  # CPU in MHz and memory. Without the block: 500 MHz and 1GiB.
+  worker {
+    cpu    = 500
+    memory = "1GiB"
+  }
+
   target {
     metric = "accuracy"
     tier1  = 0.3

@@ -160,6 +160,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Selector":         reflect.TypeFor[jobspec.Selector](),
 		"Data":             reflect.TypeFor[jobspec.Data](),
 		"Artifact":         reflect.TypeFor[jobspec.Artifact](),
+		"Worker":           reflect.TypeFor[jobspec.Worker](),
 		"Range":            reflect.TypeFor[hcl.Range](),
 		"Pos":              reflect.TypeFor[hcl.Pos](),
 		"QueueEntry":       reflect.TypeFor[api.QueueEntry](),

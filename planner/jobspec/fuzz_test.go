@@ -40,6 +40,7 @@ func fuzzSeeds(f *testing.F) {
 		job("  args = " + nested + "\n"),                                                                                    // row 4
 		"training \"a\" {\n  command = \"x\"\n  gpus {\n    count = 1\n    min_memory = \"9223372036854774784B\"\n  }\n}\n", // row 11
 		job("  user = upper(\"a\")\n  priority = -(-50)\n"),
+		job("  worker {\n    cpu = 2000\n    memory = \"4GiB\"\n  }\n"),
 		job("  target {\n    metric = \"loss\"\n    goal = 1/0\n    direction = \"min\"\n    deadline = \"2026-12-01T12:00:00Z\"\n  }\n"),
 		job("  env = { \"A-B\" = \"${jobspec_dir}\", C = \"%{ if true }y%{ endif }\" }\n  labels = { x = \"$${lit}\" }\n"),
 		job("  anti_affinity { jobs = [\"b\"] }\n  affinity { labels = { k = \"v\" } }\n  data \"d\" {\n    path = \"/d\"\n    prefer = { \"meta.x\" = \"y\" }\n  }\n  artifact { source = \"https://e/x\" }\n"),
@@ -171,6 +172,16 @@ func render(s *Spec) []byte {
 	str(g, "model", s.GPUs.Model)
 	if s.GPUs.MinMemoryMiB > 0 {
 		str(g, "min_memory", strconv.Itoa(s.GPUs.MinMemoryMiB)+"MiB")
+	}
+
+	if s.Worker != (Worker{}) {
+		w := b.AppendNewBlock("worker", nil).Body()
+		if s.Worker.CPU > 0 {
+			w.SetAttributeValue("cpu", cty.NumberIntVal(int64(s.Worker.CPU)))
+		}
+		if s.Worker.MemoryMiB > 0 {
+			str(w, "memory", strconv.Itoa(s.Worker.MemoryMiB)+"MiB")
+		}
 	}
 
 	if tg := s.Target; tg != nil {

@@ -42,6 +42,7 @@ type trainingHCL struct {
 	AntiAffinity *selectorHCL      `hcl:"anti_affinity,block"`
 	Data         []*dataHCL        `hcl:"data,block"`
 	Artifacts    []*artifactHCL    `hcl:"artifact,block"`
+	Worker       *workerHCL        `hcl:"worker,block"`
 	// gpus is an attribute (a count or "auto") or a block; it is decoded by
 	// hand from what remains.
 	Remain hcl.Body `hcl:",remain"`
@@ -82,6 +83,13 @@ type dataHCL struct {
 	Prefer map[string]string `hcl:"prefer,optional"`
 }
 
+type workerHCL struct {
+	CPU    *int   `hcl:"cpu,optional"`
+	Memory string `hcl:"memory,optional"`
+
+	Body hcl.Body `hcl:",body"`
+}
+
 type artifactHCL struct {
 	Source      string `hcl:"source"`
 	Destination string `hcl:"destination,optional"`
@@ -97,6 +105,11 @@ const (
 	// MaxMinMemory bounds min_memory (1 PiB): no GPU comes near it, and
 	// its MiB fit any int.
 	MaxMinMemory = 1 << 50
+	// MaxWorkerCPU bounds a worker's cpu (MHz): 1,000,000 is 256 cores at
+	// 3.9 GHz, beyond any node.
+	MaxWorkerCPU = 1_000_000
+	// MaxWorkerMemory bounds a worker's memory (16 TiB).
+	MaxWorkerMemory = 16 << 40
 )
 
 // MaxBytes bounds a jobspec's size (64 KiB; a jobspec is a few KiB). The
@@ -240,7 +253,38 @@ func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
 	for _, a := range t.Artifacts {
 		spec.Artifacts = append(spec.Artifacts, Artifact{Source: a.Source, Destination: a.Destination})
 	}
+	if t.Worker != nil {
+		w, more := convertWorker(t.Worker)
+		diags = append(diags, more...)
+		spec.Worker = w
+	}
 	return spec, diags
+}
+
+// convertWorker reads a worker block: each worker task's CPU (MHz) and
+// memory, besides its GPUs.
+func convertWorker(raw *workerHCL) (Worker, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	at := attrRanges(raw.Body, hcl.Range{})
+	var w Worker
+	if raw.CPU != nil {
+		if *raw.CPU < 1 || *raw.CPU > MaxWorkerCPU {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid cpu",
+				Detail: fmt.Sprintf("%d: cpu is what each worker asks of its node's CPU, in MHz, from 1 to %d.", *raw.CPU, MaxWorkerCPU), Subject: at("cpu").Ptr()})
+		} else {
+			w.CPU = *raw.CPU
+		}
+	}
+	if raw.Memory != "" {
+		b, err := units.RAMInBytes(raw.Memory)
+		if err != nil || b < 1<<20 || b > MaxWorkerMemory {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid memory",
+				Detail: fmt.Sprintf("%q: give each worker's memory as a size such as \"8GiB\" (from 1MiB to 16TiB).", raw.Memory), Subject: at("memory").Ptr()})
+		} else {
+			w.MemoryMiB = int(mib(b))
+		}
+	}
+	return w, diags
 }
 
 // evalContext holds the variables a jobspec may use: jobspec_dir, the

@@ -77,9 +77,14 @@ func TestParse_Valid(t *testing.T) {
     prefer = { "meta.datasets" = "imagenet" }
   }
   artifact { source = "https://example.com/train.py" }
+  worker {
+    cpu    = 4000
+    memory = "16GiB"
+  }
 }
 `,
 			want: func(t *testing.T, s *Spec) {
+				must.Eq(t, Worker{CPU: 4000, MemoryMiB: 16384}, s.Worker)
 				must.Eq(t, []string{"train.py", "--epochs", "90"}, s.Args)
 				must.Eq(t, LauncherTorchrun, s.Launcher)
 				must.Eq(t, 80, s.Priority)
@@ -144,6 +149,12 @@ func TestParse_Errors(t *testing.T) {
 		{"unknown block", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  resources {}\n}\n", "job.hcl:4:3", "resources"},
 		{"unknown key in gpus", "training \"a\" {\n  command = \"x\"\n  gpus {\n    count = 1\n    cnt = 2\n  }\n}\n", "job.hcl:5:5", "cnt"},
 		{"missing command", "training \"a\" {\n  gpus = 1\n}\n", "job.hcl:1:1", "Missing command"},
+		{"worker cpu 0", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  worker {\n    cpu = 0\n  }\n}\n", "job.hcl:5:5", "in MHz, from 1 to 1000000"},
+		{"worker cpu too big", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  worker {\n    cpu = 1000001\n  }\n}\n", "job.hcl:5:5", "Invalid cpu"},
+		{"worker memory not a size", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  worker {\n    memory = \"lots\"\n  }\n}\n", "job.hcl:5:5", "from 1MiB to 16TiB"},
+		{"worker memory too small", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  worker {\n    memory = \"1KiB\"\n  }\n}\n", "job.hcl:5:5", "Invalid memory"},
+		{"worker memory too big", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  worker {\n    memory = \"17TiB\"\n  }\n}\n", "job.hcl:5:5", "Invalid memory"},
+		{"worker unknown key", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  worker {\n    gpus = 2\n  }\n}\n", "job.hcl:5:5", "gpus"},
 		{"missing gpus", "training \"a\" {\n  command = \"x\"\n}\n", "job.hcl:1:1", "Missing gpus"},
 		{"min greater than max", "training \"a\" {\n  command = \"x\"\n  gpus {\n    min = 8\n    max = 2\n  }\n}\n", "job.hcl:5:5", "min (8) is greater than max (2)"},
 		{"not a multiple of per_worker", "training \"a\" {\n  command = \"x\"\n  gpus {\n    min = 3\n    max = 8\n    per_worker = 2\n  }\n}\n", "job.hcl:4:5", "not a multiple of per_worker"},

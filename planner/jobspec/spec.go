@@ -28,6 +28,11 @@
 //	    webhook  = "https://hooks.example/models"  # told of each delivery
 //	  }
 //
+//	  worker {                      # what each worker asks of its node
+//	    cpu    = 4000               # MHz (default 500)
+//	    memory = "16GiB"            # (default 1GiB)
+//	  }
+//
 //	  anti_affinity { jobs = ["other-job"] }
 //	  data "imagenet" { prefer = { "meta.datasets" = "imagenet" } }
 //	  env = { NCCL_DEBUG = "WARN" }
@@ -55,7 +60,8 @@
 //     and the operators above are all a jobspec evaluates;
 //   - numbers in range: GPU counts (gpus, count, min, max, per_worker) from
 //     1 to MaxGPUs (1,048,576), priority 1 to 100, min_memory from 1 byte to
-//     1 PiB, goal and tier1 finite (1/0 is refused).
+//     1 PiB, a worker's cpu from 1 to 1,000,000 MHz and memory from 1 MiB
+//     to 16 TiB, goal and tier1 finite (1/0 is refused).
 //
 // The planner also runs only a few parses at once (Gate: 4, or GOMAXPROCS
 // where fewer, at least 2); a submission that finds no slot free within 5 s is refused
@@ -95,6 +101,8 @@ type Spec struct {
 	AntiAffinity Selector
 	Data         []Data
 	Artifacts    []Artifact
+	// Worker is what each worker task asks of its node besides its GPUs.
+	Worker Worker
 
 	// Range is where the training block is, for later diagnostics.
 	Range hcl.Range
@@ -112,6 +120,14 @@ type GPUs struct {
 	PerWorker    int
 	Model        string
 	MinMemoryMiB int
+}
+
+// Worker is a worker task's CPU, in MHz, and memory, in MiB, as Nomad's
+// resources block asks for them (the worker block); 0 is the planner's
+// default (planner/nomadjob: 500 MHz and 1 GiB).
+type Worker struct {
+	CPU       int `json:",omitempty"`
+	MemoryMiB int `json:",omitempty"`
 }
 
 // Fixed reports whether the job asks for exactly one count.

@@ -285,7 +285,14 @@ func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
 	if spec.GPUs.MinMemoryMiB > 0 {
 		device.Constraints = append(device.Constraints, nomadapi.NewConstraint("${device.attr.memory}", ">=", fmt.Sprintf("%d MiB", spec.GPUs.MinMemoryMiB)))
 	}
-	worker.Require(&nomadapi.Resources{CPU: ptr(workerCPU), MemoryMB: ptr(workerMemoryMB), Devices: []*nomadapi.RequestedDevice{device}})
+	cpu, mem := workerCPU, workerMemoryMB
+	if spec.Worker.CPU > 0 {
+		cpu = spec.Worker.CPU
+	}
+	if spec.Worker.MemoryMiB > 0 {
+		mem = spec.Worker.MemoryMiB
+	}
+	worker.Require(&nomadapi.Resources{CPU: ptr(cpu), MemoryMB: ptr(mem), Devices: []*nomadapi.RequestedDevice{device}})
 
 	tg := nomadapi.NewTaskGroup(WorkerGroup(node), count).AddTask(worker)
 	tg.Constraints = []*nomadapi.Constraint{nomadapi.NewConstraint("${node.unique.id}", "=", node)}

@@ -210,3 +210,27 @@ func TestBuild_WorkersPreloadPythonTraining(t *testing.T) {
 		must.Eq(t, want, job.TaskGroups[1].Tasks[0].Config["preload"], must.Sprint(command))
 	}
 }
+
+// Each worker asks for the CPU and memory its jobspec's worker block gives,
+// and the defaults without one; the launcher's ask is its own.
+func TestBuild_WorkerResources(t *testing.T) {
+	spec := jobspec.Spec{Name: "r", Command: "python3", Launcher: jobspec.LauncherHorovod, GPUs: jobspec.GPUs{Min: 2, Max: 2, PerWorker: 1}}
+	for _, tc := range []struct {
+		worker   jobspec.Worker
+		cpu, mem int
+	}{
+		{jobspec.Worker{}, 500, 1024},
+		{jobspec.Worker{CPU: 4000, MemoryMiB: 16384}, 4000, 16384},
+		{jobspec.Worker{MemoryMiB: 2048}, 500, 2048},
+	} {
+		s := spec
+		s.Worker = tc.worker
+		job := Build(&structs.Job{ID: "r-1", Spec: s}, policy.Allocation{"node-a": 2}, Options{})
+		w := job.TaskGroups[1].Tasks[0].Resources
+		must.Eq(t, tc.cpu, *w.CPU)
+		must.Eq(t, tc.mem, *w.MemoryMB)
+		must.Len(t, 1, w.Devices)
+		l := job.TaskGroups[0].Tasks[0].Resources
+		must.Eq(t, 200, *l.CPU)
+	}
+}
