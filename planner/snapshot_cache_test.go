@@ -109,11 +109,7 @@ func TestSnapshot_CopiedRunningIsTimed(t *testing.T) {
 // reads; what it writes is the snapshot made afresh.
 func TestSnapshot_ReusesUnreadViews(t *testing.T) {
 	ctx := context.Background()
-	p, _, _, now := newPlanner(t, "fifo", node("n1", 8))
-	for i := range 4 {
-		submit(t, p, now, spec(t, "j"+string(rune('a'+i)), 4, 4))
-	}
-	must.NoError(t, p.Round(ctx))
+	p, _, now := fourGPUJobs(t, 4)
 	first := viewsOf(p.obs.snap.Jobs)
 	must.NoError(t, p.Round(ctx))
 	second := viewsOf(p.obs.snap.Jobs)
@@ -135,4 +131,42 @@ func TestSnapshot_ReusesUnreadViews(t *testing.T) {
 	must.MapLen(t, 2, p.Waits())
 	must.Eq(t, first, viewsOf(p.snaps.spare))
 	must.True(t, p.unread(p.snaps.spare), must.Sprint("the next round writes over them"))
+}
+
+// Waits read while rounds run reads no views a round writes over (run
+// with -race).
+func TestSnapshot_WaitsWhileRounds(t *testing.T) {
+	ctx := context.Background()
+	p, exec, now := fourGPUJobs(t, 6)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			for id, w := range p.Waits() {
+				must.NotEq(t, "", w.Reason, must.Sprint(id))
+			}
+		}
+	}()
+	for i := range 50 {
+		if i%10 == 5 {
+			exec.done["ja"] = 0 // an end, and a new record to view
+			must.NoError(t, p.Round(ctx))
+			delete(exec.done, "ja")
+			submit(t, p, now, spec(t, "ja", 4, 4))
+		}
+		must.NoError(t, p.Round(ctx))
+	}
+	<-done
+}
+
+// fourGPUJobs is a fifo planner on one node of 8 GPUs after a round with
+// n jobs of 4 GPUs (ja, jb, ...): two run, the rest queue.
+func fourGPUJobs(t *testing.T, n int) (*Planner, *fakeExecutor, *time.Time) {
+	t.Helper()
+	p, _, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	for i := range n {
+		submit(t, p, now, spec(t, "j"+string(rune('a'+i)), 4, 4))
+	}
+	must.NoError(t, p.Round(context.Background()))
+	return p, exec, now
 }
