@@ -73,6 +73,27 @@ type observer struct {
 	snap  *policy.Snapshot
 	plan  *policy.Plan
 	queue func() map[string]quota.Wait
+	// reading counts the Waits calls in flight by the views they read
+	// (a snapshot's Jobs, by its array): a round writes over a buffer of
+	// views only when it is neither snap's nor read (unread).
+	reading map[*policy.Job]int
+}
+
+// viewsOf is the array of views under jobs (nil: none).
+func viewsOf(jobs []policy.Job) *policy.Job {
+	if cap(jobs) == 0 {
+		return nil
+	}
+	return &jobs[:1][0]
+}
+
+// unread reports whether no Waits reads the views of jobs, nor can
+// start to (they are not the last snapshot's): a round may write over them.
+func (p *Planner) unread(jobs []policy.Job) bool {
+	v := viewsOf(jobs)
+	p.obs.mu.Lock()
+	defer p.obs.mu.Unlock()
+	return v != nil && p.obs.reading[v] == 0 && (p.obs.snap == nil || viewsOf(p.obs.snap.Jobs) != v)
 }
 
 // noteNodesSeen publishes a node-lost event for every node of the last
@@ -124,10 +145,23 @@ func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan, queue func
 func (p *Planner) Waits() map[string]structs.Wait {
 	p.obs.mu.Lock()
 	snap, plan, queue := p.obs.snap, p.obs.plan, p.obs.queue
-	p.obs.mu.Unlock()
 	if snap == nil {
+		p.obs.mu.Unlock()
 		return nil
 	}
+	v := viewsOf(snap.Jobs)
+	if p.obs.reading == nil {
+		p.obs.reading = map[*policy.Job]int{}
+	}
+	p.obs.reading[v]++
+	p.obs.mu.Unlock()
+	defer func() {
+		p.obs.mu.Lock()
+		if p.obs.reading[v]--; p.obs.reading[v] == 0 {
+			delete(p.obs.reading, v)
+		}
+		p.obs.mu.Unlock()
+	}()
 	return waits(snap, plan, queue())
 }
 

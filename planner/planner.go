@@ -363,7 +363,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 // part from the last round's where the store shares its records.
 func (p *Planner) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
 	if _, ok := p.Store.(store.SharedLister); ok {
-		return p.snaps.snapshot(now, nodes, jobs)
+		return p.snaps.snapshot(now, nodes, jobs, p.unread)
 	}
 	return snapshot(now, nodes, jobs)
 }

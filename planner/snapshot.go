@@ -15,7 +15,7 @@ import (
 // what each job holds; GPUs on nodes that are gone (down, drained, no longer
 // offering GPUs) are dropped, so the policy never plans on a lost node.
 func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
-	return (*snapCache)(nil).snapshot(now, nodes, jobs)
+	return (*snapCache)(nil).snapshot(now, nodes, jobs, nil)
 }
 
 // snapCache is the last round's snapshot beside the records it was made
@@ -26,17 +26,28 @@ func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.S
 // again (the snapshot was most of a round with thousands of queued jobs).
 // Every job is viewed afresh while a selector names jobs by name (the IDs
 // it stands for depend on the others).
+//
+// The views of the round before the last (spare, spareHeld) are kept to
+// be written over by the next round, not allocated anew (100,000 views
+// are 46 MB): a round's views are read after it only by the API's wait
+// reasons (Planner.Waits), so they are overwritten only once that has
+// let go of them (the unread of snapshot).
 type snapCache struct {
 	recs  []*structs.Job // the records of jobs, in the queue's order
 	jobs  []policy.Job
 	held  []int // the GPUs each of jobs holds on the nodes
 	nodes []policy.Node
 	named bool // a selector named jobs
+
+	spare     []policy.Job // the views of the round before: jobs' buffer next round if unread
+	spareHeld []int
 }
 
 // snapshot is snapshot(now, nodes, jobs), copying from c (nil: none) what
-// it can; c then keeps the result for the next round.
-func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
+// it can; c then keeps the result for the next round. unread (nil: none)
+// reports whether nobody reads the views of a buffer any more, so that
+// this round may write over them.
+func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, unread func([]policy.Job) bool) *policy.Snapshot {
 	known := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		known[n.ID] = true
@@ -56,10 +67,17 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 	if c != nil && !c.named && idsByName == nil && sameNodes(c.nodes, nodes) {
 		prev = c.recs
 	}
-	s := &policy.Snapshot{Now: now, Nodes: nodes, Jobs: make([]policy.Job, len(jobs))}
+	s := &policy.Snapshot{Now: now, Nodes: nodes}
 	var held []int
-	if c != nil {
-		held = make([]int, len(jobs))
+	if c != nil && unread != nil && cap(c.spare) >= len(jobs) && len(jobs) > 0 && unread(c.spare) {
+		// Every view and count below is set anew: copied whole, or by
+		// policyJob and the held count it returns.
+		s.Jobs, held = c.spare[:len(jobs)], c.spareHeld[:len(jobs)]
+	} else if c != nil { // with room for more jobs in a later round
+		s.Jobs = make([]policy.Job, len(jobs), len(jobs)+len(jobs)/8)
+		held = make([]int, len(jobs), cap(s.Jobs))
+	} else {
+		s.Jobs = make([]policy.Job, len(jobs))
 	}
 	i := 0 // in prev: both lists are in the queue's order
 	for k := 0; k < len(jobs); {
@@ -90,7 +108,8 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 		k++
 	}
 	if c != nil {
-		*c = snapCache{recs: jobs, jobs: s.Jobs, held: held, nodes: nodes, named: idsByName != nil}
+		*c = snapCache{recs: jobs, jobs: s.Jobs, held: held, nodes: nodes, named: idsByName != nil,
+			spare: c.jobs, spareHeld: c.held}
 	}
 	return s
 }

@@ -103,3 +103,70 @@ func TestSnapshot_CopiedRunningIsTimed(t *testing.T) {
 	must.Eq(t, first.Jobs[0].AttainedGPUSeconds+4*60, got.Jobs[0].AttainedGPUSeconds)
 	must.Less(t, first.Jobs[0].Progress.RemainingWork, got.Jobs[0].Progress.RemainingWork)
 }
+
+// A round writes its views over those of the round before the last, not
+// over the last round's (Waits reads them) nor over any a Waits call still
+// reads; what it writes is the snapshot made afresh.
+func TestSnapshot_ReusesUnreadViews(t *testing.T) {
+	ctx := context.Background()
+	p, _, now := fourGPUJobs(t, 4)
+	first := viewsOf(p.obs.snap.Jobs)
+	must.NoError(t, p.Round(ctx))
+	second := viewsOf(p.obs.snap.Jobs)
+	must.NotEq(t, first, second, must.Sprint("the last round's views are not written over"))
+	must.MapLen(t, 2, p.Waits())
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, first, viewsOf(p.obs.snap.Jobs), must.Sprint("the views of the round before the last, unread, are"))
+	must.MapLen(t, 2, p.Waits())
+
+	p.obs.mu.Lock()
+	p.obs.reading = map[*policy.Job]int{second: 1} // a Waits still reading them
+	p.obs.mu.Unlock()
+	must.False(t, p.unread(p.snaps.spare))
+	*now = now.Add(time.Minute)
+	must.NoError(t, p.Round(ctx))
+	third := viewsOf(p.obs.snap.Jobs)
+	must.NotEq(t, second, third, must.Sprint("views a Waits reads are not written over"))
+	must.NotEq(t, first, third)
+	must.MapLen(t, 2, p.Waits())
+	must.Eq(t, first, viewsOf(p.snaps.spare))
+	must.True(t, p.unread(p.snaps.spare), must.Sprint("the next round writes over them"))
+}
+
+// Waits read while rounds run reads no views a round writes over (run
+// with -race).
+func TestSnapshot_WaitsWhileRounds(t *testing.T) {
+	ctx := context.Background()
+	p, exec, now := fourGPUJobs(t, 6)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			for id, w := range p.Waits() {
+				must.NotEq(t, "", w.Reason, must.Sprint(id))
+			}
+		}
+	}()
+	for i := range 50 {
+		if i%10 == 5 {
+			exec.done["ja"] = 0 // an end, and a new record to view
+			must.NoError(t, p.Round(ctx))
+			delete(exec.done, "ja")
+			submit(t, p, now, spec(t, "ja", 4, 4))
+		}
+		must.NoError(t, p.Round(ctx))
+	}
+	<-done
+}
+
+// fourGPUJobs is a fifo planner on one node of 8 GPUs after a round with
+// n jobs of 4 GPUs (ja, jb, ...): two run, the rest queue.
+func fourGPUJobs(t *testing.T, n int) (*Planner, *fakeExecutor, *time.Time) {
+	t.Helper()
+	p, _, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	for i := range n {
+		submit(t, p, now, spec(t, "j"+string(rune('a'+i)), 4, 4))
+	}
+	must.NoError(t, p.Round(context.Background()))
+	return p, exec, now
+}
