@@ -290,9 +290,11 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	live := make([]*structs.Job, 0, len(active))
 	for _, j := range active {
 		if j.State == structs.JobRunning {
-			done, err := p.reap(ctx, &j, now)
-			if err != nil {
-				p.Logger.Warn("failed to read job outcome", "job", j.ID, "error", err)
+			var done bool
+			var rerr error
+			j, done, rerr = p.reap(ctx, j, now)
+			if rerr != nil {
+				p.Logger.Warn("failed to read job outcome", "job", j.ID, "error", rerr)
 			}
 			if done {
 				continue
@@ -379,19 +381,19 @@ func (p *Planner) activeJobs(ctx context.Context) ([]*structs.Job, error) {
 
 // reap records a running job that has ended; it reports whether it did.
 // Of one that runs on, it records when Nomad has not placed all of it and
-// when it has again (noteUnplaced), and then *jp is the record as stored.
-func (p *Planner) reap(ctx context.Context, jp **structs.Job, now time.Time) (bool, error) {
-	j := *jp
+// when it has again (noteUnplaced), and returns its record as stored.
+func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (*structs.Job, bool, error) {
 	out, err := p.Executor.Outcome(ctx, j)
 	if err != nil {
-		return false, err
+		return j, false, err
 	}
 	if !out.Done {
-		return false, p.noteUnplaced(ctx, jp, out.Unplaced, now)
+		j, err := p.noteUnplaced(ctx, j, out.Unplaced, now)
+		return j, false, err
 	}
-	j = j.Clone() // the store's own where shared
+	ended := j.Clone() // the store's own where shared
 	code := out.ExitCode
-	err = p.update(ctx, j, func(j *structs.Job) error {
+	err = p.update(ctx, ended, func(j *structs.Job) error {
 		j.ExitCode = &code
 		j.State = structs.JobComplete
 		if code != 0 {
@@ -405,10 +407,10 @@ func (p *Planner) reap(ctx context.Context, jp **structs.Job, now time.Time) (bo
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("failed to record end of job %s: %w", j.ID, err)
+		return j, false, fmt.Errorf("failed to record end of job %s: %w", j.ID, err)
 	}
-	p.Logger.Info("job ended", "job", j.ID, "state", j.State, "exit_code", code)
-	return true, nil
+	p.Logger.Info("job ended", "job", j.ID, "state", ended.State, "exit_code", code)
+	return ended, true, nil
 }
 
 // Event types of a running job whose allocations Nomad has not all placed,
@@ -418,42 +420,48 @@ const (
 	EventPlaced   = "placed"
 )
 
-// noteUnplaced records in *jp's events that Nomad has not placed all of
-// it, saying why (msg), once per reason, and that it has, once msg is "";
-// *jp is then the record as stored. A job whose workers Nomad cannot
-// place trains at fewer than the planner gave it, and this says why.
-func (p *Planner) noteUnplaced(ctx context.Context, jp **structs.Job, msg string, now time.Time) error {
-	last := ""
-	for _, e := range slices.Backward((*jp).Events) {
-		if e.Type == EventUnplaced || e.Type == EventPlaced {
-			if e.Type == EventUnplaced {
-				last = e.Message
-			}
-			break
-		}
+// noteUnplaced records in job j's events that Nomad has not placed all of
+// it, saying why (msg), once per reason, and that it has, once msg is "",
+// and returns its record as stored. A job whose workers Nomad cannot place
+// trains at fewer than the planner gave it, and this says why.
+func (p *Planner) noteUnplaced(ctx context.Context, j *structs.Job, msg string, now time.Time) (*structs.Job, error) {
+	if lastUnplaced(j) == msg {
+		return j, nil
 	}
-	if msg == last {
-		return nil
-	}
-	j := (*jp).Clone() // the store's own where shared
-	err := p.update(ctx, j, func(j *structs.Job) error {
-		if msg == "" {
+	next := j.Clone() // the store's own where shared
+	err := p.update(ctx, next, func(j *structs.Job) error {
+		switch {
+		case lastUnplaced(j) == msg: // said since j was read
+		case msg == "":
 			j.Events = append(j.Events, structs.Event{Time: now, Type: EventPlaced, Message: "Nomad has placed all of the job"})
-		} else {
+		default:
 			j.Events = append(j.Events, structs.Event{Time: now, Type: EventUnplaced, Message: msg})
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("failed to record the placement of job %s: %w", j.ID, err)
+		return j, fmt.Errorf("failed to record the placement of job %s: %w", j.ID, err)
 	}
 	if msg != "" {
 		p.Logger.Warn("job not placed in full", "job", j.ID, "nomad", msg)
 	} else {
 		p.Logger.Info("job placed in full", "job", j.ID)
 	}
-	*jp = j
-	return nil
+	return next, nil
+}
+
+// lastUnplaced is the message of job j's last unplaced event, "" when it
+// has none or a placed event came after it.
+func lastUnplaced(j *structs.Job) string {
+	for _, e := range slices.Backward(j.Events) {
+		switch e.Type {
+		case EventUnplaced:
+			return e.Message
+		case EventPlaced:
+			return ""
+		}
+	}
+	return ""
 }
 
 // record writes an applied change into the job's record. by is who took
