@@ -335,6 +335,18 @@ func noRetry(tg *nomadapi.TaskGroup) {
 	tg.ReschedulePolicy = &nomadapi.ReschedulePolicy{Attempts: ptr(0), Unlimited: ptr(false)}
 }
 
+// workersOn is the workers an allocation (node → GPUs) runs on each node
+// that it gives GPUs, per GPUs a worker: node → workers.
+func workersOn(a policy.Allocation, per int) map[string]int {
+	out := make(map[string]int, len(a))
+	for node, g := range a {
+		if g > 0 {
+			out[node] = g / per
+		}
+	}
+	return out
+}
+
 // workerCounts reads a registered job's worker groups: node → workers.
 func workerCounts(job *nomadapi.Job) map[string]int {
 	out := map[string]int{}

@@ -90,14 +90,8 @@ func (n *Nomad) registered(ctx context.Context, id string) (*nomadapi.Job, error
 // go, then lowers the counts, and Nomad stops exactly those
 // (drain.Client.Resize, the one resize path).
 func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Job, target policy.Allocation) error {
-	per := j.Spec.GPUs.PerWorker
 	have := workerCounts(current)
-	want := map[string]int{}
-	for node, g := range target {
-		if g > 0 {
-			want[node] = g / per
-		}
-	}
+	want := workersOn(target, j.Spec.GPUs.PerWorker)
 
 	next := *current
 	next.TaskGroups = nil
@@ -208,11 +202,8 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 // Nomad finds no room waits for room there.
 func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi.AllocationListStub) string {
 	want := map[string]int{LauncherGroup: 1}
-	per := max(1, j.Spec.GPUs.PerWorker)
-	for node, g := range j.Allocation {
-		if g > 0 {
-			want[WorkerGroup(node)] = g / per
-		}
+	for node, n := range workersOn(j.Allocation, j.Spec.GPUs.PerWorker) {
+		want[WorkerGroup(node)] = n
 	}
 	have := map[string]int{}
 	for _, a := range allocs {
