@@ -231,9 +231,7 @@ func trainingSpec(t *testing.T, dir, name string, min, max int, progress, stopFi
 }
 
 // gpuRange is a jobspec's gpus block for [min, max] GPUs, one per worker.
-func gpuRange(min, max int) string {
-	return fmt.Sprintf("gpus {\n    min        = %d\n    max        = %d\n    per_worker = 1\n  }", min, max)
-}
+func gpuRange(min, max int) string { return queueGPUs(min, max, 1) }
 
 // exampleSpec writes dir/name.hcl: a training jobspec running the example
 // script (jobspecs/examples/train_elastic.py) with the venv's Python under
