@@ -185,7 +185,7 @@ func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait
 		}
 		q := queue[j.ID]
 		w := structs.Wait{Queue: q.Queue, Position: q.Position, Of: q.Of}
-		switch r := plan.Reasons[j.ID]; {
+		switch r := plan.Why(j); {
 		case q.Reason != "":
 			w.Cause, w.Reason = structs.WaitQuota, q.Reason
 		case len(r) > 0:

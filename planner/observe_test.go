@@ -68,9 +68,12 @@ func TestObserve_EventsAndMetrics(t *testing.T) {
 
 	a := submit(t, p, now, spec(t, "a", 4, 4))
 	big := submit(t, p, now, spec(t, "big", 8, 8))
-	must.NoError(t, p.Round(ctx)) // a starts; big waits for 8 GPUs
+	behind := submit(t, p, now, spec(t, "behind", 2, 2))
+	must.NoError(t, p.Round(ctx)) // a starts; big waits for 8 GPUs, behind for big
 	must.StrContains(t, p.Waits()[big.ID].Reason, "8 GPUs")
 	must.Eq(t, structs.WaitPolicy, p.Waits()[big.ID].Cause, must.Sprint("the policy's own reason"))
+	must.StrContains(t, p.Waits()[behind.ID].Reason, "waiting behind job "+big.ID, must.Sprint("the line's reason (the plan's Waiting)"))
+	must.Eq(t, structs.WaitPolicy, p.Waits()[behind.ID].Cause)
 	must.MapNotContainsKey(t, p.Waits(), a.ID)
 
 	must.NoError(t, p.ReportProgress(ctx, a.ID, []structs.ProgressReport{{Step: 1}, {Step: 2}}))

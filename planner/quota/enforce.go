@@ -54,7 +54,7 @@ func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
 		return p, nil
 	}
 	e := &enforcer{v: v, tgt: make([]policy.Allocation, len(v.s.Jobs)), claimed: map[int]bool{},
-		out: &policy.Plan{Policy: p.Policy, Allocations: map[string]policy.Allocation{}, Reasons: map[string][]string{}}}
+		out: &policy.Plan{Policy: p.Policy, Allocations: map[string]policy.Allocation{}, Reasons: map[string][]string{}, Waiting: p.Waiting}}
 	for id, r := range p.Reasons {
 		e.out.Reasons[id] = slices.Clone(r)
 	}

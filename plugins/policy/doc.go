@@ -48,7 +48,12 @@
 //   - A job absent from Plan.Allocations keeps its current allocation; a job
 //     present with an empty allocation holds 0 GPUs (a running one is
 //     stopped).
-//   - Plan.Reasons says, per job, what the policy decided and why.
+//   - Plan.Reasons says, per job, what the policy decided and why;
+//     Plan.Waiting is the reason of every job the plan leaves without GPUs
+//     and without reasons of its own (Plan.Why), so that a line of jobs
+//     behind a head that does not fit costs one entry, not one a job.
+//   - A plan lists what changes: the builtins give an entry only to the
+//     jobs whose allocation changes (place.Board.Plan).
 //   - Plans are deterministic: the builtins order nodes by ID and jobs by
 //     (Submitted, ID), never by map or slice order of the snapshot.
 //

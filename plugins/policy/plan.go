@@ -5,7 +5,8 @@ package policy
 // A job absent from Allocations keeps its current allocation (a queued job
 // stays queued, a running job keeps its GPUs). A job present with an empty
 // (or nil) allocation is to hold 0 GPUs: a running one is stopped
-// (preempted). The builtins list every running job and every job they start.
+// (preempted). The builtins list only the jobs whose allocation changes, so
+// a plan's size is that of the round's changes, not of the jobs.
 type Plan struct {
 	// Policy is the name of the policy that made the plan.
 	Policy      string                `json:"policy"`
@@ -13,6 +14,22 @@ type Plan struct {
 	// Reasons explains, per job ID, what the policy decided and why, in
 	// words for `schedulearn job status`.
 	Reasons map[string][]string `json:"reasons,omitempty"`
+	// Waiting is the reason of every job the plan leaves without GPUs
+	// and without reasons of its own (Why): the jobs that wait behind
+	// the head of a line, which would otherwise each carry the same words.
+	Waiting []string `json:"waiting,omitempty"`
+}
+
+// Why returns what the plan says of job j: its own reasons, or, for a job
+// the plan leaves without GPUs, the plan's Waiting.
+func (p *Plan) Why(j *Job) []string {
+	if r, ok := p.Reasons[j.ID]; ok {
+		return r
+	}
+	if len(p.Waiting) > 0 && p.Target(j).Total() == 0 {
+		return p.Waiting
+	}
+	return nil
 }
 
 // Target returns the allocation plan p gives job j.

@@ -3,6 +3,7 @@ package place
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // AdmitInOrder starts queued jobs in submission order with place (Grow, or
@@ -43,13 +44,14 @@ func (c *Board) AdmitInOrder(ctx context.Context, largest bool, place func(j int
 	return nil
 }
 
-// wait gives job j the shared reason why; the slice is shared between jobs
-// (len == cap, so an append copies it).
+// wait gives job j the reason why it waits: the plan's Waiting when j has
+// no notes of its own (one reason for the whole line behind a head, not
+// one entry a job), else added to its notes. A board has one line: a
+// second why for a job without notes is noted as its own.
 func (c *Board) wait(j int32, why []string) {
-	if c.notes[j] == nil {
-		c.noted++
-		c.notes[j] = why
+	if c.notes[j] == nil && (c.waiting == nil || slices.Equal(c.waiting, why)) {
+		c.waiting = why
 		return
 	}
-	c.notes[j] = append(c.notes[j], why...)
+	c.note(j, why...)
 }

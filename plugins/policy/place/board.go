@@ -55,7 +55,10 @@ type Board struct {
 	notes [][]string
 	extra map[string][]string
 	noted int
-	undo  []change
+	// waiting is the reason of the jobs without notes that wait (wait):
+	// the plan's Waiting.
+	waiting []string
+	undo    []change
 
 	// Scratch space for one placement at a time.
 	cand, aux bitset
@@ -286,9 +289,9 @@ func (c *Board) index(id string) (int32, bool) {
 }
 
 // Plan returns the working state as a plan made by the policy called name:
-// every job that holds GPUs now or in the snapshot gets an entry. Unchanged
-// allocations are shared with the snapshot (both are read-only). The
-// reasons noted so far move into the plan.
+// every job whose allocation changed gets an entry (empty for one that
+// holds none now); the others are absent, and so keep what they hold
+// (Plan.Target). The reasons noted so far move into the plan.
 func (c *Board) Plan(name string) *policy.Plan {
 	reasons := make(map[string][]string, c.noted+len(c.extra))
 	for j, why := range c.notes {
@@ -300,14 +303,10 @@ func (c *Board) Plan(name string) *policy.Plan {
 		reasons[id] = append(reasons[id], why...)
 	}
 	clear(c.notes)
-	c.noted, c.extra = 0, nil
-	p := &policy.Plan{Policy: name, Allocations: make(map[string]policy.Allocation), Reasons: reasons}
+	p := &policy.Plan{Policy: name, Allocations: make(map[string]policy.Allocation), Reasons: reasons, Waiting: c.waiting}
+	c.noted, c.extra, c.waiting = 0, nil, nil
 	for j, job := range c.jobs {
-		if c.total[j] == 0 && job.Allocation.Total() == 0 {
-			continue
-		}
 		if c.unchanged(int32(j)) {
-			p.Allocations[job.ID] = job.Allocation
 			continue
 		}
 		p.Allocations[job.ID] = c.allocation(int32(j))
