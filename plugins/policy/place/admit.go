@@ -49,7 +49,7 @@ func (c *Board) AdmitInOrder(ctx context.Context, largest bool, place func(j int
 // one entry a job), else added to its notes. A board has one line: a
 // second why for a job without notes is noted as its own.
 func (c *Board) wait(j int32, why []string) {
-	if c.notes[j] == nil && (c.waiting == nil || slices.Equal(c.waiting, why)) {
+	if !c.hasNotes(j) && (c.waiting == nil || slices.Equal(c.waiting, why)) {
 		c.waiting = why
 		return
 	}

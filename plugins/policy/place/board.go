@@ -47,11 +47,14 @@ type Board struct {
 	total    []int
 	moved    []bool            // per job: its allocation changed since NewBoard (apply)
 	masks    map[string]bitset // eligible nodes per constraint set
-	jobMask  []bitset          // per job, nil until first needed
+	jobMask  []bitset          // per constrained job, nil until first needed (eligible)
 	antiJobs []int32           // jobs with an anti-affinity selector
 
-	// notes are the reasons noted per job since the last Plan; extra those
-	// for IDs that are not in the snapshot; noted counts the jobs with notes.
+	// notes are the reasons noted per job since the last Plan: in few
+	// while at most fewNotes jobs have some (a round that starts nobody
+	// notes one or two), then by job index; extra those for IDs that are
+	// not in the snapshot; noted counts the jobs with notes.
+	few   []jobNotes
 	notes [][]string
 	extra map[string][]string
 	noted int
@@ -88,7 +91,6 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 		free:    make([]int, len(s.Nodes)),
 		jobs:    make([]*policy.Job, len(s.Jobs)),
 		masks:   make(map[string]bitset),
-		notes:   make([][]string, len(s.Jobs)),
 	}
 	for i := range s.Nodes {
 		c.nodes[i] = &s.Nodes[i]
@@ -123,7 +125,6 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 	c.alloc = make([][]slot, len(c.jobs))
 	c.total = make([]int, len(c.jobs))
 	c.moved = make([]bool, len(c.jobs))
-	c.jobMask = make([]bitset, len(c.jobs))
 	if id, ok := uniqueIDs(c.jobs); !ok {
 		return nil, fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", id)
 	}
@@ -267,12 +268,53 @@ func (c *Board) Notef(j int32, format string, args ...any) {
 	c.note(j, fmt.Sprintf(format, args...))
 }
 
+// fewNotes is how many jobs' notes a board keeps in a list before it
+// keeps them by job index.
+const fewNotes = 16
+
+// jobNotes are job j's notes.
+type jobNotes struct {
+	j   int32
+	why []string
+}
+
 // note adds reasons to job j's entry in the plan.
 func (c *Board) note(j int32, reasons ...string) {
+	if c.notes == nil {
+		for i := range c.few {
+			if c.few[i].j == j {
+				c.few[i].why = append(c.few[i].why, reasons...)
+				return
+			}
+		}
+		if len(c.few) < fewNotes {
+			c.few = append(c.few, jobNotes{j: j, why: append([]string(nil), reasons...)})
+			c.noted++
+			return
+		}
+		c.notes = make([][]string, len(c.jobs))
+		for _, n := range c.few {
+			c.notes[n.j] = n.why
+		}
+		c.few = c.few[:0]
+	}
 	if c.notes[j] == nil {
 		c.noted++
 	}
 	c.notes[j] = append(c.notes[j], reasons...)
+}
+
+// hasNotes reports whether job j has notes.
+func (c *Board) hasNotes(j int32) bool {
+	if c.notes != nil {
+		return c.notes[j] != nil
+	}
+	for _, n := range c.few {
+		if n.j == j {
+			return true
+		}
+	}
+	return false
 }
 
 // index returns the index of job id, building the ID index on first use
@@ -299,6 +341,10 @@ func (c *Board) Plan(name string) *policy.Plan {
 			reasons[c.jobs[j].ID] = why
 		}
 	}
+	for _, n := range c.few {
+		reasons[c.jobs[n.j].ID] = n.why
+	}
+	c.few = c.few[:0]
 	for id, why := range c.extra {
 		reasons[id] = append(reasons[id], why...)
 	}
@@ -397,13 +443,14 @@ func (c *Board) heldOn(j, n int32) int {
 
 // eligible returns the nodes job j's constraints allow (shared; read-only).
 func (c *Board) eligible(j int32) bitset {
-	if m := c.jobMask[j]; m != nil {
-		return m
-	}
 	cons := &c.jobs[j].Constraints
 	if cons.GPUModel == "" && cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0 {
-		c.jobMask[j] = c.all
 		return c.all
+	}
+	if c.jobMask == nil {
+		c.jobMask = make([]bitset, len(c.jobs))
+	} else if m := c.jobMask[j]; m != nil {
+		return m
 	}
 	var b strings.Builder
 	b.WriteString(cons.GPUModel)

@@ -1,6 +1,8 @@
 package place_test
 
 import (
+	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -97,4 +99,34 @@ func TestBoard_SharedSlots(t *testing.T) {
 	must.Eq(t, c.Allocation("a"), p.Allocations["a"])
 	must.Eq(t, c.Allocation("b"), p.Allocations["b"])
 	must.Eq(t, A{"n2": 2}, p.Target(&s.Jobs[2]), must.Sprint("c, unchanged, keeps its GPUs"))
+}
+
+// A board keeps the notes of a few jobs in a list and those of more by job
+// index: either way each job's reasons reach the plan in the order noted,
+// and a second plan has only what was noted after the first.
+func TestBoard_Notes(t *testing.T) {
+	for _, n := range []int{3, 40} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			s := &policy.Snapshot{Nodes: []policy.Node{node("n1", 8, 0)}}
+			for i := range n {
+				s.Jobs = append(s.Jobs, queued(fmt.Sprintf("j%02d", i), i+1, 1, 1, 1))
+			}
+			c, err := place.NewBoard(s)
+			must.NoError(t, err)
+			for i := range n {
+				c.Note(s.Jobs[i].ID, "first")
+			}
+			c.Note("j01", "second")
+			c.Note("gone", "not in the snapshot")
+			p := c.Plan("test")
+			must.MapLen(t, n+1, p.Reasons)
+			must.Eq(t, []string{"first", "second"}, p.Reasons["j01"])
+			must.Eq(t, []string{"first"}, p.Reasons["j00"])
+			must.Eq(t, []string{"first"}, p.Reasons[s.Jobs[n-1].ID])
+
+			c.Note("j02", "later")
+			p = c.Plan("test")
+			must.Eq(t, map[string][]string{"j02": {"later"}}, p.Reasons)
+		})
+	}
 }
