@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -38,12 +40,34 @@ const boltFormat = "1"
 const boltLockTimeout = time.Second
 
 // Bolt is the embedded store: one bbolt file, for a single planner.
+//
+// It keeps the active jobs' records decoded in memory besides (a write
+// stores a new one there after its transaction commits, as Memory does),
+// so a round reads them without decoding every one (SharedLister); the
+// file lock makes this process the file's only writer. The cache is built
+// by the first listing, and dropped by a write whose outcome is not known
+// (a failed commit), to be built again from the file.
 type Bolt struct {
 	db   *bolt.DB
 	path string
+
+	// mu orders the writes' changes to the cache as their transactions
+	// (bbolt runs one write transaction at a time), and guards cache.
+	mu     sync.Mutex
+	cache  *boltCache
+	closed bool
 }
 
-var _ Store = (*Bolt)(nil)
+// boltCache is the decoded active records: by ID, and in the queue's order.
+type boltCache struct {
+	byID  map[string]*structs.Job
+	index activeIndex
+}
+
+var (
+	_ Store        = (*Bolt)(nil)
+	_ SharedLister = (*Bolt)(nil)
+)
 
 // Open opens (creating if needed) the bolt store at path. Only one process
 // can hold the file: if another has it open, Open fails within about a
@@ -107,7 +131,7 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
 	}
-	err = b.update(func(tx *bolt.Tx) error {
+	err = b.write(&c, func(tx *bolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
 		if jobs.Get([]byte(j.ID)) != nil {
 			return fmt.Errorf("job %q: %w", j.ID, ErrExists)
@@ -148,7 +172,7 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
 	}
-	err = b.update(func(tx *bolt.Tx) error {
+	err = b.write(&c, func(tx *bolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
 		old := jobs.Get([]byte(j.ID))
 		if old == nil {
@@ -224,12 +248,73 @@ func (b *Bolt) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 	return b.listWhere(ctx, nil)
 }
 
-// ListActiveJobs implements Store: it reads the active jobs' records only,
-// through the index of their IDs (bucketActive).
+// ListActiveJobs implements Store: copies of the cached active records.
 func (b *Bolt) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
+	jobs, err := b.ListActiveJobsShared(ctx)
+	for i, j := range jobs {
+		jobs[i] = copyJob(j)
+	}
+	return jobs, err
+}
+
+// ListActiveJobsShared implements SharedLister: the cached active records
+// themselves, which no write changes (it caches a new one); the first
+// listing decodes them from the file.
+func (b *Bolt) ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errClosed
+	}
+	if b.cache == nil {
+		jobs, err := b.readActive()
+		if err != nil {
+			return nil, err
+		}
+		c := &boltCache{byID: make(map[string]*structs.Job, len(jobs)), index: jobs}
+		for _, j := range jobs {
+			c.byID[j.ID] = j
+		}
+		b.cache = c
+	}
+	return slices.Clone(b.cache.index), nil
+}
+
+// write runs fn in a write transaction that stores record c, and then
+// puts c (the record as stored, Version included) into the cache. When fn
+// fails (a conflict, a job that exists or does not) the transaction is
+// rolled back and nothing was written; when the commit fails, what the
+// file holds is not known, and the cache is built again from it.
+func (b *Bolt) write(c *structs.Job, fn func(*bolt.Tx) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	refused := false
+	err := b.update(func(tx *bolt.Tx) error {
+		err := fn(tx)
+		refused = err != nil
+		return err
+	})
+	switch {
+	case err == nil && b.cache != nil:
+		c = copyJob(c)
+		b.cache.index.replace(b.cache.byID[c.ID], c)
+		if active(c.State) {
+			b.cache.byID[c.ID] = c
+		} else {
+			delete(b.cache.byID, c.ID)
+		}
+	case err != nil && !refused:
+		b.cache = nil
+	}
+	return err
+}
+
+// readActive decodes the active jobs' records from the file, through the
+// index of their IDs (bucketActive), in the queue's order.
+func (b *Bolt) readActive() ([]*structs.Job, error) {
 	var jobs []*structs.Job
 	err := b.view(func(tx *bolt.Tx) error {
 		all := tx.Bucket(bucketJobs)
@@ -348,6 +433,9 @@ func (b *Bolt) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 
 // Close implements Store.
 func (b *Bolt) Close() error {
+	b.mu.Lock()
+	b.cache, b.closed = nil, true
+	b.mu.Unlock()
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("failed to close store %s: %w", b.path, err)
 	}

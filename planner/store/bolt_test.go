@@ -171,11 +171,7 @@ func TestBolt_IndexesActiveJobsOfAnOlderStore(t *testing.T) {
 	ids := func() []string {
 		jobs, err := s.ListActiveJobs(ctx)
 		must.NoError(t, err)
-		var out []string
-		for _, j := range jobs {
-			out = append(out, j.ID)
-		}
-		return out
+		return jobIDs(jobs)
 	}
 	must.Eq(t, []string{"j-0", "j-1"}, ids())
 	j, err := s.GetJob(ctx, "j-0")

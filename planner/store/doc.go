@@ -57,7 +57,11 @@
 // O(n log n) in the number of jobs (see BenchmarkBolt_ListJobs). A round
 // reads ListActiveJobs (queued and running) and admission ListJobsNamed:
 // Bolt keeps an index of the active jobs' IDs (built on Open for a store
-// that predates it), so a round reads only their records; Consul reads
+// that predates it), and their records decoded in memory once the first
+// round has read them (each write caches the record it stores, after its
+// commit), so a round decodes nothing and, as Memory's, shares them
+// (SharedLister; at 10,000 jobs a fifo round went from 403 ms to 10 ms and
+// the heap from 8 to 20 MB, BenchmarkRoundEndToEnd); Consul reads
 // every record but decodes whole only the ones it returns, as Bolt does for
 // ListJobsNamed; Memory keeps an index of each, so it costs the jobs it
 // returns (BenchmarkMemory_Lists). Consul writes are transactions

@@ -33,7 +33,7 @@ type Memory struct {
 type memoryDB struct {
 	mu     sync.RWMutex
 	jobs   map[string]*structs.Job
-	active []*structs.Job      // the queued and running of jobs, in the queue's order
+	active activeIndex         // the queued and running jobs, in the queue's order
 	names  map[string][]string // jobspec name -> job IDs
 	keys   map[string]string   // Idempotency key -> job ID
 	policy *structs.PolicyState
@@ -98,16 +98,8 @@ func (m *Memory) write(ctx context.Context, j *structs.Job) (*memoryDB, error) {
 // put stores c, keeping the active jobs in the queue's order (by binary
 // search: (Submitted, ID) is unique).
 func (db *memoryDB) put(c *structs.Job) {
-	if old := db.jobs[c.ID]; old != nil && active(old.State) {
-		if i, ok := slices.BinarySearchFunc(db.active, old, compareJobs); ok {
-			db.active = slices.Delete(db.active, i, i+1)
-		}
-	}
+	db.active.replace(db.jobs[c.ID], c)
 	db.jobs[c.ID] = c
-	if active(c.State) {
-		i, _ := slices.BinarySearchFunc(db.active, c, compareJobs)
-		db.active = slices.Insert(db.active, i, c)
-	}
 }
 
 // UpdateJob implements Store.

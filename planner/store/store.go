@@ -194,3 +194,23 @@ func storedVersion(buf []byte) (uint64, error) {
 func conflict(id string, have, stored uint64) error {
 	return fmt.Errorf("failed to update job %q at version %d (stored: %d): %w", id, have, stored, ErrConflict)
 }
+
+// activeIndex is the records of the active jobs (queued and running) in
+// the queue's order (compareJobs): what a round lists, kept by the stores
+// that hold their records in memory (Memory, and Bolt's cache).
+type activeIndex []*structs.Job
+
+// replace puts record c where record old was: old leaves the index if it
+// was in it (nil: no old record), c enters it if it is active (nil: none).
+// Submitted and ID, the order's keys, are the same in both.
+func (x *activeIndex) replace(old, c *structs.Job) {
+	if old != nil && active(old.State) {
+		if i, ok := slices.BinarySearchFunc(*x, old, compareJobs); ok {
+			*x = slices.Delete(*x, i, i+1)
+		}
+	}
+	if c != nil && active(c.State) {
+		i, _ := slices.BinarySearchFunc(*x, c, compareJobs)
+		*x = slices.Insert(*x, i, c)
+	}
+}
