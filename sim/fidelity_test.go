@@ -93,3 +93,26 @@ func TestRun_WholeSeconds(t *testing.T) {
 	must.Eq(t, math.Round(whole.JCT.Mean), whole.JCT.Mean)
 	must.InDelta(t, exact.JCT.Mean, whole.JCT.Mean, 0.5*float64(a.Epochs))
 }
+
+// wholeRigid is a rigid job whose end the simulator rounds to a second.
+type wholeRigid struct{ *sim.Rigid }
+
+func (wholeRigid) WholeSeconds() bool { return true }
+
+// TestRun_WholeSecondsAtARound: an end rounded down onto a round's time
+// comes after that round, as Pollux's simulator, which plans before its
+// jobs step on, sees it; one rounded up onto it comes before. b waits for
+// a's GPU.
+func TestRun_WholeSecondsAtARound(t *testing.T) {
+	cfg := config(1, 1)
+	cfg.WholeSeconds = true
+	for _, tc := range []struct {
+		end, bStart float64
+	}{{120.3, 180}, {119.7, 120}} {
+		a := sim.JobSpec{ID: "a", GPUs: policy.GPURequest{Min: 1, Max: 1, PerWorker: 1},
+			Model: wholeRigid{&sim.Rigid{Duration: tc.end, GPUs: 1}}}
+		r := run(t, cfg, builtin.FIFOName, a, rigid("b", 0, 60, 1))
+		must.InDelta(t, 120, r.JobJCTs[0].JCT, 1e-9, must.Sprintf("a ends at %g", tc.end))
+		must.Eq(t, tc.bStart+60, r.JobJCTs[1].JCT, must.Sprintf("a ends at %g", tc.end))
+	}
+}
