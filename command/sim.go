@@ -85,6 +85,8 @@ Options:
   -serial=0,0.1          The range of the Amdahl serial fraction (uniform).
   -seed=1                The seed of those draws (per job and line).
   -gantt=true            Record per-GPU holders for the Gantt charts.
+  -whole-seconds=true    End the epochs of Pollux jobs on whole seconds, as
+                         Pollux's simulator rounds them (false: exact times).
   -skip-quiet-rounds=true
                          Skip rounds in which nothing happened since a round
                          that changed nothing, for the policies that plan
@@ -183,6 +185,7 @@ func (c *SimCommand) Run(args []string) int {
 	fs.StringVar(&serial, "serial", fmt.Sprintf("%g,%g", dl.Serial[0], dl.Serial[1]), "")
 	fs.Uint64Var(&dl.Seed, "seed", dl.Seed, "")
 	fs.BoolVar(&cfg.Gantt, "gantt", true, "")
+	fs.BoolVar(&cfg.WholeSeconds, "whole-seconds", true, "")
 	fs.BoolVar(&skipQuiet, "skip-quiet-rounds", true, "")
 	fs.StringVar(&out, "out", "", "")
 	fs.BoolVar(&progress, "progress", false, "")

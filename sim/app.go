@@ -49,6 +49,11 @@ type curve struct {
 	gradSqr, gradVars []float64
 }
 
+// polluxMaxLocal are the per-GPU batch limits that Pollux's simulator
+// sets by application name (simulator/applications.py: yolov3's
+// max_local_bsz=8); for the others it takes placements.csv's largest.
+var polluxMaxLocal = map[string]float64{"yolov3": 8}
+
 // LoadApps loads every application under dir (one folder per app).
 func LoadApps(dir string) (map[string]*App, error) {
 	entries, err := os.ReadDir(dir)
@@ -122,7 +127,6 @@ func LoadApp(dir string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	scalabilityMax := 0.0
 	err = readCSV(filepath.Join(dir, "scalability.csv"), []string{"num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"},
 		func(_ int, f []string) error {
 			v, err := floats(f)
@@ -133,18 +137,16 @@ func LoadApp(dir string) (*App, error) {
 				return fmt.Errorf("%v nodes with %v replicas", v[0], v[1])
 			}
 			add(key{int(v[0]), int(v[1]), int(v[2])}, v[3], v[4])
-			scalabilityMax = max(scalabilityMax, v[2])
 			return nil
 		})
 	if err != nil {
 		return nil, err
 	}
-	// A local batch size beyond what scalability.csv measured cannot be
-	// interpolated on more nodes than placements.csv covers (Pollux's
-	// interpolator would return NaN), so both bound it.
+	// As Pollux's simulator (applications.py): the largest local batch
+	// size of placements.csv, unless it sets one for the application.
 	a.MaxLocal = placementsMax
-	if scalabilityMax > 0 {
-		a.MaxLocal = min(placementsMax, scalabilityMax)
+	if m, ok := polluxMaxLocal[a.Name]; ok {
+		a.MaxLocal = min(placementsMax, m)
 	}
 	for _, pts := range a.placements {
 		slices.SortFunc(pts, func(x, y perfPoint) int { return cmp.Compare(x.bsz, y.bsz) })

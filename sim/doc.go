@@ -48,7 +48,8 @@
 // epoch of the shortest curve). Its progress per second on a placement is
 // goodput = efficiency / iteration time, where
 //   - the iteration time comes from the placement's measured step and sync
-//     times (placements.csv, up to a rotation of the per-node counts,
+//     times (placements.csv, up to a rotation of the per-node counts, which
+//     the model gets largest first, as Pollux's Tiresias lists them;
 //     interpolated over the per-GPU batch; other placements interpolated
 //     over local batch, replicas and nodes between the measured shapes of
 //     placements.csv and scalability.csv), with gradient accumulation when
@@ -59,7 +60,9 @@
 //     the validation curves (interpolated between batch sizes):
 //     (phi + 1) / (phi/s + 1) with s = m/m0 and m0 the smallest validated
 //     batch, i.e. s x E(m) with Pollux's E(m) = (phi_m0 + m0)/(phi_m0 + m);
-//     progress is counted in iterations at m0.
+//     progress is counted in iterations at m0;
+//   - with Config.WholeSeconds, each epoch ends on a whole second, as
+//     Pollux's simulator rounds it (WholeSecondModel).
 //
 // The total batch follows BatchMode: fixed (the requested batch, as Pollux's
 // simulator runs its baselines), scaled (the requested per-GPU batch), or

@@ -44,6 +44,11 @@ type Config struct {
 	Launcher                   Launcher
 	// Gantt records every GPU's holders over time (for the Gantt chart).
 	Gantt bool
+	// WholeSeconds ends the epochs of the jobs whose model steps in whole
+	// seconds (WholeSecondModel: the Pollux workloads' Goodput) on whole
+	// seconds, as Pollux's simulator does; off, they end at their exact
+	// times.
+	WholeSeconds bool
 	// SkipQuietRounds skips a timed round when nothing has happened since
 	// the last one (no arrival, completion or change of a job's rate or
 	// speedup) and that round changed nothing. It is only correct for
@@ -127,7 +132,7 @@ type simJob struct {
 	idx   int32
 	alloc policy.Allocation // what it holds
 
-	placement []int // GPUs per node, node order, zeros dropped
+	placement []int // GPUs per node, largest first, zeros dropped
 	gpus      int
 	work      float64
 	done      float64    // progress at time t
@@ -149,6 +154,7 @@ type simJob struct {
 	restarts, preemptions int
 
 	remaining remainingWorker // the model, if it knows its remaining work
+	whole     bool            // WholeSecondModel: its events fall on whole seconds
 	queue     int             // index in simulator.queues (Config.Queues)
 }
 
@@ -193,6 +199,7 @@ type simulator struct {
 	events  eventHeap
 
 	now      float64
+	tie      time.Duration // added to the planner's clock while submitting (loop)
 	busy     int
 	finished int
 	util     []UtilPoint
@@ -250,6 +257,9 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 		j := &simJob{spec: sp, idx: int32(i), work: sp.Model.Work()}
 		if sp.HasDeadline {
 			j.remaining, _ = sp.Model.(remainingWorker)
+		}
+		if w, ok := sp.Model.(WholeSecondModel); ok {
+			j.whole = w.WholeSeconds()
 		}
 		s.jobs = append(s.jobs, j)
 		s.byID[sp.ID] = j
@@ -324,11 +334,16 @@ func (s *simulator) loop(ctx context.Context) error {
 			s.dirty = true
 			changed = changed || j.finished
 		}
-		for next < len(s.jobs) && s.jobs[next].spec.Submit <= t {
+		for k := 0; next < len(s.jobs) && s.jobs[next].spec.Submit <= t; k++ {
 			j := s.jobs[next]
 			j.arrived, j.t = true, j.spec.Submit
 			s.arrive(j)
-			if err := s.submit(ctx, j); err != nil {
+			// Jobs that arrive together are submitted a nanosecond apart,
+			// so that the queue's order (Submitted, then ID) is the trace's.
+			s.tie = time.Duration(k)
+			err := s.submit(ctx, j)
+			s.tie = 0
+			if err != nil {
 				return err
 			}
 			next++
@@ -410,7 +425,17 @@ func (s *simulator) plan(j *simJob) {
 		return
 	}
 	target := min(j.until, j.work)
-	t := max(s.now, j.pause) + max(target-j.done, 0)/j.rate
+	from := max(s.now, j.pause)
+	t := from + max(target-j.done, 0)/j.rate
+	if j.whole && s.cfg.WholeSeconds {
+		if r := math.RoundToEven(t); r >= from {
+			if r < t {
+				// After whatever else happens at r (a round).
+				r = math.Nextafter(r, math.Inf(1))
+			}
+			t = r
+		}
+	}
 	if !(t <= MaxSimSeconds) || math.IsInf(j.rate, 0) { // NaN too
 		if s.err == nil {
 			s.err = fmt.Errorf("failed to simulate: job %s: at rate %g from progress %g of %g, its next event (%g s) is not within %d s",
@@ -517,6 +542,10 @@ func (s *simulator) setAllocation(j *simJob, a policy.Allocation) {
 			total += g
 		}
 	}
+	// Largest first, the order in which the Tiresias port of Pollux's
+	// simulator hands GPUs out (the node with the most free first), which
+	// its placement-specific step times depend on (App.Throughput).
+	slices.SortFunc(j.placement, func(x, y int) int { return y - x })
 	s.busy += total - j.gpus
 	s.moveQueue(j, total)
 	j.gpus = total

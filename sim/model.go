@@ -14,8 +14,8 @@ import (
 type Model interface {
 	// Work is the progress at which the job is done.
 	Work() float64
-	// Rate returns the progress per second on placement (GPUs per node in
-	// node order, zeros dropped; never empty) at progress done, and the
+	// Rate returns the progress per second on placement (GPUs per node,
+	// largest first, zeros dropped; never empty) at progress done, and the
 	// progress up to which that rate holds (math.Inf(1) if to the end).
 	Rate(placement []int, done float64) (rate, until float64)
 	// Speedup returns the table for policy.Job.Speedup at progress done, for
@@ -25,6 +25,18 @@ type Model interface {
 	// Best returns the least run time over the counts req allows, packed on
 	// nodes of gpusPerNode, and the least GPU-seconds; no rescale costs.
 	Best(req policy.GPURequest, gpusPerNode int) (runTime, gpuSeconds float64)
+}
+
+// WholeSecondModel is a Model whose rate changes and end fall on whole
+// seconds: with Config.WholeSeconds, the simulator rounds the time at
+// which the job reaches the end of a rate (Rate's until, or Work) to the
+// nearest second (half to even), never before its last (re)start ends;
+// the progress there is exact. A time rounded down onto a round's time is
+// taken after that round, as Pollux's simulator, which plans before its
+// jobs step on, sees it.
+type WholeSecondModel interface {
+	Model
+	WholeSeconds() bool
 }
 
 // Rigid is a job that runs for a fixed time on its fixed GPU count, as a
@@ -120,6 +132,11 @@ func (g *Goodput) Rate(placement []int, done float64) (float64, float64) {
 	}
 	return g.goodput(placement, e), g.App.progress[e+1]
 }
+
+// WholeSeconds implements WholeSecondModel: Pollux's simulator advances a
+// job in whole seconds to each epoch's end (simulator.py, Job.step:
+// delta = round(...)), so an epoch, and the job, ends on a whole second.
+func (g *Goodput) WholeSeconds() bool { return true }
 
 // MaxReplicas returns the most GPUs the job can use in its batch mode: the
 // per-GPU batch must stay at least MinLocal and the total at most MaxBatch.

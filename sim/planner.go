@@ -38,7 +38,7 @@ func (s *simulator) newPlanner(p policy.Policy) *planner.Planner {
 		Executor: simExecutor{s},
 		Policies: planner.NewFixedPolicyHost(p, hclog.NewNullLogger()),
 		Logger:   hclog.NewNullLogger(),
-		Now:      func() time.Time { return s.at(s.now) },
+		Now:      func() time.Time { return s.at(s.now).Add(s.tie) },
 		Metrics:  simMetrics{s},
 		// The trace's IDs, which are unique (Run checks), so that the
 		// policy sees the jobs by them and the queue's order (Submitted,

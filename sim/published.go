@@ -1,6 +1,12 @@
 package sim
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -57,4 +63,82 @@ func Published(t *Trace) map[string]float64 {
 		out[sys] = v[n[0]-'1']
 	}
 	return out
+}
+
+// PublishedPorts are the policies compared job by job with a published
+// system (PublishedFit): tiresias is a port of the Pollux simulator's
+// Tiresias; goodput and goodput-jct stand beside Pollux.
+var PublishedPorts = map[string]string{"tiresias": "Tiresias", "goodput": "Pollux", "goodput-jct": "Pollux"}
+
+// publishedFiles name each system's per-job file of the artifact
+// (<system>-<load>.json in pollux/published beside the workload folders),
+// and publishedLoads each workload folder's load.
+var (
+	publishedFiles = map[string]string{"Pollux": "pollux", "Optimus+Oracle": "optimus", "Tiresias": "tiresias"}
+	publishedLoads = map[string]string{"workloads-0.5": "0.5", "workloads": "1.0", "workloads-1.5": "1.5", "workloads-2.0": "2.0"}
+)
+
+// PublishedJCTs returns the per-job JCTs in seconds, by job name, that the
+// Pollux artifact's simulator reports for system on trace t, read from
+// pollux/published/<system>-<load>.json beside the trace's folder (its
+// "jcts" object, by workload). It returns nil and no error where t has no
+// published figures or the file is not there.
+func PublishedJCTs(t *Trace, system string) (map[string]float64, error) {
+	file, ok := publishedFiles[system]
+	if !ok || Published(t) == nil {
+		return nil, nil
+	}
+	dir := filepath.Dir(t.Path)
+	path := filepath.Join(filepath.Dir(dir), "published", file+"-"+publishedLoads[filepath.Base(dir)]+".json")
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to read the published JCTs: %w", err)
+	}
+	var pub struct {
+		JCTs map[string]map[string]float64 `json:"jcts"`
+	}
+	if err := json.Unmarshal(raw, &pub); err != nil {
+		return nil, fmt.Errorf("failed to read the published JCTs: %s: %w", path, err)
+	}
+	return pub.JCTs[t.Name], nil
+}
+
+// PublishedFit compares a run with a published system job by job, over
+// the jobs both have: each figure is the run's over the published one.
+type PublishedFit struct {
+	System string  `json:"system"`
+	Jobs   int     `json:"jobs"`
+	Mean   float64 `json:"mean_ratio"`
+	Median float64 `json:"median_ratio"`
+	P95    float64 `json:"p95_ratio"`
+	// Same counts the jobs whose JCTs are within a second of each other.
+	Same int `json:"same"`
+}
+
+// fitPublished compares jobs (the run's) with pub (PublishedJCTs); nil if
+// they share no job.
+func fitPublished(system string, jobs []JobJCT, pub map[string]float64) *PublishedFit {
+	var ours, theirs []float64
+	f := &PublishedFit{System: system}
+	for _, j := range jobs {
+		p, ok := pub[j.ID]
+		if !ok {
+			continue
+		}
+		ours, theirs = append(ours, j.JCT), append(theirs, p)
+		if math.Abs(j.JCT-p) < 1 {
+			f.Same++
+		}
+	}
+	if len(ours) == 0 {
+		return nil
+	}
+	f.Jobs = len(ours)
+	a, b := summarize(ours), summarize(theirs)
+	f.Mean, f.Median = a.Mean/b.Mean, a.Median/b.Median
+	f.P95 = quantile(ours, 0.95) / quantile(theirs, 0.95) // sorted by summarize
+	return f
 }

@@ -34,3 +34,16 @@ func TestPublished_MatchesTheArtifact(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishedJCTs reads a workload's per-job figures beside its folder.
+func TestPublishedJCTs(t *testing.T) {
+	needTraces(t)
+	tr, err := sim.LoadTrace(filepath.Join(sharedTraces, "pollux", "workloads-1.5", "workload-1.csv"), "", "")
+	must.NoError(t, err)
+	jcts, err := sim.PublishedJCTs(tr, "Tiresias")
+	must.NoError(t, err)
+	must.MapLen(t, len(tr.Jobs), jcts)
+	none, err := sim.PublishedJCTs(tr, "nope")
+	must.NoError(t, err)
+	must.Nil(t, none)
+}

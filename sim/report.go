@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,10 +84,13 @@ type Report struct {
 
 // ClusterReport is the simulated cluster and costs.
 type ClusterReport struct {
-	Nodes          int       `json:"nodes"`
-	GPUsPerNode    int       `json:"gpus_per_node"`
-	RoundSeconds   float64   `json:"round_seconds"`
-	EventRounds    bool      `json:"event_rounds"`
+	Nodes        int     `json:"nodes"`
+	GPUsPerNode  int     `json:"gpus_per_node"`
+	RoundSeconds float64 `json:"round_seconds"`
+	EventRounds  bool    `json:"event_rounds"`
+	// WholeSeconds is Config.WholeSeconds, reported where a trace is
+	// Pollux's (the only jobs it changes).
+	WholeSeconds   bool      `json:"whole_seconds,omitempty"`
 	RestartSeconds float64   `json:"restart_delay_seconds"`
 	InPlaceSeconds float64   `json:"inplace_delay_seconds"`
 	Launcher       Launcher  `json:"launcher"`
@@ -126,6 +131,9 @@ type RunReport struct {
 	// averaged over 200 equal bins of the run.
 	JCTCDF     [][2]float64 `json:"jct_cdf"`
 	UtilSeries [][2]float64 `json:"util_series"`
+	// Published compares it job by job with the published system it
+	// stands beside (PublishedPorts), where the trace has per-job figures.
+	Published *PublishedFit `json:"published_fit,omitempty"`
 }
 
 // Run runs every trace with every policy, in order.
@@ -134,6 +142,7 @@ func (e *Experiment) Run(ctx context.Context) (*Report, error) {
 	rep := &Report{Command: e.Command, Cluster: ClusterReport{Nodes: c.Nodes, GPUsPerNode: c.GPUsPerNode,
 		RoundSeconds: c.Round.Seconds(), EventRounds: c.EventRounds, RestartSeconds: c.RestartDelay.Seconds(),
 		InPlaceSeconds: c.InPlaceDelay.Seconds(), Launcher: c.Launcher, Jobs: e.Jobs, Batch: e.Batch,
+		WholeSeconds:      c.WholeSeconds && slices.ContainsFunc(e.Traces, func(t *Trace) bool { return t.Format == FormatPollux }),
 		DeadlineAdmission: c.DeadlineAdmission}}
 	gpus := c.Nodes * c.GPUsPerNode
 	for _, t := range e.Traces {
@@ -205,6 +214,13 @@ func (e *Experiment) Run(ctx context.Context) (*Report, error) {
 			for _, p := range binUtil(res.Util, end, 200) {
 				run.UtilSeries = append(run.UtilSeries, [2]float64{p.T, p.mean})
 			}
+			if sys, ok := PublishedPorts[name]; ok {
+				pub, err := PublishedJCTs(t, sys)
+				if err != nil {
+					return nil, err
+				}
+				run.Published = fitPublished(sys, res.JobJCTs, pub)
+			}
 			tr.Runs = append(tr.Runs, run)
 		}
 	}
@@ -256,6 +272,11 @@ func (r *Report) WriteFiles(dir string) error {
 		}); err != nil {
 			return err
 		}
+		if t.Published != nil {
+			if err := write(filepath.Join(d, "jcts.csv"), func(w io.Writer) error { return writeJCTs(w, runs) }); err != nil {
+				return err
+			}
+		}
 		for _, run := range runs {
 			if len(run.Segments) == 0 {
 				continue
@@ -268,6 +289,43 @@ func (r *Report) WriteFiles(dir string) error {
 		}
 	}
 	return nil
+}
+
+// writeJCTs writes each job's JCT under each run's policy, a column each
+// (CSV, job IDs in submission order; empty where a run has no such job),
+// for comparing per job with published figures.
+func writeJCTs(w io.Writer, runs []*Result) error {
+	c := csv.NewWriter(w)
+	head := []string{"job"}
+	byID := make([]map[string]float64, len(runs))
+	var ids []string
+	seen := map[string]bool{}
+	for i, run := range runs {
+		head = append(head, run.Policy)
+		byID[i] = make(map[string]float64, len(run.JobJCTs))
+		for _, j := range run.JobJCTs {
+			byID[i][j.ID] = j.JCT
+			if !seen[j.ID] {
+				seen[j.ID] = true
+				ids = append(ids, j.ID)
+			}
+		}
+	}
+	if err := c.Write(head); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		row := []string{id}
+		for i := range runs {
+			v, ok := byID[i][id]
+			row = append(row, map[bool]string{true: strconv.FormatFloat(v, 'f', 1, 64)}[ok])
+		}
+		if err := c.Write(row); err != nil {
+			return err
+		}
+	}
+	c.Flush()
+	return c.Error()
 }
 
 // WriteJSON writes the report for machines.
@@ -292,6 +350,9 @@ func (r *Report) WriteMarkdown(w io.Writer, plots bool) error {
 		fmt.Fprintf(b, ", an in-place grow or shrink %g s", c.InPlaceSeconds)
 	}
 	fmt.Fprintf(b, " (launcher %s).", c.Launcher)
+	if c.WholeSeconds {
+		fmt.Fprint(b, " Pollux jobs' epochs end on whole seconds, as Pollux's simulator rounds them.")
+	}
 	if slices.ContainsFunc(r.Traces, func(t *TraceReport) bool { return t.Deadlines == nil }) {
 		fmt.Fprintf(b, " Jobs: %s", c.Jobs)
 		if c.Jobs == JobsAuto {
@@ -392,6 +453,39 @@ func (r *Report) summary(b *bufio.Writer) {
 		})
 	}
 	fmt.Fprintln(b)
+	publishedFitTable(b, r.Traces)
+}
+
+// publishedFitTable writes the runs' job-by-job comparison with the
+// published systems (RunReport.Published), if any.
+func publishedFitTable(b *bufio.Writer, traces []*TraceReport) {
+	var names []string
+	for _, t := range traces {
+		for _, run := range t.Runs {
+			if run.Published != nil && !slices.Contains(names, run.Policy) {
+				names = append(names, run.Policy)
+			}
+		}
+	}
+	head := false
+	for _, name := range names {
+		for _, t := range traces {
+			i := slices.IndexFunc(t.Runs, func(run *RunReport) bool { return run.Policy == name })
+			if i < 0 || t.Runs[i].Published == nil {
+				continue
+			}
+			run, f := t.Runs[i], t.Runs[i].Published
+			if !head {
+				head = true
+				fmt.Fprint(b, "Job by job against the published JCTs (the Pollux artifact's per-job figures): ratio of the run's to the published mean, median and p95 JCT over the jobs of both, and the jobs whose JCTs are within a second.\n\n")
+				fmt.Fprint(b, "| policy | published | trace | jobs | mean | median | p95 | same JCT |\n|---|---|---|---:|---:|---:|---:|---:|\n")
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %.3f | %.3f | %.3f | %d |\n", run.Policy, f.System, t.Name, f.Jobs, f.Mean, f.Median, f.P95, f.Same)
+		}
+	}
+	if head {
+		fmt.Fprintln(b)
+	}
 }
 
 // traceTable is one trace's table of runs.

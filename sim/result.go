@@ -35,12 +35,20 @@ type Result struct {
 
 	// JCTs are the jobs' completion times, sorted (for the CDF).
 	JCTs []float64 `json:"-"`
+	// JobJCTs are the same per job, in submission order.
+	JobJCTs []JobJCT `json:"-"`
 	// Util is the GPUs held over time, a point per change.
 	Util []UtilPoint `json:"-"`
 	// Segments are the GPUs' holders over time (Config.Gantt).
 	Segments []Segment `json:"-"`
 	// Start is the first arrival.
 	Start float64 `json:"-"`
+}
+
+// JobJCT is one job's completion time.
+type JobJCT struct {
+	ID  string
+	JCT float64
 }
 
 // Stats summarises a sample.
@@ -97,8 +105,10 @@ func (s *simulator) result(wall time.Duration) *Result {
 	restarts := make([]float64, len(ran))
 	first, last := ran[0].spec.Submit, 0.0
 	var held float64
+	r.JobJCTs = make([]JobJCT, len(ran))
 	for i, j := range ran {
 		jct[i] = j.end - j.spec.Submit
+		r.JobJCTs[i] = JobJCT{ID: j.spec.ID, JCT: jct[i]}
 		queue[i] = j.firstStart - j.spec.Submit
 		restarts[i] = float64(j.restarts)
 		r.Preemptions += j.preemptions

@@ -22,8 +22,9 @@
 //     the node after where the previous one started. Config: start_size.
 //   - "tiresias" (Tiresias): discretized 2D least-attained-service; queues by
 //     attained GPU-seconds, submission order within a queue, preemptive, no
-//     head-of-line blocking; jobs start with Min and are never resized.
-//     Config: queue_thresholds.
+//     head-of-line blocking; jobs start with Min, worst fit as the Pollux
+//     simulator's port places them (or packed), and are never resized.
+//     Config: queue_thresholds, placement.
 //   - "goodput" (Goodput): Pollux's idea as a greedy: GPUs go, in steps of
 //     whole workers to the count of best gain per GPU, where they add the
 //     most speedup per GPU (Job.Speedup; linear where unknown); preemptive

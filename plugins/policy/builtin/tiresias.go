@@ -39,18 +39,28 @@ var DefaultTiresiasThresholds = []float64{16 * 3600}
 //     cluster; no head-of-line blocking: a job that does not fit is passed
 //     over and smaller jobs behind it may run).
 //   - Preemption: running jobs that are not selected are stopped. Selected
-//     queued jobs start in priority order, packed best fit
-//     (place.Board.Resize); one that does not fit whole workers is passed
-//     over, and queued jobs that were not selected may then take the room
-//     in priority order. A preempted job whose GPUs are still free at the
-//     end gets them back (place.Board.Restore).
+//     queued jobs start in priority order, worst fit as the Pollux port
+//     places them (place.Board.GrowMostFree: the node with the most free
+//     GPUs first, then the next; placement = "most-free", the default) or
+//     packed best fit (place.Board.Grow; placement = "packed"); one that
+//     does not fit whole workers is passed over, and queued jobs that were
+//     not selected may then take the room in priority order. A preempted
+//     job whose GPUs are still free at the end gets them back
+//     (place.Board.Restore).
 //   - Running jobs are never resized or moved.
+//
+// The Pollux port orders its second queue by when jobs were demoted, not
+// by submission; this policy plans from the snapshot alone and keeps
+// submission order (on the Pollux workloads the two differ in a handful
+// of jobs at 1.5x and 2x load, docs/sim/README.md).
 //
 // Config: queue_thresholds = comma-separated increasing GPU-second
 // thresholds ("57600" by default; "" for one queue, which is first come,
-// first served with preemption-free backfilling).
+// first served with preemption-free backfilling); placement = "most-free"
+// (default) or "packed".
 type Tiresias struct {
 	thresholds atomic.Pointer[[]float64]
+	packed     atomic.Bool
 }
 
 // NewTiresias returns a Tiresias policy with the default configuration.
@@ -69,8 +79,16 @@ func (p *Tiresias) PluginInfo() policy.Info {
 
 // SetConfig implements policy.Base.
 func (p *Tiresias) SetConfig(config map[string]string) error {
-	if err := checkKeys(config, "queue_thresholds"); err != nil {
+	if err := checkKeys(config, "queue_thresholds", "placement"); err != nil {
 		return fmt.Errorf("failed to configure %s: %w", TiresiasName, err)
+	}
+	packed := false
+	switch v := config["placement"]; v {
+	case "", "most-free":
+	case "packed":
+		packed = true
+	default:
+		return fmt.Errorf("failed to configure %s: placement: %q is not most-free or packed", TiresiasName, v)
 	}
 	th := slices.Clone(DefaultTiresiasThresholds)
 	if v, ok := config["queue_thresholds"]; ok {
@@ -88,12 +106,17 @@ func (p *Tiresias) SetConfig(config map[string]string) error {
 		}
 	}
 	p.thresholds.Store(&th)
+	p.packed.Store(packed)
 	return nil
 }
 
 // Plan implements policy.Policy.
 func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
 	th := *p.thresholds.Load()
+	grow := (*place.Board).GrowMostFree
+	if p.packed.Load() {
+		grow = (*place.Board).Grow
+	}
 	c, err := place.NewBoard(s)
 	if err != nil {
 		return nil, fmt.Errorf("failed to plan: %w", err)
@@ -153,7 +176,7 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 				continue
 			}
 			job := jobs[j]
-			if c.Grow(j, job.GPUs.Min) {
+			if grow(c, j, job.GPUs.Min) {
 				c.Notef(j, "started with %d GPUs: queue %d of %d (attained %.0f GPU-s)",
 					job.GPUs.Min, queue[j], len(th)+1, job.AttainedGPUSeconds)
 				continue

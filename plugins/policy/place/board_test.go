@@ -130,3 +130,23 @@ func TestBoard_Notes(t *testing.T) {
 		})
 	}
 }
+
+// GrowMostFree is worst fit: the node with the most room first (lowest
+// index among equals), then the next, in whole workers; all or nothing.
+func TestBoard_GrowMostFree(t *testing.T) {
+	s := &policy.Snapshot{Nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0), node("n3", 4, 0)}, Jobs: []policy.Job{
+		running("a", 1, 2, 2, 1, A{"n1": 2}, 1), running("b", 2, 1, 1, 1, A{"n2": 1}, 1),
+		queued("c", 3, 1, 1, 1), queued("d", 4, 6, 6, 1), queued("e", 5, 4, 4, 2), queued("f", 6, 2, 2, 2)}}
+	c, err := place.NewBoard(s)
+	must.NoError(t, err)
+	must.True(t, c.GrowMostFree(2, 1))
+	must.Eq(t, A{"n3": 1}, c.Allocation("c"), must.Sprint("the emptiest node, not the tightest"))
+	must.True(t, c.GrowMostFree(3, 6))
+	must.Eq(t, A{"n2": 3, "n3": 3}, c.Allocation("d"), must.Sprint("most room first, then the next"))
+	must.False(t, c.GrowMostFree(4, 4))
+	must.Eq(t, 0, c.Total("e"), must.Sprint("nothing placed when it does not fit"))
+	must.True(t, c.GrowMostFree(5, 2))
+	must.Eq(t, A{"n1": 2}, c.Allocation("f"))
+	must.False(t, c.GrowMostFree(0, 2), must.Sprint("only for a job holding nothing"))
+	must.NoError(t, policy.Validate(s, c.Plan("worst-fit")))
+}

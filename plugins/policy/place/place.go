@@ -107,8 +107,6 @@ func (c *Board) Grow(j int32, g int) bool {
 		return false
 	}
 	mark := len(c.undo)
-	job := c.jobs[j]
-	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
 	rem := g
 	for _, s := range c.own {
 		if take := min(s.gpus, rem); take > 0 {
@@ -116,16 +114,27 @@ func (c *Board) Grow(j int32, g int) bool {
 			rem -= take
 		}
 	}
+	return c.growNew(j, rem, mark, false)
+}
+
+// growNew places rem more GPUs of job j on nodes where it holds none: the
+// nodes of jobs it has affinity with and those matching its locality hints
+// first, then the other candidates; packed best fit, or worst fit (see
+// pack). If they do not all fit, it undoes every change since the
+// undo log had length mark and returns false.
+func (c *Board) growNew(j int32, rem, mark int, worst bool) bool {
+	job := c.jobs[j]
+	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
 	if rem > 0 && (!job.Affinity.IsZero() || len(job.Locality) > 0) && c.preferred(j) {
 		if take := min(rem, c.capacity(c.aux, w, capN)); take > 0 {
-			rem -= take - c.pack(j, take, c.aux)
+			rem -= take - c.pack(j, take, c.aux, worst)
 			for _, s := range c.alloc[j] {
 				c.cand.clear(s.node)
 			}
 		}
 	}
 	if rem > 0 {
-		rem = c.pack(j, rem, c.cand)
+		rem = c.pack(j, rem, c.cand, worst)
 	}
 	if rem != 0 {
 		// Unreachable while room is exact; never leave half a gang.
@@ -176,14 +185,15 @@ func (c *Board) preferred(j int32) bool {
 // pack places g GPUs of job j on the nodes of mask, where j holds nothing,
 // on as few nodes as possible: if one node can take the rest, the one whose
 // free GPUs fit most tightly (lowest index among equals); otherwise the node
-// with the most room, and repeat. Used nodes leave mask. It returns the GPUs
-// it could not place (0 unless the caller skipped the room check).
-func (c *Board) pack(j int32, g int, mask bitset) int {
+// with the most room, and repeat. With worst, always the node with the most
+// room (worst fit). Used nodes leave mask. It returns the GPUs it could not
+// place (0 unless the caller skipped the room check).
+func (c *Board) pack(j int32, g int, mask bitset, worst bool) int {
 	job := c.jobs[j]
 	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
 	for g > 0 {
 		n, take := int32(-1), 0
-		if capN == 0 || capN >= g {
+		if !worst && (capN == 0 || capN >= g) {
 			for f := g; f <= c.maxFree; f++ {
 				if n = firstAnd(c.buckets[f], mask); n >= 0 {
 					take = g
@@ -211,6 +221,22 @@ func (c *Board) pack(j int32, g int, mask bitset) int {
 		g -= take
 	}
 	return 0
+}
+
+// GrowMostFree places g GPUs (a multiple of PerWorker) of job j, which
+// holds none, worst fit: on the node with the most room (lowest index among
+// equals), then the next, until they are placed, as the Tiresias port of
+// Pollux's simulator allocates; the nodes of jobs it has affinity with and
+// those matching its locality hints first, as in Grow. It places nothing
+// and returns false if they do not fit.
+func (c *Board) GrowMostFree(j int32, g int) bool {
+	if g <= 0 || c.total[j] != 0 {
+		return g == 0
+	}
+	if c.room(j) < g {
+		return false
+	}
+	return c.growNew(j, g, len(c.undo), true)
 }
 
 // Spread places g GPUs of job j, which holds none, one worker per node in
