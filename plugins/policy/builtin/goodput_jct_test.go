@@ -29,6 +29,23 @@ func TestGoodputJCT(t *testing.T) {
 		want:        map[string]A{"new": {"n1": 4}},
 		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
 	}, {
+		name:  "a job that has run 280 GPU-hours is not starved: at the floor its GPUs still beat a newcomer's poor ones",
+		now:   100,
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(attained(queued("old", 1, 1, 4, 1), 1e6), concave...),
+			sped(queued("new", 2, 1, 4, 1), 1, 1.9, 2.1, 2.2)},
+		want:        map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
+		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
+	}, {
+		name:   "attained_floor 0: the same job weighs a fifteenth of the newcomer and gets nothing",
+		config: map[string]string{"attained_floor": "0"},
+		now:    100,
+		nodes:  []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(attained(queued("old", 1, 1, 4, 1), 1e6), concave...),
+			sped(queued("new", 2, 1, 4, 1), 1, 1.9, 2.1, 2.2)},
+		want:        map[string]A{"new": {"n1": 4}},
+		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
+	}, {
 		name:  "a job resized 30 s ago is not shrunk for a newcomer: the restart would cost it too much",
 		now:   130,
 		nodes: []policy.Node{node("n1", 4, 0)},
@@ -87,6 +104,7 @@ func TestGoodputJCT_Config(t *testing.T) {
 	for key, bad := range map[string][]string{
 		"stickiness":     {"x", "-1", "+Inf", "NaN"},
 		"attained_scale": {"x", "0", "-1", "+Inf", "NaN"},
+		"attained_floor": {"x", "-0.1", "1.5", "NaN"},
 		"restart_cost":   {"x", "-1s", "30"},
 	} {
 		for _, v := range bad {
@@ -94,7 +112,7 @@ func TestGoodputJCT_Config(t *testing.T) {
 		}
 	}
 	must.ErrorContains(t, p.SetConfig(map[string]string{"resize_cooldown": "1m"}), "unknown config key")
-	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.2", "attained_scale": "7200", "restart_cost": "5s"}))
+	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.2", "attained_scale": "7200", "attained_floor": "0.5", "restart_cost": "5s"}))
 }
 
 // BenchmarkGoodputJCT: as BenchmarkGoodput.
