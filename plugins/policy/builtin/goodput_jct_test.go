@@ -12,6 +12,12 @@ import (
 // snapshot, to show which of goodput-jct's changes decides it.
 func TestGoodputJCT(t *testing.T) {
 	concave := []float64{1, 1.9, 2.7, 3.4}
+	// longJob: one that has run 280 GPU-hours beside a newcomer whose
+	// third and fourth GPUs add little.
+	longJob := func() []policy.Job {
+		return []policy.Job{sped(attained(queued("old", 1, 1, 4, 1), 1e6), concave...),
+			sped(queued("new", 2, 1, 4, 1), 1, 1.9, 2.1, 2.2)}
+	}
 	cases := []struct {
 		name        string
 		config      map[string]string
@@ -29,20 +35,18 @@ func TestGoodputJCT(t *testing.T) {
 		want:        map[string]A{"new": {"n1": 4}},
 		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
 	}, {
-		name:  "a job that has run 280 GPU-hours is not starved: at the floor its GPUs still beat a newcomer's poor ones",
-		now:   100,
-		nodes: []policy.Node{node("n1", 4, 0)},
-		jobs: []policy.Job{sped(attained(queued("old", 1, 1, 4, 1), 1e6), concave...),
-			sped(queued("new", 2, 1, 4, 1), 1, 1.9, 2.1, 2.2)},
+		name:        "a job that has run 280 GPU-hours is not starved: at the floor its GPUs still beat a newcomer's poor ones",
+		now:         100,
+		nodes:       []policy.Node{node("n1", 4, 0)},
+		jobs:        longJob(),
 		want:        map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
 		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
 	}, {
-		name:   "attained_floor 0: the same job weighs a fifteenth of the newcomer and gets nothing",
-		config: map[string]string{"attained_floor": "0"},
-		now:    100,
-		nodes:  []policy.Node{node("n1", 4, 0)},
-		jobs: []policy.Job{sped(attained(queued("old", 1, 1, 4, 1), 1e6), concave...),
-			sped(queued("new", 2, 1, 4, 1), 1, 1.9, 2.1, 2.2)},
+		name:        "attained_floor 0: the same job weighs a fifteenth of the newcomer and gets nothing",
+		config:      map[string]string{"attained_floor": "0"},
+		now:         100,
+		nodes:       []policy.Node{node("n1", 4, 0)},
+		jobs:        longJob(),
 		want:        map[string]A{"new": {"n1": 4}},
 		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
 	}, {
