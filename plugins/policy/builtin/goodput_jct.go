@@ -42,7 +42,10 @@ const (
 //     imagenet job at a few hundred GPU-hours weighs a tenth of a newcomer
 //     or less, is shrunk or preempted by every arrival, and finishes later
 //     than under Pollux, which costs the average more than the short jobs
-//     gain.
+//     gain. The floor suits job sizes up to a few hundred GPU-hours (the
+//     Pollux workloads); where they run to thousands (Philly), every long
+//     job weighs the same at the floor, the shorter of them wait behind
+//     the longest, and attained_floor 0 does better.
 //  2. Restarts priced in. A resize stops a job for a restart (restart_cost);
 //     that is worth it only if the new allocation lasts long enough. A
 //     running job's speedup at the count it holds is raised by the fraction
