@@ -42,6 +42,14 @@ func TestGoodputJCT(t *testing.T) {
 		want:        map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
 		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
 	}, {
+		name:  "rigid jobs get no floor: of two that ran past it, the one that ran less takes the GPUs (Tiresias's order)",
+		now:   4000,
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{attained(running("longer", 1, 4, 4, 1, A{"n1": 4}, 0), 1e6),
+			attained(queued("long", 2, 4, 4, 1), 3e5)},
+		want:        map[string]A{"long": {"n1": 4}},
+		wantGoodput: map[string]A{"longer": {"n1": 4}},
+	}, {
 		name:        "attained_floor 0: the same job weighs a fifteenth of the newcomer and gets nothing",
 		config:      map[string]string{"attained_floor": "0"},
 		now:         100,
