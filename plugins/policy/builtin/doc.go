@@ -30,10 +30,11 @@
 //     most speedup per GPU (Job.Speedup; linear where unknown); preemptive
 //     and elastic. Config: stickiness.
 //   - "goodput-jct" (GoodputJCT): goodput for the average JCT: scores
-//     weighted by least attained service, restarts priced in (a running
-//     job's held count is worth restart_cost / the allocation's age more),
-//     and the jobs it starts or resizes packed anew. Config: stickiness,
-//     attained_scale, restart_cost.
+//     weighted by least attained service down to a floor, restarts priced
+//     in (a running job's held count is worth restart_cost / the
+//     allocation's age more), and the jobs it starts or resizes packed
+//     anew. Config: stickiness, attained_scale, attained_floor,
+//     restart_cost.
 //   - "edf" (EDF): Elastic FIFO's round in deadline order
 //     (Progress.Deadline, earliest first; jobs without one last), shrinking
 //     the latest deadlines first to admit. Config: resize_cooldown.

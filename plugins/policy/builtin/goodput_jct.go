@@ -16,8 +16,11 @@ const GoodputJCTName = "goodput-jct"
 
 // Defaults of the goodput-jct builtin (see GoodputJCT).
 const (
-	// DefaultGoodputJCTAttainedScale is ten GPU-hours.
-	DefaultGoodputJCTAttainedScale = 36000.0
+	// DefaultGoodputJCTAttainedScale is twenty GPU-hours.
+	DefaultGoodputJCTAttainedScale = 72000.0
+	// DefaultGoodputJCTAttainedFloor is the least attained-service weight:
+	// a job's scores never drop below 0.3 of a newcomer's.
+	DefaultGoodputJCTAttainedFloor = 0.3
 	// DefaultGoodputJCTRestartCost is what Pollux measured for a
 	// checkpoint-restart, and what its simulator (and ours) charges.
 	DefaultGoodputJCTRestartCost = 30 * time.Second
@@ -27,14 +30,25 @@ const (
 // time. It is the same greedy on marginal goodput per GPU (see Goodput), with
 // three changes that use what the planner knows of each job's past:
 //
-//  1. Least attained service first, softly. A job's scores are multiplied by
-//     attained_scale / (attained_scale + AttainedGPUSeconds). The average JCT
-//     is least when the jobs with the least remaining work go first (SRPT);
-//     the remaining work is not known, but training times are heavy-tailed,
-//     so a job that has run long is likely to run long still (Tiresias's
-//     premise). With the default scale of ten GPU-hours, a job's GPUs are
-//     worth half as much per unit of speedup after ten GPU-hours, a tenth
-//     after ninety.
+//  1. Least attained service first, softly, down to a floor. A job's scores
+//     are multiplied by max(attained_floor, attained_scale / (attained_scale
+//     + AttainedGPUSeconds)). The average JCT is least when the jobs with the
+//     least remaining work go first (SRPT); the remaining work is not known,
+//     but training times are heavy-tailed, so a job that has run long is
+//     likely to run long still (Tiresias's premise). With the default scale
+//     of twenty GPU-hours, a job's GPUs are worth half as much per unit of
+//     speedup after twenty GPU-hours; the floor (0.3, reached after about 47
+//     GPU-hours) keeps the longest jobs from being starved: without it an
+//     imagenet job at a few hundred GPU-hours weighs a tenth of a newcomer
+//     or less, is shrunk or preempted by every arrival, and finishes later
+//     than under Pollux, which costs the average more than the short jobs
+//     gain. The floor suits job sizes up to a few hundred GPU-hours (the
+//     Pollux workloads). It applies to elastic jobs only (Min < Max): a
+//     rigid job holds all it asks or nothing, so its weight only orders
+//     who runs (Tiresias's least attained service, which the floor would
+//     blur: on Philly's rigid jobs, which run to thousands of GPU-hours,
+//     every long job would weigh the same at the floor and the shorter of
+//     them wait behind the longest: 18,155 s average JCT against 15,135).
 //  2. Restarts priced in. A resize stops a job for a restart (restart_cost);
 //     that is worth it only if the new allocation lasts long enough. A
 //     running job's speedup at the count it holds is raised by the fraction
@@ -58,11 +72,13 @@ const (
 // change and their placements.
 //
 // Config: stickiness (as Goodput, default 0.1), attained_scale = GPU-seconds
-// > 0 (default 36000), restart_cost = a non-negative duration (default 30s;
+// > 0 (default 72000), attained_floor = a number in [0, 1] (default 0.3; 0
+// turns the floor off), restart_cost = a non-negative duration (default 30s;
 // 0 turns the pricing off).
 type GoodputJCT struct {
 	stickiness atomic.Uint64 // math.Float64bits
 	scale      atomic.Uint64 // math.Float64bits
+	floor      atomic.Uint64 // math.Float64bits
 	restart    atomic.Int64  // time.Duration
 }
 
@@ -71,6 +87,7 @@ func NewGoodputJCT() *GoodputJCT {
 	p := &GoodputJCT{}
 	p.stickiness.Store(math.Float64bits(DefaultGoodputStickiness))
 	p.scale.Store(math.Float64bits(DefaultGoodputJCTAttainedScale))
+	p.floor.Store(math.Float64bits(DefaultGoodputJCTAttainedFloor))
 	p.restart.Store(int64(DefaultGoodputJCTRestartCost))
 	return p
 }
@@ -78,12 +95,12 @@ func NewGoodputJCT() *GoodputJCT {
 // PluginInfo implements policy.Base.
 func (p *GoodputJCT) PluginInfo() policy.Info {
 	return policy.Info{Name: GoodputJCTName, Version: Version,
-		Description: "goodput for the average JCT: least-attained-service weights, restarts priced in, packed placements; preemptive, elastic"}
+		Description: "goodput for the average JCT: least-attained-service weights down to a floor, restarts priced in, packed placements; preemptive, elastic"}
 }
 
 // SetConfig implements policy.Base.
 func (p *GoodputJCT) SetConfig(config map[string]string) error {
-	if err := checkKeys(config, "stickiness", "attained_scale", "restart_cost"); err != nil {
+	if err := checkKeys(config, "stickiness", "attained_scale", "attained_floor", "restart_cost"); err != nil {
 		return fmt.Errorf("failed to configure %s: %w", GoodputJCTName, err)
 	}
 	s, err := floatConfig(GoodputJCTName, config, "stickiness", DefaultGoodputStickiness,
@@ -96,6 +113,11 @@ func (p *GoodputJCT) SetConfig(config map[string]string) error {
 	if err != nil {
 		return err
 	}
+	fl, err := floatConfig(GoodputJCTName, config, "attained_floor", DefaultGoodputJCTAttainedFloor,
+		func(x float64) bool { return x >= 0 && x <= 1 }, "a number in [0, 1]")
+	if err != nil {
+		return err
+	}
 	rc := DefaultGoodputJCTRestartCost
 	if v, ok := config["restart_cost"]; ok {
 		if rc, err = time.ParseDuration(v); err != nil || rc < 0 {
@@ -104,6 +126,7 @@ func (p *GoodputJCT) SetConfig(config map[string]string) error {
 	}
 	p.stickiness.Store(math.Float64bits(s))
 	p.scale.Store(math.Float64bits(a))
+	p.floor.Store(math.Float64bits(fl))
 	p.restart.Store(int64(rc))
 	return nil
 }
@@ -115,6 +138,7 @@ func (p *GoodputJCT) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
 	scale := math.Float64frombits(p.scale.Load())
+	floor := math.Float64frombits(p.floor.Load())
 	rc := time.Duration(p.restart.Load()).Seconds()
 	g := goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load()), repack: true}
 	setup := func() {
@@ -126,6 +150,12 @@ func (p *GoodputJCT) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan
 				a = 0
 			}
 			g.weight[j] = scale / (scale + a)
+			if job.GPUs.Min < job.GPUs.Max {
+				// The floor keeps an elastic job's claim on GPUs beyond
+				// its minimum; a rigid job's only question is whether it
+				// runs, where least attained service is Tiresias's order.
+				g.weight[j] = max(floor, g.weight[j])
+			}
 			if g.cur[j] > 0 && rc > 0 {
 				// A zero LastResized is long ago: no price.
 				g.bump[j] = rc / max(s.Now.Sub(job.LastResized).Seconds(), rc)

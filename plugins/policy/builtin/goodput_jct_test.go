@@ -12,6 +12,12 @@ import (
 // snapshot, to show which of goodput-jct's changes decides it.
 func TestGoodputJCT(t *testing.T) {
 	concave := []float64{1, 1.9, 2.7, 3.4}
+	// longJob: one that has run 280 GPU-hours beside a newcomer whose
+	// third and fourth GPUs add little.
+	longJob := func() []policy.Job {
+		return []policy.Job{sped(attained(queued("old", 1, 1, 4, 1), 1e6), concave...),
+			sped(queued("new", 2, 1, 4, 1), 1, 1.9, 2.1, 2.2)}
+	}
 	cases := []struct {
 		name        string
 		config      map[string]string
@@ -26,6 +32,29 @@ func TestGoodputJCT(t *testing.T) {
 		nodes: []policy.Node{node("n1", 4, 0)},
 		jobs: []policy.Job{sped(attained(queued("old", 1, 1, 4, 1), 360000), concave...),
 			sped(queued("new", 2, 1, 4, 1), concave...)},
+		want:        map[string]A{"new": {"n1": 4}},
+		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
+	}, {
+		name:        "a job that has run 280 GPU-hours is not starved: at the floor its GPUs still beat a newcomer's poor ones",
+		now:         100,
+		nodes:       []policy.Node{node("n1", 4, 0)},
+		jobs:        longJob(),
+		want:        map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
+		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
+	}, {
+		name:  "rigid jobs get no floor: of two that ran past it, the one that ran less takes the GPUs (Tiresias's order)",
+		now:   4000,
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{attained(running("longer", 1, 4, 4, 1, A{"n1": 4}, 0), 1e6),
+			attained(queued("long", 2, 4, 4, 1), 3e5)},
+		want:        map[string]A{"long": {"n1": 4}},
+		wantGoodput: map[string]A{"longer": {"n1": 4}},
+	}, {
+		name:        "attained_floor 0: the same job weighs a fifteenth of the newcomer and gets nothing",
+		config:      map[string]string{"attained_floor": "0"},
+		now:         100,
+		nodes:       []policy.Node{node("n1", 4, 0)},
+		jobs:        longJob(),
 		want:        map[string]A{"new": {"n1": 4}},
 		wantGoodput: map[string]A{"old": {"n1": 2}, "new": {"n1": 2}},
 	}, {
@@ -87,6 +116,7 @@ func TestGoodputJCT_Config(t *testing.T) {
 	for key, bad := range map[string][]string{
 		"stickiness":     {"x", "-1", "+Inf", "NaN"},
 		"attained_scale": {"x", "0", "-1", "+Inf", "NaN"},
+		"attained_floor": {"x", "-0.1", "1.5", "NaN"},
 		"restart_cost":   {"x", "-1s", "30"},
 	} {
 		for _, v := range bad {
@@ -94,7 +124,7 @@ func TestGoodputJCT_Config(t *testing.T) {
 		}
 	}
 	must.ErrorContains(t, p.SetConfig(map[string]string{"resize_cooldown": "1m"}), "unknown config key")
-	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.2", "attained_scale": "7200", "restart_cost": "5s"}))
+	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.2", "attained_scale": "7200", "attained_floor": "0.5", "restart_cost": "5s"}))
 }
 
 // BenchmarkGoodputJCT: as BenchmarkGoodput.
