@@ -39,10 +39,13 @@ var DefaultTiresiasThresholds = []float64{16 * 3600}
 //     cluster; no head-of-line blocking: a job that does not fit is passed
 //     over and smaller jobs behind it may run).
 //   - Preemption: running jobs that are not selected are stopped. Selected
-//     queued jobs start in priority order, worst fit as the Pollux port
-//     places them (place.Board.GrowMostFree: the node with the most free
-//     GPUs first, then the next; placement = "most-free", the default) or
-//     packed best fit (place.Board.Grow; placement = "packed"); one that
+//     queued jobs start in priority order, packed best fit
+//     (place.Board.Grow; placement = "packed", the default) or worst fit
+//     as the Pollux port places them (place.Board.GrowMostFree: the node
+//     with the most free GPUs first, then the next; placement =
+//     "most-free", which the simulator's comparisons with the published
+//     Tiresias set: on a big cluster it fragments the nodes, and on all of
+//     Philly the replay ran out of hand, docs/sim/README.md); one that
 //     does not fit whole workers is passed over, and queued jobs that were
 //     not selected may then take the room in priority order. A preempted
 //     job whose GPUs are still free at the end gets them back
@@ -56,8 +59,8 @@ var DefaultTiresiasThresholds = []float64{16 * 3600}
 //
 // Config: queue_thresholds = comma-separated increasing GPU-second
 // thresholds ("57600" by default; "" for one queue, which is first come,
-// first served with preemption-free backfilling); placement = "most-free"
-// (default) or "packed".
+// first served with preemption-free backfilling); placement = "packed"
+// (default) or "most-free".
 type Tiresias struct {
 	thresholds atomic.Pointer[[]float64]
 	packed     atomic.Bool
@@ -82,11 +85,11 @@ func (p *Tiresias) SetConfig(config map[string]string) error {
 	if err := checkKeys(config, "queue_thresholds", "placement"); err != nil {
 		return fmt.Errorf("failed to configure %s: %w", TiresiasName, err)
 	}
-	packed := false
+	packed := true
 	switch v := config["placement"]; v {
-	case "", "most-free":
-	case "packed":
-		packed = true
+	case "", "packed":
+	case "most-free":
+		packed = false
 	default:
 		return fmt.Errorf("failed to configure %s: placement: %q is not most-free or packed", TiresiasName, v)
 	}

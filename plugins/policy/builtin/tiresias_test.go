@@ -67,16 +67,16 @@ func TestTiresias(t *testing.T) {
 			queued("b", 2, 2, 2, 1), queued("c", 3, 1, 1, 1)},
 		want: map[string]A{"a": {"n1": 1}, "c": {"n1": 1}},
 	}, {
-		name:  "worst fit, as the Pollux port: the emptiest node first, which may split a later job",
-		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
-		jobs:  []policy.Job{running("a", 1, 2, 2, 1, A{"n1": 2}, 1), queued("b", 2, 2, 2, 1), queued("c", 3, 4, 4, 1)},
-		want:  map[string]A{"a": {"n1": 2}, "b": {"n2": 2}, "c": {"n1": 2, "n2": 2}},
-	}, {
-		name:   "packed best fit",
-		config: map[string]string{"placement": "packed"},
+		name:   "worst fit, as the Pollux port: the emptiest node first, which may split a later job",
+		config: map[string]string{"placement": "most-free"},
 		nodes:  []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
 		jobs:   []policy.Job{running("a", 1, 2, 2, 1, A{"n1": 2}, 1), queued("b", 2, 2, 2, 1), queued("c", 3, 4, 4, 1)},
-		want:   map[string]A{"a": {"n1": 2}, "b": {"n1": 2}, "c": {"n2": 4}},
+		want:   map[string]A{"a": {"n1": 2}, "b": {"n2": 2}, "c": {"n1": 2, "n2": 2}},
+	}, {
+		name:  "packed best fit, the default",
+		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
+		jobs:  []policy.Job{running("a", 1, 2, 2, 1, A{"n1": 2}, 1), queued("b", 2, 2, 2, 1), queued("c", 3, 4, 4, 1)},
+		want:  map[string]A{"a": {"n1": 2}, "b": {"n1": 2}, "c": {"n2": 4}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
