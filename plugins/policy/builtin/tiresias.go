@@ -63,7 +63,7 @@ var DefaultTiresiasThresholds = []float64{16 * 3600}
 // (default) or "most-free".
 type Tiresias struct {
 	thresholds atomic.Pointer[[]float64]
-	packed     atomic.Bool
+	mostFree   atomic.Bool // placement = "most-free"; the zero value is packed, the default
 }
 
 // NewTiresias returns a Tiresias policy with the default configuration.
@@ -85,11 +85,11 @@ func (p *Tiresias) SetConfig(config map[string]string) error {
 	if err := checkKeys(config, "queue_thresholds", "placement"); err != nil {
 		return fmt.Errorf("failed to configure %s: %w", TiresiasName, err)
 	}
-	packed := true
+	mostFree := false
 	switch v := config["placement"]; v {
 	case "", "packed":
 	case "most-free":
-		packed = false
+		mostFree = true
 	default:
 		return fmt.Errorf("failed to configure %s: placement: %q is not most-free or packed", TiresiasName, v)
 	}
@@ -109,16 +109,16 @@ func (p *Tiresias) SetConfig(config map[string]string) error {
 		}
 	}
 	p.thresholds.Store(&th)
-	p.packed.Store(packed)
+	p.mostFree.Store(mostFree)
 	return nil
 }
 
 // Plan implements policy.Policy.
 func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
 	th := *p.thresholds.Load()
-	grow := (*place.Board).GrowMostFree
-	if p.packed.Load() {
-		grow = (*place.Board).Grow
+	grow := (*place.Board).Grow
+	if p.mostFree.Load() {
+		grow = (*place.Board).GrowMostFree
 	}
 	c, err := place.NewBoard(s)
 	if err != nil {

@@ -91,6 +91,13 @@ func TestTiresias(t *testing.T) {
 }
 
 func TestTiresias_Config(t *testing.T) {
+	// A new policy, never configured, places packed, the default.
+	s := &policy.Snapshot{Now: at(100), Nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
+		Jobs: []policy.Job{running("a", 1, 2, 2, 1, A{"n1": 2}, 1), queued("b", 2, 2, 2, 1)}}
+	fresh, err := builtin.NewTiresias().Plan(context.Background(), s)
+	must.NoError(t, err)
+	must.Eq(t, map[string]A{"a": {"n1": 2}, "b": {"n1": 2}}, targets(s, fresh))
+
 	p := builtin.NewTiresias()
 	for _, bad := range []string{"x", "-1", "100,50", "5,5"} {
 		must.ErrorContains(t, p.SetConfig(map[string]string{"queue_thresholds": bad}), "queue_thresholds")
