@@ -281,11 +281,9 @@ type jobNotes struct {
 // note adds reasons to job j's entry in the plan.
 func (c *Board) note(j int32, reasons ...string) {
 	if c.notes == nil {
-		for i := range c.few {
-			if c.few[i].j == j {
-				c.few[i].why = append(c.few[i].why, reasons...)
-				return
-			}
+		if i := c.fewAt(j); i >= 0 {
+			c.few[i].why = append(c.few[i].why, reasons...)
+			return
 		}
 		if len(c.few) < fewNotes {
 			c.few = append(c.few, jobNotes{j: j, why: append([]string(nil), reasons...)})
@@ -309,12 +307,12 @@ func (c *Board) hasNotes(j int32) bool {
 	if c.notes != nil {
 		return c.notes[j] != nil
 	}
-	for _, n := range c.few {
-		if n.j == j {
-			return true
-		}
-	}
-	return false
+	return c.fewAt(j) >= 0
+}
+
+// fewAt is the index of job j's notes in few, or -1.
+func (c *Board) fewAt(j int32) int {
+	return slices.IndexFunc(c.few, func(n jobNotes) bool { return n.j == j })
 }
 
 // index returns the index of job id, building the ID index on first use
