@@ -148,7 +148,7 @@ func (c *JobStatusCommand) follow(cl *client.Client, job *structs.Job) int {
 	ctx, stop := c.interrupt()
 	defer stop()
 	m := &monitor{out: c.Out, client: cl, interval: c.pollInterval(), untilEnd: true,
-		state: job.State, gpus: job.GPUs(), history: len(job.History), events: len(job.Events)}
+		state: job.State, gpus: job.GPUs(), history: job.AllHistory(), events: job.AllEvents()}
 	fmt.Fprintf(c.Out, "\n==> Following job %q until it ends (Ctrl-C stops following; the job keeps going)\n", job.ID)
 	_, code, err := m.run(ctx, job)
 	if err != nil {
@@ -282,11 +282,11 @@ func formatJob(j *structs.Job, verbose bool) string {
 	}
 
 	if len(j.Preemptions) > 0 {
-		b.WriteString("\n\n" + heading("Preemptions", len(j.Preemptions), verbose) + "\n")
+		b.WriteString("\n\n" + heading("Preemptions", len(j.Preemptions), j.Dropped.Preemptions, verbose) + "\n")
 		b.WriteString(formatPreemptions(recent(j.Preemptions, verbose)))
 	}
 
-	b.WriteString("\n\n" + heading("GPU History", len(j.History), verbose) + "\n")
+	b.WriteString("\n\n" + heading("GPU History", len(j.History), j.Dropped.History, verbose) + "\n")
 	if len(j.History) == 0 {
 		b.WriteString("No GPU changes")
 	} else {
@@ -297,7 +297,7 @@ func formatJob(j *structs.Job, verbose bool) string {
 		b.WriteString(formatList(rows))
 	}
 
-	b.WriteString("\n\n" + heading("Events", len(j.Events), verbose) + "\n")
+	b.WriteString("\n\n" + heading("Events", len(j.Events), j.Dropped.Events, verbose) + "\n")
 	if len(j.Events) == 0 {
 		b.WriteString("No events")
 	} else {
@@ -332,9 +332,15 @@ func formatPreemptions(ps []structs.Preemption) string {
 	return formatList(rows)
 }
 
-// heading names a section, saying when only the recent rows are shown.
-func heading(name string, n int, verbose bool) string {
-	if verbose || n <= recentRows {
+// heading names a section of n rows, saying when only the recent rows
+// are shown, and how many older ones the record no longer keeps.
+func heading(name string, n, dropped int, verbose bool) string {
+	switch {
+	case dropped > 0 && (verbose || n <= recentRows):
+		return fmt.Sprintf("%s (last %d of %d; the planner keeps the last %d)", name, n, n+dropped, n)
+	case dropped > 0:
+		return fmt.Sprintf("%s (last %d of %d; -verbose shows the last %d, which the planner keeps)", name, recentRows, n+dropped, n)
+	case verbose || n <= recentRows:
 		return name
 	}
 	return fmt.Sprintf("%s (last %d of %d; -verbose shows all)", name, recentRows, n)

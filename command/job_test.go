@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -304,6 +305,33 @@ func TestJobStatus_Preemptions(t *testing.T) {
 	} {
 		must.StrContains(t, out, want)
 	}
+}
+
+// A record that dropped its oldest events (structs.Job.Bound) says how
+// many it had and how many it keeps, with and without -verbose.
+func TestJobStatus_DroppedEntriesCounted(t *testing.T) {
+	h := newHarness(t)
+	id := h.submit(elastic)
+	h.backend.Update(id, func(j *structs.Job) {
+		j.Events = nil
+		for i := range structs.MaxEvents {
+			j.Events = append(j.Events, structs.Event{Time: time.Now(), Type: "grow", Message: fmt.Sprint("event ", i)})
+		}
+		j.Dropped.Events = 42
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrContains(t, h.out.String(), fmt.Sprintf("Events (last 10 of %d; -verbose shows the last %d, which the planner keeps)", structs.MaxEvents+42, structs.MaxEvents))
+	must.Eq(t, ExitOK, h.run("job", "status", "-verbose", id))
+	must.StrContains(t, h.out.String(), fmt.Sprintf("Events (last %d of %d; the planner keeps the last %d)", structs.MaxEvents, structs.MaxEvents+42, structs.MaxEvents))
+}
+
+// The monitor prints each entry once though the list's oldest are
+// dropped between two reads: it counts what it printed over all entries.
+func TestMonitor_UnseenAfterDrops(t *testing.T) {
+	must.Eq(t, 3, unseen(3, 0, 5))  // nothing dropped
+	must.Eq(t, 1, unseen(8, 7, 5))  // 7 dropped since: entry 8 is at 1
+	must.Eq(t, 0, unseen(3, 7, 5))  // more dropped than printed: all new
+	must.Eq(t, 5, unseen(20, 7, 5)) // printed all there are
 }
 
 // What the training reported shows as one line.

@@ -40,8 +40,8 @@ type monitor struct {
 
 	state   structs.JobState
 	gpus    int
-	history int // entries of History printed
-	events  int // entries of Events printed
+	history int // GPU changes printed (Job.AllHistory counts them)
+	events  int // events printed (Job.AllEvents counts them)
 }
 
 // run follows job (as the submission returned it) and returns the last
@@ -134,7 +134,7 @@ func (m *monitor) show(j *structs.Job) {
 		text string
 	}
 	var lines []line
-	for _, h := range j.History[min(m.history, len(j.History)):] {
+	for _, h := range j.History[unseen(m.history, j.Dropped.History, len(j.History)):] {
 		text := fmt.Sprintf("GPUs %d -> %d", m.gpus, h.GPUs)
 		if len(h.Nodes) > 0 {
 			text += " on " + formatNodes(h.Nodes)
@@ -146,11 +146,11 @@ func (m *monitor) show(j *structs.Job) {
 		lines = append(lines, line{h.Time, text + ")"})
 		m.gpus = h.GPUs
 	}
-	m.history = max(m.history, len(j.History))
-	for _, e := range j.Events[min(m.events, len(j.Events)):] {
+	m.history = max(m.history, j.AllHistory())
+	for _, e := range j.Events[unseen(m.events, j.Dropped.Events, len(j.Events)):] {
 		lines = append(lines, line{e.Time, e.Message})
 	}
-	m.events = max(m.events, len(j.Events))
+	m.events = max(m.events, j.AllEvents())
 	slices.SortStableFunc(lines, func(a, b line) int { return a.t.Compare(b.t) })
 	for _, l := range lines {
 		fmt.Fprintf(m.out, "    %s: %s\n", formatTime(l.t), l.text)
@@ -202,4 +202,10 @@ func stateTime(j *structs.Job) time.Time {
 		return j.Submitted
 	}
 	return time.Now()
+}
+
+// unseen is the index, in a list of n entries after dropped older ones,
+// of the first entry not printed when seen of all of them were.
+func unseen(seen, dropped, n int) int {
+	return min(max(seen-dropped, 0), n)
 }

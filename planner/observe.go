@@ -43,9 +43,11 @@ func (p *Planner) metrics() Metrics {
 	return p.Metrics
 }
 
-// publishJob publishes the events j's record gained since it held from
-// of them (Job.Events is append-only), with the job's state and GPUs.
+// publishJob publishes the events j's record gained since it had from
+// of them (Job.AllEvents: Job.Events is append-only, but for the oldest
+// that Bound drops), with the job's state and GPUs.
 func (p *Planner) publishJob(j *structs.Job, from int) {
+	from = max(0, from-j.Dropped.Events) // an index into j.Events
 	if p.Events == nil || from >= len(j.Events) {
 		return
 	}

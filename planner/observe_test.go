@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -145,4 +146,44 @@ func TestWaits_Causes(t *testing.T) {
 	must.StrContains(t, got["small"].Reason, "2 GPUs free that it may use, but policy fifo did not start it")
 	must.Eq(t, structs.Wait{Cause: structs.WaitPolicy, Reason: "waits for 8 GPUs"}, got["said"])
 	must.Eq(t, structs.WaitQuota, got["held"].Cause)
+}
+
+// A job that changes more often than its record keeps (structs.MaxEvents,
+// MaxHistory) keeps only its newest entries, counts the rest, and the
+// event stream still gets each event once: the stream counts events by
+// AllEvents, not by the bounded list's length.
+func TestObserve_BoundedRecordStillStreamsEveryEvent(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "fifo", node("n1", 4))
+	br := events.New(4096, *now)
+	p.Events = br
+	j := submit(t, p, now, spec(t, "a", 1, 1))
+
+	const changes = structs.MaxEvents + 150
+	for i := range changes {
+		must.NoError(t, p.Update(ctx, j, func(next *structs.Job) error {
+			next.History = append(next.History, structs.GPUChange{Time: *now, GPUs: i % 2})
+			next.Events = append(next.Events, structs.Event{Time: *now, Type: "grow", Message: fmt.Sprint("change ", i)})
+			return nil
+		}))
+	}
+	stored := state(t, st, j.ID)
+	must.Len(t, structs.MaxEvents, stored.Events)
+	must.Len(t, structs.MaxHistory, stored.History)
+	must.Eq(t, changes+1, stored.AllEvents(), must.Sprint("the submission's event and every change"))
+	must.Eq(t, changes, stored.AllHistory())
+	must.Eq(t, fmt.Sprint("change ", changes-1), stored.Events[len(stored.Events)-1].Message, must.Sprint("the newest are kept"))
+
+	evs, lost, _, _ := br.Since(0, 10000)
+	must.False(t, lost)
+	var msgs []string
+	for _, e := range evs {
+		if e.Type == structs.StreamJobResized {
+			msgs = append(msgs, e.Message)
+		}
+	}
+	must.Len(t, changes, msgs)
+	for i, m := range msgs {
+		must.Eq(t, fmt.Sprint("change ", i), m)
+	}
 }

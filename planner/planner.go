@@ -532,9 +532,10 @@ func (p *Planner) update(ctx context.Context, j *structs.Job, mutate func(*struc
 		if err := mutate(next); err != nil {
 			return err
 		}
+		next.Bound()
 		err := p.Store.UpdateJob(ctx, next)
 		if err == nil {
-			p.publishJob(next, len(base.Events))
+			p.publishJob(next, base.AllEvents())
 			*j = *next
 			return nil
 		}

@@ -210,6 +210,6 @@ func Stub(j *structs.Job) JobStub {
 		Started:     j.Started,
 		Finished:    j.Finished,
 		NomadJobID:  j.NomadJobID,
-		Preemptions: len(j.Preemptions),
+		Preemptions: j.AllPreemptions(),
 	}
 }

@@ -52,10 +52,15 @@ type Job struct {
 	// Allocation is the GPUs per node the job holds now (as the planner
 	// last applied it).
 	Allocation map[string]int `json:"allocation,omitempty"`
-	// History is every change of the job's GPUs, oldest first.
+	// History is the changes of the job's GPUs, oldest first: the last
+	// MaxHistory of them (Dropped.History counts those dropped before).
 	History []GPUChange `json:"history,omitempty"`
-	// Events are notable things that happened to the job, oldest first.
+	// Events are notable things that happened to the job, oldest first:
+	// the last MaxEvents of them (Dropped.Events counts those dropped).
 	Events []Event `json:"events,omitempty"`
+	// Dropped counts the oldest entries of History, Events and
+	// Preemptions dropped to keep the record within its bounds (Bound).
+	Dropped Dropped `json:"dropped,omitzero"`
 
 	// AttainedGPUSeconds is the service the job has received.
 	AttainedGPUSeconds float64 `json:"attained_gpu_seconds"`
@@ -71,7 +76,8 @@ type Job struct {
 	Admission *Admission `json:"admission,omitempty"`
 	// Preemptions are the times the planner stopped the job and requeued
 	// it to give its GPUs back to a queue below its nominal quota, oldest
-	// first, each with who took the GPUs and the step it resumed from.
+	// first, each with who took the GPUs and the step it resumed from: the
+	// last MaxPreemptions of them.
 	Preemptions []Preemption `json:"preemptions,omitempty"`
 	// Resume is the checkpoint the job's latest start was told to resume
 	// from (SCHEDULEARN_RESUME_CHECKPOINT and _STEP in its environment);
@@ -189,6 +195,70 @@ func (j *Job) Clone() *Job {
 	c.Resume = clonePtr(j.Resume)
 	c.Idempotency = clonePtr(j.Idempotency)
 	return &c
+}
+
+// Bounds of a job's lists. A record is written whole on every change
+// (and, with the bolt and Consul stores, encoded whole), so a job resized
+// or preempted thousands of times (Tiresias on Philly preempts some long
+// jobs that often) must not carry a list that grows with each: that made
+// each write cost as much as all the job's changes before it. Bound keeps
+// the newest entries; the job's attained service, state and allocation
+// are kept apart and stay exact. What reads a job's GPU history over a
+// span of time (queue usage windows, the dashboard's utilisation) counts
+// nothing for it before its oldest change kept.
+const (
+	// MaxHistory bounds Job.History (the GPU changes).
+	MaxHistory = 100
+	// MaxEvents bounds Job.Events.
+	MaxEvents = 100
+	// MaxPreemptions bounds Job.Preemptions.
+	MaxPreemptions = 50
+)
+
+// Dropped counts the entries of a job's lists dropped by Bound, oldest
+// first: entry i of Job.Events is the job's event Dropped.Events + i.
+type Dropped struct {
+	History     int `json:"history,omitempty"`
+	Events      int `json:"events,omitempty"`
+	Preemptions int `json:"preemptions,omitempty"`
+}
+
+// Bound drops the oldest entries of j's GPU history, events and
+// preemptions beyond MaxHistory, MaxEvents and MaxPreemptions, counting
+// them in j.Dropped. The planner bounds every record it writes.
+func (j *Job) Bound() {
+	var n int
+	j.History, n = dropOldest(j.History, MaxHistory)
+	j.Dropped.History += n
+	j.Events, n = dropOldest(j.Events, MaxEvents)
+	j.Dropped.Events += n
+	j.Preemptions, n = dropOldest(j.Preemptions, MaxPreemptions)
+	j.Dropped.Preemptions += n
+}
+
+// AllEvents is the number of events the job has had, those dropped by
+// Bound included.
+func (j *Job) AllEvents() int { return j.Dropped.Events + len(j.Events) }
+
+// AllHistory is the number of GPU changes the job has had, those dropped
+// by Bound included.
+func (j *Job) AllHistory() int { return j.Dropped.History + len(j.History) }
+
+// AllPreemptions is the number of times the job was preempted, those
+// dropped by Bound included.
+func (j *Job) AllPreemptions() int { return j.Dropped.Preemptions + len(j.Preemptions) }
+
+// dropOldest returns s without its oldest entries beyond limit, moved
+// down in place (so that the dropped ones are not kept alive by the
+// array), and how many it dropped.
+func dropOldest[T any](s []T, limit int) ([]T, int) {
+	n := len(s) - limit
+	if n <= 0 {
+		return s, 0
+	}
+	copy(s, s[n:])
+	clear(s[limit:])
+	return s[:limit], n
 }
 
 // Bounds of a job's progress record.

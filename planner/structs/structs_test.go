@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -87,4 +88,34 @@ func TestProgress_CloneHistoryIsDeep(t *testing.T) {
 	must.Eq(t, 30.0, *p.History[3].SamplesPerSec)
 	must.Eq(t, 0.3, p.History[3].Metric.Value)
 	must.Nil(t, c.History[1].SamplesPerSec)
+}
+
+// Bound keeps the newest entries of each list within its bound, counts
+// those it drops, and leaves a record within bounds as it is.
+func TestBound_KeepsNewestAndCounts(t *testing.T) {
+	j := &Job{ID: "a"}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for i := range 3 * MaxEvents {
+		j.History = append(j.History, GPUChange{Time: now, GPUs: i})
+		j.Events = append(j.Events, Event{Time: now, Message: fmt.Sprint(i)})
+		j.Preemptions = append(j.Preemptions, Preemption{Time: now, Step: int64(i)})
+		if i%7 == 0 {
+			j.Bound()
+		}
+	}
+	j.Bound()
+	must.Len(t, MaxHistory, j.History)
+	must.Len(t, MaxEvents, j.Events)
+	must.Len(t, MaxPreemptions, j.Preemptions)
+	must.Eq(t, 3*MaxEvents, j.AllHistory())
+	must.Eq(t, 3*MaxEvents, j.AllEvents())
+	must.Eq(t, 3*MaxEvents, j.AllPreemptions())
+	must.Eq(t, 3*MaxEvents-MaxHistory, j.History[0].GPUs)
+	must.Eq(t, fmt.Sprint(3*MaxEvents-1), j.Events[MaxEvents-1].Message)
+	must.Eq(t, int64(3*MaxEvents-1), j.Preemptions[MaxPreemptions-1].Step)
+
+	small := &Job{ID: "b", Events: []Event{{Message: "x"}}}
+	small.Bound()
+	must.Eq(t, Dropped{}, small.Dropped)
+	must.Len(t, 1, small.Events)
 }
