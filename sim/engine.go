@@ -107,12 +107,14 @@ const (
 // TimeInvariant reports whether builtin policy name, configured with
 // config, plans from the jobs and their allocations alone (not the time,
 // nor attained service), so that Config.SkipQuietRounds is correct for it:
-// fifo, round-robin, goodput, and elastic-fifo without a resize_cooldown.
+// fifo, round-robin, goodput, and elastic-fifo and edf without a
+// resize_cooldown (edf orders by the jobs' deadlines, which are fixed at
+// submission, not by the time left to them).
 func TimeInvariant(name string, config map[string]string) bool {
 	switch name {
 	case builtin.FIFOName, builtin.RoundRobinName, builtin.GoodputName:
 		return true
-	case builtin.ElasticFIFOName:
+	case builtin.ElasticFIFOName, builtin.EDFName:
 		d, err := time.ParseDuration(config["resize_cooldown"])
 		return config["resize_cooldown"] == "" || (err == nil && d == 0)
 	}

@@ -196,7 +196,14 @@ func TestRun_SkipQuietRoundsChangesNothing(t *testing.T) {
 		specs = append(specs, sim.JobSpec{ID: fmt.Sprintf("toy-%d", i), Submit: specs[len(specs)-1].Submit + 7,
 			GPUs: policy.GPURequest{Min: 1, Max: 16, PerWorker: 1}, Model: m, ChargeStart: true})
 	}
-	for _, name := range []string{builtin.FIFOName, builtin.RoundRobinName, builtin.ElasticFIFOName, builtin.GoodputName} {
+	// Deadlines, which edf orders by; the others ignore them. Every third
+	// job's falls 2 to 40 hours after its submission, out of order.
+	for i := range specs {
+		if i%3 == 0 {
+			specs[i].HasDeadline, specs[i].Deadline = true, specs[i].Submit+float64(7200+(i*7919)%136800)
+		}
+	}
+	for _, name := range []string{builtin.FIFOName, builtin.RoundRobinName, builtin.ElasticFIFOName, builtin.GoodputName, builtin.EDFName} {
 		t.Run(name, func(t *testing.T) {
 			must.True(t, sim.TimeInvariant(name, nil))
 			cfg := config(8, 8)
@@ -209,8 +216,12 @@ func TestRun_SkipQuietRoundsChangesNothing(t *testing.T) {
 			must.Positive(t, quiet.SkippedRounds)
 		})
 	}
+	// The deadlines matter to edf: it is not elastic-fifo here.
+	must.NotEq(t, run(t, config(8, 8), builtin.EDFName, specs...).JCTs, run(t, config(8, 8), builtin.ElasticFIFOName, specs...).JCTs)
 	must.False(t, sim.TimeInvariant(builtin.TiresiasName, nil))
 	must.False(t, sim.TimeInvariant(builtin.ElasticFIFOName, map[string]string{"resize_cooldown": "1m"}))
+	must.False(t, sim.TimeInvariant(builtin.EDFName, map[string]string{"resize_cooldown": "1m"}))
+	must.False(t, sim.TimeInvariant(builtin.QoEName, nil))
 }
 
 // TestRun_ExternalPlugin replays a trace with the example external policy,
