@@ -166,11 +166,9 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 		}
 	}
 
-	for _, j := range order {
-		if selected[j] && c.Held(j) > 0 {
-			c.Notef(j, "running: queue %d of %d (attained %.0f GPU-s)", queue[j], len(th)+1, jobs[j].AttainedGPUSeconds)
-		}
-	}
+	// A running job that keeps its place gets no reason: nothing changes
+	// for it (formatting one for each of hundreds of running jobs every
+	// round was a tenth of a whole-Philly replay).
 
 	// Start the selected queued jobs, then let the others take what is left.
 	for pass := range 2 {
