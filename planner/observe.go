@@ -139,6 +139,15 @@ func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan, queue func
 	p.obs.mu.Unlock()
 }
 
+// LastSnapshot is the snapshot of the last round (nil before the first),
+// for the simulator to read between two rounds (policy.Steady). It is
+// shared: do not modify it; the round after next may write over it.
+func (p *Planner) LastSnapshot() *policy.Snapshot {
+	p.obs.mu.Lock()
+	defer p.obs.mu.Unlock()
+	return p.obs.snap
+}
+
 // Waits says why each queued job waited after the last round (by job ID);
 // a job queued since has no entry yet: its queue's reason when the queue
 // holds it back, else the policy's own reason when it gave one, else how

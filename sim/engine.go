@@ -53,7 +53,9 @@ type Config struct {
 	// the last one (no arrival, completion or change of a job's rate or
 	// speedup) and that round changed nothing. It is only correct for
 	// policies whose plan does not depend on the time or attained service
-	// (see TimeInvariant); the run is then the same, only faster.
+	// (see TimeInvariant), or that tell until when it does not
+	// (policy.Steady: the rounds before that time are skipped); the run is
+	// then the same, only faster.
 	// Simultaneous events still run a round each.
 	SkipQuietRounds bool
 	// Progress, if set, is called now and then with the jobs finished so far.
@@ -210,6 +212,11 @@ type simulator struct {
 	skipped  int
 	dirty    bool  // something happened since the last round
 	err      error // a model gave what the loop cannot use
+	// steady is the policy, if it tells until when its plan stays the
+	// same (policy.Steady); until is that time, in seconds, as of the
+	// last round (+Inf: forever, as for a time-invariant policy).
+	steady policy.Steady
+	until  float64
 
 	queues   []queueTrack // per queue (Config.Queues), by name
 	queueIdx map[string]int
@@ -230,7 +237,8 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 	}
 	wall := time.Now()
 	s := &simulator{cfg: cfg, policy: p, start: start, round: cfg.Round.Seconds(),
-		nodeIdx: make(map[string]int, cfg.Nodes), byID: make(map[string]*simJob, len(specs))}
+		nodeIdx: make(map[string]int, cfg.Nodes), byID: make(map[string]*simJob, len(specs)), until: math.Inf(1)}
+	s.steady, _ = p.(policy.Steady)
 	width := len(fmt.Sprint(cfg.Nodes - 1))
 	for i := range cfg.Nodes {
 		id := fmt.Sprintf("node-%0*d", width, i)
@@ -356,7 +364,9 @@ func (s *simulator) loop(ctx context.Context) error {
 			changed, s.dirty = true, true
 		}
 		if t >= nextRound || (changed && s.cfg.EventRounds) {
-			if s.cfg.SkipQuietRounds && !s.dirty {
+			// A quiet round is skipped before the policy's steady time, a
+			// second early (the round that would see it change is planned).
+			if s.cfg.SkipQuietRounds && !s.dirty && t+1 < s.until {
 				s.skipped++
 			} else if err := s.schedule(ctx); err != nil {
 				return err
@@ -476,6 +486,14 @@ func (s *simulator) schedule(ctx context.Context) error {
 	}
 	if err := s.planner.Round(ctx); err != nil {
 		return fmt.Errorf("failed to simulate: round at %.0f s: %w", s.now, err)
+	}
+	if s.steady != nil && s.cfg.SkipQuietRounds {
+		s.until = math.Inf(1)
+		if snap := s.planner.LastSnapshot(); snap != nil {
+			if u, ok := s.steady.SteadyUntil(snap); ok {
+				s.until = u.Sub(s.start).Seconds()
+			}
+		}
 	}
 	return nil
 }

@@ -224,6 +224,41 @@ func TestRun_SkipQuietRoundsChangesNothing(t *testing.T) {
 	must.False(t, sim.TimeInvariant(builtin.QoEName, nil))
 }
 
+// Tiresias tells until when its plan stays the same (policy.Steady: until
+// a running job's attained service reaches the next queue threshold), so
+// a run that skips the quiet rounds before that is the same run; with
+// thresholds low enough that jobs are demoted and preempted mid-run.
+func TestRun_SkipQuietRoundsSteadyTiresias(t *testing.T) {
+	specs := phillyLike(300, 64, 0.9)
+	p := builtin.NewTiresias()
+	must.NoError(t, p.SetConfig(map[string]string{"queue_thresholds": "1800,14400"}))
+	cfg := config(8, 8)
+	all, err := sim.Run(context.Background(), cfg, t0, specs, p)
+	must.NoError(t, err)
+	cfg.SkipQuietRounds = true
+	quiet, err := sim.Run(context.Background(), cfg, t0, specs, p)
+	must.NoError(t, err)
+	must.Positive(t, all.Preemptions, must.Sprint("jobs cross the thresholds mid-run"))
+	must.Eq(t, all.JCTs, quiet.JCTs)
+	must.Eq(t, all.Preemptions, quiet.Preemptions)
+	must.Eq(t, all.Restarts, quiet.Restarts)
+	must.Eq(t, all.Rounds, quiet.Rounds+quiet.SkippedRounds)
+	must.Positive(t, quiet.SkippedRounds)
+
+	// Nothing but the time changes when a crossing matters: a reaches
+	// 3,600 GPU-s at 900 s and falls to the second queue, and b, waiting
+	// in the first since 100 s, takes its GPUs in that round (a round is
+	// every 60 s) and runs its 600 s (2,400 GPU-s: it stays in the first).
+	two := []sim.JobSpec{rigid("a", 0, 10000, 4), rigid("b", 100, 600, 4)}
+	must.NoError(t, p.SetConfig(map[string]string{"queue_thresholds": "3600"}))
+	cfg = config(1, 4)
+	cfg.SkipQuietRounds = true
+	quiet, err = sim.Run(context.Background(), cfg, t0, two, p)
+	must.NoError(t, err)
+	must.Eq(t, sim.JobJCT{ID: "b", JCT: 900 - 100 + 600}, quiet.JobJCTs[1])
+	must.Positive(t, quiet.SkippedRounds)
+}
+
 // TestRun_ExternalPlugin replays a trace with the example external policy,
 // launched from a plugin_dir over go-plugin gRPC.
 func TestRun_ExternalPlugin(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/quota"
+	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
@@ -179,7 +180,8 @@ func (e *Experiment) Run(ctx context.Context) (*Report, error) {
 				return nil, err
 			}
 			cfg := c
-			cfg.SkipQuietRounds = e.SkipQuietRounds && TimeInvariant(name, e.PolicyConfig[name])
+			_, steady := p.SteadyUntil(&policy.Snapshot{}) // whether it can tell (policy.Steady)
+			cfg.SkipQuietRounds = e.SkipQuietRounds && (TimeInvariant(name, e.PolicyConfig[name]) || steady)
 			cfg.Queues = queues
 			if e.Progress != nil {
 				cfg.Progress = e.Progress(t.Name, name)

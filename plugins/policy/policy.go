@@ -1,6 +1,9 @@
 package policy
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Info describes a policy plugin.
 type Info struct {
@@ -29,4 +32,16 @@ type Base interface {
 type Policy interface {
 	Base
 	Plan(ctx context.Context, s *Snapshot) (*Plan, error)
+}
+
+// Steady is what a policy may implement, besides Policy, when its plan
+// depends on the time only at known instants: the simulator then skips
+// the rounds before the next one in which nothing else changed (the same
+// jobs, allocations and reports), which would plan the same.
+//
+// SteadyUntil returns, for snapshot s, when the policy's plan for s moved
+// on in time (Now, and the attained service that running jobs gain with
+// it) may first differ from its plan for s; ok false if it cannot tell.
+type Steady interface {
+	SteadyUntil(s *Snapshot) (until time.Time, ok bool)
 }

@@ -3,10 +3,12 @@ package builtin
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/place"
@@ -202,6 +204,33 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 	}
 	return c.Plan(TiresiasName), nil
 }
+
+// SteadyUntil implements policy.Steady: the plan depends on the time
+// only through each job's queue, which changes when a running job's
+// attained service, growing by its GPUs each second, reaches the next
+// threshold; the earliest such time (the far future when no running job
+// has a threshold ahead of it).
+func (p *Tiresias) SteadyUntil(s *policy.Snapshot) (time.Time, bool) {
+	th := *p.thresholds.Load()
+	until := math.Inf(1) // seconds after s.Now
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		held := j.Allocation.Total()
+		if held <= 0 {
+			continue
+		}
+		if q := tiresiasQueue(j.AttainedGPUSeconds, th); q < len(th) {
+			until = min(until, (th[q]-j.AttainedGPUSeconds)/float64(held))
+		}
+	}
+	if until > maxSteadySeconds {
+		until = maxSteadySeconds
+	}
+	return s.Now.Add(time.Duration(until * float64(time.Second))), true
+}
+
+// maxSteadySeconds bounds SteadyUntil within time.Duration (a century).
+const maxSteadySeconds = 100 * 365 * 24 * 3600
 
 // tiresiasQueue returns the queue of a job with attained GPU-seconds a.
 func tiresiasQueue(a float64, th []float64) int {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -169,6 +170,16 @@ func (i *Instance) SetConfig(config map[string]string) error {
 	i.config = maps.Clone(config)
 	i.mu.Unlock()
 	return nil
+}
+
+// SteadyUntil implements policy.Steady for a builtin that does (an
+// external plugin cannot tell: ok false).
+func (i *Instance) SteadyUntil(s *policy.Snapshot) (time.Time, bool) {
+	p, err := i.current()
+	if st, ok := p.(policy.Steady); ok && err == nil && i.Builtin() {
+		return st.SteadyUntil(s)
+	}
+	return time.Time{}, false
 }
 
 // Plan implements policy.Policy. The plan is checked with policy.Validate;
