@@ -54,7 +54,9 @@ type Departures interface {
 type Executor interface {
 	// Apply makes job hold the target allocation: it registers the job when
 	// it holds nothing yet, resizes it in place when it runs, and stops it
-	// when the target is empty. It must be idempotent.
+	// when the target is empty. It must be idempotent. It may set job's
+	// NomadJobID, and must change none of its maps and lists (they are
+	// the stored record's).
 	Apply(ctx context.Context, job *structs.Job, target policy.Allocation) error
 	// Outcome reports whether a running job has ended, and how.
 	Outcome(ctx context.Context, job *structs.Job) (Outcome, error)
@@ -332,7 +334,12 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	changes, at := plan.AllAt(snap) // snap.Jobs[i] is live[i]'s
 	var errs []error
 	for k, ch := range changes {
-		j := live[at[k]].Clone() // the store's own where shared
+		// A copy of the record (the store's own where shared) for the
+		// fields the change sets before it is recorded (Resume, and the
+		// executor's NomadJobID); its maps and lists stay the record's,
+		// which record copies before it changes them (update).
+		rec := *live[at[k]]
+		j := &rec
 		if ch.From.Total() == 0 {
 			// A start: a job that ran before resumes from its checkpoint.
 			j.Resume = p.resumePoint(j)
