@@ -13,7 +13,6 @@ import (
 	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/plugins/policy"
-	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 )
 
 // Launcher is how a job's GPU count changes while it runs.
@@ -51,11 +50,11 @@ type Config struct {
 	WholeSeconds bool
 	// SkipQuietRounds skips a timed round when nothing has happened since
 	// the last one (no arrival, completion or change of a job's rate or
-	// speedup) and that round changed nothing. It is only correct for
-	// policies whose plan does not depend on the time or attained service
-	// (see TimeInvariant), or that tell until when it does not
-	// (policy.Steady: the rounds before that time are skipped); the run is
-	// then the same, only faster.
+	// speedup), that round changed nothing, and the policy's plan stays
+	// the same until after it (policy.Steady); the run is then the same,
+	// only faster. For a policy that is not a policy.Steady, every quiet
+	// round is skipped: only correct if its plan does not depend on the
+	// time.
 	// Simultaneous events still run a round each.
 	SkipQuietRounds bool
 	// Progress, if set, is called now and then with the jobs finished so far.
@@ -105,23 +104,6 @@ const (
 	// whose rate does not add up), and a run must not go on forever.
 	MaxSimSeconds = 200 * 365 * 24 * 3600
 )
-
-// TimeInvariant reports whether builtin policy name, configured with
-// config, plans from the jobs and their allocations alone (not the time,
-// nor attained service), so that Config.SkipQuietRounds is correct for it:
-// fifo, round-robin, goodput, and elastic-fifo and edf without a
-// resize_cooldown (edf orders by the jobs' deadlines, which are fixed at
-// submission, not by the time left to them).
-func TimeInvariant(name string, config map[string]string) bool {
-	switch name {
-	case builtin.FIFOName, builtin.RoundRobinName, builtin.GoodputName:
-		return true
-	case builtin.ElasticFIFOName, builtin.EDFName:
-		d, err := time.ParseDuration(config["resize_cooldown"])
-		return config["resize_cooldown"] == "" || (err == nil && d == 0)
-	}
-	return false
-}
 
 // DefaultConfig is the Pollux simulator's setting: 16 nodes x 4 GPUs,
 // 60 s rounds, a 30 s restart on every re-allocation.

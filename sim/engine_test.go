@@ -205,7 +205,8 @@ func TestRun_SkipQuietRoundsChangesNothing(t *testing.T) {
 	}
 	for _, name := range []string{builtin.FIFOName, builtin.RoundRobinName, builtin.ElasticFIFOName, builtin.GoodputName, builtin.EDFName} {
 		t.Run(name, func(t *testing.T) {
-			must.True(t, sim.TimeInvariant(name, nil))
+			_, steady := host.Builtins()[name]().(policy.Steady)
+			must.True(t, steady)
 			cfg := config(8, 8)
 			all := run(t, cfg, name, specs...)
 			cfg.SkipQuietRounds = true
@@ -218,10 +219,28 @@ func TestRun_SkipQuietRoundsChangesNothing(t *testing.T) {
 	}
 	// The deadlines matter to edf: it is not elastic-fifo here.
 	must.NotEq(t, run(t, config(8, 8), builtin.EDFName, specs...).JCTs, run(t, config(8, 8), builtin.ElasticFIFOName, specs...).JCTs)
-	must.False(t, sim.TimeInvariant(builtin.TiresiasName, nil))
-	must.False(t, sim.TimeInvariant(builtin.ElasticFIFOName, map[string]string{"resize_cooldown": "1m"}))
-	must.False(t, sim.TimeInvariant(builtin.EDFName, map[string]string{"resize_cooldown": "1m"}))
-	must.False(t, sim.TimeInvariant(builtin.QoEName, nil))
+	// With a resize cooldown, elastic-fifo's plan waits on the time too:
+	// e, shrunk for r, may grow back only ten minutes later, after r
+	// has ended, in a round in which nothing else happens.
+	e := sim.JobSpec{ID: "e", Submit: 0, GPUs: policy.GPURequest{Min: 2, Max: 8, PerWorker: 1},
+		Model: sim.NewAmdahl(4000, 8, 0), ChargeStart: true}
+	two := []sim.JobSpec{e, rigid("r", 100, 300, 4)}
+	p := builtin.NewElasticFIFO()
+	must.NoError(t, p.SetConfig(map[string]string{"resize_cooldown": "10m"}))
+	cfg := config(1, 8)
+	all, err := sim.Run(context.Background(), cfg, t0, two, p)
+	must.NoError(t, err)
+	cfg.SkipQuietRounds = true
+	quiet, err := sim.Run(context.Background(), cfg, t0, two, p)
+	must.NoError(t, err)
+	must.Eq(t, all.JCTs, quiet.JCTs)
+	must.Positive(t, quiet.SkippedRounds)
+	must.NotEq(t, all.JCTs, run(t, config(1, 8), builtin.ElasticFIFOName, two...).JCTs, must.Sprint("the cooldown matters here"))
+	// qoe and goodput-jct weigh the time every round.
+	for _, name := range []string{builtin.QoEName, builtin.GoodputJCTName} {
+		_, steady := host.Builtins()[name]().(policy.Steady)
+		must.False(t, steady, must.Sprint(name))
+	}
 }
 
 // Tiresias tells until when its plan stays the same (policy.Steady: until

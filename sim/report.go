@@ -65,7 +65,7 @@ type Experiment struct {
 	// Command is the command line, for the report.
 	Command string
 	// SkipQuietRounds sets Config.SkipQuietRounds for the policies for which
-	// it is correct (TimeInvariant).
+	// it is correct (those that are a policy.Steady).
 	SkipQuietRounds bool
 	// QueuesVC puts each trace's jobs in one queue per virtual cluster
 	// (VCQueues); QueueTree, if set instead, is the queues (a planner
@@ -181,7 +181,7 @@ func (e *Experiment) Run(ctx context.Context) (*Report, error) {
 			}
 			cfg := c
 			_, steady := p.SteadyUntil(&policy.Snapshot{}) // whether it can tell (policy.Steady)
-			cfg.SkipQuietRounds = e.SkipQuietRounds && (TimeInvariant(name, e.PolicyConfig[name]) || steady)
+			cfg.SkipQuietRounds = e.SkipQuietRounds && steady
 			cfg.Queues = queues
 			if e.Progress != nil {
 				cfg.Progress = e.Progress(t.Name, name)

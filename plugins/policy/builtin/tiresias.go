@@ -223,14 +223,11 @@ func (p *Tiresias) SteadyUntil(s *policy.Snapshot) (time.Time, bool) {
 			until = min(until, (th[q]-j.AttainedGPUSeconds)/float64(held))
 		}
 	}
-	if until > maxSteadySeconds {
-		until = maxSteadySeconds
+	if until >= steadyHorizon.Seconds() {
+		return s.Now.Add(steadyHorizon), true
 	}
 	return s.Now.Add(time.Duration(until * float64(time.Second))), true
 }
-
-// maxSteadySeconds bounds SteadyUntil within time.Duration (a century).
-const maxSteadySeconds = 100 * 365 * 24 * 3600
 
 // tiresiasQueue returns the queue of a job with attained GPU-seconds a.
 func tiresiasQueue(a float64, th []float64) int {
