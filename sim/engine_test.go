@@ -227,12 +227,7 @@ func TestRun_SkipQuietRoundsChangesNothing(t *testing.T) {
 	two := []sim.JobSpec{e, rigid("r", 100, 300, 4)}
 	p := builtin.NewElasticFIFO()
 	must.NoError(t, p.SetConfig(map[string]string{"resize_cooldown": "10m"}))
-	cfg := config(1, 8)
-	all, err := sim.Run(context.Background(), cfg, t0, two, p)
-	must.NoError(t, err)
-	cfg.SkipQuietRounds = true
-	quiet, err := sim.Run(context.Background(), cfg, t0, two, p)
-	must.NoError(t, err)
+	all, quiet := runQuietToo(t, config(1, 8), two, p)
 	must.Eq(t, all.JCTs, quiet.JCTs)
 	must.Positive(t, quiet.SkippedRounds)
 	must.NotEq(t, all.JCTs, run(t, config(1, 8), builtin.ElasticFIFOName, two...).JCTs, must.Sprint("the cooldown matters here"))
@@ -251,12 +246,7 @@ func TestRun_SkipQuietRoundsSteadyTiresias(t *testing.T) {
 	specs := phillyLike(300, 64, 0.9)
 	p := builtin.NewTiresias()
 	must.NoError(t, p.SetConfig(map[string]string{"queue_thresholds": "1800,14400"}))
-	cfg := config(8, 8)
-	all, err := sim.Run(context.Background(), cfg, t0, specs, p)
-	must.NoError(t, err)
-	cfg.SkipQuietRounds = true
-	quiet, err := sim.Run(context.Background(), cfg, t0, specs, p)
-	must.NoError(t, err)
+	all, quiet := runQuietToo(t, config(8, 8), specs, p)
 	must.Positive(t, all.Preemptions, must.Sprint("jobs cross the thresholds mid-run"))
 	must.Eq(t, all.JCTs, quiet.JCTs)
 	must.Eq(t, all.Preemptions, quiet.Preemptions)
@@ -270,12 +260,21 @@ func TestRun_SkipQuietRoundsSteadyTiresias(t *testing.T) {
 	// every 60 s) and runs its 600 s (2,400 GPU-s: it stays in the first).
 	two := []sim.JobSpec{rigid("a", 0, 10000, 4), rigid("b", 100, 600, 4)}
 	must.NoError(t, p.SetConfig(map[string]string{"queue_thresholds": "3600"}))
-	cfg = config(1, 4)
-	cfg.SkipQuietRounds = true
-	quiet, err = sim.Run(context.Background(), cfg, t0, two, p)
-	must.NoError(t, err)
+	_, quiet = runQuietToo(t, config(1, 4), two, p)
 	must.Eq(t, sim.JobJCT{ID: "b", JCT: 900 - 100 + 600}, quiet.JobJCTs[1])
 	must.Positive(t, quiet.SkippedRounds)
+}
+
+// runQuietToo runs specs with p on cfg's cluster planning every round,
+// then skipping the quiet ones (Config.SkipQuietRounds).
+func runQuietToo(t *testing.T, cfg sim.Config, specs []sim.JobSpec, p policy.Policy) (all, quiet *sim.Result) {
+	t.Helper()
+	all, err := sim.Run(context.Background(), cfg, t0, specs, p)
+	must.NoError(t, err)
+	cfg.SkipQuietRounds = true
+	quiet, err = sim.Run(context.Background(), cfg, t0, specs, p)
+	must.NoError(t, err)
+	return all, quiet
 }
 
 // TestRun_ExternalPlugin replays a trace with the example external policy,
