@@ -14,7 +14,7 @@ func TestBuiltins_EmptyCluster(t *testing.T) {
 			s := &policy.Snapshot{Jobs: []policy.Job{queued("a", 1, 1, 1, 1)}}
 			p := plan(t, f(), s)
 			must.MapEmpty(t, p.Allocations)
-			must.SliceNotEmpty(t, p.Reasons["a"])
+			must.SliceNotEmpty(t, p.Why(&s.Jobs[0]))
 			p = plan(t, f(), &policy.Snapshot{})
 			must.MapEmpty(t, p.Allocations)
 		})

@@ -17,6 +17,9 @@ import (
 // QoEName is the name of the QoE (deadline-aware) builtin.
 const QoEName = "qoe"
 
+// qoeNoRoom is why a queued job that qoe cannot admit waits (Plan.Waiting).
+var qoeNoRoom = []string{"queued: its minimum does not fit, even with the other jobs at what they need"}
+
 // DefaultQoEHeadroom is the QoE builtin's default safety margin: a job is
 // on track when its estimated time to target is within (1 - headroom) of
 // the time left to its deadline. It is a margin for the planner's
@@ -129,7 +132,13 @@ type qoeRound struct {
 	need     []int      // by job
 	edf      []int32    // the jobs, earliest deadline first
 	shrunk   []bool     // by job: shrunk in this round
-	donors   []int32    // every job, in the order they give GPUs up; nil until needed
+	// donors are the jobs that hold GPUs, or held some since donors was
+	// made, in the order they give GPUs up (donorBefore); nil until needed.
+	// A job that holds none has none to give (place.Board.TakeFor passes
+	// it over), so the queued jobs are left out until they start (donor).
+	donors  []int32
+	isDonor []bool  // by job: in donors
+	edfAt   []int32 // by job: its place in edf
 	// surplus is the sum over jobs of the GPUs above their floor: with
 	// the free GPUs, a bound on what a job can gain (checked before
 	// looking for donors, which is what makes a busy round cheap).
@@ -197,7 +206,7 @@ func (p *QoE) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 			continue
 		}
 		if !q.grow(j, job.GPUs.Min, "to admit it") {
-			c.Notef(j, "queued: needs %d GPUs, which do not fit even with other jobs at what they need", job.GPUs.Min)
+			c.Wait(j, qoeNoRoom)
 			continue
 		}
 		c.Notef(j, "started with %d GPUs (its minimum): %s", job.GPUs.Min, q.outlook(j, job.GPUs.Min))
@@ -405,36 +414,21 @@ func (q *qoeRound) grow(b int32, gain int, why string) bool {
 	before := q.above(b)
 	if c.Grow(b, gain) {
 		q.surplus += q.above(b) - before
+		q.donor(b)
 		return true
 	}
 	if !q.preempt && c.FreeGPUs()+q.surplus-before < gain {
 		return false
 	}
 	if q.donors == nil {
-		q.donors = make([]int32, 0, len(q.jobs))
-		for _, cl := range []qoeClass{qoeNone, qoeBehind, qoeUnknown} {
-			from := len(q.donors)
-			for j := range q.jobs {
-				if q.class[j] == cl {
-					q.donors = append(q.donors, int32(j))
-				}
-			}
-			slices.SortStableFunc(q.donors[from:], func(x, y int32) int {
-				if d := q.jobs[y].LastResized.Compare(q.jobs[x].LastResized); d != 0 {
-					return d
-				}
-				return int(y - x)
-			})
-		}
-		for i := len(q.edf) - 1; i >= 0; i-- {
-			if d := q.edf[i]; q.class[d] == qoeOnTrack {
-				q.donors = append(q.donors, d)
-			}
-		}
+		q.makeDonors()
 	}
 	q.recipient = b
 	taken, ok := c.TakeFor(b, gain, q.donors, q.floor)
 	q.recipient = -1
+	if ok {
+		q.donor(b)
+	}
 	if ok && !q.preempt {
 		q.surplus += q.above(b) - before
 	}
@@ -454,6 +448,67 @@ func (q *qoeRound) grow(b int32, gain int, why string) bool {
 			c.Held(t.Job)+t.GPUs, c.Held(t.Job), q.jobs[b].ID, why, q.outlook(t.Job, c.Held(t.Job)))
 	}
 	return ok
+}
+
+// donorRank is the group of a job's class in the donors' order: jobs
+// without a deadline (or past their target), then those behind, then
+// those not estimated yet, each the latest resized first (then the latest
+// submitted); then the on-track jobs, the latest deadline first.
+var donorRank = [...]int{qoeNone: 0, qoeBehind: 1, qoeUnknown: 2, qoeOnTrack: 3}
+
+// donorBefore reports whether job x gives GPUs up before job y.
+func (q *qoeRound) donorBefore(x, y int32) bool {
+	if rx, ry := donorRank[q.class[x]], donorRank[q.class[y]]; rx != ry {
+		return rx < ry
+	}
+	if q.class[x] == qoeOnTrack {
+		return q.edfAt[x] > q.edfAt[y]
+	}
+	if d := q.jobs[x].LastResized.Compare(q.jobs[y].LastResized); d != 0 {
+		return d > 0
+	}
+	return x > y
+}
+
+// makeDonors orders the jobs that hold GPUs as donors.
+func (q *qoeRound) makeDonors() {
+	q.isDonor = make([]bool, len(q.jobs))
+	q.edfAt = make([]int32, len(q.jobs))
+	for i, j := range q.edf {
+		q.edfAt[j] = int32(i)
+	}
+	q.donors = make([]int32, 0, 64)
+	for j := range q.jobs {
+		if q.c.Held(int32(j)) > 0 {
+			q.donors = append(q.donors, int32(j))
+			q.isDonor[j] = true
+		}
+	}
+	slices.SortFunc(q.donors, func(x, y int32) int {
+		switch {
+		case x == y:
+			return 0
+		case q.donorBefore(x, y):
+			return -1
+		}
+		return 1 // a total order: x and y differ
+	})
+}
+
+// donor puts job b, which now holds GPUs, in its place among the donors
+// (once they are made) if it is not there yet.
+func (q *qoeRound) donor(b int32) {
+	if q.donors == nil || q.isDonor[b] {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(q.donors, b, func(d, b int32) int {
+		if q.donorBefore(d, b) {
+			return -1
+		}
+		return 1
+	})
+	q.donors = slices.Insert(q.donors, i, b)
+	q.isDonor[b] = true
 }
 
 // outlook says how job j stands at g GPUs, for the reasons.

@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,7 +150,7 @@ func TestQoE(t *testing.T) {
 			withTarget(queued("hopeless", 2, 4, 4, 2), 200, 10000)},
 		want: map[string]A{"ontrack": {"n1": 8}}, // and grows into the 2 idle GPUs
 		reasons: map[string]string{
-			"hopeless": "queued: needs 4 GPUs, which do not fit"},
+			"hopeless": "queued: its minimum does not fit"},
 	}, {
 		name:  "a job that misses its deadline anyway is stopped for one on track",
 		nodes: []policy.Node{node("n1", 8, 0)},
@@ -230,7 +231,9 @@ func TestQoE(t *testing.T) {
 			p := plan(t, configured(t, builtin.QoEName, map[string]string{"headroom": "0.1"}), s)
 			must.Eq(t, tc.want, targets(s, p))
 			for id, want := range tc.reasons {
-				got := strings.Join(p.Reasons[id], " | ")
+				i := slices.IndexFunc(s.Jobs, func(j policy.Job) bool { return j.ID == id })
+				must.NonNegative(t, i)
+				got := strings.Join(p.Why(&s.Jobs[i]), " | ")
 				must.StrContains(t, got, want)
 			}
 		})

@@ -44,6 +44,11 @@ func (c *Board) AdmitInOrder(ctx context.Context, largest bool, place func(j int
 	return nil
 }
 
+// Wait gives queued job j a reason it shares with other jobs, as the line
+// behind a head does (see wait): the plan's Waiting rather than a reason
+// formatted for each of thousands of queued jobs every round.
+func (c *Board) Wait(j int32, why []string) { c.wait(j, why) }
+
 // wait gives job j the reason why it waits: the plan's Waiting when j has
 // no notes of its own (one reason for the whole line behind a head, not
 // one entry a job), else added to its notes. A board has one line: a

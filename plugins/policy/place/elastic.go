@@ -157,8 +157,8 @@ func (c *Board) TakeFor(b int32, gain int, donors []int32, floor func(int32) int
 		if fits {
 			break
 		}
-		if d == b {
-			continue
+		if d == b || c.total[d] == 0 {
+			continue // a donor that holds nothing has nothing to give
 		}
 		w := c.jobs[d].GPUs.PerWorker
 		for !fits && c.total[d]-w >= floor(d) {
