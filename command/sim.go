@@ -89,9 +89,12 @@ Options:
                          Pollux's simulator rounds them (false: exact times).
   -skip-quiet-rounds=true
                          Skip rounds in which nothing happened since a round
-                         that changed nothing, for the policies that plan
-                         from the jobs alone (fifo, round-robin, goodput,
-                         elastic-fifo without resize_cooldown): same result,
+                         that changed nothing, for the policies that say
+                         until when their plan stays the same: fifo,
+                         round-robin and goodput (always), elastic-fifo and
+                         edf (until a resize cooldown ends), tiresias (until
+                         a job reaches its next queue threshold): the same
+                         result (to the last bits of floating-point sums),
                          faster.
   -queues=vc|<file>      Put the jobs in queues and report per queue (avg and
                          p95 JCT, GPU share against the fair share, Jain's
