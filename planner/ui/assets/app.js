@@ -237,7 +237,10 @@ async function renderJob(id) {
   $("#job-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k.toLowerCase() }, v)]));
 
   const now = j.finished && !j.finished.startsWith("0001") ? Date.parse(j.finished) : Date.now();
-  const gp = [[Date.parse(j.submitted), 0], ...(j.history || []).map(h => [Date.parse(h.time), h.gpus])];
+  // A record keeps its last GPU changes (dropped.history counts the older
+  // ones): the chart then starts at the oldest kept, not at submission.
+  const dropped = j.dropped || {};
+  const gp = [...(dropped.history ? [] : [[Date.parse(j.submitted), 0]]), ...(j.history || []).map(h => [Date.parse(h.time), h.gpus])];
   chart($("#job-gpus-chart"), { series: [{ points: gp, step: true, cls: "series", extendTo: now }], yMin: 0, xMax: now });
 
   const metric = t ? t.Metric : (j.progress && j.progress.metric ? j.progress.metric.name : "");
@@ -255,7 +258,9 @@ async function renderJob(id) {
     notes: deadline && mp.length && !near ? [{ cls: "deadline-note", text: "deadline " + new Date(deadline).toLocaleString() + " →" }] : [],
     empty: metric ? "No " + metric + " reported yet." : "The job reports no metric." });
 
-  fill($("#job-events tbody"), (j.events || []).slice().reverse().map(e => el("tr", {}, el("td", {}, fmtTime(e.time)), el("td", {}, e.type), el("td", {}, e.message))));
+  const evRows = (j.events || []).slice().reverse().map(e => el("tr", {}, el("td", {}, fmtTime(e.time)), el("td", {}, e.type), el("td", {}, e.message)));
+  if (dropped.events) evRows.push(el("tr", {}, el("td", { colspan: "3" }, `${dropped.events} older events not kept (the planner keeps the last ${(j.events || []).length})`)));
+  fill($("#job-events tbody"), evRows);
   fill($("#job-deliveries tbody"), (j.deliveries || []).map(d => el("tr", {}, el("td", {}, d.tier), el("td", {}, d.metric + " " + d.value), el("td", {}, d.step),
     el("td", {}, d.state), el("td", {}, d.location || d.error || ""))));
 }
