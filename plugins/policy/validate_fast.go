@@ -53,17 +53,22 @@ func valid(s *Snapshot, p *Plan) bool {
 	}
 
 	// Every job of the plan and of its reasons must be in the snapshot:
-	// with unique job IDs, that is as many hits as entries.
+	// with unique job IDs, that is as many hits as entries. Once every
+	// entry has had its hit, no later job can be one (its ID would repeat
+	// a hit's), so the rest of the jobs are not looked up: a plan's
+	// entries are mostly the head of the queue, and the line behind it is
+	// thousands of jobs.
 	planned, reasoned := 0, 0
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		target, ok := p.Allocations[j.ID]
-		if ok {
-			planned++
-		} else {
-			target = j.Allocation
+		target := j.Allocation
+		if planned < len(p.Allocations) {
+			if t, ok := p.Allocations[j.ID]; ok {
+				target = t
+				planned++
+			}
 		}
-		if len(p.Reasons) > 0 {
+		if reasoned < len(p.Reasons) {
 			if _, ok := p.Reasons[j.ID]; ok {
 				reasoned++
 			}
