@@ -108,9 +108,6 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 		c.maxFree = max(c.maxFree, c.free[i])
 	}
 
-	for i := range s.Jobs {
-		c.jobs[i] = &s.Jobs[i]
-	}
 	bySubmission := func(a, b *policy.Job) int {
 		if x := a.Submitted.Compare(b.Submitted); x != 0 {
 			return x
@@ -118,29 +115,44 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 		return strings.Compare(a.ID, b.ID)
 	}
 	// A planner's or simulator's snapshot lists its jobs in submission
-	// order already: a linear check then spares the sort.
-	if !slices.IsSortedFunc(c.jobs, bySubmission) {
+	// order already: a linear check then spares the sort. The passes over
+	// the jobs are few (each is a cache miss a job with thousands queued):
+	// this one, and one that checks and indexes each job.
+	sorted, n := true, 0 // n: the running jobs' node slots
+	for i := range s.Jobs {
+		c.jobs[i] = &s.Jobs[i]
+		n += len(s.Jobs[i].Allocation)
+		if sorted && i > 0 && bySubmission(c.jobs[i], c.jobs[i-1]) < 0 {
+			sorted = false
+		}
+	}
+	if !sorted {
 		slices.SortFunc(c.jobs, bySubmission)
 	}
 	c.alloc = make([][]slot, len(c.jobs))
 	c.total = make([]int, len(c.jobs))
 	c.moved = make([]bool, len(c.jobs))
-	if id, ok := uniqueIDs(c.jobs); !ok {
-		return nil, fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", id)
-	}
+	ids := newIDSet(c.jobs)
+	defer ids.done()
+	// bad is the first job's error, returned after the pass unless an ID
+	// is empty or repeats (that error comes first).
+	var bad error
 	// The running jobs' slots share one array (not one allocation per
 	// job); each job's is capped at its length, so a job that gains a
 	// node (apply) moves to an array of its own.
-	n := 0
-	for _, job := range c.jobs {
-		n += len(job.Allocation)
-	}
 	slots := make([]slot, 0, n)
 	for j, job := range c.jobs {
+		if !ids.add(j) {
+			return nil, fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", job.ID)
+		}
+		if bad != nil {
+			continue
+		}
 		if r := job.GPUs; r.PerWorker < 1 || r.Min < r.PerWorker || r.Max < r.Min ||
 			r.Min%r.PerWorker != 0 || r.Max%r.PerWorker != 0 {
-			return nil, fmt.Errorf("invalid snapshot: job %s: malformed GPU request min=%d max=%d per_worker=%d",
+			bad = fmt.Errorf("invalid snapshot: job %s: malformed GPU request min=%d max=%d per_worker=%d",
 				job.ID, r.Min, r.Max, r.PerWorker)
+			continue
 		}
 		first := len(slots)
 		for nodeID, g := range job.Allocation {
@@ -149,12 +161,16 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 			}
 			n, ok := c.nodeIdx[nodeID]
 			if !ok || g < 0 {
-				return nil, fmt.Errorf("invalid snapshot: job %s holds %d GPUs on node %q, which is unknown or the count negative",
+				bad = fmt.Errorf("invalid snapshot: job %s holds %d GPUs on node %q, which is unknown or the count negative",
 					job.ID, g, nodeID)
+				break
 			}
 			slots = append(slots, slot{node: n, gpus: g})
 			c.free[n] -= g
 			c.total[j] += g
+		}
+		if bad != nil {
+			continue
 		}
 		if k := len(slots); k > first {
 			c.alloc[j] = slots[first:k:k]
@@ -163,6 +179,9 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 		if !job.AntiAffinity.IsZero() {
 			c.antiJobs = append(c.antiJobs, int32(j))
 		}
+	}
+	if bad != nil {
+		return nil, bad
 	}
 
 	c.buckets = make([]bitset, c.maxFree+1)
