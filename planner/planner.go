@@ -288,6 +288,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		return fmt.Errorf("failed to list jobs: %w", err)
 	}
 	live := make([]*structs.Job, 0, len(active))
+	named := false // a selector names jobs (for the snapshot; this pass reads every record)
 	for _, j := range active {
 		if j.State == structs.JobRunning {
 			var done bool
@@ -301,6 +302,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 			}
 		}
 		live = append(live, j)
+		named = named || namesJobs(j)
 	}
 
 	// Departures before the nodes: a node that starts draining between
@@ -316,7 +318,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	p.noteNodes(nodes)
 	p.noteNodesSeen(nodes, now)
-	snap := p.snapshot(now, nodes, live)
+	snap := p.snapshot(now, nodes, live, named)
 	planStart := time.Now()
 	plan, waits, taken, perr := p.planQueues(ctx, snap)
 	*planTime = time.Since(planStart)
@@ -362,12 +364,13 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 }
 
 // snapshot is the round's snapshot of jobs (see snapshot), copied in
-// part from the last round's where the store shares its records.
-func (p *Planner) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
+// part from the last round's where the store shares its records; named
+// says whether a selector of one of jobs names jobs (namesJobs).
+func (p *Planner) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool) *policy.Snapshot {
 	if _, ok := p.Store.(store.SharedLister); ok {
-		return p.snaps.snapshot(now, nodes, jobs, p.unread)
+		return p.snaps.snapshot(now, nodes, jobs, named, p.unread)
 	}
-	return snapshot(now, nodes, jobs)
+	return (*snapCache)(nil).snapshot(now, nodes, jobs, named, nil)
 }
 
 // activeJobs lists the round's jobs, without copies where the store can

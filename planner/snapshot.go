@@ -15,7 +15,13 @@ import (
 // what each job holds; GPUs on nodes that are gone (down, drained, no longer
 // offering GPUs) are dropped, so the policy never plans on a lost node.
 func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
-	return (*snapCache)(nil).snapshot(now, nodes, jobs, nil)
+	return (*snapCache)(nil).snapshot(now, nodes, jobs, slices.ContainsFunc(jobs, namesJobs), nil)
+}
+
+// namesJobs reports whether a selector of job j names jobs (by name or
+// ID): the snapshot then resolves the names to IDs.
+func namesJobs(j *structs.Job) bool {
+	return len(j.Spec.Affinity.Jobs) > 0 || len(j.Spec.AntiAffinity.Jobs) > 0
 }
 
 // snapCache is the last round's snapshot beside the records it was made
@@ -44,23 +50,22 @@ type snapCache struct {
 }
 
 // snapshot is snapshot(now, nodes, jobs), copying from c (nil: none) what
-// it can; c then keeps the result for the next round. unread (nil: none)
-// reports whether nobody reads the views of a buffer any more, so that
-// this round may write over them.
-func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, unread func([]policy.Job) bool) *policy.Snapshot {
+// it can; c then keeps the result for the next round. named says whether
+// a selector of one of jobs names jobs (namesJobs: the caller's pass over
+// the records tells, so that this one reads only the records it views
+// anew). unread (nil: none) reports whether nobody reads the views of a
+// buffer any more, so that this round may write over them.
+func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool, unread func([]policy.Job) bool) *policy.Snapshot {
 	known := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		known[n.ID] = true
 	}
 	largest := largestNode(nodes)
 	var idsByName map[string][]string // only when a selector names jobs
-	for _, j := range jobs {
-		if len(j.Spec.Affinity.Jobs) > 0 || len(j.Spec.AntiAffinity.Jobs) > 0 {
-			idsByName = map[string][]string{}
-			for _, j := range jobs {
-				idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
-			}
-			break
+	if named {
+		idsByName = map[string][]string{}
+		for _, j := range jobs {
+			idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
 		}
 	}
 	var prev []*structs.Job

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestSnapshot_CopiedIsFresh(t *testing.T) {
 		must.NoError(t, err)
 		nodes, err := p.Cluster.Nodes(ctx)
 		must.NoError(t, err)
-		got := p.snapshot(*now, nodes, live)
+		got := p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs))
 		must.Eq(t, snapshot(*now, nodes, live), got, must.Sprint(step))
 	}
 	ids := make([]string, 0, 8)
@@ -58,10 +59,10 @@ func TestSnapshot_CopiedIsFresh(t *testing.T) {
 	nodes, err := p.Cluster.Nodes(ctx)
 	must.NoError(t, err)
 	last := live[len(live)-1]
-	must.Eq(t, policy.Queued, p.snapshot(*now, nodes, live).Jobs[len(live)-1].State)
+	must.Eq(t, policy.Queued, p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs)).Jobs[len(live)-1].State)
 	was := last.Spec.Priority
 	last.Spec.Priority = was + 1
-	must.Eq(t, was, p.snapshot(*now, nodes, live).Jobs[len(live)-1].Priority)
+	must.Eq(t, was, p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs)).Jobs[len(live)-1].Priority)
 	must.Eq(t, was+1, snapshot(*now, nodes, live).Jobs[len(live)-1].Priority)
 	last.Spec.Priority = was
 
@@ -93,12 +94,12 @@ func TestSnapshot_CopiedRunningIsTimed(t *testing.T) {
 	nodes, err := p.Cluster.Nodes(ctx)
 	must.NoError(t, err)
 	live := mustActive(t, st)
-	first := p.snapshot(*now, nodes, live)
+	first := p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs))
 	must.Eq(t, snapshot(*now, nodes, live), first)
 	must.Positive(t, first.Jobs[0].Progress.RemainingWork)
 
 	*now = now.Add(time.Minute)
-	got := p.snapshot(*now, nodes, live) // the same records: copied
+	got := p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs)) // the same records: copied
 	must.Eq(t, snapshot(*now, nodes, live), got)
 	must.Eq(t, first.Jobs[0].AttainedGPUSeconds+4*60, got.Jobs[0].AttainedGPUSeconds)
 	must.Less(t, first.Jobs[0].Progress.RemainingWork, got.Jobs[0].Progress.RemainingWork)
