@@ -17,8 +17,9 @@ var validPool = sync.Pool{New: func() any { return &checker{nodeIdx: make(map[st
 // valid reports whether plan p passes every rule of Validate against
 // snapshot s; it is exactly Validate(s, p) == nil when the snapshot's job
 // IDs are unique (the planner's are; place.NewBoard refuses others), and
-// costs one pass over the jobs and their allocations: no sorting, no
-// formatting, no maps but the reused node index. Where it says false,
+// costs one pass over the jobs and their allocations (a second where a
+// job has anti-affinity): no sorting, no formatting, no maps but the
+// reused node index. Where it says false,
 // violations lists what is wrong.
 func valid(s *Snapshot, p *Plan) bool {
 	c := validPool.Get().(*checker)
@@ -35,22 +36,7 @@ func valid(s *Snapshot, p *Plan) bool {
 	if len(c.nodeIdx) != len(s.Nodes) {
 		return false // duplicate node IDs: let the full check judge
 	}
-	anti := false
-	for i := range s.Jobs {
-		if !s.Jobs[i].AntiAffinity.IsZero() {
-			anti = true
-			break
-		}
-	}
-	if anti {
-		c.targets = c.targets[:0]
-		for n := range c.onNode {
-			c.onNode[n] = c.onNode[n][:0]
-		}
-		for len(c.onNode) < len(s.Nodes) {
-			c.onNode = append(c.onNode, nil)
-		}
-	}
+	anti := false // some job has anti-affinity: checked after the pass
 
 	// Every job of the plan and of its reasons must be in the snapshot:
 	// with unique job IDs, that is as many hits as entries. Once every
@@ -73,9 +59,7 @@ func valid(s *Snapshot, p *Plan) bool {
 				reasoned++
 			}
 		}
-		if anti {
-			c.targets = append(c.targets, target)
-		}
+		anti = anti || !j.AntiAffinity.IsZero()
 		w := j.GPUs.PerWorker
 		if w <= 0 || j.GPUs.Min < 0 || j.GPUs.Max < j.GPUs.Min {
 			return false
@@ -92,9 +76,6 @@ func valid(s *Snapshot, p *Plan) bool {
 			}
 			total += g
 			c.used[n] += g
-			if anti {
-				c.onNode[n] = append(c.onNode[n], int32(i))
-			}
 			if held || g <= j.Allocation[id] {
 				continue // held already; not judged again
 			}
@@ -118,9 +99,34 @@ func valid(s *Snapshot, p *Plan) bool {
 		}
 	}
 	if anti {
+		c.placements(s, p)
 		return c.antiAffinityOK(s)
 	}
 	return true
+}
+
+// placements sets each job's target, and the jobs on each node, for
+// antiAffinityOK: valid's pass has found every node of every target in
+// the snapshot. Few rounds have a job with anti-affinity, so valid's pass
+// does not keep them for all.
+func (c *checker) placements(s *Snapshot, p *Plan) {
+	c.targets = c.targets[:0]
+	for n := range c.onNode {
+		c.onNode[n] = c.onNode[n][:0]
+	}
+	for len(c.onNode) < len(s.Nodes) {
+		c.onNode = append(c.onNode, nil)
+	}
+	for i := range s.Jobs {
+		target := p.Target(&s.Jobs[i])
+		c.targets = append(c.targets, target)
+		for id, g := range target {
+			if g != 0 {
+				n := c.nodeIdx[id]
+				c.onNode[n] = append(c.onNode[n], int32(i))
+			}
+		}
+	}
 }
 
 // antiAffinityOK reports whether no job gains GPUs on a node that holds a
