@@ -288,9 +288,17 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		return fmt.Errorf("failed to list jobs: %w", err)
 	}
 	live := make([]*structs.Job, 0, len(active))
-	named := false // a selector names jobs (for the snapshot; this pass reads every record)
+	ran := make([]bool, 0, len(active)) // live's running jobs
+	named := false                      // a selector names jobs (for the snapshot)
+	// A record that was the last round's is not read again: its state is
+	// known, and it names no jobs if none did then.
+	w := p.snaps.walk()
 	for _, j := range active {
-		if j.State == structs.JobRunning {
+		running, seen := w.known(j)
+		if !seen {
+			running = j.State == structs.JobRunning
+		}
+		if running {
 			var done bool
 			var rerr error
 			j, done, rerr = p.reap(ctx, j, now)
@@ -302,7 +310,10 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 			}
 		}
 		live = append(live, j)
-		named = named || namesJobs(j)
+		ran = append(ran, running)
+		if !seen || w.named {
+			named = named || namesJobs(j)
+		}
 	}
 
 	// Departures before the nodes: a node that starts draining between
@@ -311,6 +322,9 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	var lossErrs []error
 	if d, ok := p.Cluster.(Departures); ok {
 		lossErrs = p.releaseDeparted(ctx, d, live, now)
+		for i, j := range live {
+			ran[i] = ran[i] && j.State == structs.JobRunning // some may have lost all their GPUs
+		}
 	}
 	nodes, err := p.Cluster.Nodes(ctx)
 	if err != nil {
@@ -319,6 +333,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	p.noteNodes(nodes)
 	p.noteNodesSeen(nodes, now)
 	snap := p.snapshot(now, nodes, live, named)
+	p.snaps.ran = ran // beside the records the snapshot keeps (snapCache.recs)
 	planStart := time.Now()
 	plan, waits, taken, perr := p.planQueues(ctx, snap)
 	*planTime = time.Since(planStart)

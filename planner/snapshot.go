@@ -47,6 +47,43 @@ type snapCache struct {
 
 	spare     []policy.Job // the views of the round before: jobs' buffer next round if unread
 	spareHeld []int
+
+	// ran is whether each of recs is of a running job, as the round read
+	// it (Planner.round sets it; nil: unknown).
+	ran []bool
+}
+
+// recWalk goes through the last round's records (snapCache.recs) beside
+// this round's, both in the queue's order, so that the round reads only
+// the records that are new since (a record never changes once stored):
+// with thousands of jobs queued, reading each record's state was a cache
+// miss a job every round.
+type recWalk struct {
+	recs  []*structs.Job
+	ran   []bool
+	named bool // a selector of the last round's named jobs, or nothing is known
+	i     int
+}
+
+// walk starts a recWalk over the last round's records.
+func (c *snapCache) walk() recWalk {
+	if len(c.ran) != len(c.recs) {
+		return recWalk{named: true}
+	}
+	return recWalk{recs: c.recs, ran: c.ran, named: c.named}
+}
+
+// known reports whether record j is one of the last round's (ok), and
+// then whether its job ran. Records come in the queue's order.
+func (w *recWalk) known(j *structs.Job) (ran, ok bool) {
+	for w.i < len(w.recs) && w.recs[w.i] != j && queueOrder(w.recs[w.i], j) < 0 {
+		w.i++ // gone since (ended, or written anew: a new record)
+	}
+	if w.i < len(w.recs) && w.recs[w.i] == j {
+		w.i++
+		return w.ran[w.i-1], true
+	}
+	return false, false
 }
 
 // snapshot is snapshot(now, nodes, jobs), copying from c (nil: none) what
