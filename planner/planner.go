@@ -287,7 +287,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("failed to list jobs: %w", err)
 	}
-	live := make([]*structs.Job, 0, len(active))
+	live := active[:0]                  // active is the round's own list: filtered in place
 	ran := make([]bool, 0, len(active)) // live's running jobs
 	named := false                      // a selector names jobs (for the snapshot)
 	// A record that was the last round's is not read again: its state is
