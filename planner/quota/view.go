@@ -120,10 +120,12 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 			}
 		}
 		v.leaf[i] = lastLeaf
-		for n, g := range j.Allocation {
-			v.gpus[i] += g
-			if r, ok := v.nodeRes[n]; ok && g > 0 && lastLeaf != -1 {
-				v.cur[lastLeaf][r] += g
+		if len(j.Allocation) > 0 { // a queued job's is empty: no iterator to set up
+			for n, g := range j.Allocation {
+				v.gpus[i] += g
+				if r, ok := v.nodeRes[n]; ok && g > 0 && lastLeaf != -1 {
+					v.cur[lastLeaf][r] += g
+				}
 			}
 		}
 		if v.fit && v.gpus[i] == 0 {

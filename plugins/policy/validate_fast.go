@@ -64,6 +64,9 @@ func valid(s *Snapshot, p *Plan) bool {
 		if w <= 0 || j.GPUs.Min < 0 || j.GPUs.Max < j.GPUs.Min {
 			return false
 		}
+		if len(target) == 0 {
+			continue // no GPUs: nothing more to check (and no iterator to set up)
+		}
 		total := 0
 		held := target.same(j.Allocation) // every GPU of it held already
 		for id, g := range target {

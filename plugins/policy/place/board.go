@@ -155,27 +155,31 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 			continue
 		}
 		first := len(slots)
-		for nodeID, g := range job.Allocation {
-			if g == 0 {
-				continue
+		if len(job.Allocation) > 0 { // a queued job's is empty: no iterator to set up
+			for nodeID, g := range job.Allocation {
+				if g == 0 {
+					continue
+				}
+				n, ok := c.nodeIdx[nodeID]
+				if !ok || g < 0 {
+					bad = fmt.Errorf("invalid snapshot: job %s holds %d GPUs on node %q, which is unknown or the count negative",
+						job.ID, g, nodeID)
+					break
+				}
+				slots = append(slots, slot{node: n, gpus: g})
+				c.free[n] -= g
+				c.total[j] += g
 			}
-			n, ok := c.nodeIdx[nodeID]
-			if !ok || g < 0 {
-				bad = fmt.Errorf("invalid snapshot: job %s holds %d GPUs on node %q, which is unknown or the count negative",
-					job.ID, g, nodeID)
-				break
-			}
-			slots = append(slots, slot{node: n, gpus: g})
-			c.free[n] -= g
-			c.total[j] += g
 		}
 		if bad != nil {
 			continue
 		}
 		if k := len(slots); k > first {
 			c.alloc[j] = slots[first:k:k]
+			if k > first+1 {
+				slices.SortFunc(c.alloc[j], func(a, b slot) int { return cmp.Compare(a.node, b.node) })
+			}
 		}
-		slices.SortFunc(c.alloc[j], func(a, b slot) int { return cmp.Compare(a.node, b.node) })
 		if !job.AntiAffinity.IsZero() {
 			c.antiJobs = append(c.antiJobs, int32(j))
 		}
