@@ -171,3 +171,42 @@ func fourGPUJobs(t *testing.T, n int) (*Planner, *fakeExecutor, *time.Time) {
 	must.NoError(t, p.Round(context.Background()))
 	return p, exec, now
 }
+
+// The round reads only the records new since the last round: the state
+// and selectors of the others are known from it (a store that shares its
+// records never changes one in place), and a new record's are read.
+func TestRound_ReadsNewRecordsOnly(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	var ids []string
+	for _, name := range []string{"ja", "jb", "jc", "jd"} {
+		ids = append(ids, submit(t, p, now, spec(t, name, 4, 4)).ID)
+	}
+	must.NoError(t, p.Round(ctx)) // ja and jb start: new records
+	must.NoError(t, p.Round(ctx))
+
+	// A new record whose selector names a job: the round's snapshot
+	// resolves the name, as one made afresh does.
+	s := spec(t, "je", 4, 4)
+	s.AntiAffinity = jobspec.Selector{Jobs: []string{"jb"}}
+	submit(t, p, now, s)
+	must.NoError(t, p.Round(ctx))
+	nodes, err := p.Cluster.Nodes(ctx)
+	must.NoError(t, err)
+	must.Eq(t, snapshot(*now, nodes, mustActive(t, st)), p.obs.snap)
+	must.Eq(t, []string{ids[1]}, p.obs.snap.Jobs[4].AntiAffinity.Jobs)
+
+	// A running job known from the last round ends: it is reaped.
+	exec.done["ja"] = 0
+	// A queued record changed in place (which the store never does) is
+	// not read again: it is not taken for a running job to reap.
+	rec := state(t, st, ids[3])
+	live := mustActive(t, st)
+	must.Eq(t, rec.ID, live[3].ID)
+	live[3].State = structs.JobRunning
+	exec.done["jd"] = 0
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, structs.JobComplete, state(t, st, ids[0]).State)
+	must.Eq(t, structs.JobRunning, state(t, st, ids[3]).State, must.Sprint("jd's record, as changed in place, not reaped"))
+	live[3].State = structs.JobQueued
+}
