@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -156,6 +157,11 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 	return c, nil
 }
 
+// slotsHint is the number of node slots of the last board loaded, the
+// next one's first guess (a round's board has about as many running jobs
+// as the last round's).
+var slotsHint atomic.Int64
+
 // bySubmission is the order of a board's jobs: submission, then ID.
 func bySubmission(a, b *policy.Job) int {
 	if x := a.Submitted.Compare(b.Submitted); x != 0 {
@@ -179,8 +185,10 @@ func (c *Board) load(check bool) (sorted bool, err error) {
 	var dup, bad error
 	// The running jobs' slots share arrays (not one allocation per job);
 	// each job's is capped at its length, so a job that gains a node
-	// (apply) moves to an array of its own.
-	var slots []slot
+	// (apply) moves to an array of its own. The array starts as large as
+	// the last board's (slotsHint): the running jobs are not counted first.
+	slots := make([]slot, 0, min(int(slotsHint.Load()), len(c.jobs)))
+	defer func() { slotsHint.Store(int64(len(slots))) }()
 	for j, job := range c.jobs {
 		if check && j > 0 && bySubmission(job, c.jobs[j-1]) < 0 {
 			return false, nil
