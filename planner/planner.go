@@ -289,9 +289,18 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("failed to list jobs: %w", err)
 	}
-	live := make([]*structs.Job, 0, len(active))
+	live := active[:0]                  // active is the round's own list: filtered in place
+	ran := make([]bool, 0, len(active)) // live's running jobs
+	named := false                      // a selector names jobs (for the snapshot)
+	// A record that was the last round's is not read again: its state is
+	// known, and it names no jobs if none did then.
+	w := p.snaps.walk()
 	for _, j := range active {
-		if j.State == structs.JobRunning {
+		running, seen := w.known(j)
+		if !seen {
+			running = j.State == structs.JobRunning
+		}
+		if running {
 			var done bool
 			var rerr error
 			j, done, rerr = p.reap(ctx, j, now)
@@ -303,6 +312,10 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 			}
 		}
 		live = append(live, j)
+		ran = append(ran, running)
+		if !seen || w.named {
+			named = named || namesJobs(j)
+		}
 	}
 
 	// Departures before the nodes: a node that starts draining between
@@ -311,6 +324,9 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	var lossErrs []error
 	if d, ok := p.Cluster.(Departures); ok {
 		lossErrs = p.releaseDeparted(ctx, d, live, now)
+		for i, j := range live {
+			ran[i] = ran[i] && j.State == structs.JobRunning // some may have lost all their GPUs
+		}
 	}
 	nodes, err := p.Cluster.Nodes(ctx)
 	if err != nil {
@@ -318,7 +334,8 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	p.noteNodes(nodes)
 	p.noteNodesSeen(nodes, now)
-	snap := p.snapshot(now, nodes, live)
+	snap := p.snapshot(now, nodes, live, named)
+	p.snaps.ran = ran // beside the records the snapshot keeps (snapCache.recs)
 	planStart := time.Now()
 	plan, waits, taken, perr := p.planQueues(ctx, snap)
 	*planTime = time.Since(planStart)
@@ -369,12 +386,13 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 }
 
 // snapshot is the round's snapshot of jobs (see snapshot), copied in
-// part from the last round's where the store shares its records.
-func (p *Planner) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
+// part from the last round's where the store shares its records; named
+// says whether a selector of one of jobs names jobs (namesJobs).
+func (p *Planner) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool) *policy.Snapshot {
 	if _, ok := p.Store.(store.SharedLister); ok {
-		return p.snaps.snapshot(now, nodes, jobs, p.unread)
+		return p.snaps.snapshot(now, nodes, jobs, named, p.unread)
 	}
-	return snapshot(now, nodes, jobs)
+	return (*snapCache)(nil).snapshot(now, nodes, jobs, named, nil)
 }
 
 // activeJobs lists the round's jobs, without copies where the store can

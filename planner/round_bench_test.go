@@ -173,6 +173,28 @@ import (
 // 403 ms -> 10 ms a round (wall, 3 rounds, load ~7), 26.5 -> 3.0 MB and
 // 339,186 -> 3,115 allocations a round, heap 8.0 -> 19.6 MB (the records
 // in memory, as in the memory store); goodput 522 -> 35 ms.
+//
+// Then fd61b3f -> helper/rounds (fewer passes over every job a round, each
+// a cache miss a job: the queues' view reads in its one pass what the gate
+// and Enforce read; the board loads its jobs in one pass, not five;
+// Validate and the diff stop looking the plan up once every entry of it
+// is found, and Validate finds anti-affinity in its pass; the round reads
+// only the records new since the last round; no map iterator is set up
+// for a job that holds nothing; Constraints.Allows no longer allocates,
+// which was the 30,000 allocations). CPU a round as above, the two
+// binaries alternating, three runs of each at load 5-7 (+-20%; per run:
+// fifo 115, 133, 92 -> 85, 117, 76); wall the 9-round run's ns/op, mean:
+//
+//	memory, 100k jobs x 10k nodes  CPU ms      wall ms     MB a round    allocations
+//	  fifo                         113 -> 93   184 -> 140  17.9 -> 16.3  30,209 -> 208
+//	  round-robin                  105 -> 80   139 -> 117  17.5 -> 16.2  30,197 -> 198
+//
+// The gain is smaller here than in a replay with thousands of queued jobs
+// (the whole Philly trace under round-robin: 55-61 -> 36-43 s of CPU),
+// where the queued jobs' passes were the round: at 100k jobs, 40,000 run,
+// and their allocation maps, read in three passes (the queues' view, the
+// board, Validate), the copy of the views (the snapshot) and the GC are
+// most of it. Issue #18's 50 ms is still 1.6-1.9x away.
 func BenchmarkRoundEndToEnd(b *testing.B) {
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range host.Builtins() {

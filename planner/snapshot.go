@@ -15,7 +15,13 @@ import (
 // what each job holds; GPUs on nodes that are gone (down, drained, no longer
 // offering GPUs) are dropped, so the policy never plans on a lost node.
 func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
-	return (*snapCache)(nil).snapshot(now, nodes, jobs, nil)
+	return (*snapCache)(nil).snapshot(now, nodes, jobs, slices.ContainsFunc(jobs, namesJobs), nil)
+}
+
+// namesJobs reports whether a selector of job j names jobs (by name or
+// ID): the snapshot then resolves the names to IDs.
+func namesJobs(j *structs.Job) bool {
+	return len(j.Spec.Affinity.Jobs) > 0 || len(j.Spec.AntiAffinity.Jobs) > 0
 }
 
 // snapCache is the last round's snapshot beside the records it was made
@@ -41,26 +47,62 @@ type snapCache struct {
 
 	spare     []policy.Job // the views of the round before: jobs' buffer next round if unread
 	spareHeld []int
+
+	// ran is whether each of recs is of a running job, as the round read
+	// it (Planner.round sets it; nil: unknown).
+	ran []bool
+}
+
+// recWalk goes through the last round's records (snapCache.recs) beside
+// this round's, both in the queue's order, so that the round reads only
+// the records that are new since (a record never changes once stored):
+// with thousands of jobs queued, reading each record's state was a cache
+// miss a job every round.
+type recWalk struct {
+	recs  []*structs.Job
+	ran   []bool
+	named bool // a selector of the last round's named jobs, or nothing is known
+	i     int
+}
+
+// walk starts a recWalk over the last round's records.
+func (c *snapCache) walk() recWalk {
+	if len(c.ran) != len(c.recs) {
+		return recWalk{named: true}
+	}
+	return recWalk{recs: c.recs, ran: c.ran, named: c.named}
+}
+
+// known reports whether record j is one of the last round's (ok), and
+// then whether its job ran. Records come in the queue's order.
+func (w *recWalk) known(j *structs.Job) (ran, ok bool) {
+	for w.i < len(w.recs) && w.recs[w.i] != j && queueOrder(w.recs[w.i], j) < 0 {
+		w.i++ // gone since (ended, or written anew: a new record)
+	}
+	if w.i < len(w.recs) && w.recs[w.i] == j {
+		w.i++
+		return w.ran[w.i-1], true
+	}
+	return false, false
 }
 
 // snapshot is snapshot(now, nodes, jobs), copying from c (nil: none) what
-// it can; c then keeps the result for the next round. unread (nil: none)
-// reports whether nobody reads the views of a buffer any more, so that
-// this round may write over them.
-func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, unread func([]policy.Job) bool) *policy.Snapshot {
+// it can; c then keeps the result for the next round. named says whether
+// a selector of one of jobs names jobs (namesJobs: the caller's pass over
+// the records tells, so that this one reads only the records it views
+// anew). unread (nil: none) reports whether nobody reads the views of a
+// buffer any more, so that this round may write over them.
+func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool, unread func([]policy.Job) bool) *policy.Snapshot {
 	known := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		known[n.ID] = true
 	}
 	largest := largestNode(nodes)
 	var idsByName map[string][]string // only when a selector names jobs
-	for _, j := range jobs {
-		if len(j.Spec.Affinity.Jobs) > 0 || len(j.Spec.AntiAffinity.Jobs) > 0 {
-			idsByName = map[string][]string{}
-			for _, j := range jobs {
-				idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
-			}
-			break
+	if named {
+		idsByName = map[string][]string{}
+		for _, j := range jobs {
+			idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
 		}
 	}
 	var prev []*structs.Job

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestSnapshot_CopiedIsFresh(t *testing.T) {
 		must.NoError(t, err)
 		nodes, err := p.Cluster.Nodes(ctx)
 		must.NoError(t, err)
-		got := p.snapshot(*now, nodes, live)
+		got := p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs))
 		must.Eq(t, snapshot(*now, nodes, live), got, must.Sprint(step))
 	}
 	ids := make([]string, 0, 8)
@@ -58,10 +59,10 @@ func TestSnapshot_CopiedIsFresh(t *testing.T) {
 	nodes, err := p.Cluster.Nodes(ctx)
 	must.NoError(t, err)
 	last := live[len(live)-1]
-	must.Eq(t, policy.Queued, p.snapshot(*now, nodes, live).Jobs[len(live)-1].State)
+	must.Eq(t, policy.Queued, p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs)).Jobs[len(live)-1].State)
 	was := last.Spec.Priority
 	last.Spec.Priority = was + 1
-	must.Eq(t, was, p.snapshot(*now, nodes, live).Jobs[len(live)-1].Priority)
+	must.Eq(t, was, p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs)).Jobs[len(live)-1].Priority)
 	must.Eq(t, was+1, snapshot(*now, nodes, live).Jobs[len(live)-1].Priority)
 	last.Spec.Priority = was
 
@@ -93,12 +94,12 @@ func TestSnapshot_CopiedRunningIsTimed(t *testing.T) {
 	nodes, err := p.Cluster.Nodes(ctx)
 	must.NoError(t, err)
 	live := mustActive(t, st)
-	first := p.snapshot(*now, nodes, live)
+	first := p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs))
 	must.Eq(t, snapshot(*now, nodes, live), first)
 	must.Positive(t, first.Jobs[0].Progress.RemainingWork)
 
 	*now = now.Add(time.Minute)
-	got := p.snapshot(*now, nodes, live) // the same records: copied
+	got := p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs)) // the same records: copied
 	must.Eq(t, snapshot(*now, nodes, live), got)
 	must.Eq(t, first.Jobs[0].AttainedGPUSeconds+4*60, got.Jobs[0].AttainedGPUSeconds)
 	must.Less(t, first.Jobs[0].Progress.RemainingWork, got.Jobs[0].Progress.RemainingWork)
@@ -169,4 +170,43 @@ func fourGPUJobs(t *testing.T, n int) (*Planner, *fakeExecutor, *time.Time) {
 	}
 	must.NoError(t, p.Round(context.Background()))
 	return p, exec, now
+}
+
+// The round reads only the records new since the last round: the state
+// and selectors of the others are known from it (a store that shares its
+// records never changes one in place), and a new record's are read.
+func TestRound_ReadsNewRecordsOnly(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	var ids []string
+	for _, name := range []string{"ja", "jb", "jc", "jd"} {
+		ids = append(ids, submit(t, p, now, spec(t, name, 4, 4)).ID)
+	}
+	must.NoError(t, p.Round(ctx)) // ja and jb start: new records
+	must.NoError(t, p.Round(ctx))
+
+	// A new record whose selector names a job: the round's snapshot
+	// resolves the name, as one made afresh does.
+	s := spec(t, "je", 4, 4)
+	s.AntiAffinity = jobspec.Selector{Jobs: []string{"jb"}}
+	submit(t, p, now, s)
+	must.NoError(t, p.Round(ctx))
+	nodes, err := p.Cluster.Nodes(ctx)
+	must.NoError(t, err)
+	must.Eq(t, snapshot(*now, nodes, mustActive(t, st)), p.obs.snap)
+	must.Eq(t, []string{ids[1]}, p.obs.snap.Jobs[4].AntiAffinity.Jobs)
+
+	// A running job known from the last round ends: it is reaped.
+	exec.done["ja"] = 0
+	// A queued record changed in place (which the store never does) is
+	// not read again: it is not taken for a running job to reap.
+	rec := state(t, st, ids[3])
+	live := mustActive(t, st)
+	must.Eq(t, rec.ID, live[3].ID)
+	live[3].State = structs.JobRunning
+	exec.done["jd"] = 0
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, structs.JobComplete, state(t, st, ids[0]).State)
+	must.Eq(t, structs.JobRunning, state(t, st, ids[3]).State, must.Sprint("jd's record, as changed in place, not reaped"))
+	live[3].State = structs.JobQueued
 }

@@ -454,17 +454,30 @@ func (s *simulator) schedule(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("failed to simulate: %w", err)
 	}
-	s.active = slices.DeleteFunc(s.active, func(j *simJob) bool { return j.finished })
 	s.dirty = false
-	if len(s.active) == 0 {
+	// One pass over the jobs (each a cache miss, thousands queued): the
+	// finished ones leave the active list, the others step on and report.
+	n := 0
+	var err error
+	for _, j := range s.active {
+		if j.finished {
+			continue
+		}
+		s.active[n] = j
+		n++
+		if err == nil {
+			s.advance(j)
+			err = s.report(ctx, j)
+		}
+	}
+	clear(s.active[n:])
+	s.active = s.active[:n]
+	if n == 0 {
 		return nil
 	}
 	s.rounds++
-	for _, j := range s.active {
-		s.advance(j)
-		if err := s.report(ctx, j); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 	if err := s.planner.Round(ctx); err != nil {
 		return fmt.Errorf("failed to simulate: round at %.0f s: %w", s.now, err)

@@ -101,8 +101,10 @@ func (s *simulator) submit(ctx context.Context, j *simJob) error {
 // changed. A job whose model knows neither a speedup nor a deadline (a
 // rigid trace job) reports nothing. done is current.
 func (s *simulator) report(ctx context.Context, j *simJob) error {
-	if j.speedup == nil || j.done >= j.speedTo {
-		// Tables change at epoch boundaries, which are events.
+	if j.done >= j.speedTo {
+		// Tables change at epoch boundaries, which are events; a table
+		// holds (nil too: a rigid job's, for good) up to speedTo, which
+		// is 0 before the first.
 		j.speedup, j.speedTo = j.spec.Model.Speedup(j.done, j.spec.GPUs.Max, s.cfg.GPUsPerNode)
 	}
 	if j.speedup == nil && !j.spec.HasDeadline {

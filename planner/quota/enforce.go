@@ -46,7 +46,7 @@ import (
 // (with a plan that keeps every job as it is, but for the policy's shrinks
 // and stops) says when a step broke it, which is a bug.
 func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
-	if v.t.implicit && onePriority(v.s.Jobs) {
+	if v.t.implicit && v.onePrio {
 		// The default tree (one queue, unlimited) and jobs of one
 		// priority: nothing to trim, reorder or reclaim, so the plan
 		// stands as the policy made it (a round of a planner without
@@ -373,14 +373,4 @@ func (e *enforcer) plan(p *policy.Plan) *policy.Plan {
 		}
 	}
 	return out
-}
-
-// onePriority reports whether every job has the same priority.
-func onePriority(jobs []policy.Job) bool {
-	for i := 1; i < len(jobs); i++ {
-		if jobs[i].Priority != jobs[0].Priority {
-			return false
-		}
-	}
-	return true
 }

@@ -93,26 +93,14 @@ func (v *View) Gate() *policy.Snapshot {
 // Gate holds no job back: every queued job may use some node, and their
 // minimums together fit in what the queue may take. It spares a planner
 // without queues the queue's order of thousands of queued jobs each
-// round; false means Gate must look job by job.
+// round; false means Gate must look job by job. NewView has read the
+// queued jobs (fit, need): as every minimum is >= 0, their sum fits
+// exactly when every running sum in the queue's order does.
 func (v *View) allFit(e [][]int) bool {
-	if !v.t.implicit || len(v.res) != 1 {
+	if !v.fit {
 		return false
 	}
-	avail := max(v.headroom(v.cur, e, 0, 0), v.nominal[0][0]-v.cur[0][0])
-	need := 0
-	for i := range v.s.Jobs {
-		if v.gpus[i] != 0 {
-			continue
-		}
-		j := &v.s.Jobs[i]
-		if v.leaf[i] != 0 || !v.allowed(j)[0] || j.GPUs.Min < 0 {
-			return false
-		}
-		if need += j.GPUs.Min; need > avail {
-			return false
-		}
-	}
-	return true
+	return v.need <= max(v.headroom(v.cur, e, 0, 0), v.nominal[0][0]-v.cur[0][0])
 }
 
 // describeWait says why job j of queue q waits on its queue: where the

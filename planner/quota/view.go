@@ -41,6 +41,15 @@ type View struct {
 	allow map[string][]bool // allowed, by constraints
 	anyOK []bool            // allowed, for a job without constraints
 
+	// Read in NewView's pass over the jobs, so that Gate and Enforce need
+	// no pass of their own over a default tree's thousands of queued jobs
+	// (each a cache miss): onePrio, every job has the same priority; and
+	// for the default tree (one queue, one resource) fit, every queued job
+	// is of the queue, may use some node and has Min >= 0, and need, the
+	// sum of their minimums.
+	onePrio, fit bool
+	need         int
+
 	// gate's results: queued jobs kept from the policy, and why.
 	held map[string]string
 	// why queued jobs still wait after Enforce, where quota is the reason.
@@ -98,10 +107,12 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 		v.capacity[r] = max(v.physical[r], top)
 	}
 	v.cur = v.matrix()
+	v.onePrio, v.fit = true, t.implicit && len(v.res) == 1
 	lastName, lastLeaf := "", -1 // jobs of a queue come in runs: one lookup a run
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		v.anti = v.anti || !j.AntiAffinity.IsZero()
+		v.onePrio = v.onePrio && j.Priority == s.Jobs[0].Priority
 		if name := t.queueFor(QueueOf(j)); i == 0 || name != lastName {
 			lastName, lastLeaf = name, -1
 			if q, ok := t.index[name]; ok && len(t.queues[q].children) == 0 {
@@ -109,11 +120,17 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 			}
 		}
 		v.leaf[i] = lastLeaf
-		for n, g := range j.Allocation {
-			v.gpus[i] += g
-			if r, ok := v.nodeRes[n]; ok && g > 0 && lastLeaf != -1 {
-				v.cur[lastLeaf][r] += g
+		if len(j.Allocation) > 0 { // a queued job's is empty: no iterator to set up
+			for n, g := range j.Allocation {
+				v.gpus[i] += g
+				if r, ok := v.nodeRes[n]; ok && g > 0 && lastLeaf != -1 {
+					v.cur[lastLeaf][r] += g
+				}
 			}
+		}
+		if v.fit && v.gpus[i] == 0 {
+			v.fit = lastLeaf == 0 && v.allowed(j)[0] && j.GPUs.Min >= 0
+			v.need += j.GPUs.Min
 		}
 	}
 	return v

@@ -134,12 +134,16 @@ func (p *Plan) AllAt(s *Snapshot) (changes []Change, at []int) {
 func (p *Plan) diff(s *Snapshot) (Changes, [5][]int) {
 	var c Changes
 	var at [5][]int
-	for i := range s.Jobs {
+	// With the snapshot's job IDs unique, the jobs after the one that
+	// found the plan's last entry are not in it: they are not looked up.
+	found := 0
+	for i := 0; i < len(s.Jobs) && found < len(p.Allocations); i++ {
 		j := &s.Jobs[i]
 		to, ok := p.Allocations[j.ID]
 		if !ok {
 			continue // keeps its allocation
 		}
+		found++
 		from := j.Allocation
 		if to.Equal(from) {
 			continue

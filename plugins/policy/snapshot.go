@@ -194,8 +194,10 @@ func (s Selector) Matches(j *Job) bool {
 }
 
 // Allows reports whether the constraints allow a job's GPUs on node n
-// (MaxGPUsPerNode aside, which depends on a count).
-func (c *Constraints) Allows(n *Node) bool { return c.mismatch(n) == "" }
+// (MaxGPUsPerNode aside, which depends on a count). It is mismatch(n) ==
+// "" without the words (allows): it is asked for every node, of every job
+// submitted and of every constraint set each round.
+func (c *Constraints) Allows(n *Node) bool { return c.allows(n) }
 
 // mismatch says which constraint node n fails, or "" if none.
 func (c *Constraints) mismatch(n *Node) string {

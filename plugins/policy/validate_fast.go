@@ -17,8 +17,9 @@ var validPool = sync.Pool{New: func() any { return &checker{nodeIdx: make(map[st
 // valid reports whether plan p passes every rule of Validate against
 // snapshot s; it is exactly Validate(s, p) == nil when the snapshot's job
 // IDs are unique (the planner's are; place.NewBoard refuses others), and
-// costs one pass over the jobs and their allocations: no sorting, no
-// formatting, no maps but the reused node index. Where it says false,
+// costs one pass over the jobs and their allocations (a second where a
+// job has anti-affinity): no sorting, no formatting, no maps but the
+// reused node index. Where it says false,
 // violations lists what is wrong.
 func valid(s *Snapshot, p *Plan) bool {
 	c := validPool.Get().(*checker)
@@ -35,45 +36,36 @@ func valid(s *Snapshot, p *Plan) bool {
 	if len(c.nodeIdx) != len(s.Nodes) {
 		return false // duplicate node IDs: let the full check judge
 	}
-	anti := false
-	for i := range s.Jobs {
-		if !s.Jobs[i].AntiAffinity.IsZero() {
-			anti = true
-			break
-		}
-	}
-	if anti {
-		c.targets = c.targets[:0]
-		for n := range c.onNode {
-			c.onNode[n] = c.onNode[n][:0]
-		}
-		for len(c.onNode) < len(s.Nodes) {
-			c.onNode = append(c.onNode, nil)
-		}
-	}
+	anti := false // some job has anti-affinity: checked after the pass
 
 	// Every job of the plan and of its reasons must be in the snapshot:
-	// with unique job IDs, that is as many hits as entries.
+	// with unique job IDs, that is as many hits as entries. Once every
+	// entry has had its hit, no later job can be one (its ID would repeat
+	// a hit's), so the rest of the jobs are not looked up: a plan's
+	// entries are mostly the head of the queue, and the line behind it is
+	// thousands of jobs.
 	planned, reasoned := 0, 0
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		target, ok := p.Allocations[j.ID]
-		if ok {
-			planned++
-		} else {
-			target = j.Allocation
+		target := j.Allocation
+		if planned < len(p.Allocations) {
+			if t, ok := p.Allocations[j.ID]; ok {
+				target = t
+				planned++
+			}
 		}
-		if len(p.Reasons) > 0 {
+		if reasoned < len(p.Reasons) {
 			if _, ok := p.Reasons[j.ID]; ok {
 				reasoned++
 			}
 		}
-		if anti {
-			c.targets = append(c.targets, target)
-		}
+		anti = anti || !j.AntiAffinity.IsZero()
 		w := j.GPUs.PerWorker
 		if w <= 0 || j.GPUs.Min < 0 || j.GPUs.Max < j.GPUs.Min {
 			return false
+		}
+		if len(target) == 0 {
+			continue // no GPUs: nothing more to check (and no iterator to set up)
 		}
 		total := 0
 		held := target.same(j.Allocation) // every GPU of it held already
@@ -87,9 +79,6 @@ func valid(s *Snapshot, p *Plan) bool {
 			}
 			total += g
 			c.used[n] += g
-			if anti {
-				c.onNode[n] = append(c.onNode[n], int32(i))
-			}
 			if held || g <= j.Allocation[id] {
 				continue // held already; not judged again
 			}
@@ -113,9 +102,34 @@ func valid(s *Snapshot, p *Plan) bool {
 		}
 	}
 	if anti {
+		c.placements(s, p)
 		return c.antiAffinityOK(s)
 	}
 	return true
+}
+
+// placements sets each job's target, and the jobs on each node, for
+// antiAffinityOK: valid's pass has found every node of every target in
+// the snapshot. Few rounds have a job with anti-affinity, so valid's pass
+// does not keep them for all.
+func (c *checker) placements(s *Snapshot, p *Plan) {
+	c.targets = c.targets[:0]
+	for n := range c.onNode {
+		c.onNode[n] = c.onNode[n][:0]
+	}
+	for len(c.onNode) < len(s.Nodes) {
+		c.onNode = append(c.onNode, nil)
+	}
+	for i := range s.Jobs {
+		target := p.Target(&s.Jobs[i])
+		c.targets = append(c.targets, target)
+		for id, g := range target {
+			if g != 0 {
+				n := c.nodeIdx[id]
+				c.onNode[n] = append(c.onNode[n], int32(i))
+			}
+		}
+	}
 }
 
 // antiAffinityOK reports whether no job gains GPUs on a node that holds a

@@ -113,3 +113,20 @@ func randomCase(r *rand.Rand) (*Snapshot, *Plan) {
 	}
 	return &Snapshot{Now: time.Unix(100, 0), Nodes: nodes, Jobs: jobs}, p
 }
+
+// TestAllowsAgreesWithMismatch: Allows (allows, no words) passes exactly
+// the nodes mismatch finds nothing wrong with.
+func TestAllowsAgreesWithMismatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for i := range 2000 {
+		s, _ := randomCase(r)
+		for k := range s.Jobs {
+			c := &s.Jobs[k].Constraints
+			for n := range s.Nodes {
+				if got, want := c.Allows(&s.Nodes[n]), c.mismatch(&s.Nodes[n]) == ""; got != want {
+					t.Fatalf("case %d: job %d on node %d: Allows=%v, mismatch=%q", i, k, n, got, c.mismatch(&s.Nodes[n]))
+				}
+			}
+		}
+	}
+}

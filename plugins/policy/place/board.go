@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -111,58 +112,26 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 	for i := range s.Jobs {
 		c.jobs[i] = &s.Jobs[i]
 	}
-	bySubmission := func(a, b *policy.Job) int {
-		if x := a.Submitted.Compare(b.Submitted); x != 0 {
-			return x
-		}
-		return strings.Compare(a.ID, b.ID)
-	}
-	// A planner's or simulator's snapshot lists its jobs in submission
-	// order already: a linear check then spares the sort.
-	if !slices.IsSortedFunc(c.jobs, bySubmission) {
-		slices.SortFunc(c.jobs, bySubmission)
-	}
 	c.alloc = make([][]slot, len(c.jobs))
 	c.total = make([]int, len(c.jobs))
 	c.moved = make([]bool, len(c.jobs))
-	if id, ok := uniqueIDs(c.jobs); !ok {
-		return nil, fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", id)
+	// A planner's or simulator's snapshot lists its jobs in submission
+	// order already: load checks the order as it goes (one pass over the
+	// jobs, each a cache miss with thousands queued), and only where it
+	// is not does the board sort them and load them again.
+	sorted, err := c.load(true)
+	if !sorted {
+		slices.SortFunc(c.jobs, bySubmission)
+		for i, n := range c.nodes {
+			c.free[i] = n.GPUs - n.Reserved
+		}
+		clear(c.alloc)
+		clear(c.total)
+		c.antiJobs = nil
+		_, err = c.load(false)
 	}
-	// The running jobs' slots share one array (not one allocation per
-	// job); each job's is capped at its length, so a job that gains a
-	// node (apply) moves to an array of its own.
-	n := 0
-	for _, job := range c.jobs {
-		n += len(job.Allocation)
-	}
-	slots := make([]slot, 0, n)
-	for j, job := range c.jobs {
-		if r := job.GPUs; r.PerWorker < 1 || r.Min < r.PerWorker || r.Max < r.Min ||
-			r.Min%r.PerWorker != 0 || r.Max%r.PerWorker != 0 {
-			return nil, fmt.Errorf("invalid snapshot: job %s: malformed GPU request min=%d max=%d per_worker=%d",
-				job.ID, r.Min, r.Max, r.PerWorker)
-		}
-		first := len(slots)
-		for nodeID, g := range job.Allocation {
-			if g == 0 {
-				continue
-			}
-			n, ok := c.nodeIdx[nodeID]
-			if !ok || g < 0 {
-				return nil, fmt.Errorf("invalid snapshot: job %s holds %d GPUs on node %q, which is unknown or the count negative",
-					job.ID, g, nodeID)
-			}
-			slots = append(slots, slot{node: n, gpus: g})
-			c.free[n] -= g
-			c.total[j] += g
-		}
-		if k := len(slots); k > first {
-			c.alloc[j] = slots[first:k:k]
-		}
-		slices.SortFunc(c.alloc[j], func(a, b slot) int { return cmp.Compare(a.node, b.node) })
-		if !job.AntiAffinity.IsZero() {
-			c.antiJobs = append(c.antiJobs, int32(j))
-		}
+	if err != nil {
+		return nil, err
 	}
 
 	c.buckets = make([]bitset, c.maxFree+1)
@@ -186,6 +155,92 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 	}
 	c.repair()
 	return c, nil
+}
+
+// slotsHint is the number of node slots of the last board loaded, the
+// next one's first guess (a round's board has about as many running jobs
+// as the last round's).
+var slotsHint atomic.Int64
+
+// bySubmission is the order of a board's jobs: submission, then ID.
+func bySubmission(a, b *policy.Job) int {
+	if x := a.Submitted.Compare(b.Submitted); x != 0 {
+		return x
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// load checks and indexes the jobs (c.jobs, in this order) into a new
+// board: each ID must be its own, each request well formed and each
+// allocation on known nodes; it fills the jobs' slots and totals, the
+// nodes' free GPUs, and the jobs with anti-affinity. With check, it
+// reports sorted false, and nothing more, where the jobs are not in
+// submission order (the board must sort them and load again from
+// scratch), so that its error is the one for the sorted jobs.
+func (c *Board) load(check bool) (sorted bool, err error) {
+	ids := newIDSet(c.jobs)
+	defer ids.done()
+	// dup is the first empty or repeated ID, bad the first other job's
+	// error: the pass goes on to the end to check the order.
+	var dup, bad error
+	// The running jobs' slots share arrays (not one allocation per job);
+	// each job's is capped at its length, so a job that gains a node
+	// (apply) moves to an array of its own. The array starts as large as
+	// the last board's (slotsHint): the running jobs are not counted first.
+	slots := make([]slot, 0, min(int(slotsHint.Load()), len(c.jobs)))
+	defer func() { slotsHint.Store(int64(len(slots))) }()
+	for j, job := range c.jobs {
+		if check && j > 0 && bySubmission(job, c.jobs[j-1]) < 0 {
+			return false, nil
+		}
+		if dup != nil {
+			continue
+		}
+		if !ids.add(j) {
+			dup = fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", job.ID)
+			continue
+		}
+		if bad != nil {
+			continue
+		}
+		if r := job.GPUs; r.PerWorker < 1 || r.Min < r.PerWorker || r.Max < r.Min ||
+			r.Min%r.PerWorker != 0 || r.Max%r.PerWorker != 0 {
+			bad = fmt.Errorf("invalid snapshot: job %s: malformed GPU request min=%d max=%d per_worker=%d",
+				job.ID, r.Min, r.Max, r.PerWorker)
+			continue
+		}
+		if !job.AntiAffinity.IsZero() {
+			c.antiJobs = append(c.antiJobs, int32(j))
+		}
+		if len(job.Allocation) == 0 {
+			continue // queued: no slots (and no iterator to set up)
+		}
+		first := len(slots)
+		for nodeID, g := range job.Allocation {
+			if g == 0 {
+				continue
+			}
+			n, ok := c.nodeIdx[nodeID]
+			if !ok || g < 0 {
+				bad = fmt.Errorf("invalid snapshot: job %s holds %d GPUs on node %q, which is unknown or the count negative",
+					job.ID, g, nodeID)
+				break
+			}
+			slots = append(slots, slot{node: n, gpus: g})
+			c.free[n] -= g
+			c.total[j] += g
+		}
+		if bad != nil {
+			continue
+		}
+		if k := len(slots); k > first {
+			c.alloc[j] = slots[first:k:k]
+			if k > first+1 {
+				slices.SortFunc(c.alloc[j], func(a, b slot) int { return cmp.Compare(a.node, b.node) })
+			}
+		}
+	}
+	return true, cmp.Or(dup, bad)
 }
 
 // Jobs returns the snapshot's jobs in submission order (Submitted, then ID).

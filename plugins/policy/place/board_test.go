@@ -150,3 +150,37 @@ func TestBoard_GrowMostFree(t *testing.T) {
 	must.False(t, c.GrowMostFree(0, 2), must.Sprint("only for a job holding nothing"))
 	must.NoError(t, policy.Validate(s, c.Plan("worst-fit")))
 }
+
+// TestNewBoard_Unsorted: a snapshot out of submission order is loaded as
+// the sorted one (NewBoard sorts it and loads it again), and its errors
+// are those of the sorted jobs.
+func TestNewBoard_Unsorted(t *testing.T) {
+	nodes := []policy.Node{node("n1", 8, 0), node("n2", 8, 0)}
+	jobs := []policy.Job{running("c", 3, 2, 2, 2, A{"n1": 2}, 3), queued("a", 1, 4, 4, 4),
+		running("b", 2, 4, 4, 2, A{"n1": 2, "n2": 2}, 2), queued("d", 4, 8, 8, 8)}
+	sorted := []policy.Job{jobs[1], jobs[2], jobs[0], jobs[3]}
+	c, err := place.NewBoard(&policy.Snapshot{Nodes: nodes, Jobs: jobs})
+	must.NoError(t, err)
+	want, err := place.NewBoard(&policy.Snapshot{Nodes: nodes, Jobs: sorted})
+	must.NoError(t, err)
+	for _, j := range want.Jobs() {
+		must.Eq(t, want.Allocation(j.ID), c.Allocation(j.ID))
+	}
+	must.Eq(t, want.FreeGPUs(), c.FreeGPUs())
+	must.Eq(t, []string{"a", "b", "c", "d"}, ids(c.Jobs()))
+
+	// Out of order, with a malformed job before a repeated ID once sorted:
+	// the repeated ID is the error, as for the sorted jobs.
+	_, err = place.NewBoard(&policy.Snapshot{Jobs: []policy.Job{queued("x", 3, 1, 1, 1), queued("m", 1, 3, 4, 2), queued("x", 2, 1, 1, 1)}})
+	must.ErrorContains(t, err, `job ID "x" is empty or listed twice`)
+	_, err = place.NewBoard(&policy.Snapshot{Jobs: []policy.Job{queued("y", 3, 3, 4, 2), queued("m", 1, 3, 4, 2)}})
+	must.ErrorContains(t, err, "job m: malformed GPU request")
+}
+
+func ids(jobs []*policy.Job) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.ID)
+	}
+	return out
+}

@@ -8,10 +8,15 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
-// idSet is the scratch space of uniqueIDs, reused between boards.
+// idSet is a set of a board's job IDs, so that NewBoard does not build a
+// map of its jobs every round just to find that none repeats: a hash set
+// on a reused table (linear probing), filled one job at a time in
+// NewBoard's pass over the jobs.
 type idSet struct {
+	jobs   []*policy.Job
 	hashes []uint64
 	table  []int32 // open addressing: job index + 1, 0 for empty
+	mask   uint64
 }
 
 var (
@@ -19,13 +24,11 @@ var (
 	idSeed = maphash.MakeSeed()
 )
 
-// uniqueIDs reports whether every job has a non-empty ID of its own; if
-// not, it returns the first empty or repeated one. It is a hash set on a
-// reused table (linear probing), so a board does not build a map of its
-// jobs every round just to find that none repeats.
-func uniqueIDs(jobs []*policy.Job) (string, bool) {
+// newIDSet returns an empty set for jobs' IDs, from the pool; give it
+// back with done.
+func newIDSet(jobs []*policy.Job) *idSet {
 	s := idSets.Get().(*idSet)
-	defer idSets.Put(s)
+	s.jobs = jobs
 	size := 1 << bits.Len(uint(2*len(jobs))) // at most half full
 	if cap(s.table) < size {
 		s.table = make([]int32, size)
@@ -37,23 +40,33 @@ func uniqueIDs(jobs []*policy.Job) (string, bool) {
 		s.hashes = make([]uint64, len(jobs))
 	}
 	s.hashes = s.hashes[:len(jobs)]
-	mask := uint64(size - 1)
-	for j, job := range jobs {
-		if job.ID == "" {
-			return job.ID, false
+	s.mask = uint64(size - 1)
+	return s
+}
+
+// add adds job j's ID; it reports false where the ID is empty or repeats
+// that of a job added before.
+func (s *idSet) add(j int) bool {
+	id := s.jobs[j].ID
+	if id == "" {
+		return false
+	}
+	h := maphash.String(idSeed, id)
+	s.hashes[j] = h
+	for i := h & s.mask; ; i = (i + 1) & s.mask {
+		k := s.table[i]
+		if k == 0 {
+			s.table[i] = int32(j) + 1
+			return true
 		}
-		h := maphash.String(idSeed, job.ID)
-		s.hashes[j] = h
-		for i := h & mask; ; i = (i + 1) & mask {
-			k := s.table[i]
-			if k == 0 {
-				s.table[i] = int32(j) + 1
-				break
-			}
-			if s.hashes[k-1] == h && jobs[k-1].ID == job.ID {
-				return job.ID, false
-			}
+		if s.hashes[k-1] == h && s.jobs[k-1].ID == id {
+			return false
 		}
 	}
-	return "", true
+}
+
+// done gives the set back to the pool.
+func (s *idSet) done() {
+	s.jobs = nil // keep no snapshot alive
+	idSets.Put(s)
 }
