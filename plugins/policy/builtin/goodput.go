@@ -348,7 +348,10 @@ func sortStarts(js []int32, score func(int32) float64) {
 // on fewer nodes in all: the speedup tables are for packed placements, and
 // a job spread over more nodes than it needs syncs over the network. If
 // any of them does not fit again, or the nodes do not drop, the placements
-// stay as they were.
+// stay as they were, and each of them, largest first, is re-placed alone
+// where that puts it on fewer nodes (the others kept where they are): one
+// job that cannot move, or that another's packing pushes onto more nodes,
+// no longer keeps the rest spread.
 func (g *goodputRound) repackResized() {
 	c := g.c
 	var js []int32
@@ -392,5 +395,18 @@ func (g *goodputRound) repackResized() {
 	}
 	for i, j := range js {
 		c.Restore(j, hs[i])
+	}
+	for i, j := range js {
+		n := c.NodesHeld(j)
+		if n <= 1 {
+			continue
+		}
+		h := c.Preempt(j)
+		if c.Grow(j, held[i]) && c.NodesHeld(j) < n {
+			continue
+		}
+		// Back as it was: what it held is free again, so Restore succeeds.
+		c.Shrink(j, c.Held(j))
+		c.Restore(j, h)
 	}
 }

@@ -62,9 +62,9 @@ const (
 //     shrink or a grow happens only where it gains more than it costs.
 //  3. Packed placements. The jobs a round starts or resizes (they restart
 //     anyway) are placed again from scratch, largest first, if that puts
-//     them on fewer nodes in all; the speedup tables are for packed
-//     placements, and a job over more nodes than it needs syncs over the
-//     network.
+//     them on fewer nodes in all, and otherwise each alone where that puts
+//     it on fewer nodes; the speedup tables are for packed placements, and
+//     a job over more nodes than it needs syncs over the network.
 //
 // The weights change with attained service and the restart prices with the
 // time, so the plan depends on the time (it is not time-invariant). The

@@ -90,6 +90,19 @@ func TestGoodputJCT(t *testing.T) {
 		want:        map[string]A{"a": {"n1": 4}},
 		wantGoodput: map[string]A{"a": {"n1": 3, "n2": 1}},
 	}, {
+		// Grown in place, a holds n1:3 n3:1 and c starts on n2:3 n3:2. Placed
+		// again together, largest first, c takes n1 and one more node and a
+		// is spread over two: four nodes either way, so both stay; alone, a
+		// packs onto n1.
+		name:  "a job it grows is packed alone where the jobs it resizes do not pack together",
+		now:   3700,
+		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0), node("n3", 4, 0)},
+		jobs: []policy.Job{running("a", 1, 2, 4, 1, A{"n1": 1, "n3": 1}, 100),
+			running("b", 2, 2, 2, 1, A{"n2": 1, "n3": 1}, 100),
+			queued("c", 3, 2, 5, 1)},
+		want:        map[string]A{"a": {"n1": 4}, "b": {"n2": 1, "n3": 1}, "c": {"n2": 3, "n3": 2}},
+		wantGoodput: map[string]A{"a": {"n1": 3, "n3": 1}, "b": {"n2": 1, "n3": 1}, "c": {"n2": 3, "n3": 2}},
+	}, {
 		name:  "a job it does not resize is not moved",
 		now:   3700,
 		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
