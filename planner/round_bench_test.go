@@ -174,7 +174,7 @@ import (
 // 339,186 -> 3,115 allocations a round, heap 8.0 -> 19.6 MB (the records
 // in memory, as in the memory store); goodput 522 -> 35 ms.
 //
-// Then fd61b3f -> helper/rounds (fewer passes over every job a round, each
+// Then fd61b3f -> 6bad7c3 (session 8: fewer passes over every job a round, each
 // a cache miss a job: the queues' view reads in its one pass what the gate
 // and Enforce read; the board loads its jobs in one pass, not five;
 // Validate and the diff stop looking the plan up once every entry of it
