@@ -264,15 +264,22 @@ func (g *goodputRound) place() {
 	if g.repack {
 		g.repackResized()
 	}
-	for j, job := range g.jobs {
+	// A queued job that stays queued shares one reason (the plan's
+	// Waiting), and a running job that keeps its GPUs where they are needs
+	// none: formatting them for every job every round was a tenth of a
+	// whole-Philly replay.
+	for j := range g.jobs {
 		switch held := c.Held(int32(j)); {
 		case held == 0 && g.cur[j] == 0:
-			c.Notef(int32(j), "queued: needs %d GPUs; the free GPUs add more goodput to other jobs, or its workers do not fit", job.GPUs.Min)
-		case held == g.cur[j]:
+			c.Wait(int32(j), goodputNoRoom)
+		case held == g.cur[j] && c.Moved(int32(j)):
 			c.Notef(int32(j), "kept its %d GPUs", g.cur[j])
 		}
 	}
 }
+
+// goodputNoRoom is why a queued job that goodput leaves queued waits.
+var goodputNoRoom = []string{"queued: the free GPUs add more goodput to other jobs, or its workers do not fit"}
 
 // fit grows job j toward t GPUs: t if it fits, else the largest count in
 // whole workers that does (0 or at least Min). It returns the new total.

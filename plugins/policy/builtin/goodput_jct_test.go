@@ -116,9 +116,7 @@ func TestGoodputJCT(t *testing.T) {
 			s := &policy.Snapshot{Now: at(tc.now), Nodes: tc.nodes, Jobs: tc.jobs}
 			p := plan(t, configured(t, builtin.GoodputJCTName, tc.config), s)
 			must.Eq(t, tc.want, targets(s, p))
-			for _, j := range s.Jobs {
-				must.SliceNotEmpty(t, p.Reasons[j.ID], must.Sprintf("job %s has no reason", j.ID))
-			}
+			explained(t, s, p)
 			must.Eq(t, tc.wantGoodput, targets(s, plan(t, builtin.NewGoodput(), s)), must.Sprint("goodput"))
 		})
 	}

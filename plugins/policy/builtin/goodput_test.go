@@ -90,9 +90,7 @@ func TestGoodput(t *testing.T) {
 			s := &policy.Snapshot{Now: at(100), Nodes: tc.nodes, Jobs: tc.jobs}
 			p := plan(t, configured(t, builtin.GoodputName, tc.config), s)
 			must.Eq(t, tc.want, targets(s, p))
-			for _, j := range s.Jobs {
-				must.SliceNotEmpty(t, p.Reasons[j.ID], must.Sprintf("job %s has no reason", j.ID))
-			}
+			explained(t, s, p)
 		})
 	}
 }

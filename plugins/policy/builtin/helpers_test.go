@@ -48,3 +48,17 @@ func shuffled(r *rand.Rand, s *policy.Snapshot) *policy.Snapshot {
 	r.Shuffle(len(out.Jobs), func(i, j int) { out.Jobs[i], out.Jobs[j] = out.Jobs[j], out.Jobs[i] })
 	return out
 }
+
+// explained checks that plan p gives a reason (Plan.Why) to every job of
+// s whose GPUs it changes or that it leaves waiting; a running job it
+// leaves as it is needs none.
+func explained(t *testing.T, s *policy.Snapshot, p *policy.Plan) {
+	t.Helper()
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		if to := p.Target(j); to.Total() > 0 && to.Equal(j.Allocation) {
+			continue
+		}
+		must.SliceNotEmpty(t, p.Why(j), must.Sprintf("job %s has no reason", j.ID))
+	}
+}

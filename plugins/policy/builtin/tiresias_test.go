@@ -82,14 +82,8 @@ func TestTiresias(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &policy.Snapshot{Now: at(100), Nodes: tc.nodes, Jobs: tc.jobs}
 			p := plan(t, configured(t, builtin.TiresiasName, tc.config), s)
-			got := targets(s, p)
-			must.Eq(t, tc.want, got)
-			for _, j := range s.Jobs {
-				if g := policy.Allocation(got[j.ID]); g.Total() > 0 && g.Equal(j.Allocation) {
-					continue // it keeps running as it is: no reason needed
-				}
-				must.SliceNotEmpty(t, p.Reasons[j.ID], must.Sprintf("job %s has no reason", j.ID))
-			}
+			must.Eq(t, tc.want, targets(s, p))
+			explained(t, s, p)
 		})
 	}
 }
