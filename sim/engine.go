@@ -54,7 +54,7 @@ type Config struct {
 	// the same until after it (policy.Steady); the run is then the same,
 	// only faster. For a policy that is not a policy.Steady, every quiet
 	// round is skipped: only correct if its plan does not depend on the
-	// time.
+	// time; one that cannot tell (ok false) has every round planned.
 	// Simultaneous events still run a round each.
 	SkipQuietRounds bool
 	// Progress, if set, is called now and then with the jobs finished so far.
@@ -196,7 +196,8 @@ type simulator struct {
 	err      error // a model gave what the loop cannot use
 	// steady is the policy, if it tells until when its plan stays the
 	// same (policy.Steady); until is that time, in seconds, as of the
-	// last round (+Inf: forever, as for a time-invariant policy).
+	// last round (+Inf: forever, as for a time-invariant policy; -Inf:
+	// it could not tell).
 	steady policy.Steady
 	until  float64
 
@@ -483,7 +484,7 @@ func (s *simulator) schedule(ctx context.Context) error {
 		return fmt.Errorf("failed to simulate: round at %.0f s: %w", s.now, err)
 	}
 	if s.steady != nil && s.cfg.SkipQuietRounds {
-		s.until = math.Inf(1)
+		s.until = math.Inf(-1) // it cannot tell: every round is planned
 		if snap := s.planner.LastSnapshot(); snap != nil {
 			if u, ok := s.steady.SteadyUntil(snap); ok {
 				s.until = u.Sub(s.start).Seconds()

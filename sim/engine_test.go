@@ -265,6 +265,20 @@ func TestRun_SkipQuietRoundsSteadyTiresias(t *testing.T) {
 	must.Positive(t, quiet.SkippedRounds)
 }
 
+// unsteady is fifo that cannot tell until when its plan stays the same,
+// as an external policy behind the host cannot.
+type unsteady struct{ *builtin.FIFO }
+
+func (unsteady) SteadyUntil(*policy.Snapshot) (time.Time, bool) { return time.Time{}, false }
+
+// A policy that cannot tell (policy.Steady's ok false) has every round
+// planned, quiet or not.
+func TestRun_SkipQuietRoundsNotWhenUnsteady(t *testing.T) {
+	all, quiet := runQuietToo(t, config(8, 8), phillyLike(100, 64, 0.9), unsteady{builtin.NewFIFO()})
+	must.Zero(t, quiet.SkippedRounds)
+	must.Eq(t, all.Rounds, quiet.Rounds)
+}
+
 // runQuietToo runs specs with p on cfg's cluster planning every round,
 // then skipping the quiet ones (Config.SkipQuietRounds).
 func runQuietToo(t *testing.T, cfg sim.Config, specs []sim.JobSpec, p policy.Policy) (all, quiet *sim.Result) {
