@@ -39,7 +39,7 @@ func (p *Planner) admit(ctx context.Context, j *structs.Job, nodes []policy.Node
 		a.Decision = structs.AdmissionUnknown
 		a.Reason = "not judged: " + from
 		j.Admission = a
-		j.Events = append(j.Events, structs.Event{Time: now, Type: "admission", Message: a.Reason})
+		j.AddEvents(structs.Event{Time: now, Type: "admission", Message: a.Reason})
 		return nil
 	}
 	a.Work, a.Speedup = work, speedup
@@ -68,7 +68,7 @@ func (p *Planner) admit(ctx context.Context, j *structs.Job, nodes []policy.Node
 		a.Reason = fmt.Sprintf("admitted: meets its deadline (%s) at a share of %d GPUs, done in about %s beside %d admitted jobs; %s",
 			deadline.Format(time.RFC3339), d.Share.GPUs, at(d.Share.Finish), len(admitted), estimate)
 		j.Admission = a
-		j.Events = append(j.Events, structs.Event{Time: now, Type: "admission", Message: a.Reason})
+		j.AddEvents(structs.Event{Time: now, Type: "admission", Message: a.Reason})
 		return nil
 	}
 	var short string
@@ -95,7 +95,7 @@ func (p *Planner) admit(ctx context.Context, j *structs.Job, nodes []policy.Node
 	a.Decision, a.GPUs = policy.AdmissionUnadmitted, cand.Max
 	a.Reason = "unadmitted: " + msg + "; queued anyway (deadline_admission = \"warn\"): it gets what the admitted jobs leave"
 	j.Admission = a
-	j.Events = append(j.Events, structs.Event{Time: now, Type: structs.EventWarning, Message: "deadline admission: " + a.Reason})
+	j.AddEvents(structs.Event{Time: now, Type: structs.EventWarning, Message: "deadline admission: " + a.Reason})
 	return nil
 }
 

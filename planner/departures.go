@@ -77,8 +77,8 @@ func (p *Planner) releaseDeparted(ctx context.Context, d Departures, live []*str
 			if keep.Total() == 0 {
 				j.State = structs.JobQueued
 			}
-			j.History = append(j.History, structs.GPUChange{Time: now, GPUs: keep.Total(), Nodes: j.Allocation, Reason: reason})
-			j.Events = append(j.Events, structs.Event{Time: now, Type: EventNodeLost, Message: msg})
+			j.AddChange(structs.GPUChange{Time: now, GPUs: keep.Total(), Nodes: j.Allocation, Reason: reason})
+			j.AddEvents(structs.Event{Time: now, Type: EventNodeLost, Message: msg})
 			return nil
 		})
 		if err != nil {

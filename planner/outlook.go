@@ -47,10 +47,10 @@ func renewOutlook(j *structs.Job, now time.Time, largest int) {
 		}
 		switch is := o.Target.Reachable; {
 		case is == "no" && was != "no":
-			j.Events = append(j.Events, structs.Event{Time: now, Type: structs.EventWarning,
+			j.AddEvents(structs.Event{Time: now, Type: structs.EventWarning,
 				Message: "target looks unreachable by the deadline: " + o.Target.Reason})
 		case is == "yes" && was == "no":
-			j.Events = append(j.Events, structs.Event{Time: now, Type: "target",
+			j.AddEvents(structs.Event{Time: now, Type: "target",
 				Message: "target looks reachable by the deadline again: " + o.Target.Reason})
 		}
 	}

@@ -427,8 +427,8 @@ func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (*str
 		j.Finished = now
 		j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
 		j.Allocation = nil
-		j.History = append(j.History, structs.GPUChange{Time: now, GPUs: 0, Reason: "job ended"})
-		j.Events = append(j.Events, structs.Event{Time: now, Type: string(j.State), Message: out.Message})
+		j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Reason: "job ended"})
+		j.AddEvents(structs.Event{Time: now, Type: string(j.State), Message: out.Message})
 		return nil
 	})
 	if err != nil {
@@ -458,9 +458,9 @@ func (p *Planner) noteUnplaced(ctx context.Context, j *structs.Job, msg string, 
 		switch {
 		case lastUnplaced(j) == msg: // said since j was read
 		case msg == "":
-			j.Events = append(j.Events, structs.Event{Time: now, Type: EventPlaced, Message: "Nomad has placed all of the job"})
+			j.AddEvents(structs.Event{Time: now, Type: EventPlaced, Message: "Nomad has placed all of the job"})
 		default:
-			j.Events = append(j.Events, structs.Event{Time: now, Type: EventUnplaced, Message: msg})
+			j.AddEvents(structs.Event{Time: now, Type: EventUnplaced, Message: msg})
 		}
 		return nil
 	})
@@ -498,13 +498,14 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 		j.NomadJobID = nomadJobID
 		j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
 		j.Allocation = maps.Clone(map[string]int(ch.To))
-		var after []structs.Event // after the change's own event
+		events := []structs.Event{{Time: now, Type: string(ch.Kind),
+			Message: fmt.Sprintf("%s: %d -> %d GPUs (%s)", ch.Kind, ch.From.Total(), ch.To.Total(), policyName)}}
 		switch {
 		case ch.To.Total() == 0:
 			j.State = structs.JobQueued // preempted: back in the queue
 			if by != nil {
 				j.Preemptions = append(j.Preemptions, preemption(j, by, now))
-				after = append(after, preemptionEvent(j.Preemptions[len(j.Preemptions)-1]))
+				events = append(events, preemptionEvent(j.Preemptions[len(j.Preemptions)-1]))
 			}
 		case j.State == structs.JobQueued:
 			j.State = structs.JobRunning
@@ -517,13 +518,11 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 				if resume != nil {
 					j.Preemptions[n-1].ResumedStep = resume.Step
 				}
-				after = append(after, resumeEvent(now, resume))
+				events = append(events, resumeEvent(now, resume))
 			}
 		}
-		j.History = append(j.History, structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Policy: policyName, Reason: reason})
-		j.Events = append(j.Events, structs.Event{Time: now, Type: string(ch.Kind),
-			Message: fmt.Sprintf("%s: %d -> %d GPUs (%s)", ch.Kind, ch.From.Total(), ch.To.Total(), policyName)})
-		j.Events = append(j.Events, after...)
+		j.AddChange(structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Policy: policyName, Reason: reason})
+		j.AddEvents(events...)
 		return nil
 	})
 	if err != nil {
@@ -659,12 +658,12 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 		j.NomadJobID = nomadJobID
 		if running {
 			j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
-			j.History = append(j.History, structs.GPUChange{Time: now, GPUs: 0, Reason: "stopped by user"})
+			j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Reason: "stopped by user"})
 		}
 		j.State = structs.JobStopped
 		j.Allocation = nil
 		j.Finished = now
-		j.Events = append(j.Events, structs.Event{Time: now, Type: "stopped", Message: "stopped by user"})
+		j.AddEvents(structs.Event{Time: now, Type: "stopped", Message: "stopped by user"})
 		return nil
 	})
 	if err != nil {

@@ -375,7 +375,7 @@ func (w *Worker) recordDelivery(ctx context.Context, j *structs.Job, tier string
 		if d == nil || d.State != wantState || d.Webhook != wantHook {
 			return errNothingToDo
 		}
-		j.Events = append(j.Events, mutate(d)...)
+		j.AddEvents(mutate(d)...)
 		return nil
 	})
 }

@@ -54,9 +54,12 @@ type Job struct {
 	Allocation map[string]int `json:"allocation,omitempty"`
 	// History is the changes of the job's GPUs, oldest first: the last
 	// MaxHistory of them (Dropped.History counts those dropped before).
+	// Add to it with AddChange; never write an entry in place (copies of
+	// the record share it, see Clone).
 	History []GPUChange `json:"history,omitempty"`
 	// Events are notable things that happened to the job, oldest first:
 	// the last MaxEvents of them (Dropped.Events counts those dropped).
+	// Add to it with AddEvents; never write an entry in place.
 	Events []Event `json:"events,omitempty"`
 	// Dropped counts the oldest entries of History, Events and
 	// Preemptions dropped to keep the record within its bounds (Bound).
@@ -175,14 +178,19 @@ type PolicyState struct {
 	LastError string `json:"last_error,omitempty"`
 }
 
-// Clone returns a copy of j whose allocation, history, events, exit code,
-// progress and deliveries are its own (the spec, which nothing changes, is
-// shared).
+// Clone returns a copy of j whose allocation, exit code, progress,
+// preemptions and deliveries are its own. The spec, which nothing
+// changes, is shared, and so are the arrays of History and Events, whose
+// entries are never written in place: a record is copied on every write
+// and read, and copying its up to MaxHistory changes and MaxEvents events
+// each time was most of what a write cost (a fifth of a Tiresias replay of
+// Philly). The shared lists' capacity is clipped, so an append to a copy
+// never writes into an array another copy sees.
 func (j *Job) Clone() *Job {
 	c := *j
 	c.Allocation = maps.Clone(j.Allocation)
-	c.History = slices.Clone(j.History)
-	c.Events = slices.Clone(j.Events)
+	c.History = slices.Clip(j.History)
+	c.Events = slices.Clip(j.Events)
 	if j.ExitCode != nil {
 		code := *j.ExitCode
 		c.ExitCode = &code
@@ -223,9 +231,37 @@ type Dropped struct {
 	Preemptions int `json:"preemptions,omitempty"`
 }
 
+// AddChange appends c to j's GPU history, dropping the oldest change
+// beyond MaxHistory (counted in j.Dropped). The history is copied once,
+// to an array of its new length: the old one may be another copy's.
+func (j *Job) AddChange(c GPUChange) {
+	j.History = addBounded(j.History, []GPUChange{c}, MaxHistory, &j.Dropped.History)
+}
+
+// AddEvents appends es to j's events, dropping the oldest beyond
+// MaxEvents (counted in j.Dropped), as AddChange does.
+func (j *Job) AddEvents(es ...Event) {
+	j.Events = addBounded(j.Events, es, MaxEvents, &j.Dropped.Events)
+}
+
+// addBounded is s and then add, without the oldest entries beyond limit
+// (counted in *dropped), in a new array of exactly its length.
+func addBounded[T any](s, add []T, limit int, dropped *int) []T {
+	if len(add) == 0 {
+		return s
+	}
+	n := max(len(s)+len(add)-limit, 0)
+	out := make([]T, len(s)+len(add)-n)
+	k := copy(out, s[min(n, len(s)):])
+	copy(out[k:], add[max(n-len(s), 0):])
+	*dropped += n
+	return out
+}
+
 // Bound drops the oldest entries of j's GPU history, events and
 // preemptions beyond MaxHistory, MaxEvents and MaxPreemptions, counting
-// them in j.Dropped. The planner bounds every record it writes.
+// them in j.Dropped. The planner bounds every record it writes (AddChange
+// and AddEvents keep within the bounds; a plain append may not).
 func (j *Job) Bound() {
 	var n int
 	j.History, n = dropOldest(j.History, MaxHistory)
@@ -248,17 +284,15 @@ func (j *Job) AllHistory() int { return j.Dropped.History + len(j.History) }
 // dropped by Bound included.
 func (j *Job) AllPreemptions() int { return j.Dropped.Preemptions + len(j.Preemptions) }
 
-// dropOldest returns s without its oldest entries beyond limit, moved
-// down in place (so that the dropped ones are not kept alive by the
-// array), and how many it dropped.
+// dropOldest returns s without its oldest entries beyond limit, in a new
+// array (s's may be shared, see Clone; and the dropped entries are not
+// kept alive by it), and how many it dropped.
 func dropOldest[T any](s []T, limit int) ([]T, int) {
 	n := len(s) - limit
 	if n <= 0 {
 		return s, 0
 	}
-	copy(s, s[n:])
-	clear(s[limit:])
-	return s[:limit], n
+	return slices.Clone(s[n:]), n
 }
 
 // Bounds of a job's progress record.
@@ -400,7 +434,7 @@ func clonePtr[T any](p *T) *T {
 // with that message already.
 func (j *Job) WarnOnce(now time.Time, msg string) {
 	if !slices.ContainsFunc(j.Events, func(e Event) bool { return e.Type == EventWarning && e.Message == msg }) {
-		j.Events = append(j.Events, Event{Time: now, Type: EventWarning, Message: msg})
+		j.AddEvents(Event{Time: now, Type: EventWarning, Message: msg})
 	}
 }
 
@@ -465,7 +499,7 @@ func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
 	p.Updated = now
 	j.Progress = p
 	j.Deliveries = deliveries
-	j.Events = append(j.Events, targetEvents...)
+	j.AddEvents(targetEvents...)
 	for _, w := range warnings {
 		j.WarnOnce(now, w)
 	}

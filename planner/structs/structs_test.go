@@ -30,7 +30,9 @@ func TestAddProgress_HistoryBounded(t *testing.T) {
 	must.Eq(t, int64(5000), j.Progress.Reports)
 }
 
-// A clone shares nothing that the planner changes.
+// A clone shares nothing that the planner changes in place; its history
+// and events (only ever appended to) share their arrays, and an append to
+// one copy is never seen by another.
 func TestJob_Clone(t *testing.T) {
 	code, loss := 0, 0.5
 	j := &Job{ID: "a", Allocation: map[string]int{"n": 2}, History: []GPUChange{{GPUs: 2}}, Events: []Event{{Type: "x"}}, ExitCode: &code}
@@ -39,8 +41,8 @@ func TestJob_Clone(t *testing.T) {
 	c := j.Clone()
 	must.Eq(t, j, c)
 	c.Allocation["n"] = 4
-	c.History[0].GPUs = 4
-	c.Events[0].Type = "y"
+	c.AddChange(GPUChange{GPUs: 4})
+	c.AddEvents(Event{Type: "y"})
 	*c.ExitCode = 1
 	*c.Progress.Loss = 9
 	c.Progress.Metrics["acc"] = 9
@@ -48,14 +50,70 @@ func TestJob_Clone(t *testing.T) {
 	*c.Progress.History[0].Loss = 9
 	must.NoError(t, c.AddProgress([]ProgressReport{{Step: 2}}, now))
 	must.Eq(t, 2, j.Allocation["n"])
-	must.Eq(t, 2, j.History[0].GPUs)
-	must.Eq(t, "x", j.Events[0].Type)
+	must.Eq(t, []GPUChange{{GPUs: 2}}, j.History)
+	must.Eq(t, []Event{{Type: "x"}}, j.Events)
+	must.Eq(t, []GPUChange{{GPUs: 2}, {GPUs: 4}}, c.History)
 	must.Eq(t, 0, *j.ExitCode)
 	must.Eq(t, 0.5, *j.Progress.Loss)
 	must.Eq(t, 0.1, j.Progress.Metrics["acc"])
 	must.Eq(t, 0.1, j.Progress.Metric.Value)
 	must.Eq(t, 0.5, *j.Progress.History[0].Loss)
 	must.Len(t, 1, j.Progress.History)
+}
+
+// Copies of a record whose lists have spare capacity each append to their
+// own: a plain append to one is never seen by the others.
+func TestJob_CloneAppendsApart(t *testing.T) {
+	j := &Job{ID: "a", History: make([]GPUChange, 1, 8), Events: make([]Event, 1, 8)}
+	a, b := j.Clone(), j.Clone()
+	a.History = append(a.History, GPUChange{GPUs: 7})
+	b.History = append(b.History, GPUChange{GPUs: 8})
+	j.History = append(j.History, GPUChange{GPUs: 9})
+	a.Events = append(a.Events, Event{Type: "a"})
+	j.Events = append(j.Events, Event{Type: "j"})
+	must.Eq(t, 7, a.History[1].GPUs)
+	must.Eq(t, 8, b.History[1].GPUs)
+	must.Eq(t, 9, j.History[1].GPUs)
+	must.Eq(t, "a", a.Events[1].Type)
+	must.Eq(t, "j", j.Events[1].Type)
+	must.Len(t, 1, b.Events)
+}
+
+// AddChange and AddEvents keep the newest entries within the bounds and
+// count those they drop, one at a time or in a batch larger than the
+// bound, each time in an array of exactly the list's length (the record
+// keeps no spare capacity), and never in the array they were given.
+func TestAddEvents_Bounded(t *testing.T) {
+	j := &Job{ID: "a"}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for i := range 2 * MaxHistory {
+		j.AddChange(GPUChange{Time: now, GPUs: i})
+		j.AddEvents(Event{Time: now, Message: fmt.Sprint(i)})
+		must.Eq(t, len(j.History), cap(j.History))
+		must.Eq(t, len(j.Events), cap(j.Events))
+	}
+	must.Len(t, MaxHistory, j.History)
+	must.Eq(t, 2*MaxHistory, j.AllHistory())
+	must.Eq(t, MaxHistory, j.History[0].GPUs)
+	must.Eq(t, 2*MaxHistory-1, j.History[MaxHistory-1].GPUs)
+
+	kept := j.Clone()
+	batch := make([]Event, MaxEvents+3)
+	for i := range batch {
+		batch[i] = Event{Message: fmt.Sprint("b", i)}
+	}
+	j.AddEvents(batch...)
+	must.Len(t, MaxEvents, j.Events)
+	must.Eq(t, 2*MaxHistory+len(batch), j.AllEvents())
+	must.Eq(t, "b3", j.Events[0].Message)
+	must.Eq(t, fmt.Sprint(2*MaxHistory-1), kept.Events[MaxEvents-1].Message, must.Sprint("the copy's events are as they were"))
+	j.AddEvents()
+	must.Len(t, MaxEvents, j.Events)
+
+	small := &Job{ID: "b"}
+	small.AddEvents(Event{Message: "x"}, Event{Message: "y"})
+	must.Eq(t, []Event{{Message: "x"}, {Message: "y"}}, small.Events)
+	must.Eq(t, Dropped{}, small.Dropped)
 }
 
 // A clone's history shares no value with the original's, whichever of a

@@ -411,7 +411,7 @@ func (b *Backend) Start(id string, alloc map[string]int, reason string) {
 		j.State = structs.JobRunning
 		j.Started = now
 		j.NomadJobID = "train-" + j.ID
-		j.Events = append(j.Events, structs.Event{Time: now, Type: "started", Message: fmt.Sprintf("Registered Nomad job %q", j.NomadJobID)})
+		j.AddEvents(structs.Event{Time: now, Type: "started", Message: fmt.Sprintf("Registered Nomad job %q", j.NomadJobID)})
 	})
 }
 
@@ -427,7 +427,7 @@ func (b *Backend) Finish(id string, state structs.JobState, message string) {
 
 func (b *Backend) resize(j *structs.Job, alloc map[string]int, reason string, now time.Time) {
 	j.Allocation = maps.Clone(alloc)
-	j.History = append(j.History, structs.GPUChange{
+	j.AddChange(structs.GPUChange{
 		Time: now, GPUs: j.GPUs(), Nodes: maps.Clone(alloc), Policy: b.active.Name, Reason: reason,
 	})
 }
@@ -439,7 +439,7 @@ func (b *Backend) finish(j *structs.Job, state structs.JobState, message string)
 	}
 	j.State = state
 	j.Finished = now
-	j.Events = append(j.Events, structs.Event{Time: now, Type: string(state), Message: message})
+	j.AddEvents(structs.Event{Time: now, Type: string(state), Message: message})
 	if state == structs.JobComplete {
 		zero := 0
 		j.ExitCode = &zero
