@@ -181,6 +181,10 @@ type simulator struct {
 	nodeIdx map[string]int
 	jobs    []*simJob // submission order
 	byID    map[string]*simJob
+	// ended are the jobs whose work is done and whose records the
+	// planner has not yet ended (simExecutor.Outcome reads it for every
+	// running job every round: a handful, not every job of the trace).
+	ended map[string]bool
 	active  []*simJob // arrived, not finished
 	events  eventHeap
 
@@ -220,7 +224,7 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 	}
 	wall := time.Now()
 	s := &simulator{cfg: cfg, policy: p, start: start, round: cfg.Round.Seconds(),
-		nodeIdx: make(map[string]int, cfg.Nodes), byID: make(map[string]*simJob, len(specs)), until: math.Inf(1)}
+		nodeIdx: make(map[string]int, cfg.Nodes), byID: make(map[string]*simJob, len(specs)), ended: map[string]bool{}, until: math.Inf(1)}
 	s.steady, _ = p.(policy.Steady)
 	width := len(fmt.Sprint(cfg.Nodes - 1))
 	for i := range cfg.Nodes {
@@ -444,6 +448,7 @@ func (s *simulator) plan(j *simJob) {
 func (s *simulator) complete(j *simJob) {
 	j.finished, j.end = true, s.now
 	s.finished++
+	s.ended[j.spec.ID] = true
 	s.setAllocation(j, nil)
 	j.seq++
 }
@@ -482,6 +487,11 @@ func (s *simulator) schedule(ctx context.Context) error {
 	}
 	if err := s.planner.Round(ctx); err != nil {
 		return fmt.Errorf("failed to simulate: round at %.0f s: %w", s.now, err)
+	}
+	for id := range s.ended { // the round has ended them, unless it failed to write
+		if rec, err := s.planner.Store.GetJob(ctx, id); err == nil && rec.State.Terminal() {
+			delete(s.ended, id)
+		}
 	}
 	if s.steady != nil && s.cfg.SkipQuietRounds {
 		s.until = math.Inf(-1) // it cannot tell: every round is planned

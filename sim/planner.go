@@ -241,7 +241,7 @@ func changeKind(from, to policy.Allocation) policy.ChangeKind {
 // Outcome implements planner.Executor: a job has ended once its model's
 // work is done.
 func (e simExecutor) Outcome(_ context.Context, job *structs.Job) (planner.Outcome, error) {
-	if j := e.s.byID[job.ID]; j != nil && j.finished {
+	if e.s.ended[job.ID] {
 		return planner.Outcome{Done: true, Message: "simulated: work done"}, nil
 	}
 	return planner.Outcome{}, nil
