@@ -184,9 +184,9 @@ type simulator struct {
 	// ended are the jobs whose work is done and whose records the
 	// planner has not yet ended (simExecutor.Outcome reads it for every
 	// running job every round: a handful, not every job of the trace).
-	ended map[string]bool
-	active  []*simJob // arrived, not finished
-	events  eventHeap
+	ended  map[string]bool
+	active []*simJob // arrived, not finished
+	events eventHeap
 
 	now      float64
 	tie      time.Duration // added to the planner's clock while submitting (loop)
