@@ -49,7 +49,8 @@ func NewMemory() *Memory {
 	return &Memory{db: &memoryDB{jobs: map[string]*structs.Job{}, names: map[string][]string{}, keys: map[string]string{}}}
 }
 
-// copyJob is a deep copy of j, as the store keeps it and hands it out.
+// copyJob is a copy of j that shares nothing a writer changes in place
+// (structs.Job.Clone), as the store keeps it and hands it out.
 func copyJob(j *structs.Job) *structs.Job {
 	c := j.Clone()
 	c.Spec = j.Spec.Clone()
