@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,8 +50,11 @@ type snapCache struct {
 	spareHeld []int
 
 	// ran is whether each of recs is of a running job, as the round read
-	// it (Planner.round sets it; nil: unknown).
-	ran []bool
+	// it (Planner.round sets it; nil: unknown), and placed whether it is
+	// of one whose record says that Nomad has placed all of it
+	// (lastUnplaced is ""), so that the next round need not read its
+	// events again to tell (a cache miss a running job).
+	ran, placed []bool
 }
 
 // recWalk goes through the last round's records (snapCache.recs) beside
@@ -59,31 +63,32 @@ type snapCache struct {
 // with thousands of jobs queued, reading each record's state was a cache
 // miss a job every round.
 type recWalk struct {
-	recs  []*structs.Job
-	ran   []bool
-	named bool // a selector of the last round's named jobs, or nothing is known
-	i     int
+	recs        []*structs.Job
+	ran, placed []bool
+	named       bool // a selector of the last round's named jobs, or nothing is known
+	i           int
 }
 
 // walk starts a recWalk over the last round's records.
 func (c *snapCache) walk() recWalk {
-	if len(c.ran) != len(c.recs) {
+	if len(c.ran) != len(c.recs) || len(c.placed) != len(c.recs) {
 		return recWalk{named: true}
 	}
-	return recWalk{recs: c.recs, ran: c.ran, named: c.named}
+	return recWalk{recs: c.recs, ran: c.ran, placed: c.placed, named: c.named}
 }
 
 // known reports whether record j is one of the last round's (ok), and
-// then whether its job ran. Records come in the queue's order.
-func (w *recWalk) known(j *structs.Job) (ran, ok bool) {
+// then whether its job ran, and whether it said Nomad had placed all of
+// it (snapCache.placed). Records come in the queue's order.
+func (w *recWalk) known(j *structs.Job) (ran, placed, ok bool) {
 	for w.i < len(w.recs) && w.recs[w.i] != j && queueOrder(w.recs[w.i], j) < 0 {
 		w.i++ // gone since (ended, or written anew: a new record)
 	}
 	if w.i < len(w.recs) && w.recs[w.i] == j {
 		w.i++
-		return w.ran[w.i-1], true
+		return w.ran[w.i-1], w.placed[w.i-1], true
 	}
-	return false, false
+	return false, false, false
 }
 
 // snapshot is snapshot(now, nodes, jobs), copying from c (nil: none) what
@@ -93,9 +98,9 @@ func (w *recWalk) known(j *structs.Job) (ran, ok bool) {
 // anew). unread (nil: none) reports whether nobody reads the views of a
 // buffer any more, so that this round may write over them.
 func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool, unread func([]policy.Job) bool) *policy.Snapshot {
-	known := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		known[n.ID] = true
+	known := make(map[string]int32, len(nodes)) // node ID -> index in nodes
+	for i, n := range nodes {
+		known[n.ID] = int32(i)
 	}
 	largest := largestNode(nodes)
 	var idsByName map[string][]string // only when a selector names jobs
@@ -149,6 +154,12 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 		}
 		k++
 	}
+	if len(known) == len(nodes) {
+		// Unique IDs (the store's keys), and each view's Held made by
+		// policyJob from its allocation on these nodes, or copied with
+		// the view from the last round's on the same nodes (sameNodes).
+		s.Vouch()
+	}
 	if c != nil {
 		*c = snapCache{recs: jobs, jobs: s.Jobs, held: held, nodes: nodes, named: idsByName != nil,
 			spare: c.jobs, spareHeld: c.held}
@@ -173,7 +184,7 @@ func sameNodes(a, b []policy.Node) bool {
 // policyJob sets *pj to job j as the policy sees it at now, on the nodes
 // of known (the largest with largest GPUs), and returns the GPUs it holds
 // there; idsByName is the IDs of each job name when a selector names jobs.
-func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]bool, largest int, idsByName map[string][]string) int {
+func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]int32, largest int, idsByName map[string][]string) int {
 	alloc, held := heldOn(j.Allocation, known)
 	state := policy.Queued
 	if held > 0 {
@@ -198,6 +209,7 @@ func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]b
 		Labels:       j.Spec.Labels,
 		Locality:     localityOf(&j.Spec),
 		Allocation:   alloc,
+		Held:         slotsOf(alloc, known),
 		LastResized:  lastChange(j),
 	}
 	timed(pj, j, now, held)
@@ -226,10 +238,10 @@ func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
 // itself when all of it is (a policy must not modify its snapshot, and a
 // stored record's map is never changed), else a copy; nil when none (a
 // queued job, as for a policy's own).
-func heldOn(a map[string]int, known map[string]bool) (policy.Allocation, int) {
+func heldOn(a map[string]int, known map[string]int32) (policy.Allocation, int) {
 	held, whole := 0, true
 	for node, g := range a {
-		if known[node] && g > 0 {
+		if _, ok := known[node]; ok && g > 0 {
 			held += g
 		} else {
 			whole = false
@@ -243,11 +255,25 @@ func heldOn(a map[string]int, known map[string]bool) (policy.Allocation, int) {
 	}
 	out := policy.Allocation{}
 	for node, g := range a {
-		if known[node] && g > 0 {
+		if _, ok := known[node]; ok && g > 0 {
 			out[node] = g
 		}
 	}
 	return out, held
+}
+
+// slotsOf is allocation a, which heldOn made (known nodes, counts above
+// 0), by node index (known), in the nodes' order: the view's Held.
+func slotsOf(a policy.Allocation, known map[string]int32) []policy.Slot {
+	if len(a) == 0 {
+		return nil
+	}
+	out := make([]policy.Slot, 0, len(a))
+	for node, g := range a {
+		out = append(out, policy.Slot{Node: known[node], GPUs: g})
+	}
+	slices.SortFunc(out, func(x, y policy.Slot) int { return cmp.Compare(x.Node, y.Node) })
+	return out
 }
 
 // progressOf fills what the training script reported into the policy's
