@@ -40,12 +40,14 @@ type Slot struct {
 }
 
 // Vouch says that the snapshot's maker vouches for it (the planner does
-// for its own): its job IDs are unique and not empty, and each job's Held
-// is its Allocation, by node index, in the order of Nodes, with no entry
-// of 0 GPUs or fewer and no node the snapshot lacks. Then place.NewBoard,
+// for its own): its job IDs are unique and not empty, its jobs are in
+// submission order (Submitted, then ID), and each job's Held is its
+// Allocation, by node index, in the order of Nodes, with no entry of 0
+// GPUs or fewer and no node the snapshot lacks. Then place.NewBoard,
 // Validate and the planner's queues read every running job's GPUs from
-// Held (arrays) instead of its Allocation (a map each) and do not look
-// for repeated IDs: at 100,000 jobs those passes were most of a round.
+// Held (arrays) instead of its Allocation (a map each), and NewBoard
+// neither looks for repeated IDs nor checks the order: at 100,000 jobs
+// those passes were most of a round.
 // Nothing else is trusted: a plan is checked in full (Validate), and an
 // external plugin gets no Held (it is not sent) nor a vouched snapshot.
 // The Jobs and Nodes must not change afterwards (as for any snapshot).

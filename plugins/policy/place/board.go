@@ -196,9 +196,9 @@ func bySubmission(a, b *policy.Job) int {
 // submission order (the board must sort them and load again from
 // scratch), so that its error is the one for the sorted jobs.
 //
-// A vouched snapshot's IDs are not checked (its maker says they are
-// unique), and its jobs' GPUs are read from their slots (policy.Job.Held,
-// an array) instead of their maps.
+// A vouched snapshot's IDs and order are not checked (its maker says
+// they are unique, and in submission order), and its jobs' GPUs are read
+// from their slots (policy.Job.Held, an array) instead of their maps.
 func (c *Board) load(check bool) (sorted bool, err error) {
 	var ids *idSet
 	if c.at == nil {
@@ -215,7 +215,7 @@ func (c *Board) load(check bool) (sorted bool, err error) {
 	slots := make([]slot, 0, min(int(slotsHint.Load()), len(c.jobs)))
 	defer func() { slotsHint.Store(int64(len(slots))) }()
 	for j, job := range c.jobs {
-		if check && j > 0 && bySubmission(job, c.jobs[j-1]) < 0 {
+		if check && c.at == nil && j > 0 && bySubmission(job, c.jobs[j-1]) < 0 {
 			return false, nil
 		}
 		if dup != nil {

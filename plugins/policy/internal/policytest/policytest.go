@@ -50,8 +50,8 @@ func Targets(s *policy.Snapshot, p *policy.Plan) map[string]policy.Allocation {
 }
 
 // Vouched returns a copy of s that its maker vouches for, as the planner
-// does for its own (policy.Snapshot.Vouch): each job's Held filled from
-// its Allocation. It returns nil where s could not be vouched for: a job
+// does for its own (policy.Snapshot.Vouch): its jobs in submission order,
+// each job's Held filled from its Allocation. It returns nil where s could not be vouched for: a job
 // ID empty or repeated, a node ID repeated, or an allocation on a node s
 // lacks or of a negative count.
 func Vouched(s *policy.Snapshot) *policy.Snapshot {
@@ -82,6 +82,9 @@ func Vouched(s *policy.Snapshot) *policy.Snapshot {
 		}
 		slices.SortFunc(j.Held, func(a, b policy.Slot) int { return cmp.Compare(a.Node, b.Node) })
 	}
+	slices.SortFunc(out.Jobs, func(a, b policy.Job) int {
+		return cmp.Or(a.Submitted.Compare(b.Submitted), cmp.Compare(a.ID, b.ID))
+	})
 	out.Vouch()
 	return out
 }
