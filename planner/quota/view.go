@@ -122,7 +122,11 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 		j := &s.Jobs[i]
 		v.anti = v.anti || !j.AntiAffinity.IsZero()
 		v.onePrio = v.onePrio && j.Priority == s.Jobs[0].Priority
-		if name := t.queueFor(QueueOf(j)); i == 0 || name != lastName {
+		name := DefaultQueue // the implicit tree's one queue holds every job
+		if !t.implicit {
+			name = t.queueFor(QueueOf(j)) // not read otherwise: a cache line a job
+		}
+		if i == 0 || name != lastName {
 			lastName, lastLeaf = name, -1
 			if q, ok := t.index[name]; ok && len(t.queues[q].children) == 0 {
 				lastLeaf = q

@@ -229,7 +229,7 @@ func (c *Board) load(check bool) (sorted bool, err error) {
 			continue
 		}
 		if r := job.GPUs; r.PerWorker < 1 || r.Min < r.PerWorker || r.Max < r.Min ||
-			r.Min%r.PerWorker != 0 || r.Max%r.PerWorker != 0 {
+			!multiple(r.Min, r.PerWorker) || !multiple(r.Max, r.PerWorker) {
 			bad = fmt.Errorf("invalid snapshot: job %s: malformed GPU request min=%d max=%d per_worker=%d",
 				job.ID, r.Min, r.Max, r.PerWorker)
 			continue
@@ -271,6 +271,16 @@ func (c *Board) load(check bool) (sorted bool, err error) {
 		c.keep(j, slots, first)
 	}
 	return true, cmp.Or(dup, bad)
+}
+
+// multiple reports whether x is a multiple of w >= 1: without a division
+// where w is a power of two (most workers' GPUs), as it is asked of every
+// job each round.
+func multiple(x, w int) bool {
+	if w&(w-1) == 0 {
+		return x&(w-1) == 0
+	}
+	return x%w == 0
 }
 
 // keep makes slots[first:] job j's, sorted by node.
