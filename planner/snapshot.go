@@ -42,12 +42,12 @@ func namesJobs(j *structs.Job) bool {
 type snapCache struct {
 	recs  []*structs.Job // the records of jobs, in the queue's order
 	jobs  []policy.Job
-	held  []int // the GPUs each of jobs holds on the nodes
+	held  []viewTime // what renews each of jobs at a new time
 	nodes []policy.Node
 	named bool // a selector named jobs
 
 	spare     []policy.Job // the views of the round before: jobs' buffer next round if unread
-	spareHeld []int
+	spareHeld []viewTime
 
 	// ran is whether each of recs is of a running job, as the round read
 	// it (Planner.round sets it; nil: unknown), and placed whether it is
@@ -115,14 +115,14 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 		prev = c.recs
 	}
 	s := &policy.Snapshot{Now: now, Nodes: nodes}
-	var held []int
+	var held []viewTime
 	if c != nil && unread != nil && cap(c.spare) >= len(jobs) && len(jobs) > 0 && unread(c.spare) {
 		// Every view and count below is set anew: copied whole, or by
 		// policyJob and the held count it returns.
 		s.Jobs, held = c.spare[:len(jobs)], c.spareHeld[:len(jobs)]
 	} else if c != nil { // with room for more jobs in a later round
 		s.Jobs = make([]policy.Job, len(jobs), len(jobs)+len(jobs)/8)
-		held = make([]int, len(jobs), cap(s.Jobs))
+		held = make([]viewTime, len(jobs), cap(s.Jobs))
 	} else {
 		s.Jobs = make([]policy.Job, len(jobs))
 	}
@@ -141,8 +141,13 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 			copy(s.Jobs[k:k+n], c.jobs[i:i+n])
 			copy(held[k:k+n], c.held[i:i+n])
 			for m := range n {
-				if h := c.held[i+m]; h > 0 { // a queued job's view does not change with the time
-					timed(&s.Jobs[k+m], jobs[k+m], now, h)
+				switch t := c.held[i+m]; {
+				case t.gpus == 0: // a queued job's view does not change with the time
+				case t.plain: // timed's sum, without a read of the record
+					v := &s.Jobs[k+m]
+					v.AttainedGPUSeconds = t.attained + float64(t.gpus)*now.Sub(v.LastResized).Seconds()
+				default:
+					timed(&s.Jobs[k+m], jobs[k+m], now, int(t.gpus))
 				}
 			}
 			k, i = k+n, i+n
@@ -150,7 +155,7 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 		}
 		h := policyJob(&s.Jobs[k], j, now, known, largest, idsByName)
 		if held != nil {
-			held[k] = h
+			held[k] = viewTime{gpus: int32(h), plain: plain(j), attained: j.AttainedGPUSeconds}
 		}
 		k++
 	}
@@ -165,6 +170,26 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 			spare: c.jobs, spareHeld: c.held}
 	}
 	return s
+}
+
+// viewTime is what renews a job's copied view at a new time (timed):
+// the GPUs it holds on the nodes (0: queued, its view does not change
+// with the time), and whether its record is plain, for which timed
+// changes only the attained service, from the record's (attained): then
+// the record is not read again (a cache miss each of thousands of
+// running jobs every round).
+type viewTime struct {
+	gpus     int32
+	plain    bool
+	attained float64
+}
+
+// plain reports whether timed changes nothing of job j's view but its
+// attained service: the job has no target, no progress, no outlook and
+// no admission.
+func plain(j *structs.Job) bool {
+	return j.Spec.Target == nil && j.Progress == nil && j.Outlook == nil &&
+		(j.Admission == nil || j.Admission.Decision == structs.AdmissionUnknown)
 }
 
 // queueOrder is the order of the stores' active jobs: submission, then ID.
@@ -219,7 +244,9 @@ func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]i
 // timed sets what of job j's view pj changes with the time alone (its
 // record and the nodes the same): the attained service, the progress and
 // the speedup, at now, for a job holding held GPUs on the nodes. The rest
-// of pj must be set.
+// of pj must be set. A record it reads more of than the attained service
+// must not be plain (see plain, and viewTime: the snapshot renews a plain
+// job's copied view without it).
 func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
 	pj.AttainedGPUSeconds = j.AttainedGPUSeconds + float64(held)*now.Sub(pj.LastResized).Seconds()
 	pj.Progress, pj.Speedup = policy.Progress{}, nil
