@@ -289,21 +289,22 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("failed to list jobs: %w", err)
 	}
-	live := active[:0]                  // active is the round's own list: filtered in place
-	ran := make([]bool, 0, len(active)) // live's running jobs
-	named := false                      // a selector names jobs (for the snapshot)
+	live := active[:0]                     // active is the round's own list: filtered in place
+	ran := make([]bool, 0, len(active))    // live's running jobs
+	placed := make([]bool, 0, len(active)) // live's running jobs placed in full (see reap)
+	named := false                         // a selector names jobs (for the snapshot)
 	// A record that was the last round's is not read again: its state is
 	// known, and it names no jobs if none did then.
 	w := p.snaps.walk()
 	for _, j := range active {
-		running, seen := w.known(j)
+		running, whole, seen := w.known(j)
 		if !seen {
-			running = j.State == structs.JobRunning
+			running, whole = j.State == structs.JobRunning, false
 		}
 		if running {
 			var done bool
 			var rerr error
-			j, done, rerr = p.reap(ctx, j, now)
+			j, done, whole, rerr = p.reap(ctx, j, now, whole)
 			if rerr != nil {
 				p.Logger.Warn("failed to read job outcome", "job", j.ID, "error", rerr)
 			}
@@ -313,6 +314,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		}
 		live = append(live, j)
 		ran = append(ran, running)
+		placed = append(placed, running && whole)
 		if !seen || w.named {
 			named = named || namesJobs(j)
 		}
@@ -326,6 +328,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		lossErrs = p.releaseDeparted(ctx, d, live, now)
 		for i, j := range live {
 			ran[i] = ran[i] && j.State == structs.JobRunning // some may have lost all their GPUs
+			placed[i] = placed[i] && ran[i]                  // a node lost is no placement event
 		}
 	}
 	nodes, err := p.Cluster.Nodes(ctx)
@@ -335,7 +338,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	p.noteNodes(nodes)
 	p.noteNodesSeen(nodes, now)
 	snap := p.snapshot(now, nodes, live, named)
-	p.snaps.ran = ran // beside the records the snapshot keeps (snapCache.recs)
+	p.snaps.ran, p.snaps.placed = ran, placed // beside the records the snapshot keeps (snapCache.recs)
 	planStart := time.Now()
 	plan, waits, taken, perr := p.planQueues(ctx, snap)
 	*planTime = time.Since(planStart)
@@ -406,15 +409,20 @@ func (p *Planner) activeJobs(ctx context.Context) ([]*structs.Job, error) {
 
 // reap records a running job that has ended; it reports whether it did.
 // Of one that runs on, it records when Nomad has not placed all of it and
-// when it has again (noteUnplaced), and returns its record as stored.
-func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (*structs.Job, bool, error) {
+// when it has again (noteUnplaced), and returns its record as stored, and
+// whether that says Nomad has placed all of it; whole says the record j
+// does (known from the last round: its events are not read again).
+func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time, whole bool) (*structs.Job, bool, bool, error) {
 	out, err := p.Executor.Outcome(ctx, j)
 	if err != nil {
-		return j, false, err
+		return j, false, whole, err
 	}
 	if !out.Done {
+		if whole && out.Unplaced == "" {
+			return j, false, true, nil
+		}
 		j, err := p.noteUnplaced(ctx, j, out.Unplaced, now)
-		return j, false, err
+		return j, false, err == nil && out.Unplaced == "", err
 	}
 	ended := j.Clone() // the store's own where shared
 	code := out.ExitCode
@@ -432,10 +440,10 @@ func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time) (*str
 		return nil
 	})
 	if err != nil {
-		return j, false, fmt.Errorf("failed to record end of job %s: %w", j.ID, err)
+		return j, false, whole, fmt.Errorf("failed to record end of job %s: %w", j.ID, err)
 	}
 	p.Logger.Info("job ended", "job", j.ID, "state", ended.State, "exit_code", code)
-	return ended, true, nil
+	return ended, true, false, nil
 }
 
 // Event types of a running job whose allocations Nomad has not all placed,

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,16 +42,19 @@ func namesJobs(j *structs.Job) bool {
 type snapCache struct {
 	recs  []*structs.Job // the records of jobs, in the queue's order
 	jobs  []policy.Job
-	held  []int // the GPUs each of jobs holds on the nodes
+	held  []viewTime // what renews each of jobs at a new time
 	nodes []policy.Node
 	named bool // a selector named jobs
 
 	spare     []policy.Job // the views of the round before: jobs' buffer next round if unread
-	spareHeld []int
+	spareHeld []viewTime
 
 	// ran is whether each of recs is of a running job, as the round read
-	// it (Planner.round sets it; nil: unknown).
-	ran []bool
+	// it (Planner.round sets it; nil: unknown), and placed whether it is
+	// of one whose record says that Nomad has placed all of it
+	// (lastUnplaced is ""), so that the next round need not read its
+	// events again to tell (a cache miss a running job).
+	ran, placed []bool
 }
 
 // recWalk goes through the last round's records (snapCache.recs) beside
@@ -59,31 +63,32 @@ type snapCache struct {
 // with thousands of jobs queued, reading each record's state was a cache
 // miss a job every round.
 type recWalk struct {
-	recs  []*structs.Job
-	ran   []bool
-	named bool // a selector of the last round's named jobs, or nothing is known
-	i     int
+	recs        []*structs.Job
+	ran, placed []bool
+	named       bool // a selector of the last round's named jobs, or nothing is known
+	i           int
 }
 
 // walk starts a recWalk over the last round's records.
 func (c *snapCache) walk() recWalk {
-	if len(c.ran) != len(c.recs) {
+	if len(c.ran) != len(c.recs) || len(c.placed) != len(c.recs) {
 		return recWalk{named: true}
 	}
-	return recWalk{recs: c.recs, ran: c.ran, named: c.named}
+	return recWalk{recs: c.recs, ran: c.ran, placed: c.placed, named: c.named}
 }
 
 // known reports whether record j is one of the last round's (ok), and
-// then whether its job ran. Records come in the queue's order.
-func (w *recWalk) known(j *structs.Job) (ran, ok bool) {
+// then whether its job ran, and whether it said Nomad had placed all of
+// it (snapCache.placed). Records come in the queue's order.
+func (w *recWalk) known(j *structs.Job) (ran, placed, ok bool) {
 	for w.i < len(w.recs) && w.recs[w.i] != j && queueOrder(w.recs[w.i], j) < 0 {
 		w.i++ // gone since (ended, or written anew: a new record)
 	}
 	if w.i < len(w.recs) && w.recs[w.i] == j {
 		w.i++
-		return w.ran[w.i-1], true
+		return w.ran[w.i-1], w.placed[w.i-1], true
 	}
-	return false, false
+	return false, false, false
 }
 
 // snapshot is snapshot(now, nodes, jobs), copying from c (nil: none) what
@@ -93,9 +98,9 @@ func (w *recWalk) known(j *structs.Job) (ran, ok bool) {
 // anew). unread (nil: none) reports whether nobody reads the views of a
 // buffer any more, so that this round may write over them.
 func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool, unread func([]policy.Job) bool) *policy.Snapshot {
-	known := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		known[n.ID] = true
+	known := make(map[string]int32, len(nodes)) // node ID -> index in nodes
+	for i, n := range nodes {
+		known[n.ID] = int32(i)
 	}
 	largest := largestNode(nodes)
 	var idsByName map[string][]string // only when a selector names jobs
@@ -110,14 +115,14 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 		prev = c.recs
 	}
 	s := &policy.Snapshot{Now: now, Nodes: nodes}
-	var held []int
+	var held []viewTime
 	if c != nil && unread != nil && cap(c.spare) >= len(jobs) && len(jobs) > 0 && unread(c.spare) {
 		// Every view and count below is set anew: copied whole, or by
 		// policyJob and the held count it returns.
 		s.Jobs, held = c.spare[:len(jobs)], c.spareHeld[:len(jobs)]
 	} else if c != nil { // with room for more jobs in a later round
 		s.Jobs = make([]policy.Job, len(jobs), len(jobs)+len(jobs)/8)
-		held = make([]int, len(jobs), cap(s.Jobs))
+		held = make([]viewTime, len(jobs), cap(s.Jobs))
 	} else {
 		s.Jobs = make([]policy.Job, len(jobs))
 	}
@@ -136,8 +141,13 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 			copy(s.Jobs[k:k+n], c.jobs[i:i+n])
 			copy(held[k:k+n], c.held[i:i+n])
 			for m := range n {
-				if h := c.held[i+m]; h > 0 { // a queued job's view does not change with the time
-					timed(&s.Jobs[k+m], jobs[k+m], now, h)
+				switch t := c.held[i+m]; {
+				case t.gpus == 0: // a queued job's view does not change with the time
+				case t.plain: // timed's sum, without a read of the record
+					v := &s.Jobs[k+m]
+					v.AttainedGPUSeconds = t.attained + float64(t.gpus)*now.Sub(v.LastResized).Seconds()
+				default:
+					timed(&s.Jobs[k+m], jobs[k+m], now, int(t.gpus))
 				}
 			}
 			k, i = k+n, i+n
@@ -145,15 +155,41 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 		}
 		h := policyJob(&s.Jobs[k], j, now, known, largest, idsByName)
 		if held != nil {
-			held[k] = h
+			held[k] = viewTime{gpus: int32(h), plain: plain(j), attained: j.AttainedGPUSeconds}
 		}
 		k++
+	}
+	if len(known) == len(nodes) {
+		// Unique IDs (the store's keys), and each view's Held made by
+		// policyJob from its allocation on these nodes, or copied with
+		// the view from the last round's on the same nodes (sameNodes).
+		s.Vouch()
 	}
 	if c != nil {
 		*c = snapCache{recs: jobs, jobs: s.Jobs, held: held, nodes: nodes, named: idsByName != nil,
 			spare: c.jobs, spareHeld: c.held}
 	}
 	return s
+}
+
+// viewTime is what renews a job's copied view at a new time (timed):
+// the GPUs it holds on the nodes (0: queued, its view does not change
+// with the time), and whether its record is plain, for which timed
+// changes only the attained service, from the record's (attained): then
+// the record is not read again (a cache miss each of thousands of
+// running jobs every round).
+type viewTime struct {
+	gpus     int32
+	plain    bool
+	attained float64
+}
+
+// plain reports whether timed changes nothing of job j's view but its
+// attained service: the job has no target, no progress, no outlook and
+// no admission.
+func plain(j *structs.Job) bool {
+	return j.Spec.Target == nil && j.Progress == nil && j.Outlook == nil &&
+		(j.Admission == nil || j.Admission.Decision == structs.AdmissionUnknown)
 }
 
 // queueOrder is the order of the stores' active jobs: submission, then ID.
@@ -173,7 +209,7 @@ func sameNodes(a, b []policy.Node) bool {
 // policyJob sets *pj to job j as the policy sees it at now, on the nodes
 // of known (the largest with largest GPUs), and returns the GPUs it holds
 // there; idsByName is the IDs of each job name when a selector names jobs.
-func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]bool, largest int, idsByName map[string][]string) int {
+func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]int32, largest int, idsByName map[string][]string) int {
 	alloc, held := heldOn(j.Allocation, known)
 	state := policy.Queued
 	if held > 0 {
@@ -198,6 +234,7 @@ func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]b
 		Labels:       j.Spec.Labels,
 		Locality:     localityOf(&j.Spec),
 		Allocation:   alloc,
+		Held:         slotsOf(alloc, known),
 		LastResized:  lastChange(j),
 	}
 	timed(pj, j, now, held)
@@ -207,7 +244,9 @@ func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]b
 // timed sets what of job j's view pj changes with the time alone (its
 // record and the nodes the same): the attained service, the progress and
 // the speedup, at now, for a job holding held GPUs on the nodes. The rest
-// of pj must be set.
+// of pj must be set. A record it reads more of than the attained service
+// must not be plain (see plain, and viewTime: the snapshot renews a plain
+// job's copied view without it).
 func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
 	pj.AttainedGPUSeconds = j.AttainedGPUSeconds + float64(held)*now.Sub(pj.LastResized).Seconds()
 	pj.Progress, pj.Speedup = policy.Progress{}, nil
@@ -226,10 +265,10 @@ func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
 // itself when all of it is (a policy must not modify its snapshot, and a
 // stored record's map is never changed), else a copy; nil when none (a
 // queued job, as for a policy's own).
-func heldOn(a map[string]int, known map[string]bool) (policy.Allocation, int) {
+func heldOn(a map[string]int, known map[string]int32) (policy.Allocation, int) {
 	held, whole := 0, true
 	for node, g := range a {
-		if known[node] && g > 0 {
+		if _, ok := known[node]; ok && g > 0 {
 			held += g
 		} else {
 			whole = false
@@ -243,11 +282,25 @@ func heldOn(a map[string]int, known map[string]bool) (policy.Allocation, int) {
 	}
 	out := policy.Allocation{}
 	for node, g := range a {
-		if known[node] && g > 0 {
+		if _, ok := known[node]; ok && g > 0 {
 			out[node] = g
 		}
 	}
 	return out, held
+}
+
+// slotsOf is allocation a, which heldOn made (known nodes, counts above
+// 0), by node index (known), in the nodes' order: the view's Held.
+func slotsOf(a policy.Allocation, known map[string]int32) []policy.Slot {
+	if len(a) == 0 {
+		return nil
+	}
+	out := make([]policy.Slot, 0, len(a))
+	for node, g := range a {
+		out = append(out, policy.Slot{Node: known[node], GPUs: g})
+	}
+	slices.SortFunc(out, func(x, y policy.Slot) int { return cmp.Compare(x.Node, y.Node) })
+	return out
 }
 
 // progressOf fills what the training script reported into the policy's

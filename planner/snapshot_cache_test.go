@@ -28,6 +28,18 @@ func TestSnapshot_CopiedIsFresh(t *testing.T) {
 		must.NoError(t, err)
 		got := p.snapshot(*now, nodes, live, slices.ContainsFunc(live, namesJobs))
 		must.Eq(t, snapshot(*now, nodes, live), got, must.Sprint(step))
+		// The planner vouches for its snapshot: each view's Held is its
+		// Allocation by node index.
+		must.True(t, got.Vouched(), must.Sprint(step))
+		for _, j := range got.Jobs {
+			var want []policy.Slot
+			for k, n := range got.Nodes {
+				if g := j.Allocation[n.ID]; g > 0 {
+					want = append(want, policy.Slot{Node: int32(k), GPUs: g})
+				}
+			}
+			must.Eq(t, want, j.Held, must.Sprintf("%s: job %s", step, j.ID))
+		}
 	}
 	ids := make([]string, 0, 8)
 	for i := range 10 {

@@ -86,6 +86,9 @@ func (v *View) Gate() *policy.Snapshot {
 			out.Jobs = append(out.Jobs, v.s.Jobs[i])
 		}
 	}
+	if v.s.Vouched() { // fewer of the same jobs, on the same nodes
+		out.Vouch()
+	}
 	return out
 }
 

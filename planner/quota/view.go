@@ -77,6 +77,12 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 		v.res = []string{AnyModel}
 	}
 	v.physical = make([]int, len(v.res))
+	// A vouched snapshot's jobs name their nodes by index (policy.Job.Held).
+	vouched := s.Vouched()
+	var resAt []int
+	if vouched {
+		resAt = make([]int, len(s.Nodes))
+	}
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		r := 0
@@ -84,6 +90,9 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 			r, _ = slices.BinarySearch(v.res, n.GPUModel)
 		}
 		v.nodeRes[n.ID] = r
+		if vouched {
+			resAt[i] = r
+		}
 		v.physical[r] += max(0, n.GPUs-n.Reserved)
 	}
 	nq := len(t.queues)
@@ -113,14 +122,25 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 		j := &s.Jobs[i]
 		v.anti = v.anti || !j.AntiAffinity.IsZero()
 		v.onePrio = v.onePrio && j.Priority == s.Jobs[0].Priority
-		if name := t.queueFor(QueueOf(j)); i == 0 || name != lastName {
+		name := DefaultQueue // the implicit tree's one queue holds every job
+		if !t.implicit {
+			name = t.queueFor(QueueOf(j)) // not read otherwise: a cache line a job
+		}
+		if i == 0 || name != lastName {
 			lastName, lastLeaf = name, -1
 			if q, ok := t.index[name]; ok && len(t.queues[q].children) == 0 {
 				lastLeaf = q
 			}
 		}
 		v.leaf[i] = lastLeaf
-		if len(j.Allocation) > 0 { // a queued job's is empty: no iterator to set up
+		if vouched { // its slots: known nodes, counts above 0
+			for _, h := range j.Held {
+				v.gpus[i] += h.GPUs
+				if lastLeaf != -1 {
+					v.cur[lastLeaf][resAt[h.Node]] += h.GPUs
+				}
+			}
+		} else if len(j.Allocation) > 0 { // a queued job's is empty: no iterator to set up
 			for n, g := range j.Allocation {
 				v.gpus[i] += g
 				if r, ok := v.nodeRes[n]; ok && g > 0 && lastLeaf != -1 {

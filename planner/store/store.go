@@ -206,6 +206,12 @@ type activeIndex []*structs.Job
 func (x *activeIndex) replace(old, c *structs.Job) {
 	if old != nil && active(old.State) {
 		if i, ok := slices.BinarySearchFunc(*x, old, compareJobs); ok {
+			if c != nil && active(c.State) {
+				// In old's place: not a move of every later job out
+				// and back (a round records thousands of changes).
+				(*x)[i] = c
+				return
+			}
 			*x = slices.Delete(*x, i, i+1)
 		}
 	}

@@ -36,7 +36,12 @@
 //     Min == Max; the planner resolves "auto" into a range first.
 //   - The snapshot must be consistent (unique IDs, allocations on known
 //     nodes, no node overcommitted, well-formed requests); place.NewBoard,
-//     and so every builtin, returns an error otherwise.
+//     and so every builtin, returns an error otherwise. The planner
+//     vouches for its own (Snapshot.Vouch: unique IDs, each job's Held its
+//     Allocation by node index), and then NewBoard and Validate read the
+//     jobs' GPUs from Held and look for no repeated IDs; an external
+//     plugin gets neither (Held is not sent), and a plan is always
+//     checked in full.
 //   - A running job's allocation may break the gang rule (a node lost a GPU
 //     under a worker); a policy repairs or stops such a job, or its plan
 //     fails Validate. place.NewBoard repairs them.

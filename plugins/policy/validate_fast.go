@@ -45,12 +45,15 @@ func valid(s *Snapshot, p *Plan) bool {
 	// entries are mostly the head of the queue, and the line behind it is
 	// thousands of jobs.
 	planned, reasoned := 0, 0
+	// A job the plan keeps as it is, in a snapshot its maker vouched for,
+	// is read from its slots (Job.Held), not its map.
+	vouched := s.Vouched()
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		target := j.Allocation
+		target, kept := j.Allocation, true
 		if planned < len(p.Allocations) {
 			if t, ok := p.Allocations[j.ID]; ok {
-				target = t
+				target, kept = t, false
 				planned++
 			}
 		}
@@ -63,6 +66,12 @@ func valid(s *Snapshot, p *Plan) bool {
 		w := j.GPUs.PerWorker
 		if w <= 0 || j.GPUs.Min < 0 || j.GPUs.Max < j.GPUs.Min {
 			return false
+		}
+		if vouched && (kept || target.same(j.Allocation)) {
+			if !c.heldOK(j, w) {
+				return false
+			}
+			continue
 		}
 		if len(target) == 0 {
 			continue // no GPUs: nothing more to check (and no iterator to set up)
@@ -106,6 +115,23 @@ func valid(s *Snapshot, p *Plan) bool {
 		return c.antiAffinityOK(s)
 	}
 	return true
+}
+
+// heldOK counts into used the GPUs job j keeps where it holds them, read
+// from its slots (a vouched snapshot's), and reports whether they are
+// whole workers of w GPUs and a total in the job's range (or 0): the
+// rules a kept allocation must still meet.
+func (c *checker) heldOK(j *Job, w int) bool {
+	total := 0
+	for _, h := range j.Held {
+		g := h.GPUs
+		if g%w != 0 {
+			return false
+		}
+		total += g
+		c.used[h.Node] += g
+	}
+	return total == 0 || (total >= j.GPUs.Min && total <= j.GPUs.Max && total%w == 0)
 }
 
 // placements sets each job's target, and the jobs on each node, for

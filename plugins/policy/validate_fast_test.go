@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -18,6 +19,10 @@ func TestValidFastAgreesWithFull(t *testing.T) {
 		fast, full := valid(s, p), violations(s, p)
 		if fast != (full == nil) {
 			t.Fatalf("case %d: valid=%v but violations=%v\nsnapshot jobs %+v\nplan %+v", i, fast, full, s.Jobs, p)
+		}
+		// The same snapshot vouched for (its jobs' GPUs read from Held).
+		if v := valid(vouched(s), p); v != fast {
+			t.Fatalf("case %d: valid=%v vouched, %v not\nsnapshot jobs %+v\nplan %+v", i, v, fast, s.Jobs, p)
 		}
 		if fast {
 			passed++
@@ -127,6 +132,36 @@ func TestAllowsAgreesWithMismatch(t *testing.T) {
 					t.Fatalf("case %d: job %d on node %d: Allows=%v, mismatch=%q", i, k, n, got, c.mismatch(&s.Nodes[n]))
 				}
 			}
+		}
+	}
+}
+
+// vouched is s vouched for (Snapshot.Vouch), each job's Held made from
+// its Allocation; randomCase's jobs hold GPUs on its nodes only.
+func vouched(s *Snapshot) *Snapshot {
+	out := &Snapshot{Now: s.Now, Nodes: s.Nodes, Jobs: slices.Clone(s.Jobs)}
+	for i := range out.Jobs {
+		j := &out.Jobs[i]
+		for k := range out.Nodes {
+			if g := j.Allocation[out.Nodes[k].ID]; g > 0 {
+				j.Held = append(j.Held, Slot{Node: int32(k), GPUs: g})
+			}
+		}
+	}
+	out.Vouch()
+	return out
+}
+
+// TestValidVouchedKeptAllocation: a kept allocation that breaks the gang
+// rule fails a vouched snapshot's check as a plain one's.
+func TestValidVouchedKeptAllocation(t *testing.T) {
+	nodes := []Node{{ID: "n0", GPUs: 8}, {ID: "n1", GPUs: 8}}
+	for _, a := range []Allocation{{"n0": 3}, {"n0": 2, "n1": 4}, {"n1": 2}} {
+		s := &Snapshot{Nodes: nodes, Jobs: []Job{{ID: "a", GPUs: GPURequest{Min: 2, Max: 4, PerWorker: 2}, Allocation: a}}}
+		p := &Plan{}
+		want := violations(s, p) == nil
+		if got := valid(vouched(s), p); got != want {
+			t.Fatalf("%v: valid=%v vouched, full check %v", a, got, want)
 		}
 	}
 }

@@ -34,8 +34,11 @@ var ErrNoRoom = errors.New("not enough room")
 //
 // A Board is not safe for concurrent use.
 type Board struct {
-	nodes     []*policy.Node // sorted by ID; a node's index is its place here
-	nodeIdx   map[string]int32
+	nodes   []*policy.Node // sorted by ID; a node's index is its place here
+	nodeIdx map[string]int32
+	// at is each node's index here by its index in the snapshot's Nodes,
+	// for a vouched snapshot (policy.Snapshot.Vouched); nil for others.
+	at        []int32
 	free      []int
 	buckets   []bitset // buckets[f]: the nodes with exactly f free GPUs
 	all       bitset   // the nodes that have GPUs to give at all
@@ -93,10 +96,25 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 		jobs:    make([]*policy.Job, len(s.Jobs)),
 		masks:   make(map[string]bitset),
 	}
-	for i := range s.Nodes {
-		c.nodes[i] = &s.Nodes[i]
+	// order is the nodes' indices in s.Nodes, sorted by ID; a vouched
+	// snapshot's slots (policy.Job.Held) are turned into the board's
+	// node indices with it (at).
+	order := make([]int32, len(s.Nodes))
+	for i := range order {
+		order[i] = int32(i)
 	}
-	slices.SortFunc(c.nodes, func(a, b *policy.Node) int { return strings.Compare(a.ID, b.ID) })
+	if !slices.IsSortedFunc(s.Nodes, func(a, b policy.Node) int { return strings.Compare(a.ID, b.ID) }) {
+		slices.SortFunc(order, func(a, b int32) int { return strings.Compare(s.Nodes[a].ID, s.Nodes[b].ID) })
+	}
+	if s.Vouched() {
+		c.at = make([]int32, len(s.Nodes))
+		for i, k := range order {
+			c.at[k] = int32(i)
+		}
+	}
+	for i, k := range order {
+		c.nodes[i] = &s.Nodes[k]
+	}
 	for i, n := range c.nodes {
 		if _, dup := c.nodeIdx[n.ID]; dup || n.ID == "" {
 			return nil, fmt.Errorf("invalid snapshot: node ID %q is empty or listed twice", n.ID)
@@ -177,9 +195,16 @@ func bySubmission(a, b *policy.Job) int {
 // reports sorted false, and nothing more, where the jobs are not in
 // submission order (the board must sort them and load again from
 // scratch), so that its error is the one for the sorted jobs.
+//
+// A vouched snapshot's IDs and order are not checked (its maker says
+// they are unique, and in submission order), and its jobs' GPUs are read
+// from their slots (policy.Job.Held, an array) instead of their maps.
 func (c *Board) load(check bool) (sorted bool, err error) {
-	ids := newIDSet(c.jobs)
-	defer ids.done()
+	var ids *idSet
+	if c.at == nil {
+		ids = newIDSet(c.jobs)
+		defer ids.done()
+	}
 	// dup is the first empty or repeated ID, bad the first other job's
 	// error: the pass goes on to the end to check the order.
 	var dup, bad error
@@ -190,13 +215,13 @@ func (c *Board) load(check bool) (sorted bool, err error) {
 	slots := make([]slot, 0, min(int(slotsHint.Load()), len(c.jobs)))
 	defer func() { slotsHint.Store(int64(len(slots))) }()
 	for j, job := range c.jobs {
-		if check && j > 0 && bySubmission(job, c.jobs[j-1]) < 0 {
+		if check && c.at == nil && j > 0 && bySubmission(job, c.jobs[j-1]) < 0 {
 			return false, nil
 		}
 		if dup != nil {
 			continue
 		}
-		if !ids.add(j) {
+		if ids != nil && !ids.add(j) {
 			dup = fmt.Errorf("invalid snapshot: job ID %q is empty or listed twice", job.ID)
 			continue
 		}
@@ -204,7 +229,7 @@ func (c *Board) load(check bool) (sorted bool, err error) {
 			continue
 		}
 		if r := job.GPUs; r.PerWorker < 1 || r.Min < r.PerWorker || r.Max < r.Min ||
-			r.Min%r.PerWorker != 0 || r.Max%r.PerWorker != 0 {
+			!multiple(r.Min, r.PerWorker) || !multiple(r.Max, r.PerWorker) {
 			bad = fmt.Errorf("invalid snapshot: job %s: malformed GPU request min=%d max=%d per_worker=%d",
 				job.ID, r.Min, r.Max, r.PerWorker)
 			continue
@@ -212,10 +237,20 @@ func (c *Board) load(check bool) (sorted bool, err error) {
 		if !job.AntiAffinity.IsZero() {
 			c.antiJobs = append(c.antiJobs, int32(j))
 		}
+		first := len(slots)
+		if c.at != nil {
+			for _, h := range job.Held {
+				n, g := c.at[h.Node], h.GPUs
+				slots = append(slots, slot{node: n, gpus: g})
+				c.free[n] -= g
+				c.total[j] += g
+			}
+			c.keep(j, slots, first)
+			continue
+		}
 		if len(job.Allocation) == 0 {
 			continue // queued: no slots (and no iterator to set up)
 		}
-		first := len(slots)
 		for nodeID, g := range job.Allocation {
 			if g == 0 {
 				continue
@@ -233,14 +268,29 @@ func (c *Board) load(check bool) (sorted bool, err error) {
 		if bad != nil {
 			continue
 		}
-		if k := len(slots); k > first {
-			c.alloc[j] = slots[first:k:k]
-			if k > first+1 {
-				slices.SortFunc(c.alloc[j], func(a, b slot) int { return cmp.Compare(a.node, b.node) })
-			}
-		}
+		c.keep(j, slots, first)
 	}
 	return true, cmp.Or(dup, bad)
+}
+
+// multiple reports whether x is a multiple of w >= 1: without a division
+// where w is a power of two (most workers' GPUs), as it is asked of every
+// job each round.
+func multiple(x, w int) bool {
+	if w&(w-1) == 0 {
+		return x&(w-1) == 0
+	}
+	return x%w == 0
+}
+
+// keep makes slots[first:] job j's, sorted by node.
+func (c *Board) keep(j int, slots []slot, first int) {
+	if k := len(slots); k > first {
+		c.alloc[j] = slots[first:k:k]
+		if k > first+1 {
+			slices.SortFunc(c.alloc[j], func(a, b slot) int { return cmp.Compare(a.node, b.node) })
+		}
+	}
 }
 
 // Jobs returns the snapshot's jobs in submission order (Submitted, then ID).

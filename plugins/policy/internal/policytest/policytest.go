@@ -4,6 +4,8 @@
 package policytest
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -44,5 +46,45 @@ func Targets(s *policy.Snapshot, p *policy.Plan) map[string]policy.Allocation {
 			out[s.Jobs[i].ID] = a
 		}
 	}
+	return out
+}
+
+// Vouched returns a copy of s that its maker vouches for, as the planner
+// does for its own (policy.Snapshot.Vouch): its jobs in submission order,
+// each job's Held filled from its Allocation. It returns nil where s could not be vouched for: a job
+// ID empty or repeated, a node ID repeated, or an allocation on a node s
+// lacks or of a negative count.
+func Vouched(s *policy.Snapshot) *policy.Snapshot {
+	at := make(map[string]int32, len(s.Nodes))
+	for i := range s.Nodes {
+		at[s.Nodes[i].ID] = int32(i)
+	}
+	if len(at) != len(s.Nodes) {
+		return nil
+	}
+	out := &policy.Snapshot{Now: s.Now, Nodes: s.Nodes, Jobs: slices.Clone(s.Jobs)}
+	ids := make(map[string]bool, len(s.Jobs))
+	for i := range out.Jobs {
+		j := &out.Jobs[i]
+		if j.ID == "" || ids[j.ID] {
+			return nil
+		}
+		ids[j.ID] = true
+		j.Held = nil
+		for id, g := range j.Allocation {
+			n, ok := at[id]
+			if !ok || g < 0 {
+				return nil
+			}
+			if g > 0 {
+				j.Held = append(j.Held, policy.Slot{Node: n, GPUs: g})
+			}
+		}
+		slices.SortFunc(j.Held, func(a, b policy.Slot) int { return cmp.Compare(a.Node, b.Node) })
+	}
+	slices.SortFunc(out.Jobs, func(a, b policy.Job) int {
+		return cmp.Or(a.Submitted.Compare(b.Submitted), cmp.Compare(a.ID, b.ID))
+	})
+	out.Vouch()
 	return out
 }
