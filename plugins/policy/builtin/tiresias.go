@@ -184,12 +184,16 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 					job.GPUs.Min, queue[j], len(th)+1, job.AttainedGPUSeconds)
 				continue
 			}
-			why := "higher-priority jobs hold the GPUs"
-			if selected[j] {
-				why = "its workers do not fit on the free GPUs of any node"
+			if !selected[j] {
+				// One reason for the thousands a round behind the
+				// selected jobs (formatting one each was most of a
+				// round at 100,000 jobs); the job's attained service
+				// is on its record.
+				c.Wait(j, tiresiasBehind)
+				continue
 			}
-			c.Notef(j, "queued: queue %d of %d (attained %.0f GPU-s), needs %d GPUs; %s",
-				queue[j], len(th)+1, job.AttainedGPUSeconds, job.GPUs.Min, why)
+			c.Notef(j, "queued: queue %d of %d (attained %.0f GPU-s), needs %d GPUs; its workers do not fit on the free GPUs of any node",
+				queue[j], len(th)+1, job.AttainedGPUSeconds, job.GPUs.Min)
 		}
 	}
 
@@ -204,6 +208,9 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 	}
 	return c.Plan(TiresiasName), nil
 }
+
+// tiresiasBehind is why a job that Tiresias does not select waits.
+var tiresiasBehind = []string{"queued: jobs in higher-priority queues (less attained service), or before it in its queue, hold the GPUs"}
 
 // SteadyUntil implements policy.Steady: the plan depends on the time
 // only through each job's queue, which changes when a running job's
