@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -198,7 +197,7 @@ func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 			g.h = append(g.h, place.Step{Job: int32(j), To: to, Score: score, Running: g.cur[j] > 0})
 		}
 	}
-	heap.Init(&g.h)
+	g.h.Init()
 	for steps := 0; g.h.Len() > 0 && rem > 0; steps++ {
 		if steps%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -208,16 +207,16 @@ func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 		st := &g.h[0]
 		cost := st.To - g.target[st.Job]
 		if cost > rem {
-			heap.Pop(&g.h)
+			g.h.Take()
 			continue
 		}
 		rem -= cost
 		g.target[st.Job] = st.To
 		if to, score, ok := g.next(st.Job, st.To); ok {
 			st.From, st.To, st.Score = st.To, to, score
-			heap.Fix(&g.h, 0)
+			g.h.Fix(0)
 		} else {
-			heap.Pop(&g.h)
+			g.h.Take()
 		}
 	}
 	return nil
@@ -313,12 +312,12 @@ func (g *goodputRound) fill() {
 			g.h = append(g.h, place.Step{Job: jj, From: c.Held(jj), To: to, Score: score, Running: g.cur[j] > 0})
 		}
 	}
-	heap.Init(&g.h)
+	g.h.Init()
 	for g.h.Len() > 0 && c.FreeGPUs() > 0 {
 		st := &g.h[0]
 		from := c.Held(st.Job)
 		if st.To-from > c.FreeGPUs() || !c.Grow(st.Job, st.To-from) {
-			heap.Pop(&g.h)
+			g.h.Take()
 			continue
 		}
 		if from == 0 {
@@ -328,9 +327,9 @@ func (g *goodputRound) fill() {
 		}
 		if to, score, ok := g.next(st.Job, st.To); ok {
 			st.From, st.To, st.Score = st.To, to, score
-			heap.Fix(&g.h, 0)
+			g.h.Fix(0)
 		} else {
-			heap.Pop(&g.h)
+			g.h.Take()
 		}
 	}
 }

@@ -1,0 +1,47 @@
+package place
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/shoenig/test/must"
+)
+
+// The typed heap takes steps in exactly container/heap's order, ties
+// included, through any mix of adds, takes and fixes of the best step.
+func TestSteps_SameAsContainerHeap(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	step := func(job int) Step {
+		// Few distinct scores and counts, so that ties are common.
+		return Step{Job: int32(job), From: r.IntN(3), To: 4, Score: float64(r.IntN(4)), Running: r.IntN(2) == 0}
+	}
+	for round := range 200 {
+		var a, b Steps
+		for i := range r.IntN(50) {
+			s := step(i)
+			a, b = append(a, s), append(b, s)
+		}
+		heap.Init(&a)
+		b.Init()
+		must.Eq(t, a, b)
+		next := 1000
+		for a.Len() > 0 {
+			switch r.IntN(5) {
+			case 0: // fewer adds than takes: the heap empties
+				s := step(next)
+				next++
+				heap.Push(&a, s)
+				b.Add(s)
+			case 1, 2:
+				must.Eq(t, heap.Pop(&a).(Step), b.Take(), must.Sprintf("round %d", round))
+			default:
+				a[0].Score = float64(r.IntN(4))
+				b[0].Score = a[0].Score
+				heap.Fix(&a, 0)
+				b.Fix(0)
+			}
+			must.Eq(t, a, b)
+		}
+	}
+}
