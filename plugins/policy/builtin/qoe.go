@@ -201,10 +201,17 @@ func (p *QoE) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 
 	// 2. Admission at Min.
 	for _, j := range q.order(qoeOnTrack, qoeUnknown, qoeNone, qoeBehind) {
-		job := q.jobs[j]
 		if c.Held(j) > 0 {
 			continue
 		}
+		if c.FreeGPUs() == 0 && q.surplus <= 0 {
+			// Nothing to start it on (its Min is at least 1): what grow
+			// would find, without reading the job (thousands wait a
+			// round under load).
+			c.Wait(j, qoeNoRoom)
+			continue
+		}
+		job := q.jobs[j]
 		if !q.grow(j, job.GPUs.Min, "to admit it") {
 			c.Wait(j, qoeNoRoom)
 			continue
@@ -365,12 +372,26 @@ func admissionRank(a string) int {
 // order; within a class, jobs with a deadline earliest first and the others
 // in submission order.
 func (q *qoeRound) order(classes ...qoeClass) []int32 {
-	out := make([]int32, 0, len(q.edf))
-	for _, cl := range classes {
-		for _, j := range q.edf {
-			if q.class[j] == cl {
-				out = append(out, j)
-			}
+	// One pass over the jobs to count, one to place, rather than one a
+	// class (classes are distinct).
+	rank := [...]int{qoeOnTrack: -1, qoeUnknown: -1, qoeNone: -1, qoeBehind: -1}
+	for r, cl := range classes {
+		rank[cl] = r
+	}
+	var at [len(rank) + 1]int // at[r+1]: the jobs of rank r; then where the next goes
+	for _, j := range q.edf {
+		if r := rank[q.class[j]]; r >= 0 {
+			at[r+1]++
+		}
+	}
+	for r := range classes {
+		at[r+1] += at[r]
+	}
+	out := make([]int32, at[len(classes)])
+	for _, j := range q.edf {
+		if r := rank[q.class[j]]; r >= 0 {
+			out[at[r]] = j
+			at[r]++
 		}
 	}
 	return out
@@ -403,8 +424,16 @@ func (q *qoeRound) spare(d, b int32) bool {
 	return jd.Progress.RemainingWork/policy.SpeedupAt(jd.Speedup, jd.GPUs.Max) <= left*(1-q.headroom)
 }
 
-// above is how many GPUs job j holds above its floor.
-func (q *qoeRound) above(j int32) int { return max(0, q.c.Held(j)-q.floor(j)) }
+// above is how many GPUs job j holds above its floor: none if it holds
+// none, as no floor is negative (NewBoard refuses PerWorker < 1 and
+// Min < PerWorker), found without reading the thousands of queued jobs.
+func (q *qoeRound) above(j int32) int {
+	h := q.c.Held(j)
+	if h == 0 {
+		return 0
+	}
+	return max(0, h-q.floor(j))
+}
 
 // grow gives job b gain more GPUs, from idle ones or else from donors (see
 // QoE); or changes nothing and returns false. why ends the donors' reason.
@@ -412,7 +441,9 @@ func (q *qoeRound) grow(b int32, gain int, why string) bool {
 	c := q.c
 	// Outside step 1 the surplus bounds what b can gain.
 	before := q.above(b)
-	if c.Grow(b, gain) {
+	// Grow cannot place more than the free GPUs: thousands of queued jobs
+	// a round need not ask it.
+	if c.FreeGPUs() >= gain && c.Grow(b, gain) {
 		q.surplus += q.above(b) - before
 		q.donor(b)
 		return true
