@@ -243,9 +243,15 @@ func (l *Ledger) Fit(j *Job) Share {
 	}
 	// The least count that meets the deadline alone bounds the search from
 	// below: less capacity never helps.
+	// (The table is checked once, not at each count: speedupAt is
+	// policy.SpeedupAt for a checked table.)
+	tab := j.Speedup
+	if !policy.UsableSpeedup(tab) {
+		tab = nil
+	}
 	first := lo
 	for g := lo; g < hi; g += step {
-		if j.Work/policy.SpeedupAt(j.Speedup, g) <= j.Due {
+		if j.Work/speedupAt(tab, g) <= j.Due {
 			break
 		}
 		first = g + step
