@@ -124,7 +124,7 @@ func (s *simulator) report(ctx context.Context, j *simJob) error {
 	}
 	rep := structs.ProgressReport{Step: int64(j.done), SamplesPerSec: &rate,
 		WorldSize: j.gpus / max(1, j.spec.GPUs.PerWorker), Metric: &structs.Metric{Name: ProgressMetric, Value: value}}
-	*r = lastReport{ok: true, at: s.now, rate: rate, speedup: j.speedup, remaining: s.remainingWork(j)}
+	*r = lastReport{ok: true, at: s.now, rate: rate, speedup: j.speedup, remaining: s.remainingWork(j), done: j.done}
 	if err := s.planner.ReportProgress(ctx, j.spec.ID, []structs.ProgressReport{rep}); err != nil {
 		return fmt.Errorf("failed to simulate: progress of job %s: %w", j.spec.ID, err)
 	}
@@ -138,6 +138,7 @@ type lastReport struct {
 	rate      float64
 	speedup   []float64
 	remaining float64
+	done      float64 // the job's progress then
 }
 
 // sameTable reports whether a and b are the same table (the models share
@@ -161,6 +162,13 @@ func (s *simulator) remainingWork(j *simJob) float64 {
 func (s *simulator) drifted(j *simJob) bool {
 	r := &j.reported
 	if r.remaining <= 0 {
+		return false
+	}
+	if j.gpus == 0 && j.done == r.done {
+		// Queued since the report, having done nothing: the estimate is
+		// the report's, less nothing, and the model's is the same
+		// function of the same progress (found so without reading the
+		// model, a cache miss for each of thousands of queued jobs).
 		return false
 	}
 	est := max(r.remaining-(s.now-r.at)*policy.SpeedupAt(r.speedup, j.gpus), 1)

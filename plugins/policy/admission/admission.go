@@ -112,7 +112,10 @@ type Ledger struct {
 	capacity float64
 	ends     []float64 // slot i is [ends[i-1], ends[i]), slot 0 from 0
 	used     []float64 // GPU-seconds reserved in each slot
-	maxJobs  int
+	// free is the GPUs left in each slot on average, as run reads them:
+	// kept with used (reserve), not divided out again at each run.
+	free    []float64
+	maxJobs int
 	// last is what the last run that met its deadline used of each slot
 	// (for job lastJob at lastG GPUs), so that Reserve after Fit need not
 	// play the job through the ledger again.
@@ -130,13 +133,25 @@ type slotUse struct {
 func NewLedger(capacity int, o Options) *Ledger {
 	o = o.withDefaults()
 	l := &Ledger{capacity: float64(max(capacity, 0)), ends: make([]float64, o.MaxSlots),
-		used: make([]float64, o.MaxSlots), maxJobs: o.MaxJobs}
+		used: make([]float64, o.MaxSlots), free: make([]float64, o.MaxSlots), maxJobs: o.MaxJobs}
 	t := 0.0
 	for i := range l.ends {
 		t += max(o.Slot, o.Growth*t)
 		l.ends[i] = t
+		l.reserve(i, 0)
 	}
 	return l
+}
+
+// reserve adds gs GPU-seconds to what is reserved of slot i.
+func (l *Ledger) reserve(i int, gs float64) {
+	l.used[i] += gs
+	start := 0.0
+	if i > 0 {
+		start = l.ends[i-1]
+	}
+	length := l.ends[i] - start
+	l.free[i] = max(l.capacity*length-l.used[i], 0) / length
 }
 
 // Horizon is the end of the ledger's last slot, in seconds from now.
@@ -194,9 +209,7 @@ func (l *Ledger) run(j *Job, g int, toDue bool, take func(i int, gs float64)) fl
 		if start >= limit {
 			break
 		}
-		length := end - start
-		free := max(l.capacity*length-l.used[i], 0) / length
-		a := min(float64(g), free)
+		a := min(float64(g), l.free[i])
 		if a != lastA {
 			lastA, lastR = a, rate(tab, j.Min, a)
 		}
@@ -243,9 +256,15 @@ func (l *Ledger) Fit(j *Job) Share {
 	}
 	// The least count that meets the deadline alone bounds the search from
 	// below: less capacity never helps.
+	// (The table is checked once, not at each count: speedupAt is
+	// policy.SpeedupAt for a checked table.)
+	tab := j.Speedup
+	if !policy.UsableSpeedup(tab) {
+		tab = nil
+	}
 	first := lo
 	for g := lo; g < hi; g += step {
-		if j.Work/policy.SpeedupAt(j.Speedup, g) <= j.Due {
+		if j.Work/speedupAt(tab, g) <= j.Due {
 			break
 		}
 		first = g + step
@@ -292,12 +311,12 @@ func (l *Ledger) Reserve(j *Job, s Share) {
 	}
 	if s.OK && l.lastJob == j && l.lastG == s.GPUs {
 		for _, u := range l.last {
-			l.used[u.i] += u.gs
+			l.reserve(u.i, u.gs)
 		}
 		l.lastJob = nil
 		return
 	}
-	l.run(j, s.GPUs, !s.OK, func(i int, gs float64) { l.used[i] += gs })
+	l.run(j, s.GPUs, !s.OK, l.reserve)
 }
 
 // Shares reserves the jobs' shares in the order given, and returns them;
@@ -380,7 +399,7 @@ func (l *Ledger) reserveFit(j *Job) bool {
 // clone returns a copy of l.
 func (l *Ledger) clone() *Ledger {
 	c := *l
-	c.used = slices.Clone(l.used)
+	c.used, c.free = slices.Clone(l.used), slices.Clone(l.free)
 	c.last, c.lastJob = nil, nil
 	return &c
 }

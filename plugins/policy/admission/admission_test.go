@@ -2,6 +2,7 @@ package admission
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -136,5 +137,30 @@ func BenchmarkAdmit(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		Admit(384, admitted, cand, Options{})
+	}
+}
+
+// TestLedger_FreeKeptWithUsed: after reservations, the free GPUs the
+// ledger keeps for each slot are what run used to work out from used.
+func TestLedger_FreeKeptWithUsed(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 18))
+	for round := range 50 {
+		l := NewLedger(1+r.IntN(64), Options{})
+		jobs := make([]Job, 1+r.IntN(40))
+		for i := range jobs {
+			lo := 1 + r.IntN(4)
+			jobs[i] = Job{Due: r.Float64() * 1e6, Work: r.Float64() * 1e6, Min: lo, Max: lo * (1 + r.IntN(4)), PerWorker: 1}
+		}
+		l.Shares(jobs[:len(jobs)/2])
+		c := l.clone()
+		c.Shares(jobs[len(jobs)/2:])
+		for _, x := range []*Ledger{l, c} {
+			start := 0.0
+			for i, end := range x.ends {
+				length := end - start
+				must.Eq(t, max(x.capacity*length-x.used[i], 0)/length, x.free[i], must.Sprintf("round %d, slot %d", round, i))
+				start = end
+			}
+		}
 	}
 }

@@ -150,6 +150,10 @@ type qoeRound struct {
 	// grow): in step 1, on-track jobs due after it that can spare the time
 	// may be shrunk below their need, or stopped, for it (see spare).
 	recipient int32
+	// now in Unix seconds and nanoseconds, for left; wall: now carries no
+	// monotonic reading and its seconds are within 2^62 of 1970.
+	nowSec, nowNsec int64
+	wall            bool
 }
 
 // Plan implements policy.Policy.
@@ -159,9 +163,10 @@ func (p *QoE) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
 	jobs := c.Jobs()
-	q := &qoeRound{c: c, jobs: jobs, now: s.Now, headroom: math.Float64frombits(p.headroom.Load()),
+	q := &qoeRound{c: c, jobs: jobs, headroom: math.Float64frombits(p.headroom.Load()),
 		class: make([]qoeClass, len(jobs)), need: make([]int, len(jobs)),
 		edf: c.DeadlineOrder(), shrunk: make([]bool, len(jobs)), recipient: -1}
+	q.setNow(s.Now)
 	for j := range jobs {
 		q.judge(int32(j))
 	}
@@ -201,10 +206,17 @@ func (p *QoE) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 
 	// 2. Admission at Min.
 	for _, j := range q.order(qoeOnTrack, qoeUnknown, qoeNone, qoeBehind) {
-		job := q.jobs[j]
 		if c.Held(j) > 0 {
 			continue
 		}
+		if c.FreeGPUs() == 0 && q.surplus <= 0 {
+			// Nothing to start it on (its Min is at least 1): what grow
+			// would find, without reading the job (thousands wait a
+			// round under load).
+			c.Wait(j, qoeNoRoom)
+			continue
+		}
+		job := q.jobs[j]
 		if !q.grow(j, job.GPUs.Min, "to admit it") {
 			c.Wait(j, qoeNoRoom)
 			continue
@@ -266,6 +278,28 @@ func (q *qoeRound) fill(cooldown time.Duration) {
 	}
 }
 
+// setNow sets the round's time (now, and what left reads of it).
+func (q *qoeRound) setNow(now time.Time) {
+	q.now, q.nowSec, q.nowNsec = now, now.Unix(), int64(now.Nanosecond())
+	q.wall = now == now.Round(0) && q.nowSec > -1<<62 && q.nowSec < 1<<62
+}
+
+// left is t.Sub(q.now).Seconds(), the seconds from now to t, worked out
+// from their Unix seconds and nanoseconds where that is what Sub does:
+// now carries no monotonic reading (so Sub reads none), and t is within
+// 2^33 seconds of it, so the difference cannot overflow a Duration (Sub's
+// other case; wall's 2^62 keeps a wrapped difference out of that range).
+// judge asks it of the thousands of jobs of a round, and Sub checks its
+// answer by adding it back.
+func (q *qoeRound) left(t time.Time) float64 {
+	if q.wall {
+		if ds := t.Unix() - q.nowSec; ds > -1<<33 && ds < 1<<33 {
+			return (time.Duration(ds)*time.Second + time.Duration(int64(t.Nanosecond())-q.nowNsec)).Seconds()
+		}
+	}
+	return t.Sub(q.now).Seconds()
+}
+
 // judge sets job j's class and need.
 func (q *qoeRound) judge(j int32) {
 	job := q.jobs[j]
@@ -278,7 +312,7 @@ func (q *qoeRound) judge(j int32) {
 		q.class[j] = qoeUnknown
 	default:
 		q.class[j] = qoeBehind
-		budget := pr.Deadline.Sub(q.now).Seconds() * (1 - q.headroom)
+		budget := q.left(pr.Deadline) * (1 - q.headroom)
 		for g := r.Min; g <= r.Max && budget > 0; g += r.PerWorker {
 			if pr.RemainingWork/policy.SpeedupAt(job.Speedup, g) <= budget {
 				q.class[j], q.need[j] = qoeOnTrack, g
@@ -333,7 +367,7 @@ func (q *qoeRound) shares(capacity int) {
 	for _, j := range on {
 		job := q.jobs[j]
 		r, pr := job.GPUs, &job.Progress
-		aj := admission.Job{Due: pr.Deadline.Sub(q.now).Seconds() * (1 - q.headroom), Work: pr.RemainingWork,
+		aj := admission.Job{Due: q.left(pr.Deadline) * (1 - q.headroom), Work: pr.RemainingWork,
 			Speedup: job.Speedup, Min: r.Min, Max: r.Max, PerWorker: r.PerWorker}
 		sh := l.Fit(&aj)
 		if !sh.OK {
@@ -365,12 +399,26 @@ func admissionRank(a string) int {
 // order; within a class, jobs with a deadline earliest first and the others
 // in submission order.
 func (q *qoeRound) order(classes ...qoeClass) []int32 {
-	out := make([]int32, 0, len(q.edf))
-	for _, cl := range classes {
-		for _, j := range q.edf {
-			if q.class[j] == cl {
-				out = append(out, j)
-			}
+	// One pass over the jobs to count, one to place, rather than one a
+	// class (classes are distinct).
+	rank := [...]int{qoeOnTrack: -1, qoeUnknown: -1, qoeNone: -1, qoeBehind: -1}
+	for r, cl := range classes {
+		rank[cl] = r
+	}
+	var at [len(rank) + 1]int // at[r+1]: the jobs of rank r; then where the next goes
+	for _, j := range q.edf {
+		if r := rank[q.class[j]]; r >= 0 {
+			at[r+1]++
+		}
+	}
+	for r := range classes {
+		at[r+1] += at[r]
+	}
+	out := make([]int32, at[len(classes)])
+	for _, j := range q.edf {
+		if r := rank[q.class[j]]; r >= 0 {
+			out[at[r]] = j
+			at[r]++
 		}
 	}
 	return out
@@ -399,12 +447,20 @@ func (q *qoeRound) spare(d, b int32) bool {
 		return false
 	}
 	tb := jb.Progress.RemainingWork / policy.SpeedupAt(jb.Speedup, q.need[b])
-	left := jd.Progress.Deadline.Sub(q.now).Seconds() - tb
+	left := q.left(jd.Progress.Deadline) - tb
 	return jd.Progress.RemainingWork/policy.SpeedupAt(jd.Speedup, jd.GPUs.Max) <= left*(1-q.headroom)
 }
 
-// above is how many GPUs job j holds above its floor.
-func (q *qoeRound) above(j int32) int { return max(0, q.c.Held(j)-q.floor(j)) }
+// above is how many GPUs job j holds above its floor: none if it holds
+// none, as no floor is negative (NewBoard refuses PerWorker < 1 and
+// Min < PerWorker), found without reading the thousands of queued jobs.
+func (q *qoeRound) above(j int32) int {
+	h := q.c.Held(j)
+	if h == 0 {
+		return 0
+	}
+	return max(0, h-q.floor(j))
+}
 
 // grow gives job b gain more GPUs, from idle ones or else from donors (see
 // QoE); or changes nothing and returns false. why ends the donors' reason.
@@ -412,7 +468,9 @@ func (q *qoeRound) grow(b int32, gain int, why string) bool {
 	c := q.c
 	// Outside step 1 the surplus bounds what b can gain.
 	before := q.above(b)
-	if c.Grow(b, gain) {
+	// Grow cannot place more than the free GPUs: thousands of queued jobs
+	// a round need not ask it.
+	if c.FreeGPUs() >= gain && c.Grow(b, gain) {
 		q.surplus += q.above(b) - before
 		q.donor(b)
 		return true
