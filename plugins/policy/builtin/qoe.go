@@ -150,10 +150,6 @@ type qoeRound struct {
 	// grow): in step 1, on-track jobs due after it that can spare the time
 	// may be shrunk below their need, or stopped, for it (see spare).
 	recipient int32
-	// now in Unix seconds and nanoseconds, for left; wall: now carries no
-	// monotonic reading and its seconds are within 2^62 of 1970.
-	nowSec, nowNsec int64
-	wall            bool
 }
 
 // Plan implements policy.Policy.
@@ -163,10 +159,9 @@ func (p *QoE) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
 	jobs := c.Jobs()
-	q := &qoeRound{c: c, jobs: jobs, headroom: math.Float64frombits(p.headroom.Load()),
+	q := &qoeRound{c: c, jobs: jobs, now: s.Now, headroom: math.Float64frombits(p.headroom.Load()),
 		class: make([]qoeClass, len(jobs)), need: make([]int, len(jobs)),
 		edf: c.DeadlineOrder(), shrunk: make([]bool, len(jobs)), recipient: -1}
-	q.setNow(s.Now)
 	for j := range jobs {
 		q.judge(int32(j))
 	}
@@ -278,28 +273,6 @@ func (q *qoeRound) fill(cooldown time.Duration) {
 	}
 }
 
-// setNow sets the round's time (now, and what left reads of it).
-func (q *qoeRound) setNow(now time.Time) {
-	q.now, q.nowSec, q.nowNsec = now, now.Unix(), int64(now.Nanosecond())
-	q.wall = now == now.Round(0) && q.nowSec > -1<<62 && q.nowSec < 1<<62
-}
-
-// left is t.Sub(q.now).Seconds(), the seconds from now to t, worked out
-// from their Unix seconds and nanoseconds where that is what Sub does:
-// now carries no monotonic reading (so Sub reads none), and t is within
-// 2^33 seconds of it, so the difference cannot overflow a Duration (Sub's
-// other case; wall's 2^62 keeps a wrapped difference out of that range).
-// judge asks it of the thousands of jobs of a round, and Sub checks its
-// answer by adding it back.
-func (q *qoeRound) left(t time.Time) float64 {
-	if q.wall {
-		if ds := t.Unix() - q.nowSec; ds > -1<<33 && ds < 1<<33 {
-			return (time.Duration(ds)*time.Second + time.Duration(int64(t.Nanosecond())-q.nowNsec)).Seconds()
-		}
-	}
-	return t.Sub(q.now).Seconds()
-}
-
 // judge sets job j's class and need.
 func (q *qoeRound) judge(j int32) {
 	job := q.jobs[j]
@@ -312,7 +285,7 @@ func (q *qoeRound) judge(j int32) {
 		q.class[j] = qoeUnknown
 	default:
 		q.class[j] = qoeBehind
-		budget := q.left(pr.Deadline) * (1 - q.headroom)
+		budget := pr.Deadline.Sub(q.now).Seconds() * (1 - q.headroom)
 		for g := r.Min; g <= r.Max && budget > 0; g += r.PerWorker {
 			if pr.RemainingWork/policy.SpeedupAt(job.Speedup, g) <= budget {
 				q.class[j], q.need[j] = qoeOnTrack, g
@@ -367,7 +340,7 @@ func (q *qoeRound) shares(capacity int) {
 	for _, j := range on {
 		job := q.jobs[j]
 		r, pr := job.GPUs, &job.Progress
-		aj := admission.Job{Due: q.left(pr.Deadline) * (1 - q.headroom), Work: pr.RemainingWork,
+		aj := admission.Job{Due: pr.Deadline.Sub(q.now).Seconds() * (1 - q.headroom), Work: pr.RemainingWork,
 			Speedup: job.Speedup, Min: r.Min, Max: r.Max, PerWorker: r.PerWorker}
 		sh := l.Fit(&aj)
 		if !sh.OK {
@@ -447,7 +420,7 @@ func (q *qoeRound) spare(d, b int32) bool {
 		return false
 	}
 	tb := jb.Progress.RemainingWork / policy.SpeedupAt(jb.Speedup, q.need[b])
-	left := q.left(jd.Progress.Deadline) - tb
+	left := jd.Progress.Deadline.Sub(q.now).Seconds() - tb
 	return jd.Progress.RemainingWork/policy.SpeedupAt(jd.Speedup, jd.GPUs.Max) <= left*(1-q.headroom)
 }
 
