@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -253,9 +252,9 @@ func (q *qoeRound) fill(cooldown time.Duration) {
 			h = append(h, st)
 		}
 	}
-	heap.Init(&h)
+	h.Init()
 	for h.Len() > 0 && c.FreeGPUs() > 0 {
-		st := heap.Pop(&h).(place.Step)
+		st := h.Take()
 		if st.To-st.From > c.FreeGPUs() || !c.Grow(st.Job, st.To-st.From) {
 			continue
 		}
@@ -263,7 +262,7 @@ func (q *qoeRound) fill(cooldown time.Duration) {
 			from[st.Job] = st.From
 		}
 		if st, ok := next(st.Job); ok {
-			heap.Push(&h, st)
+			h.Add(st)
 		}
 	}
 	for j := range q.jobs {
