@@ -14,8 +14,9 @@ import (
 // reports received at now (see structs.Outlook); largest is the GPUs of
 // the cluster's largest node, the limit of a gpus = "auto" job without a
 // max. A target that starts or stops looking reachable by its deadline
-// gets an event.
-func renewOutlook(j *structs.Job, now time.Time, largest int) {
+// gets an event. Without targets, the target's outlook is left to the
+// caller (Planner.AmendsTargets).
+func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 	if j.Progress == nil {
 		return
 	}
@@ -39,6 +40,10 @@ func renewOutlook(j *structs.Job, now time.Time, largest int) {
 		if _, ok := j.Progress.Metrics[t.Metric]; !ok && j.Progress.Reports >= silentReports {
 			j.WarnOnce(now, fmt.Sprintf("target metric %q not reported in %d progress reports: the planner cannot judge the target (report it with metric=%q)",
 				t.Metric, silentReports, t.Metric))
+		}
+		if !targets {
+			j.Outlook = o
+			return
 		}
 		o.Target = targetOutlook(j, t, prev, o.Speedup, maxG, now)
 		was := ""

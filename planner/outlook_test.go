@@ -93,6 +93,33 @@ func TestOutlook_Target(t *testing.T) {
 	}
 }
 
+// A planner whose AmendOutlook sets the targets' outlooks itself
+// (AmendsTargets, the simulator's) does not estimate them from the
+// reports: the target's outlook is the hook's, and the planner's
+// estimate (which would say "unreachable" here) gives no warning; the
+// speedup is still the planner's where the hook leaves it.
+func TestOutlook_AmendsTargets(t *testing.T) {
+	p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
+	own := &structs.TargetOutlook{Status: structs.OutlookEstimated, RemainingWork: 42, Reason: "the model's"}
+	amended := 0
+	p.AmendOutlook = func(j *structs.Job) {
+		if j.Outlook != nil {
+			amended++
+			j.Outlook.Target = own
+		}
+	}
+	p.AmendsTargets = true
+	j := submit(t, p, now, deadlineSpec(t, "t", "3m", *now))
+	samples := 0.0
+	reportCurve(t, p, now, j.ID, 2, 12, &samples)
+	rec := state(t, st, j.ID)
+	must.Eq(t, 12, amended)
+	must.Eq(t, own, rec.Outlook.Target)
+	for _, e := range rec.Events {
+		must.StrNotContains(t, e.Message, "unreachable by the deadline")
+	}
+}
+
 // Once the metric reaches the goal the outlook says so for good (a noisy
 // dip after does not undo it) and records the training it took, by which
 // the next job of that name is judged at submission.

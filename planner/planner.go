@@ -115,6 +115,12 @@ type Planner struct {
 	// its job models know (where the planner would estimate them from the
 	// reports, or at submission from an earlier run). nil: none.
 	AmendOutlook func(j *structs.Job)
+	// AmendsTargets, with AmendOutlook, says that the hook sets the
+	// outlook of every job's target itself, so the planner does not
+	// estimate it from the progress reports (the simulator's models know
+	// each job's remaining work; fitting a curve at each of thousands of
+	// reports was a sixth of a deadline replay, all of it overwritten).
+	AmendsTargets bool
 
 	obs observer
 
@@ -596,7 +602,7 @@ func (p *Planner) ReportProgress(ctx context.Context, id string, reports []struc
 		if err := j.AddProgress(reports, now); err != nil {
 			return structs.Inputf("%v", err)
 		}
-		renewOutlook(j, now, int(p.largest.Load()))
+		renewOutlook(j, now, int(p.largest.Load()), !(p.AmendsTargets && p.AmendOutlook != nil))
 		if p.AmendOutlook != nil {
 			p.AmendOutlook(j)
 		}

@@ -45,6 +45,9 @@ func (s *simulator) newPlanner(p policy.Policy) *planner.Planner {
 		// ID) is the same in every run.
 		NewJobID:     func(spec *jobspec.Spec) string { return spec.Name },
 		AmendOutlook: s.amendOutlook,
+		// It sets every target's outlook (a job with a target is one with
+		// a deadline, and amendOutlook gives each its model's).
+		AmendsTargets: true,
 	}
 	switch {
 	case s.queuesOn():
