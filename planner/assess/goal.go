@@ -377,37 +377,15 @@ func fitCurve(xs, ys []float64) curve {
 	for _, y := range ys {
 		sst += (y - my) * (y - my)
 	}
-	// fit is called about a hundred times, each an exp per point: what
-	// does not depend on tau is worked out once, and line(e, ys) is
-	// inlined, its sums taken with the same operations in the same order
-	// (so the same bits: TestFitCurveSame). line's mean y is my.
-	n := float64(len(xs))
-	v := make([]float64, len(xs)) // e = exp(v / tau)
-	for i, x := range xs {
-		v[i] = -(x - x0) / span
-	}
 	e := make([]float64, len(xs))
 	// fit returns A, B and the squared error at tau = exp(lt) spans.
 	fit := func(lt float64) (a, b, sse float64) {
 		tau := math.Exp(lt)
-		var mx float64
-		for i := range v {
-			e[i] = math.Exp(v[i] / tau)
-			mx += e[i]
+		for i, x := range xs {
+			e[i] = math.Exp(-(x - x0) / span / tau)
 		}
-		mx /= n
-		var sxx, sxy float64
-		for i := range e {
-			dx := e[i] - mx
-			sxx += dx * dx
-			sxy += dx * (ys[i] - my)
-		}
-		if !(sxx > 0) {
-			return my, 0, sst
-		}
-		c1 := sxy / sxx // y = c0 + c1*e: B = -c1 must be > 0
-		c0 := my - c1*mx
-		if c1 >= 0 {
+		c0, c1, ok := line(e, ys)
+		if !ok || c1 >= 0 { // y = c0 + c1*e: B = -c1 must be > 0
 			return my, 0, sst
 		}
 		for i, y := range ys {
@@ -415,22 +393,6 @@ func fitCurve(xs, ys []float64) curve {
 			sse += d * d
 		}
 		return c0, -c1, sse
-	}
-	// The last two fits, since golden's best point is fitted again.
-	type fitted struct {
-		ok            bool
-		lt, a, b, sse float64
-	}
-	var memo [2]fitted
-	memoFit := func(lt float64) (a, b, sse float64) {
-		for _, m := range memo {
-			if m.ok && m.lt == lt {
-				return m.a, m.b, m.sse
-			}
-		}
-		a, b, sse = fit(lt)
-		memo[1], memo[0] = memo[0], fitted{true, lt, a, b, sse}
-		return a, b, sse
 	}
 	const steps = 60
 	lo, hi := math.Log(0.01), math.Log(10)
@@ -441,12 +403,12 @@ func fitCurve(xs, ys []float64) curve {
 			bestK, bestE = k, sse
 		}
 	}
-	lt := golden(func(lt float64) float64 { _, _, s := memoFit(lt); return s },
+	lt := golden(func(lt float64) float64 { _, _, s := fit(lt); return s },
 		at(max(0, bestK-1)), at(min(steps, bestK+1)), 40)
-	if _, _, s := memoFit(lt); s > bestE {
+	if _, _, s := fit(lt); s > bestE {
 		lt = at(bestK)
 	}
-	a, b, sse := memoFit(lt)
+	a, b, sse := fit(lt)
 	c := curve{A: a, B: b, Tau: math.Exp(lt) * span, X0: x0, Edge: bestK == steps}
 	if sst > 0 {
 		c.R2 = 1 - sse/sst
