@@ -72,7 +72,7 @@ func (p *Planner) releaseDeparted(ctx context.Context, d Departures, live []*str
 			msg += "; training goes on"
 		}
 		err := p.update(ctx, j, func(j *structs.Job) error {
-			j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+			accrue(j, now)
 			j.Allocation = maps.Clone(map[string]int(keep))
 			if keep.Total() == 0 {
 				j.State = structs.JobQueued

@@ -439,7 +439,7 @@ func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time, whole
 			j.State = structs.JobFailed
 		}
 		j.Finished = now
-		j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+		accrue(j, now)
 		j.Allocation = nil
 		j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Reason: "job ended"})
 		j.AddEvents(structs.Event{Time: now, Type: string(j.State), Message: out.Message})
@@ -510,7 +510,7 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 	resume := j.Resume         // what the start was told (round), not yet stored
 	err := p.update(ctx, j, func(j *structs.Job) error {
 		j.NomadJobID = nomadJobID
-		j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+		accrue(j, now)
 		j.Allocation = maps.Clone(map[string]int(ch.To))
 		events := []structs.Event{{Time: now, Type: string(ch.Kind),
 			Message: fmt.Sprintf("%s: %d -> %d GPUs (%s)", ch.Kind, ch.From.Total(), ch.To.Total(), policyName)}}
@@ -671,7 +671,7 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	err = p.update(ctx, j, func(j *structs.Job) error {
 		j.NomadJobID = nomadJobID
 		if running {
-			j.AttainedGPUSeconds += float64(j.GPUs()) * now.Sub(lastChange(j)).Seconds()
+			accrue(j, now)
 			j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Reason: "stopped by user"})
 		}
 		j.State = structs.JobStopped

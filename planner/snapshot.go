@@ -145,7 +145,7 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 				case t.gpus == 0: // a queued job's view does not change with the time
 				case t.plain: // timed's sum, without a read of the record
 					v := &s.Jobs[k+m]
-					v.AttainedGPUSeconds = t.attained + float64(t.gpus)*now.Sub(v.LastResized).Seconds()
+					v.AttainedGPUSeconds = attainedAt(t.attained, int(t.gpus), v.LastResized, now)
 				default:
 					timed(&s.Jobs[k+m], jobs[k+m], now, int(t.gpus))
 				}
@@ -248,7 +248,7 @@ func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]i
 // must not be plain (see plain, and viewTime: the snapshot renews a plain
 // job's copied view without it).
 func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
-	pj.AttainedGPUSeconds = j.AttainedGPUSeconds + float64(held)*now.Sub(pj.LastResized).Seconds()
+	pj.AttainedGPUSeconds = attainedAt(j.AttainedGPUSeconds, held, pj.LastResized, now)
 	pj.Progress, pj.Speedup = policy.Progress{}, nil
 	if t := j.Spec.Target; t != nil {
 		pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
@@ -259,6 +259,19 @@ func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
 	progressOf(&pj.Progress, j.Progress)
 	applyOutlook(pj, j, now)
 	applyAdmission(pj, j)
+}
+
+// attainedAt is a job's attained service at now: what its record counts
+// (attained, up to its last change, since) and held GPUs since.
+func attainedAt(attained float64, held int, since, now time.Time) float64 {
+	return attained + float64(held)*now.Sub(since).Seconds()
+}
+
+// accrue adds to record j's attained service the GPUs it holds since its
+// last change, up to now: what a write that changes its GPUs or ends it
+// first does.
+func accrue(j *structs.Job, now time.Time) {
+	j.AttainedGPUSeconds = attainedAt(j.AttainedGPUSeconds, j.GPUs(), lastChange(j), now)
 }
 
 // heldOn is the part of allocation a on known nodes, and its GPUs: a
