@@ -297,8 +297,7 @@ func (l *Ledger) Fit(j *Job) Share {
 // rounded up, at least its Min.
 func (l *Ledger) now(j *Job, g int) int {
 	lo, _, step := counts(j)
-	free := max(l.capacity*l.ends[0]-l.used[0], 0) / l.ends[0]
-	a := min(float64(g), free)
+	a := min(float64(g), l.free[0])
 	n := int(math.Ceil(a/float64(step)-1e-9)) * step
 	return min(max(n, lo), g)
 }
