@@ -68,6 +68,10 @@ var (
 		// Directories searched before PATH for horovodrun, python3 and
 		// torchrun, and put first on the launcher's PATH (a virtualenv's bin).
 		"bin_dirs": hclspec.NewAttr("bin_dirs", "list(string)", false),
+		// Python modules this client's warm interpreter imports when the
+		// driver starts (the python3 of bin_dirs); workers that preload
+		// modules fork their standby from it (workeragent.ForkServer).
+		"standby_preload": hclspec.NewAttr("standby_preload", "list(string)", false),
 		// Ignored (each job brings its own secret, SecretEnv); accepted so
 		// client configs written for earlier versions still load.
 		"auth_secret": hclspec.NewAttr("auth_secret", "string", false),
@@ -143,6 +147,7 @@ type Config struct {
 	ConsulToken       string   `codec:"consul_token"`
 	NomadAddress      string   `codec:"nomad_address"`
 	FingerprintPeriod string   `codec:"fingerprint_period"`
+	StandbyPreload    []string `codec:"standby_preload"`
 }
 
 // TaskConfig is a task's driver config (taskConfigSpec).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/consul-template/signals"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/driver/workeragent"
 )
 
 // Driver is the horovod task driver. This file holds its RPCs.
@@ -35,8 +37,10 @@ type Driver struct {
 	// its ssh shim and discovery.
 	selfPath string
 
-	config      *Config
-	period      time.Duration
+	config *Config
+	period time.Duration
+	// forkServer is the client's warm interpreter (standby_preload), or nil.
+	forkServer  *workeragent.ForkServer
 	nomadConfig *base.ClientDriverConfig
 	compute     cpustats.Compute
 }
@@ -92,6 +96,11 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 			config.BinDirs[i] = abs
 		}
 	}
+	for i, m := range config.StandbyPreload {
+		if !validModule(m) {
+			return fmt.Errorf("standby_preload[%d]: %q is not a Python module name (dotted identifiers)", i, m)
+		}
+	}
 	if config.AuthSecret != "" {
 		d.logger.Warn("auth_secret is ignored: each job brings its own secret in " + SecretEnv + " (see docs/driver.md); remove it from the client config")
 	}
@@ -101,7 +110,43 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 		d.nomadConfig = cfg.AgentConfig.Driver
 		d.compute = cfg.AgentConfig.Compute()
 	}
+	if len(config.StandbyPreload) > 0 && d.forkServer == nil {
+		d.startForkServer(&config)
+	}
 	return nil
+}
+
+// startForkServer starts the client's warm interpreter (standby_preload);
+// it is stopped with the driver. Without it (no python, or it fails)
+// workers start standbys of their own, as they do without the setting.
+func (d *Driver) startForkServer(config *Config) {
+	python, err := findPython(d.lookPath, config.BinDirs)
+	if err != nil {
+		d.logger.Warn("standby_preload: no warm interpreter", "error", err)
+		return
+	}
+	fs := &workeragent.ForkServer{
+		Python:  python,
+		Modules: config.StandbyPreload,
+		// Not the driver's environment: it may hold its tokens.
+		Env: []string{"PATH=" + joinPath(config.BinDirs, "/usr/local/bin:/usr/bin:/bin")},
+		Log: d.logger.Named("forkserver").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	if err := fs.Start(); err != nil {
+		d.logger.Warn("standby_preload: no warm interpreter", "error", err)
+		return
+	}
+	d.forkServer = fs
+	d.logger.Info("warm interpreter started", "python", python, "preload", strings.Join(config.StandbyPreload, ","), "socket", fs.Socket())
+	go func() {
+		select {
+		case <-fs.Ready():
+			d.logger.Info("warm interpreter ready")
+		case <-d.ctx.Done():
+		}
+		<-d.ctx.Done()
+		fs.Stop()
+	}()
 }
 
 func (d *Driver) TaskConfigSchema() (*hclspec.Spec, error) { return taskConfigSpec, nil }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/helper/testlog"
+	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/drivers"
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 	"github.com/shoenig/test/must"
@@ -379,4 +380,63 @@ func freeAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	must.NoError(t, l.Close())
 	return addr
+}
+
+// With standby_preload, the client's warm interpreter imports the modules
+// when the driver starts, and a worker that preloads modules forks its
+// standby from it: its first Python command finds them imported, runs as
+// the server's child in the worker's own cgroups, and the worker's task
+// file names the server's socket.
+func TestDriver_WorkerForksStandbyFromWarmInterpreter(t *testing.T) {
+	t.Parallel()
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	binDir := t.TempDir()
+	must.NoError(t, os.Symlink(python, filepath.Join(binDir, "python3")))
+	td := newTestDriverIn(t, binDir)
+	var cfg []byte
+	must.NoError(t, base.MsgPackEncode(&cfg, &Config{BinDirs: []string{binDir}, StandbyPreload: []string{"decimal"}}))
+	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: cfg}))
+	fs := td.d.forkServer
+	must.NotNil(t, fs)
+	t.Cleanup(fs.Kill)
+	select {
+	case <-fs.Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("the warm interpreter never served")
+	}
+
+	addr := freeAddr(t)
+	task := td.newTask(t, "worker", &TaskConfig{Role: RoleWorker, Slots: 1, Port: "horovod", Preload: []string{"decimal"}}, map[string]string{
+		"NOMAD_ADDR_horovod": addr,
+		"NOMAD_JOB_ID":       "train",
+	})
+	_, _, err := td.h.StartTask(task)
+	must.NoError(t, err)
+	waitFile(t, filepath.Join(task.TaskDir().SharedAllocDir, drain.AgentStatusPath), 20*time.Second)
+	taskFile, err := jobstate.Read(filepath.Join(task.TaskDir().SecretsDir, taskFileName))
+	must.NoError(t, err)
+	must.Eq(t, fs.Socket(), taskFile.StandbyServer)
+
+	h, ok := td.d.tasks.get(task.ID)
+	must.True(t, ok)
+	agentCgroup, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", h.runner.Pid()))
+	must.NoError(t, err)
+	script := filepath.Join(task.TaskDir().LocalDir, "probe.py")
+	must.NoError(t, os.WriteFile(script, []byte(`import os, sys
+print("decimal" in sys.modules, os.getppid() == int(sys.argv[1]))
+sys.stdout.write(open("/proc/self/cgroup").read())
+`), 0o644))
+	token := jobstate.Token(testSecret, "default", "train")
+	var stdout, stderr strings.Builder
+	code, err := workeragent.Run(context.Background(), addr, token, fmt.Sprintf("%s %s %d", filepath.Join(binDir, "python3"), script, fs.Pid()),
+		nil, &stdout, &stderr, 5*time.Second)
+	must.NoError(t, err)
+	must.Eq(t, 0, code, must.Sprint(stderr.String()))
+	must.Eq(t, "True True\n"+string(agentCgroup), stdout.String())
+
+	must.NoError(t, td.h.StopTask(task.ID, 10*time.Second, ""))
+	td.waitExit(t, task.ID, 10*time.Second)
 }

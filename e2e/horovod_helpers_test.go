@@ -55,6 +55,7 @@ func horovodConfig(t *testing.T) lab.Config {
 plugin "nomad-driver-horovod" {
   config {
     bin_dirs           = [%q]
+    standby_preload    = ["torch", "horovod.torch"]
     consul_address     = "127.0.0.1:%d"
     nomad_address      = "http://127.0.0.1:%d"
     fingerprint_period = "5s"

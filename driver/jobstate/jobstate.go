@@ -66,6 +66,9 @@ type Task struct {
 	// (Python) imports ahead of the first command (workeragent.Standby);
 	// none: no standby.
 	Preload []string
+	// StandbyServer is the socket of the client's warm interpreter
+	// (workeragent.ForkServer), which forks the standby when set.
+	StandbyServer string `json:",omitempty"`
 }
 
 // Write writes t to path, readable only by its owner.

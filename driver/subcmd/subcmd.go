@@ -153,14 +153,17 @@ func runWorkerAgent(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if len(t.Preload) > 0 && t.Python != "" {
-		standby := &workeragent.Standby{Python: t.Python, Modules: t.Preload, Dir: dir, Env: srv.Env,
+		standby := &workeragent.Standby{Python: t.Python, Modules: t.Preload, Dir: dir, Env: srv.Env, Server: t.StandbyServer,
 			Ready: func() { logger.Info("standby interpreter ready") }}
 		if err := standby.Start(); err != nil {
 			logger.Warn("no standby interpreter; commands start cold", "error", err)
 		} else {
 			srv.Standby = standby
 			defer standby.Stop()
-			logger.Info("standby interpreter started", "python", t.Python, "preload", strings.Join(t.Preload, ","))
+			if err := standby.ForkError(); err != nil {
+				logger.Warn("the warm interpreter did not fork the standby; started one", "error", err)
+			}
+			logger.Info("standby interpreter started", "python", t.Python, "preload", strings.Join(t.Preload, ","), "forked", standby.Forked())
 		}
 	}
 	status(0, 0)

@@ -51,7 +51,7 @@ type Server struct {
 	random io.Reader
 
 	mu      sync.Mutex
-	running map[int]*exec.Cmd // by pgid
+	running map[int]process // by pgid
 	started int
 	// finished is closed when a client asks the agent to finish.
 	finished     chan struct{}
@@ -68,7 +68,7 @@ func (s *Server) init() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running == nil {
-		s.running = map[int]*exec.Cmd{}
+		s.running = map[int]process{}
 	}
 	if s.finished == nil {
 		s.finished = make(chan struct{})
@@ -218,15 +218,15 @@ func (s *Server) handle(conn net.Conn, release func()) error {
 	}
 	stdout := &fallbackWriter{w: frameWriter{ch: ch, kind: frameStdout}, fallback: s.Stdout}
 	stderr := &fallbackWriter{w: frameWriter{ch: ch, kind: frameStderr}, fallback: s.Stderr}
-	var cmd *exec.Cmd
+	var proc process
 	var stdin io.WriteCloser
 	warm := false
 	if s.Standby != nil {
-		cmd, stdin = s.Standby.Take(req.Command, stdout, stderr)
-		warm = cmd != nil
+		proc, stdin = s.Standby.Take(req.Command, stdout, stderr)
+		warm = proc != nil
 	}
-	if cmd == nil {
-		cmd = exec.Command("/bin/sh", "-c", req.Command)
+	if proc == nil {
+		cmd := exec.Command("/bin/sh", "-c", req.Command)
 		cmd.Dir = s.Dir
 		cmd.Env = s.Env
 		cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -241,9 +241,10 @@ func (s *Server) handle(conn net.Conn, release func()) error {
 			_ = writeExit(ch, 127)
 			return fmt.Errorf("failed to start command: %w", err)
 		}
+		proc = &started{cmd}
 	}
-	pgid := cmd.Process.Pid
-	s.track(pgid, cmd)
+	pgid := proc.processID()
+	s.track(pgid, proc)
 	defer s.untrack(pgid)
 	s.Logger.Info("command started", "pid", pgid, "remote", conn.RemoteAddr().String(), "standby", warm)
 
@@ -276,11 +277,10 @@ func (s *Server) handle(conn net.Conn, release func()) error {
 		}
 	}()
 
-	waitErr := cmd.Wait()
+	code := proc.wait()
 	close(exited)
 	// Whatever the command left in its group goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	code := exitCode(cmd, waitErr)
 	s.Logger.Info("command exited", "pid", pgid, "exit_code", code)
 	if err := writeExit(ch, code); err != nil {
 		return nil // the client is gone; nothing to tell
@@ -315,6 +315,20 @@ func (f *fallbackWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// process is a command the agent runs, in a process group of its own:
+// one it started, or a standby the fork server forked for it.
+type process interface {
+	processID() int // also its process group's
+	wait() int      // its exit code, as a shell reports it
+}
+
+// started is a process the agent started.
+type started struct{ cmd *exec.Cmd }
+
+func (p *started) processID() int { return p.cmd.Process.Pid }
+
+func (p *started) wait() int { return exitCode(p.cmd, p.cmd.Wait()) }
+
 // exitCode is the command's exit status as a shell reports it.
 func exitCode(cmd *exec.Cmd, err error) int {
 	if cmd.ProcessState == nil {
@@ -340,9 +354,9 @@ func killGroup(pgid int, exited <-chan struct{}) {
 	}
 }
 
-func (s *Server) track(pgid int, cmd *exec.Cmd) {
+func (s *Server) track(pgid int, proc process) {
 	s.mu.Lock()
-	s.running[pgid] = cmd
+	s.running[pgid] = proc
 	s.started++
 	running, started := len(s.running), s.started
 	s.mu.Unlock()

@@ -23,9 +23,15 @@ import (
 // and top show) becomes the program's, as its command line stays the
 // standby's. Variables read when a module is imported see the
 // agent's environment; OMP_NUM_THREADS and MKL_NUM_THREADS, read by torch
-// at import, are applied again, and PYTHONUNBUFFERED too.
-const standbyScript = `import importlib, io, json, os, sys
-for name in sys.argv[1:]:
+// at import, are applied again, and PYTHONUNBUFFERED and
+// PYTHONDONTWRITEBYTECODE too.
+const standbyScript = "import sys\nmodules = sys.argv[1:]\n" + standbyBody
+
+// standbyBody is the standby after its start: the fork server's children
+// run it too (forkServerScript), with modules set to those their agent
+// asked for (already imported in the server, unless the agent wants more).
+const standbyBody = `import importlib, io, json, os, sys
+for name in modules:
     try:
         importlib.import_module(name)
     except BaseException:
@@ -50,6 +56,7 @@ if os.environ.get("PYTHONUNBUFFERED"):
     sys.stderr.flush()
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "wb", closefd=False), encoding=sys.stdout.encoding, errors=sys.stdout.errors, write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), encoding=sys.stderr.encoding, errors=sys.stderr.errors, write_through=True)
+sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
 torch = sys.modules.get("torch")
 threads = os.environ.get("OMP_NUM_THREADS") or os.environ.get("MKL_NUM_THREADS")
 if torch is not None and threads and threads.isdigit() and int(threads) > 0:
@@ -79,23 +86,65 @@ else:
 // whose #! line names it, like torchrun) to the standby; any other command,
 // or one whose environment changes what the interpreter reads at startup,
 // runs as usual. A standby serves one command.
+//
+// With Server set, the standby is forked from the node's warm interpreter
+// (ForkServer), which imported the modules before this worker existed;
+// otherwise, or when the server cannot serve this agent, the agent starts
+// its own.
 type Standby struct {
 	Python  string   // the interpreter
 	Modules []string // imported ahead
 	Dir     string   // working directory of commands
 	Env     []string // environment of commands
+	// Server is the fork server's socket (jobstate.Task.StandbyServer), or "".
+	Server string
 	// Ready, if set, is called once the modules are imported.
 	Ready func()
 
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *switchWriter
-	err   *switchWriter
+	mu      sync.Mutex
+	proc    process
+	forked  bool
+	forkErr error
+	stdin   io.WriteCloser
+	out     *switchWriter
+	err     *switchWriter
 }
 
-// Start starts the standby interpreter in a process group of its own.
+// forkTimeout bounds the fork server's answer (it answers at once: the
+// driver names it to tasks only once its imports are done).
+const forkTimeout = 5 * time.Second
+
+// Start starts the standby interpreter in a process group of its own:
+// forked by the server when there is one that serves this agent (Forked),
+// else started by the agent (ForkError says why the server did not).
 func (s *Standby) Start() error {
+	if s.Server != "" {
+		err := s.fork()
+		s.mu.Lock()
+		s.forkErr = err
+		s.mu.Unlock()
+		if err == nil {
+			return nil
+		}
+	}
+	return s.spawn()
+}
+
+// Forked says whether the standby came from the fork server.
+func (s *Standby) Forked() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.forked
+}
+
+// ForkError is why the fork server did not serve this agent, if it was asked.
+func (s *Standby) ForkError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.forkErr
+}
+
+func (s *Standby) spawn() error {
 	cmd := exec.Command(s.Python, append([]string{"-c", standbyScript}, s.Modules...)...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
@@ -118,26 +167,87 @@ func (s *Standby) Start() error {
 		ready.Close()
 		return fmt.Errorf("failed to start standby interpreter: %w", err)
 	}
-	go func() {
-		defer ready.Close()
-		if n, _ := ready.Read(make([]byte, 6)); n > 0 && s.Ready != nil {
-			s.Ready()
-		}
-	}()
+	go s.awaitReady(ready)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cmd, s.stdin, s.out, s.err = cmd, stdin, out, errOut
+	s.proc, s.stdin, s.out, s.err = &started{cmd}, stdin, out, errOut
 	return nil
+}
+
+// fork asks the fork server for the standby: it gets the ends of the
+// pipes the agent reads and writes, as a child of the agent would.
+func (s *Standby) fork() error {
+	for _, kv := range s.Env {
+		// The server started without them; the commands expect them.
+		if k, _, _ := strings.Cut(kv, "="); startupVar(k) {
+			return fmt.Errorf("the agent's environment sets %s", k)
+		}
+	}
+	var pipes [4][2]*os.File // stdin, stdout, stderr, ready: {read, write}
+	closeAll := func() {
+		for _, p := range pipes {
+			for _, f := range p {
+				if f != nil {
+					f.Close()
+				}
+			}
+		}
+	}
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("failed to create pipe: %w", err)
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	p, err := forkStandby(s.Server, s.Modules, [4]*os.File{pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]}, forkTimeout)
+	// The child has its ends now (or there is no child).
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	pipes[3][1].Close()
+	if err != nil {
+		pipes[0][1].Close()
+		pipes[1][0].Close()
+		pipes[2][0].Close()
+		pipes[3][0].Close()
+		return err
+	}
+	out, errOut := &switchWriter{}, &switchWriter{}
+	for _, c := range []struct {
+		w io.Writer
+		r *os.File
+	}{{out, pipes[1][0]}, {errOut, pipes[2][0]}} {
+		p.copies.Add(1)
+		go func() {
+			defer p.copies.Done()
+			defer c.r.Close()
+			_, _ = io.Copy(c.w, c.r)
+		}()
+	}
+	go s.awaitReady(pipes[3][0])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proc, s.forked, s.stdin, s.out, s.err = p, true, pipes[0][1], out, errOut
+	return nil
+}
+
+func (s *Standby) awaitReady(ready *os.File) {
+	defer ready.Close()
+	if n, _ := ready.Read(make([]byte, 6)); n > 0 && s.Ready != nil {
+		s.Ready()
+	}
 }
 
 // Take hands command to the standby when it can run it: it returns the
 // standby's process, already started and running command with its output
 // going to stdout and stderr, and its stdin; nil when the command is
 // not for it (or it was taken).
-func (s *Standby) Take(command string, stdout, stderr io.Writer) (*exec.Cmd, io.WriteCloser) {
+func (s *Standby) Take(command string, stdout, stderr io.Writer) (process, io.WriteCloser) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
+	if s.proc == nil {
 		return nil, nil
 	}
 	req, ok := s.request(command)
@@ -153,23 +263,23 @@ func (s *Standby) Take(command string, stdout, stderr io.Writer) (*exec.Cmd, io.
 	}
 	s.out.attach(stdout)
 	s.err.attach(stderr)
-	cmd, stdin := s.cmd, s.stdin
-	s.cmd, s.stdin = nil, nil
-	return cmd, stdin
+	proc, stdin := s.proc, s.stdin
+	s.proc, s.stdin = nil, nil
+	return proc, stdin
 }
 
 // Stop ends an untaken standby.
 func (s *Standby) Stop() {
 	s.mu.Lock()
-	cmd, stdin := s.cmd, s.stdin
-	s.cmd, s.stdin = nil, nil
+	proc, stdin := s.proc, s.stdin
+	s.proc, s.stdin = nil, nil
 	s.mu.Unlock()
-	if cmd == nil {
+	if proc == nil {
 		return
 	}
 	stdin.Close()
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	_ = cmd.Wait()
+	_ = syscall.Kill(-proc.processID(), syscall.SIGKILL)
+	proc.wait()
 }
 
 // standbyRequest is the line the standby reads.
@@ -239,16 +349,13 @@ func (s *Standby) startupEnvUnchanged(env map[string]string) bool {
 			had[k] = v
 		}
 	}
-	startup := func(k string) bool {
-		return (strings.HasPrefix(k, "PYTHON") && k != "PYTHONUNBUFFERED") || strings.HasPrefix(k, "LD_")
-	}
 	for k, v := range env {
-		if startup(k) && had[k] != v {
+		if startupVar(k) && had[k] != v {
 			return false
 		}
 	}
 	for k := range had {
-		if _, ok := env[k]; !ok && startup(k) {
+		if _, ok := env[k]; !ok && startupVar(k) {
 			return false
 		}
 	}

@@ -75,5 +75,8 @@ plugin "schedulearn-gpu" {
 plugin "nomad-driver-horovod" {
   config {
     bin_dirs = [".cache/venv/bin"]
+    # A warm interpreter that imports these once, when the client starts:
+    # a worker's standby is forked from it (docs/driver.md, Rescaling).
+    standby_preload = ["torch", "horovod.torch"]
   }
 }

@@ -110,7 +110,14 @@ variable "horovod" {
   description = "The horovod task driver: bin_dirs holds horovodrun, torchrun and python3. Workers authenticate with each job's own secret (a Nomad variable the planner writes), so the client holds none."
   type = object({
     bin_dirs = list(string)
+    # Imported once by the client's warm interpreter, which forks the
+    # workers' standbys (docs/driver.md); [] for none.
+    standby_preload = optional(list(string), ["torch", "horovod.torch"])
   })
+  validation {
+    condition     = alltrue([for m in var.horovod.standby_preload : can(regex("^[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)*$", m))])
+    error_message = "horovod.standby_preload must be Python module names (dotted identifiers)."
+  }
 }
 
 variable "log_level" {

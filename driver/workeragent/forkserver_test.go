@@ -1,0 +1,244 @@
+package workeragent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+)
+
+// startForkServer starts a fork server with modules and waits until it
+// serves; it is killed, with whatever it forked, when the test ends.
+func startForkServer(t *testing.T, modules ...string) (*ForkServer, string) {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	return startForkServerWith(t, python, modules...)
+}
+
+func startForkServerWith(t *testing.T, python string, modules ...string) (*ForkServer, string) {
+	t.Helper()
+	// In a directory of its own under the system's temporary directory
+	// (as the driver's), which every user can reach; Kill removes it.
+	fs := &ForkServer{Python: python, Modules: modules, Env: []string{"PATH=/usr/bin:/bin"}}
+	must.NoError(t, fs.Start())
+	t.Cleanup(fs.Kill)
+	select {
+	case <-fs.Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("the fork server never served")
+	}
+	must.True(t, fs.IsReady())
+	return fs, python
+}
+
+// A standby forked from the node's warm interpreter runs the agent's first
+// Python command as the agent's own standby does: with the server's
+// modules already imported (and the ones only the agent asked for), the
+// command's argv, environment, directory, stdin, stdout, stderr and exit
+// code; the next command runs cold.
+func TestForkServer_StandbyRunsFirstPythonCommand(t *testing.T) {
+	fs, python := startForkServer(t, "decimal")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "train.py")
+	must.NoError(t, os.WriteFile(script, []byte(`import os, sys
+print("warm" if "decimal" in sys.modules else "cold", "fractions" in sys.modules, sys.argv[1:], os.environ["WHO"], os.getcwd() == os.environ["WANT_DIR"])
+if "decimal" in sys.modules:
+    print("the agent's child:", os.getppid() == int(os.environ["AGENT"]))
+print(sys.stdin.read().strip(), file=sys.stderr)
+sys.exit(int(os.environ.get("CODE", "0")))
+`), 0o644))
+	env := []string{"PATH=/usr/bin:/bin", "WHO=agent", "WANT_DIR=" + dir, fmt.Sprintf("AGENT=%d", os.Getpid())}
+	ready := make(chan struct{})
+	standby := &Standby{Python: python, Modules: []string{"decimal", "fractions"}, Dir: dir, Env: env, Server: fs.Socket(),
+		Ready: func() { close(ready) }}
+	must.NoError(t, standby.Start())
+	t.Cleanup(standby.Stop)
+	must.NoError(t, standby.ForkError())
+	must.True(t, standby.Forked())
+	select {
+	case <-ready:
+	case <-time.After(time.Minute):
+		t.Fatal("the standby never said it was ready")
+	}
+	_, addr := serve(t, &Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
+	for _, want := range []string{"warm True ['--lr', '0.1'] agent True\nthe agent's child: False\n", "cold False ['--lr', '0.1'] agent True\n"} {
+		var stdout, stderr bytes.Buffer
+		code, err := Run(context.Background(), addr, "tok", "env CODE=3 PYTHONUNBUFFERED=1 "+python+" "+script+" --lr 0.1",
+			strings.NewReader("from stdin\n"), &stdout, &stderr, 5e9)
+		must.NoError(t, err)
+		must.Eq(t, 3, code)
+		// The forked standby is the server's child, not the agent's.
+		must.Eq(t, want, stdout.String())
+		must.Eq(t, "from stdin\n", stderr.String())
+	}
+}
+
+// An agent whose standby the server cannot fork (no server there, or an
+// environment that changes the interpreter's startup) starts its own.
+func TestForkServer_AgentFallsBack(t *testing.T) {
+	fs, python := startForkServer(t, "decimal")
+	for name, c := range map[string]struct{ socket, env string }{
+		"no server":         {filepath.Join(t.TempDir(), "none.sock"), "X=1"},
+		"a startup setting": {fs.Socket(), "PYTHONPATH=/elsewhere"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", c.env}, Server: c.socket}
+			must.NoError(t, standby.Start())
+			t.Cleanup(standby.Stop)
+			must.False(t, standby.Forked())
+			must.Error(t, standby.ForkError())
+		})
+	}
+}
+
+// The server refuses what is not a request for a standby, and says why.
+func TestForkServer_RefusesBadRequests(t *testing.T) {
+	fs, _ := startForkServer(t)
+	files := make([]*os.File, 4)
+	for i := range files {
+		r, w, err := os.Pipe()
+		must.NoError(t, err)
+		t.Cleanup(func() { r.Close(); w.Close() })
+		files[i] = w
+	}
+	for name, c := range map[string]struct {
+		modules []string
+		want    string
+	}{
+		"a module name that is not one": {[]string{"os; import shutil"}, "modules"},
+		"too many modules":              {make([]string, 65), "modules"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := forkStandby(fs.Socket(), c.modules, [4]*os.File(files), 5*time.Second)
+			must.ErrorContains(t, err, c.want)
+		})
+	}
+	t.Run("no descriptors", func(t *testing.T) {
+		conn, err := net.Dial("unix", fs.Socket())
+		must.NoError(t, err)
+		defer conn.Close()
+		_, err = conn.Write([]byte(`{"modules": []}` + "\n"))
+		must.NoError(t, err)
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		must.StrHasPrefix(t, "error want one request line and 4 file descriptors", line)
+	})
+}
+
+// Stopping the server removes its socket at once, but a standby already
+// forked still runs its command to the end and its agent still gets the
+// exit code.
+func TestForkServer_StopKeepsForkedStandbys(t *testing.T) {
+	fs, python := startForkServer(t, "decimal")
+	dir := t.TempDir()
+	env := []string{"PATH=/usr/bin:/bin"}
+	standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: dir, Env: env, Server: fs.Socket()}
+	must.NoError(t, standby.Start())
+	t.Cleanup(standby.Stop)
+	must.True(t, standby.Forked())
+	fs.Stop()
+	_, err := os.Stat(fs.Socket())
+	must.True(t, os.IsNotExist(err))
+	_, addr := serve(t, &Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
+	var stdout, stderr bytes.Buffer
+	script := filepath.Join(dir, "exit.py")
+	must.NoError(t, os.WriteFile(script, []byte("import sys\nprint('decimal' in sys.modules)\nsys.exit(7)\n"), 0o644))
+	code, err := Run(context.Background(), addr, "tok", python+" "+script, nil, &stdout, &stderr, 5e9)
+	must.NoError(t, err)
+	must.Eq(t, 7, code, must.Sprint(stderr.String()))
+	must.Eq(t, "True\n", stdout.String())
+	select {
+	case <-fs.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stopped server did not exit after its last standby")
+	}
+}
+
+// forkCallerScript asks the fork server at argv[1] for a standby as the
+// user and group argv[2], from the cgroup directory argv[3] (its pid
+// written there first), passing on its own stdin, stdout and stderr;
+// it exits with the standby's exit code.
+const forkCallerScript = `import json, os, socket, sys
+sock, ids, cgdir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with open(os.path.join(cgdir, "cgroup.procs"), "w") as f:
+    f.write(str(os.getpid()))
+os.setgroups([])
+os.setgid(ids)
+os.setuid(ids)
+r, w = os.pipe()
+c = socket.socket(socket.AF_UNIX)
+c.connect(sock)
+socket.send_fds(c, [json.dumps({"modules": []}).encode() + b"\n"], [0, 1, 2, w])
+os.close(w)
+f = c.makefile()
+print(f.readline().strip(), file=sys.stderr)
+line = f.readline().split()
+sys.exit(int(line[1]) if line and line[0] == "exit" else 99)
+`
+
+// The standby the server forks is the caller's process: its user and
+// groups and its cgroup are the caller's (the kernel's credentials of the
+// socket's peer, and the peer's cgroups), not the server's (root).
+func TestForkServer_ChildTakesTheCallersUserAndCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the server forks as root and the caller is another user")
+	}
+	own, err := os.ReadFile("/proc/self/cgroup")
+	must.NoError(t, err)
+	var pids string
+	for _, line := range strings.Split(string(own), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "pids" {
+			pids = filepath.Join("/sys/fs/cgroup/pids", parts[2])
+		}
+	}
+	if pids == "" {
+		t.Skip("no cgroup v1 pids controller to make a cgroup in")
+	}
+	cg := filepath.Join(pids, fmt.Sprintf("schedulearn-forkserver-test-%d", os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Skipf("cannot make a cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		// Its processes have exited by then (the caller waited for the standby).
+		deadline := time.Now().Add(10 * time.Second)
+		for os.Remove(cg) != nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	// An interpreter every user can run (not one under root's home).
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	fs, _ := startForkServerWith(t, python, "decimal")
+
+	dir, err := os.MkdirTemp("", "forkserver-probe-") // the caller's user reaches it
+	must.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must.NoError(t, os.Chmod(dir, 0o755))
+	probe := filepath.Join(dir, "probe.py")
+	must.NoError(t, os.WriteFile(probe, []byte(`import os
+print(os.getuid(), os.getgid(), os.getgroups(), [l.split(":")[2] for l in open("/proc/self/cgroup").read().split("\n") if ":pids:" in l])
+`), 0o644))
+	req := fmt.Sprintf(`{"argv": [%q], "env": {"PATH": "/usr/bin:/bin"}, "dir": %q}`+"\n", probe, dir)
+	cmd := exec.Command(python, "-c", forkCallerScript, fs.Socket(), "65534", cg)
+	cmd.Stdin = strings.NewReader(req)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	must.NoError(t, cmd.Run(), must.Sprint(stderr.String()))
+	rel := strings.TrimPrefix(cg, "/sys/fs/cgroup/pids")
+	must.Eq(t, fmt.Sprintf("65534 65534 [] ['%s']\n", rel), stdout.String(), must.Sprint(stderr.String()))
+	must.StrHasPrefix(t, "pid ", stderr.String())
+}
