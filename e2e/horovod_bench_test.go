@@ -50,6 +50,10 @@ func TestHorovod_GrowLatencyInPlaceVersusRestart(t *testing.T) {
 		t.Logf("%s: grow 2 -> 3 workers: first step at world size 3 (step %d) %.2fs after the grow, %.2fs after discovery listed the new worker",
 			launcher, rec.Step, latency[launcher].Seconds(), afterDiscovery[launcher].Seconds())
 		t.Logf("%s: phases of the grow:\n%s", launcher, p)
+		// The lab's clients have a warm interpreter (standby_preload), ready
+		// long before the grow: the new worker's standby comes from it.
+		must.True(t, p.forked, must.Sprintf("%s: the new worker's standby was not forked from the client's warm interpreter", launcher))
+		must.True(t, p.warm, must.Sprintf("%s: the new worker's standby did not run its first training process", launcher))
 		h.stopTraining(t, id, stop)
 	}
 	ratio := latency["torchrun"].Seconds() / latency["horovod"].Seconds()
@@ -71,9 +75,12 @@ type phases struct {
 	started   time.Time // the launcher started training on it (horovod: after the running workers reset)
 	firstStep time.Time // rank 0's first step at the new world size
 	// standbyReady is when the worker's standby interpreter had imported
-	// its preload modules, and warm whether it ran the training process.
+	// its preload modules, warm whether it ran the training process, and
+	// forked whether it was forked from the client's warm interpreter
+	// (standby_preload) rather than started by the agent.
 	standbyReady time.Time
 	warm         bool
+	forked       bool
 }
 
 func (p phases) String() string {
@@ -93,7 +100,8 @@ func (p phases) String() string {
 		prev = ph.at
 	}
 	if !p.standbyReady.IsZero() {
-		fmt.Fprintf(&b, "  (standby interpreter ready at %.2fs; it ran the training process: %t)\n", p.standbyReady.Sub(p.plan).Seconds(), p.warm)
+		fmt.Fprintf(&b, "  (standby interpreter ready at %.2fs; forked from the client's warm interpreter: %t; it ran the training process: %t)\n",
+			p.standbyReady.Sub(p.plan).Seconds(), p.forked, p.warm)
 	}
 	return b.String()
 }
@@ -123,6 +131,9 @@ func (h *horovodLab) growPhases(t *testing.T, id, added string, plan, firstStep 
 			p.warm = p.warm || p.started.IsZero() && strings.Contains(line, "standby=true")
 		case strings.Contains(line, "horovod-worker-agent: standby interpreter ready"):
 			at = &p.standbyReady
+		case strings.Contains(line, "horovod-worker-agent: standby interpreter started"):
+			p.forked = strings.Contains(line, "forked=true")
+			continue
 		default:
 			continue
 		}
