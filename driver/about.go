@@ -72,6 +72,9 @@ var (
 		// driver starts (the python3 of bin_dirs); workers that preload
 		// modules fork their standby from it (workeragent.ForkServer).
 		"standby_preload": hclspec.NewAttr("standby_preload", "list(string)", false),
+		// The warm interpreter's environment besides PATH (never the
+		// driver's own, which may hold its tokens).
+		"standby_env": hclspec.NewAttr("standby_env", "map(string)", false),
 		// Ignored (each job brings its own secret, SecretEnv); accepted so
 		// client configs written for earlier versions still load.
 		"auth_secret": hclspec.NewAttr("auth_secret", "string", false),
@@ -141,13 +144,14 @@ var (
 
 // Config is the plugin's client configuration (configSpec).
 type Config struct {
-	BinDirs           []string `codec:"bin_dirs"`
-	AuthSecret        string   `codec:"auth_secret"` // ignored, see SecretEnv
-	ConsulAddress     string   `codec:"consul_address"`
-	ConsulToken       string   `codec:"consul_token"`
-	NomadAddress      string   `codec:"nomad_address"`
-	FingerprintPeriod string   `codec:"fingerprint_period"`
-	StandbyPreload    []string `codec:"standby_preload"`
+	BinDirs           []string          `codec:"bin_dirs"`
+	AuthSecret        string            `codec:"auth_secret"` // ignored, see SecretEnv
+	ConsulAddress     string            `codec:"consul_address"`
+	ConsulToken       string            `codec:"consul_token"`
+	NomadAddress      string            `codec:"nomad_address"`
+	FingerprintPeriod string            `codec:"fingerprint_period"`
+	StandbyPreload    []string          `codec:"standby_preload"`
+	StandbyEnv        map[string]string `codec:"standby_env"`
 }
 
 // TaskConfig is a task's driver config (taskConfigSpec).

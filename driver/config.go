@@ -170,3 +170,9 @@ func validModule(m string) bool {
 	}
 	return true
 }
+
+// validEnvName says whether k is a variable name (an identifier: letters,
+// digits and _, not starting with a digit).
+func validEnvName(k string) bool {
+	return !strings.Contains(k, ".") && validModule(k)
+}

@@ -101,6 +101,11 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 			return fmt.Errorf("standby_preload[%d]: %q is not a Python module name (dotted identifiers)", i, m)
 		}
 	}
+	for k := range config.StandbyEnv {
+		if !validEnvName(k) || k == "PATH" || workeragent.StartupVar(k) {
+			return fmt.Errorf("standby_env: %q is not a variable the warm interpreter can take (a name of letters, digits and _, not PATH, PYTHON* or LD_*)", k)
+		}
+	}
 	if config.AuthSecret != "" {
 		d.logger.Warn("auth_secret is ignored: each job brings its own secret in " + SecretEnv + " (see docs/driver.md); remove it from the client config")
 	}
@@ -129,7 +134,7 @@ func (d *Driver) startForkServer(config *Config) {
 		Python:  python,
 		Modules: config.StandbyPreload,
 		// Not the driver's environment: it may hold its tokens.
-		Env: []string{"PATH=" + joinPath(config.BinDirs, "/usr/local/bin:/usr/bin:/bin")},
+		Env: append(envList(config.StandbyEnv), "PATH="+joinPath(config.BinDirs, "/usr/local/bin:/usr/bin:/bin")),
 		Log: d.logger.Named("forkserver").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	if err := fs.Start(); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/jobsecret"
 	"github.com/schedulearn/schedulearn/internal/lab"
+	"github.com/schedulearn/schedulearn/internal/leakcheck"
 	"github.com/schedulearn/schedulearn/internal/testlab"
 )
 
@@ -45,7 +46,9 @@ func venvBin(t *testing.T) string {
 }
 
 // horovodConfig is a lab config with the horovod plugin configured for it;
-// edit may change it (persistent client state, for one).
+// edit may change it (persistent client state, for one). The client's warm
+// interpreter gets this run's leak mark (its environment is only what
+// standby_env gives it), so that leakcheck sees it and its standbys.
 func horovodConfig(t *testing.T) lab.Config {
 	t.Helper()
 	bin := venvBin(t)
@@ -56,12 +59,13 @@ plugin "nomad-driver-horovod" {
   config {
     bin_dirs           = [%q]
     standby_preload    = ["torch", "horovod.torch"]
+    standby_env        = { %s = %q }
     consul_address     = "127.0.0.1:%d"
     nomad_address      = "http://127.0.0.1:%d"
     fingerprint_period = "5s"
   }
 }
-`, bin, cfg.Ports.ConsulHTTP, cfg.Ports.NomadHTTP)), 0o644))
+`, bin, leakcheck.EnvName, leakcheck.Mark(), cfg.Ports.ConsulHTTP, cfg.Ports.NomadHTTP)), 0o644))
 	cfg.NomadConfigs = append(cfg.NomadConfigs, extra)
 	return cfg
 }

@@ -145,6 +145,13 @@ def serve(conn):
         dirs = cgroup_dirs(pid)
         groups = [int(g) for g in status_field(pid, "Groups")]
         umask = int((status_field(pid, "Umask") or ["022"])[0], 8)
+        # The kernel took uid and gid when the caller connected; what
+        # /proc says is of whatever has that pid now. A caller gone and
+        # its pid taken by another user's process would lend us that
+        # process's groups: its user must be the caller's.
+        ids = status_field(pid, "Uid")[1:2] + status_field(pid, "Gid")[1:2]
+        if ids != [str(uid), str(gid)]:
+            raise ValueError("the caller is gone")
     except Exception as e:
         for fd in fds:
             os.close(fd)
@@ -264,7 +271,7 @@ type ForkServer struct {
 // Start starts the server; Ready is closed once its modules are imported.
 func (f *ForkServer) Start() error {
 	for _, kv := range f.Env {
-		if k, _, _ := strings.Cut(kv, "="); startupVar(k) {
+		if k, _, _ := strings.Cut(kv, "="); StartupVar(k) {
 			return fmt.Errorf("fork server: %s would change the interpreter's startup for its children", k)
 		}
 	}
@@ -410,10 +417,10 @@ func pythonString(s string) string {
 	return string(b)
 }
 
-// startupVar says whether the interpreter or the dynamic linker reads k
+// StartupVar says whether the interpreter or the dynamic linker reads k
 // at startup (PYTHONUNBUFFERED and PYTHONDONTWRITEBYTECODE aside: the
 // standby applies them to each command, standbyBody).
-func startupVar(k string) bool {
+func StartupVar(k string) bool {
 	if k == "PYTHONUNBUFFERED" || k == "PYTHONDONTWRITEBYTECODE" {
 		return false
 	}

@@ -179,7 +179,7 @@ func (s *Standby) spawn() error {
 func (s *Standby) fork() error {
 	for _, kv := range s.Env {
 		// The server started without them; the commands expect them.
-		if k, _, _ := strings.Cut(kv, "="); startupVar(k) {
+		if k, _, _ := strings.Cut(kv, "="); StartupVar(k) {
 			return fmt.Errorf("the agent's environment sets %s", k)
 		}
 	}
@@ -350,12 +350,12 @@ func (s *Standby) startupEnvUnchanged(env map[string]string) bool {
 		}
 	}
 	for k, v := range env {
-		if startupVar(k) && had[k] != v {
+		if StartupVar(k) && had[k] != v {
 			return false
 		}
 	}
 	for k := range had {
-		if _, ok := env[k]; !ok && startupVar(k) {
+		if _, ok := env[k]; !ok && StartupVar(k) {
 			return false
 		}
 	}

@@ -111,8 +111,9 @@ variable "horovod" {
   type = object({
     bin_dirs = list(string)
     # Imported once by the client's warm interpreter, which forks the
-    # workers' standbys (docs/driver.md); [] for none.
-    standby_preload = optional(list(string), ["torch", "horovod.torch"])
+    # workers' standbys (docs/driver.md), e.g. ["torch", "horovod.torch"];
+    # [] (the default): no warm interpreter.
+    standby_preload = optional(list(string), [])
   })
   validation {
     condition     = alltrue([for m in var.horovod.standby_preload : can(regex("^[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)*$", m))])

@@ -73,3 +73,30 @@ run "pool_all" {
   }
   expect_failures = [var.node_pool]
 }
+
+run "warm_interpreter" {
+  command = plan
+  variables {
+    horovod = { bin_dirs = ["/opt/venv/bin"], standby_preload = ["torch", "horovod.torch"] }
+  }
+  assert {
+    condition     = strcontains(output.nomad_config, "standby_preload    = [\"torch\",\"horovod.torch\"]")
+    error_message = "The driver's warm interpreter gets the modules to import."
+  }
+}
+
+run "no_warm_interpreter_by_default" {
+  command = plan
+  assert {
+    condition     = !strcontains(output.nomad_config, "standby_preload")
+    error_message = "Without standby_preload the driver starts no warm interpreter."
+  }
+}
+
+run "warm_interpreter_bad_module" {
+  command = plan
+  variables {
+    horovod = { bin_dirs = ["/opt/venv/bin"], standby_preload = ["torch; import os"] }
+  }
+  expect_failures = [var.horovod]
+}
