@@ -440,3 +440,27 @@ sys.stdout.write(open("/proc/self/cgroup").read())
 	must.NoError(t, td.h.StopTask(task.ID, 10*time.Second, ""))
 	td.waitExit(t, task.ID, 10*time.Second)
 }
+
+// The warm interpreter's settings are checked when the client loads them,
+// each error naming its key.
+func TestDriver_SetConfigChecksWarmInterpreter(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		config Config
+		want   string
+	}{
+		"a module name that is not one": {Config{StandbyPreload: []string{"torch; import os"}}, "standby_preload[0]"},
+		"a startup variable":            {Config{StandbyPreload: []string{"torch"}, StandbyEnv: map[string]string{"PYTHONPATH": "/x"}}, "standby_env"},
+		"PATH":                          {Config{StandbyEnv: map[string]string{"PATH": "/x"}}, "standby_env"},
+		"not a name":                    {Config{StandbyEnv: map[string]string{"A-B": "1"}}, "standby_env"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(t.TempDir()), "")
+			var cfg []byte
+			must.NoError(t, base.MsgPackEncode(&cfg, &c.config))
+			err := d.SetConfig(&base.Config{PluginConfig: cfg})
+			must.ErrorContains(t, err, c.want)
+			must.Nil(t, d.forkServer)
+		})
+	}
+}
