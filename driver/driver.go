@@ -147,9 +147,14 @@ func (d *Driver) startForkServer(config *Config) {
 		select {
 		case <-fs.Ready():
 			d.logger.Info("warm interpreter ready")
+		case <-fs.Done():
 		case <-d.ctx.Done():
 		}
-		<-d.ctx.Done()
+		select {
+		case <-fs.Done():
+			d.logger.Warn("warm interpreter exited; workers start standbys of their own")
+		case <-d.ctx.Done():
+		}
 		fs.Stop()
 	}()
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // forkServerScript is the node's warm interpreter: it imports the modules
@@ -159,10 +161,12 @@ def serve(conn):
         conn.close()
         return
     go_r, go_w = os.pipe()
+    ok_r, ok_w = os.pipe()
     child = os.fork()
     if child == 0:
         try:
             os.close(go_w)
+            os.close(ok_r)
             listener.close()
             for c in children.values():
                 c.close()
@@ -187,6 +191,8 @@ def serve(conn):
                 if fd > 3:
                     os.close(fd)
             os.chdir("/")
+            os.write(ok_w, b"k")
+            os.close(ok_w)
         except BaseException:
             os._exit(1)
         # The standby's program ends the interpreter as its own would
@@ -194,21 +200,30 @@ def serve(conn):
         run_standby(modules)
         sys.exit(0)
     os.close(go_r)
+    os.close(ok_w)
     for fd in fds:
         os.close(fd)
     try:
         for d in dirs:
             with open(os.path.join(d, "cgroup.procs"), "w") as f:
                 f.write(str(child))
-    except OSError as e:
-        os.kill(child, signal.SIGKILL)
+        os.write(go_w, b"g")
         os.close(go_w)
+        go_w = -1
+        # The child answers once it is in its own session with the
+        # caller's user: only then is it the caller's to signal.
+        if os.read(ok_r, 1) != b"k":
+            raise OSError("it exited before it was ready")
+    except OSError as e:
+        if go_w >= 0:
+            os.close(go_w)
+        os.close(ok_r)
+        os.kill(child, signal.SIGKILL)
         os.waitpid(child, 0)
-        answer(conn, "error failed to join the caller's cgroup: %s" % str(e).replace("\n", " "))
+        answer(conn, "error failed to start the standby: %s" % str(e).replace("\n", " "))
         conn.close()
         return
-    os.write(go_w, b"g")
-    os.close(go_w)
+    os.close(ok_r)
     children[child] = conn
     answer(conn, "pid %d" % child)
 
@@ -367,6 +382,9 @@ func (f *ForkServer) Pid() int { return f.cmd.Process.Pid }
 // Socket is the path agents connect to.
 func (f *ForkServer) Socket() string { return f.socket }
 
+// Done is closed when the server has exited.
+func (f *ForkServer) Done() <-chan struct{} { return f.done }
+
 // Ready is closed once the server's modules are imported and it serves.
 func (f *ForkServer) Ready() <-chan struct{} { return f.ready }
 
@@ -431,6 +449,7 @@ func StartupVar(k string) bool {
 // child, so its exit code comes from the server, on the connection.
 type forked struct {
 	pid    int
+	pidfd  int // the standby's, taken when the server named it: -1 if none
 	conn   *net.UnixConn
 	status *bufio.Reader
 	copies sync.WaitGroup // stdout and stderr, read to their end
@@ -450,10 +469,18 @@ func (p *forked) wait() int {
 				code = c
 			}
 		}
-	} else {
-		for syscall.Kill(p.pid, 0) == nil {
-			time.Sleep(100 * time.Millisecond)
+	} else if p.pidfd >= 0 {
+		// Readable once the process has ended (and never another's: the
+		// descriptor is of that process, whatever later takes its pid).
+		fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+				break
+			}
 		}
+	}
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
 	}
 	// Output held open by children the command left behind is not waited for.
 	done := make(chan struct{})
@@ -497,5 +524,11 @@ func forkStandby(socket string, modules []string, files [4]*os.File, timeout tim
 		return nil, errors.New(strings.TrimPrefix(line, "error "))
 	}
 	_ = uc.SetDeadline(time.Time{})
-	return &forked{pid: pid, conn: uc, status: status}, nil
+	// The server is its parent and waits for it: the pid is the standby's
+	// until the server has told us its exit code.
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		pidfd = -1
+	}
+	return &forked{pid: pid, pidfd: pidfd, conn: uc, status: status}, nil
 }

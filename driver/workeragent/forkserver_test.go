@@ -242,3 +242,25 @@ print(os.getuid(), os.getgid(), os.getgroups(), [l.split(":")[2] for l in open("
 	must.Eq(t, fmt.Sprintf("65534 65534 [] ['%s']\n", rel), stdout.String(), must.Sprint(stderr.String()))
 	must.StrHasPrefix(t, "pid ", stderr.String())
 }
+
+// A standby whose server died (a driver killed with it) still runs its
+// command to the end; its agent, told no exit code, reports 255 once the
+// process has ended, and does not hang.
+func TestForkServer_ServerGoneExitUnknown(t *testing.T) {
+	fs, python := startForkServer(t, "decimal")
+	dir := t.TempDir()
+	env := []string{"PATH=/usr/bin:/bin"}
+	standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: dir, Env: env, Server: fs.Socket()}
+	must.NoError(t, standby.Start())
+	t.Cleanup(standby.Stop)
+	must.True(t, standby.Forked())
+	fs.Kill()
+	_, addr := serve(t, &Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
+	script := filepath.Join(dir, "exit.py")
+	must.NoError(t, os.WriteFile(script, []byte("import sys\nprint('decimal' in sys.modules)\nsys.exit(3)\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	code, err := Run(context.Background(), addr, "tok", python+" "+script, nil, &stdout, &stderr, 5e9)
+	must.NoError(t, err)
+	must.Eq(t, 255, code)
+	must.Eq(t, "True\n", stdout.String())
+}
