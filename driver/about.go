@@ -74,7 +74,7 @@ var (
 		"standby_preload": hclspec.NewAttr("standby_preload", "list(string)", false),
 		// The warm interpreter's environment besides PATH (never the
 		// driver's own, which may hold its tokens).
-		"standby_env": hclspec.NewAttr("standby_env", "map(string)", false),
+		"standby_env": hclspec.NewBlockAttrs("standby_env", "string", false),
 		// Ignored (each job brings its own secret, SecretEnv); accepted so
 		// client configs written for earlier versions still load.
 		"auth_secret": hclspec.NewAttr("auth_secret", "string", false),

@@ -59,7 +59,9 @@ plugin "nomad-driver-horovod" {
   config {
     bin_dirs           = [%q]
     standby_preload    = ["torch", "horovod.torch"]
-    standby_env        = { %s = %q }
+    standby_env {
+      %s = %q
+    }
     consul_address     = "127.0.0.1:%d"
     nomad_address      = "http://127.0.0.1:%d"
     fingerprint_period = "5s"
