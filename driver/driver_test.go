@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/helper/pluginutils/hclspecutils"
+	"github.com/hashicorp/nomad/helper/pluginutils/hclutils"
 	"github.com/hashicorp/nomad/helper/testlog"
 	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/drivers"
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 	"github.com/shoenig/test/must"
+	"github.com/zclconf/go-cty/cty/msgpack"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
@@ -396,9 +399,13 @@ func TestDriver_WorkerForksStandbyFromWarmInterpreter(t *testing.T) {
 	binDir := t.TempDir()
 	must.NoError(t, os.Symlink(python, filepath.Join(binDir, "python3")))
 	td := newTestDriverIn(t, binDir)
-	var cfg []byte
-	must.NoError(t, base.MsgPackEncode(&cfg, &Config{BinDirs: []string{binDir}, StandbyPreload: []string{"decimal"}}))
-	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: cfg}))
+	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: encodeClientConfig(t, fmt.Sprintf(`
+bin_dirs        = [%q]
+standby_preload = ["decimal"]
+standby_env {
+  FROM_CONFIG = "1"
+}
+`, binDir))}))
 	fs := td.d.forkServer
 	must.NotNil(t, fs)
 	t.Cleanup(fs.Kill)
@@ -426,7 +433,7 @@ func TestDriver_WorkerForksStandbyFromWarmInterpreter(t *testing.T) {
 	must.NoError(t, err)
 	script := filepath.Join(task.TaskDir().LocalDir, "probe.py")
 	must.NoError(t, os.WriteFile(script, []byte(`import os, sys
-print("decimal" in sys.modules, os.getppid() == int(sys.argv[1]))
+print("decimal" in sys.modules, os.getppid() == int(sys.argv[1]), open("/proc/self/environ").read().count("FROM_CONFIG=1"))
 sys.stdout.write(open("/proc/self/cgroup").read())
 `), 0o644))
 	token := jobstate.Token(testSecret, "default", "train")
@@ -435,7 +442,9 @@ sys.stdout.write(open("/proc/self/cgroup").read())
 		nil, &stdout, &stderr, 5*time.Second)
 	must.NoError(t, err)
 	must.Eq(t, 0, code, must.Sprint(stderr.String()))
-	must.Eq(t, "True True\n"+string(agentCgroup), stdout.String())
+	// The standby's process environment is the warm interpreter's: PATH
+	// and standby_env (its command's is applied after the fork).
+	must.Eq(t, "True True 1\n"+string(agentCgroup), stdout.String())
 
 	must.NoError(t, td.h.StopTask(task.ID, 10*time.Second, ""))
 	td.waitExit(t, task.ID, 10*time.Second)
@@ -446,21 +455,34 @@ sys.stdout.write(open("/proc/self/cgroup").read())
 func TestDriver_SetConfigChecksWarmInterpreter(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct {
-		config Config
+		config string
 		want   string
 	}{
-		"a module name that is not one": {Config{StandbyPreload: []string{"torch; import os"}}, "standby_preload[0]"},
-		"a startup variable":            {Config{StandbyPreload: []string{"torch"}, StandbyEnv: map[string]string{"PYTHONPATH": "/x"}}, "standby_env"},
-		"PATH":                          {Config{StandbyEnv: map[string]string{"PATH": "/x"}}, "standby_env"},
-		"not a name":                    {Config{StandbyEnv: map[string]string{"A-B": "1"}}, "standby_env"},
+		"a module name that is not one": {`standby_preload = ["torch; import os"]`, "standby_preload[0]"},
+		"a startup variable":            {"standby_preload = [\"torch\"]\nstandby_env {\n  PYTHONPATH = \"/x\"\n}", "standby_env"},
+		"PATH":                          {"standby_env {\n  PATH = \"/x\"\n}", "standby_env"},
+		"not a name":                    {"standby_env {\n  \"A-B\" = \"1\"\n}", "standby_env"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(t.TempDir()), "")
-			var cfg []byte
-			must.NoError(t, base.MsgPackEncode(&cfg, &c.config))
-			err := d.SetConfig(&base.Config{PluginConfig: cfg})
+			err := d.SetConfig(&base.Config{PluginConfig: encodeClientConfig(t, c.config)})
 			must.ErrorContains(t, err, c.want)
 			must.Nil(t, d.forkServer)
 		})
 	}
+}
+
+// encodeClientConfig turns the body of the client's plugin config block
+// into the msgpack payload Nomad sends, the way the client's plugin loader
+// does (HCL1 agent config -> hcldec with the plugin's spec -> msgpack).
+func encodeClientConfig(t *testing.T, body string) []byte {
+	t.Helper()
+	spec, diags := hclspecutils.Convert(configSpec)
+	must.False(t, diags.HasErrors(), must.Sprint(diags))
+	raw := hclutils.HclConfigToInterface(t, "config {\n"+body+"\n}")
+	val, diags, errs := hclutils.ParseHclInterface(raw, spec, nil)
+	must.False(t, diags.HasErrors(), must.Sprint(errs))
+	payload, err := msgpack.Marshal(val, val.Type())
+	must.NoError(t, err)
+	return payload
 }
