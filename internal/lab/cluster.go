@@ -35,6 +35,9 @@ type ClusterConfig struct {
 	PluginDir string
 	// BinDirs are where the horovod driver finds horovodrun and python.
 	BinDirs []string
+	// StandbyEnv is the environment of each client's warm interpreter
+	// besides PATH (the root's standby.env).
+	StandbyEnv map[string]string
 	// PlannerPort is the planner's API port on the first host (default 4680).
 	PlannerPort int
 	// PlannerBinary is the schedulearn binary the planner's Nomad job runs
@@ -185,6 +188,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		planner["round_interval"] = c.cfg.PlannerRound
 	}
 	vars["planner"] = planner
+	if len(c.cfg.StandbyEnv) > 0 {
+		vars["standby"] = map[string]any{"env": c.cfg.StandbyEnv}
+	}
 	if len(c.cfg.Nodes) > 0 {
 		vars["nodes"] = c.cfg.Nodes
 	}

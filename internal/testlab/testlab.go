@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/schedulearn/schedulearn/internal/lab"
+	"github.com/schedulearn/schedulearn/internal/leakcheck"
 )
 
 var (
@@ -140,6 +141,10 @@ func ClusterConfig(t testing.TB, nodes []lab.NodeSpec) lab.ClusterConfig {
 	cfg := lab.DefaultClusterConfig(Root(t), 0)
 	cfg.Nodes = nodes
 	cfg.StateDir = filepath.Join(t.TempDir(), "lab")
+	// The clients' warm interpreters carry the run's leak mark, as every
+	// process the test starts does (their environment is only what the
+	// config gives them).
+	cfg.StandbyEnv = map[string]string{leakcheck.EnvName: leakcheck.Mark()}
 	return cfg
 }
 

@@ -92,6 +92,15 @@ variable "bin_dirs" {
   default     = ["/opt/schedulearn/venv/bin"]
 }
 
+variable "standby" {
+  description = "Each client's warm interpreter (docs/driver.md): the modules it imports when the driver starts (preload; [] for none) and its environment besides PATH (env)."
+  type = object({
+    preload = optional(list(string), ["torch", "horovod.torch"])
+    env     = optional(map(string), {})
+  })
+  default = {}
+}
+
 
 variable "planner" {
   description = <<-EOT

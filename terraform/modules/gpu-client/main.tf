@@ -114,10 +114,16 @@ variable "horovod" {
     # workers' standbys (docs/driver.md), e.g. ["torch", "horovod.torch"];
     # [] (the default): no warm interpreter.
     standby_preload = optional(list(string), [])
+    # The warm interpreter's environment besides PATH.
+    standby_env = optional(map(string), {})
   })
   validation {
     condition     = alltrue([for m in var.horovod.standby_preload : can(regex("^[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)*$", m))])
     error_message = "horovod.standby_preload must be Python module names (dotted identifiers)."
+  }
+  validation {
+    condition     = alltrue([for k in keys(var.horovod.standby_env) : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", k)) && k != "PATH" && !startswith(k, "PYTHON") && !startswith(k, "LD_")])
+    error_message = "horovod.standby_env names must be variable names, not PATH, PYTHON* or LD_*."
   }
 }
 

@@ -28,6 +28,10 @@ run "default_lab" {
     error_message = "Each host simulates GPUs with its own UUID seed."
   }
   assert {
+    condition     = alltrue([for h in output.hosts : strcontains(h.nomad_configs[length(h.nomad_configs) - 1], "standby_preload    = [\"torch\",\"horovod.torch\"]")])
+    error_message = "Every client has a warm interpreter with torch and Horovod."
+  }
+  assert {
     condition     = strcontains(output.hosts[1].consul_config, "retry_join     = [\"10.213.0.2\"]") && strcontains(output.hosts[0].consul_config, "server           = true")
     error_message = "Clients join the Consul server on the first host."
   }
@@ -95,4 +99,15 @@ run "public_subnet" {
     subnet = "8.8.8.0/24"
   }
   expect_failures = [var.subnet]
+}
+
+run "no_warm_interpreter" {
+  command = plan
+  variables {
+    standby = { preload = [] }
+  }
+  assert {
+    condition     = alltrue([for h in output.hosts : !strcontains(h.nomad_configs[length(h.nomad_configs) - 1], "standby_preload")])
+    error_message = "standby.preload = [] starts no warm interpreter."
+  }
 }

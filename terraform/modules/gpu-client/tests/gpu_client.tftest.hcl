@@ -100,3 +100,22 @@ run "warm_interpreter_bad_module" {
   }
   expect_failures = [var.horovod]
 }
+
+run "warm_interpreter_env" {
+  command = plan
+  variables {
+    horovod = { bin_dirs = ["/opt/venv/bin"], standby_preload = ["torch"], standby_env = { TEST_MARK = "m-1" } }
+  }
+  assert {
+    condition     = strcontains(output.nomad_config, "standby_env {\n      TEST_MARK = \"m-1\"\n    }")
+    error_message = "The warm interpreter's environment is a block of the driver's config."
+  }
+}
+
+run "warm_interpreter_env_startup_variable" {
+  command = plan
+  variables {
+    horovod = { bin_dirs = ["/opt/venv/bin"], standby_preload = ["torch"], standby_env = { PYTHONPATH = "/x" } }
+  }
+  expect_failures = [var.horovod]
+}
