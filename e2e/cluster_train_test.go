@@ -362,7 +362,8 @@ const commitEvery = 5
 // planner) with two workers on two hosts grows to a third worker on the
 // third host, in place (horovod) and by restart (torchrun); the time from
 // the grow to the first step at world size 3, and the ratio, from one run
-// of each. The figures are logged; the test checks that both grow.
+// of each. The figures are logged; the test checks that both grow, and
+// that the new worker's standby came from its host's warm interpreter.
 func testGrowLatencyAcrossHosts(t *testing.T, cl *clusterLab) {
 	h := &horovodLab{nomad: cl.nomad, root: testlab.Root(t)}
 	latency := map[string]time.Duration{}
@@ -388,10 +389,15 @@ func testGrowLatencyAcrossHosts(t *testing.T, cl *clusterLab) {
 			return nil
 		})
 		start := time.Now()
-		_, err := grow(context.Background(), cl.nomad, id, "worker", 1)
+		added, err := grow(context.Background(), cl.nomad, id, "worker", 1)
 		must.NoError(t, err)
 		rec := waitWorldSize(t, progress, 3, 5*time.Minute)
-		latency[launcher] = time.Unix(0, int64(rec.Time*float64(time.Second))).Sub(start)
+		at := time.Unix(0, int64(rec.Time*float64(time.Second)))
+		latency[launcher] = at.Sub(start)
+		p := h.growPhases(t, id, added[0], start, at)
+		t.Logf("%s: phases of the grow across hosts:\n%s", launcher, p)
+		// The new host's client has a warm interpreter (the lab's default).
+		must.True(t, p.forked, must.Sprintf("%s: the new worker's standby was not forked from its client's warm interpreter", launcher))
 		hosts := map[string]bool{}
 		for _, a := range h.groupAllocs(t, id, "worker") {
 			if a.ClientStatus == nomadapi.AllocClientStatusRunning {
