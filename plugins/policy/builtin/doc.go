@@ -33,8 +33,9 @@
 //     weighted by least attained service down to a floor, restarts priced
 //     in (a running job's held count is worth restart_cost / the
 //     allocation's age more), and the jobs it starts or resizes packed
-//     anew. Config: stickiness, attained_scale, attained_floor,
-//     restart_cost.
+//     anew; an elastic job's weight grows while it waits at 0 GPUs (aging).
+//     Config: stickiness, attained_scale, attained_floor, restart_cost,
+//     aging.
 //   - "edf" (EDF): Elastic FIFO's round in deadline order
 //     (Progress.Deadline, earliest first; jobs without one last), shrinking
 //     the latest deadlines first to admit. Config: resize_cooldown.

@@ -18,6 +18,19 @@ func TestGoodputJCT(t *testing.T) {
 		return []policy.Job{sped(attained(queued("old", 1, 1, 4, 1), 1e6), concave...),
 			sped(queued("new", 2, 1, 4, 1), 1, 1.9, 2.1, 2.2)}
 	}
+	// starved: at T0+10000, "old" (5 GPU-hours, weight 0.8, one GPU is all
+	// it can use; rigid if asked) has waited at 0 GPUs for the given
+	// seconds, beside two running jobs of one GPU each, at their size for
+	// 9,000 s, r2 having run an hour (weight 0.95).
+	starved := func(waited int, rigid bool) []policy.Job {
+		old := sped(attained(queued("old", 0, 1, 2, 1), 18000), 1, 1)
+		if rigid {
+			old = attained(queued("old", 0, 1, 1, 1), 18000)
+		}
+		old.LastResized = at(10000 - waited)
+		return []policy.Job{old, running("r1", 900, 1, 1, 1, A{"n1": 1}, 1000),
+			attained(running("r2", 950, 1, 1, 1, A{"n1": 1}, 1000), 3600)}
+	}
 	cases := []struct {
 		name        string
 		config      map[string]string
@@ -70,9 +83,38 @@ func TestGoodputJCT(t *testing.T) {
 		now:   3700,
 		nodes: []policy.Node{node("n1", 4, 0)},
 		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 100), concave...),
-			sped(queued("b", 2, 1, 4, 1), concave...)},
+			sped(queued("b", 3640, 1, 4, 1), concave...)},
 		want:        map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
 		wantGoodput: map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+	}, {
+		name:        "aging: an elastic job stopped two hours ago after five GPU-hours takes the GPU of a running job that has run an hour",
+		now:         10000,
+		nodes:       []policy.Node{node("n1", 2, 0)},
+		jobs:        starved(7200, false),
+		want:        map[string]A{"old": {"n1": 1}, "r1": {"n1": 1}},
+		wantGoodput: map[string]A{"r1": {"n1": 1}, "r2": {"n1": 1}},
+	}, {
+		name:        "aging 0: the same job waits",
+		config:      map[string]string{"aging": "0"},
+		now:         10000,
+		nodes:       []policy.Node{node("n1", 2, 0)},
+		jobs:        starved(7200, false),
+		want:        map[string]A{"r1": {"n1": 1}, "r2": {"n1": 1}},
+		wantGoodput: map[string]A{"r1": {"n1": 1}, "r2": {"n1": 1}},
+	}, {
+		name:        "aging: stopped a minute ago, it waits",
+		now:         10000,
+		nodes:       []policy.Node{node("n1", 2, 0)},
+		jobs:        starved(60, false),
+		want:        map[string]A{"r1": {"n1": 1}, "r2": {"n1": 1}},
+		wantGoodput: map[string]A{"r1": {"n1": 1}, "r2": {"n1": 1}},
+	}, {
+		name:        "aging: a rigid job does not age",
+		now:         10000,
+		nodes:       []policy.Node{node("n1", 2, 0)},
+		jobs:        starved(7200, true),
+		want:        map[string]A{"r1": {"n1": 1}, "r2": {"n1": 1}},
+		wantGoodput: map[string]A{"r1": {"n1": 1}, "r2": {"n1": 1}},
 	}, {
 		name:   "restart_cost 0 turns the price off",
 		config: map[string]string{"restart_cost": "0s"},
@@ -129,13 +171,14 @@ func TestGoodputJCT_Config(t *testing.T) {
 		"attained_scale": {"x", "0", "-1", "+Inf", "NaN"},
 		"attained_floor": {"x", "-0.1", "1.5", "NaN"},
 		"restart_cost":   {"x", "-1s", "30"},
+		"aging":          {"x", "-1s", "30"},
 	} {
 		for _, v := range bad {
 			must.ErrorContains(t, p.SetConfig(map[string]string{key: v}), key)
 		}
 	}
 	must.ErrorContains(t, p.SetConfig(map[string]string{"resize_cooldown": "1m"}), "unknown config key")
-	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.2", "attained_scale": "7200", "attained_floor": "0.5", "restart_cost": "5s"}))
+	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.2", "attained_scale": "7200", "attained_floor": "0.5", "restart_cost": "5s", "aging": "2h"}))
 }
 
 // BenchmarkGoodputJCT: as BenchmarkGoodput.
