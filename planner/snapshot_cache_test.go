@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -221,4 +222,16 @@ func TestRound_ReadsNewRecordsOnly(t *testing.T) {
 	must.Eq(t, structs.JobComplete, state(t, st, ids[0]).State)
 	must.Eq(t, structs.JobRunning, state(t, st, ids[3]).State, must.Sprint("jd's record, as changed in place, not reaped"))
 	live[3].State = structs.JobQueued
+}
+
+// copyViews copies every view, in parts of copyRun, of a run that is not
+// a whole number of parts.
+func TestCopyViews(t *testing.T) {
+	src := make([]policy.Job, 2*copyRun+5)
+	for i := range src {
+		src[i] = policy.Job{ID: fmt.Sprint(i), Priority: i}
+	}
+	dst := make([]policy.Job, len(src))
+	copyViews(dst, src)
+	must.Eq(t, src, dst)
 }

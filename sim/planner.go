@@ -110,7 +110,7 @@ func (s *simulator) report(ctx context.Context, j *simJob) error {
 		// is 0 before the first.
 		j.speedup, j.speedTo = j.spec.Model.Speedup(j.done, j.spec.GPUs.Max, s.cfg.GPUsPerNode)
 	}
-	if j.speedup == nil && !j.spec.HasDeadline {
+	if j.speedup == nil && !j.deadline {
 		return nil
 	}
 	rate := 0.0
@@ -153,7 +153,7 @@ func sameTable(a, b []float64) bool {
 // remainingWork is job j's work left in seconds on one GPU (0: its model
 // does not know).
 func (s *simulator) remainingWork(j *simJob) float64 {
-	if j.remaining == nil || !j.spec.HasDeadline {
+	if j.remaining == nil || !j.deadline {
 		return 0
 	}
 	return j.remaining.RemainingWork(j.done)
@@ -191,7 +191,7 @@ func (s *simulator) amendOutlook(rec *structs.Job) {
 	}
 	speedup, remaining := j.reported.speedup, j.reported.remaining
 	if rec.Outlook == nil {
-		if !j.spec.HasDeadline || j.reported.ok {
+		if !j.deadline || j.reported.ok {
 			return
 		}
 		if j.speedup == nil {
@@ -201,7 +201,7 @@ func (s *simulator) amendOutlook(rec *structs.Job) {
 		rec.Outlook = &structs.Outlook{Updated: s.at(s.now)}
 	}
 	rec.Outlook.Speedup = speedup
-	if !j.spec.HasDeadline {
+	if !j.deadline {
 		return
 	}
 	t := &structs.TargetOutlook{Status: structs.OutlookUnknown, Reason: "simulated: the model does not know"}

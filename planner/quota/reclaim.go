@@ -547,7 +547,7 @@ func (e *enforcer) place(i int, room []int) policy.Allocation {
 		return nil
 	}
 	blocked := map[string]bool{}
-	if v.anti {
+	if v.hasAnti() {
 		for k := range v.s.Jobs {
 			if k != i && e.tgt[k].Total() > 0 && (j.AntiAffinity.Matches(&v.s.Jobs[k]) || v.s.Jobs[k].AntiAffinity.Matches(j)) {
 				for n := range e.tgt[k] {

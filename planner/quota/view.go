@@ -37,9 +37,10 @@ type View struct {
 	capacity, physical []int
 	cur                [][]int // usage by current allocations
 
-	anti  bool              // some job has anti-affinity
 	allow map[string][]bool // allowed, by constraints
 	anyOK []bool            // allowed, for a job without constraints
+	// anti is whether some job has anti-affinity, once antiRead (hasAnti).
+	anti, antiRead bool
 
 	// Read in NewView's pass over the jobs, so that Gate and Enforce need
 	// no pass of their own over a default tree's thousands of queued jobs
@@ -120,7 +121,6 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 	lastName, lastLeaf := "", -1 // jobs of a queue come in runs: one lookup a run
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
-		v.anti = v.anti || !j.AntiAffinity.IsZero()
 		v.onePrio = v.onePrio && j.Priority == s.Jobs[0].Priority
 		name := DefaultQueue // the implicit tree's one queue holds every job
 		if !t.implicit {
@@ -154,6 +154,22 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 		}
 	}
 	return v
+}
+
+// hasAnti reports whether some job has anti-affinity, read on first use:
+// only reclaim's placement asks, and NewView's pass would read one more
+// cache line of each of thousands of queued jobs every round.
+func (v *View) hasAnti() bool {
+	if !v.antiRead {
+		v.antiRead = true
+		for i := range v.s.Jobs {
+			if !v.s.Jobs[i].AntiAffinity.IsZero() {
+				v.anti = true
+				break
+			}
+		}
+	}
+	return v.anti
 }
 
 // caps is each node's GPUs less its reserved ones, by node ID, built on

@@ -12,7 +12,6 @@ import (
 // count in [Min, Max] that fits now if largest is set, else with Min; it
 // starts only if at least Min fits. Running jobs are left as they are.
 func (c *Board) AdmitInOrder(ctx context.Context, largest bool, place func(j int32, g int) bool) error {
-	var waiting []string
 	for j, job := range c.jobs {
 		if j%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -21,10 +20,6 @@ func (c *Board) AdmitInOrder(ctx context.Context, largest bool, place func(j int
 		}
 		jj := int32(j)
 		if c.total[j] > 0 {
-			continue
-		}
-		if waiting != nil {
-			c.wait(jj, waiting)
 			continue
 		}
 		r := job.GPUs
@@ -39,9 +34,29 @@ func (c *Board) AdmitInOrder(ctx context.Context, largest bool, place func(j int
 		}
 		c.Notef(jj, "queued: needs at least %d GPUs in %d-GPU workers, room for %d now; later jobs wait behind it",
 			r.Min, r.PerWorker, room)
-		waiting = []string{fmt.Sprintf("queued: waiting behind job %s, which does not fit yet (first come, first served)", job.ID)}
+		c.waitBehind(jj, []string{fmt.Sprintf("queued: waiting behind job %s, which does not fit yet (first come, first served)", job.ID)})
+		return nil
 	}
 	return nil
+}
+
+// waitBehind gives every queued job after job head the reason why, as
+// wait would one by one: where none of them has notes, that is only the
+// plan's Waiting, set without a call for each of the thousands of jobs
+// in a line.
+func (c *Board) waitBehind(head int32, why []string) {
+	behind := func(n jobNotes) bool { return n.j > head }
+	if c.notes == nil && !slices.ContainsFunc(c.few, behind) && (c.waiting == nil || slices.Equal(c.waiting, why)) {
+		if slices.Contains(c.total[head+1:], 0) {
+			c.waiting = why
+		}
+		return
+	}
+	for j := head + 1; j < int32(len(c.jobs)); j++ {
+		if c.total[j] == 0 {
+			c.wait(j, why)
+		}
+	}
 }
 
 // Wait gives queued job j a reason it shares with other jobs, as the line
