@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul-template/signals"
@@ -40,7 +41,7 @@ type Driver struct {
 	config *Config
 	period time.Duration
 	// forkServer is the client's warm interpreter (standby_preload), or nil.
-	forkServer  *workeragent.ForkServer
+	forkServer  atomic.Pointer[workeragent.ForkServer]
 	nomadConfig *base.ClientDriverConfig
 	compute     cpustats.Compute
 }
@@ -115,7 +116,7 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 		d.nomadConfig = cfg.AgentConfig.Driver
 		d.compute = cfg.AgentConfig.Compute()
 	}
-	if len(config.StandbyPreload) > 0 && d.forkServer == nil {
+	if len(config.StandbyPreload) > 0 && d.forkServer.Load() == nil {
 		d.startForkServer(&config)
 	}
 	return nil
@@ -141,7 +142,7 @@ func (d *Driver) startForkServer(config *Config) {
 		d.logger.Warn("standby_preload: no warm interpreter", "error", err)
 		return
 	}
-	d.forkServer = fs
+	d.forkServer.Store(fs)
 	d.logger.Info("warm interpreter started", "python", python, "preload", strings.Join(config.StandbyPreload, ","), "socket", fs.Socket())
 	go func() {
 		select {

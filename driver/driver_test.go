@@ -406,7 +406,7 @@ standby_env {
   FROM_CONFIG = "1"
 }
 `, binDir))}))
-	fs := td.d.forkServer
+	fs := td.d.forkServer.Load()
 	must.NotNil(t, fs)
 	t.Cleanup(fs.Kill)
 	select {
@@ -467,7 +467,7 @@ func TestDriver_SetConfigChecksWarmInterpreter(t *testing.T) {
 			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(t.TempDir()), "")
 			err := d.SetConfig(&base.Config{PluginConfig: encodeClientConfig(t, c.config)})
 			must.ErrorContains(t, err, c.want)
-			must.Nil(t, d.forkServer)
+			must.Nil(t, d.forkServer.Load())
 		})
 	}
 }

@@ -111,7 +111,7 @@ func (d *Driver) planWorker(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, en
 		p.task.Preload = tc.Preload
 		// The warm interpreter serves workers on the host's network (its
 		// children join the worker's cgroups, not its namespaces).
-		if fs := d.forkServer; fs != nil && fs.IsReady() && fs.Python == python && cfg.NetworkIsolation == nil {
+		if fs := d.forkServer.Load(); fs != nil && fs.IsReady() && fs.Python == python && cfg.NetworkIsolation == nil {
 			p.task.StandbyServer = fs.Socket()
 		}
 	}

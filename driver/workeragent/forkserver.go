@@ -32,21 +32,31 @@ import (
 // (standbyBody) on those descriptors. A caller in other namespaces than
 // the server's is refused. The server answers "pid N" or "error WHY",
 // and later "exit CODE" when the child ends (it is the child's parent).
-const forkServerScript = `import importlib, json, os, re, selectors, signal, socket, struct, sys
+const forkServerScript = `import importlib, json, os, re, resource, select, selectors, signal, socket, stat, struct, sys
 for name in sys.argv[1:]:
     try:
         importlib.import_module(name)
     except BaseException:
         pass
 MAX_CHILDREN = 64
+MAX_PER_USER = 32
+SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+LIMITS = {"Max cpu time": "CPU", "Max file size": "FSIZE", "Max data size": "DATA", "Max stack size": "STACK",
+          "Max core file size": "CORE", "Max resident set": "RSS", "Max processes": "NPROC", "Max open files": "NOFILE",
+          "Max locked memory": "MEMLOCK", "Max address space": "AS", "Max file locks": "LOCKS",
+          "Max pending signals": "SIGPENDING", "Max msgqueue size": "MSGQUEUE", "Max nice priority": "NICE",
+          "Max realtime priority": "RTPRIO", "Max realtime timeout": "RTTIME"}
 listener = socket.socket(fileno=3)
+listener.setblocking(False)
 LIFELINE = 4
+os.set_blocking(LIFELINE, False)
 wake_r, wake_w = os.pipe()
+os.set_blocking(wake_r, False)
 os.set_blocking(wake_w, False)
 signal.signal(signal.SIGCHLD, lambda *a: None)
 signal.set_wakeup_fd(wake_w)
-children = {}
+children = {}  # pid -> (connection, uid)
 sel = selectors.DefaultSelector()
 sel.register(listener, selectors.EVENT_READ)
 sel.register(LIFELINE, selectors.EVENT_READ)
@@ -93,7 +103,7 @@ def cgroup_dirs(pid):
     return dirs
 
 def same_namespaces(pid):
-    for ns in ("mnt", "net", "pid", "ipc", "uts", "user"):
+    for ns in ("mnt", "net", "pid", "ipc", "uts", "user", "cgroup"):
         if os.readlink("/proc/%d/ns/%s" % (pid, ns)) != os.readlink("/proc/self/ns/" + ns):
             return ns
     return None
@@ -104,6 +114,25 @@ def status_field(pid, name):
             if line.startswith(name + ":"):
                 return line.split(":", 1)[1].split()
     return []
+
+def limits(pid):
+    out = []
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            r = getattr(resource, "RLIMIT_" + LIMITS.get(line[:26].strip(), "-"), None)
+            if r is not None:
+                soft, hard = (resource.RLIM_INFINITY if v == "unlimited" else int(v) for v in line[26:].split()[:2])
+                out.append((r, (soft, hard)))
+    return out
+
+def peer_pidfd(conn, pid):
+    # The kernel's handle on the peer itself (Linux 6.5), else one opened
+    # now: a pid a process that has gone left to another is caught below
+    # by the owner's check, not by this handle.
+    try:
+        return conn.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD)
+    except OSError:
+        return os.pidfd_open(pid)
 
 def answer(conn, line):
     try:
@@ -119,41 +148,65 @@ def reap():
             return
         if pid == 0:
             return
-        conn = children.pop(pid, None)
+        conn, _ = children.pop(pid, (None, None))
         if conn is None:
             continue
         code = os.waitstatus_to_exitcode(status)
         answer(conn, "exit %d" % (128 - code if code < 0 else code))
         conn.close()
 
+def caller(conn):
+    # Everything the standby takes from its caller, read from the kernel:
+    # never what the caller says.
+    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    pidfd = peer_pidfd(conn, pid)
+    try:
+        ns = same_namespaces(pid)
+        if ns:
+            raise ValueError("the caller is in another %s namespace" % ns)
+        c = {"uid": uid, "gid": gid,
+             "dirs": cgroup_dirs(pid),
+             "groups": [int(g) for g in status_field(pid, "Groups")],
+             "umask": int((status_field(pid, "Umask") or ["022"])[0], 8),
+             "limits": limits(pid),
+             "nice": os.getpriority(os.PRIO_PROCESS, pid),
+             "affinity": os.sched_getaffinity(pid)}
+        with open("/proc/%d/oom_score_adj" % pid) as f:
+            c["oom"] = f.read().strip()
+        # What /proc said is the caller's only if it is still there (the
+        # handle is of the caller, whatever has its pid) and still the
+        # kernel's user and group of the connection.
+        ids = status_field(pid, "Uid")[1:2] + status_field(pid, "Gid")[1:2]
+        signal.pidfd_send_signal(pidfd, 0)
+        if ids != [str(uid), str(gid)]:
+            raise ProcessLookupError()
+    except ProcessLookupError:
+        raise ValueError("the caller is gone")
+    finally:
+        os.close(pidfd)
+    return c
+
 def serve(conn):
     fds = []
     try:
-        conn.settimeout(5)
+        conn.settimeout(2)
         msg, fds, _, _ = socket.recv_fds(conn, 4096, 4)
-        pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
         if len(fds) != 4 or not msg.endswith(b"\n"):
             raise ValueError("want one request line and 4 file descriptors")
+        for fd in fds:
+            mode = os.fstat(fd).st_mode
+            if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+                raise ValueError("want pipes, sockets or character devices")
         modules = json.loads(msg)["modules"]
         if not isinstance(modules, list) or len(modules) > 64 or not all(isinstance(m, str) and len(m) <= 200 and MODULE.match(m) for m in modules):
             raise ValueError("modules: want at most 64 dotted names")
         if len(children) >= MAX_CHILDREN:
             raise ValueError("busy: %d standbys running" % len(children))
-        ns = same_namespaces(pid)
-        if ns:
-            raise ValueError("the caller is in another %s namespace" % ns)
-        if os.geteuid() != 0 and (uid, gid) != (os.geteuid(), os.getegid()):
-            raise ValueError("cannot run as uid %d: the server is not root" % uid)
-        dirs = cgroup_dirs(pid)
-        groups = [int(g) for g in status_field(pid, "Groups")]
-        umask = int((status_field(pid, "Umask") or ["022"])[0], 8)
-        # The kernel took uid and gid when the caller connected; what
-        # /proc says is of whatever has that pid now. A caller gone and
-        # its pid taken by another user's process would lend us that
-        # process's groups: its user must be the caller's.
-        ids = status_field(pid, "Uid")[1:2] + status_field(pid, "Gid")[1:2]
-        if ids != [str(uid), str(gid)]:
-            raise ValueError("the caller is gone")
+        c = caller(conn)
+        if sum(1 for _, u in children.values() if u == c["uid"]) >= MAX_PER_USER:
+            raise ValueError("busy: %d standbys of uid %d running" % (MAX_PER_USER, c["uid"]))
+        if os.geteuid() != 0 and (c["uid"], c["gid"]) != (os.geteuid(), os.getegid()):
+            raise ValueError("cannot run as uid %d: the server is not root" % c["uid"])
     except Exception as e:
         for fd in fds:
             os.close(fd)
@@ -165,34 +218,7 @@ def serve(conn):
     child = os.fork()
     if child == 0:
         try:
-            os.close(go_w)
-            os.close(ok_r)
-            listener.close()
-            for c in children.values():
-                c.close()
-            conn.close()
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            os.close(wake_r)
-            os.close(wake_w)
-            os.close(LIFELINE)
-            if os.read(go_r, 1) != b"g":
-                os._exit(1)
-            os.close(go_r)
-            os.setsid()
-            os.umask(umask)
-            if os.geteuid() == 0:
-                os.setgroups(groups)
-                os.setgid(gid)
-                os.setuid(uid)
-            for i, fd in enumerate(fds):
-                os.dup2(fd, i)
-            for fd in fds:
-                if fd > 3:
-                    os.close(fd)
-            os.chdir("/")
-            os.write(ok_w, b"k")
-            os.close(ok_w)
+            become(c, fds, go_r, go_w, ok_r, ok_w, conn)
         except BaseException:
             os._exit(1)
         # The standby's program ends the interpreter as its own would
@@ -204,28 +230,79 @@ def serve(conn):
     for fd in fds:
         os.close(fd)
     try:
-        for d in dirs:
+        for d in c["dirs"]:
             with open(os.path.join(d, "cgroup.procs"), "w") as f:
                 f.write(str(child))
         os.write(go_w, b"g")
-        os.close(go_w)
-        go_w = -1
-        # The child answers once it is in its own session with the
-        # caller's user: only then is it the caller's to signal.
-        if os.read(ok_r, 1) != b"k":
-            raise OSError("it exited before it was ready")
+        # The child says when it is in its own session with the caller's
+        # user: only then is it the caller's to signal. A caller that
+        # freezes or stops it holds it, not the server: no more than 5 s.
+        ready, _, _ = select.select([ok_r], [], [], 5)
+        if not ready or os.read(ok_r, 1) != b"k":
+            raise OSError("it did not start within 5 s")
     except OSError as e:
-        if go_w >= 0:
-            os.close(go_w)
-        os.close(ok_r)
-        os.kill(child, signal.SIGKILL)
-        os.waitpid(child, 0)
+        os.kill(child, signal.SIGKILL)  # reaped by reap(), whenever it ends
         answer(conn, "error failed to start the standby: %s" % str(e).replace("\n", " "))
         conn.close()
         return
-    os.close(ok_r)
-    children[child] = conn
+    finally:
+        os.close(go_w)
+        os.close(ok_r)
+    children[child] = (conn, c["uid"])
     answer(conn, "pid %d" % child)
+
+def become(c, fds, go_r, go_w, ok_r, ok_w, conn):
+    # The server's own descriptors go first (the selector's epoll among
+    # them: a standby must not reach the server's state).
+    sel.close()
+    listener.close()
+    for other, _ in children.values():
+        other.close()
+    conn.close()
+    signal.set_wakeup_fd(-1)
+    for fd in (go_w, ok_r, wake_r, wake_w, LIFELINE):
+        os.close(fd)
+    if os.read(go_r, 1) != b"g":
+        os._exit(1)
+    os.close(go_r)
+    for sig in (signal.SIGCHLD, signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.setsid()
+    os.umask(c["umask"])
+    os.sched_setaffinity(0, c["affinity"])
+    os.setpriority(os.PRIO_PROCESS, 0, c["nice"])
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write(c["oom"])
+    for r, lim in c["limits"]:
+        try:
+            resource.setrlimit(r, lim)
+        except (OSError, ValueError):
+            pass  # above the server's own hard limit: the lower one stays
+    if os.geteuid() == 0:
+        os.setgroups(c["groups"])
+        os.setgid(c["gid"])
+        os.setuid(c["uid"])
+        # setuid made it not dumpable (its /proc root's): it is the
+        # caller's process, as one it started would be.
+        import ctypes
+        if ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+            raise OSError("prctl")
+    for i, fd in enumerate(fds):
+        os.dup2(fd, i)
+    os.write(ok_w, b"k")
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) > 3:
+            try:
+                os.close(int(name))
+            except OSError:
+                pass
+    os.chdir("/")
+    # The server's random state is every fork's: draw new seeds.
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+    if "numpy.random" in sys.modules:
+        sys.modules["numpy.random"].seed()
 
 def run_standby(modules):
     exec(STANDBY, {"__name__": "__standby__", "modules": modules})
@@ -239,10 +316,13 @@ while True:
                 continue
             serve(conn)
         elif key.fileobj == LIFELINE:
-            if not os.read(LIFELINE, 64):
-                sel.unregister(listener)
-                sel.unregister(LIFELINE)
-                listener.close()
+            try:
+                if not os.read(LIFELINE, 64):
+                    sel.unregister(listener)
+                    sel.unregister(LIFELINE)
+                    listener.close()
+            except BlockingIOError:
+                pass
         else:
             try:
                 os.read(wake_r, 512)
@@ -266,7 +346,9 @@ type ForkServer struct {
 	Python  string   // the interpreter
 	Modules []string // imported once, at Start
 	// Dir holds the socket; made, and removed by Stop. Empty: a new
-	// directory under the system's temporary directory.
+	// directory under /run/schedulearn-standby (where a temporary
+	// directory's cleaner does not remove a socket in use for days), or
+	// under the system's temporary directory where /run cannot be written.
 	Dir string
 	// Env is the server's environment (its children's until their
 	// command's applies); it must not hold the driver's secrets, and the
@@ -284,47 +366,59 @@ type ForkServer struct {
 }
 
 // Start starts the server; Ready is closed once its modules are imported.
-func (f *ForkServer) Start() error {
+// A server that cannot start leaves no socket or directory behind.
+func (f *ForkServer) Start() (err error) {
 	for _, kv := range f.Env {
 		if k, _, _ := strings.Cut(kv, "="); StartupVar(k) {
 			return fmt.Errorf("fork server: %s would change the interpreter's startup for its children", k)
 		}
 	}
-	dir := f.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "horovod-forkserver-")
+	defer func() {
 		if err != nil {
-			return fmt.Errorf("fork server: %w", err)
+			err = fmt.Errorf("fork server: %w", err)
 		}
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("fork server: %w", err)
+	}()
+	if f.Dir == "" {
+		parent := "/run/schedulearn-standby"
+		if os.MkdirAll(parent, 0o711) != nil {
+			parent = ""
+		}
+		if f.Dir, err = os.MkdirTemp(parent, "horovod-forkserver-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(f.Dir, 0o700); err != nil {
+		return err
 	}
-	f.Dir = dir
+	f.socket = filepath.Join(f.Dir, "standby.sock")
+	defer func() {
+		if err != nil {
+			_ = os.Remove(f.socket)
+			_ = os.Remove(f.Dir)
+		}
+	}()
 	// Any user's task may connect (and gets a process of its own user, in
 	// its own cgroups): the directory is searchable, not listable.
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return fmt.Errorf("fork server: %w", err)
+	if err := os.Chmod(f.Dir, 0o711); err != nil {
+		return err
 	}
-	f.socket = filepath.Join(dir, "standby.sock")
 	_ = os.Remove(f.socket)
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: f.socket, Net: "unix"})
 	if err != nil {
-		return fmt.Errorf("fork server: %w", err)
+		return err
 	}
 	l.SetUnlinkOnClose(false)
 	defer l.Close()
 	if err := os.Chmod(f.socket, 0o666); err != nil {
-		return fmt.Errorf("fork server: %w", err)
+		return err
 	}
 	lf, err := l.File()
 	if err != nil {
-		return fmt.Errorf("fork server: %w", err)
+		return err
 	}
 	defer lf.Close()
 	lifeR, lifeW, err := os.Pipe()
 	if err != nil {
-		return fmt.Errorf("fork server: %w", err)
+		return err
 	}
 	defer lifeR.Close()
 	script := strings.Replace(forkServerScript, "\ndef run_standby", "\nSTANDBY = "+pythonString(standbyBody)+"\n\ndef run_standby", 1)
@@ -336,7 +430,7 @@ func (f *ForkServer) Start() error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		lifeW.Close()
-		return fmt.Errorf("fork server: failed to start %s: %w", f.Python, err)
+		return fmt.Errorf("failed to start %s: %w", f.Python, err)
 	}
 	f.cmd, f.lifeline = cmd, lifeW
 	f.ready, f.done = make(chan struct{}), make(chan struct{})
@@ -457,30 +551,49 @@ type forked struct {
 
 func (p *forked) processID() int { return p.pid }
 
-// wait returns the standby's exit code as the server tells it; if the
-// server is gone (the driver restarted it), 255 once the process is.
+// wait returns the standby's exit code as the server tells it. It does
+// not trust the server alone: a server gone (the driver restarted it) or
+// hung says nothing, and then the code is 255 once the process has ended
+// (its pidfd, which is of that process whatever later takes its pid).
 func (p *forked) wait() int {
-	line, err := p.status.ReadString('\n')
-	p.conn.Close()
-	code := 255
-	if err == nil {
-		if n, ok := strings.CutPrefix(strings.TrimSpace(line), "exit "); ok {
-			if c, err := strconv.Atoi(n); err == nil {
-				code = c
+	told := make(chan string, 1)
+	go func() {
+		line, _ := p.status.ReadString('\n') // "" once the connection ends
+		told <- line
+	}()
+	var ended chan struct{}
+	if p.pidfd >= 0 {
+		ended = make(chan struct{})
+		go func() {
+			defer close(ended)
+			fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+			for {
+				if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+					return
+				}
 			}
-		}
-	} else if p.pidfd >= 0 {
-		// Readable once the process has ended (and never another's: the
-		// descriptor is of that process, whatever later takes its pid).
-		fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
-		for {
-			if _, err := unix.Poll(fds, -1); err != unix.EINTR {
-				break
-			}
+		}()
+	}
+	var line string
+	select {
+	case line = <-told:
+	case <-ended:
+		// The server reaps it and tells at once.
+		select {
+		case line = <-told:
+		case <-time.After(5 * time.Second):
 		}
 	}
-	if p.pidfd >= 0 {
+	p.conn.Close()
+	if ended != nil {
+		<-ended // at once, unless the server went before the process
 		unix.Close(p.pidfd)
+	}
+	code := 255
+	if n, ok := strings.CutPrefix(strings.TrimSpace(line), "exit "); ok {
+		if c, err := strconv.Atoi(n); err == nil {
+			code = c
+		}
 	}
 	// Output held open by children the command left behind is not waited for.
 	done := make(chan struct{})

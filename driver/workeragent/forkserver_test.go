@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -166,17 +167,24 @@ func TestForkServer_StopKeepsForkedStandbys(t *testing.T) {
 	}
 }
 
-// forkCallerScript asks the fork server at argv[1] for a standby as the
-// user and group argv[2], from the cgroup directory argv[3] (its pid
-// written there first), passing on its own stdin, stdout and stderr;
-// it exits with the standby's exit code.
-const forkCallerScript = `import json, os, socket, sys
+// forkCallerScript asks the fork server at argv[1] for a standby, passing
+// on its own stdin, stdout and stderr, and exits with the standby's exit
+// code (99: refused, the server's answer on stderr). With argv[3] a cgroup
+// directory it first moves itself there, takes the supplementary groups
+// [65533], nice 5, oom_score_adj 300 and 64 open files at most, and then
+// the user and group argv[2].
+const forkCallerScript = `import json, os, resource, socket, sys
 sock, ids, cgdir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-with open(os.path.join(cgdir, "cgroup.procs"), "w") as f:
-    f.write(str(os.getpid()))
-os.setgroups([])
-os.setgid(ids)
-os.setuid(ids)
+if cgdir != "-":
+    with open(os.path.join(cgdir, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+    os.setgroups([65533])
+    os.setpriority(os.PRIO_PROCESS, 0, 5)
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("300")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    os.setgid(ids)
+    os.setuid(ids)
 r, w = os.pipe()
 c = socket.socket(socket.AF_UNIX)
 c.connect(sock)
@@ -188,9 +196,11 @@ line = f.readline().split()
 sys.exit(int(line[1]) if line and line[0] == "exit" else 99)
 `
 
-// The standby the server forks is the caller's process: its user and
-// groups and its cgroup are the caller's (the kernel's credentials of the
-// socket's peer, and the peer's cgroups), not the server's (root).
+// The standby the server forks is the caller's process: its user, groups,
+// cgroup, scheduling priority, OOM score adjustment and resource limits
+// are the caller's (the kernel's credentials of the socket's peer, and the
+// peer's own), not the server's (root's); it can be traced and dumped as
+// a process its user started; it holds no descriptor of the server's.
 func TestForkServer_ChildTakesTheCallersUserAndCgroup(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the server forks as root and the caller is another user")
@@ -229,8 +239,11 @@ func TestForkServer_ChildTakesTheCallersUserAndCgroup(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must.NoError(t, os.Chmod(dir, 0o755))
 	probe := filepath.Join(dir, "probe.py")
-	must.NoError(t, os.WriteFile(probe, []byte(`import os
+	must.NoError(t, os.WriteFile(probe, []byte(`import ctypes, os, resource
 print(os.getuid(), os.getgid(), os.getgroups(), [l.split(":")[2] for l in open("/proc/self/cgroup").read().split("\n") if ":pids:" in l])
+print(os.getpriority(os.PRIO_PROCESS, 0), open("/proc/self/oom_score_adj").read().strip(), resource.getrlimit(resource.RLIMIT_NOFILE))
+fds = os.listdir("/proc/self/fd")
+print("dumpable", ctypes.CDLL(None).prctl(3, 0, 0, 0, 0), "fds", sorted(int(f) for f in fds)[:4], len(fds))
 `), 0o644))
 	req := fmt.Sprintf(`{"argv": [%q], "env": {"PATH": "/usr/bin:/bin"}, "dir": %q}`+"\n", probe, dir)
 	cmd := exec.Command(python, "-c", forkCallerScript, fs.Socket(), "65534", cg)
@@ -239,8 +252,27 @@ print(os.getuid(), os.getgid(), os.getgroups(), [l.split(":")[2] for l in open("
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	must.NoError(t, cmd.Run(), must.Sprint(stderr.String()))
 	rel := strings.TrimPrefix(cg, "/sys/fs/cgroup/pids")
-	must.Eq(t, fmt.Sprintf("65534 65534 [] ['%s']\n", rel), stdout.String(), must.Sprint(stderr.String()))
+	// Four descriptors: stdin, stdout, stderr and the ready pipe.
+	must.Eq(t, fmt.Sprintf("65534 65534 [65533] ['%s']\n5 300 (64, 64)\ndumpable 1 fds [0, 1, 2, 3] 4\n", rel), stdout.String(), must.Sprint(stderr.String()))
 	must.StrHasPrefix(t, "pid ", stderr.String())
+}
+
+// A caller in another namespace than the server's (here its own UTS
+// namespace) is refused: the standby would run where the caller is not.
+func TestForkServer_RefusesAnotherNamespace(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and unshare")
+	}
+	fs, python := startForkServer(t)
+	cmd := exec.Command(unshare, "--uts", python, "-c", forkCallerScript, fs.Socket(), "0", "-")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	must.True(t, errors.As(err, &exit), must.Sprint(err))
+	must.Eq(t, 99, exit.ExitCode())
+	must.StrContains(t, stderr.String(), "error the caller is in another uts namespace")
 }
 
 // A standby whose server died (a driver killed with it) still runs its
