@@ -32,7 +32,7 @@ import (
 // (standbyBody) on those descriptors. A caller in other namespaces than
 // the server's is refused. The server answers "pid N" or "error WHY",
 // and later "exit CODE" when the child ends (it is the child's parent).
-const forkServerScript = `import importlib, json, os, re, resource, select, selectors, signal, socket, stat, struct, sys
+const forkServerScript = `import importlib, json, os, re, resource, select, selectors, signal, socket, stat, struct, sys, time
 for name in sys.argv[1:]:
     try:
         importlib.import_module(name)
@@ -40,6 +40,11 @@ for name in sys.argv[1:]:
         pass
 MAX_CHILDREN = 64
 MAX_PER_USER = 32
+# Connections accepted and not yet heard from: each waits for its request
+# at most REQUEST_WAIT seconds, without holding the others.
+MAX_PENDING = 256
+MAX_PENDING_PER_USER = 16
+REQUEST_WAIT = 2
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 LIMITS = {"Max cpu time": "CPU", "Max file size": "FSIZE", "Max data size": "DATA", "Max stack size": "STACK",
@@ -57,6 +62,7 @@ os.set_blocking(wake_w, False)
 signal.signal(signal.SIGCHLD, lambda *a: None)
 signal.set_wakeup_fd(wake_w)
 children = {}  # pid -> (connection, uid)
+pending = {}  # connection -> (deadline, uid)
 sel = selectors.DefaultSelector()
 sel.register(listener, selectors.EVENT_READ)
 sel.register(LIFELINE, selectors.EVENT_READ)
@@ -186,11 +192,41 @@ def caller(conn):
         os.close(pidfd)
     return c
 
+def accept():
+    try:
+        conn, _ = listener.accept()
+    except OSError:
+        return
+    try:
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+        conn.close()
+        return
+    if len(pending) >= MAX_PENDING or sum(1 for _, u in pending.values() if u == uid) >= MAX_PENDING_PER_USER:
+        answer(conn, "error busy: too many connections waiting")
+        conn.close()
+        return
+    conn.setblocking(False)
+    pending[conn] = (time.monotonic() + REQUEST_WAIT, uid)
+    sel.register(conn, selectors.EVENT_READ)
+
+def expire():
+    now = time.monotonic()
+    for conn, (deadline, _) in list(pending.items()):
+        if deadline <= now:
+            del pending[conn]
+            sel.unregister(conn)
+            answer(conn, "error no request within %d s" % REQUEST_WAIT)
+            conn.close()
+
 def serve(conn):
+    # Readable: the request line and its descriptors came in one message.
+    del pending[conn]
+    sel.unregister(conn)
     fds = []
     try:
-        conn.settimeout(2)
         msg, fds, _, _ = socket.recv_fds(conn, 4096, 4)
+        conn.settimeout(2)
         if len(fds) != 4 or not msg.endswith(b"\n"):
             raise ValueError("want one request line and 4 file descriptors")
         for fd in fds:
@@ -258,6 +294,8 @@ def become(c, fds, go_r, go_w, ok_r, ok_w, conn):
     listener.close()
     for other, _ in children.values():
         other.close()
+    for other in pending:
+        other.close()
     conn.close()
     signal.set_wakeup_fd(-1)
     for fd in (go_w, ok_r, wake_r, wake_w, LIFELINE):
@@ -308,13 +346,14 @@ def run_standby(modules):
     exec(STANDBY, {"__name__": "__standby__", "modules": modules})
 
 while True:
-    for key, _ in sel.select():
+    wait = None
+    if pending:
+        wait = max(0, min(d for d, _ in pending.values()) - time.monotonic())
+    for key, _ in sel.select(wait):
         if key.fileobj is listener:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            serve(conn)
+            accept()
+        elif key.fileobj in pending:
+            serve(key.fileobj)
         elif key.fileobj == LIFELINE:
             try:
                 if not os.read(LIFELINE, 64):
@@ -328,6 +367,7 @@ while True:
                 os.read(wake_r, 512)
             except BlockingIOError:
                 pass
+    expire()
     reap()
     if listener.fileno() < 0 and not children:
         sys.exit(0)

@@ -296,3 +296,29 @@ func TestForkServer_ServerGoneExitUnknown(t *testing.T) {
 	must.Eq(t, 255, code)
 	must.Eq(t, "True\n", stdout.String())
 }
+
+// A connection that sends nothing holds no one else: agents asking behind
+// three of them get their standbys at once, and each idle one is told, after
+// its 2 s, that no request came.
+func TestForkServer_IdleConnectionsHoldNoOne(t *testing.T) {
+	fs, python := startForkServer(t, "decimal")
+	var idle []net.Conn
+	for range 3 {
+		c, err := net.Dial("unix", fs.Socket())
+		must.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		idle = append(idle, c)
+	}
+	// Served one at a time, these three would hold an agent 6 s.
+	standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Server: fs.Socket()}
+	start := time.Now()
+	must.NoError(t, standby.Start())
+	t.Cleanup(standby.Stop)
+	must.True(t, standby.Forked(), must.Sprint(standby.ForkError()))
+	must.Less(t, 2*time.Second, time.Since(start))
+	for _, c := range idle {
+		must.NoError(t, c.SetDeadline(time.Now().Add(30*time.Second)))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		must.Eq(t, "error no request within 2 s\n", line)
+	}
+}
