@@ -26,12 +26,15 @@ import (
 // standby: a JSON line of the modules it wants and four file descriptors,
 // its standby's stdin, stdout, stderr and ready pipe) it forks a child;
 // before the child goes on it is moved into the caller's cgroups and takes
-// the caller's user, groups and umask (the kernel's credentials of the
-// socket's peer, not anything the caller says), so it is the caller's
-// process as much as one the caller started; then it is the standby
-// (standbyBody) on those descriptors. A caller in other namespaces than
-// the server's is refused. The server answers "pid N" or "error WHY",
-// and later "exit CODE" when the child ends (it is the child's parent).
+// the caller's user, groups, umask, resource limits, nice value, affinity
+// and OOM score (from the kernel's credentials of the socket's peer and
+// its /proc, never from anything the caller says), and keeps none of the
+// server's descriptors, so it is the caller's process as much as one the
+// caller started; then it is the standby (standbyBody) on those
+// descriptors. A caller in other namespaces than the server's is refused.
+// The server answers "pid N" or "error WHY", and later "exit CODE" when
+// the child ends (it is the child's parent). docs/driver.md has what each
+// check is for.
 const forkServerScript = `import importlib, json, os, re, resource, select, selectors, signal, socket, stat, struct, sys, time
 for name in sys.argv[1:]:
     try:
