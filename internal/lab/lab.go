@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -88,7 +89,12 @@ func DefaultPorts() Ports {
 	}
 }
 
-// FreePorts picks unused loopback ports for every listener.
+// FreePorts picks unused loopback ports for every listener, at random in
+// [10000, 20000): below Nomad's dynamic ports (20000-32000) and the
+// kernel's ephemeral range (32768-60999 by default), from which every
+// outgoing connection on the machine takes its local port, so that none
+// made between the pick and the agents' start takes one ("bind: address
+// already in use" failed a lab so when the ports came from that range).
 func FreePorts() (Ports, error) {
 	var ps [9]int
 	var listeners []net.Listener
@@ -98,12 +104,18 @@ func FreePorts() (Ports, error) {
 		}
 	}()
 	for i := range ps {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return Ports{}, fmt.Errorf("failed to find a free port: %w", err)
+		for try := 0; ; try++ {
+			port := 10000 + rand.IntN(10000)
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err == nil {
+				listeners = append(listeners, l)
+				ps[i] = port
+				break
+			}
+			if try == 100 {
+				return Ports{}, fmt.Errorf("failed to find a free port in [10000, 20000): %w", err)
+			}
 		}
-		listeners = append(listeners, l)
-		ps[i] = l.Addr().(*net.TCPAddr).Port
 	}
 	return Ports{
 		NomadHTTP: ps[0], NomadRPC: ps[1], NomadSerf: ps[2],
