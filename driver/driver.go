@@ -116,7 +116,9 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 		d.nomadConfig = cfg.AgentConfig.Driver
 		d.compute = cfg.AgentConfig.Compute()
 	}
-	if len(config.StandbyPreload) > 0 && d.forkServer.Load() == nil {
+	// Nomad's plugin loader also configures a short-lived instance, with
+	// no agent config, only to check the config: no warm interpreter there.
+	if len(config.StandbyPreload) > 0 && cfg.AgentConfig != nil && d.forkServer.Load() == nil {
 		d.startForkServer(&config)
 	}
 	return nil

@@ -399,7 +399,11 @@ func TestDriver_WorkerForksStandbyFromWarmInterpreter(t *testing.T) {
 	binDir := t.TempDir()
 	must.NoError(t, os.Symlink(python, filepath.Join(binDir, "python3")))
 	td := newTestDriverIn(t, binDir)
-	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: encodeClientConfig(t, fmt.Sprintf(`
+	// Nomad's plugin loader checks the config on an instance of its own,
+	// without the agent's config: that one starts no interpreter.
+	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: encodeClientConfig(t, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]", binDir))}))
+	must.Nil(t, td.d.forkServer.Load())
+	must.NoError(t, td.d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: td.d.nomadConfig}, PluginConfig: encodeClientConfig(t, fmt.Sprintf(`
 bin_dirs        = [%q]
 standby_preload = ["decimal"]
 standby_env {

@@ -11,7 +11,8 @@
 #   - Nomad's cgroup trees (/sys/fs/cgroup/*/nomad, nomad.slice) and any
 #     test sandbox cgroups left by a killed test run;
 #   - what a killed multi-host lab left: its network namespaces (sl<n>-*),
-#     links, /etc/netns entries and /run/schedulearn-lab claims;
+#     links, /etc/netns entries and /run/schedulearn-lab claims (and the
+#     horovod driver's warm interpreter sockets, /run/schedulearn-standby);
 #   - the Debian packages the project's installers added (recorded by
 #     tools/apt-install.sh in /var/lib/schedulearn/apt-installed.list), or,
 #     with --baseline FILE, every package not named in FILE (one name a line,
@@ -122,7 +123,7 @@ if command -v ip >/dev/null; then
     run ip link del "$link"
   done
 fi
-for d in /etc/netns/sl[0-9]*-* /run/schedulearn-lab; do [ -e "$d" ] && run rm -rf "$d"; done
+for d in /etc/netns/sl[0-9]*-* /run/schedulearn-lab /run/schedulearn-standby; do [ -e "$d" ] && run rm -rf "$d"; done
 
 if [ ${#pkgs[@]} -gt 0 ]; then
   run env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${pkgs[@]}"

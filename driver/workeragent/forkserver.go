@@ -20,7 +20,8 @@ import (
 )
 
 // forkServerScript is the node's warm interpreter: it imports the modules
-// named in its arguments once, when the driver starts, then serves on the
+// named in its arguments after the first (its socket's path) once, when
+// the driver starts, then serves on the
 // listening Unix socket it gets as fd 3 until fd 4 (its lifeline from the
 // driver) reads end of file. For each connection (one agent asking for a
 // standby: a JSON line of the modules it wants and four file descriptors,
@@ -36,7 +37,8 @@ import (
 // the child ends (it is the child's parent). docs/driver.md has what each
 // check is for.
 const forkServerScript = `import importlib, json, os, re, resource, select, selectors, signal, socket, stat, struct, sys, time
-for name in sys.argv[1:]:
+SOCKET = sys.argv[1]
+for name in sys.argv[2:]:
     try:
         importlib.import_module(name)
     except BaseException:
@@ -360,9 +362,16 @@ while True:
         elif key.fileobj == LIFELINE:
             try:
                 if not os.read(LIFELINE, 64):
+                    # The driver is gone (stopped, or killed with no
+                    # word): no more standbys, and no socket left behind.
                     sel.unregister(listener)
                     sel.unregister(LIFELINE)
                     listener.close()
+                    for path in (SOCKET, os.path.dirname(SOCKET)):
+                        try:
+                            os.unlink(path) if path == SOCKET else os.rmdir(path)
+                        except OSError:
+                            pass
             except BlockingIOError:
                 pass
         else:
@@ -465,7 +474,7 @@ func (f *ForkServer) Start() (err error) {
 	}
 	defer lifeR.Close()
 	script := strings.Replace(forkServerScript, "\ndef run_standby", "\nSTANDBY = "+pythonString(standbyBody)+"\n\ndef run_standby", 1)
-	cmd := exec.Command(f.Python, append([]string{"-c", script}, f.Modules...)...)
+	cmd := exec.Command(f.Python, append([]string{"-c", script, f.socket}, f.Modules...)...)
 	cmd.Dir = "/"
 	cmd.Env = f.Env
 	cmd.Stdout, cmd.Stderr = f.Log, f.Log

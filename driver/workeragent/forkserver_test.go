@@ -322,3 +322,17 @@ func TestForkServer_IdleConnectionsHoldNoOne(t *testing.T) {
 		must.Eq(t, "error no request within 2 s\n", line)
 	}
 }
+
+// A driver killed without a word (its lifeline closes, Stop never runs)
+// leaves no socket behind: the server removes it, and its directory.
+func TestForkServer_DriverGoneRemovesSocket(t *testing.T) {
+	fs, _ := startForkServer(t)
+	fs.lifeline.Close()
+	select {
+	case <-fs.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not exit when its driver went")
+	}
+	_, err := os.Stat(fs.Dir)
+	must.True(t, os.IsNotExist(err), must.Sprintf("%s is still there: %v", fs.Dir, err))
+}
