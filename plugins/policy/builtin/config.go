@@ -58,13 +58,19 @@ func cooldownConfig(name string, config map[string]string, known ...string) (tim
 	if err := checkKeys(config, append([]string{"resize_cooldown"}, known...)...); err != nil {
 		return 0, fmt.Errorf("failed to configure %s: %w", name, err)
 	}
-	v, ok := config["resize_cooldown"]
+	return durationConfig(name, config, "resize_cooldown", 0)
+}
+
+// durationConfig reads key of config as a non-negative duration (def when
+// absent).
+func durationConfig(name string, config map[string]string, key string, def time.Duration) (time.Duration, error) {
+	v, ok := config[key]
 	if !ok {
-		return 0, nil
+		return def, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("failed to configure %s: resize_cooldown: %q is not a non-negative duration", name, v)
+		return 0, fmt.Errorf("failed to configure %s: %s: %q is not a non-negative duration", name, key, v)
 	}
 	return d, nil
 }

@@ -136,11 +136,11 @@ func (p *GoodputJCT) SetConfig(config map[string]string) error {
 	if err != nil {
 		return err
 	}
-	rc, err := durationConfig(config, "restart_cost", DefaultGoodputJCTRestartCost)
+	rc, err := durationConfig(GoodputJCTName, config, "restart_cost", DefaultGoodputJCTRestartCost)
 	if err != nil {
 		return err
 	}
-	ag, err := durationConfig(config, "aging", DefaultGoodputJCTAging)
+	ag, err := durationConfig(GoodputJCTName, config, "aging", DefaultGoodputJCTAging)
 	if err != nil {
 		return err
 	}
@@ -150,19 +150,6 @@ func (p *GoodputJCT) SetConfig(config map[string]string) error {
 	p.restart.Store(int64(rc))
 	p.aging.Store(int64(ag))
 	return nil
-}
-
-// durationConfig reads a non-negative duration of goodput-jct's config.
-func durationConfig(config map[string]string, key string, def time.Duration) (time.Duration, error) {
-	v, ok := config[key]
-	if !ok {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("failed to configure %s: %s: %q is not a non-negative duration", GoodputJCTName, key, v)
-	}
-	return d, nil
 }
 
 // Plan implements policy.Policy.
