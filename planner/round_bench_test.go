@@ -343,7 +343,7 @@ func BenchmarkRoundEndToEnd(b *testing.B) {
 func settle(b *testing.B, p *Planner) {
 	b.Helper()
 	changes := 0
-	p.Executor = countingExecutor{&changes}
+	p.Executor = nopExecutor{applied: &changes}
 	defer func() { p.Executor = nopExecutor{} }()
 	for range 20 {
 		changes = 0
@@ -355,23 +355,17 @@ func settle(b *testing.B, p *Planner) {
 	b.Fatalf("the plan still changes %d jobs a round after 20 rounds", changes)
 }
 
-// countingExecutor is nopExecutor counting the changes it carries out.
-type countingExecutor struct{ n *int }
+// nopExecutor carries out every change at once, counting them in applied
+// if set; no job ends.
+type nopExecutor struct{ applied *int }
 
-func (e countingExecutor) Apply(context.Context, *structs.Job, policy.Allocation) error {
-	*e.n++
+func (e nopExecutor) Apply(context.Context, *structs.Job, policy.Allocation) error {
+	if e.applied != nil {
+		*e.applied++
+	}
 	return nil
 }
-
-func (countingExecutor) Outcome(context.Context, *structs.Job) (Outcome, error) {
-	return Outcome{}, nil
-}
-
-// nopExecutor carries out every change at once; no job ends.
-type nopExecutor struct{}
-
-func (nopExecutor) Apply(context.Context, *structs.Job, policy.Allocation) error { return nil }
-func (nopExecutor) Outcome(context.Context, *structs.Job) (Outcome, error)       { return Outcome{}, nil }
+func (nopExecutor) Outcome(context.Context, *structs.Job) (Outcome, error) { return Outcome{}, nil }
 
 // benchPlanner is a planner with policy name on nodes x 8 GPUs and jobs
 // jobs in st, as BenchmarkRoundEndToEnd describes.
