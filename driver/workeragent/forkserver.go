@@ -119,12 +119,13 @@ def same_namespaces(pid):
             return ns
     return None
 
-def status_field(pid, name):
+def proc_status(pid):
+    fields = {}
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith(name + ":"):
-                return line.split(":", 1)[1].split()
-    return []
+            name, _, value = line.partition(":")
+            fields[name] = value.split()
+    return fields
 
 def limits(pid):
     out = []
@@ -177,17 +178,18 @@ def caller(conn):
             raise ValueError("the caller is in another %s namespace" % ns)
         c = {"uid": uid, "gid": gid,
              "dirs": cgroup_dirs(pid),
-             "groups": [int(g) for g in status_field(pid, "Groups")],
-             "umask": int((status_field(pid, "Umask") or ["022"])[0], 8),
              "limits": limits(pid),
              "nice": os.getpriority(os.PRIO_PROCESS, pid),
              "affinity": os.sched_getaffinity(pid)}
         with open("/proc/%d/oom_score_adj" % pid) as f:
             c["oom"] = f.read().strip()
+        status = proc_status(pid)  # last: its user is checked below
+        c["groups"] = [int(g) for g in status.get("Groups", [])]
+        c["umask"] = int((status.get("Umask") or ["022"])[0], 8)
         # What /proc said is the caller's only if it is still there (the
         # handle is of the caller, whatever has its pid) and still the
         # kernel's user and group of the connection.
-        ids = status_field(pid, "Uid")[1:2] + status_field(pid, "Gid")[1:2]
+        ids = status.get("Uid", [])[1:2] + status.get("Gid", [])[1:2]
         signal.pidfd_send_signal(pidfd, 0)
         if ids != [str(uid), str(gid)]:
             raise ProcessLookupError()
@@ -367,11 +369,11 @@ while True:
                     sel.unregister(listener)
                     sel.unregister(LIFELINE)
                     listener.close()
-                    for path in (SOCKET, os.path.dirname(SOCKET)):
-                        try:
-                            os.unlink(path) if path == SOCKET else os.rmdir(path)
-                        except OSError:
-                            pass
+                    try:
+                        os.unlink(SOCKET)
+                        os.rmdir(os.path.dirname(SOCKET))
+                    except OSError:
+                        pass
             except BlockingIOError:
                 pass
         else:

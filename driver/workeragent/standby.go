@@ -183,42 +183,33 @@ func (s *Standby) fork() error {
 			return fmt.Errorf("the agent's environment sets %s", k)
 		}
 	}
-	var pipes [4][2]*os.File // stdin, stdout, stderr, ready: {read, write}
-	closeAll := func() {
-		for _, p := range pipes {
-			for _, f := range p {
-				if f != nil {
-					f.Close()
-				}
-			}
-		}
-	}
-	for i := range pipes {
+	// Four pipes: the standby's stdin, stdout, stderr and ready. Its ends
+	// go to the server (the child has them once it answers, or there is
+	// no child); the agent keeps the others.
+	var ours, theirs [4]*os.File
+	for i := range ours {
 		r, w, err := os.Pipe()
 		if err != nil {
-			closeAll()
+			closeFiles(ours[:i])
+			closeFiles(theirs[:i])
 			return fmt.Errorf("failed to create pipe: %w", err)
 		}
-		pipes[i] = [2]*os.File{r, w}
+		ours[i], theirs[i] = r, w
+		if i == 0 {
+			ours[i], theirs[i] = w, r
+		}
 	}
-	p, err := forkStandby(s.Server, s.Modules, [4]*os.File{pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]}, forkTimeout)
-	// The child has its ends now (or there is no child).
-	pipes[0][0].Close()
-	pipes[1][1].Close()
-	pipes[2][1].Close()
-	pipes[3][1].Close()
+	p, err := forkStandby(s.Server, s.Modules, theirs, forkTimeout)
+	closeFiles(theirs[:])
 	if err != nil {
-		pipes[0][1].Close()
-		pipes[1][0].Close()
-		pipes[2][0].Close()
-		pipes[3][0].Close()
+		closeFiles(ours[:])
 		return err
 	}
 	out, errOut := &switchWriter{}, &switchWriter{}
 	for _, c := range []struct {
 		w io.Writer
 		r *os.File
-	}{{out, pipes[1][0]}, {errOut, pipes[2][0]}} {
+	}{{out, ours[1]}, {errOut, ours[2]}} {
 		p.copies.Add(1)
 		go func() {
 			defer p.copies.Done()
@@ -226,11 +217,17 @@ func (s *Standby) fork() error {
 			_, _ = io.Copy(c.w, c.r)
 		}()
 	}
-	go s.awaitReady(pipes[3][0])
+	go s.awaitReady(ours[3])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.proc, s.forked, s.stdin, s.out, s.err = p, true, pipes[0][1], out, errOut
+	s.proc, s.forked, s.stdin, s.out, s.err = p, true, ours[0], out, errOut
 	return nil
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 func (s *Standby) awaitReady(ready *os.File) {
