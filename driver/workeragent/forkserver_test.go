@@ -45,6 +45,31 @@ func startForkServerWith(t *testing.T, python string, modules ...string) (*ForkS
 	return fs, python
 }
 
+// forkedStandby is a standby with decimal preloaded that fs forked (the
+// test fails if fs did not), stopped when the test ends.
+func forkedStandby(t *testing.T, fs *ForkServer, python string) *Standby {
+	t.Helper()
+	standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Server: fs.Socket()}
+	must.NoError(t, standby.Start())
+	t.Cleanup(standby.Stop)
+	must.True(t, standby.Forked(), must.Sprint(standby.ForkError()))
+	return standby
+}
+
+// runExit has the agent serving standby run a script that prints whether
+// decimal was imported and exits with code, as its first command; it
+// returns the exit code the agent reports and the script's output.
+func runExit(t *testing.T, standby *Standby, python string, code int) (int, string) {
+	t.Helper()
+	_, addr := serve(t, &Server{Token: "tok", Dir: standby.Dir, Env: standby.Env, Logger: hclog.NewNullLogger(), Standby: standby})
+	script := filepath.Join(standby.Dir, "exit.py")
+	must.NoError(t, os.WriteFile(script, []byte(fmt.Sprintf("import sys\nprint('decimal' in sys.modules)\nsys.exit(%d)\n", code)), 0o644))
+	var stdout, stderr bytes.Buffer
+	got, err := Run(context.Background(), addr, "tok", python+" "+script, nil, &stdout, &stderr, 5e9)
+	must.NoError(t, err, must.Sprint(stderr.String()))
+	return got, stdout.String()
+}
+
 // A standby forked from the node's warm interpreter runs the agent's first
 // Python command as the agent's own standby does: with the server's
 // modules already imported (and the ones only the agent asked for), the
@@ -143,23 +168,13 @@ func TestForkServer_RefusesBadRequests(t *testing.T) {
 // exit code.
 func TestForkServer_StopKeepsForkedStandbys(t *testing.T) {
 	fs, python := startForkServer(t, "decimal")
-	dir := t.TempDir()
-	env := []string{"PATH=/usr/bin:/bin"}
-	standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: dir, Env: env, Server: fs.Socket()}
-	must.NoError(t, standby.Start())
-	t.Cleanup(standby.Stop)
-	must.True(t, standby.Forked())
+	standby := forkedStandby(t, fs, python)
 	fs.Stop()
 	_, err := os.Stat(fs.Socket())
 	must.True(t, os.IsNotExist(err))
-	_, addr := serve(t, &Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
-	var stdout, stderr bytes.Buffer
-	script := filepath.Join(dir, "exit.py")
-	must.NoError(t, os.WriteFile(script, []byte("import sys\nprint('decimal' in sys.modules)\nsys.exit(7)\n"), 0o644))
-	code, err := Run(context.Background(), addr, "tok", python+" "+script, nil, &stdout, &stderr, 5e9)
-	must.NoError(t, err)
-	must.Eq(t, 7, code, must.Sprint(stderr.String()))
-	must.Eq(t, "True\n", stdout.String())
+	code, stdout := runExit(t, standby, python, 7)
+	must.Eq(t, 7, code)
+	must.Eq(t, "True\n", stdout)
 	select {
 	case <-fs.done:
 	case <-time.After(30 * time.Second):
@@ -280,21 +295,11 @@ func TestForkServer_RefusesAnotherNamespace(t *testing.T) {
 // process has ended, and does not hang.
 func TestForkServer_ServerGoneExitUnknown(t *testing.T) {
 	fs, python := startForkServer(t, "decimal")
-	dir := t.TempDir()
-	env := []string{"PATH=/usr/bin:/bin"}
-	standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: dir, Env: env, Server: fs.Socket()}
-	must.NoError(t, standby.Start())
-	t.Cleanup(standby.Stop)
-	must.True(t, standby.Forked())
+	standby := forkedStandby(t, fs, python)
 	fs.Kill()
-	_, addr := serve(t, &Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
-	script := filepath.Join(dir, "exit.py")
-	must.NoError(t, os.WriteFile(script, []byte("import sys\nprint('decimal' in sys.modules)\nsys.exit(3)\n"), 0o644))
-	var stdout, stderr bytes.Buffer
-	code, err := Run(context.Background(), addr, "tok", python+" "+script, nil, &stdout, &stderr, 5e9)
-	must.NoError(t, err)
+	code, stdout := runExit(t, standby, python, 3)
 	must.Eq(t, 255, code)
-	must.Eq(t, "True\n", stdout.String())
+	must.Eq(t, "True\n", stdout)
 }
 
 // A connection that sends nothing holds no one else: agents asking behind
@@ -310,11 +315,8 @@ func TestForkServer_IdleConnectionsHoldNoOne(t *testing.T) {
 		idle = append(idle, c)
 	}
 	// Served one at a time, these three would hold an agent 6 s.
-	standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Server: fs.Socket()}
 	start := time.Now()
-	must.NoError(t, standby.Start())
-	t.Cleanup(standby.Stop)
-	must.True(t, standby.Forked(), must.Sprint(standby.ForkError()))
+	forkedStandby(t, fs, python)
 	must.Less(t, 2*time.Second, time.Since(start))
 	for _, c := range idle {
 		must.NoError(t, c.SetDeadline(time.Now().Add(30*time.Second)))
