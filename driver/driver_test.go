@@ -10,18 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/helper/pluginutils/hclspecutils"
-	"github.com/hashicorp/nomad/helper/pluginutils/hclutils"
 	"github.com/hashicorp/nomad/helper/testlog"
 	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/drivers"
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 	"github.com/shoenig/test/must"
-	"github.com/zclconf/go-cty/cty/msgpack"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
+	"github.com/schedulearn/schedulearn/internal/plugintest"
 )
 
 // The launcher runs horovodrun in elastic mode with the discovery script
@@ -401,9 +399,9 @@ func TestDriver_WorkerForksStandbyFromWarmInterpreter(t *testing.T) {
 	td := newTestDriverIn(t, binDir)
 	// Nomad's plugin loader checks the config on an instance of its own,
 	// without the agent's config: that one starts no interpreter.
-	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: encodeClientConfig(t, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]", binDir))}))
+	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]", binDir))}))
 	must.Nil(t, td.d.forkServer.Load())
-	must.NoError(t, td.d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: td.d.nomadConfig}, PluginConfig: encodeClientConfig(t, fmt.Sprintf(`
+	must.NoError(t, td.d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: td.d.nomadConfig}, PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf(`
 bin_dirs        = [%q]
 standby_preload = ["decimal"]
 standby_env {
@@ -469,24 +467,9 @@ func TestDriver_SetConfigChecksWarmInterpreter(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(t.TempDir()), "")
-			err := d.SetConfig(&base.Config{PluginConfig: encodeClientConfig(t, c.config)})
+			err := d.SetConfig(&base.Config{PluginConfig: plugintest.EncodeConfig(t, configSpec, c.config)})
 			must.ErrorContains(t, err, c.want)
 			must.Nil(t, d.forkServer.Load())
 		})
 	}
-}
-
-// encodeClientConfig turns the body of the client's plugin config block
-// into the msgpack payload Nomad sends, the way the client's plugin loader
-// does (HCL1 agent config -> hcldec with the plugin's spec -> msgpack).
-func encodeClientConfig(t *testing.T, body string) []byte {
-	t.Helper()
-	spec, diags := hclspecutils.Convert(configSpec)
-	must.False(t, diags.HasErrors(), must.Sprint(diags))
-	raw := hclutils.HclConfigToInterface(t, "config {\n"+body+"\n}")
-	val, diags, errs := hclutils.ParseHclInterface(raw, spec, nil)
-	must.False(t, diags.HasErrors(), must.Sprint(errs))
-	payload, err := msgpack.Marshal(val, val.Type())
-	must.NoError(t, err)
-	return payload
 }

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/helper/pluginutils/hclspecutils"
-	"github.com/hashicorp/nomad/helper/pluginutils/hclutils"
 	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/device"
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 	"github.com/shoenig/test/must"
-	"github.com/zclconf/go-cty/cty/msgpack"
+
+	"github.com/schedulearn/schedulearn/internal/plugintest"
 )
 
 // encodeConfig turns the body of a plugin config block into the msgpack
@@ -28,14 +27,7 @@ func encodeConfig(t *testing.T, body string) []byte {
 // encodeConfigWith encodes against a given spec, e.g. one fetched over gRPC.
 func encodeConfigWith(t *testing.T, schema *hclspec.Spec, body string) []byte {
 	t.Helper()
-	spec, diags := hclspecutils.Convert(schema)
-	must.False(t, diags.HasErrors(), must.Sprint(diags))
-	raw := hclutils.HclConfigToInterface(t, "config {\n"+body+"\n}")
-	val, diags, errs := hclutils.ParseHclInterface(raw, spec, nil)
-	must.False(t, diags.HasErrors(), must.Sprint(errs))
-	payload, err := msgpack.Marshal(val, val.Type())
-	must.NoError(t, err)
-	return payload
+	return plugintest.EncodeConfig(t, schema, body)
 }
 
 // newTestPlugin returns a plugin whose NVML probe and nvml backend are
