@@ -75,6 +75,9 @@ var (
 		// The warm interpreter's environment besides PATH (never the
 		// driver's own, which may hold its tokens).
 		"standby_env": hclspec.NewBlockAttrs("standby_env", "string", false),
+		// Where the warm interpreter's socket directory is made (absolute);
+		// default /run/schedulearn-standby.
+		"standby_dir": hclspec.NewAttr("standby_dir", "string", false),
 		// Ignored (each job brings its own secret, SecretEnv); accepted so
 		// client configs written for earlier versions still load.
 		"auth_secret": hclspec.NewAttr("auth_secret", "string", false),
@@ -152,6 +155,7 @@ type Config struct {
 	FingerprintPeriod string            `codec:"fingerprint_period"`
 	StandbyPreload    []string          `codec:"standby_preload"`
 	StandbyEnv        map[string]string `codec:"standby_env"`
+	StandbyDir        string            `codec:"standby_dir"`
 }
 
 // TaskConfig is a task's driver config (taskConfigSpec).

@@ -107,6 +107,9 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 			return fmt.Errorf("standby_env: %q is not a variable the warm interpreter can take (a name of letters, digits and _, not PATH, PYTHON* or LD_*)", k)
 		}
 	}
+	if d := config.StandbyDir; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d || len(d) > workeragent.MaxParentLen) {
+		return fmt.Errorf("standby_dir: %q must be a clean absolute path of at most %d bytes (the socket's path in it must fit a Unix socket address)", d, workeragent.MaxParentLen)
+	}
 	if config.AuthSecret != "" {
 		d.logger.Warn("auth_secret is ignored: each job brings its own secret in " + SecretEnv + " (see docs/driver.md); remove it from the client config")
 	}
@@ -136,6 +139,7 @@ func (d *Driver) startForkServer(config *Config) {
 	fs := &workeragent.ForkServer{
 		Python:  python,
 		Modules: config.StandbyPreload,
+		Parent:  config.StandbyDir,
 		// Not the driver's environment: it may hold its tokens.
 		Env: append(envList(config.StandbyEnv), "PATH="+joinPath(config.BinDirs, "/usr/local/bin:/usr/bin:/bin")),
 		Log: d.logger.Named("forkserver").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),

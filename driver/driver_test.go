@@ -401,16 +401,22 @@ func TestDriver_WorkerForksStandbyFromWarmInterpreter(t *testing.T) {
 	// without the agent's config: that one starts no interpreter.
 	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]", binDir))}))
 	must.Nil(t, td.d.forkServer.Load())
+	// standby_dir: short (t.TempDir's path is too long for a socket's).
+	standbyDir, err := os.MkdirTemp("", "sbd-")
+	must.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(standbyDir) })
 	must.NoError(t, td.d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: td.d.nomadConfig}, PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf(`
 bin_dirs        = [%q]
 standby_preload = ["decimal"]
+standby_dir     = %q
 standby_env {
   FROM_CONFIG = "1"
 }
-`, binDir))}))
+`, binDir, standbyDir))}))
 	fs := td.d.forkServer.Load()
 	must.NotNil(t, fs)
 	t.Cleanup(fs.Kill)
+	must.Eq(t, standbyDir, filepath.Dir(fs.Dir))
 	select {
 	case <-fs.Ready():
 	case <-time.After(time.Minute):
@@ -422,7 +428,7 @@ standby_env {
 		"NOMAD_ADDR_horovod": addr,
 		"NOMAD_JOB_ID":       "train",
 	})
-	_, _, err := td.h.StartTask(task)
+	_, _, err = td.h.StartTask(task)
 	must.NoError(t, err)
 	waitFile(t, filepath.Join(task.TaskDir().SharedAllocDir, drain.AgentStatusPath), 20*time.Second)
 	taskFile, err := jobstate.Read(filepath.Join(task.TaskDir().SecretsDir, taskFileName))
@@ -464,6 +470,8 @@ func TestDriver_SetConfigChecksWarmInterpreter(t *testing.T) {
 		"a startup variable":            {"standby_preload = [\"torch\"]\nstandby_env {\n  PYTHONPATH = \"/x\"\n}", "standby_env"},
 		"PATH":                          {"standby_env {\n  PATH = \"/x\"\n}", "standby_env"},
 		"not a name":                    {"standby_env {\n  \"A-B\" = \"1\"\n}", "standby_env"},
+		"a relative standby_dir":        {`standby_dir = "run/standby"`, "standby_dir"},
+		"a standby_dir too long":        {`standby_dir = "/` + strings.Repeat("d", 64) + `"`, "at most 64 bytes"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(t.TempDir()), "")

@@ -53,12 +53,20 @@ func horovodConfig(t *testing.T) lab.Config {
 	t.Helper()
 	bin := venvBin(t)
 	cfg := testlab.Config(t)
+	// The warm interpreter's socket in a directory of this test's, so that
+	// the lab's teardown (which kills it with the driver) leaves none in
+	// /run; short, for a socket's path, and reachable by every task user.
+	standbyDir, err := os.MkdirTemp("", "sbd-")
+	must.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(standbyDir) })
+	must.NoError(t, os.Chmod(standbyDir, 0o711))
 	extra := filepath.Join(t.TempDir(), "horovod.hcl")
 	must.NoError(t, os.WriteFile(extra, []byte(fmt.Sprintf(`
 plugin "nomad-driver-horovod" {
   config {
     bin_dirs           = [%q]
     standby_preload    = ["torch", "horovod.torch"]
+    standby_dir        = %q
     standby_env {
       %s = %q
     }
@@ -67,7 +75,7 @@ plugin "nomad-driver-horovod" {
     fingerprint_period = "5s"
   }
 }
-`, bin, leakcheck.EnvName, leakcheck.Mark(), cfg.Ports.ConsulHTTP, cfg.Ports.NomadHTTP)), 0o644))
+`, bin, standbyDir, leakcheck.EnvName, leakcheck.Mark(), cfg.Ports.ConsulHTTP, cfg.Ports.NomadHTTP)), 0o644))
 	cfg.NomadConfigs = append(cfg.NomadConfigs, extra)
 	return cfg
 }

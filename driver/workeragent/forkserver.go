@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -369,11 +370,12 @@ while True:
                     sel.unregister(listener)
                     sel.unregister(LIFELINE)
                     listener.close()
-                    try:
-                        os.unlink(SOCKET)
-                        os.rmdir(os.path.dirname(SOCKET))
-                    except OSError:
-                        pass
+                    # Each on its own: the driver may have removed either.
+                    for remove, path in ((os.unlink, SOCKET), (os.rmdir, os.path.dirname(SOCKET))):
+                        try:
+                            remove(path)
+                        except OSError:
+                            pass
             except BlockingIOError:
                 pass
         else:
@@ -400,10 +402,14 @@ type ForkServer struct {
 	Python  string   // the interpreter
 	Modules []string // imported once, at Start
 	// Dir holds the socket; made, and removed by Stop. Empty: a new
-	// directory under /run/schedulearn-standby (where a temporary
-	// directory's cleaner does not remove a socket in use for days), or
-	// under the system's temporary directory where /run cannot be written.
+	// directory under Parent.
 	Dir string
+	// Parent is where Start makes Dir when it is empty, and removes what
+	// servers killed with their driver left there. Empty: DefaultParent
+	// (where a temporary directory's cleaner does not remove a socket in
+	// use for days), or the system's temporary directory where /run
+	// cannot be written.
+	Parent string
 	// Env is the server's environment (its children's until their
 	// command's applies); it must not hold the driver's secrets, and the
 	// interpreter's startup variables (PYTHON*, LD_*) in it are refused.
@@ -433,11 +439,16 @@ func (f *ForkServer) Start() (err error) {
 		}
 	}()
 	if f.Dir == "" {
-		parent := "/run/schedulearn-standby"
-		if os.MkdirAll(parent, 0o711) != nil {
-			parent = ""
+		parent := f.Parent
+		if parent == "" {
+			if parent = DefaultParent; os.MkdirAll(parent, 0o711) != nil {
+				parent = os.TempDir()
+			}
+		} else if err := os.MkdirAll(parent, 0o711); err != nil {
+			return err
 		}
-		if f.Dir, err = os.MkdirTemp(parent, "horovod-forkserver-"); err != nil {
+		sweepStale(parent, time.Minute)
+		if f.Dir, err = os.MkdirTemp(parent, dirPrefix); err != nil {
 			return err
 		}
 	} else if err := os.MkdirAll(f.Dir, 0o700); err != nil {
@@ -494,6 +505,56 @@ func (f *ForkServer) Start() (err error) {
 	}()
 	go f.probe()
 	return nil
+}
+
+// DefaultParent is where fork servers' socket directories go unless told.
+const DefaultParent = "/run/schedulearn-standby"
+
+// dirPrefix names a fork server's socket directory; MaxParentLen keeps
+// its socket's path within a Unix socket address (108 bytes).
+const (
+	dirPrefix    = "horovod-forkserver-"
+	MaxParentLen = 107 - len("/"+dirPrefix+"4294967295/standby.sock")
+)
+
+// sweepStale removes the socket directories in parent that no server
+// serves: a driver and its server killed together (a power cut, a test
+// lab's teardown) leave theirs. Only directories older than minAge, whose
+// socket is gone or refuses connections, and only the socket and the
+// directory themselves (nothing is removed recursively).
+func sweepStale(parent string, minAge time.Duration) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), dirPrefix) {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		info, err := os.Lstat(dir)
+		if err != nil || !info.IsDir() || time.Since(info.ModTime()) < minAge {
+			continue
+		}
+		socket := filepath.Join(dir, "standby.sock")
+		if st, err := os.Lstat(socket); err == nil {
+			if st.Mode().Type() != os.ModeSocket {
+				continue
+			}
+			conn, err := net.DialTimeout("unix", socket, time.Second)
+			if err == nil {
+				conn.Close()
+				continue
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				continue
+			}
+			_ = os.Remove(socket)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		_ = os.Remove(dir)
+	}
 }
 
 // probe closes ready once the server answers (it accepts only once its

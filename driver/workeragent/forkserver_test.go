@@ -31,8 +31,8 @@ func startForkServer(t *testing.T, modules ...string) (*ForkServer, string) {
 
 func startForkServerWith(t *testing.T, python string, modules ...string) (*ForkServer, string) {
 	t.Helper()
-	// In a directory of its own under the system's temporary directory
-	// (as the driver's), which every user can reach; Kill removes it.
+	// In a directory of its own under DefaultParent (as the driver's),
+	// which every user can reach; Kill removes it.
 	fs := &ForkServer{Python: python, Modules: modules, Env: []string{"PATH=/usr/bin:/bin"}}
 	must.NoError(t, fs.Start())
 	t.Cleanup(fs.Kill)
@@ -337,4 +337,43 @@ func TestForkServer_DriverGoneRemovesSocket(t *testing.T) {
 	}
 	_, err := os.Stat(fs.Dir)
 	must.True(t, os.IsNotExist(err), must.Sprintf("%s is still there: %v", fs.Dir, err))
+}
+
+// A driver and its server killed together leave their socket directory;
+// the next server started in the same parent removes it, and only what
+// no server serves: not a live server's, not one just made, not another
+// kind of directory or file.
+func TestForkServer_SweepsStaleDirectories(t *testing.T) {
+	parent := t.TempDir()
+	dir := func(name string) string {
+		d := filepath.Join(parent, name)
+		must.NoError(t, os.Mkdir(d, 0o711))
+		return d
+	}
+	listen := func(d string) *net.UnixListener {
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(d, "standby.sock"), Net: "unix"})
+		must.NoError(t, err)
+		l.SetUnlinkOnClose(false)
+		return l
+	}
+	dead := dir(dirPrefix + "1")
+	listen(dead).Close() // the socket stays, and refuses
+	empty := dir(dirPrefix + "2")
+	live := dir(dirPrefix + "3")
+	l := listen(live)
+	defer l.Close()
+	notSocket := dir(dirPrefix + "4")
+	must.NoError(t, os.WriteFile(filepath.Join(notSocket, "standby.sock"), nil, 0o600))
+	other := dir("other")
+	old := time.Now().Add(-time.Hour)
+	for _, d := range []string{dead, empty, live, notSocket, other} {
+		must.NoError(t, os.Chtimes(d, old, old))
+	}
+	fresh := dir(dirPrefix + "5")
+
+	sweepStale(parent, time.Minute)
+	for d, want := range map[string]bool{dead: false, empty: false, live: true, notSocket: true, other: true, fresh: true} {
+		_, err := os.Stat(d)
+		must.Eq(t, want, err == nil, must.Sprintf("%s: %v", filepath.Base(d), err))
+	}
 }

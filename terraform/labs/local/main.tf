@@ -39,7 +39,7 @@ module "client" {
   meta        = each.value.meta
   datasets    = each.value.datasets
   gpu         = each.value.gpu
-  horovod     = { bin_dirs = var.bin_dirs, standby_preload = var.standby.preload, standby_env = var.standby.env }
+  horovod     = { bin_dirs = var.bin_dirs, standby_preload = var.standby.preload, standby_env = var.standby.env, standby_dir = "${var.data_root}/${each.key}/standby" }
   log_level   = var.log_level
 }
 

@@ -93,7 +93,7 @@ variable "bin_dirs" {
 }
 
 variable "standby" {
-  description = "Each client's warm interpreter (docs/driver.md): the modules it imports when the driver starts (preload; [] for none) and its environment besides PATH (env)."
+  description = "Each client's warm interpreter (docs/driver.md): the modules it imports when the driver starts (preload; [] for none) and its environment besides PATH (env). Its socket lies in <data_root>/<node>/standby."
   type = object({
     preload = optional(list(string), ["torch", "horovod.torch"])
     env     = optional(map(string), {})

@@ -116,7 +116,14 @@ variable "horovod" {
     standby_preload = optional(list(string), [])
     # The warm interpreter's environment besides PATH.
     standby_env = optional(map(string), {})
+    # Where its socket directory is made; null: the driver's default,
+    # /run/schedulearn-standby.
+    standby_dir = optional(string)
   })
+  validation {
+    condition     = var.horovod.standby_dir == null || (startswith(coalesce(var.horovod.standby_dir, "/"), "/") && length(coalesce(var.horovod.standby_dir, "/")) <= 64)
+    error_message = "horovod.standby_dir must be an absolute path of at most 64 bytes (the socket's path in it must fit a Unix socket address)."
+  }
   validation {
     condition     = alltrue([for m in var.horovod.standby_preload : can(regex("^[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)*$", m))])
     error_message = "horovod.standby_preload must be Python module names (dotted identifiers)."

@@ -32,6 +32,10 @@ run "default_lab" {
     error_message = "Every client has a warm interpreter with torch and Horovod."
   }
   assert {
+    condition     = alltrue([for h in output.hosts : strcontains(h.nomad_configs[length(h.nomad_configs) - 1], "standby_dir        = \"${var.data_root}/${h.name}/standby\"")])
+    error_message = "Each client's warm interpreter has its socket in the host's data directory (removed with the lab), not in /run."
+  }
+  assert {
     condition     = strcontains(output.hosts[1].consul_config, "retry_join     = [\"10.213.0.2\"]") && strcontains(output.hosts[0].consul_config, "server           = true")
     error_message = "Clients join the Consul server on the first host."
   }

@@ -119,3 +119,30 @@ run "warm_interpreter_env_startup_variable" {
   }
   expect_failures = [var.horovod]
 }
+
+run "warm_interpreter_dir" {
+  command = plan
+  variables {
+    horovod = { bin_dirs = ["/opt/venv/bin"], standby_preload = ["torch"], standby_dir = "/srv/node1/standby" }
+  }
+  assert {
+    condition     = strcontains(output.nomad_config, "standby_dir        = \"/srv/node1/standby\"")
+    error_message = "standby_dir is the driver's."
+  }
+}
+
+run "warm_interpreter_dir_too_long" {
+  command = plan
+  variables {
+    horovod = { bin_dirs = ["/opt/venv/bin"], standby_preload = ["torch"], standby_dir = "/a-path-that-is-longer-than-a-unix-socket-address-leaves-room-for" }
+  }
+  expect_failures = [var.horovod]
+}
+
+run "warm_interpreter_dir_relative" {
+  command = plan
+  variables {
+    horovod = { bin_dirs = ["/opt/venv/bin"], standby_preload = ["torch"], standby_dir = "standby" }
+  }
+  expect_failures = [var.horovod]
+}
