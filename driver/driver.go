@@ -127,44 +127,82 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 	return nil
 }
 
-// startForkServer starts the client's warm interpreter (standby_preload);
-// it is stopped with the driver. Without it (no python, or it fails)
-// workers start standbys of their own, as they do without the setting.
+// startForkServer starts the client's warm interpreter (standby_preload)
+// and keeps it running: one that exits (killed, out of memory) is started
+// again after a pause that doubles while it keeps exiting, up to
+// forkServerMaxPause; it is stopped with the driver. While there is none
+// (no python, or it fails, or between restarts) workers start standbys of
+// their own, as they do without the setting.
 func (d *Driver) startForkServer(config *Config) {
 	python, err := findPython(d.lookPath, config.BinDirs)
 	if err != nil {
 		d.logger.Warn("standby_preload: no warm interpreter", "error", err)
 		return
 	}
-	fs := &workeragent.ForkServer{
-		Python:  python,
-		Modules: config.StandbyPreload,
-		Parent:  config.StandbyDir,
-		// Not the driver's environment: it may hold its tokens.
-		Env: append(envList(config.StandbyEnv), "PATH="+joinPath(config.BinDirs, "/usr/local/bin:/usr/bin:/bin")),
-		Log: d.logger.Named("forkserver").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+	start := func() *workeragent.ForkServer {
+		fs := &workeragent.ForkServer{
+			Python:  python,
+			Modules: config.StandbyPreload,
+			Parent:  config.StandbyDir,
+			// Not the driver's environment: it may hold its tokens.
+			Env: append(envList(config.StandbyEnv), "PATH="+joinPath(config.BinDirs, "/usr/local/bin:/usr/bin:/bin")),
+			Log: d.logger.Named("forkserver").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+		}
+		if err := fs.Start(); err != nil {
+			d.logger.Warn("standby_preload: no warm interpreter", "error", err)
+			return nil
+		}
+		d.forkServer.Store(fs)
+		d.logger.Info("warm interpreter started", "python", python, "preload", strings.Join(config.StandbyPreload, ","), "socket", fs.Socket())
+		return fs
 	}
-	if err := fs.Start(); err != nil {
-		d.logger.Warn("standby_preload: no warm interpreter", "error", err)
+	fs := start()
+	if fs == nil {
 		return
 	}
-	d.forkServer.Store(fs)
-	d.logger.Info("warm interpreter started", "python", python, "preload", strings.Join(config.StandbyPreload, ","), "socket", fs.Socket())
 	go func() {
-		select {
-		case <-fs.Ready():
-			d.logger.Info("warm interpreter ready")
-		case <-fs.Done():
-		case <-d.ctx.Done():
+		pause := forkServerPause
+		for {
+			ready := false
+			select {
+			case <-fs.Ready():
+				ready = true
+				d.logger.Info("warm interpreter ready")
+			case <-fs.Done():
+			case <-d.ctx.Done():
+			}
+			started := time.Now()
+			select {
+			case <-fs.Done():
+			case <-d.ctx.Done():
+				fs.Stop()
+				return
+			}
+			fs.Stop()
+			// One that served a while is a new trouble, not the same.
+			if ready && time.Since(started) > forkServerMaxPause {
+				pause = forkServerPause
+			}
+			d.logger.Warn("warm interpreter exited; workers start standbys of their own until it is started again", "in", pause)
+			select {
+			case <-time.After(pause):
+			case <-d.ctx.Done():
+				return
+			}
+			pause = min(2*pause, forkServerMaxPause)
+			if next := start(); next != nil {
+				fs = next
+			}
 		}
-		select {
-		case <-fs.Done():
-			d.logger.Warn("warm interpreter exited; workers start standbys of their own")
-		case <-d.ctx.Done():
-		}
-		fs.Stop()
 	}()
 }
+
+// The pauses before the warm interpreter is started again (variables for
+// tests).
+var (
+	forkServerPause    = time.Second
+	forkServerMaxPause = 5 * time.Minute
+)
 
 func (d *Driver) TaskConfigSchema() (*hclspec.Spec, error) { return taskConfigSpec, nil }
 

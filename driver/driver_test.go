@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/nomad/plugins/drivers"
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 	"github.com/shoenig/test/must"
+	"github.com/shoenig/test/wait"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
@@ -456,6 +458,61 @@ sys.stdout.write(open("/proc/self/cgroup").read())
 
 	must.NoError(t, td.h.StopTask(task.ID, 10*time.Second, ""))
 	td.waitExit(t, task.ID, 10*time.Second)
+}
+
+// A warm interpreter that exits (killed, out of memory) is started again,
+// with a new socket; the old one's directory is gone. Stopping the driver
+// stops it for good.
+func TestDriver_WarmInterpreterRestarts(t *testing.T) {
+	t.Parallel()
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	binDir := t.TempDir()
+	must.NoError(t, os.Symlink(python, filepath.Join(binDir, "python3")))
+	standbyDir, err := os.MkdirTemp("", "sbd-")
+	must.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(standbyDir) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := New(ctx, testlog.HCLogger(t), lookPathIn(binDir), "")
+	must.NoError(t, d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: &base.ClientDriverConfig{Topology: topology}},
+		PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]\nstandby_dir = %q", binDir, standbyDir))}))
+	ready := func() *workeragent.ForkServer {
+		t.Helper()
+		fs := d.forkServer.Load()
+		must.NotNil(t, fs)
+		t.Cleanup(fs.Kill)
+		select {
+		case <-fs.Ready():
+		case <-time.After(time.Minute):
+			t.Fatal("the warm interpreter never served")
+		}
+		return fs
+	}
+	first := ready()
+	must.NoError(t, syscall.Kill(first.Pid(), syscall.SIGKILL))
+	<-first.Done()
+	must.Wait(t, wait.InitialSuccess(wait.BoolFunc(func() bool { return d.forkServer.Load() != first }),
+		wait.Timeout(30*time.Second), wait.Gap(50*time.Millisecond)))
+	second := ready()
+	must.NotEq(t, first.Socket(), second.Socket())
+	must.True(t, second.IsReady())
+	_, err = os.Stat(first.Dir)
+	must.True(t, os.IsNotExist(err), must.Sprintf("the killed server's directory %s is still there: %v", first.Dir, err))
+
+	cancel()
+	select {
+	case <-second.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the warm interpreter outlived its driver")
+	}
+	time.Sleep(2 * time.Second) // past the first pause: nothing restarts it
+	must.Eq(t, second, d.forkServer.Load())
+	entries, err := os.ReadDir(standbyDir)
+	must.NoError(t, err)
+	must.SliceEmpty(t, entries)
 }
 
 // The warm interpreter's settings are checked when the client loads them,
