@@ -385,6 +385,23 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// warmInterpreterDirs gives a bin_dirs entry holding the system's python3
+// (the test is skipped without one) and a standby_dir: short, as
+// t.TempDir's path is too long for a socket's; removed when the test ends.
+func warmInterpreterDirs(t *testing.T) (binDir, standbyDir string) {
+	t.Helper()
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	binDir = t.TempDir()
+	must.NoError(t, os.Symlink(python, filepath.Join(binDir, "python3")))
+	standbyDir, err := os.MkdirTemp("", "sbd-")
+	must.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(standbyDir) })
+	return binDir, standbyDir
+}
+
 // With standby_preload, the client's warm interpreter imports the modules
 // when the driver starts, and a worker that preloads modules forks its
 // standby from it: its first Python command finds them imported, runs as
@@ -392,21 +409,12 @@ func freeAddr(t *testing.T) string {
 // file names the server's socket.
 func TestDriver_WorkerForksStandbyFromWarmInterpreter(t *testing.T) {
 	t.Parallel()
-	python := "/usr/bin/python3"
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("no /usr/bin/python3")
-	}
-	binDir := t.TempDir()
-	must.NoError(t, os.Symlink(python, filepath.Join(binDir, "python3")))
+	binDir, standbyDir := warmInterpreterDirs(t)
 	td := newTestDriverIn(t, binDir)
 	// Nomad's plugin loader checks the config on an instance of its own,
 	// without the agent's config: that one starts no interpreter.
 	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]", binDir))}))
 	must.Nil(t, td.d.forkServer.Load())
-	// standby_dir: short (t.TempDir's path is too long for a socket's).
-	standbyDir, err := os.MkdirTemp("", "sbd-")
-	must.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(standbyDir) })
 	must.NoError(t, td.d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: td.d.nomadConfig}, PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf(`
 bin_dirs        = [%q]
 standby_preload = ["decimal"]
@@ -430,7 +438,7 @@ standby_env {
 		"NOMAD_ADDR_horovod": addr,
 		"NOMAD_JOB_ID":       "train",
 	})
-	_, _, err = td.h.StartTask(task)
+	_, _, err := td.h.StartTask(task)
 	must.NoError(t, err)
 	waitFile(t, filepath.Join(task.TaskDir().SharedAllocDir, drain.AgentStatusPath), 20*time.Second)
 	taskFile, err := jobstate.Read(filepath.Join(task.TaskDir().SecretsDir, taskFileName))
@@ -465,15 +473,7 @@ sys.stdout.write(open("/proc/self/cgroup").read())
 // stops it for good.
 func TestDriver_WarmInterpreterRestarts(t *testing.T) {
 	t.Parallel()
-	python := "/usr/bin/python3"
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("no /usr/bin/python3")
-	}
-	binDir := t.TempDir()
-	must.NoError(t, os.Symlink(python, filepath.Join(binDir, "python3")))
-	standbyDir, err := os.MkdirTemp("", "sbd-")
-	must.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(standbyDir) })
+	binDir, standbyDir := warmInterpreterDirs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d := New(ctx, testlog.HCLogger(t), lookPathIn(binDir), "")
@@ -499,7 +499,7 @@ func TestDriver_WarmInterpreterRestarts(t *testing.T) {
 	second := ready()
 	must.NotEq(t, first.Socket(), second.Socket())
 	must.True(t, second.IsReady())
-	_, err = os.Stat(first.Dir)
+	_, err := os.Stat(first.Dir)
 	must.True(t, os.IsNotExist(err), must.Sprintf("the killed server's directory %s is still there: %v", first.Dir, err))
 
 	cancel()
