@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -519,42 +518,51 @@ const (
 
 // sweepStale removes the socket directories in parent that no server
 // serves: a driver and its server killed together (a power cut, a test
-// lab's teardown) leave theirs. Only directories older than minAge, whose
-// socket is gone or refuses connections, and only the socket and the
-// directory themselves (nothing is removed recursively).
+// lab's teardown) leave theirs. Only directories of this process's user
+// (parent may be a shared temporary directory), older than minAge, whose
+// socket is gone or refuses connections; only the socket and the
+// directory, through a handle on the directory (a name swapped for a link
+// meanwhile leads nowhere else).
 func sweepStale(parent string, minAge time.Duration) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), dirPrefix) {
-			continue
+		if e.IsDir() && strings.HasPrefix(e.Name(), dirPrefix) {
+			sweepOne(filepath.Join(parent, e.Name()), minAge)
 		}
-		dir := filepath.Join(parent, e.Name())
-		info, err := os.Lstat(dir)
-		if err != nil || !info.IsDir() || time.Since(info.ModTime()) < minAge {
-			continue
-		}
-		socket := filepath.Join(dir, "standby.sock")
-		if st, err := os.Lstat(socket); err == nil {
-			if st.Mode().Type() != os.ModeSocket {
-				continue
-			}
-			conn, err := net.DialTimeout("unix", socket, time.Second)
-			if err == nil {
-				conn.Close()
-				continue
-			}
-			if !errors.Is(err, syscall.ECONNREFUSED) {
-				continue
-			}
-			_ = os.Remove(socket)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		_ = os.Remove(dir)
 	}
+}
+
+func sweepOne(dir string, minAge time.Duration) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || int(st.Uid) != os.Geteuid() || time.Since(time.Unix(st.Mtim.Unix())) < minAge {
+		return
+	}
+	var sock unix.Stat_t
+	switch err := unix.Fstatat(fd, "standby.sock", &sock, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil:
+		if sock.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			return
+		}
+		conn, err := net.DialTimeout("unix", fmt.Sprintf("/proc/self/fd/%d/standby.sock", fd), time.Second)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) || unix.Unlinkat(fd, "standby.sock", 0) != nil {
+			return
+		}
+	case !errors.Is(err, unix.ENOENT):
+		return
+	}
+	_ = unix.Rmdir(dir)
 }
 
 // probe closes ready once the server answers (it accepts only once its
