@@ -12,6 +12,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -263,6 +264,9 @@ func formatJob(j *structs.Job, verbose bool) string {
 	if j.Progress != nil {
 		pairs = append(pairs, [2]string{"Progress", formatProgress(j)})
 	}
+	if s.Batch != nil {
+		pairs = append(pairs, [2]string{"Batch", formatBatch(s.Batch, j.Batch)})
+	}
 	var b strings.Builder
 	b.WriteString(formatKV(pairs))
 
@@ -435,6 +439,18 @@ func formatTargetSection(j *structs.Job) string {
 		pairs = append(pairs, [2]string{"Admission", a.Reason})
 	}
 	return "Target\n" + formatKV(pairs)
+}
+
+// formatBatch renders the jobspec's batch block and the planner's advice:
+// "64..4096, at most 256 a GPU; advised 1024 on 4 GPUs (128 a GPU x 2
+// micro-batches), efficiency 0.62, goodput x1.42 (noise scale 900)".
+func formatBatch(spec *jobspec.Batch, a *structs.BatchAdvice) string {
+	out := fmt.Sprintf("%d..%d, at most %d a GPU", spec.Size, spec.Max, spec.MaxPerGPU)
+	if a == nil {
+		return out + "; no advice yet (needs the throughput at two per-GPU batches and a noise scale)"
+	}
+	return out + fmt.Sprintf("; advised %d on %d GPUs (%d a GPU x %d micro-batches), efficiency %.2f, goodput x%.2f (noise scale %.4g)",
+		a.Size, a.GPUs, a.PerGPU, a.Accumulation, a.Efficiency, a.GoodputGain, a.NoiseScale)
 }
 
 // formatOutlook renders the planner's estimate for the target: "about 4m

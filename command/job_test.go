@@ -14,6 +14,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api/apitest"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/events"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -343,9 +344,10 @@ func TestJobStatus_Progress(t *testing.T) {
 	must.StrNotContains(t, h.out.String(), "Progress")
 
 	rate, loss := 812.5, 0.42131
-	must.NoError(t, h.backend.ReportProgress(context.Background(), id, []api.ProgressReport{
+	_, err := h.backend.ReportProgress(context.Background(), id, []api.ProgressReport{
 		{Step: 120, SamplesPerSec: &rate, Loss: &loss, Metric: &structs.Metric{Name: "accuracy", Value: 0.91}, WorldSize: 2},
-	}))
+	})
+	must.NoError(t, err)
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	must.StrContains(t, h.out.String(), "Progress     = step 120, 812.5 samples/s, loss 0.4213, accuracy 0.91, world size 2 at ")
 }
@@ -371,9 +373,10 @@ func TestJobStatus_Target(t *testing.T) {
 	}, "\n"))
 
 	// Tier 1 reached, no checkpoint yet.
-	must.NoError(t, h.backend.ReportProgress(context.Background(), id, []api.ProgressReport{
+	_, err := h.backend.ReportProgress(context.Background(), id, []api.ProgressReport{
 		{Step: 120, Metric: &structs.Metric{Name: "accuracy", Value: 0.91}},
-	}))
+	})
+	must.NoError(t, err)
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	reached := formatTime(h.job(id).Delivery(structs.TierOne).Reached)
 	out := h.out.String()
@@ -412,6 +415,17 @@ func TestJobStatus_Target(t *testing.T) {
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	out = h.out.String()
 	must.StrContains(t, out, "GPUs assessed = 4 (4 GPUs: a 5th would add 0.38x of one GPU's throughput)\n")
+
+	// A batch block, and the planner's advice for it.
+	h.backend.Update(id, func(j *structs.Job) { j.Spec.Batch = &jobspec.Batch{Size: 64, Max: 4096, MaxPerGPU: 256} })
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrContains(t, h.out.String(), "Batch         = 64..4096, at most 256 a GPU; no advice yet (needs the throughput at two per-GPU batches and a noise scale)\n")
+	h.backend.Update(id, func(j *structs.Job) {
+		j.Batch = &structs.BatchAdvice{Size: 1024, PerGPU: 128, Accumulation: 2, GPUs: 4, Efficiency: 0.623, NoiseScale: 900, GoodputGain: 1.417}
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrContains(t, h.out.String(), "Batch         = 64..4096, at most 256 a GPU; advised 1024 on 4 GPUs (128 a GPU x 2 micro-batches), efficiency 0.62, goodput x1.42 (noise scale 900)\n")
+	out = h.out.String()
 	must.StrContains(t, out, "Outlook  = estimated: about 7h to accuracy 0.93 at 2 GPUs (curve fit), at "+
 		formatTime(job.Submitted.Add(7*time.Hour))+"; the deadline looks unreachable\n")
 

@@ -66,7 +66,8 @@ func TestDashboard_FakePlanner(t *testing.T) {
 		reports = append(reports, api.ProgressReport{Time: time.Now().Add(time.Duration(i-len(acc)) * time.Minute), Step: int64(10 * (i + 1)),
 			Metric: &structs.Metric{Name: "accuracy", Value: v}})
 	}
-	must.NoError(t, b.ReportProgress(ctx, a.ID, reports))
+	_, err = b.ReportProgress(ctx, a.ID, reports)
+	must.NoError(t, err)
 
 	ui := startBrowser(t, chromium, hs.URL)
 	// The open status shows; the rest waits for a token.

@@ -120,6 +120,17 @@ func targetOutlook(j *structs.Job, t *jobspec.Target, prev *structs.Outlook, spe
 	return out
 }
 
+// adviseBatch is the batch the planner advises job j for the GPUs it
+// holds (assess.AdviseBatch), from its progress: the throughput reports
+// that carry their batch, and the latest noise scale.
+func adviseBatch(j *structs.Job) *structs.BatchAdvice {
+	if j.Spec.Batch == nil || j.Progress == nil {
+		return nil
+	}
+	obs := assess.Throughputs(j.Progress.History, j.Spec.GPUs.PerWorker)
+	return assess.AdviseBatch(j.Spec.Batch, obs, j.Progress.NoiseScale, j.GPUs())
+}
+
 // workDone is the training a job's history records, in seconds on one GPU:
 // the time between reports, each at the speedup of the GPUs the job then
 // held (linear where the table is unknown).

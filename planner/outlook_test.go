@@ -261,3 +261,49 @@ func TestOutlook_AutoGPUsLinear(t *testing.T) {
 			must.Sprintf("measured up to %d: %s", g, rec.Outlook.GPUs.Reason))
 	}
 }
+
+// A job with a batch block is advised its batch for the GPUs it holds once
+// it has reported its throughput at two per-GPU batches and a noise scale:
+// the advice is in the record and handed back to the reporter.
+func TestReportProgress_AdvisesBatch(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
+	j := submit(t, p, now, parseSpec(t, `training "adaptive" {
+  command = "python3"
+  gpus {
+    min = 1
+    max = 4
+  }
+  batch {
+    size        = 64
+    max         = 4096
+    max_per_gpu = 256
+  }
+}`, *now))
+	must.NoError(t, p.Round(ctx))
+	g := state(t, st, j.ID).GPUs()
+	must.Eq(t, 4, g)
+
+	// 0.2 s of synchronisation a step, 1 ms a sample on each GPU.
+	report := func(batch int, noise float64) *structs.BatchAdvice {
+		t.Helper()
+		*now = now.Add(5 * time.Second)
+		rate := float64(batch) / (0.2 + 0.001*float64(batch/g))
+		a, err := p.ReportProgressAdvice(ctx, j.ID, []structs.ProgressReport{{Time: *now, Step: 1, SamplesPerSec: f64(rate), WorldSize: g, BatchSize: batch, NoiseScale: noise}})
+		must.NoError(t, err)
+		return a
+	}
+	must.Nil(t, report(64, 0), must.Sprint("no noise scale: no advice"))
+	must.Nil(t, report(64, 1000), must.Sprint("one per-GPU batch: the step time's slope is unknown"))
+	a := report(128, 1000)
+	must.NotNil(t, a)
+	must.Eq(t, 4, a.GPUs)
+	must.Greater(t, 128, a.Size, must.Sprint("sync-bound and noisy: a larger batch pays"))
+	must.Greater(t, 1.5, a.GoodputGain)
+	must.Eq(t, a, state(t, st, j.ID).Batch)
+
+	// A quiet gradient: the jobspec's batch.
+	quiet := report(64, 1)
+	must.Eq(t, 64, quiet.Size)
+	must.Eq(t, 16, quiet.PerGPU)
+}

@@ -593,11 +593,20 @@ func (p *Planner) update(ctx context.Context, j *structs.Job, mutate func(*struc
 // target metric to tier1 or goal records a delivery, which the Deliverer
 // does later: this nudges it (Notify) and never waits for it.
 func (p *Planner) ReportProgress(ctx context.Context, id string, reports []structs.ProgressReport) error {
+	_, err := p.ReportProgressAdvice(ctx, id, reports)
+	return err
+}
+
+// ReportProgressAdvice is ReportProgress, returning the batch the planner
+// now advises the job (jobspec batch block; nil when none), which the
+// API hands back to the reporting script.
+func (p *Planner) ReportProgressAdvice(ctx context.Context, id string, reports []structs.ProgressReport) (*structs.BatchAdvice, error) {
 	j, err := p.Store.GetJob(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := p.now()
+	var advice *structs.BatchAdvice
 	err = p.update(ctx, j, func(j *structs.Job) error {
 		if err := j.AddProgress(reports, now); err != nil {
 			return structs.Inputf("%v", err)
@@ -606,6 +615,8 @@ func (p *Planner) ReportProgress(ctx context.Context, id string, reports []struc
 		if p.AmendOutlook != nil {
 			p.AmendOutlook(j)
 		}
+		j.Batch = adviseBatch(j)
+		advice = j.Batch
 		return nil
 	})
 	if err == nil {
@@ -614,7 +625,11 @@ func (p *Planner) ReportProgress(ctx context.Context, id string, reports []struc
 	if err == nil && p.Delivery != nil && j.HasDeliveryWork() {
 		p.Delivery.Notify(j.ID)
 	}
-	return err
+	if err != nil || advice == nil {
+		return nil, err
+	}
+	a := *advice
+	return &a, nil
 }
 
 func (p *Planner) recordPolicyError(ctx context.Context, perr error) {

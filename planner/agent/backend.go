@@ -49,8 +49,8 @@ func (b *backend) Stop(ctx context.Context, id string) (*structs.Job, error) {
 // only writes a record, so a standby takes it too; the store's optimistic
 // concurrency (retried by the planner) keeps it from clobbering the
 // leader's writes.
-func (b *backend) ReportProgress(ctx context.Context, id string, reports []api.ProgressReport) error {
-	return b.a.planner.ReportProgress(ctx, id, reports)
+func (b *backend) ReportProgress(ctx context.Context, id string, reports []api.ProgressReport) (*structs.BatchAdvice, error) {
+	return b.a.planner.ReportProgressAdvice(ctx, id, reports)
 }
 
 func (b *backend) Policies(ctx context.Context) ([]api.PolicyInfo, error) {

@@ -43,7 +43,7 @@ type Backend interface {
 	// ID; *InputError for a batch the record refuses (too many metric
 	// names). Reports for a job that has ended are recorded too: the last
 	// ones often arrive after the launcher exits.
-	ReportProgress(ctx context.Context, id string, reports []ProgressReport) error
+	ReportProgress(ctx context.Context, id string, reports []ProgressReport) (*structs.BatchAdvice, error)
 
 	// Policies lists the policies the planner can run: the builtins and
 	// the external plugins it found, with the active one marked.

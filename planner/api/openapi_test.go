@@ -161,6 +161,8 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Data":             reflect.TypeFor[jobspec.Data](),
 		"Artifact":         reflect.TypeFor[jobspec.Artifact](),
 		"Worker":           reflect.TypeFor[jobspec.Worker](),
+		"Batch":            reflect.TypeFor[jobspec.Batch](),
+		"BatchAdvice":      reflect.TypeFor[structs.BatchAdvice](),
 		"Range":            reflect.TypeFor[hcl.Range](),
 		"Pos":              reflect.TypeFor[hcl.Pos](),
 		"QueueEntry":       reflect.TypeFor[api.QueueEntry](),

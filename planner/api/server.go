@@ -511,7 +511,8 @@ func (s *Server) stopJob(_ http.ResponseWriter, r *http.Request) (int, any, erro
 	return http.StatusOK, Redact(job), nil
 }
 
-// reportProgress records a batch of a job's progress reports: 204.
+// reportProgress records a batch of a job's progress reports: 204, or 200
+// with the batch the planner advises the job (ProgressReply).
 func (s *Server) reportProgress(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	id := r.PathValue("id")
 	var reports []ProgressReport
@@ -521,10 +522,14 @@ func (s *Server) reportProgress(_ http.ResponseWriter, r *http.Request) (int, an
 	if err := ValidateProgress(reports); err != nil {
 		return 0, nil, err
 	}
-	if err := s.backend.ReportProgress(r.Context(), id, reports); err != nil {
+	advice, err := s.backend.ReportProgress(r.Context(), id, reports)
+	if err != nil {
 		return 0, nil, fmt.Errorf("failed to record progress of job %q: %w", id, err)
 	}
-	return http.StatusNoContent, nil, nil
+	if advice == nil {
+		return http.StatusNoContent, nil, nil
+	}
+	return http.StatusOK, ProgressReply{Batch: advice}, nil
 }
 
 func (s *Server) listPolicies(_ http.ResponseWriter, r *http.Request) (int, any, error) {

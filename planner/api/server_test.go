@@ -579,6 +579,10 @@ func TestServer_Progress(t *testing.T) {
 		{name: "unknown field", body: `[{"step": 5, "acc": 1}]`, header: jobToken, code: 400, errSub: "unknown field"},
 		{name: "empty batch", body: `[]`, header: jobToken, code: 400, errSub: "no progress reports"},
 		{name: "an object, not an array", body: `{"step": 5}`, header: jobToken, code: 400, errSub: "invalid request body"},
+		{name: "negative batch", body: `[{"step": 5, "batch_size": -1}]`, header: jobToken, code: 400, errSub: "batch_size must be from 1 to 16777216"},
+		{name: "batch too large", body: `[{"step": 5, "batch_size": 16777217}]`, header: jobToken, code: 400, errSub: "batch_size"},
+		{name: "negative noise scale", body: `[{"step": 5, "noise_scale": -3}]`, header: jobToken, code: 400, errSub: "noise_scale must be a finite number"},
+		{name: "noise scale too large", body: `[{"step": 5, "noise_scale": 1e13}]`, header: jobToken, code: 400, errSub: "noise_scale"},
 	} {
 		p := path
 		if tc.path != "" {
@@ -625,4 +629,33 @@ func TestServer_Progress(t *testing.T) {
 	code, raw = do(t, srv, call{method: "GET", path: "/v1/jobs/" + other.ID, header: withRead})
 	must.Eq(t, http.StatusOK, code)
 	must.Nil(t, decodeAs[structs.Job](t, raw).Progress)
+}
+
+// With batch advice for the job, the reply to its reports is 200 with the
+// advice (what the SDK trains at next); without, 204.
+func TestServer_ProgressReplyAdvisesBatch(t *testing.T) {
+	t.Parallel()
+	b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8))
+	srv := apitest.NewServer(t, b)
+	job, _, err := b.Submit(context.Background(), mustSpec(t), goodSpec, nil)
+	must.NoError(t, err)
+	path := "/v1/jobs/" + job.ID + "/progress"
+	jobToken := map[string]string{api.TokenHeader: structs.ReportToken(apitest.Token, job.ID)}
+	body := `[{"step": 1, "samples_per_sec": 100, "world_size": 4, "batch_size": 256, "noise_scale": 900}]`
+
+	code, raw := do(t, srv, call{method: "POST", path: path, body: body, header: jobToken})
+	must.Eq(t, http.StatusNoContent, code, must.Sprint(string(raw)))
+
+	advice := structs.BatchAdvice{Size: 1024, PerGPU: 128, Accumulation: 2, GPUs: 4, Efficiency: 0.6, NoiseScale: 900, GoodputGain: 1.4}
+	b.Update(job.ID, func(j *structs.Job) { j.Batch = &advice })
+	code, raw = do(t, srv, call{method: "POST", path: path, body: body, header: jobToken})
+	must.Eq(t, http.StatusOK, code, must.Sprint(string(raw)))
+	must.Eq(t, api.ProgressReply{Batch: &advice}, decodeAs[api.ProgressReply](t, raw))
+
+	code, raw = do(t, srv, call{method: "GET", path: "/v1/jobs/" + job.ID, header: withRead})
+	must.Eq(t, http.StatusOK, code)
+	got := decodeAs[structs.Job](t, raw)
+	must.Eq(t, 256, got.Progress.BatchSize)
+	must.Eq(t, 900.0, got.Progress.NoiseScale)
+	must.Eq(t, &advice, got.Batch)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -42,6 +43,13 @@ const DefaultFilename = "jobspec.hcl"
 // (a JSON array of them, oldest first).
 type ProgressReport = structs.ProgressReport
 
+// ProgressReply is the body of a 200 answer to POST
+// /v1/jobs/{id}/progress: the batch the planner advises the job for the
+// GPUs it holds (the jobspec's batch block).
+type ProgressReply struct {
+	Batch *structs.BatchAdvice `json:"batch"`
+}
+
 // Bounds of a progress batch.
 const (
 	// MaxProgressBatch is the most reports one request may carry.
@@ -49,6 +57,8 @@ const (
 	// MaxMetricNameLen and MaxCheckpointLen bound those fields.
 	MaxMetricNameLen = 128
 	MaxCheckpointLen = 4096
+	// MaxNoiseScale bounds noise_scale (samples): far beyond any batch.
+	MaxNoiseScale = 1e12
 )
 
 // ValidateProgress checks a batch of reports: not empty, at most
@@ -77,6 +87,10 @@ func ValidateProgress(reports []ProgressReport) error {
 			return bad("negative world_size %d", r.WorldSize)
 		case len(r.Checkpoint) > MaxCheckpointLen:
 			return bad("checkpoint path over %d bytes", MaxCheckpointLen)
+		case r.BatchSize < 0 || r.BatchSize > jobspec.MaxBatch:
+			return bad("batch_size must be from 1 to %d samples (0 or absent: not reported), not %d", jobspec.MaxBatch, r.BatchSize)
+		case r.NoiseScale < 0 || r.NoiseScale > MaxNoiseScale || !finite(r.NoiseScale):
+			return bad("noise_scale must be a finite number from 0 to %g, not %v", MaxNoiseScale, r.NoiseScale)
 		}
 		if m := r.Metric; m != nil {
 			switch {

@@ -15,10 +15,12 @@ import (
 const DefaultThreshold = 0.5
 
 // Observation is one throughput measurement of a job: Throughput
-// samples/s, all workers together, while it ran on GPUs GPUs.
+// samples/s, all workers together, while it ran on GPUs GPUs at a global
+// batch of Batch samples per step (0: not reported).
 type Observation struct {
 	GPUs       int
 	Throughput float64
+	Batch      int
 }
 
 // Point is the throughput measured at one GPU count: the median of the
@@ -81,7 +83,7 @@ func Throughputs(history []structs.ProgressReport, perWorker int) []Observation 
 		if changed || r.SamplesPerSec == nil || !positive(*r.SamplesPerSec) {
 			continue
 		}
-		out = append(out, Observation{GPUs: r.WorldSize * perWorker, Throughput: *r.SamplesPerSec})
+		out = append(out, Observation{GPUs: r.WorldSize * perWorker, Throughput: *r.SamplesPerSec, Batch: r.BatchSize})
 	}
 	return out
 }

@@ -43,6 +43,7 @@ type trainingHCL struct {
 	Data         []*dataHCL        `hcl:"data,block"`
 	Artifacts    []*artifactHCL    `hcl:"artifact,block"`
 	Worker       *workerHCL        `hcl:"worker,block"`
+	Batch        *batchHCL         `hcl:"batch,block"`
 	// gpus is an attribute (a count or "auto") or a block; it is decoded by
 	// hand from what remains.
 	Remain hcl.Body `hcl:",remain"`
@@ -90,6 +91,14 @@ type workerHCL struct {
 	Body hcl.Body `hcl:",body"`
 }
 
+type batchHCL struct {
+	Size      int `hcl:"size"`
+	Max       int `hcl:"max"`
+	MaxPerGPU int `hcl:"max_per_gpu"`
+
+	Body hcl.Body `hcl:",body"`
+}
+
 type artifactHCL struct {
 	Source      string `hcl:"source"`
 	Destination string `hcl:"destination,optional"`
@@ -110,6 +119,8 @@ const (
 	MaxWorkerCPU = 1_000_000
 	// MaxWorkerMemory bounds a worker's memory (16 TiB).
 	MaxWorkerMemory = 16 << 40
+	// MaxBatch bounds a batch block's sizes (samples per step).
+	MaxBatch = 1 << 24
 )
 
 // MaxBytes bounds a jobspec's size (64 KiB; a jobspec is a few KiB). The
@@ -258,7 +269,39 @@ func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
 		diags = append(diags, more...)
 		spec.Worker = w
 	}
+	if t.Batch != nil {
+		b, more := convertBatch(t.Batch)
+		diags = append(diags, more...)
+		spec.Batch = b
+	}
 	return spec, diags
+}
+
+// convertBatch reads a batch block: the global batch the script is tuned
+// at, the largest it can train at, and the most samples a GPU holds in one
+// micro-batch.
+func convertBatch(raw *batchHCL) (*Batch, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	at := attrRanges(raw.Body, hcl.Range{})
+	bad := func(name, detail string) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid batch " + name, Detail: detail, Subject: at(name).Ptr()})
+	}
+	for _, a := range []struct {
+		name string
+		v    int
+	}{{"size", raw.Size}, {"max", raw.Max}, {"max_per_gpu", raw.MaxPerGPU}} {
+		if a.v < 1 || a.v > MaxBatch {
+			bad(a.name, fmt.Sprintf("%d: %s is a number of samples from 1 to %d.", a.v, a.name, MaxBatch))
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if raw.Max < raw.Size {
+		bad("max", fmt.Sprintf("max = %d is below size = %d: max is the largest global batch the script can train at, size the one it is tuned at.", raw.Max, raw.Size))
+		return nil, diags
+	}
+	return &Batch{Size: raw.Size, Max: raw.Max, MaxPerGPU: raw.MaxPerGPU}, diags
 }
 
 // convertWorker reads a worker block: each worker task's CPU (MHz) and

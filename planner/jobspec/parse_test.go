@@ -33,6 +33,13 @@ func TestParse_Valid(t *testing.T) {
 			},
 		},
 		{
+			name: "batch",
+			src:  "training \"a\" {\n  command = \"python3\"\n  gpus { \n    min = 1\n    max = 8\n  }\n  batch {\n    size = 128\n    max = 4096\n    max_per_gpu = 256\n  }\n}\n",
+			want: func(t *testing.T, s *Spec) {
+				must.Eq(t, &Batch{Size: 128, Max: 4096, MaxPerGPU: 256}, s.Batch)
+			},
+		},
+		{
 			name: "auto",
 			src:  "training \"a\" {\n  command = \"python3\"\n  gpus = \"auto\"\n}\n",
 			want: func(t *testing.T, s *Spec) {
@@ -171,6 +178,10 @@ func TestParse_Errors(t *testing.T) {
 		{"two jobs", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n}\ntraining \"b\" {\n  command = \"x\"\n  gpus = 1\n}\n", "job.hcl:5:1", "file of its own"},
 		{"no job", "# nothing\n", "job.hcl:1:1", "Missing training block"},
 		{"bad name", "training \"no spaces\" {\n  command = \"x\"\n  gpus = 1\n}\n", "job.hcl:1:1", "Invalid job name"},
+		{"batch size 0", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  batch {\n    size = 0\n    max = 8\n    max_per_gpu = 8\n  }\n}\n", "job.hcl:5:5", "size is a number of samples from 1 to 16777216"},
+		{"batch max below size", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  batch {\n    size = 64\n    max = 32\n    max_per_gpu = 8\n  }\n}\n", "job.hcl:6:5", "max = 32 is below size = 64"},
+		{"batch max_per_gpu too big", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  batch {\n    size = 64\n    max = 128\n    max_per_gpu = 16777217\n  }\n}\n", "job.hcl:7:5", "Invalid batch max_per_gpu"},
+		{"batch missing max", "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  batch {\n    size = 64\n    max_per_gpu = 8\n  }\n}\n", "job.hcl:4:9", "max"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

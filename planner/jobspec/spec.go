@@ -33,6 +33,12 @@
 //	    memory = "16GiB"            # (default 1GiB)
 //	  }
 //
+//	  batch {                       # the planner advises the batch size
+//	    size        = 256           # global batch the script is tuned at
+//	    max         = 8192          # the largest it can train at
+//	    max_per_gpu = 128           # a GPU's most samples a micro-batch
+//	  }
+//
 //	  anti_affinity { jobs = ["other-job"] }
 //	  data "imagenet" { prefer = { "meta.datasets" = "imagenet" } }
 //	  env = { NCCL_DEBUG = "WARN" }
@@ -61,7 +67,8 @@
 //   - numbers in range: GPU counts (gpus, count, min, max, per_worker) from
 //     1 to MaxGPUs (1,048,576), priority 1 to 100, min_memory from 1 byte to
 //     1 PiB, a worker's cpu from 1 to 1,000,000 MHz and memory from 1 MiB
-//     to 16 TiB, goal and tier1 finite (1/0 is refused).
+//     to 16 TiB, goal and tier1 finite (1/0 is refused), batch sizes from
+//     1 to MaxBatch (16,777,216) samples, max at least size.
 //
 // The planner also runs only a few parses at once (Gate: 4, or GOMAXPROCS
 // where fewer, at least 2); a submission that finds no slot free within 5 s is refused
@@ -103,6 +110,9 @@ type Spec struct {
 	Artifacts    []Artifact
 	// Worker is what each worker task asks of its node besides its GPUs.
 	Worker Worker
+	// Batch, when set, lets the planner advise the job's batch size for
+	// the GPUs it holds (assess.AdviseBatch); nil: the script's own.
+	Batch *Batch `json:",omitempty"`
 
 	// Range is where the training block is, for later diagnostics.
 	Range hcl.Range
@@ -128,6 +138,17 @@ type GPUs struct {
 type Worker struct {
 	CPU       int `json:",omitempty"`
 	MemoryMiB int `json:",omitempty"`
+}
+
+// Batch is a job's batch block, in samples per optimizer step: Size is the
+// global batch its script is tuned at (the one its learning rate is set
+// for), Max the largest global batch it can train at, and MaxPerGPU the
+// most samples one GPU holds in a micro-batch (larger batches take
+// gradient accumulation).
+type Batch struct {
+	Size      int
+	Max       int
+	MaxPerGPU int
 }
 
 // Fixed reports whether the job asks for exactly one count.
@@ -204,6 +225,10 @@ func (s *Spec) Clone() Spec {
 		}
 	}
 	c.Artifacts = slices.Clone(s.Artifacts)
+	if s.Batch != nil {
+		b := *s.Batch
+		c.Batch = &b
+	}
 	return c
 }
 

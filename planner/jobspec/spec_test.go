@@ -19,6 +19,7 @@ func fullSpec() *Spec {
 		AntiAffinity: Selector{Jobs: []string{"b"}, Labels: map[string]string{"k": "w"}},
 		Data:         []Data{{Name: "imagenet", Prefer: map[string]string{"meta.datasets": "imagenet"}}},
 		Artifacts:    []Artifact{{Source: "s", Destination: "d"}},
+		Batch:        &Batch{Size: 128, Max: 4096, MaxPerGPU: 256},
 	}
 }
 
@@ -38,6 +39,7 @@ func TestSpec_CloneIsDeep(t *testing.T) {
 	c.AntiAffinity.Jobs[0], c.AntiAffinity.Labels["k"] = "x", "x"
 	c.Data[0].Prefer["meta.datasets"] = "coco"
 	c.Artifacts[0].Source = "x"
+	c.Batch.Size = 1
 	must.Eq(t, *fullSpec(), *orig)
 
 	var zero Spec
@@ -64,5 +66,5 @@ func TestSpec_CloneKnowsEveryReference(t *testing.T) {
 	}
 	walk("", reflect.TypeFor[Spec]())
 	must.Eq(t, []string{"Args", "Env", "Labels", "Target", "Affinity.Jobs", "Affinity.Labels",
-		"AntiAffinity.Jobs", "AntiAffinity.Labels", "Data", "Artifacts"}, refs)
+		"AntiAffinity.Jobs", "AntiAffinity.Labels", "Data", "Artifacts", "Batch"}, refs)
 }

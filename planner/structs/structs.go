@@ -91,6 +91,10 @@ type Job struct {
 	// reached, in the order reached (recorded by AddProgress; the planner
 	// copies the models, see Delivery).
 	Deliveries []Delivery `json:"deliveries,omitempty"`
+	// Batch is the batch size the planner advises for the GPUs the job
+	// holds (jobspec batch block; assess.AdviseBatch), as of its last
+	// progress report; nil until it can advise.
+	Batch *BatchAdvice `json:"batch,omitempty"`
 
 	// Idempotency is the submission's Idempotency-Key and request digest,
 	// when the client sent a key: a retry with the key gets this job back.
@@ -202,6 +206,7 @@ func (j *Job) Clone() *Job {
 	c.Preemptions = slices.Clone(j.Preemptions)
 	c.Resume = clonePtr(j.Resume)
 	c.Idempotency = clonePtr(j.Idempotency)
+	c.Batch = clonePtr(j.Batch)
 	return &c
 }
 
@@ -324,6 +329,29 @@ type ProgressReport struct {
 	WorldSize int `json:"world_size,omitempty"`
 	// Checkpoint is the path of a checkpoint written at this step.
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// BatchSize is the global batch (samples per optimizer step, all
+	// workers together) the job trains at (0: not reported).
+	BatchSize int `json:"batch_size,omitempty"`
+	// NoiseScale is the gradient noise scale tr(Sigma)/|G|^2, in samples,
+	// as the script estimates it (the SDK's noise_scale; 0: not reported).
+	NoiseScale float64 `json:"noise_scale,omitempty"`
+}
+
+// BatchAdvice is the batch a job's script should train at on GPUs GPUs:
+// Size = GPUs x PerGPU x Accumulation samples per optimizer step, in
+// micro-batches of PerGPU samples on each GPU, Accumulation of them per
+// step. Efficiency is the statistical efficiency of Size against the
+// jobspec's size (the progress a sample makes, relative), GoodputGain the
+// goodput (samples/s x efficiency) at Size over that at the jobspec's size
+// on the same GPUs, as fitted; NoiseScale the one it was computed with.
+type BatchAdvice struct {
+	Size         int     `json:"size"`
+	PerGPU       int     `json:"per_gpu"`
+	Accumulation int     `json:"accumulation"`
+	GPUs         int     `json:"gpus"`
+	Efficiency   float64 `json:"efficiency"`
+	NoiseScale   float64 `json:"noise_scale"`
+	GoodputGain  float64 `json:"goodput_gain"`
 }
 
 // Metric is a named quality measure of the model.
@@ -348,6 +376,9 @@ type Progress struct {
 	Checkpoint    string   `json:"checkpoint,omitempty"`
 	// CheckpointStep is the step Checkpoint was reported at.
 	CheckpointStep int64 `json:"checkpoint_step,omitempty"`
+	// BatchSize and NoiseScale are the latest reported (0: never).
+	BatchSize  int     `json:"batch_size,omitempty"`
+	NoiseScale float64 `json:"noise_scale,omitempty"`
 	// Metrics is the latest value of every metric name reported (at most
 	// MaxProgressMetrics names).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
@@ -476,6 +507,12 @@ func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
 		}
 		if r.Checkpoint != "" {
 			p.Checkpoint, p.CheckpointStep = r.Checkpoint, r.Step
+		}
+		if r.BatchSize > 0 {
+			p.BatchSize = r.BatchSize
+		}
+		if r.NoiseScale > 0 {
+			p.NoiseScale = r.NoiseScale
 		}
 		if m := r.Metric; m != nil {
 			if _, known := p.Metrics[m.Name]; !known && len(p.Metrics) >= MaxProgressMetrics {

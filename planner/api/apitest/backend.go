@@ -216,21 +216,25 @@ func (b *Backend) Stop(_ context.Context, id string) (*structs.Job, error) {
 
 // ReportProgress records the reports in the job (structs.Job.AddProgress),
 // in any state, as the planner does.
-func (b *Backend) ReportProgress(_ context.Context, id string, reports []api.ProgressReport) error {
+func (b *Backend) ReportProgress(_ context.Context, id string, reports []api.ProgressReport) (*structs.BatchAdvice, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.enter("ReportProgress"); err != nil {
-		return err
+		return nil, err
 	}
 	j, ok := b.jobs[id]
 	if !ok {
-		return fmt.Errorf("job %q: %w", id, api.ErrNotFound)
+		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
 	}
 	if err := j.AddProgress(reports, b.now()); err != nil {
-		return api.Inputf("%v", err)
+		return nil, api.Inputf("%v", err)
 	}
 	j.Version++
-	return nil
+	if j.Batch == nil {
+		return nil, nil
+	}
+	a := *j.Batch
+	return &a, nil
 }
 
 // Policies lists the builtins, sorted by name.

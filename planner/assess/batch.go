@@ -1,0 +1,165 @@
+package assess
+
+import (
+	"math"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// StepModel is a job's time per optimizer step on g GPUs at m samples per
+// GPU: T = Overhead[g] + PerSample*m, the overhead (synchronisation, the
+// step's fixed costs) measured per GPU count, the per-sample compute
+// shared by all counts. FitStep fits it to observations.
+type StepModel struct {
+	PerSample float64
+	Overhead  map[int]float64
+	// Shared is the overhead used for a count not measured: the mean of
+	// the measured ones.
+	Shared float64
+}
+
+// At is the time of one optimizer step of accum micro-batches of m
+// samples on each of g GPUs: the overhead once, the compute accum times.
+func (s StepModel) At(g, m, accum int) float64 {
+	o, ok := s.Overhead[g]
+	if !ok {
+		o = s.Shared
+	}
+	return o + s.PerSample*float64(m*accum)
+}
+
+// FitStep fits a StepModel to the observations that report their batch:
+// each is a step time T = Batch/Throughput at m = Batch/GPUs samples per
+// GPU. The per-sample time is the least-squares slope of T over m within
+// each GPU count (each count its own intercept); where no count was
+// measured at two per-GPU batches it is the slope over all observations
+// together (one intercept), which takes two per-GPU batches anywhere (a
+// resize at a fixed global batch gives them). ok is false while the data
+// cannot tell the slope, or tell a positive one.
+func FitStep(obs []Observation) (StepModel, bool) {
+	type pt struct{ m, t float64 }
+	byGPUs := map[int][]pt{}
+	var all []pt
+	for _, o := range obs {
+		if o.Batch <= 0 || o.GPUs <= 0 || !positive(o.Throughput) {
+			continue
+		}
+		p := pt{float64(o.Batch) / float64(o.GPUs), float64(o.Batch) / o.Throughput}
+		byGPUs[o.GPUs] = append(byGPUs[o.GPUs], p)
+		all = append(all, p)
+	}
+	slope := func(groups [][]pt) (float64, bool) {
+		var sxy, sxx float64
+		for _, ps := range groups {
+			var mm, mt float64
+			for _, p := range ps {
+				mm += p.m
+				mt += p.t
+			}
+			mm /= float64(len(ps))
+			mt /= float64(len(ps))
+			for _, p := range ps {
+				sxy += (p.m - mm) * (p.t - mt)
+				sxx += (p.m - mm) * (p.m - mm)
+			}
+		}
+		// Per-GPU batches that differ by less than a sample in all tell
+		// nothing.
+		if sxx < 0.25 {
+			return 0, false
+		}
+		return sxy / sxx, true
+	}
+	groups := make([][]pt, 0, len(byGPUs))
+	for _, ps := range byGPUs {
+		groups = append(groups, ps)
+	}
+	b, ok := slope(groups)
+	if !ok {
+		b, ok = slope([][]pt{all})
+	}
+	if !ok || !positive(b) {
+		return StepModel{}, false
+	}
+	s := StepModel{PerSample: b, Overhead: make(map[int]float64, len(byGPUs))}
+	for g, ps := range byGPUs {
+		var o float64
+		for _, p := range ps {
+			o += p.t - b*p.m
+		}
+		s.Overhead[g] = max(0, o/float64(len(ps)))
+		s.Shared += s.Overhead[g]
+	}
+	s.Shared /= float64(len(byGPUs))
+	return s, true
+}
+
+// batchGrid is how many global batches AdviseBatch weighs between the
+// block's size and max (evenly on a log scale, both ends included).
+const batchGrid = 64
+
+// AdviseBatch is the batch a job with the batch block b should train at
+// on gpus GPUs (Pollux's co-adaptive batch size): of the global batches
+// in [b.Size, b.Max] that split evenly into gpus x per-GPU x accumulation
+// with per-GPU at most b.MaxPerGPU, the one of most goodput,
+//
+//	goodput(M) = M / T(gpus, per-GPU, accumulation) * E(M),
+//	E(M) = (noise + b.Size) / (noise + M),
+//
+// E being the statistical efficiency of M against b.Size (a sample at M
+// makes E(M) of the progress it makes at b.Size; McCandlish et al.'s
+// model, with noise the gradient noise scale in samples) and T the fitted
+// step time (FitStep). Nil without a block, GPUs, a noise scale or a
+// fitted step time (until the job has run at two per-GPU batches).
+func AdviseBatch(b *jobspec.Batch, obs []Observation, noise float64, gpus int) *structs.BatchAdvice {
+	if b == nil || gpus < 1 || !positive(noise) {
+		return nil
+	}
+	model, ok := FitStep(obs)
+	if !ok {
+		return nil
+	}
+	eff := func(m int) float64 { return (noise + float64(b.Size)) / (noise + float64(m)) }
+	goodput := func(a structs.BatchAdvice) float64 {
+		return float64(a.Size) / model.At(gpus, a.PerGPU, a.Accumulation) * eff(a.Size)
+	}
+	base, ok := split(b.Size, gpus, b.MaxPerGPU, b.Max)
+	if !ok {
+		return nil
+	}
+	best, bestG := base, goodput(base)
+	for i := range batchGrid {
+		want := float64(b.Size) * math.Pow(float64(b.Max)/float64(b.Size), float64(i)/(batchGrid-1))
+		a, ok := split(int(math.Round(want)), gpus, b.MaxPerGPU, b.Max)
+		if !ok {
+			continue
+		}
+		if g := goodput(a); g > bestG*(1+1e-9) {
+			best, bestG = a, g
+		}
+	}
+	best.GPUs = gpus
+	best.Efficiency = eff(best.Size)
+	best.NoiseScale = noise
+	best.GoodputGain = bestG / goodput(base)
+	return &best
+}
+
+// split is the even split of a global batch of about want samples over
+// gpus GPUs: the fewest micro-batches a step (accumulation) that keep the
+// per-GPU batch at most perGPU, and the per-GPU batch that brings the
+// total nearest want from above without passing most (false: none does).
+func split(want, gpus, perGPU, most int) (structs.BatchAdvice, bool) {
+	accum := max(1, ceilDiv(want, gpus*perGPU))
+	m := max(1, ceilDiv(want, gpus*accum))
+	if gpus*accum*m > most {
+		m = most / (gpus * accum)
+	}
+	if m < 1 || m > perGPU {
+		return structs.BatchAdvice{}, false
+	}
+	return structs.BatchAdvice{Size: gpus * accum * m, PerGPU: m, Accumulation: accum}, true
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

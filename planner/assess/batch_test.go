@@ -1,0 +1,118 @@
+package assess
+
+import (
+	"math"
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// stepTime is a made-up job: 0.3 s of synchronisation a step on 2 or more
+// GPUs (0.05 s on one), 2 ms a sample on each GPU.
+func stepTime(g, m int) float64 {
+	o := 0.05
+	if g > 1 {
+		o = 0.3
+	}
+	return o + 0.002*float64(m)
+}
+
+// observeBatch is what the job reports at global batch batch on g GPUs.
+func observeBatch(g, batch int) Observation {
+	return Observation{GPUs: g, Batch: batch, Throughput: float64(batch) / stepTime(g, batch/g)}
+}
+
+// The step model is recovered from reports at two per-GPU batches: within
+// one GPU count (the script tried two batches), or across counts at one
+// global batch (a resize), where each count's overhead is its own only if
+// measured at two batches.
+func TestFitStep(t *testing.T) {
+	s, ok := FitStep([]Observation{observeBatch(4, 256), observeBatch(4, 512), observeBatch(4, 512), observeBatch(1, 64), observeBatch(1, 128)})
+	must.True(t, ok)
+	must.InDelta(t, 0.002, s.PerSample, 1e-12)
+	must.InDelta(t, 0.3, s.Overhead[4], 1e-9)
+	must.InDelta(t, 0.05, s.Overhead[1], 1e-9)
+	must.InDelta(t, 0.3+0.002*64*2, s.At(4, 64, 2), 1e-9)
+
+	_, ok = FitStep([]Observation{observeBatch(4, 256), observeBatch(4, 256), {GPUs: 8, Throughput: 900}})
+	must.False(t, ok, must.Sprint("one per-GPU batch (and one report without a batch) tells no slope"))
+	_, ok = FitStep([]Observation{{GPUs: 2, Batch: 64, Throughput: 100}, {GPUs: 2, Batch: 128, Throughput: 400}})
+	must.False(t, ok, must.Sprint("a step time falling as the batch grows is no model"))
+
+	// A resize at a fixed global batch: the slope over all reports.
+	s, ok = FitStep([]Observation{observeBatch(2, 256), observeBatch(4, 256)})
+	must.True(t, ok)
+	must.Positive(t, s.PerSample)
+}
+
+func goodputOf(b *jobspec.Batch, noise float64, g int, a structs.BatchAdvice) float64 {
+	return float64(a.Size) / stepTime(g, a.PerGPU*a.Accumulation) * (noise + float64(b.Size)) / (noise + float64(a.Size))
+}
+
+// The advice is the global batch of (nearly) most goodput among every
+// even split the block allows, for the GPUs the job holds: larger when
+// the gradient is noisy and the step's overhead dominates, the jobspec's
+// size when it is not noisy, never over max or max_per_gpu a micro-batch.
+func TestAdviseBatch(t *testing.T) {
+	b := &jobspec.Batch{Size: 64, Max: 4096, MaxPerGPU: 128}
+	obs := []Observation{observeBatch(4, 64), observeBatch(4, 128), observeBatch(8, 128)}
+	for _, c := range []struct {
+		noise float64
+		gpus  int
+	}{{2000, 4}, {2000, 8}, {50, 4}, {1e6, 4}, {1e6, 16}, {5, 2}} {
+		a := AdviseBatch(b, obs, c.noise, c.gpus)
+		must.NotNil(t, a)
+		must.Eq(t, c.gpus, a.GPUs)
+		must.Eq(t, a.Size, a.GPUs*a.PerGPU*a.Accumulation)
+		must.Between(t, b.Size, a.Size, b.Max)
+		must.LessEq(t, b.MaxPerGPU, a.PerGPU)
+		// Against every global batch the block allows, split the same way.
+		best := 0.0
+		for want := b.Size; want <= b.Max; want++ {
+			if s, ok := split(want, c.gpus, b.MaxPerGPU, b.Max); ok {
+				best = max(best, goodputOf(b, c.noise, c.gpus, s))
+			}
+		}
+		got := goodputOf(b, c.noise, c.gpus, *a)
+		must.Greater(t, 0.99*best, got, must.Sprintf("noise %g on %d GPUs: advised %+v, %.1f of the best %.1f", c.noise, c.gpus, *a, got, best))
+		base, _ := split(b.Size, c.gpus, b.MaxPerGPU, b.Max)
+		must.InDelta(t, got/goodputOf(b, c.noise, c.gpus, base), a.GoodputGain, 1e-6)
+		must.InDelta(t, (c.noise+64)/(c.noise+float64(a.Size)), a.Efficiency, 1e-12)
+	}
+	noisy, quiet := AdviseBatch(b, obs, 1e6, 4), AdviseBatch(b, obs, 5, 4)
+	must.Greater(t, 1000, noisy.Size)
+	must.Greater(t, 1, noisy.Accumulation, must.Sprint("past max_per_gpu on 4 GPUs takes accumulation"))
+	must.Eq(t, 64, quiet.Size)
+
+	must.Nil(t, AdviseBatch(nil, obs, 2000, 4))
+	must.Nil(t, AdviseBatch(b, obs, 0, 4))
+	must.Nil(t, AdviseBatch(b, obs, 2000, 0))
+	must.Nil(t, AdviseBatch(b, obs[:1], 2000, 4))
+	must.Nil(t, AdviseBatch(&jobspec.Batch{Size: 4, Max: 8, MaxPerGPU: 4}, obs, 2000, 16), must.Sprint("more GPUs than samples in max"))
+}
+
+func TestSplit(t *testing.T) {
+	for _, c := range []struct {
+		want, gpus, perGPU, most int
+		ok                       bool
+		size, m, accum           int
+	}{
+		{64, 4, 128, 4096, true, 64, 16, 1},
+		{100, 3, 128, 4096, true, 102, 34, 1},
+		{100, 3, 128, 100, true, 99, 33, 1},
+		{1000, 4, 128, 4096, true, 1000, 125, 2},
+		{1001, 4, 128, 4096, true, 1008, 126, 2},
+		{5, 8, 128, 4096, true, 8, 1, 1},
+		{5, 8, 128, 4, false, 0, 0, 0},
+		{math.MaxInt32, 1 << 20, 1 << 24, math.MaxInt32, true, 2047 << 20, 2047, 1},
+	} {
+		a, ok := split(c.want, c.gpus, c.perGPU, c.most)
+		must.Eq(t, c.ok, ok, must.Sprintf("%+v", c))
+		if ok {
+			must.Eq(t, structs.BatchAdvice{Size: c.size, PerGPU: c.m, Accumulation: c.accum}, a, must.Sprintf("%+v", c))
+		}
+	}
+}
