@@ -320,8 +320,8 @@ class Reporter:
                 :class:`schedulearn.NoiseScale`).
 
         Values that are not what they should be are left out of the
-        report. Pass Python numbers (``loss.item()``): a tensor is converted here,
-        which waits for the GPU.
+        report. Pass Python numbers (``loss.item()``): a tensor is
+        converted here, which waits for the GPU.
         """
         if not self._enabled or self._closing:
             return
@@ -342,8 +342,7 @@ class Reporter:
         except Exception:  # never into the training loop
             log.debug("schedulearn: failed to queue a progress report", exc_info=True)
 
-    def _make(self, step, samples_per_sec, loss, metric, value, world_size, checkpoint, batch=None,
-              noise_scale=None):
+    def _make(self, step, samples_per_sec, loss, metric, value, world_size, checkpoint, batch, noise_scale):
         try:
             step = int(step)
         except (TypeError, ValueError):
