@@ -1,5 +1,6 @@
 """A fake planner: an HTTP server in a thread that records progress reports
-and answers with scripted status codes."""
+and answers with scripted status codes, and scripted bodies (advice) when
+it takes them."""
 
 import http.server
 import json
@@ -16,21 +17,31 @@ class FakePlanner:
     def __init__(self, port=0):
         self.requests = []  # (path, headers, body)
         self.codes = []  # status codes for the next requests; then 204
+        # Bodies of the replies to the next reports taken: a dict (sent as
+        # JSON) or bytes (as they are) with 200, None for a 204; then 204.
+        self.replies = []
         self.lock = threading.Lock()
         planner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                out = None
                 with planner.lock:
                     code = planner.codes.pop(0) if planner.codes else 204
                     if code == 204:
                         planner.requests.append((self.path, dict(self.headers), json.loads(body)))
+                        out = planner.replies.pop(0) if planner.replies else None
+                        if out is not None:
+                            code = 200
                 if code == 204:
                     self.send_response(204)
                     self.end_headers()
                     return
-                out = json.dumps({"error": "scripted %d" % code}).encode()
+                if code != 200:
+                    out = {"error": "scripted %d" % code}
+                if not isinstance(out, bytes):
+                    out = json.dumps(out).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(out)))

@@ -96,6 +96,25 @@ def test_horovod_rank_zero_world_size_commit_and_reset(clean_env, planner, repor
     ]
 
 
+def test_launcher_reporters_pass_batch_and_noise_scale(clean_env, planner, reporters):
+    advice = {"batch": {"size": 256, "per_gpu": 64, "accumulation": 2, "gpus": 2}}
+    planner.replies = [advice]
+    r = reporters(FakeHvd(), planner.addr, "job", "t", interval=60, cls=sl_horovod.Reporter)
+    r.report(1, batch=128, noise_scale=40.0)
+    assert r.flush(5)
+    assert r.batch_for(2, None) == (256, 64, 2)
+
+    clean_env.setenv("RANK", "0")
+    clean_env.setenv("WORLD_SIZE", "2")
+    planner.replies = [advice]
+    r = reporters(planner.addr, "job", "t", interval=60, cls=sl_torchrun.Reporter)
+    r.report(2, batch=256, noise_scale=41.0)
+    assert r.flush(5)
+    assert r.batch_for(sl_torchrun.world_size(), None) == (256, 64, 2)
+    assert _steps(planner) == [{"step": 1, "world_size": 2, "batch_size": 128, "noise_scale": 40.0},
+                               {"step": 2, "world_size": 2, "batch_size": 256, "noise_scale": 41.0}]
+
+
 def test_horovod_not_initialised_is_silent(clean_env, planner, reporters):
     class Uninitialised:
         def rank(self):

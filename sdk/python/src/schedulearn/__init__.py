@@ -16,19 +16,25 @@ SCHEDULEARN_ADDR (training outside the planner) it does nothing. See
 launchers' helpers, :func:`on_sigterm` to save before a shrink or a
 preemption, :func:`resume` for the checkpoint to resume from after one,
 and :func:`target` for the jobspec's target (to stop at it).
+
+Batch size that follows the GPUs: report ``batch=`` (the global batch) and
+``noise_scale=`` (see :class:`NoiseScale`), and read the planner's advice
+with :meth:`Reporter.batch_for`.
 """
 
 import threading
 
+from .gns import NoiseScale, noise_scale
 from .reporter import (ENV_ADDR, ENV_JOB_ID, ENV_REPORT_TOKEN, ENV_TARGET_METRIC, ENV_TOKEN,
-                       TOKEN_HEADER, Reporter)
+                       TOKEN_HEADER, BatchAdvice, Reporter)
 from .resume import ENV_RESUME_CHECKPOINT, ENV_RESUME_STEP, Resume, resume
 from .signals import on_sigterm
 from .target import ENV_TARGET_DIRECTION, ENV_TARGET_GOAL, Target, target
 
 __version__ = "0.1.0"
 
-__all__ = ["Reporter", "report", "default_reporter", "on_sigterm", "Target", "target", "Resume", "resume",
+__all__ = ["Reporter", "report", "default_reporter", "BatchAdvice", "noise_scale", "NoiseScale",
+           "on_sigterm", "Target", "target", "Resume", "resume",
            "ENV_RESUME_CHECKPOINT", "ENV_RESUME_STEP", "ENV_ADDR", "ENV_JOB_ID",
            "ENV_REPORT_TOKEN", "ENV_TOKEN", "ENV_TARGET_METRIC", "ENV_TARGET_GOAL", "ENV_TARGET_DIRECTION",
            "TOKEN_HEADER", "__version__"]

@@ -62,7 +62,7 @@ class Reporter(_Reporter):
             return None, None
 
     def report(self, step, samples_per_sec=None, loss=None, metric=None, value=None,
-               world_size=None, checkpoint=None):
+               world_size=None, checkpoint=None, batch=None, noise_scale=None):
         if not self.enabled:
             return
         rank, size = self._rank_size()
@@ -71,7 +71,7 @@ class Reporter(_Reporter):
         if world_size is None:
             world_size = size
         super().report(step, samples_per_sec=samples_per_sec, loss=loss, metric=metric, value=value,
-                       world_size=world_size, checkpoint=checkpoint)
+                       world_size=world_size, checkpoint=checkpoint, batch=batch, noise_scale=noise_scale)
 
     def on_reset(self):
         """A reset callback (``state.register_reset_callbacks``): reports

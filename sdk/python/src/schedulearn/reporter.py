@@ -24,6 +24,7 @@ import itertools
 import json
 import logging
 import math
+import operator
 import os
 import random
 import threading
@@ -33,7 +34,8 @@ import urllib.parse
 import urllib.request
 import weakref
 
-__all__ = ["Reporter", "ENV_ADDR", "ENV_JOB_ID", "ENV_REPORT_TOKEN", "ENV_TOKEN", "ENV_TARGET_METRIC", "TOKEN_HEADER"]
+__all__ = ["Reporter", "BatchAdvice", "ENV_ADDR", "ENV_JOB_ID", "ENV_REPORT_TOKEN", "ENV_TOKEN", "ENV_TARGET_METRIC",
+           "TOKEN_HEADER"]
 
 log = logging.getLogger("schedulearn")
 
@@ -58,6 +60,13 @@ _RETRY_CODES = frozenset({408, 409, 425, 429})
 # Answers after which no report of this job will ever be taken: no such
 # job, or the token is not (or no longer) good for it.
 _FATAL_CODES = frozenset({401, 403, 404})
+
+# The largest batch (global, samples per optimizer step) and noise scale a
+# report or an advice may carry; beyond them a value is taken for garbage.
+MAX_BATCH = 2 ** 24
+MAX_NOISE_SCALE = 1e12
+# The most of a reply's body read: an advice is a few hundred bytes.
+_MAX_REPLY = 1 << 16
 
 # Live reporters, flushed at exit and silenced in forked children.
 _live = weakref.WeakSet()
@@ -96,6 +105,72 @@ def _finite(x):
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
+
+
+def _count(x, most=MAX_BATCH):
+    """x as an int in [1, most], or None: a bool, a string, a fraction or
+    anything else is not a count. Takes ints of any kind (numpy's, an int
+    tensor's) and whole floats."""
+    if x is None or isinstance(x, (bool, str, bytes)):
+        return None
+    try:
+        n = operator.index(x)
+    except TypeError:
+        f = _finite(x)
+        if f is None or not f.is_integer():
+            return None
+        n = int(f)
+    return n if 1 <= n <= most else None
+
+
+class BatchAdvice(collections.namedtuple("BatchAdvice", "size per_gpu accumulation gpus efficiency "
+                                                        "noise_scale goodput_gain")):
+    """The planner's advice on the batch: train at the global batch
+    ``size`` = ``gpus`` x ``per_gpu`` x ``accumulation`` (micro-batches of
+    ``per_gpu`` samples on each GPU, an optimizer step every
+    ``accumulation`` micro-batches) while the job has ``gpus`` GPUs.
+    ``efficiency`` (the statistical efficiency of ``size`` relative to the
+    jobspec's batch size), ``noise_scale`` (the planner's estimate) and
+    ``goodput_gain`` are informational, None when the planner left them
+    out."""
+
+    __slots__ = ()
+
+    @classmethod
+    def parse(cls, body):
+        """The advice in a reply's JSON body (bytes), None when it has none
+        (no ``batch`` key); raises ValueError when it is malformed or
+        inconsistent. Unknown keys are ignored."""
+        doc = json.loads(body)
+        if not isinstance(doc, dict):
+            raise ValueError("the reply is not a JSON object")
+        b = doc.get("batch")
+        if b is None:
+            return None
+        if not isinstance(b, dict):
+            raise ValueError("batch is not an object")
+        size, per_gpu, accumulation, gpus = (_strict_count(b.get(k)) for k in
+                                             ("size", "per_gpu", "accumulation", "gpus"))
+        if None in (size, per_gpu, accumulation, gpus):
+            raise ValueError("size, per_gpu, accumulation and gpus must be integers in [1, %d]" % MAX_BATCH)
+        if size != gpus * per_gpu * accumulation:
+            raise ValueError("size %d != gpus %d x per_gpu %d x accumulation %d" %
+                             (size, gpus, per_gpu, accumulation))
+        return cls(size, per_gpu, accumulation, gpus, *(_info(b.get(k)) for k in
+                                                        ("efficiency", "noise_scale", "goodput_gain")))
+
+
+def _strict_count(x):
+    # JSON integers only: 512.0 or "512" from the planner is a bug to see.
+    return _count(x) if isinstance(x, int) else None
+
+
+def _info(x):
+    # An informational number: a finite float >= 0, else None.
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    f = _finite(x)
+    return f if f is not None and 0 <= f <= MAX_NOISE_SCALE else None
 
 
 def _rfc3339(ts):
@@ -171,6 +246,10 @@ class Reporter:
         self._warned = set()
         self._thread = None
         self._url = ""
+        # The planner's last good advice, replaced whole by the sender
+        # thread (one reference assignment: a reader never sees half of
+        # one).
+        self._advice = None
 
         self._enabled = bool(enabled and addr and job_id)
         if not self._enabled:
@@ -202,8 +281,28 @@ class Reporter:
         with self._lock:
             return len(self._pending)
 
+    @property
+    def batch_advice(self):
+        """The planner's last advice on the batch (a :class:`BatchAdvice`),
+        or None until it gives one. It comes in the replies to reports, so
+        only a reporter that sends has it (rank 0), and it stays until the
+        next advice replaces it."""
+        return self._advice
+
+    def batch_for(self, world_size, default):
+        """``(size, per_gpu, accumulation)`` of the planner's advice when it
+        was made for ``world_size`` GPUs, else ``default`` (during a resize
+        the advice may still be for the old size). Never raises."""
+        advice = self._advice
+        try:
+            if advice is not None and advice.gpus == int(world_size):
+                return advice.size, advice.per_gpu, advice.accumulation
+        except (TypeError, ValueError):
+            pass
+        return default
+
     def report(self, step, samples_per_sec=None, loss=None, metric=None, value=None,
-               world_size=None, checkpoint=None):
+               world_size=None, checkpoint=None, batch=None, noise_scale=None):
         """Queues one report and returns at once; never raises.
 
         Args:
@@ -214,14 +313,21 @@ class Reporter:
                 value=0.91``; ``value`` alone uses :attr:`metric_name`.
             world_size: the number of training processes now.
             checkpoint: the path of a checkpoint written at this step.
+            batch: the global batch size the job trains at now (samples
+                per optimizer step, all workers together; sent as
+                ``batch_size``).
+            noise_scale: the gradient noise scale in samples (see
+                :class:`schedulearn.NoiseScale`).
 
-        Pass Python numbers (``loss.item()``): a tensor is converted here,
-        which waits for the GPU.
+        Values that are not what they should be are left out of the
+        report. Pass Python numbers (``loss.item()``): a tensor is
+        converted here, which waits for the GPU.
         """
         if not self._enabled or self._closing:
             return
         try:
-            r = self._make(step, samples_per_sec, loss, metric, value, world_size, checkpoint)
+            r = self._make(step, samples_per_sec, loss, metric, value, world_size, checkpoint, batch,
+                           noise_scale)
             if r is None:
                 return
             with self._lock:
@@ -236,7 +342,7 @@ class Reporter:
         except Exception:  # never into the training loop
             log.debug("schedulearn: failed to queue a progress report", exc_info=True)
 
-    def _make(self, step, samples_per_sec, loss, metric, value, world_size, checkpoint):
+    def _make(self, step, samples_per_sec, loss, metric, value, world_size, checkpoint, batch, noise_scale):
         try:
             step = int(step)
         except (TypeError, ValueError):
@@ -266,6 +372,12 @@ class Reporter:
                 r["world_size"] = ws
         if checkpoint:
             r["checkpoint"] = os.fspath(checkpoint)[:4096]
+        b = _count(batch)
+        if b is not None:
+            r["batch_size"] = b
+        ns = _finite(noise_scale)
+        if ns is not None and 0 <= ns <= MAX_NOISE_SCALE:
+            r["noise_scale"] = ns
         return r
 
     def flush(self, timeout=5.0):
@@ -381,7 +493,9 @@ class Reporter:
             req.add_header(TOKEN_HEADER, self._token)
         try:
             with self._opener.open(req, timeout=self.timeout) as resp:
-                resp.read()
+                reply = resp.read(_MAX_REPLY)
+                if resp.status == 200 and reply:
+                    self._take_advice(reply)
             return "ok"
         except urllib.error.HTTPError as e:
             code, msg = e.code, _error_message(e)
@@ -398,6 +512,19 @@ class Reporter:
             self._warn_streak("cannot reach the planner at %s (%s); keeping %d reports and retrying",
                               self._url, e, self.pending())
             return "retry"
+
+    def _take_advice(self, reply):
+        # A reply the SDK cannot read must not stop reports: the batch went
+        # through; the last good advice stays.
+        try:
+            advice = BatchAdvice.parse(reply)
+        except Exception as e:
+            log.debug("schedulearn: ignored the planner's advice in %r: %s", reply[:200], e)
+            return
+        if advice is not None and advice != self._advice:
+            log.info("schedulearn: the planner advises a batch of %d (%d GPUs x %d x %d steps)",
+                     advice.size, advice.gpus, advice.per_gpu, advice.accumulation)
+            self._advice = advice
 
     def _warn_streak(self, fmt, *args):
         # One warning per outage, not one per retry.

@@ -51,8 +51,8 @@ class Reporter(_Reporter):
         self.world_size = world_size()
 
     def report(self, step, samples_per_sec=None, loss=None, metric=None, value=None,
-               world_size=None, checkpoint=None):
+               world_size=None, checkpoint=None, batch=None, noise_scale=None):
         if world_size is None:
             world_size = self.world_size
         super().report(step, samples_per_sec=samples_per_sec, loss=loss, metric=metric, value=value,
-                       world_size=world_size, checkpoint=checkpoint)
+                       world_size=world_size, checkpoint=checkpoint, batch=batch, noise_scale=noise_scale)
