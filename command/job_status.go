@@ -449,8 +449,11 @@ func formatBatch(spec *jobspec.Batch, a *structs.BatchAdvice) string {
 	if a == nil {
 		return out + "; no advice yet (needs the throughput at two per-GPU batches and a noise scale)"
 	}
-	return out + fmt.Sprintf("; advised %d on %d GPUs (%d a GPU x %d micro-batches), efficiency %.2f, goodput x%.2f (noise scale %.4g)",
-		a.Size, a.GPUs, a.PerGPU, a.Accumulation, a.Efficiency, a.GoodputGain, a.NoiseScale)
+	out += fmt.Sprintf("; advised %d on %d GPUs (%d a GPU x %d micro-batches), efficiency %.2f", a.Size, a.GPUs, a.PerGPU, a.Accumulation, a.Efficiency)
+	if a.Exploring {
+		return out + fmt.Sprintf(", exploring: measuring a second per-GPU batch (noise scale %.4g)", a.NoiseScale)
+	}
+	return out + fmt.Sprintf(", goodput x%.2f (noise scale %.4g)", a.GoodputGain, a.NoiseScale)
 }
 
 // formatOutlook renders the planner's estimate for the target: "about 4m

@@ -425,6 +425,11 @@ func TestJobStatus_Target(t *testing.T) {
 	})
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	must.StrContains(t, h.out.String(), "Batch         = 64..4096, at most 256 a GPU; advised 1024 on 4 GPUs (128 a GPU x 2 micro-batches), efficiency 0.62, goodput x1.42 (noise scale 900)\n")
+	h.backend.Update(id, func(j *structs.Job) {
+		j.Batch = &structs.BatchAdvice{Size: 128, PerGPU: 32, Accumulation: 1, GPUs: 4, Efficiency: 0.94, NoiseScale: 900, Exploring: true}
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrContains(t, h.out.String(), "Batch         = 64..4096, at most 256 a GPU; advised 128 on 4 GPUs (32 a GPU x 1 micro-batches), efficiency 0.94, exploring: measuring a second per-GPU batch (noise scale 900)\n")
 	out = h.out.String()
 	must.StrContains(t, out, "Outlook  = estimated: about 7h to accuracy 0.93 at 2 GPUs (curve fit), at "+
 		formatTime(job.Submitted.Add(7*time.Hour))+"; the deadline looks unreachable\n")

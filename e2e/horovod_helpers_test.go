@@ -254,6 +254,8 @@ type progressRecord struct {
 	Rank      int     `json:"rank"`
 	Time      float64 `json:"time"`
 	Loss      float64 `json:"loss"`
+	// Batch is the global batch of the step (with a jobspec batch block).
+	Batch int `json:"batch"`
 }
 
 // readProgress reads the records rank 0 wrote.

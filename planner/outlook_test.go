@@ -294,8 +294,14 @@ func TestReportProgress_AdvisesBatch(t *testing.T) {
 		return a
 	}
 	must.Nil(t, report(64, 0), must.Sprint("no noise scale: no advice"))
-	must.Nil(t, report(64, 1000), must.Sprint("one per-GPU batch: the step time's slope is unknown"))
+	// One per-GPU batch (16 a GPU): the step time's slope is unknown, and
+	// the advice explores twice it.
+	ex := report(64, 1000)
+	must.NotNil(t, ex)
+	must.True(t, ex.Exploring)
+	must.Eq(t, 32, ex.PerGPU)
 	a := report(128, 1000)
+	must.False(t, a.Exploring)
 	must.NotNil(t, a)
 	must.Eq(t, 4, a.GPUs)
 	must.Greater(t, 128, a.Size, must.Sprint("sync-bound and noisy: a larger batch pays"))

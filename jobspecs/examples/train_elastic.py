@@ -27,6 +27,15 @@ steadily, so a jobspec target on it (tier1, goal) is reached once, for a
 model that is that good. (It climbs from 0.1 to about 0.45 in 300 steps
 on one worker, faster with more.)
 
+Batch size (horovod): with a jobspec batch block (the SDK's batch_spec()),
+rank 0 reports the global batch and the gradient noise scale (measured
+every commit from the local and all-reduced gradients, one more backward
+pass and one allreduce; the SDK's NoiseScale), and at each commit every
+rank takes the per-GPU batch the planner advises for this world (the SDK's
+batch_for, rank 0's answer broadcast), the learning rate scaled with the
+global batch (BASE_LR at BATCH_SIZE); advice with gradient accumulation is
+left. A new world starts again at BATCH_SIZE a GPU until advised.
+
 Preemption: on SIGTERM (the planner stops the job to give its GPUs to
 another queue, or a shrink removes a worker) rank 0 saves the model at once
 and reports it with its step (the SDK's on_sigterm), within the task's
@@ -51,6 +60,9 @@ Environment:
                    slow interconnect, so that throughput stops scaling
                    linearly (throughput(g) ~ g / (STEP_SLEEP + SYNC_SLEEP
                    * (g - 1)), Amdahl's law) in a lab on simulated GPUs
+    SAMPLE_SLEEP   more seconds per step for each sample of a GPU's batch
+                   (default 0): a stand-in for a GPU's compute, so that a
+                   larger batch takes longer, in a lab on simulated GPUs
     COMMIT_EVERY   steps between commits (default 5)
     BATCH_SIZE     samples per worker per step (default 64)
     PROGRESS_FILE  JSON lines progress, one per step and rank
@@ -87,6 +99,7 @@ import torch.nn.functional as F
 TOTAL_STEPS = int(os.environ.get("TOTAL_STEPS", "200"))
 STEP_SLEEP = float(os.environ.get("STEP_SLEEP", "0.1"))
 SYNC_SLEEP = float(os.environ.get("SYNC_SLEEP", "0"))
+SAMPLE_SLEEP = float(os.environ.get("SAMPLE_SLEEP", "0"))
 COMMIT_EVERY = int(os.environ.get("COMMIT_EVERY", "5"))
 BATCH_SIZE = int(os.environ.get("BATCH_SIZE", "64"))
 PROGRESS_FILE = os.environ.get("PROGRESS_FILE", "")
@@ -253,18 +266,21 @@ def device_for(local_rank):
     return torch.device("cpu")
 
 
-def synthetic_batch(step, rank, device):
+def synthetic_batch(step, rank, device, n=BATCH_SIZE):
     g = torch.Generator().manual_seed(step * 1000 + rank)
-    x = torch.randn(BATCH_SIZE, 32, generator=g)
+    x = torch.randn(n, 32, generator=g)
     y = (x @ rule()).argmax(dim=1)
     return x.to(device), y.to(device)
 
 
-def record(step, world_size, rank, loss, launcher):
+def record(step, world_size, rank, loss, launcher, batch=None):
     print(f"step {step} world_size {world_size} rank {rank} loss {loss:.4f}", flush=True)
     if PROGRESS_FILE:
-        line = json.dumps({"step": step, "world_size": world_size, "rank": rank,
-                           "time": time.time(), "loss": round(loss, 5), "launcher": launcher})
+        fields = {"step": step, "world_size": world_size, "rank": rank,
+                  "time": time.time(), "loss": round(loss, 5), "launcher": launcher}
+        if batch is not None:
+            fields["batch"] = batch
+        line = json.dumps(fields)
         with open(PROGRESS_FILE, "a") as f:
             f.write(line + "\n")
 
@@ -279,6 +295,33 @@ def maybe_fail(step):
         sys.exit(3)
 
 
+def batch_block():
+    """The jobspec's batch block (the SDK's batch_spec()), or None: none,
+    or no SDK. With one, the script reports its global batch and gradient
+    noise scale and trains at the per-GPU batch the planner advises."""
+    try:
+        from schedulearn import batch_spec
+    except ImportError:
+        return None
+    return batch_spec()
+
+
+def noise_scale_meter():
+    from schedulearn import NoiseScale
+    return NoiseScale()
+
+
+def measure_noise(model, x, y, hvd, meter):
+    """Feeds meter (the SDK's NoiseScale) this step's local and all-reduced
+    gradient norms: one more backward pass (torch.autograd.grad, which
+    Horovod's optimizer hooks do not see) and one allreduce."""
+    params = list(model.parameters())
+    grads = torch.autograd.grad(F.cross_entropy(model(x), y), params)
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    both = hvd.allreduce(torch.cat([flat, flat.pow(2).sum().reshape(1)]), op=hvd.Average, name="noise_scale")
+    meter.update(float(both[-1]), float(both[:-1].pow(2).sum()), x.shape[0], hvd.size())
+
+
 def run_horovod():
     import horovod.torch as hvd
 
@@ -291,23 +334,51 @@ def run_horovod():
     reporter = make_reporter("horovod", hvd)
     pace = Pace()
     val = validation_set(device)
+    spec = batch_block()
+    meter = noise_scale_meter() if spec is not None else None
+    # The per-GPU batch: BATCH_SIZE (the learning rate scales with the
+    # global batch, BASE_LR at BATCH_SIZE), or the planner's advice.
+    batch = {"per_gpu": BATCH_SIZE}
+
+    def set_lr():
+        for group in optimizer.param_groups:
+            group["lr"] = BASE_LR * batch["per_gpu"] * hvd.size() / BATCH_SIZE
+
+    def follow_advice():
+        # Rank 0 holds the reporter's advice; every rank takes its answer.
+        advice = reporter.batch_for(hvd.size(), None) if reporter is not None else None
+        advice = hvd.broadcast_object(advice, root_rank=0, name="batch_advice")
+        # This script does no gradient accumulation: advice that asks for
+        # it is left.
+        if advice is not None and advice[2] == 1 and advice[1] != batch["per_gpu"]:
+            batch["per_gpu"] = advice[1]
+            set_lr()
+            if hvd.rank() == 0:
+                print(f"batch {advice[0]} ({advice[1]} a GPU on {hvd.size()}), as the planner advises", flush=True)
 
     @hvd.elastic.run
     def train(state):
         while state.step < TOTAL_STEPS:
             maybe_fail(state.step + 1)
-            x, y = synthetic_batch(state.step, hvd.rank(), device)
+            x, y = synthetic_batch(state.step, hvd.rank(), device, batch["per_gpu"])
             optimizer.zero_grad()
             logits = model(x)
             loss = F.cross_entropy(logits, y)
             loss.backward()
             optimizer.step()
             state.step += 1
-            record(state.step, hvd.size(), hvd.rank(), loss.item(), "horovod")
+            global_batch = batch["per_gpu"] * hvd.size()
+            record(state.step, hvd.size(), hvd.rank(), loss.item(), "horovod",
+                   global_batch if spec is not None else None)
+            if meter is not None and hvd.size() > 1 and state.step % COMMIT_EVERY == 0:
+                measure_noise(model, x, y, hvd, meter)
             if reporter is not None:
-                reporter.report(state.step, samples_per_sec=pace.rate(BATCH_SIZE * hvd.size()), loss=loss.item())
+                extra = {} if spec is None else {"batch": global_batch, "noise_scale": meter.value}
+                reporter.report(state.step, samples_per_sec=pace.rate(global_batch), loss=loss.item(), **extra)
             if state.step % COMMIT_EVERY == 0:
                 state.commit()
+                if spec is not None:
+                    follow_advice()
                 stop = stop_requested()
                 if hvd.rank() == 0:
                     # Every rank holds the same model: rank 0 measures and saves it.
@@ -323,12 +394,13 @@ def run_horovod():
                 # Every rank agrees on stopping: the flag is summed.
                 if (STOP_FILE or TARGET is not None) and hvd.allreduce(torch.tensor(float(stop)), op=hvd.Sum).item() > 0:
                     break
-            time.sleep(STEP_SLEEP + SYNC_SLEEP * (hvd.size() - 1))
+            time.sleep(STEP_SLEEP + SYNC_SLEEP * (hvd.size() - 1) + SAMPLE_SLEEP * batch["per_gpu"])
 
     def on_reset():
-        # Scale the learning rate with the new world size.
-        for group in optimizer.param_groups:
-            group["lr"] = BASE_LR * hvd.size()
+        # A new world: the default per-GPU batch until the planner advises
+        # one for it, the learning rate scaled with the global batch.
+        batch["per_gpu"] = BATCH_SIZE
+        set_lr()
 
     start = 0
     resumed = resume_point()

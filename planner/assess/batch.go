@@ -110,17 +110,23 @@ const batchGrid = 64
 // E being the statistical efficiency of M against b.Size (a sample at M
 // makes E(M) of the progress it makes at b.Size; McCandlish et al.'s
 // model, with noise the gradient noise scale in samples) and T the fitted
-// step time (FitStep). Nil without a block, GPUs, a noise scale or a
-// fitted step time (until the job has run at two per-GPU batches).
+// step time (FitStep).
+//
+// Until the step time can be fitted (the job has run at one per-GPU batch
+// only, as a script that keeps its per-GPU batch across resizes does) the
+// advice explores, as Pollux does: twice the per-GPU batch last measured
+// (half, where that is at max_per_gpu already), Exploring and no gain, so
+// that the next reports measure a second point. Nil without a block, GPUs,
+// a noise scale, or a throughput report that carries its batch.
 func AdviseBatch(b *jobspec.Batch, obs []Observation, noise float64, gpus int) *structs.BatchAdvice {
 	if b == nil || gpus < 1 || !positive(noise) {
 		return nil
 	}
+	eff := func(m int) float64 { return (noise + float64(b.Size)) / (noise + float64(m)) }
 	model, ok := FitStep(obs)
 	if !ok {
-		return nil
+		return explore(b, obs, gpus, eff)
 	}
-	eff := func(m int) float64 { return (noise + float64(b.Size)) / (noise + float64(m)) }
 	goodput := func(a structs.BatchAdvice) float64 {
 		return float64(a.Size) / model.At(gpus, a.PerGPU, a.Accumulation) * eff(a.Size)
 	}
@@ -144,6 +150,32 @@ func AdviseBatch(b *jobspec.Batch, obs []Observation, noise float64, gpus int) *
 	best.NoiseScale = noise
 	best.GoodputGain = bestG / goodput(base)
 	return &best
+}
+
+// explore is the advice that measures a second per-GPU batch: twice the
+// last one measured (half where that is at most), on gpus GPUs, within
+// the block; nil when no report carries its batch or no such split exists.
+func explore(b *jobspec.Batch, obs []Observation, gpus int, eff func(int) float64) *structs.BatchAdvice {
+	last := -1
+	for i, o := range obs {
+		if o.Batch > 0 && o.GPUs > 0 && positive(o.Throughput) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	m := max(1, obs[last].Batch/obs[last].GPUs)
+	next := 2 * m
+	if next > b.MaxPerGPU {
+		next = m / 2
+	}
+	a, ok := split(gpus*next, gpus, b.MaxPerGPU, b.Max)
+	if !ok || a.Size < b.Size || a.PerGPU == m || next < 1 {
+		return nil
+	}
+	a.GPUs, a.Efficiency, a.Exploring = gpus, eff(a.Size), true
+	return &a
 }
 
 // split is the even split of a global batch of about want samples over

@@ -90,7 +90,15 @@ func TestAdviseBatch(t *testing.T) {
 	must.Nil(t, AdviseBatch(nil, obs, 2000, 4))
 	must.Nil(t, AdviseBatch(b, obs, 0, 4))
 	must.Nil(t, AdviseBatch(b, obs, 2000, 0))
-	must.Nil(t, AdviseBatch(b, obs[:1], 2000, 4))
+	// One per-GPU batch measured (16 a GPU on 4): explore twice it.
+	ex := AdviseBatch(b, obs[:1], 2000, 4)
+	must.Eq(t, structs.BatchAdvice{Size: 128, PerGPU: 32, Accumulation: 1, GPUs: 4, Efficiency: 2064.0 / 2128, Exploring: true}, *ex)
+	// At max_per_gpu already: half of it.
+	ex = AdviseBatch(&jobspec.Batch{Size: 16, Max: 4096, MaxPerGPU: 32}, []Observation{observeBatch(2, 64)}, 2000, 2)
+	must.Eq(t, structs.BatchAdvice{Size: 32, PerGPU: 16, Accumulation: 1, GPUs: 2, Efficiency: 2016.0 / 2032, Exploring: true}, *ex)
+	must.Nil(t, AdviseBatch(&jobspec.Batch{Size: 64, Max: 4096, MaxPerGPU: 32}, []Observation{observeBatch(2, 64)}, 2000, 2),
+		must.Sprint("half is below the block's size"))
+	must.Nil(t, AdviseBatch(b, []Observation{{GPUs: 4, Throughput: 100}}, 2000, 4), must.Sprint("no report carries its batch"))
 	must.Nil(t, AdviseBatch(&jobspec.Batch{Size: 4, Max: 8, MaxPerGPU: 4}, obs, 2000, 16), must.Sprint("more GPUs than samples in max"))
 }
 

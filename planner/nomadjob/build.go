@@ -27,6 +27,10 @@
 // only) when Options name the planner's address and token;
 // SCHEDULEARN_TARGET_METRIC, _GOAL and _DIRECTION ("max" or "min") are the
 // jobspec's target, for scripts that stop at the goal;
+// SCHEDULEARN_BATCH_SIZE, _MAX and _MAX_PER_GPU its batch block, for
+// scripts that follow the planner's batch advice (the advice itself comes
+// in the replies to their progress reports: it changes as the job is
+// resized, and the job's definition must not);
 // SCHEDULEARN_RESUME_CHECKPOINT and _STEP, on a start after a preemption,
 // the checkpoint to resume from (structs.Job.Resume). What this package
 // sets overrides the jobspec's env of the same name.
@@ -108,6 +112,11 @@ const (
 	EnvTargetMetric   = "SCHEDULEARN_TARGET_METRIC"
 	EnvTargetGoal     = "SCHEDULEARN_TARGET_GOAL"
 	EnvTargetDir      = "SCHEDULEARN_TARGET_DIRECTION"
+	// The jobspec's batch block (size, max, max_per_gpu), for scripts that
+	// follow the planner's batch advice.
+	EnvBatchSize      = "SCHEDULEARN_BATCH_SIZE"
+	EnvBatchMax       = "SCHEDULEARN_BATCH_MAX"
+	EnvBatchMaxPerGPU = "SCHEDULEARN_BATCH_MAX_PER_GPU"
 	// EnvResumeCheckpoint and EnvResumeStep are the checkpoint a job that
 	// starts again resumes from (structs.Job.Resume: the last one it
 	// reported under the planner's checkpoint_dirs) and its step.
@@ -207,6 +216,11 @@ func launcherEnv(j *structs.Job, opts Options) map[string]string {
 		if t.Lower {
 			env[EnvTargetDir] = "min"
 		}
+	}
+	if b := j.Spec.Batch; b != nil {
+		env[EnvBatchSize] = strconv.Itoa(b.Size)
+		env[EnvBatchMax] = strconv.Itoa(b.Max)
+		env[EnvBatchMaxPerGPU] = strconv.Itoa(b.MaxPerGPU)
 	}
 	return env
 }

@@ -102,14 +102,18 @@ func TestBuild_ReportEnv(t *testing.T) {
 		GPUs:   jobspec.GPUs{Min: 1, Max: 2, PerWorker: 1},
 		Env:    map[string]string{"SCHEDULEARN_ADDR": "http://elsewhere:1", "A": "b"},
 		Target: &goal,
+		Batch:  &jobspec.Batch{Size: 64, Max: 1024, MaxPerGPU: 256},
 	}}
 	job := Build(j, policy.Allocation{"node-a": 1}, Options{PlannerAddress: "http://10.0.0.5:4680", Token: "secret"})
 	must.Eq[any](t, map[string]string{
-		"SCHEDULEARN_ADDR":             "http://10.0.0.5:4680",
-		"SCHEDULEARN_JOB_ID":           "resnet-1a2b3c4d",
-		"SCHEDULEARN_TARGET_METRIC":    "accuracy",
-		"SCHEDULEARN_TARGET_GOAL":      "0.9",
-		"SCHEDULEARN_TARGET_DIRECTION": "max",
+		"SCHEDULEARN_ADDR":              "http://10.0.0.5:4680",
+		"SCHEDULEARN_JOB_ID":            "resnet-1a2b3c4d",
+		"SCHEDULEARN_TARGET_METRIC":     "accuracy",
+		"SCHEDULEARN_TARGET_GOAL":       "0.9",
+		"SCHEDULEARN_TARGET_DIRECTION":  "max",
+		"SCHEDULEARN_BATCH_SIZE":        "64",
+		"SCHEDULEARN_BATCH_MAX":         "1024",
+		"SCHEDULEARN_BATCH_MAX_PER_GPU": "256",
 	}, job.TaskGroups[0].Tasks[0].Config["env"])
 	// The report token and the jobspec's env reach the tasks through the
 	// job's secret variable; the driver lets the config's env override it.

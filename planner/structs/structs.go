@@ -344,6 +344,8 @@ type ProgressReport struct {
 // jobspec's size (the progress a sample makes, relative), GoodputGain the
 // goodput (samples/s x efficiency) at Size over that at the jobspec's size
 // on the same GPUs, as fitted; NoiseScale the one it was computed with.
+// Exploring advice measures a second per-GPU batch, before the step time
+// can be fitted (GoodputGain 0: unknown).
 type BatchAdvice struct {
 	Size         int     `json:"size"`
 	PerGPU       int     `json:"per_gpu"`
@@ -352,6 +354,7 @@ type BatchAdvice struct {
 	Efficiency   float64 `json:"efficiency"`
 	NoiseScale   float64 `json:"noise_scale"`
 	GoodputGain  float64 `json:"goodput_gain"`
+	Exploring    bool    `json:"exploring,omitempty"`
 }
 
 // Metric is a named quality measure of the model.

@@ -82,7 +82,13 @@ def test_advice_from_a_reply_and_kept_over_204s(clean_env, planner, reporters):
     r.report(4)
     assert r.flush(5)
     assert r.batch_advice == BatchAdvice(1024, 128, 2, 4, None, None, None)
-    assert r.sent == 4 and r.dropped == 0
+    assert not r.batch_advice.exploring
+
+    planner.replies = [{"batch": dict(ADVICE, exploring=True, goodput_gain=0)}]
+    r.report(5)
+    assert r.flush(5)
+    assert r.batch_advice.exploring and r.batch_advice.goodput_gain == 0
+    assert r.sent == 5 and r.dropped == 0
 
 
 def test_batch_for_matches_the_world_size(clean_env, planner, reporters):

@@ -27,3 +27,11 @@ def test_no_or_bad_target_is_none():
     assert schedulearn.target({"SCHEDULEARN_TARGET_METRIC": "accuracy", "SCHEDULEARN_TARGET_GOAL": "inf"}) is None
     assert schedulearn.target({"SCHEDULEARN_TARGET_METRIC": "accuracy", "SCHEDULEARN_TARGET_GOAL": "1",
                                "SCHEDULEARN_TARGET_DIRECTION": "up"}) is None
+
+
+def test_batch_spec_from_environment():
+    env = {"SCHEDULEARN_BATCH_SIZE": "64", "SCHEDULEARN_BATCH_MAX": "1024", "SCHEDULEARN_BATCH_MAX_PER_GPU": "256"}
+    assert schedulearn.batch_spec(env) == schedulearn.BatchSpec(64, 1024, 256)
+    for bad in ({}, dict(env, SCHEDULEARN_BATCH_MAX="32"), dict(env, SCHEDULEARN_BATCH_SIZE="x"),
+                dict(env, SCHEDULEARN_BATCH_MAX_PER_GPU="0"), dict(env, SCHEDULEARN_BATCH_SIZE="0")):
+        assert schedulearn.batch_spec(bad) is None

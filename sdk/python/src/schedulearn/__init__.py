@@ -29,12 +29,12 @@ from .reporter import (ENV_ADDR, ENV_JOB_ID, ENV_REPORT_TOKEN, ENV_TARGET_METRIC
                        TOKEN_HEADER, BatchAdvice, Reporter)
 from .resume import ENV_RESUME_CHECKPOINT, ENV_RESUME_STEP, Resume, resume
 from .signals import on_sigterm
-from .target import ENV_TARGET_DIRECTION, ENV_TARGET_GOAL, Target, target
+from .target import ENV_TARGET_DIRECTION, ENV_TARGET_GOAL, BatchSpec, Target, batch_spec, target
 
 __version__ = "0.1.0"
 
 __all__ = ["Reporter", "report", "default_reporter", "BatchAdvice", "noise_scale", "NoiseScale",
-           "on_sigterm", "Target", "target", "Resume", "resume",
+           "on_sigterm", "Target", "target", "BatchSpec", "batch_spec", "Resume", "resume",
            "ENV_RESUME_CHECKPOINT", "ENV_RESUME_STEP", "ENV_ADDR", "ENV_JOB_ID",
            "ENV_REPORT_TOKEN", "ENV_TOKEN", "ENV_TARGET_METRIC", "ENV_TARGET_GOAL", "ENV_TARGET_DIRECTION",
            "TOKEN_HEADER", "__version__"]

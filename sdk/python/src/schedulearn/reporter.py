@@ -124,7 +124,8 @@ def _count(x, most=MAX_BATCH):
 
 
 class BatchAdvice(collections.namedtuple("BatchAdvice", "size per_gpu accumulation gpus efficiency "
-                                                        "noise_scale goodput_gain")):
+                                                        "noise_scale goodput_gain exploring",
+                                             defaults=(False,))):
     """The planner's advice on the batch: train at the global batch
     ``size`` = ``gpus`` x ``per_gpu`` x ``accumulation`` (micro-batches of
     ``per_gpu`` samples on each GPU, an optimizer step every
@@ -132,7 +133,8 @@ class BatchAdvice(collections.namedtuple("BatchAdvice", "size per_gpu accumulati
     ``efficiency`` (the statistical efficiency of ``size`` relative to the
     jobspec's batch size), ``noise_scale`` (the planner's estimate) and
     ``goodput_gain`` are informational, None when the planner left them
-    out."""
+    out. ``exploring`` advice measures a second per-GPU batch before the
+    planner can fit the job's step time (follow it like any other)."""
 
     __slots__ = ()
 
@@ -157,7 +159,8 @@ class BatchAdvice(collections.namedtuple("BatchAdvice", "size per_gpu accumulati
             raise ValueError("size %d != gpus %d x per_gpu %d x accumulation %d" %
                              (size, gpus, per_gpu, accumulation))
         return cls(size, per_gpu, accumulation, gpus, *(_info(b.get(k)) for k in
-                                                        ("efficiency", "noise_scale", "goodput_gain")))
+                                                        ("efficiency", "noise_scale", "goodput_gain")),
+                   b.get("exploring") is True)
 
 
 def _strict_count(x):

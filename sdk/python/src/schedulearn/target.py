@@ -1,5 +1,6 @@
 """The job's target, as the planner passes it: which metric, what goal, and
-which way is better, so that a training script can stop at the goal.
+which way is better, so that a training script can stop at the goal; and
+the jobspec's batch block (:func:`batch_spec`).
 
     t = schedulearn.target()           # None outside the planner or without one
     ...
@@ -53,3 +54,33 @@ def target(environ=None):
     if not metric or not math.isfinite(goal) or direction not in ("max", "min"):
         return None
     return Target(metric, goal, direction == "min")
+
+
+#: The jobspec's batch block: the global batch the script is tuned at, the
+#: largest it can train at, the most samples a GPU holds in a micro-batch.
+ENV_BATCH_SIZE = "SCHEDULEARN_BATCH_SIZE"
+ENV_BATCH_MAX = "SCHEDULEARN_BATCH_MAX"
+ENV_BATCH_MAX_PER_GPU = "SCHEDULEARN_BATCH_MAX_PER_GPU"
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """The jobspec's batch block, in samples per optimizer step."""
+
+    size: int
+    max: int
+    max_per_gpu: int
+
+
+def batch_spec(environ=None):
+    """The jobspec's batch block from the environment the planner set, or
+    None when the jobspec has none (the planner then advises no batch) or
+    it cannot be read."""
+    env = os.environ if environ is None else environ
+    try:
+        size, most, per_gpu = (int(env.get(k, "")) for k in (ENV_BATCH_SIZE, ENV_BATCH_MAX, ENV_BATCH_MAX_PER_GPU))
+    except ValueError:
+        return None
+    if not (1 <= size <= most) or per_gpu < 1:
+        return None
+    return BatchSpec(size, most, per_gpu)
