@@ -75,7 +75,7 @@ policy {
 
 	out, code := p.cli("job", "status", id)
 	must.Zero(t, code, must.Sprint(out))
-	must.StrContains(t, out, fmt.Sprintf("Batch         = 64..512, at most 256 a GPU; advised %d on 2 GPUs", advice.Size))
+	must.StrContains(t, out, fmt.Sprintf("= 64..512, at most 256 a GPU; advised %d on 2 GPUs (%d a GPU x 1 micro-batches)", advice.Size, advice.PerGPU))
 
 	touch(t, stop)
 	done := p.waitState(id, structs.JobComplete, 3*time.Minute)
