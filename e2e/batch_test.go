@@ -70,6 +70,7 @@ policy {
 			seen = append(seen, r.Batch)
 		}
 	}
+	t.Logf("batches trained at: %v; the advice: %+v", seen, *advice)
 	must.Eq(t, []int{128, 256}, seen[:2], must.Sprintf("batches trained at: %v", seen))
 	must.Eq(t, advice.Size, seen[len(seen)-1], must.Sprintf("batches trained at: %v", seen))
 
