@@ -26,7 +26,7 @@ func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 	pw := max(1, spec.PerWorker)
 	maxG := maxGPUs(&j.Spec, largest)
 	o := &structs.Outlook{Updated: now}
-	sc := assess.ChooseGPUs(assess.Throughputs(hist, pw), assess.Counts{Min: spec.Min, Max: maxG, PerWorker: pw}, assess.DefaultThreshold)
+	sc := assess.ChooseGPUs(assess.Throughputs(hist), assess.Counts{Min: spec.Min, Max: maxG, PerWorker: pw}, assess.DefaultThreshold)
 	if !sc.Measuring {
 		o.Speedup = sc.Speedup
 	}
@@ -93,7 +93,7 @@ func targetOutlook(j *structs.Job, t *jobspec.Target, prev *structs.Outlook, spe
 	case assess.Estimated:
 		g := 0
 		if n := len(hist); n > 0 {
-			g = hist[n-1].WorldSize * max(1, j.Spec.GPUs.PerWorker)
+			g = hist[n-1].WorldSize
 		}
 		if g <= 0 {
 			g = j.GPUs()
@@ -127,17 +127,18 @@ func adviseBatch(j *structs.Job) *structs.BatchAdvice {
 	if j.Spec.Batch == nil || j.Progress == nil {
 		return nil
 	}
-	obs := assess.Throughputs(j.Progress.History, j.Spec.GPUs.PerWorker)
+	obs := assess.Throughputs(j.Progress.History)
 	return assess.AdviseBatch(j.Spec.Batch, obs, j.Progress.NoiseScale, j.GPUs())
 }
 
 // workDone is the training a job's history records, in seconds on one GPU:
 // the time between reports, each at the speedup of the GPUs the job then
-// held (linear where the table is unknown).
+// held (its world size; one worker's where not reported; linear where the
+// table is unknown).
 func workDone(hist []structs.ProgressReport, speedup []float64, perWorker int) float64 {
 	w := 0.0
 	for i := 1; i < len(hist); i++ {
-		g := hist[i].WorldSize * perWorker
+		g := hist[i].WorldSize
 		if g <= 0 {
 			g = perWorker
 		}

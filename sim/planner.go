@@ -126,7 +126,7 @@ func (s *simulator) report(ctx context.Context, j *simJob) error {
 		value = min(j.done/j.work, 1)
 	}
 	rep := structs.ProgressReport{Step: int64(j.done), SamplesPerSec: &rate,
-		WorldSize: j.gpus / max(1, j.spec.GPUs.PerWorker), Metric: &structs.Metric{Name: ProgressMetric, Value: value}}
+		WorldSize: j.gpus, Metric: &structs.Metric{Name: ProgressMetric, Value: value}}
 	*r = lastReport{ok: true, at: s.now, rate: rate, speedup: j.speedup, remaining: s.remainingWork(j), done: j.done}
 	if err := s.planner.ReportProgress(ctx, j.spec.ID, []structs.ProgressReport{rep}); err != nil {
 		return fmt.Errorf("failed to simulate: progress of job %s: %w", j.spec.ID, err)

@@ -65,13 +65,12 @@ type Scaling struct {
 
 // Throughputs extracts ChooseGPUs's observations from a job's progress
 // history (oldest first): one per report that has both samples_per_sec
-// (> 0) and world_size, at GPUs = world_size * perWorker (perWorker < 1
-// counts as 1). The first report after each change of world size is
-// skipped, since its throughput straddles the rescale (the job's very
-// first report is kept). Reports without world_size neither give an
-// observation nor mark a change.
-func Throughputs(history []structs.ProgressReport, perWorker int) []Observation {
-	perWorker = max(perWorker, 1)
+// (> 0) and world_size, at GPUs = world_size (the training processes, one
+// a GPU: the driver runs a worker's GPUs as that many slots). The first
+// report after each change of world size is skipped, since its throughput
+// straddles the rescale (the job's very first report is kept). Reports
+// without world_size neither give an observation nor mark a change.
+func Throughputs(history []structs.ProgressReport) []Observation {
 	var out []Observation
 	last := 0
 	for _, r := range history {
@@ -83,7 +82,7 @@ func Throughputs(history []structs.ProgressReport, perWorker int) []Observation 
 		if changed || r.SamplesPerSec == nil || !positive(*r.SamplesPerSec) {
 			continue
 		}
-		out = append(out, Observation{GPUs: r.WorldSize * perWorker, Throughput: *r.SamplesPerSec, Batch: r.BatchSize})
+		out = append(out, Observation{GPUs: r.WorldSize, Throughput: *r.SamplesPerSec, Batch: r.BatchSize})
 	}
 	return out
 }

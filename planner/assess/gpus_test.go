@@ -49,17 +49,12 @@ func TestThroughputs(t *testing.T) {
 		rep(12, 2, f64(math.NaN())),
 		rep(13, 2, f64(math.Inf(1))),
 	}
-	got := Throughputs(h, 2)
-	want := []Observation{{2, 100, 0}, {2, 104, 0}, {4, 190, 0}, {8, 350, 0}, {4, 185, 0}}
+	got := Throughputs(h)
+	want := []Observation{{1, 100, 0}, {1, 104, 0}, {2, 190, 0}, {4, 350, 0}, {2, 185, 0}}
 	if !slices.Equal(got, want) {
-		t.Fatalf("Throughputs(per_worker 2) = %v, want %v", got, want)
+		t.Fatalf("Throughputs = %v, want %v (GPUs = world size)", got, want)
 	}
-	// per_worker < 1 counts as 1.
-	got = Throughputs(h, 0)
-	if got[2].GPUs != 2 || got[3].GPUs != 4 {
-		t.Fatalf("Throughputs(per_worker 0) = %v, want GPUs = world size", got)
-	}
-	if Throughputs(nil, 1) != nil {
+	if Throughputs(nil) != nil {
 		t.Fatal("Throughputs(nil) is not nil")
 	}
 }
@@ -250,10 +245,10 @@ func TestChooseGPUsFromHistory(t *testing.T) {
 				sps *= 0.3 // straddles the rescale
 			}
 			step += 100
-			h = append(h, structs.ProgressReport{Time: t0.Add(time.Duration(len(h)) * time.Minute), Step: step, SamplesPerSec: f64(sps), WorldSize: ws})
+			h = append(h, structs.ProgressReport{Time: t0.Add(time.Duration(len(h)) * time.Minute), Step: step, SamplesPerSec: f64(sps), WorldSize: 2 * ws})
 		}
 	}
-	obs := Throughputs(h, 2)
+	obs := Throughputs(h)
 	if len(obs) != 58 {
 		t.Fatalf("%d observations, want 58 (60 reports less 2 straddling)", len(obs))
 	}
