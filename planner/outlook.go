@@ -26,9 +26,15 @@ func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 	pw := max(1, spec.PerWorker)
 	maxG := maxGPUs(&j.Spec, largest)
 	o := &structs.Outlook{Updated: now}
-	sc := assess.ChooseGPUs(assess.Throughputs(hist), assess.Counts{Min: spec.Min, Max: maxG, PerWorker: pw}, assess.DefaultThreshold)
+	obs := assess.Throughputs(hist)
+	sc := assess.ChooseGPUs(obs, assess.Counts{Min: spec.Min, Max: maxG, PerWorker: pw}, assess.DefaultThreshold)
 	if !sc.Measuring {
 		o.Speedup = sc.Speedup
+	}
+	// A job that follows the batch advice is worth, on each count, its
+	// goodput at the best batch for that count (Pollux's co-adaptation).
+	if tab := assess.BatchSpeedup(j.Spec.Batch, obs, j.Progress.NoiseScale, maxG); tab != nil {
+		o.Speedup = tab
 	}
 	if spec.Auto {
 		o.GPUs = &structs.GPUAssessment{Choice: sc.GPUs, Measuring: sc.Measuring, Reason: sc.Reason}

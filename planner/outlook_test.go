@@ -10,6 +10,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/planner/assess"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -302,6 +303,12 @@ func TestReportProgress_AdvisesBatch(t *testing.T) {
 	must.Eq(t, 32, ex.PerGPU)
 	a := report(128, 1000)
 	must.False(t, a.Exploring)
+	// The policies see the job's goodput at the best batch for each count.
+	b := state(t, st, j.ID)
+	must.NotNil(t, b.Outlook)
+	tab := assess.BatchSpeedup(b.Spec.Batch, assess.Throughputs(b.Progress.History), 1000, 4)
+	must.Eq(t, tab, b.Outlook.Speedup)
+	must.Greater(t, 1, tab[3])
 	must.NotNil(t, a)
 	must.Eq(t, 4, a.GPUs)
 	must.Greater(t, 128, a.Size, must.Sprint("sync-bound and noisy: a larger batch pays"))

@@ -1,32 +1,57 @@
 package assess
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // StepModel is a job's time per optimizer step on g GPUs at m samples per
-// GPU: T = Overhead[g] + PerSample*m, the overhead (synchronisation, the
+// GPU: T = Overhead(g) + PerSample*m, the overhead (synchronisation, the
 // step's fixed costs) measured per GPU count, the per-sample compute
 // shared by all counts. FitStep fits it to observations.
 type StepModel struct {
 	PerSample float64
-	Overhead  map[int]float64
-	// Shared is the overhead used for a count not measured: the mean of
-	// the measured ones.
-	Shared float64
+	// Overheads are the measured counts' overheads, by count ascending.
+	Overheads []CountOverhead
+}
+
+// CountOverhead is the step overhead measured at a GPU count.
+type CountOverhead struct {
+	GPUs     int
+	Overhead float64
+}
+
+// Overhead is the step overhead on g GPUs: measured, or linear between
+// the nearest measured counts, or past the largest on the line through
+// the last two (never falling: synchronisation does not get cheaper with
+// more GPUs), or below the smallest the smallest's.
+func (s StepModel) Overhead(g int) float64 {
+	o := s.Overheads
+	i, found := slices.BinarySearchFunc(o, g, func(c CountOverhead, g int) int { return cmp.Compare(c.GPUs, g) })
+	switch {
+	case found:
+		return o[i].Overhead
+	case i == 0:
+		return o[0].Overhead
+	case i < len(o):
+		lo, hi := o[i-1], o[i]
+		return lo.Overhead + (hi.Overhead-lo.Overhead)*float64(g-lo.GPUs)/float64(hi.GPUs-lo.GPUs)
+	case len(o) == 1:
+		return o[0].Overhead
+	}
+	lo, hi := o[len(o)-2], o[len(o)-1]
+	slope := max(0, (hi.Overhead-lo.Overhead)/float64(hi.GPUs-lo.GPUs))
+	return hi.Overhead + slope*float64(g-hi.GPUs)
 }
 
 // At is the time of one optimizer step of accum micro-batches of m
 // samples on each of g GPUs: the overhead once, the compute accum times.
 func (s StepModel) At(g, m, accum int) float64 {
-	o, ok := s.Overhead[g]
-	if !ok {
-		o = s.Shared
-	}
-	return o + s.PerSample*float64(m*accum)
+	return s.Overhead(g) + s.PerSample*float64(m*accum)
 }
 
 // FitStep fits a StepModel to the observations that report their batch:
@@ -82,16 +107,15 @@ func FitStep(obs []Observation) (StepModel, bool) {
 	if !ok || !positive(b) {
 		return StepModel{}, false
 	}
-	s := StepModel{PerSample: b, Overhead: make(map[int]float64, len(byGPUs))}
+	s := StepModel{PerSample: b}
 	for g, ps := range byGPUs {
 		var o float64
 		for _, p := range ps {
 			o += p.t - b*p.m
 		}
-		s.Overhead[g] = max(0, o/float64(len(ps)))
-		s.Shared += s.Overhead[g]
+		s.Overheads = append(s.Overheads, CountOverhead{g, max(0, o/float64(len(ps)))})
 	}
-	s.Shared /= float64(len(byGPUs))
+	slices.SortFunc(s.Overheads, func(x, y CountOverhead) int { return cmp.Compare(x.GPUs, y.GPUs) })
 	return s, true
 }
 
@@ -122,40 +146,84 @@ func AdviseBatch(b *jobspec.Batch, obs []Observation, noise float64, gpus int) *
 	if b == nil || gpus < 1 || !positive(noise) {
 		return nil
 	}
-	eff := func(m int) float64 { return (noise + float64(b.Size)) / (noise + float64(m)) }
 	model, ok := FitStep(obs)
 	if !ok {
-		return explore(b, obs, gpus, eff)
-	}
-	goodput := func(a structs.BatchAdvice) float64 {
-		return float64(a.Size) / model.At(gpus, a.PerGPU, a.Accumulation) * eff(a.Size)
+		return explore(b, obs, gpus, noise)
 	}
 	base, ok := split(b.Size, gpus, b.MaxPerGPU, b.Max)
 	if !ok {
 		return nil
 	}
-	best, bestG := base, goodput(base)
+	best, bestG := bestSplit(b, model, noise, gpus)
+	best.GPUs = gpus
+	best.Efficiency = efficiency(b, noise, best.Size)
+	best.NoiseScale = noise
+	best.GoodputGain = bestG / goodput(b, model, noise, gpus, base)
+	return &best
+}
+
+// BatchSpeedup is the speedup table of a job that follows the batch
+// advice, in policy.Job.Speedup's format (entry g-1: goodput on g GPUs at
+// the best batch for g, over that on one GPU at the best batch for one),
+// for g up to maxGPUs: Pollux's co-adaptation, with which more GPUs are
+// worth more to a job whose gradient is noisy (its batch grows with them).
+// Nil while AdviseBatch cannot fit the step time.
+func BatchSpeedup(b *jobspec.Batch, obs []Observation, noise float64, maxGPUs int) []float64 {
+	if b == nil || maxGPUs < 1 || !positive(noise) {
+		return nil
+	}
+	model, ok := FitStep(obs)
+	if !ok {
+		return nil
+	}
+	_, one := bestSplit(b, model, noise, 1)
+	if !positive(one) {
+		return nil
+	}
+	out := make([]float64, maxGPUs)
+	for g := 1; g <= maxGPUs; g++ {
+		_, gp := bestSplit(b, model, noise, g)
+		out[g-1] = gp / one
+	}
+	return out
+}
+
+// efficiency is the statistical efficiency of a global batch m against
+// the block's size, for a gradient noise scale noise (McCandlish et al.).
+func efficiency(b *jobspec.Batch, noise float64, m int) float64 {
+	return (noise + float64(b.Size)) / (noise + float64(m))
+}
+
+// goodput is samples a second times efficiency for split a on gpus GPUs.
+func goodput(b *jobspec.Batch, model StepModel, noise float64, gpus int, a structs.BatchAdvice) float64 {
+	return float64(a.Size) / model.At(gpus, a.PerGPU, a.Accumulation) * efficiency(b, noise, a.Size)
+}
+
+// bestSplit is the split of most goodput on gpus GPUs among the block's
+// global batches (batchGrid of them, and the block's size), with its
+// goodput (0 when none splits).
+func bestSplit(b *jobspec.Batch, model StepModel, noise float64, gpus int) (structs.BatchAdvice, float64) {
+	best, bestG := structs.BatchAdvice{}, 0.0
+	if a, ok := split(b.Size, gpus, b.MaxPerGPU, b.Max); ok {
+		best, bestG = a, goodput(b, model, noise, gpus, a)
+	}
 	for i := range batchGrid {
 		want := float64(b.Size) * math.Pow(float64(b.Max)/float64(b.Size), float64(i)/(batchGrid-1))
 		a, ok := split(int(math.Round(want)), gpus, b.MaxPerGPU, b.Max)
 		if !ok {
 			continue
 		}
-		if g := goodput(a); g > bestG*(1+1e-9) {
+		if g := goodput(b, model, noise, gpus, a); g > bestG*(1+1e-9) {
 			best, bestG = a, g
 		}
 	}
-	best.GPUs = gpus
-	best.Efficiency = eff(best.Size)
-	best.NoiseScale = noise
-	best.GoodputGain = bestG / goodput(base)
-	return &best
+	return best, bestG
 }
 
 // explore is the advice that measures a second per-GPU batch: twice the
 // last one measured (half where that is at most), on gpus GPUs, within
 // the block; nil when no report carries its batch or no such split exists.
-func explore(b *jobspec.Batch, obs []Observation, gpus int, eff func(int) float64) *structs.BatchAdvice {
+func explore(b *jobspec.Batch, obs []Observation, gpus int, noise float64) *structs.BatchAdvice {
 	last := -1
 	for i, o := range obs {
 		if o.Batch > 0 && o.GPUs > 0 && positive(o.Throughput) {
@@ -174,7 +242,7 @@ func explore(b *jobspec.Batch, obs []Observation, gpus int, eff func(int) float6
 	if !ok || a.Size < b.Size || a.PerGPU == m || next < 1 {
 		return nil
 	}
-	a.GPUs, a.Efficiency, a.Exploring = gpus, eff(a.Size), true
+	a.GPUs, a.Efficiency, a.NoiseScale, a.Exploring = gpus, efficiency(b, noise, a.Size), noise, true
 	return &a
 }
 

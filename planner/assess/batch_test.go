@@ -33,8 +33,8 @@ func TestFitStep(t *testing.T) {
 	s, ok := FitStep([]Observation{observeBatch(4, 256), observeBatch(4, 512), observeBatch(4, 512), observeBatch(1, 64), observeBatch(1, 128)})
 	must.True(t, ok)
 	must.InDelta(t, 0.002, s.PerSample, 1e-12)
-	must.InDelta(t, 0.3, s.Overhead[4], 1e-9)
-	must.InDelta(t, 0.05, s.Overhead[1], 1e-9)
+	must.InDelta(t, 0.3, s.Overhead(4), 1e-9)
+	must.InDelta(t, 0.05, s.Overhead(1), 1e-9)
 	must.InDelta(t, 0.3+0.002*64*2, s.At(4, 64, 2), 1e-9)
 
 	_, ok = FitStep([]Observation{observeBatch(4, 256), observeBatch(4, 256), {GPUs: 8, Throughput: 900}})
@@ -92,10 +92,10 @@ func TestAdviseBatch(t *testing.T) {
 	must.Nil(t, AdviseBatch(b, obs, 2000, 0))
 	// One per-GPU batch measured (16 a GPU on 4): explore twice it.
 	ex := AdviseBatch(b, obs[:1], 2000, 4)
-	must.Eq(t, structs.BatchAdvice{Size: 128, PerGPU: 32, Accumulation: 1, GPUs: 4, Efficiency: 2064.0 / 2128, Exploring: true}, *ex)
+	must.Eq(t, structs.BatchAdvice{Size: 128, PerGPU: 32, Accumulation: 1, GPUs: 4, Efficiency: 2064.0 / 2128, NoiseScale: 2000, Exploring: true}, *ex)
 	// At max_per_gpu already: half of it.
 	ex = AdviseBatch(&jobspec.Batch{Size: 16, Max: 4096, MaxPerGPU: 32}, []Observation{observeBatch(2, 64)}, 2000, 2)
-	must.Eq(t, structs.BatchAdvice{Size: 32, PerGPU: 16, Accumulation: 1, GPUs: 2, Efficiency: 2016.0 / 2032, Exploring: true}, *ex)
+	must.Eq(t, structs.BatchAdvice{Size: 32, PerGPU: 16, Accumulation: 1, GPUs: 2, Efficiency: 2016.0 / 2032, NoiseScale: 2000, Exploring: true}, *ex)
 	must.Nil(t, AdviseBatch(&jobspec.Batch{Size: 64, Max: 4096, MaxPerGPU: 32}, []Observation{observeBatch(2, 64)}, 2000, 2),
 		must.Sprint("half is below the block's size"))
 	must.Nil(t, AdviseBatch(b, []Observation{{GPUs: 4, Throughput: 100}}, 2000, 4), must.Sprint("no report carries its batch"))
@@ -123,4 +123,45 @@ func TestSplit(t *testing.T) {
 			must.Eq(t, structs.BatchAdvice{Size: c.size, PerGPU: c.m, Accumulation: c.accum}, a, must.Sprintf("%+v", c))
 		}
 	}
+}
+
+// Counts not measured take the overhead on the line between the nearest
+// measured ones, past the largest the line through the last two (never
+// falling), below the smallest the smallest's.
+func TestStepModel_Overhead(t *testing.T) {
+	s := StepModel{PerSample: 0.001, Overheads: []CountOverhead{{2, 0.2}, {4, 0.3}, {8, 0.5}}}
+	for g, want := range map[int]float64{1: 0.2, 2: 0.2, 3: 0.25, 4: 0.3, 6: 0.4, 8: 0.5, 16: 0.9} {
+		must.InDelta(t, want, s.Overhead(g), 1e-12, must.Sprintf("%d GPUs", g))
+	}
+	falling := StepModel{Overheads: []CountOverhead{{2, 0.4}, {4, 0.3}}}
+	must.InDelta(t, 0.3, falling.Overhead(16), 1e-12)
+	one := StepModel{Overheads: []CountOverhead{{4, 0.3}}}
+	must.InDelta(t, 0.3, one.Overhead(16), 1e-12)
+}
+
+// With the batch following the GPUs, a noisy job's speedup is better than
+// at a fixed per-GPU batch (its batch grows with the GPUs), and each entry
+// is the best goodput on that many GPUs over the best on one.
+func TestBatchSpeedup(t *testing.T) {
+	b := &jobspec.Batch{Size: 64, Max: 4096, MaxPerGPU: 128}
+	obs := []Observation{observeBatch(1, 32), observeBatch(1, 64), observeBatch(4, 128), observeBatch(4, 256)}
+	model, ok := FitStep(obs)
+	must.True(t, ok)
+	tab := BatchSpeedup(b, obs, 2000, 16)
+	must.Len(t, 16, tab)
+	must.InDelta(t, 1, tab[0], 1e-12)
+	_, one := bestSplit(b, model, 2000, 1)
+	for g := 1; g <= 16; g++ {
+		_, gp := bestSplit(b, model, 2000, g)
+		must.InDelta(t, gp/one, tab[g-1], 1e-9)
+	}
+	// At a fixed 32 a GPU: T(g) = overhead(g) + 0.002*32.
+	fixed := func(g int) float64 { return float64(32*g) / model.At(g, 32, 1) }
+	must.Greater(t, fixed(8)/fixed(1), tab[7])
+	// A gradient without noise gains nothing from a larger batch: its
+	// table is the fixed batch's, about.
+	quiet := BatchSpeedup(b, obs, 1e-3, 16)
+	must.Less(t, tab[7], quiet[7])
+	must.Nil(t, BatchSpeedup(b, obs[:1], 2000, 16))
+	must.Nil(t, BatchSpeedup(nil, obs, 2000, 16))
 }
