@@ -320,3 +320,56 @@ func TestReportProgress_AdvisesBatch(t *testing.T) {
 	must.Eq(t, 64, quiet.Size)
 	must.Eq(t, 16, quiet.PerGPU)
 }
+
+// Co-adaptation in the plan: two jobs of the same measured throughput
+// share 8 GPUs under goodput; the one whose batch follows the advice (a
+// noisy gradient: its batch grows with its GPUs) is worth more GPUs, and
+// gets them.
+func TestPlan_BatchFollowingJobIsWorthMoreGPUs(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "goodput", node("n1", 8))
+	spec := func(name, batch string) *jobspec.Spec {
+		return parseSpec(t, fmt.Sprintf(`training %q {
+  command = "python3"
+  gpus {
+    min = 1
+    max = 8
+  }
+%s
+}`, name, batch), *now)
+	}
+	adaptive := submit(t, p, now, spec("adaptive", "  batch {\n    size = 64\n    max = 8192\n    max_per_gpu = 512\n  }"))
+	fixed := submit(t, p, now, spec("fixed", ""))
+	must.NoError(t, p.Round(ctx))
+
+	// Both measured alike: 0.05 s of overhead a step on 1 GPU, 0.3 s on
+	// 4, 2 ms a sample; 64 a GPU, and the adaptive one also 128 on one GPU
+	// (which makes its throughput at one batch scale worse than the other's).
+	report := func(id string, g, perGPU int, noise float64) {
+		t.Helper()
+		o := 0.05
+		if g > 1 {
+			o = 0.3
+		}
+		for range 3 {
+			*now = now.Add(5 * time.Second)
+			rate := float64(g*perGPU) / (o + 0.002*float64(perGPU))
+			must.NoError(t, p.ReportProgress(ctx, id, []structs.ProgressReport{{Time: *now, Step: 1, SamplesPerSec: f64(rate), WorldSize: g, BatchSize: g * perGPU, NoiseScale: noise}}))
+		}
+	}
+	for _, g := range []int{1, 4} {
+		report(adaptive.ID, g, 64, 5000)
+		report(fixed.ID, g, 64, 0)
+	}
+	report(adaptive.ID, 1, 128, 5000)
+	must.NotNil(t, state(t, st, adaptive.ID).Batch)
+
+	for range 3 {
+		*now = now.Add(time.Minute)
+		must.NoError(t, p.Round(ctx))
+	}
+	a, f := state(t, st, adaptive.ID).GPUs(), state(t, st, fixed.ID).GPUs()
+	t.Logf("adaptive %d fixed %d; speedups %v / %v", a, f, state(t, st, adaptive.ID).Outlook.Speedup, state(t, st, fixed.ID).Outlook.Speedup)
+	must.Eq(t, 8, a+f)
+	must.Greater(t, f, a, must.Sprintf("adaptive %d GPUs, fixed %d", a, f))
+}
