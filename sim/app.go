@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // App is one application of the Pollux traces (apps/<name>/): its measured
@@ -27,8 +29,7 @@ type App struct {
 	Epochs int
 
 	placements map[string][]perfPoint // rotation-normalised placement -> by local batch
-	shapes     map[int]*nodeLevel     // num_nodes -> replicas -> points, for other placements
-	levels     []int                  // sorted keys of shapes
+	shapes     shapeTable             // other placements, by nodes and replicas
 	curves     []curve                // by batch size
 	progress   []float64              // progress[e]: progress at the end of epoch e (progress[0] = 0)
 }
@@ -36,10 +37,24 @@ type App struct {
 // perfPoint is a measured step and sync time at a local batch size.
 type perfPoint struct{ bsz, step, sync float64 }
 
-// nodeLevel holds the measurements on one number of nodes, by replicas.
-type nodeLevel struct {
-	replicas []int
-	points   map[int][]perfPoint
+// shapeTable interpolates the step and sync times of placements that
+// placements.csv did not measure, as Pollux's simulator: linearly over a
+// Delaunay triangulation (delaunay.go) of the measured shapes (nodes,
+// replicas, local batch): placements.csv averaged by shape, then
+// scalability.csv's rows, in Pollux's order. The table is built at the
+// first such query (~10-70 ms an application;
+// sync.Once: applications are shared between concurrent runs).
+type shapeTable struct {
+	once   sync.Once
+	points []ipoint    // in Pollux's order
+	vals   []perfPoint // step and sync time of each point
+	nLo    int
+	rLo    []int           // by nodes - nLo: the least replicas inside the hull
+	lines  [][][]perfPoint // by nodes - nLo, replicas - rLo: the interpolant over local batch
+	// flat holds the shapes by (nodes, replicas) when they are coplanar
+	// (say, one GPU only), where Qhull fails and so would Pollux's
+	// simulator: a query takes the nearest shape.
+	flat map[[2]int64][]perfPoint
 }
 
 // curve is one validation-<batch>.csv.
@@ -80,24 +95,19 @@ func LoadApps(dir string) (map[string]*App, error) {
 // LoadApp loads one application folder: placements.csv, scalability.csv
 // and validation-<batch>.csv.
 func LoadApp(dir string) (*App, error) {
-	a := &App{Name: filepath.Base(dir), placements: make(map[string][]perfPoint), shapes: make(map[int]*nodeLevel)}
+	a := &App{Name: filepath.Base(dir), placements: make(map[string][]perfPoint)}
 	// The mean over placements of one shape (nodes, replicas) at one local
 	// batch size, as Pollux's simulator interpolates between shapes.
-	type key struct{ nodes, replicas, bsz int }
 	type sum struct {
 		step, sync float64
 		n          int
 	}
-	sums := make(map[key]*sum)
-	add := func(k key, step, sync float64) {
-		s := sums[k]
-		if s == nil {
-			s = &sum{}
-			sums[k] = s
+	sums := make(map[ipoint]*sum)
+	integer := func(v float64) int64 {
+		if v != math.Trunc(v) || v < 0 || v > maxLatticeCoord {
+			return -1
 		}
-		s.step += step
-		s.sync += sync
-		s.n++
+		return int64(v)
 	}
 	placementsMax := 0.0
 	err := readCSV(filepath.Join(dir, "placements.csv"), []string{"placement", "local_bsz", "step_time", "sync_time"},
@@ -119,7 +129,18 @@ func LoadApp(dir string) (*App, error) {
 				return err
 			}
 			a.placements[id] = append(a.placements[id], perfPoint{v[0], v[1], v[2]})
-			add(key{nodes, replicas, int(v[0])}, v[1], v[2])
+			k := ipoint{int64(nodes), int64(replicas), integer(v[0])}
+			if k[2] < 0 {
+				return fmt.Errorf("local_bsz %v is not an integer in [0, %d]", v[0], maxLatticeCoord)
+			}
+			s := sums[k]
+			if s == nil {
+				s = &sum{}
+				sums[k] = s
+			}
+			s.step += v[1]
+			s.sync += v[2]
+			s.n++
 			placementsMax = max(placementsMax, v[0])
 			a.MinLocal = minPositive(a.MinLocal, v[0])
 			return nil
@@ -127,16 +148,32 @@ func LoadApp(dir string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Pollux: placements.groupby([nodes, replicas, local_bsz]).mean() (in
+	// the keys' order), then scalability.csv's rows.
+	for _, k := range slices.SortedFunc(maps.Keys(sums), func(x, y ipoint) int { return slices.Compare(x[:], y[:]) }) {
+		s := sums[k]
+		a.shapes.points = append(a.shapes.points, k)
+		a.shapes.vals = append(a.shapes.vals, perfPoint{float64(k[2]), s.step / float64(s.n), s.sync / float64(s.n)})
+	}
 	err = readCSV(filepath.Join(dir, "scalability.csv"), []string{"num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"},
 		func(_ int, f []string) error {
 			v, err := floats(f)
 			if err != nil {
 				return err
 			}
-			if v[0] < 1 || v[1] < v[0] {
-				return fmt.Errorf("%v nodes with %v replicas", v[0], v[1])
+			k := ipoint{integer(v[0]), integer(v[1]), integer(v[2])}
+			if k[0] < 1 || k[1] < k[0] || k[2] < 0 {
+				return fmt.Errorf("%v nodes with %v replicas at local batch %v: not integers in [0, %d] with nodes >= 1 and replicas >= nodes",
+					v[0], v[1], v[2], maxLatticeCoord)
 			}
-			add(key{int(v[0]), int(v[1]), int(v[2])}, v[3], v[4])
+			if _, ok := sums[k]; ok {
+				// Measured twice: Qhull makes one of the two a vertex
+				// (which, its construction decides); the first counts.
+				return nil
+			}
+			sums[k] = nil
+			a.shapes.points = append(a.shapes.points, k)
+			a.shapes.vals = append(a.shapes.vals, perfPoint{v[2], v[3], v[4]})
 			return nil
 		})
 	if err != nil {
@@ -151,27 +188,6 @@ func LoadApp(dir string) (*App, error) {
 	for _, pts := range a.placements {
 		slices.SortFunc(pts, func(x, y perfPoint) int { return cmp.Compare(x.bsz, y.bsz) })
 	}
-	for k, s := range sums {
-		lvl := a.shapes[k.nodes]
-		if lvl == nil {
-			lvl = &nodeLevel{points: make(map[int][]perfPoint)}
-			a.shapes[k.nodes] = lvl
-			a.levels = append(a.levels, k.nodes)
-		}
-		if _, ok := lvl.points[k.replicas]; !ok {
-			lvl.replicas = append(lvl.replicas, k.replicas)
-		}
-		lvl.points[k.replicas] = append(lvl.points[k.replicas],
-			perfPoint{float64(k.bsz), s.step / float64(s.n), s.sync / float64(s.n)})
-	}
-	slices.Sort(a.levels)
-	for _, lvl := range a.shapes {
-		slices.Sort(lvl.replicas)
-		for _, pts := range lvl.points {
-			slices.SortFunc(pts, func(x, y perfPoint) int { return cmp.Compare(x.bsz, y.bsz) })
-		}
-	}
-
 	files, err := filepath.Glob(filepath.Join(dir, "validation-*.csv"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("failed to load application %s: no validation-<batch>.csv files", a.Name)
@@ -242,10 +258,12 @@ func (a *App) epoch(p float64) int {
 // iteration on placement (GPUs per node; zeros ignored) with local batch
 // size bsz per GPU. A placement measured in placements.csv (up to a
 // rotation, as Pollux normalises it) is interpolated over local batch size;
-// any other is interpolated between the measured shapes (placements.csv
-// averaged by (nodes, replicas), and scalability.csv): over local batch
-// size, then replicas, then nodes (at most 16, as in Pollux). Outside the
-// measurements values are clamped to the nearest.
+// any other is interpolated linearly between the measured shapes over a
+// Delaunay triangulation of (nodes, replicas, local batch), nodes at most
+// 16, as in Pollux (shapeTable). Outside the measurements values are
+// clamped to the nearest: local batch size to the line's stretch in the
+// hull, replicas to the hull's range at that number of nodes (Pollux's
+// simulator stops with NaN there).
 func (a *App) Throughput(placement []int, bsz float64) (step, sync float64) {
 	if pts, ok := a.placements[placementID(placement)]; ok {
 		return interpPerf(pts, bsz)
@@ -257,39 +275,87 @@ func (a *App) Throughput(placement []int, bsz float64) (step, sync float64) {
 			replicas += g
 		}
 	}
-	nodes = min(nodes, 16)
-	i, _ := slices.BinarySearch(a.levels, nodes)
-	switch {
-	case i < len(a.levels) && a.levels[i] == nodes:
-		return a.shapes[nodes].at(replicas, bsz)
-	case i == 0:
-		return a.shapes[a.levels[0]].at(replicas, bsz)
-	case i == len(a.levels):
-		return a.shapes[a.levels[i-1]].at(replicas, bsz)
-	}
-	lo, hi := a.levels[i-1], a.levels[i]
-	s0, y0 := a.shapes[lo].at(replicas, bsz)
-	s1, y1 := a.shapes[hi].at(replicas, bsz)
-	w := float64(nodes-lo) / float64(hi-lo)
-	return s0 + w*(s1-s0), y0 + w*(y1-y0)
+	return a.shapes.at(min(nodes, 16), replicas, bsz)
 }
 
-// at interpolates over replicas, then local batch size, on one node level.
-func (l *nodeLevel) at(replicas int, bsz float64) (step, sync float64) {
-	i, _ := slices.BinarySearch(l.replicas, replicas)
-	switch {
-	case i < len(l.replicas) && l.replicas[i] == replicas:
-		return interpPerf(l.points[replicas], bsz)
-	case i == 0:
-		return interpPerf(l.points[l.replicas[0]], bsz)
-	case i == len(l.replicas):
-		return interpPerf(l.points[l.replicas[i-1]], bsz)
+// at interpolates on nodes and replicas (clamped to the hull), over bsz.
+func (t *shapeTable) at(nodes, replicas int, bsz float64) (step, sync float64) {
+	t.once.Do(t.build)
+	if t.flat != nil {
+		return t.nearest(nodes, replicas, bsz)
 	}
-	lo, hi := l.replicas[i-1], l.replicas[i]
-	s0, y0 := interpPerf(l.points[lo], bsz)
-	s1, y1 := interpPerf(l.points[hi], bsz)
-	w := float64(replicas-lo) / float64(hi-lo)
-	return s0 + w*(s1-s0), y0 + w*(y1-y0)
+	n := min(max(nodes-t.nLo, 0), len(t.lines)-1)
+	r := min(max(replicas-t.rLo[n], 0), len(t.lines[n])-1)
+	return interpPerf(t.lines[n][r], bsz)
+}
+
+// build triangulates the points and tabulates the interpolant on each line
+// (nodes, replicas) that crosses the hull.
+func (t *shapeTable) build() {
+	tri, err := newTriangulation(t.points)
+	if err != nil {
+		// Coplanar (LoadApp has checked the rest).
+		t.flat = make(map[[2]int64][]perfPoint)
+		for i, p := range t.points {
+			k := [2]int64{p[0], p[1]}
+			t.flat[k] = append(t.flat[k], t.vals[i])
+		}
+		for _, pts := range t.flat {
+			slices.SortFunc(pts, func(x, y perfPoint) int { return cmp.Compare(x.bsz, y.bsz) })
+		}
+		return
+	}
+	nMax, rMax := int64(0), int64(0)
+	for _, p := range t.points {
+		nMax, rMax = max(nMax, p[0]), max(rMax, p[1])
+	}
+	tables := tri.lineTables(nMax, rMax, t.vals)
+	// The hull is convex: on each number of nodes, the lines crossing it
+	// are a range of replicas. A number of nodes none crosses (a thin hull
+	// between two measured ones, not Pollux's) takes the fewer nodes'.
+	for n, row := range tables {
+		lo := slices.IndexFunc(row, func(l []perfPoint) bool { return l != nil })
+		switch {
+		case lo >= 0:
+			hi := len(row)
+			for row[hi-1] == nil {
+				hi--
+			}
+			for r := lo + 1; r < hi; r++ {
+				if row[r] == nil { // only touches the hull there
+					row[r] = row[r-1]
+				}
+			}
+			if len(t.lines) == 0 {
+				t.nLo = n + 1
+			}
+			t.lines = append(t.lines, row[lo:hi])
+			t.rLo = append(t.rLo, lo+1)
+		case len(t.lines) > 0:
+			t.lines = append(t.lines, t.lines[len(t.lines)-1])
+			t.rLo = append(t.rLo, t.rLo[len(t.rLo)-1])
+		}
+	}
+	if len(t.lines) == 0 {
+		panic("sim: no line (nodes, replicas, *) crosses the hull of the measured shapes")
+	}
+}
+
+// nearest interpolates over bsz on the shape nearest (nodes, replicas):
+// fewest nodes away, then fewest replicas, then the smaller.
+func (t *shapeTable) nearest(nodes, replicas int, bsz float64) (step, sync float64) {
+	dist := func(k [2]int64) []int64 {
+		n, r := k[0]-int64(nodes), k[1]-int64(replicas)
+		return []int64{max(n, -n), k[0], max(r, -r), k[1]}
+	}
+	var best [2]int64
+	first := true
+	for k := range t.flat {
+		if first || slices.Compare(dist(k), dist(best)) < 0 {
+			best, first = k, false
+		}
+	}
+	return interpPerf(t.flat[best], bsz)
 }
 
 // interpPerf interpolates linearly over local batch size, clamped.

@@ -51,8 +51,10 @@
 //     times (placements.csv, up to a rotation of the per-node counts, which
 //     the model gets largest first, as Pollux's Tiresias lists them;
 //     interpolated over the per-GPU batch; other placements interpolated
-//     over local batch, replicas and nodes between the measured shapes of
-//     placements.csv and scalability.csv), with gradient accumulation when
+//     linearly over a Delaunay triangulation of the measured shapes (nodes,
+//     replicas, local batch) of placements.csv and scalability.csv, as
+//     Pollux's scipy LinearNDInterpolator, but for how degenerate cells
+//     split: delaunay.go), with gradient accumulation when
 //     the per-GPU batch exceeds the GPU's limit: step + (step - sync) x
 //     accumulation steps;
 //   - the efficiency is the statistical efficiency of total batch m in the
