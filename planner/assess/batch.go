@@ -165,7 +165,7 @@ func AdviseBatch(b *jobspec.Batch, obs []Observation, noise float64, gpus int) *
 // BatchSpeedup is the speedup table of a job that follows the batch
 // advice, in policy.Job.Speedup's format (entry g-1: goodput on g GPUs at
 // the best batch for g, over that on one GPU at the best batch for one),
-// for g up to maxGPUs: Pollux's co-adaptation, with which more GPUs are
+// for g up to maxGPUs (at most MaxSpeedupTable): Pollux's co-adaptation, with which more GPUs are
 // worth more to a job whose gradient is noisy (its batch grows with them).
 // Nil while AdviseBatch cannot fit the step time.
 func BatchSpeedup(b *jobspec.Batch, obs []Observation, noise float64, maxGPUs int) []float64 {
@@ -180,8 +180,8 @@ func BatchSpeedup(b *jobspec.Batch, obs []Observation, noise float64, maxGPUs in
 	if !positive(one) {
 		return nil
 	}
-	out := make([]float64, maxGPUs)
-	for g := 1; g <= maxGPUs; g++ {
+	out := make([]float64, min(maxGPUs, MaxSpeedupTable))
+	for g := 1; g <= len(out); g++ {
 		_, gp := bestSplit(b, model, noise, g)
 		out[g-1] = gp / one
 	}

@@ -165,3 +165,12 @@ func TestBatchSpeedup(t *testing.T) {
 	must.Nil(t, BatchSpeedup(b, obs[:1], 2000, 16))
 	must.Nil(t, BatchSpeedup(nil, obs, 2000, 16))
 }
+
+// A jobspec may ask for 2^20 GPUs: the tables stop at MaxSpeedupTable.
+func TestSpeedupTablesAreBounded(t *testing.T) {
+	b := &jobspec.Batch{Size: 64, Max: 4096, MaxPerGPU: 128}
+	obs := []Observation{observeBatch(1, 32), observeBatch(1, 64), observeBatch(4, 128), observeBatch(8, 128)}
+	must.Len(t, MaxSpeedupTable, BatchSpeedup(b, obs, 2000, jobspec.MaxGPUs))
+	sc := ChooseGPUs(obs, Counts{Min: 1, Max: jobspec.MaxGPUs, PerWorker: 1}, DefaultThreshold)
+	must.Len(t, MaxSpeedupTable, sc.Speedup)
+}

@@ -9,6 +9,12 @@ import (
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
+// MaxSpeedupTable bounds a speedup table's length (ChooseGPUs,
+// BatchSpeedup): a jobspec may ask for up to 2^20 GPUs, and the table is
+// written with the job on every progress report. Past its end policies
+// read its last entry (policy.SpeedupAt): no gain beyond 4,096 GPUs.
+const MaxSpeedupTable = 4096
+
 // DefaultThreshold is the default of ChooseGPUs's threshold: a worker is
 // worth adding while each of its GPUs adds at least half of what one GPU
 // alone does.
@@ -47,7 +53,7 @@ type Scaling struct {
 	// largest allowed count, so that the job may grow and be measured.
 	GPUs int
 	// Speedup is the fitted curve in policy.Job.Speedup's format:
-	// Speedup[g-1] = T(g)/T(1) for g = 1..Max. Nil while Measuring
+	// Speedup[g-1] = T(g)/T(1) for g = 1..Max (at most MaxSpeedupTable). Nil while Measuring
 	// (unknown: policies then assume linear scaling).
 	Speedup []float64
 	// Measuring is true while fewer than two distinct counts have been
@@ -130,8 +136,8 @@ func ChooseGPUs(obs []Observation, allowed Counts, threshold float64) Scaling {
 
 	res.T1, res.Serial = fitAmdahl(pts)
 	f := func(g int) float64 { return amdahl(res.Serial, g) }
-	res.Speedup = make([]float64, hi)
-	for g := 1; g <= hi; g++ {
+	res.Speedup = make([]float64, min(hi, MaxSpeedupTable))
+	for g := 1; g <= len(res.Speedup); g++ {
 		res.Speedup[g-1] = f(g)
 	}
 	gain := func(c int) float64 { return (f(c) - f(c-pw)) / float64(pw) } // per GPU, in units of T1
