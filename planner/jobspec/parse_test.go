@@ -245,4 +245,8 @@ func TestParse_Example(t *testing.T) {
 	must.Eq(t, "accuracy", spec.Target.Metric)
 	must.Eq(t, 0.3, *spec.Target.Tier1)
 	must.Eq(t, 0.4, spec.Target.Goal)
+
+	spec, diags = ParseFile("../../jobspecs/examples/train_adaptive.hcl", submitted)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	must.Eq(t, &Batch{Size: 64, Max: 1024, MaxPerGPU: 256}, spec.Batch)
 }
