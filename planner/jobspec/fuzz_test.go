@@ -111,6 +111,11 @@ func checkSpec(t *testing.T, s *Spec) {
 		must.True(t, tg.Delivery == "" || filepath.IsAbs(tg.Delivery))
 	}
 	must.False(t, slices.Contains(s.AntiAffinity.Jobs, s.Name))
+	if bb := s.Batch; bb != nil {
+		must.Between(t, 1, bb.Size, bb.Max)
+		must.Between(t, bb.Size, bb.Max, MaxBatch)
+		must.Between(t, 1, bb.MaxPerGPU, MaxBatch)
+	}
 }
 
 // render writes s back as a jobspec, literal values only.
@@ -182,6 +187,13 @@ func render(s *Spec) []byte {
 		if s.Worker.MemoryMiB > 0 {
 			str(w, "memory", strconv.Itoa(s.Worker.MemoryMiB)+"MiB")
 		}
+	}
+
+	if bb := s.Batch; bb != nil {
+		w := b.AppendNewBlock("batch", nil).Body()
+		w.SetAttributeValue("size", cty.NumberIntVal(int64(bb.Size)))
+		w.SetAttributeValue("max", cty.NumberIntVal(int64(bb.Max)))
+		w.SetAttributeValue("max_per_gpu", cty.NumberIntVal(int64(bb.MaxPerGPU)))
 	}
 
 	if tg := s.Target; tg != nil {
