@@ -110,6 +110,11 @@ type goodputRound struct {
 	weight []float64
 	bump   []float64
 	repack bool
+	// oneNode, if set, grows an elastic job to a count that fits on one
+	// node only on one node (growOneNode) and gives shrunk jobs back the
+	// GPUs nobody took (undoShrinks); nodes are the snapshot's.
+	oneNode bool
+	nodes   []policy.Node
 }
 
 // speedup returns job j's speedup with n GPUs.
@@ -225,15 +230,19 @@ func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 // place is step 2: carry the counts out on the cluster.
 func (g *goodputRound) place() {
 	c := g.c
+	// The jobs shrunk or stopped; those under the one-node rule, and where
+	// they held their GPUs, for undoShrinks.
+	var shrunk, undo []int32
+	var held []place.Holding
 	for j := range g.jobs {
 		jj := int32(j)
-		switch cur, t := g.cur[j], g.target[j]; {
-		case cur > 0 && t == 0:
-			c.Shrink(jj, cur)
-			c.Notef(jj, "preempted: its %d GPUs add more goodput to other jobs", cur)
-		case t < cur:
+		if cur, t := g.cur[j], g.target[j]; t < cur {
+			shrunk = append(shrunk, jj)
+			if g.oneNodeRule(jj) {
+				undo = append(undo, jj)
+				held = append(held, c.HoldingOf(jj))
+			}
 			c.Shrink(jj, cur-t)
-			c.Notef(jj, "shrunk from %d to %d GPUs: the rest add more goodput to other jobs", cur, t)
 		}
 	}
 	var starts []int32
@@ -247,7 +256,13 @@ func (g *goodputRound) place() {
 			starts = append(starts, jj)
 			continue
 		}
-		if got := g.fit(jj, t); got > cur {
+		got := 0
+		if g.oneNodeRule(jj) {
+			got = g.growOneNode(jj, t, cur+g.jobs[j].GPUs.PerWorker)
+		} else {
+			got = g.fit(jj, t)
+		}
+		if got > cur {
 			c.Notef(jj, "grown from %d to %d GPUs: best marginal goodput per GPU", cur, got)
 		}
 	}
@@ -255,8 +270,25 @@ func (g *goodputRound) place() {
 	// then submission order, as the heap took them.
 	sortStarts(starts, func(j int32) float64 { _, s, _ := g.next(j, 0); return s })
 	for _, j := range starts {
-		if got := g.fit(j, g.target[j]); got > 0 {
+		got := 0
+		if g.oneNodeRule(j) {
+			got = g.growOneNode(j, g.target[j], g.jobs[j].GPUs.Min)
+		}
+		if got == 0 {
+			got = g.fit(j, g.target[j])
+		}
+		if got > 0 {
 			c.Notef(j, "started with %d GPUs on %d node(s): best marginal goodput per GPU", got, c.NodesHeld(j))
+		}
+	}
+	g.undoShrinks(undo, held)
+	for _, j := range shrunk {
+		switch cur, now := g.cur[j], c.Held(j); {
+		case now == cur:
+		case now == 0:
+			c.Notef(j, "preempted: its %d GPUs add more goodput to other jobs", cur)
+		default:
+			c.Notef(j, "shrunk from %d to %d GPUs: the rest add more goodput to other jobs", cur, now)
 		}
 	}
 	g.fill()
@@ -316,7 +348,7 @@ func (g *goodputRound) fill() {
 	for g.h.Len() > 0 && c.FreeGPUs() > 0 {
 		st := &g.h[0]
 		from := c.Held(st.Job)
-		if st.To-from > c.FreeGPUs() || !c.Grow(st.Job, st.To-from) {
+		if st.To-from > c.FreeGPUs() || !g.growStep(st.Job, from, st.To) {
 			g.h.Take()
 			continue
 		}
@@ -332,6 +364,105 @@ func (g *goodputRound) fill() {
 			g.h.Take()
 		}
 	}
+}
+
+// undoShrinks gives each job of js (shrunk or stopped this round, under the
+// one-node rule; held is where it held its GPUs) back what it held where
+// all of those GPUs are still free after the grows and starts: GPUs that
+// nobody took (a grow held back by the one-node rule) would cost the job a
+// restart for nothing. Rigid jobs are left to fill, as before the rule.
+func (g *goodputRound) undoShrinks(js []int32, held []place.Holding) {
+	c := g.c
+	for i, j := range js {
+		now := c.HoldingOf(j)
+		c.Shrink(j, c.Held(j))
+		if c.Restore(j, held[i]) {
+			g.target[j] = g.cur[j]
+			continue
+		}
+		c.Restore(j, now) // what it held a moment ago is free: this succeeds
+	}
+}
+
+// growStep grows job j from `from` to `to` GPUs into free GPUs (fill),
+// under the one-node rule where it applies; a start that cannot keep to
+// it is placed as Grow places it.
+func (g *goodputRound) growStep(j int32, from, to int) bool {
+	if g.oneNodeRule(j) {
+		if g.growOneNode(j, to, to) == to {
+			return true
+		}
+		if from > 0 {
+			return false
+		}
+	}
+	return g.c.Grow(j, to-from)
+}
+
+// oneNodeRule reports whether the one-node rule (growOneNode) applies to
+// job j: goodput-jct sets it for elastic jobs (a rigid job runs at its
+// count or not at all).
+func (g *goodputRound) oneNodeRule(j int32) bool {
+	return g.oneNode && g.jobs[j].GPUs.Min < g.jobs[j].GPUs.Max
+}
+
+// growOneNode grows job j to t GPUs, or to the largest count below t in
+// whole workers, at least lo, that it can take: a count that fits on one
+// node only on one node, where it is (its own node first) or placed afresh
+// (a resize restarts it anyway); a count beyond one node where it is, as
+// fit grows. It returns the count, or what it held, where it held it, if
+// there is none. Why: the speedup tables are for packed placements, and
+// Pollux's measured step times show what a job loses on two nodes where
+// one would do: the gradients sync over the network (yolov3's step on 2
+// GPUs of two nodes takes 2.3 times as long as on one node, at 8 images a
+// GPU: slower than one GPU). Beyond one node the sync is over the network
+// anyway (Pollux's throughput model: multi-node or not, and the replicas).
+func (g *goodputRound) growOneNode(j int32, t, lo int) int {
+	c := g.c
+	cur := c.Held(j)
+	h := c.HoldingOf(j)
+	one := g.nodeCap(j)
+	for n := t; n >= max(lo, 1) && n > cur; n -= g.jobs[j].GPUs.PerWorker {
+		if n > one {
+			if c.Grow(j, n-cur) {
+				return n
+			}
+			continue
+		}
+		if c.Grow(j, n-cur) && c.NodesHeld(j) == 1 {
+			return n
+		}
+		if cur > 0 {
+			// Afresh, best fit.
+			c.Shrink(j, c.Held(j))
+			if c.Grow(j, n) && c.NodesHeld(j) == 1 {
+				return n
+			}
+		}
+		c.Shrink(j, c.Held(j))
+		c.Restore(j, h) // what it held is free again: this succeeds
+	}
+	return cur
+}
+
+// nodeCap returns the most GPUs of job j that one node can hold, in whole
+// workers, on the nodes its constraints allow, with nothing else running.
+func (g *goodputRound) nodeCap(j int32) int {
+	job := g.jobs[j]
+	w, capN := max(job.GPUs.PerWorker, 1), job.Constraints.MaxGPUsPerNode
+	most := 0
+	for i := range g.nodes {
+		nd := &g.nodes[i]
+		if !job.Constraints.Allows(nd) {
+			continue
+		}
+		k := nd.GPUs - nd.Reserved
+		if capN > 0 {
+			k = min(k, capN)
+		}
+		most = max(most, k/w*w)
+	}
+	return most
 }
 
 // sortStarts orders jobs by score, highest first, then by index (which is

@@ -145,6 +145,30 @@ func TestGoodputJCT(t *testing.T) {
 		want:        map[string]A{"a": {"n1": 4}, "b": {"n2": 1, "n3": 1}, "c": {"n2": 3, "n3": 2}},
 		wantGoodput: map[string]A{"a": {"n1": 3, "n3": 1}, "b": {"n2": 1, "n3": 1}, "c": {"n2": 3, "n3": 2}},
 	}, {
+		// One GPU is free on n2 and on n3, none on n1: goodput grows a
+		// over three nodes.
+		name:  "a job grows to a count that fits on one node only on one node",
+		now:   3700,
+		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0), node("n3", 4, 0)},
+		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 1}, 100), concave...),
+			running("x", 2, 3, 3, 1, A{"n1": 3}, 100), running("y", 3, 3, 3, 1, A{"n2": 3}, 100),
+			running("z", 4, 3, 3, 1, A{"n3": 3}, 100)},
+		want: map[string]A{"a": {"n1": 1}, "x": {"n1": 3}, "y": {"n2": 3}, "z": {"n3": 3}},
+		wantGoodput: map[string]A{"a": {"n1": 1, "n2": 1, "n3": 1}, "x": {"n1": 3}, "y": {"n2": 3},
+			"z": {"n3": 3}},
+	}, {
+		// The counts give a a second GPU, b's (b is at the floor), but a
+		// could only take it on n2, beside its own on n1.
+		name:  "a job shrunk for a grow that does not fit on one node keeps its GPUs",
+		now:   3700,
+		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},
+		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 1}, 100), concave...),
+			running("x", 2, 3, 3, 1, A{"n1": 3}, 100),
+			sped(attained(running("b", 3, 1, 4, 1, A{"n2": 1}, 100), 1e6), concave...),
+			running("y", 4, 3, 3, 1, A{"n2": 3}, 100)},
+		want:        map[string]A{"a": {"n1": 1}, "x": {"n1": 3}, "b": {"n2": 1}, "y": {"n2": 3}},
+		wantGoodput: map[string]A{"a": {"n1": 1}, "x": {"n1": 3}, "b": {"n2": 1}, "y": {"n2": 3}},
+	}, {
 		name:  "a job it does not resize is not moved",
 		now:   3700,
 		nodes: []policy.Node{node("n1", 4, 0), node("n2", 4, 0)},

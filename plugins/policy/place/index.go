@@ -33,6 +33,10 @@ func (c *Board) RoomOf(j int32) int { return c.room(j) }
 // Holding is where a preempted job held its GPUs, for Restore.
 type Holding []slot
 
+// HoldingOf returns where job j holds its GPUs now, for a Restore after
+// trying other placements.
+func (c *Board) HoldingOf(j int32) Holding { return Holding(slices.Clone(c.alloc[j])) }
+
 // Preempt takes all of job j's GPUs and returns where they were.
 func (c *Board) Preempt(j int32) Holding {
 	h := Holding(slices.Clone(c.alloc[j]))
