@@ -56,22 +56,31 @@ func (s StepModel) At(g, m, accum int) float64 {
 
 // FitStep fits a StepModel to the observations that report their batch:
 // each is a step time T = Batch/Throughput at m = Batch/GPUs samples per
-// GPU. The per-sample time is the least-squares slope of T over m within
-// each GPU count (each count its own intercept); where no count was
-// measured at two per-GPU batches it is the slope over all observations
-// together (one intercept), which takes two per-GPU batches anywhere (a
-// resize at a fixed global batch gives them). ok is false while the data
-// cannot tell the slope, or tell a positive one.
+// GPU. The step times of one (GPUs, batch) are reduced to their median
+// (steps that also commit, checkpoint or measure take longer, and a mean
+// would let a few of them tilt the slope); the per-sample time is the
+// least-squares slope of those medians over m within each GPU count (each
+// count its own intercept); where no count was measured at two per-GPU
+// batches it is the slope over all of them together (one intercept), which
+// takes two per-GPU batches anywhere (a resize at a fixed global batch
+// gives them). ok is false while the data cannot tell the slope, or tell a
+// positive one.
 func FitStep(obs []Observation) (StepModel, bool) {
-	type pt struct{ m, t float64 }
-	byGPUs := map[int][]pt{}
-	var all []pt
+	type key struct{ gpus, batch int }
+	times := map[key][]float64{}
 	for _, o := range obs {
 		if o.Batch <= 0 || o.GPUs <= 0 || !positive(o.Throughput) {
 			continue
 		}
-		p := pt{float64(o.Batch) / float64(o.GPUs), float64(o.Batch) / o.Throughput}
-		byGPUs[o.GPUs] = append(byGPUs[o.GPUs], p)
+		k := key{o.GPUs, o.Batch}
+		times[k] = append(times[k], float64(o.Batch)/o.Throughput)
+	}
+	type pt struct{ m, t float64 }
+	byGPUs := map[int][]pt{}
+	var all []pt
+	for k, ts := range times {
+		p := pt{float64(k.batch) / float64(k.gpus), median(ts)}
+		byGPUs[k.gpus] = append(byGPUs[k.gpus], p)
 		all = append(all, p)
 	}
 	slope := func(groups [][]pt) (float64, bool) {
@@ -222,7 +231,9 @@ func bestSplit(b *jobspec.Batch, model StepModel, noise float64, gpus int) (stru
 
 // explore is the advice that measures a second per-GPU batch: twice the
 // last one measured (half where that is at most), on gpus GPUs, within
-// the block; nil when no report carries its batch or no such split exists.
+// the block; nil when no report carries its batch or no such split
+// exists. (Doubling the batch never halves the efficiency, (noise + M) /
+// (noise + 2M) > 1/2, so the larger batch might always pay.)
 func explore(b *jobspec.Batch, obs []Observation, gpus int, noise float64) *structs.BatchAdvice {
 	last := -1
 	for i, o := range obs {
@@ -242,6 +253,7 @@ func explore(b *jobspec.Batch, obs []Observation, gpus int, noise float64) *stru
 	if !ok || a.Size < b.Size || a.PerGPU == m || next < 1 {
 		return nil
 	}
+
 	a.GPUs, a.Efficiency, a.NoiseScale, a.Exploring = gpus, efficiency(b, noise, a.Size), noise, true
 	return &a
 }

@@ -174,3 +174,20 @@ func TestSpeedupTablesAreBounded(t *testing.T) {
 	sc := ChooseGPUs(obs, Counts{Min: 1, Max: jobspec.MaxGPUs, PerWorker: 1}, DefaultThreshold)
 	must.Len(t, MaxSpeedupTable, sc.Speedup)
 }
+
+// Steps that also commit or measure take longer; a few of them at one
+// batch do not tilt the fit (medians, not means).
+func TestFitStep_SlowStepsDoNotTiltIt(t *testing.T) {
+	var obs []Observation
+	for i := range 20 {
+		a, b := observeBatch(4, 256), observeBatch(4, 512)
+		if i%5 == 0 {
+			a.Throughput /= 3 // a commit step at the smaller batch
+		}
+		obs = append(obs, a, b)
+	}
+	s, ok := FitStep(obs)
+	must.True(t, ok)
+	must.InDelta(t, 0.002, s.PerSample, 1e-12)
+	must.InDelta(t, 0.3, s.Overhead(4), 1e-9)
+}
