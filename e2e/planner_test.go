@@ -53,11 +53,11 @@ policy {
 	// One ends: the fifth (not the sixth) starts on its GPUs; then the sixth.
 	touch(t, jobs[0].stop)
 	p.waitState(jobs[0].id, structs.JobComplete, 2*time.Minute)
-	p.waitState(jobs[4].id, structs.JobRunning, time.Minute)
+	h.dumpTaskLogs(t, p.waitState(jobs[4].id, structs.JobRunning, time.Minute).NomadJobID)
 	must.Eq(t, structs.JobQueued, p.job(jobs[5].id).State, must.Sprint("FIFO order: the sixth waits for the second to end"))
 	touch(t, jobs[1].stop)
 	p.waitState(jobs[1].id, structs.JobComplete, 2*time.Minute)
-	p.waitState(jobs[5].id, structs.JobRunning, time.Minute)
+	h.dumpTaskLogs(t, p.waitState(jobs[5].id, structs.JobRunning, time.Minute).NomadJobID)
 	started := func(i int) time.Time { return p.job(jobs[i].id).Started }
 	for i := 1; i < 6; i++ {
 		must.False(t, started(i).Before(started(i-1)), must.Sprintf("job %d started before job %d", i+1, i))

@@ -161,6 +161,11 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 		"max_np":    spec.GPUs.Max,
 		"slots":     per,
 		"discovery": []map[string]any{{"service": WorkerService(j)}},
+		// A worker whose launch fails (it was not ready yet, it was
+		// stopped without a drain) is blacklisted for a while, not for the
+		// rest of the run: horovodrun's default would leave the job short
+		// of GPUs the planner gave it.
+		"blacklist_cooldown": BlacklistCooldown,
 	}
 	launcherConfig["env"] = launcherEnv(j, opts)
 	if opts.NetworkInterface != "" {
@@ -197,6 +202,11 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 	}
 	return job
 }
+
+// BlacklistCooldown is the [min, max] seconds horovodrun keeps a failing
+// worker out of the job (--blacklist-cooldown-range; it doubles from min
+// with each failure).
+var BlacklistCooldown = []int{10, 60}
 
 // launcherEnv is the SDK's settings that are no secret; the jobspec's env
 // and the report token are in the job's secret variable.

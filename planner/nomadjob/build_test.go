@@ -40,6 +40,7 @@ func TestBuild(t *testing.T) {
 	must.Eq[any](t, 8, cfg["max_np"])
 	must.Eq[any](t, 2, cfg["slots"])
 	must.Eq[any](t, []map[string]any{{"service": "train-resnet-1a2b3c4d-workers"}}, cfg["discovery"])
+	must.Eq[any](t, []int{10, 60}, cfg["blacklist_cooldown"], must.Sprint("a failed worker is retried, not left out for good"))
 	must.Eq[any](t, "lo", cfg["network_interface"])
 	must.SliceEmpty(t, launcher.Tasks[0].Resources.Devices)
 	must.True(t, launcher.Tasks[0].Identity.Env)
