@@ -15,7 +15,9 @@ import (
 // the cluster's largest node, the limit of a gpus = "auto" job without a
 // max. A target that starts or stops looking reachable by its deadline
 // gets an event. Without targets, the target's outlook is left to the
-// caller (Planner.AmendsTargets).
+// caller (Planner.AmendsTargets). It also renews the batch the planner
+// advises a job with a batch block (structs.Job.Batch) for the GPUs it
+// holds, from the same fit as the co-adapted speedup table.
 func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 	if j.Progress == nil {
 		return
@@ -33,7 +35,9 @@ func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 	}
 	// A job that follows the batch advice is worth, on each count, its
 	// goodput at the best batch for that count (Pollux's co-adaptation).
-	if tab := assess.BatchSpeedup(j.Spec.Batch, obs, j.Progress.NoiseScale, maxG); tab != nil {
+	var tab []float64
+	j.Batch, tab = assess.Batch(j.Spec.Batch, obs, j.Progress.NoiseScale, j.GPUs(), maxG)
+	if tab != nil {
 		o.Speedup = tab
 	}
 	if spec.Auto {
@@ -124,17 +128,6 @@ func targetOutlook(j *structs.Job, t *jobspec.Target, prev *structs.Outlook, spe
 		}
 	}
 	return out
-}
-
-// adviseBatch is the batch the planner advises job j for the GPUs it
-// holds (assess.AdviseBatch), from its progress: the throughput reports
-// that carry their batch, and the latest noise scale.
-func adviseBatch(j *structs.Job) *structs.BatchAdvice {
-	if j.Spec.Batch == nil || j.Progress == nil {
-		return nil
-	}
-	obs := assess.Throughputs(j.Progress.History)
-	return assess.AdviseBatch(j.Spec.Batch, obs, j.Progress.NoiseScale, j.GPUs())
 }
 
 // workDone is the training a job's history records, in seconds on one GPU:

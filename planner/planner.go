@@ -615,7 +615,6 @@ func (p *Planner) ReportProgressAdvice(ctx context.Context, id string, reports [
 		if p.AmendOutlook != nil {
 			p.AmendOutlook(j)
 		}
-		j.Batch = adviseBatch(j)
 		advice = j.Batch
 		return nil
 	})

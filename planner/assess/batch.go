@@ -152,12 +152,44 @@ const batchGrid = 64
 // that the next reports measure a second point. Nil without a block, GPUs,
 // a noise scale, or a throughput report that carries its batch.
 func AdviseBatch(b *jobspec.Batch, obs []Observation, noise float64, gpus int) *structs.BatchAdvice {
-	if b == nil || gpus < 1 || !positive(noise) {
-		return nil
+	a, _ := Batch(b, obs, noise, gpus, 0)
+	return a
+}
+
+// BatchSpeedup is the speedup table of a job that follows the batch
+// advice, in policy.Job.Speedup's format (entry g-1: goodput on g GPUs at
+// the best batch for g, over that on one GPU at the best batch for one),
+// for g up to maxGPUs (at most MaxSpeedupTable): Pollux's co-adaptation,
+// with which more GPUs are worth more to a job whose gradient is noisy
+// (its batch grows with them). Nil while AdviseBatch cannot fit the step
+// time.
+func BatchSpeedup(b *jobspec.Batch, obs []Observation, noise float64, maxGPUs int) []float64 {
+	_, tab := Batch(b, obs, noise, 0, maxGPUs)
+	return tab
+}
+
+// Batch is AdviseBatch's advice for gpus GPUs and BatchSpeedup's table up
+// to maxGPUs (either nil where gpus or maxGPUs is 0), from one fit of the
+// step time: the planner needs both on every progress report.
+func Batch(b *jobspec.Batch, obs []Observation, noise float64, gpus, maxGPUs int) (*structs.BatchAdvice, []float64) {
+	if b == nil || !positive(noise) {
+		return nil, nil
 	}
 	model, ok := FitStep(obs)
 	if !ok {
-		return explore(b, obs, gpus, noise)
+		if gpus < 1 {
+			return nil, nil
+		}
+		return explore(b, obs, gpus, noise), nil
+	}
+	return advise(b, model, noise, gpus), speedupTable(b, model, noise, maxGPUs)
+}
+
+// advise is the goodput-best split on gpus GPUs for a fitted model (nil
+// with no GPUs, or when the block's size does not split on them).
+func advise(b *jobspec.Batch, model StepModel, noise float64, gpus int) *structs.BatchAdvice {
+	if gpus < 1 {
+		return nil
 	}
 	base, ok := split(b.Size, gpus, b.MaxPerGPU, b.Max)
 	if !ok {
@@ -171,18 +203,9 @@ func AdviseBatch(b *jobspec.Batch, obs []Observation, noise float64, gpus int) *
 	return &best
 }
 
-// BatchSpeedup is the speedup table of a job that follows the batch
-// advice, in policy.Job.Speedup's format (entry g-1: goodput on g GPUs at
-// the best batch for g, over that on one GPU at the best batch for one),
-// for g up to maxGPUs (at most MaxSpeedupTable): Pollux's co-adaptation, with which more GPUs are
-// worth more to a job whose gradient is noisy (its batch grows with them).
-// Nil while AdviseBatch cannot fit the step time.
-func BatchSpeedup(b *jobspec.Batch, obs []Observation, noise float64, maxGPUs int) []float64 {
-	if b == nil || maxGPUs < 1 || !positive(noise) {
-		return nil
-	}
-	model, ok := FitStep(obs)
-	if !ok {
+// speedupTable is BatchSpeedup's table for a fitted model.
+func speedupTable(b *jobspec.Batch, model StepModel, noise float64, maxGPUs int) []float64 {
+	if maxGPUs < 1 {
 		return nil
 	}
 	_, one := bestSplit(b, model, noise, 1)
