@@ -133,3 +133,13 @@ func AllocIndex(name string) int {
 	}
 	return i
 }
+
+// ExitInfrastructure is the exit code of a launcher task whose training
+// ended because of the cluster, not because of the training script: its
+// workers' hosts, agents or network failed (a worker process killed by a
+// signal, an agent that could not be reached), or it was fenced off (it no
+// longer owns the job). The planner runs such a job again from its last
+// checkpoint, up to a bound per job; any other non-zero exit is the
+// training script's own failure and ends the job as failed. 75 is
+// EX_TEMPFAIL of sysexits.h: try again later.
+const ExitInfrastructure = 75
