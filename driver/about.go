@@ -39,6 +39,10 @@ const (
 	// host at a time; rdzv_port_label lifts that.
 	DefaultRdzvPort = 29400
 
+	// DefaultDynamicPorts is a Nomad client's dynamic port range when its
+	// config sets none (min_dynamic_port, max_dynamic_port).
+	DefaultDynamicPorts = "20000-32000"
+
 	// Service discovery providers.
 	ProviderConsul = "consul"
 	ProviderNomad  = "nomad"
@@ -91,6 +95,14 @@ var (
 		"fingerprint_period": hclspec.NewDefault(
 			hclspec.NewAttr("fingerprint_period", "string", false),
 			hclspec.NewLiteral(`"30s"`),
+		),
+		// The client's dynamic port range, "LOW-HIGH" (its
+		// min_dynamic_port and max_dynamic_port): Horovod's own services
+		// bind no port there (pyhooks.Ports), so Nomad never gives a worker
+		// a port Horovod holds. "" turns the guard off.
+		"dynamic_ports": hclspec.NewDefault(
+			hclspec.NewAttr("dynamic_ports", "string", false),
+			hclspec.NewLiteral(`"`+DefaultDynamicPorts+`"`),
 		),
 	})
 
@@ -156,6 +168,7 @@ type Config struct {
 	StandbyPreload    []string          `codec:"standby_preload"`
 	StandbyEnv        map[string]string `codec:"standby_env"`
 	StandbyDir        string            `codec:"standby_dir"`
+	DynamicPorts      string            `codec:"dynamic_ports"`
 }
 
 // TaskConfig is a task's driver config (taskConfigSpec).

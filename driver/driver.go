@@ -71,7 +71,7 @@ func New(ctx context.Context, logger hclog.Logger, lookPath LookPathFunc, selfPa
 		tasks:    newTaskStore(),
 		lookPath: lookPath,
 		selfPath: selfPath,
-		config:   &Config{ConsulAddress: "127.0.0.1:8500"},
+		config:   &Config{ConsulAddress: "127.0.0.1:8500", DynamicPorts: DefaultDynamicPorts},
 		period:   30 * time.Second,
 	}
 }
@@ -109,6 +109,12 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 	}
 	if d := config.StandbyDir; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d || len(d) > workeragent.MaxParentLen) {
 		return fmt.Errorf("standby_dir: %q must be a clean absolute path of at most %d bytes (the socket's path in it must fit a Unix socket address)", d, workeragent.MaxParentLen)
+	}
+	if err := checkPortRange(config.DynamicPorts); err != nil {
+		return fmt.Errorf("dynamic_ports: %w", err)
+	}
+	if err := kernelPortsOverlap(config.DynamicPorts); err != nil {
+		d.logger.Warn("Horovod's services may take ports Nomad gives workers", "error", err)
 	}
 	if config.AuthSecret != "" {
 		d.logger.Warn("auth_secret is ignored: each job brings its own secret in " + SecretEnv + " (see docs/driver.md); remove it from the client config")

@@ -529,6 +529,9 @@ func TestDriver_SetConfigChecksWarmInterpreter(t *testing.T) {
 		"not a name":                    {"standby_env {\n  \"A-B\" = \"1\"\n}", "standby_env"},
 		"a relative standby_dir":        {`standby_dir = "run/standby"`, "standby_dir"},
 		"a standby_dir too long":        {`standby_dir = "/` + strings.Repeat("d", 64) + `"`, "at most 64 bytes"},
+		"dynamic_ports not a range":     {`dynamic_ports = "20000"`, "dynamic_ports"},
+		"dynamic_ports reversed":        {`dynamic_ports = "32000-20000"`, "dynamic_ports"},
+		"dynamic_ports past 65535":      {`dynamic_ports = "20000-70000"`, "dynamic_ports"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(t.TempDir()), "")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/pyhooks"
 	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
@@ -100,6 +101,7 @@ func (d *Driver) planWorker(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, en
 		}
 	}
 	env["PATH"] = joinPath(d.config.BinDirs, env["PATH"])
+	setAvoidPorts(env, d.config.DynamicPorts)
 	p.task.StatusFile = filepath.Join(cfg.TaskDir().SharedAllocDir, drain.AgentStatusPath)
 	p.task.Slots = tc.Slots
 	if len(tc.Preload) > 0 {
@@ -159,6 +161,7 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 		}
 	}
 	env["PATH"] = joinPath(append([]string{shimDir}, d.config.BinDirs...), env["PATH"])
+	setAvoidPorts(env, d.config.DynamicPorts)
 
 	switch tc.Launcher {
 	case LauncherHorovod:
@@ -240,7 +243,14 @@ func jobSecret(cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
 //     not wait for a Python interpreter to start and import Horovod.
 //
 // Each change is made only where Horovod has what it replaces.
-const horovodrunBootstrap = `import multiprocessing, os, subprocess, sys
+//
+// Before all that it runs the port guard (pyhooks.Ports): the launcher's
+// rendezvous and driver services bind no port in the client's dynamic
+// range.
+var horovodrunBootstrap = pyhooks.Ports + horovodrunProgram
+
+// horovodrunProgram is horovodrunBootstrap after the port guard.
+const horovodrunProgram = `import multiprocessing, os, subprocess, sys
 import horovod.runner.elastic.driver as elastic_driver
 import horovod.runner.elastic.discovery as elastic_discovery
 import horovod.runner.common.util.safe_shell_exec as safe_shell_exec

@@ -9,6 +9,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/pyhooks"
 )
 
 // torchrun counts nodes: min and max come from min_np, max_np and slots.
@@ -114,4 +115,29 @@ func TestHorovodrunCommand(t *testing.T) {
 			must.Eq(t, []string{python, "-c", horovodrunBootstrap, "0.25", bin}, got)
 		})
 	}
+}
+
+// Both roles run with the ports Horovod's services avoid (the client's
+// dynamic_ports), and horovodrun runs behind the port guard.
+func TestPlanTask_AvoidPorts(t *testing.T) {
+	td := newTestDriver(t)
+	launcher := launcherConfig("x")
+	must.NoError(t, launcher.validate())
+	p, err := td.d.planTask(td.newTaskLogs(t, "launcher", launcher, nil, false), launcher)
+	must.NoError(t, err)
+	must.SliceContains(t, p.cmd.Env, pyhooks.AvoidPortsEnv+"="+DefaultDynamicPorts)
+
+	worker := &TaskConfig{Role: RoleWorker, Slots: 1, Port: "horovod"}
+	must.NoError(t, worker.validate())
+	p, err = td.d.planTask(td.newTaskLogs(t, "worker", worker, map[string]string{"NOMAD_ADDR_horovod": "127.0.0.1:23456"}, false), worker)
+	must.NoError(t, err)
+	must.SliceContains(t, p.cmd.Env, pyhooks.AvoidPortsEnv+"="+DefaultDynamicPorts)
+
+	td.d.config.DynamicPorts = ""
+	p, err = td.d.planTask(td.newTaskLogs(t, "worker", worker, map[string]string{"NOMAD_ADDR_horovod": "127.0.0.1:23456"}, false), worker)
+	must.NoError(t, err)
+	for _, kv := range p.cmd.Env {
+		must.False(t, strings.HasPrefix(kv, pyhooks.AvoidPortsEnv+"="), must.Sprint("guard off, yet ", kv))
+	}
+	must.StrHasPrefix(t, pyhooks.Ports, horovodrunBootstrap)
 }

@@ -224,6 +224,9 @@ func (s *Server) handle(conn net.Conn, release func()) error {
 	if s.Standby != nil {
 		proc, stdin = s.Standby.Take(req.Command, stdout, stderr)
 		warm = proc != nil
+		if proc == nil {
+			proc, stdin = s.Standby.Cold(req.Command, stdout, stderr)
+		}
 	}
 	if proc == nil {
 		cmd := exec.Command("/bin/sh", "-c", req.Command)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/schedulearn/schedulearn/driver/pyhooks"
 )
 
 // standbyScript is the standby interpreter: it imports the modules named in
@@ -24,13 +26,17 @@ import (
 // standby's. Variables read when a module is imported see the
 // agent's environment; OMP_NUM_THREADS and MKL_NUM_THREADS, read by torch
 // at import, are applied again, and PYTHONUNBUFFERED and
-// PYTHONDONTWRITEBYTECODE too.
-const standbyScript = "import sys\nmodules = sys.argv[1:]\n" + standbyBody
+// PYTHONDONTWRITEBYTECODE too. Horovod's services in it bind no port in
+// the range the agent's pyhooks.AvoidPortsEnv names (pyhooks.Ports).
+var standbyScript = "import sys\nmodules = sys.argv[1:]\n" + standbyBody
 
 // standbyBody is the standby after its start: the fork server's children
 // run it too (forkServerScript), with modules set to those their agent
 // asked for (already imported in the server, unless the agent wants more).
-const standbyBody = `import importlib, io, json, os, sys
+var standbyBody = pyhooks.Ports + standbyProgram
+
+// standbyProgram is standbyBody after the port guard.
+const standbyProgram = `import importlib, io, json, os, sys
 for name in modules:
     try:
         importlib.import_module(name)
@@ -265,6 +271,22 @@ func (s *Standby) Take(command string, stdout, stderr io.Writer) (process, io.Wr
 	return proc, stdin
 }
 
+// Cold runs command in an interpreter started for it, without modules
+// imported ahead, when it is a command a standby takes (Take): an agent's
+// commands after the first (the standby serves one) run as the first did,
+// the port guard included. It returns nil when the command is not for a
+// standby or the interpreter could not start.
+func (s *Standby) Cold(command string, stdout, stderr io.Writer) (process, io.WriteCloser) {
+	fresh := &Standby{Python: s.Python, Dir: s.Dir, Env: s.Env}
+	if _, ok := fresh.request(command); !ok {
+		return nil, nil
+	}
+	if err := fresh.spawn(); err != nil {
+		return nil, nil
+	}
+	return fresh.Take(command, stdout, stderr)
+}
+
 // Stop ends an untaken standby.
 func (s *Standby) Stop() {
 	s.mu.Lock()
@@ -312,6 +334,11 @@ func (s *Standby) request(command string) (standbyRequest, bool) {
 	if len(words) == 0 || !s.startupEnvUnchanged(env) {
 		return standbyRequest{}, false
 	}
+	// The ports to avoid are this host's: horovodrun copies the launcher's
+	// environment, from its own host, onto every command line.
+	if v, ok := envValue(s.Env, pyhooks.AvoidPortsEnv); ok {
+		env[pyhooks.AvoidPortsEnv] = v
+	}
 	program := lookPath(words[0], env["PATH"])
 	if program == "" {
 		return standbyRequest{}, false
@@ -335,6 +362,16 @@ func (s *Standby) request(command string) (standbyRequest, bool) {
 		return standbyRequest{}, false
 	}
 	return standbyRequest{Argv: args, Env: env, Dir: s.Dir}, true
+}
+
+// envValue is the value of name in env (NAME=VALUE entries).
+func envValue(env []string, name string) (string, bool) {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // startupEnvUnchanged says whether env leaves what the interpreter and the

@@ -70,7 +70,10 @@ func TestStandby_Request(t *testing.T) {
 // standby interpreter, with the modules it preloaded, the command's argv,
 // environment and directory, stdin, stdout, stderr and exit code, with the
 // script's name as its process name (its command line is the standby's;
-// a cold start's names the script); the next runs cold.
+// a cold start's names the script); the next runs in an interpreter
+// started for it, without the modules, the same way. Both run with the
+// port guard, and with the ports to avoid of the agent's host, not of the
+// launcher's (horovodrun copies its own environment onto the command line).
 func TestServer_StandbyRunsFirstPythonCommand(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -80,11 +83,12 @@ func TestServer_StandbyRunsFirstPythonCommand(t *testing.T) {
 	script := filepath.Join(dir, "train.py")
 	must.NoError(t, os.WriteFile(script, []byte(`import os, sys
 print("warm" if "decimal" in sys.modules else "cold", sys.argv[1:], os.environ["WHO"], os.environ.get("JOB"), os.getcwd() == os.environ["WANT_DIR"])
+print([getattr(f, "schedulearn_guard", False) for f in sys.meta_path].count(True), os.environ["SCHEDULEARN_AVOID_PORTS"])
 print(open("/proc/self/comm").read().strip())
 print(sys.stdin.read().strip(), file=sys.stderr)
 sys.exit(int(os.environ.get("CODE", "0")))
 `), 0o644))
-	env := []string{"PATH=/usr/bin:/bin", "WHO=agent", "WANT_DIR=" + dir}
+	env := []string{"PATH=/usr/bin:/bin", "WHO=agent", "WANT_DIR=" + dir, "SCHEDULEARN_AVOID_PORTS=20000-32000"}
 	ready := make(chan struct{})
 	standby := &Standby{Python: python, Modules: []string{"decimal", "no_such_module"}, Dir: dir, Env: env, Ready: func() { close(ready) }}
 	must.NoError(t, standby.Start())
@@ -96,14 +100,14 @@ sys.exit(int(os.environ.get("CODE", "0")))
 	}
 	_, addr := serve(t, &Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
 
-	for _, run := range []struct{ want, comm string }{{"warm", "train.py"}, {"cold", filepath.Base(python)}} {
+	for _, run := range []struct{ want, comm string }{{"warm", "train.py"}, {"cold", "train.py"}} {
 		want, comm := run.want, run.comm
 		var stdout, stderr bytes.Buffer
-		code, err := Run(context.Background(), addr, "tok", "env JOB='a b' CODE=3 PYTHONUNBUFFERED=1 "+python+" "+script+" --lr 0.1",
+		code, err := Run(context.Background(), addr, "tok", "env JOB='a b' CODE=3 PYTHONUNBUFFERED=1 SCHEDULEARN_AVOID_PORTS=1-2 "+python+" "+script+" --lr 0.1",
 			strings.NewReader("from stdin\n"), &stdout, &stderr, 5e9)
 		must.NoError(t, err)
 		must.Eq(t, 3, code)
-		must.Eq(t, want+" ['--lr', '0.1'] agent a b True\n"+comm+"\n", stdout.String())
+		must.Eq(t, want+" ['--lr', '0.1'] agent a b True\n1 20000-32000\n"+comm+"\n", stdout.String())
 		must.Eq(t, "from stdin\n", stderr.String())
 	}
 }
