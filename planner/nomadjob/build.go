@@ -53,6 +53,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -190,7 +191,15 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 		lg.Networks = []*nomadapi.NetworkResource{{DynamicPorts: []nomadapi.Port{{Label: rdzvPortLabel}}}}
 		launcherConfig["rdzv_port_label"] = rdzvPortLabel
 	}
+	// The launcher runs where the job's workers do: in the pool the plan
+	// chose them from, never on a node the job has no GPUs on (a pool
+	// a100 job's launcher on the v100 host).
+	lg.Constraints = []*nomadapi.Constraint{nomadapi.NewConstraint("${node.unique.id}", "set_contains_any", strings.Join(slices.Sorted(maps.Keys(workersOn(target, per))), ","))}
 	noRetry(lg)
+	// A launcher whose node is lost or cut off is not replaced by Nomad:
+	// the planner runs the job again from its checkpoint (the lost launcher
+	// is its outcome), so two launchers never run one job.
+	lg.Disconnect = &nomadapi.DisconnectStrategy{Replace: ptr(false)}
 	job.AddTaskGroup(lg)
 
 	for _, node := range target.Nodes() {
@@ -331,7 +340,7 @@ func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
 			Name: "worker agent", Type: "tcp", Interval: 2e9, Timeout: 1e9,
 		}},
 	}}
-	noRetry(tg)
+	replaceFailed(tg)
 	return tg
 }
 
@@ -351,13 +360,33 @@ func sigterm(t *nomadapi.Task) {
 	t.KillTimeout = ptr(killTimeout)
 }
 
-// noRetry makes a failed task fail its job rather than restart: a restarted
-// launcher would restart training, and a failed worker is the elastic
-// launcher's to handle.
+// noRetry makes a failed launcher fail its job rather than restart: a
+// restarted launcher would restart training. The planner reads why it
+// failed and runs the job again from its checkpoint when the cluster was
+// the cause.
 func noRetry(tg *nomadapi.TaskGroup) {
 	tg.RestartPolicy = &nomadapi.RestartPolicy{Attempts: ptr(0), Mode: ptr("fail")}
 	tg.ReschedulePolicy = &nomadapi.ReschedulePolicy{Attempts: ptr(0), Unlimited: ptr(false)}
 }
+
+// replaceFailed makes a failed worker (its agent killed, or unable to
+// bind its port) a new allocation, with a new port, rather than a restart
+// in place: it joins the running job as a new host (a new name, so
+// horovodrun's blacklist of the old one does not keep it out). The pause
+// between replacements doubles up to a minute while they keep failing.
+func replaceFailed(tg *nomadapi.TaskGroup) {
+	tg.RestartPolicy = &nomadapi.RestartPolicy{Attempts: ptr(0), Mode: ptr("fail")}
+	tg.ReschedulePolicy = &nomadapi.ReschedulePolicy{
+		Unlimited:     ptr(true),
+		Delay:         ptr(WorkerReplaceDelay),
+		DelayFunction: ptr("exponential"),
+		MaxDelay:      ptr(time.Minute),
+	}
+}
+
+// WorkerReplaceDelay is how long Nomad waits before it replaces a failed
+// worker the first time.
+const WorkerReplaceDelay = 2 * time.Second
 
 // workersOn is the workers an allocation (node → GPUs) runs on each node
 // that it gives GPUs, per GPUs a worker: node → workers.

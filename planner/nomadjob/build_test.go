@@ -48,6 +48,14 @@ func TestBuild(t *testing.T) {
 	// horovodrun hosts no store: no port (the driver refuses one).
 	must.SliceEmpty(t, launcher.Networks)
 	must.MapNotContainsKey(t, cfg, "rdzv_port_label")
+	// On a node of the job's workers (in their pool), never restarted, and
+	// not replaced by Nomad when its node is cut off: the planner runs
+	// the job again.
+	must.Eq(t, []*nomadapi.Constraint{nomadapi.NewConstraint("${node.unique.id}", "set_contains_any", "node-a,node-b")}, launcher.Constraints)
+	must.Eq(t, 0, *launcher.RestartPolicy.Attempts)
+	must.Eq(t, 0, *launcher.ReschedulePolicy.Attempts)
+	must.False(t, *launcher.ReschedulePolicy.Unlimited)
+	must.False(t, *launcher.Disconnect.Replace)
 
 	// Worker groups in node order, pinned, with per-worker GPU requests.
 	for i, want := range []struct {
@@ -67,7 +75,11 @@ func TestBuild(t *testing.T) {
 		}, dev.Constraints)
 		must.Eq(t, "train-resnet-1a2b3c4d-workers", tg.Services[0].Name)
 		must.Eq(t, "horovod", tg.Services[0].PortLabel)
+		// A failed worker is a new allocation (a new port), again and again.
 		must.Eq(t, 0, *tg.RestartPolicy.Attempts)
+		must.True(t, *tg.ReschedulePolicy.Unlimited)
+		must.Eq(t, "exponential", *tg.ReschedulePolicy.DelayFunction)
+		must.Nil(t, tg.Disconnect)
 		must.Eq[any](t, 2, tg.Tasks[0].Config["slots"])
 		must.Eq(t, "${NOMAD_ALLOC_ID}", tg.Services[0].Meta["alloc_id"])
 	}
