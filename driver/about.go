@@ -43,6 +43,10 @@ const (
 	// config sets none (min_dynamic_port, max_dynamic_port).
 	DefaultDynamicPorts = "20000-32000"
 
+	// DefaultFenceAfter is fence_after's default: below Nomad's default
+	// heartbeat_grace (10s), with a second's probe to spare.
+	DefaultFenceAfter = "8s"
+
 	// Service discovery providers.
 	ProviderConsul = "consul"
 	ProviderNomad  = "nomad"
@@ -100,6 +104,14 @@ var (
 		// min_dynamic_port and max_dynamic_port): Horovod's own services
 		// bind no port there (pyhooks.Ports), so Nomad never gives a worker
 		// a port Horovod holds. "" turns the guard off.
+		// How long a launcher trains on while the Nomad servers do not
+		// answer it; then it stops training (it is fenced), before the
+		// servers take its node for lost (their heartbeat_grace, 10s by
+		// default) and the planner runs the job elsewhere. "0s": never.
+		"fence_after": hclspec.NewDefault(
+			hclspec.NewAttr("fence_after", "string", false),
+			hclspec.NewLiteral(`"`+DefaultFenceAfter+`"`),
+		),
 		"dynamic_ports": hclspec.NewDefault(
 			hclspec.NewAttr("dynamic_ports", "string", false),
 			hclspec.NewLiteral(`"`+DefaultDynamicPorts+`"`),
@@ -169,6 +181,7 @@ type Config struct {
 	StandbyEnv        map[string]string `codec:"standby_env"`
 	StandbyDir        string            `codec:"standby_dir"`
 	DynamicPorts      string            `codec:"dynamic_ports"`
+	FenceAfter        string            `codec:"fence_after"`
 }
 
 // TaskConfig is a task's driver config (taskConfigSpec).

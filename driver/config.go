@@ -176,3 +176,24 @@ func validModule(m string) bool {
 func validEnvName(k string) bool {
 	return !strings.Contains(k, ".") && validModule(k)
 }
+
+// parseFenceAfter reads fence_after: a duration, "" or "0s" for none.
+func parseFenceAfter(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > time.Hour {
+		return 0, fmt.Errorf("fence_after: %q is not a duration between 0s and 1h", s)
+	}
+	return d, nil
+}
+
+// mustDuration parses a duration the code itself spells.
+func mustDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}

@@ -40,6 +40,8 @@ type Driver struct {
 
 	config *Config
 	period time.Duration
+	// fenceAfter is fence_after: how long a launcher trains on cut off.
+	fenceAfter time.Duration
 	// forkServer is the client's warm interpreter (standby_preload), or nil.
 	forkServer  atomic.Pointer[workeragent.ForkServer]
 	nomadConfig *base.ClientDriverConfig
@@ -65,14 +67,15 @@ func NewPlugin(ctx context.Context, logger hclog.Logger) drivers.DriverPlugin {
 func New(ctx context.Context, logger hclog.Logger, lookPath LookPathFunc, selfPath string) *Driver {
 	logger = logger.Named(PluginName)
 	return &Driver{
-		ctx:      ctx,
-		logger:   logger,
-		eventer:  eventer.NewEventer(ctx, logger),
-		tasks:    newTaskStore(),
-		lookPath: lookPath,
-		selfPath: selfPath,
-		config:   &Config{ConsulAddress: "127.0.0.1:8500", DynamicPorts: DefaultDynamicPorts},
-		period:   30 * time.Second,
+		ctx:        ctx,
+		logger:     logger,
+		eventer:    eventer.NewEventer(ctx, logger),
+		tasks:      newTaskStore(),
+		lookPath:   lookPath,
+		selfPath:   selfPath,
+		config:     &Config{ConsulAddress: "127.0.0.1:8500", DynamicPorts: DefaultDynamicPorts},
+		fenceAfter: mustDuration(DefaultFenceAfter),
+		period:     30 * time.Second,
 	}
 }
 
@@ -110,6 +113,10 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 	if d := config.StandbyDir; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d || len(d) > workeragent.MaxParentLen) {
 		return fmt.Errorf("standby_dir: %q must be a clean absolute path of at most %d bytes (the socket's path in it must fit a Unix socket address)", d, workeragent.MaxParentLen)
 	}
+	fenceAfter, err := parseFenceAfter(config.FenceAfter)
+	if err != nil {
+		return err
+	}
 	if err := checkPortRange(config.DynamicPorts); err != nil {
 		return fmt.Errorf("dynamic_ports: %w", err)
 	}
@@ -121,6 +128,7 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 	}
 	d.config = &config
 	d.period = period
+	d.fenceAfter = fenceAfter
 	if cfg.AgentConfig != nil {
 		d.nomadConfig = cfg.AgentConfig.Driver
 		d.compute = cfg.AgentConfig.Compute()

@@ -532,6 +532,8 @@ func TestDriver_SetConfigChecksWarmInterpreter(t *testing.T) {
 		"dynamic_ports not a range":     {`dynamic_ports = "20000"`, "dynamic_ports"},
 		"dynamic_ports reversed":        {`dynamic_ports = "32000-20000"`, "dynamic_ports"},
 		"dynamic_ports past 65535":      {`dynamic_ports = "20000-70000"`, "dynamic_ports"},
+		"fence_after not a duration":    {`fence_after = "soon"`, "fence_after"},
+		"fence_after negative":          {`fence_after = "-1s"`, "fence_after"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(t.TempDir()), "")

@@ -22,10 +22,11 @@ import (
 
 // Files the driver writes into a task's directories.
 const (
-	taskFileName   = "horovod.json"        // in the secrets dir
-	shimDirName    = "horovod/bin"         // in local/: the ssh shim
-	discoverScript = "horovod/discover.sh" // in local/
-	hostsFileName  = "horovod/hosts.json"  // in local/: host -> agent address
+	taskFileName   = "horovod.json"           // in the secrets dir
+	shimDirName    = "horovod/bin"            // in local/: the ssh shim
+	discoverScript = "horovod/discover.sh"    // in local/
+	hostsFileName  = "horovod/hosts.json"     // in local/: host -> agent address
+	outcomesName   = "horovod/outcomes.jsonl" // in local/: failed worker commands
 )
 
 // plan is what StartTask runs for a task, and the task file it writes.
@@ -141,6 +142,8 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 	}
 	t.Slots = tc.Slots
 	t.HostsFile = filepath.Join(dirs.LocalDir, hostsFileName)
+	t.OutcomesFile = filepath.Join(dirs.LocalDir, outcomesName)
+	t.FenceAfter = d.fenceAfter
 	t.DiscoveredFile = filepath.Join(dirs.SharedAllocDir, drain.DiscoveredPath)
 	t.Workdir = dirs.Dir
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // RdzvEndpointPlaceholder in a TorchrunCommand is replaced by the
@@ -46,6 +47,13 @@ type Task struct {
 	HostsFile string
 	// DiscoveredFile is where discovery writes the host set it printed.
 	DiscoveredFile string
+	// FenceAfter is how long the launcher trains on while the Nomad
+	// servers do not answer it (launch.NewFence); 0: for ever.
+	FenceAfter time.Duration `json:",omitempty"`
+	// OutcomesFile is where the ssh shim records the worker commands that
+	// failed, and why (sshshim.Outcome): the launcher reads it to tell a
+	// failure of the cluster from one of the training script.
+	OutcomesFile string `json:",omitempty"`
 	// Workdir is the launcher's working directory; the ssh shim drops
 	// horovodrun's `cd <workdir>` from remote commands, which means nothing
 	// on a worker.

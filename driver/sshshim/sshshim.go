@@ -136,17 +136,31 @@ func ReadHosts(path string) (map[string]string, error) {
 }
 
 // Run runs the invocation on the agent the hosts file names for its host.
-// It returns the exit code the shim should exit with.
-func Run(ctx context.Context, inv *Invocation, hostsFile, token string, stdin io.Reader, stdout, stderr io.Writer) int {
+// It returns the exit code the shim should exit with. A command that fails
+// (unless ctx ended: horovodrun stopped it) is recorded in outcomesFile,
+// if set, with its cause.
+func Run(ctx context.Context, inv *Invocation, hostsFile, outcomesFile, token string, stdin io.Reader, stdout, stderr io.Writer) int {
+	code, reached := run(ctx, inv, hostsFile, token, stdin, stdout, stderr)
+	if code != 0 && ctx.Err() == nil && outcomesFile != "" {
+		o := Outcome{Time: time.Now().UTC(), Host: inv.Host, Code: code, Cause: Cause(code, reached)}
+		if err := RecordOutcome(outcomesFile, o); err != nil {
+			fmt.Fprintf(stderr, "ssh: %v\n", err)
+		}
+	}
+	return code
+}
+
+// run is Run's command; reached says whether the agent reported the code.
+func run(ctx context.Context, inv *Invocation, hostsFile, token string, stdin io.Reader, stdout, stderr io.Writer) (int, bool) {
 	hosts, err := ReadHosts(hostsFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "ssh: %v\n", err)
-		return ExitConnection
+		return ExitConnection, false
 	}
 	addr, ok := hosts[inv.Host]
 	if !ok {
 		fmt.Fprintf(stderr, "ssh: Could not resolve hostname %s: not a worker of this job\n", inv.Host)
-		return ExitConnection
+		return ExitConnection, false
 	}
 	if inv.NoStdin {
 		stdin = nil
@@ -154,7 +168,7 @@ func Run(ctx context.Context, inv *Invocation, hostsFile, token string, stdin io
 	code, err := workeragent.Run(ctx, addr, token, StripCd(inv.Command), stdin, stdout, stderr, inv.ConnectTimeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "ssh: %s (%s): %v\n", inv.Host, addr, err)
-		return ExitConnection
+		return ExitConnection, false
 	}
-	return code
+	return code, true
 }

@@ -69,15 +69,43 @@ func TestRun_ThroughAgent(t *testing.T) {
 
 	inv, err := ParseArgs([]string{"-o", "StrictHostKeyChecking=no", "w-1a2b3c4d", "cd /nonexistent-launcher-dir > /dev/null 2>&1 ; pwd; exit 3"})
 	must.NoError(t, err)
+	outcomes := filepath.Join(t.TempDir(), "outcomes.jsonl")
 	var stdout, stderr strings.Builder
-	code := Run(context.Background(), inv, hosts, "tok", nil, &stdout, &stderr)
+	code := Run(context.Background(), inv, hosts, outcomes, "tok", nil, &stdout, &stderr)
 	must.Eq(t, 3, code, must.Sprint(stderr.String()))
 	must.Eq(t, agentDir+"\n", stdout.String())
 
+	// Killed by a signal on the worker: its agent or host went.
+	killed, err := ParseArgs([]string{"w-1a2b3c4d", "kill -KILL $$"})
+	must.NoError(t, err)
+	must.Eq(t, 128+9, Run(context.Background(), killed, hosts, outcomes, "tok", nil, &stdout, &stderr))
+
 	inv.Host = "w-unknown"
 	stderr.Reset()
-	must.Eq(t, ExitConnection, Run(context.Background(), inv, hosts, "tok", nil, &stdout, &stderr))
+	must.Eq(t, ExitConnection, Run(context.Background(), inv, hosts, outcomes, "tok", nil, &stdout, &stderr))
 	must.StrContains(t, stderr.String(), "Could not resolve hostname w-unknown")
+
+	// A command that succeeds leaves nothing; one stopped by horovodrun
+	// (the shim's context ends) is not the worker's failure.
+	ok, err := ParseArgs([]string{"w-1a2b3c4d", "true"})
+	must.NoError(t, err)
+	must.Eq(t, 0, Run(context.Background(), ok, hosts, outcomes, "tok", nil, &stdout, &stderr))
+	stopped, cancelStopped := context.WithCancel(context.Background())
+	cancelStopped()
+	Run(stopped, inv, hosts, outcomes, "tok", nil, &stdout, &stderr)
+
+	got, err := ReadOutcomes(outcomes)
+	must.NoError(t, err)
+	must.Len(t, 3, got)
+	for i, want := range []struct {
+		host  string
+		code  int
+		cause string
+	}{{"w-1a2b3c4d", 3, CauseScript}, {"w-1a2b3c4d", 137, CauseInfrastructure}, {"w-unknown", ExitConnection, CauseInfrastructure}} {
+		must.Eq(t, want.host, got[i].Host)
+		must.Eq(t, want.code, got[i].Code)
+		must.Eq(t, want.cause, got[i].Cause)
+	}
 }
 
 // Issue 13, row 8, through the shim: horovodrun's remote command, with the
@@ -130,7 +158,7 @@ func TestRun_HorovodCommandSealedOnTheWire(t *testing.T) {
 		"cd /launcher > /dev/null 2>&1 ; env HOROVOD_HOSTNAME=w-1a2b3c4d WANDB_API_KEY=s3cret-api-key SCHEDULEARN_REPORT_TOKEN=r3port-token sh -c 'echo \"$WANDB_API_KEY\"'"})
 	must.NoError(t, err)
 	var stdout, stderr strings.Builder
-	must.Eq(t, 0, Run(context.Background(), inv, hosts, "job-token", nil, &stdout, &stderr), must.Sprint(stderr.String()))
+	must.Eq(t, 0, Run(context.Background(), inv, hosts, "", "job-token", nil, &stdout, &stderr), must.Sprint(stderr.String()))
 	must.Eq(t, "s3cret-api-key\n", stdout.String())
 	mu.Lock()
 	defer mu.Unlock()

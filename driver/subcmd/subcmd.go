@@ -81,7 +81,17 @@ func runLaunch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-launcher", Output: stderr, Level: hclog.Info})
-	return launch.Run(t, fs.Args(), stdout, stderr, logger)
+	sup := &launch.Supervisor{Task: t, Logger: logger}
+	if t.FenceAfter > 0 {
+		nomad, err := discover.NewNomad(t)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+		probe := func(ctx context.Context) error { _, err := nomad.Draining(ctx); return err }
+		sup.Fence = launch.NewFence(probe, t.FenceAfter, time.Now)
+	}
+	return sup.Run(fs.Args(), stdout, stderr)
 }
 
 func runDiscover(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -116,7 +126,7 @@ func runSSHShim(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	code := sshshim.Run(ctx, inv, t.HostsFile, t.Token, stdin, stdout, stderr)
+	code := sshshim.Run(ctx, inv, t.HostsFile, t.OutcomesFile, t.Token, stdin, stdout, stderr)
 	if ctx.Err() != nil {
 		return 128 + int(syscall.SIGTERM)
 	}

@@ -1,0 +1,110 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/sshshim"
+	"github.com/schedulearn/schedulearn/internal/drain"
+)
+
+// A horovodrun that fails ends the launcher with its own code when a
+// worker's training program failed, and with drain.ExitInfrastructure
+// (the planner runs the job again) when only the cluster failed it.
+func TestSupervisor_ClassifiesFailures(t *testing.T) {
+	cases := []struct {
+		name     string
+		exit     string
+		outcomes []sshshim.Outcome
+		want     int
+	}{
+		{"success", "0", nil, 0},
+		{"the script failed on a worker", "1", []sshshim.Outcome{
+			{Host: "w-a", Code: 137, Cause: sshshim.CauseInfrastructure},
+			{Host: "w-b", Code: 1, Cause: sshshim.CauseScript},
+		}, 1},
+		{"workers lost", "1", []sshshim.Outcome{
+			{Host: "w-a", Code: 255, Cause: sshshim.CauseInfrastructure},
+			{Host: "w-b", Code: 143, Cause: sshshim.CauseInfrastructure},
+		}, drain.ExitInfrastructure},
+		{"horovodrun failed on its own", "1", nil, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			task := &jobstate.Task{OutcomesFile: filepath.Join(dir, "outcomes.jsonl"), HostsFile: filepath.Join(dir, "hosts.json")}
+			for _, o := range tc.outcomes {
+				must.NoError(t, sshshim.RecordOutcome(task.OutcomesFile, o))
+			}
+			s := &Supervisor{Task: task, Logger: hclog.NewNullLogger()}
+			must.Eq(t, tc.want, s.Run([]string{"/bin/sh", "-c", "exit " + tc.exit}, io.Discard, io.Discard))
+		})
+	}
+}
+
+// A fenced launcher kills horovodrun and its children at once (no grace:
+// another launcher may already train) and ends with
+// drain.ExitInfrastructure.
+func TestSupervisor_Fenced(t *testing.T) {
+	dir := t.TempDir()
+	task := &jobstate.Task{OutcomesFile: filepath.Join(dir, "outcomes.jsonl")}
+	fence := func(ctx context.Context) <-chan string {
+		out := make(chan string, 1)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			out <- "test"
+		}()
+		return out
+	}
+	s := &Supervisor{Task: task, Logger: hclog.NewNullLogger(), Fence: fence}
+	done := make(chan int, 1)
+	go func() {
+		// A child that ignores SIGTERM: only the group's SIGKILL ends it.
+		done <- s.Run([]string{"/bin/sh", "-c", "trap '' TERM; sleep 600 & wait"}, io.Discard, io.Discard)
+	}()
+	select {
+	case code := <-done:
+		must.Eq(t, drain.ExitInfrastructure, code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fenced launcher kept running")
+	}
+}
+
+// The fence fires once the servers have not answered for longer than its
+// bound, and never while they answer.
+func TestNewFence(t *testing.T) {
+	down := errors.New("no servers")
+	t.Run("unreachable", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		fired := NewFence(func(context.Context) error { return down }, 500*time.Millisecond, time.Now)(ctx)
+		select {
+		case why := <-fired:
+			must.StrContains(t, why, "no servers")
+		case <-time.After(30 * time.Second):
+			t.Fatal("the fence never fired")
+		}
+	})
+	t.Run("reachable", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		calls := 0
+		fired := NewFence(func(context.Context) error { calls++; return nil }, 500*time.Millisecond, time.Now)(ctx)
+		select {
+		case why := <-fired:
+			t.Fatalf("fired while the servers answer: %s", why)
+		case <-time.After(2500 * time.Millisecond):
+		}
+		cancel()
+		_, open := <-fired
+		must.False(t, open)
+		must.Positive(t, calls)
+	})
+}
