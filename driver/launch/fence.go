@@ -11,14 +11,18 @@ import (
 // be reached (or no longer take the launcher's token).
 type Probe func(ctx context.Context) error
 
-// FenceEvery is how often a fence probes.
-const FenceEvery = time.Second
+// FenceEvery is how often a fence probes; each probe gets probeTimeout
+// to answer (a loaded server answers late, not never).
+const (
+	FenceEvery   = time.Second
+	probeTimeout = 2 * time.Second
+)
 
 // NewFence returns a Supervisor.Fence that fires once probe has failed
 // for longer than after: a launcher cut off from the servers stops
 // training before they take its node for lost (after Nomad's heartbeat
 // grace, 10 s by default) and the planner runs the job elsewhere, so one
-// job never has two launchers. Each probe gets FenceEvery to answer.
+// job never has two launchers.
 func NewFence(probe Probe, after time.Duration, now func() time.Time) func(ctx context.Context) <-chan string {
 	return func(ctx context.Context) <-chan string {
 		out := make(chan string, 1)
@@ -29,7 +33,7 @@ func NewFence(probe Probe, after time.Duration, now func() time.Time) func(ctx c
 			tick := time.NewTicker(FenceEvery)
 			defer tick.Stop()
 			for {
-				pctx, cancel := context.WithTimeout(ctx, FenceEvery)
+				pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 				err := probe(pctx)
 				cancel()
 				switch {
