@@ -51,6 +51,13 @@ func venvBin(t *testing.T) string {
 // standby_env gives it), so that leakcheck sees it and its standbys.
 func horovodConfig(t *testing.T) lab.Config {
 	t.Helper()
+	return horovodConfigWith(t, "", "")
+}
+
+// horovodConfigWith is horovodConfig with more lines in the driver's
+// config block (pluginExtra) and in the Nomad config (nomadExtra).
+func horovodConfigWith(t *testing.T, pluginExtra, nomadExtra string) lab.Config {
+	t.Helper()
 	bin := venvBin(t)
 	cfg := testlab.Config(t)
 	// The warm interpreter's socket in a directory of this test's, so that
@@ -73,9 +80,11 @@ plugin "nomad-driver-horovod" {
     consul_address     = "127.0.0.1:%d"
     nomad_address      = "http://127.0.0.1:%d"
     fingerprint_period = "5s"
+%s
   }
 }
-`, bin, standbyDir, leakcheck.EnvName, leakcheck.Mark(), cfg.Ports.ConsulHTTP, cfg.Ports.NomadHTTP)), 0o644))
+%s
+`, bin, standbyDir, leakcheck.EnvName, leakcheck.Mark(), cfg.Ports.ConsulHTTP, cfg.Ports.NomadHTTP, pluginExtra, nomadExtra)), 0o644))
 	cfg.NomadConfigs = append(cfg.NomadConfigs, extra)
 	return cfg
 }

@@ -373,10 +373,12 @@ func noRetry(tg *nomadapi.TaskGroup) {
 // bind its port) a new allocation, with a new port, rather than a restart
 // in place: it joins the running job as a new host (a new name, so
 // horovodrun's blacklist of the old one does not keep it out). The pause
-// between replacements doubles up to a minute while they keep failing.
+// between replacements (5 s) doubles up to a minute while they keep
+// failing.
 func replaceFailed(tg *nomadapi.TaskGroup) {
 	tg.RestartPolicy = &nomadapi.RestartPolicy{Attempts: ptr(0), Mode: ptr("fail")}
 	tg.ReschedulePolicy = &nomadapi.ReschedulePolicy{
+		Attempts:      ptr(0), // with Unlimited: Nomad's batch default is 1
 		Unlimited:     ptr(true),
 		Delay:         ptr(WorkerReplaceDelay),
 		DelayFunction: ptr("exponential"),
@@ -385,8 +387,8 @@ func replaceFailed(tg *nomadapi.TaskGroup) {
 }
 
 // WorkerReplaceDelay is how long Nomad waits before it replaces a failed
-// worker the first time.
-const WorkerReplaceDelay = 2 * time.Second
+// worker the first time (Nomad's least).
+const WorkerReplaceDelay = 5 * time.Second
 
 // workersOn is the workers an allocation (node → GPUs) runs on each node
 // that it gives GPUs, per GPUs a worker: node → workers.
