@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/drain"
+	"github.com/schedulearn/schedulearn/internal/fakeagent"
 )
 
 // hangingSource answers only when its context ends, as a frozen Consul
@@ -32,20 +31,6 @@ type hangingDrains struct{}
 func (hangingDrains) Draining(ctx context.Context) ([]string, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
-}
-
-// hangingServer is an HTTP server that accepts requests and never
-// answers them (a SIGSTOPped agent), until the test ends.
-func hangingServer(t *testing.T) *httptest.Server {
-	done := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-done:
-		}
-	}))
-	t.Cleanup(func() { close(done); srv.Close() })
-	return srv
 }
 
 // withLog gives d a logger into a buffer.
@@ -127,7 +112,7 @@ func TestRun_LogsOutageOncePerTransition(t *testing.T) {
 // never answers) costs a run the primary's half of the bound: Nomad's
 // service API, the fallback, answers within the rest.
 func TestRun_FrozenConsulFallsBackWithinBound(t *testing.T) {
-	client, err := consulapi.NewClient(&consulapi.Config{Address: hangingServer(t).Listener.Addr().String()})
+	client, err := consulapi.NewClient(&consulapi.Config{Address: fakeagent.Frozen(t).Addr()})
 	must.NoError(t, err)
 	d := newDiscovery(t, &Consul{Client: client},
 		&fakeSource{workers: []Worker{{AllocID: a1, Address: "10.0.0.1:3000"}}}, &fakeDrains{})
@@ -149,7 +134,7 @@ func TestRun_FrozenConsulWithoutFallbackPrintsLastSet(t *testing.T) {
 	var out strings.Builder
 	must.NoError(t, d.Run(context.Background(), &out))
 
-	client, err := consulapi.NewClient(&consulapi.Config{Address: hangingServer(t).Listener.Addr().String()})
+	client, err := consulapi.NewClient(&consulapi.Config{Address: fakeagent.Frozen(t).Addr()})
 	must.NoError(t, err)
 	d.Primary = &Consul{Client: client}
 	out.Reset()

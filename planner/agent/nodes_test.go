@@ -5,30 +5,21 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/internal/fakeagent"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/cluster"
 )
 
-// freezableNomad is Nomad's HTTP API with one GPU node, that stops
-// answering (a frozen server: requests hang) while frozen is set.
-func freezableNomad(t *testing.T, frozen *atomic.Bool) *nomadapi.Client {
-	done := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if frozen.Load() {
-			select {
-			case <-r.Context().Done():
-			case <-done:
-			}
-			return
-		}
+// oneNodeNomad is Nomad's HTTP API with one GPU node.
+func oneNodeNomad(t *testing.T) (*nomadapi.Client, *fakeagent.Server) {
+	srv := fakeagent.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/nodes":
 			_ = json.NewEncoder(w).Encode([]*nomadapi.NodeListStub{{ID: "n1", Name: "gpu-1", Status: nomadapi.NodeStatusReady,
@@ -40,10 +31,9 @@ func freezableNomad(t *testing.T, frozen *atomic.Bool) *nomadapi.Client {
 			_ = json.NewEncoder(w).Encode(&nomadapi.Node{ID: "n1"})
 		}
 	}))
-	t.Cleanup(func() { close(done); srv.Close() })
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
 	must.NoError(t, err)
-	return c
+	return c, srv
 }
 
 // GET /v1/nodes with Nomad frozen answers, within the view's timeout and
@@ -51,8 +41,8 @@ func freezableNomad(t *testing.T, frozen *atomic.Bool) *nomadapi.Client {
 // when reads fail and what it knew as of when.
 func TestNodes_FrozenNomadAnswersLastKnownWithStaleness(t *testing.T) {
 	a := newTestAgent(t)
-	var frozen atomic.Bool
-	a.planner.Cluster = &cluster.View{Nomad: freezableNomad(t, &frozen), Timeout: 200 * time.Millisecond}
+	nomad, agent := oneNodeNomad(t)
+	a.planner.Cluster = &cluster.View{Nomad: nomad, Timeout: 200 * time.Millisecond}
 	srv := httptest.NewServer(a.server.Handler)
 	t.Cleanup(func() {
 		srv.Close()
@@ -69,7 +59,7 @@ func TestNodes_FrozenNomadAnswersLastKnownWithStaleness(t *testing.T) {
 	must.False(t, fresh[0].AsOf.IsZero())
 	must.True(t, fresh[0].StaleSince.IsZero())
 
-	frozen.Store(true)
+	agent.Set(fakeagent.Freeze)
 	start := time.Now()
 	stale, err := cl.Nodes(ctx)
 	must.NoError(t, err)
@@ -79,7 +69,7 @@ func TestNodes_FrozenNomadAnswersLastKnownWithStaleness(t *testing.T) {
 	must.False(t, stale[0].StaleSince.IsZero())
 	must.StrContains(t, stale[0].Stale, "failed to list nomad nodes")
 
-	frozen.Store(false)
+	agent.Set(fakeagent.Answer)
 	again, err := cl.Nodes(ctx)
 	must.NoError(t, err)
 	must.True(t, again[0].StaleSince.IsZero())
@@ -89,9 +79,9 @@ func TestNodes_FrozenNomadAnswersLastKnownWithStaleness(t *testing.T) {
 // within the view's timeout.
 func TestNodes_NeverReadAnswersUnavailable(t *testing.T) {
 	a := newTestAgent(t)
-	var frozen atomic.Bool
-	frozen.Store(true)
-	a.planner.Cluster = &cluster.View{Nomad: freezableNomad(t, &frozen), Timeout: 200 * time.Millisecond}
+	nomad, agent := oneNodeNomad(t)
+	agent.Set(fakeagent.Freeze)
+	a.planner.Cluster = &cluster.View{Nomad: nomad, Timeout: 200 * time.Millisecond}
 	t.Cleanup(func() {
 		a.planner.Policies.Close()
 		_ = a.store.Close()

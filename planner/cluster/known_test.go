@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,47 +14,9 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/internal/fakeagent"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
-
-// fakeAgent is an HTTP server standing in for Nomad or Consul: it
-// answers with answer, or with 500, or never (a frozen agent) until the
-// test ends.
-type fakeAgent struct {
-	mu     sync.Mutex
-	mode   string // "ok", "500", "hang"
-	answer func(w http.ResponseWriter, r *http.Request)
-	srv    *httptest.Server
-}
-
-func newFakeAgent(t *testing.T, answer func(w http.ResponseWriter, r *http.Request)) *fakeAgent {
-	f := &fakeAgent{mode: "ok", answer: answer}
-	done := make(chan struct{})
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		mode := f.mode
-		f.mu.Unlock()
-		switch mode {
-		case "500":
-			http.Error(w, "agent failure", http.StatusInternalServerError)
-		case "hang":
-			select {
-			case <-r.Context().Done():
-			case <-done:
-			}
-		default:
-			f.answer(w, r)
-		}
-	}))
-	t.Cleanup(func() { close(done); f.srv.Close() })
-	return f
-}
-
-func (f *fakeAgent) set(mode string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.mode = mode
-}
 
 // nomadAnswers serves one GPU node, no allocations, and the node's info.
 func nomadAnswers(w http.ResponseWriter, r *http.Request) {
@@ -85,11 +46,11 @@ func consulAnswers(w http.ResponseWriter, r *http.Request) {
 
 // testView is a View on real Nomad and Consul clients against fake
 // agents, with a clock that moves a second per read.
-func testView(t *testing.T) (*View, *fakeAgent, *fakeAgent) {
-	nomad, consul := newFakeAgent(t, nomadAnswers), newFakeAgent(t, consulAnswers)
-	nc, err := nomadapi.NewClient(&nomadapi.Config{Address: nomad.srv.URL})
+func testView(t *testing.T) (*View, *fakeagent.Server, *fakeagent.Server) {
+	nomad, consul := fakeagent.New(t, http.HandlerFunc(nomadAnswers)), fakeagent.New(t, http.HandlerFunc(consulAnswers))
+	nc, err := nomadapi.NewClient(&nomadapi.Config{Address: nomad.URL})
 	must.NoError(t, err)
-	cc, err := consulapi.NewClient(&consulapi.Config{Address: consul.srv.Listener.Addr().String()})
+	cc, err := consulapi.NewClient(&consulapi.Config{Address: consul.Addr()})
 	must.NoError(t, err)
 	var mu sync.Mutex
 	clock := time.Unix(1000, 0)
@@ -115,14 +76,14 @@ func timed(t *testing.T, bound time.Duration, f func()) {
 // With Consul failing or frozen, the nodes come from Nomad as they are,
 // with the pools Consul gave last; Known says since when they are stale.
 func TestNodes_ConsulOutageKeepsLastPools(t *testing.T) {
-	for _, mode := range []string{"500", "hang"} {
-		t.Run(mode, func(t *testing.T) {
+	for name, mode := range map[string]fakeagent.Mode{"failing": fakeagent.Fail, "frozen": fakeagent.Freeze} {
+		t.Run(name, func(t *testing.T) {
 			v, _, consul := testView(t)
 			first, err := v.Nodes(context.Background())
 			must.NoError(t, err)
 			must.Eq(t, "a100", first[0].Pool)
 
-			consul.set(mode)
+			consul.Set(mode)
 			timed(t, 2*time.Second, func() {
 				nodes, err := v.Nodes(context.Background())
 				must.NoError(t, err)
@@ -134,7 +95,7 @@ func TestNodes_ConsulOutageKeepsLastPools(t *testing.T) {
 			must.Eq(t, time.Unix(1002, 0), r.StaleSince)
 			must.StrContains(t, r.Stale, "failed to list consul service")
 
-			consul.set("ok")
+			consul.Set(fakeagent.Answer)
 			r, err = v.Known(context.Background())
 			must.NoError(t, err)
 			must.Eq(t, time.Unix(1004, 0), r.AsOf)
@@ -148,13 +109,13 @@ func TestNodes_ConsulOutageKeepsLastPools(t *testing.T) {
 // error that is structs.ErrUnavailable, and Known answers the nodes read
 // last, saying how old they are.
 func TestKnown_NomadOutageAnswersLastNodes(t *testing.T) {
-	for _, mode := range []string{"500", "hang"} {
-		t.Run(mode, func(t *testing.T) {
+	for name, mode := range map[string]fakeagent.Mode{"failing": fakeagent.Fail, "frozen": fakeagent.Freeze} {
+		t.Run(name, func(t *testing.T) {
 			v, nomad, _ := testView(t)
 			first, err := v.Nodes(context.Background())
 			must.NoError(t, err)
 
-			nomad.set(mode)
+			nomad.Set(mode)
 			timed(t, 2*time.Second, func() {
 				_, err := v.Nodes(context.Background())
 				must.ErrorIs(t, err, structs.ErrUnavailable)
@@ -182,7 +143,7 @@ func TestKnown_NomadOutageAnswersLastNodes(t *testing.T) {
 // fails, and the error is structs.ErrUnavailable.
 func TestKnown_FailsWhenNeverRead(t *testing.T) {
 	v, nomad, _ := testView(t)
-	nomad.set("hang")
+	nomad.Set(fakeagent.Freeze)
 	timed(t, 2*time.Second, func() {
 		_, err := v.Known(context.Background())
 		must.ErrorIs(t, err, structs.ErrUnavailable)
@@ -192,7 +153,7 @@ func TestKnown_FailsWhenNeverRead(t *testing.T) {
 // Departed reads Nomad within the timeout.
 func TestDeparted_BoundedWhenNomadHangs(t *testing.T) {
 	v, nomad, _ := testView(t)
-	nomad.set("hang")
+	nomad.Set(fakeagent.Freeze)
 	timed(t, 2*time.Second, func() {
 		_, err := v.Departed(context.Background())
 		must.ErrorIs(t, err, context.DeadlineExceeded)

@@ -2,27 +2,19 @@ package client_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/internal/fakeagent"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 )
 
 // A client made without an HTTP client has a timeout: a planner that
 // accepts the request and never answers does not hang the CLI.
 func TestClient_TimesOutOnPlannerThatNeverAnswers(t *testing.T) {
-	done := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-done:
-		}
-	}))
-	t.Cleanup(func() { close(done); srv.Close() })
+	srv := fakeagent.Frozen(t)
 
 	def, err := client.New(client.Config{Address: srv.URL})
 	must.NoError(t, err)
