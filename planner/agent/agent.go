@@ -147,7 +147,8 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		host.Close()
 		return nil, err
 	}
-	a.watch = &depwatch.Watcher{Deps: []depwatch.Dependency{depwatch.ConsulCheck(consul), depwatch.NomadCheck(nomad)},
+	a.watch = &depwatch.Watcher{Deps: []depwatch.Dependency{
+		depwatch.ConsulCheck(consul), depwatch.NomadCheck(nomad), depwatch.ConsulAgentsCheck(consul)},
 		Events: a.events, Gauge: rec, Logger: logger.Named("dependencies")}
 	a.planner = &planner.Planner{
 		Store:    a.store,

@@ -1,6 +1,7 @@
 // Package depwatch watches the planner's dependencies, Consul and the
-// Nomad servers: it asks each, every Interval and within Timeout, whether
-// it answers and has a leader, and says when one goes down and when it
+// Nomad servers (and the Consul agents of the other hosts, through
+// Consul): it asks each, every Interval and within Timeout, whether it
+// answers and has a leader, and says when one goes down and when it
 // comes back: one event on the planner's event stream and one WARN log
 // line per transition (not per check), and a gauge (planner/metrics'
 // schedulearn_dependency_up) that follows the state.
@@ -12,6 +13,7 @@ package depwatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -34,9 +36,14 @@ const (
 	StreamDependencyUp   = "dependency-up"
 )
 
+// ErrUnknown is a check that could not tell (what it asks through is
+// down): the dependency's state stays as it was.
+var ErrUnknown = errors.New("state unknown")
+
 // Dependency is something the planner needs, and how to check it: Check
 // returns nil when the dependency answers and can serve (it has a
-// leader). It must honour ctx.
+// leader), or an error that is ErrUnknown when it cannot tell. It must
+// honour ctx.
 type Dependency struct {
 	Name  string
 	Check func(ctx context.Context) error
@@ -108,6 +115,9 @@ func (w *Watcher) Check(ctx context.Context) {
 	}
 	now := w.now()
 	for i, d := range w.Deps {
+		if errors.Is(errs[i], ErrUnknown) {
+			continue
+		}
 		w.note(d.Name, errs[i], now)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -164,4 +165,64 @@ func TestWatcher_FrozenConsulReportedNomadStaysUp(t *testing.T) {
 // Timeout long.
 func TestDefaults_ReportWithin30Seconds(t *testing.T) {
 	must.LessEq(t, 30*time.Second, DefaultThreshold*(DefaultInterval+DefaultTimeout))
+}
+
+// The agents check names the nodes whose Consul agent does not answer the
+// cluster (serfHealth critical), not those with another critical check,
+// and cannot tell while Consul itself does not answer.
+func TestConsulAgentsCheck_NamesNodesFailingSerfHealth(t *testing.T) {
+	cases := []struct {
+		name    string
+		checks  consulapi.HealthChecks
+		mode    fakeagent.Mode
+		wantErr string
+		unknown bool
+	}{
+		{name: "all answer", checks: consulapi.HealthChecks{}},
+		{name: "a service check fails", checks: consulapi.HealthChecks{{Node: "node1", CheckID: "service:w", Status: consulapi.HealthCritical}}},
+		{name: "two agents frozen", checks: consulapi.HealthChecks{
+			{Node: "node3", CheckID: serfHealth, Status: consulapi.HealthCritical},
+			{Node: "node1", CheckID: "service:w", Status: consulapi.HealthCritical},
+			{Node: "node2", CheckID: serfHealth, Status: consulapi.HealthCritical}},
+			wantErr: "consul agents do not answer on node2, node3"},
+		{name: "consul frozen", mode: fakeagent.Freeze, unknown: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakeagent.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				must.Eq(t, "/v1/health/state/critical", r.URL.Path)
+				_ = json.NewEncoder(w).Encode(tc.checks)
+			}))
+			srv.Set(tc.mode)
+			cc, err := consulapi.NewClient(&consulapi.Config{Address: srv.Addr()})
+			must.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			err = ConsulAgentsCheck(cc).Check(ctx)
+			switch {
+			case tc.unknown:
+				must.ErrorIs(t, err, ErrUnknown)
+			case tc.wantErr != "":
+				must.EqError(t, err, tc.wantErr)
+			default:
+				must.NoError(t, err)
+			}
+		})
+	}
+}
+
+// A check that cannot tell (ErrUnknown) leaves the dependency as it was:
+// no event, no transition.
+func TestWatcher_UnknownKeepsState(t *testing.T) {
+	var result error
+	rec := &recorder{}
+	w := &Watcher{Deps: []Dependency{{Name: ConsulAgents, Check: func(context.Context) error { return result }}},
+		Threshold: 1, Events: rec, Gauge: rec}
+	result = errors.New("consul agents do not answer on node2")
+	w.Check(context.Background())
+	must.False(t, w.Up(ConsulAgents))
+	result = fmt.Errorf("failed to list consul's critical checks: %w", ErrUnknown)
+	w.Check(context.Background())
+	must.False(t, w.Up(ConsulAgents))
+	must.Eq(t, []string{StreamDependencyDown}, rec.types())
 }
