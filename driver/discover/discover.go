@@ -160,7 +160,8 @@ func (d *Discovery) Hosts(ctx context.Context) (map[string]drain.Host, []string,
 
 // workers asks the primary source, within half the bound when there is a
 // fallback (so that a frozen primary leaves the fallback time to answer),
-// and the fallback when the primary fails.
+// and the fallback when the primary fails; an empty answer of the
+// fallback is no answer (errFallbackEmpty).
 func (d *Discovery) workers(ctx context.Context) ([]Worker, error) {
 	pctx := ctx
 	if d.Fallback != nil {
@@ -176,11 +177,21 @@ func (d *Discovery) workers(ctx context.Context) ([]Worker, error) {
 		return workers, nil
 	}
 	fallback, ferr := d.Fallback.Workers(ctx, d.Task.Service)
+	if ferr == nil && len(fallback) == 0 {
+		ferr = errFallbackEmpty
+	}
 	if ferr != nil {
 		return nil, fmt.Errorf("failed to list workers: %w", errors.Join(err, ferr))
 	}
 	return fallback, nil
 }
+
+// errFallbackEmpty is a fallback that lists no worker while the primary
+// fails. Nomad's service API lists only the services Nomad registers
+// itself (provider "nomad"): for a job whose workers register in Consul,
+// as the planner's do, it answers an empty list while Consul is down, and
+// printing that would drop every worker from horovodrun.
+var errFallbackEmpty = errors.New("the fallback lists no workers (Nomad's catalog holds only provider \"nomad\" services)")
 
 // writeFiles updates the hosts file (keeping hosts printed before, so a
 // late ssh to one still resolves) and replaces the discovered file.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
+	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/drain"
@@ -142,4 +144,31 @@ func TestRun_FrozenConsulWithoutFallbackPrintsLastSet(t *testing.T) {
 	must.NoError(t, d.Run(context.Background(), &out))
 	must.Less(t, 2*time.Second, time.Since(start))
 	must.Eq(t, "w-1a2b3c4d:2\n", out.String())
+}
+
+// Nomad's service API (a real nomad/api client) answers an empty list for
+// a service registered in Consul, as the planner's workers are: with
+// Consul frozen, that answer is no answer, and the run prints the last
+// set rather than drop every worker.
+func TestRun_EmptyFallbackKeepsLastSet(t *testing.T) {
+	src := &fakeSource{workers: []Worker{{AllocID: a1, Address: "10.0.0.1:3000"}}}
+	d := newDiscovery(t, src, nil, &fakeDrains{})
+	var out strings.Builder
+	must.NoError(t, d.Run(context.Background(), &out))
+
+	nomad := fakeagent.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		must.Eq(t, "/v1/service/w", r.URL.Path)
+		_, _ = w.Write([]byte("[]"))
+	}))
+	client, err := nomadapi.NewClient(&nomadapi.Config{Address: nomad.URL})
+	must.NoError(t, err)
+	consul, err := consulapi.NewClient(&consulapi.Config{Address: fakeagent.Frozen(t).Addr()})
+	must.NoError(t, err)
+	d.Primary, d.Fallback = &Consul{Client: consul}, &Nomad{Client: client}
+	d.Bound = 200 * time.Millisecond
+	log := withLog(d)
+	out.Reset()
+	must.NoError(t, d.Run(context.Background(), &out))
+	must.Eq(t, "w-1a2b3c4d:2\n", out.String())
+	must.StrContains(t, log.String(), "the fallback lists no workers")
 }
