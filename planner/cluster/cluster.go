@@ -74,7 +74,7 @@ func (v *View) Nodes(ctx context.Context) ([]policy.Node, error) {
 	at := v.now()
 	nodes, allocs, err := v.readNomad(ctx)
 	if err != nil {
-		v.known.failed(DependencyNomad, at, err)
+		v.failed(ctx, DependencyNomad, at, err)
 		return nil, &DependencyError{Dependency: DependencyNomad, Err: err}
 	}
 	v.known.succeeded(DependencyNomad)
@@ -120,16 +120,25 @@ func (v *View) readNomad(ctx context.Context) ([]*nomadapi.NodeListStub, []*noma
 // remembers them; when Consul fails, it returns the members it last read
 // and when, or the error if it never read them.
 func (v *View) readPools(ctx context.Context, at time.Time) (map[string]string, time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, v.timeout())
+	rctx, cancel := context.WithTimeout(ctx, v.timeout())
 	defer cancel()
-	pools, err := v.poolMembers(ctx)
+	pools, err := v.poolMembers(rctx)
 	if err != nil {
-		v.known.failed(DependencyConsul, at, err)
+		v.failed(ctx, DependencyConsul, at, err)
 		return v.known.lastPools(err)
 	}
 	v.known.succeeded(DependencyConsul)
 	v.known.rememberPools(pools, at)
 	return pools, at, nil
+}
+
+// failed notes that a read of dep begun at at failed, unless the caller
+// gave up (ctx ended: a round cut short, a request abandoned), which says
+// nothing of dep.
+func (v *View) failed(ctx context.Context, dep string, at time.Time, err error) {
+	if ctx.Err() == nil {
+		v.known.failed(dep, at, err)
+	}
 }
 
 func (v *View) timeout() time.Duration {
@@ -345,12 +354,12 @@ func poolOf(pools map[string]string, n *nomadapi.NodeListStub) string {
 // It reads Nomad within the timeout, and fails as Nodes does.
 func (v *View) Departed(ctx context.Context) (map[string]string, error) {
 	at := v.now()
-	ctx, cancel := context.WithTimeout(ctx, v.timeout())
+	rctx, cancel := context.WithTimeout(ctx, v.timeout())
 	defer cancel()
-	nodes, _, err := v.Nomad.Nodes().List((&nomadapi.QueryOptions{}).WithContext(ctx))
+	nodes, _, err := v.Nomad.Nodes().List((&nomadapi.QueryOptions{}).WithContext(rctx))
 	if err != nil {
 		err = fmt.Errorf("failed to list nomad nodes: %w", err)
-		v.known.failed(DependencyNomad, at, err)
+		v.failed(ctx, DependencyNomad, at, err)
 		return nil, &DependencyError{Dependency: DependencyNomad, Err: err}
 	}
 	v.known.succeeded(DependencyNomad)

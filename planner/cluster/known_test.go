@@ -159,3 +159,19 @@ func TestDeparted_BoundedWhenNomadHangs(t *testing.T) {
 		must.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 }
+
+// A read the caller gave up on (its context ended) says nothing of the
+// dependencies: Known stays fresh.
+func TestKnown_CallerCancelIsNoOutage(t *testing.T) {
+	v, nomad, _ := testView(t)
+	_, err := v.Nodes(context.Background())
+	must.NoError(t, err)
+	nomad.Set(fakeagent.Freeze)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = v.Nodes(ctx)
+	must.ErrorIs(t, err, context.Canceled)
+	r, ok := v.known.reading()
+	must.True(t, ok)
+	must.True(t, r.StaleSince.IsZero())
+}
