@@ -20,6 +20,8 @@ type list[T any] struct {
 	Fetch func(ctx context.Context, cl *client.Client) ([]T, error)
 	// Table is the rows to print, the header first.
 	Table func(items []T) [][]string
+	// Note, when set, is a line to print after the table ("" for none).
+	Note func(items []T) string
 }
 
 func runList[T any](m *Meta, args []string, l list[T]) int {
@@ -45,5 +47,10 @@ func runList[T any](m *Meta, args []string, l list[T]) int {
 		return ExitOK
 	}
 	fmt.Fprintln(m.Out, formatList(l.Table(items)))
+	if l.Note != nil {
+		if note := l.Note(items); note != "" {
+			fmt.Fprintln(m.Out, note)
+		}
+	}
 	return ExitOK
 }

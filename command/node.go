@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
@@ -24,7 +25,9 @@ Usage: schedulearn node list [options]
   Lists the cluster's Nomad client nodes and their GPUs: the model, how
   many in all, how many are free for the planner, how many Schedulearn
   jobs use, and which jobs hold them. GPUs neither free nor used are
-  unhealthy or held by other Nomad jobs.`,
+  unhealthy or held by other Nomad jobs. While the planner cannot read
+  Nomad or Consul, it answers what it read last, and a line after the
+  table says since when and as of when.`,
 		generalHelp, `List Options:
 
   -json
@@ -55,5 +58,20 @@ func (c *NodeListCommand) Run(args []string) int {
 			}
 			return rows
 		},
+		Note: staleNote,
 	})
+}
+
+// staleNote is the line that says the planner answered what it last knew
+// of the cluster (Nomad or Consul not answering), and how old it is.
+func staleNote(nodes []api.NodeInfo) string {
+	for _, n := range nodes {
+		if n.StaleSince.IsZero() {
+			continue
+		}
+		return fmt.Sprintf("Stale: the planner cannot read the cluster since %s (%s ago); these nodes are as of %s: %s",
+			n.StaleSince.Local().Format(time.DateTime), time.Since(n.StaleSince).Round(time.Second),
+			n.AsOf.Local().Format(time.DateTime), n.Stale)
+	}
+	return ""
 }

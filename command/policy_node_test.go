@@ -4,10 +4,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -97,4 +100,28 @@ func TestNodeList(t *testing.T) {
 	must.Len(t, 2, nodes)
 	must.Eq(t, 6, nodes[0].GPUsUsed)
 	must.Eq(t, 2, nodes[1].GPUsUsed)
+}
+
+// While the planner answers what it last knew of the cluster, node list
+// says so after the table: since when reads fail, as of when the nodes
+// are, and why.
+func TestNodeList_SaysWhenNodesAreStale(t *testing.T) {
+	n := apitest.Node("9f1c2d3e-0000-4000-8000-000000000001", "gpu-1", 8)
+	n.AsOf = time.Date(2026, 11, 28, 9, 0, 0, 0, time.Local)
+	n.StaleSince = time.Date(2026, 11, 28, 9, 0, 5, 0, time.Local)
+	n.Stale = "failed to list nomad nodes: context deadline exceeded"
+	b := apitest.NewBackend(n)
+	srv := apitest.NewServer(t, b)
+	h := &harness{t: t, backend: b, server: srv, env: map[string]string{client.EnvAddress: srv.URL, client.EnvToken: apitest.Token}}
+
+	must.Eq(t, ExitOK, h.run("node", "list"))
+	lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
+	must.Len(t, 3, lines)
+	must.StrHasPrefix(t, "Stale: the planner cannot read the cluster since 2026-11-28 09:00:05 (", lines[2])
+	must.StrContains(t, lines[2], "these nodes are as of 2026-11-28 09:00:00: failed to list nomad nodes: context deadline exceeded")
+
+	// Fresh nodes get no such line.
+	fresh := newHarness(t)
+	must.Eq(t, ExitOK, fresh.run("node", "list"))
+	must.StrNotContains(t, fresh.out.String(), "Stale")
 }

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
@@ -28,6 +30,16 @@ import (
 // new worker waits for the next run to join, half a period on average; a
 // run costs a process start and two queries.
 const Period = 250 * time.Millisecond
+
+// DefaultBound is how long one run may take to read the catalogs and the
+// drain list before it gives up and prints the last set (Run). It is
+// above probeTimeout plus a query to a local agent, so that a healthy run
+// that probes a new worker is not cut short, and far below Horovod's
+// elastic timeout: a frozen Consul agent (its socket accepts, nothing
+// answers) costs each run this much, not queryTimeout per query. The
+// primary source gets half of it, so the fallback still has time to
+// answer.
+const DefaultBound = time.Second
 
 // Worker is one healthy instance of the workers' service.
 type Worker struct {
@@ -53,16 +65,33 @@ type Discovery struct {
 	Primary, Fallback Source
 	Drains            Drains
 	Now               func() time.Time
+	// Bound bounds one read of the workers and the drain list
+	// (DefaultBound when 0).
+	Bound time.Duration
+	// Logger takes the run's warnings (the launcher's stderr); none when
+	// nil.
+	Logger hclog.Logger
 }
 
 // Run discovers the workers, writes the hosts and discovered files, and
-// prints the `host:slots` lines to out. It fails rather than print a set
-// it is not sure of (a draining worker must never come back): horovodrun
-// keeps its last set when a later run fails.
+// prints the `host:slots` lines to out. When the read fails or takes
+// longer than the bound (Consul or Nomad down or frozen), it prints the
+// set it printed last (the discovered file) and leaves the files as they
+// are, so horovodrun keeps its workers through the outage and the
+// planner, which waits for the file to drop drained workers, is not told
+// of a drain that discovery did not see. It logs the first such run of an
+// outage, and the first run that reads again (a marker file beside the
+// discovered file remembers the outage between runs). Only a run with no
+// set printed before fails: there is nothing it could be sure of (a
+// draining worker must never come back).
 func (d *Discovery) Run(ctx context.Context, out io.Writer) error {
 	hosts, err := d.Refresh(ctx)
 	if err != nil {
-		return err
+		if hosts, err = d.keepLast(err); err != nil {
+			return err
+		}
+	} else {
+		d.noteRecovered()
 	}
 	for _, name := range slices.Sorted(maps.Keys(hosts)) {
 		if _, err := fmt.Fprintf(out, "%s:%d\n", name, hosts[name].Slots); err != nil {
@@ -72,8 +101,11 @@ func (d *Discovery) Run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// Refresh discovers the workers and writes the hosts and discovered files.
+// Refresh discovers the workers, within the bound, and writes the hosts
+// and discovered files.
 func (d *Discovery) Refresh(ctx context.Context) (map[string]drain.Host, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.bound())
+	defer cancel()
 	hosts, draining, err := d.Hosts(ctx)
 	if err != nil {
 		return nil, err
@@ -82,6 +114,27 @@ func (d *Discovery) Refresh(ctx context.Context) (map[string]drain.Host, error) 
 		return nil, err
 	}
 	return hosts, nil
+}
+
+func (d *Discovery) bound() time.Duration {
+	if d.Bound > 0 {
+		return d.Bound
+	}
+	return DefaultBound
+}
+
+func (d *Discovery) logger() hclog.Logger {
+	if d.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return d.Logger
+}
+
+func (d *Discovery) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
 }
 
 // Hosts returns the live, not draining workers by host name, and the
@@ -105,8 +158,18 @@ func (d *Discovery) Hosts(ctx context.Context) (map[string]drain.Host, []string,
 	return hosts, draining, nil
 }
 
+// workers asks the primary source, within half the bound when there is a
+// fallback (so that a frozen primary leaves the fallback time to answer),
+// and the fallback when the primary fails; an empty answer of the
+// fallback is no answer (errFallbackEmpty).
 func (d *Discovery) workers(ctx context.Context) ([]Worker, error) {
-	workers, err := d.Primary.Workers(ctx, d.Task.Service)
+	pctx := ctx
+	if d.Fallback != nil {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, d.bound()/2)
+		defer cancel()
+	}
+	workers, err := d.Primary.Workers(pctx, d.Task.Service)
 	if err == nil || d.Fallback == nil {
 		if err != nil {
 			return nil, fmt.Errorf("failed to list workers: %w", err)
@@ -114,11 +177,21 @@ func (d *Discovery) workers(ctx context.Context) ([]Worker, error) {
 		return workers, nil
 	}
 	fallback, ferr := d.Fallback.Workers(ctx, d.Task.Service)
+	if ferr == nil && len(fallback) == 0 {
+		ferr = errFallbackEmpty
+	}
 	if ferr != nil {
 		return nil, fmt.Errorf("failed to list workers: %w", errors.Join(err, ferr))
 	}
 	return fallback, nil
 }
+
+// errFallbackEmpty is a fallback that lists no worker while the primary
+// fails. Nomad's service API lists only the services Nomad registers
+// itself (provider "nomad"): for a job whose workers register in Consul,
+// as the planner's do, it answers an empty list while Consul is down, and
+// printing that would drop every worker from horovodrun.
+var errFallbackEmpty = errors.New("the fallback lists no workers (Nomad's catalog holds only provider \"nomad\" services)")
 
 // writeFiles updates the hosts file (keeping hosts printed before, so a
 // late ssh to one still resolves) and replaces the discovered file.
@@ -133,11 +206,7 @@ func (d *Discovery) writeFiles(hosts map[string]drain.Host, draining []string) e
 	if err := jobstate.WriteJSON(d.Task.HostsFile, addrs); err != nil {
 		return err
 	}
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
-	}
-	at := now().UTC()
+	at := d.now().UTC()
 	// A host listed before keeps the time it was first listed.
 	before, _ := readDiscovered(d.Task.DiscoveredFile)
 	since := map[string]time.Time{}

@@ -105,6 +105,7 @@ func runDiscover(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
+	d.Logger = hclog.New(&hclog.LoggerOptions{Name: "horovod-discover", Output: stderr, Level: hclog.Info})
 	if err := d.Run(context.Background(), stdout); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1

@@ -52,6 +52,8 @@ type Launcher struct {
 	Period time.Duration
 
 	endpoint string
+	// failingSince is when discovery began to fail, zero while it reads.
+	failingSince time.Time
 }
 
 type session struct {
@@ -217,8 +219,17 @@ func (lw *lineWatcher) Write(p []byte) (int, error) {
 func (l *Launcher) reconcile(ctx context.Context, sessions map[string]*session, endedCh chan<- ended, out, errOut io.Writer) {
 	hosts, err := l.Discovery.Refresh(ctx)
 	if err != nil {
-		l.Logger.Warn("discovery failed", "error", err)
+		// The sessions stay as they are (the last set) until discovery
+		// reads again; said once per outage, not every period.
+		if l.failingSince.IsZero() {
+			l.failingSince = time.Now()
+			l.Logger.Warn("failed to discover workers; keeping the last known hosts until discovery reads again", "error", err)
+		}
 		return
+	}
+	if !l.failingSince.IsZero() {
+		l.Logger.Info("discovery reads the workers again", "stale_for", time.Since(l.failingSince).Round(time.Millisecond))
+		l.failingSince = time.Time{}
 	}
 	for name, s := range sessions {
 		if _, ok := hosts[name]; !ok && !s.removed {

@@ -28,6 +28,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/cluster"
 	"github.com/schedulearn/schedulearn/planner/config"
 	"github.com/schedulearn/schedulearn/planner/delivery"
+	"github.com/schedulearn/schedulearn/planner/depwatch"
 	"github.com/schedulearn/schedulearn/planner/events"
 	"github.com/schedulearn/schedulearn/planner/metrics"
 	"github.com/schedulearn/schedulearn/planner/nomadjob"
@@ -59,6 +60,7 @@ type Agent struct {
 	server  *http.Server
 	addr    string // the API's listen address, once listening
 	events  *events.Broker
+	watch   *depwatch.Watcher // Consul and the Nomad servers
 
 	mu       sync.Mutex
 	leading  bool
@@ -145,6 +147,9 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		host.Close()
 		return nil, err
 	}
+	a.watch = &depwatch.Watcher{Deps: []depwatch.Dependency{
+		depwatch.ConsulCheck(consul), depwatch.NomadCheck(nomad), depwatch.ConsulAgentsCheck(consul)},
+		Events: a.events, Gauge: rec, Logger: logger.Named("dependencies")}
 	a.planner = &planner.Planner{
 		Store:    a.store,
 		Cluster:  &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
@@ -252,6 +257,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(loopDone)
 		a.lead(ctx)
 	}()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		a.watch.Run(watchCtx)
+	}()
 
 	select {
 	case <-ctx.Done():
@@ -262,6 +273,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.events.Close() // ends the event streams, which Shutdown would wait for
 	_ = a.server.Shutdown(shutdown)
 	<-loopDone
+	stopWatch()
+	<-watchDone
 	_ = a.leader.Release()
 	a.planner.Policies.Close()
 	if cerr := a.store.Close(); cerr != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/hcldiag"
 	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/cluster"
 	"github.com/schedulearn/schedulearn/planner/config"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -126,8 +127,24 @@ func (b *backend) SetQueues(ctx context.Context, source, filename string) ([]str
 	return b.a.planner.QueueStatus(ctx, 0)
 }
 
-func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
+// knownNodes is a cluster that answers what it last read when a read
+// fails (cluster.View).
+type knownNodes interface {
+	Known(ctx context.Context) (cluster.Reading, error)
+}
+
+// readNodes reads the cluster; a cluster.View answers what it last read,
+// with how old it is, while Nomad or Consul fail.
+func (b *backend) readNodes(ctx context.Context) (cluster.Reading, error) {
+	if k, ok := b.a.planner.Cluster.(knownNodes); ok {
+		return k.Known(ctx)
+	}
 	nodes, err := b.a.planner.Cluster.Nodes(ctx)
+	return cluster.Reading{Nodes: nodes}, err
+}
+
+func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
+	r, err := b.readNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -135,9 +152,10 @@ func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]api.NodeInfo, 0, len(nodes))
-	for _, n := range nodes {
-		info := api.NodeInfo{ID: n.ID, Name: n.Name, Pool: n.Pool, Status: "ready", Eligible: true, GPUModel: n.GPUModel, GPUsTotal: n.GPUs}
+	out := make([]api.NodeInfo, 0, len(r.Nodes))
+	for _, n := range r.Nodes {
+		info := api.NodeInfo{ID: n.ID, Name: n.Name, Pool: n.Pool, Status: "ready", Eligible: true, GPUModel: n.GPUModel, GPUsTotal: n.GPUs,
+			AsOf: r.AsOf, StaleSince: r.StaleSince, Stale: r.Stale}
 		for _, j := range jobs {
 			if g := j.Allocation[n.ID]; g > 0 && !j.State.Terminal() {
 				if info.Jobs == nil {

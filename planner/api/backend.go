@@ -110,6 +110,15 @@ type NodeInfo struct {
 	GPUsUsed  int    `json:"gpus_used"`
 	// Jobs maps the ID of each job holding GPUs here to how many.
 	Jobs map[string]int `json:"jobs,omitempty"`
+	// AsOf is when the planner read the node from Nomad and its pool from
+	// Consul (the older of the two).
+	AsOf time.Time `json:"as_of,omitzero"`
+	// StaleSince is set while the planner cannot read the cluster (Nomad
+	// or Consul down, or not answering within its timeout): since when.
+	// The node is then what the planner knew as of AsOf; Stale says what
+	// fails.
+	StaleSince time.Time `json:"stale_since,omitzero"`
+	Stale      string    `json:"stale,omitempty"`
 }
 
 // Status is the planner's state at a glance.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
@@ -41,6 +42,16 @@ type View struct {
 	// Owned reports whether a Nomad job is one the planner manages; the
 	// GPUs other jobs hold count as Reserved.
 	Owned func(nomadJobID string) bool
+	// Timeout bounds each dependency's part of a read (DefaultTimeout
+	// when 0): Nomad's and Consul's clients have no timeout of their own,
+	// and a frozen agent accepts connections and never answers.
+	Timeout time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	// known is what the view last read, for Known and for the pools while
+	// Consul does not answer.
+	known known
 
 	// meta caches each node's meta (Nomad's node list leaves it out),
 	// read again when the node's ModifyIndex moves.
@@ -54,29 +65,94 @@ type nodeMeta struct {
 }
 
 // Nodes returns the GPU nodes that can take work now, ordered by ID.
+// Nomad's part (nodes, allocations, meta) and Consul's (the pools) are
+// each read within the timeout. When Consul fails, the pools it last
+// gave are used (Known says how old they are); when Nomad fails, or
+// Consul never answered, Nodes fails with a *DependencyError, which is
+// structs.ErrUnavailable.
 func (v *View) Nodes(ctx context.Context) ([]policy.Node, error) {
-	q := (&nomadapi.QueryOptions{Params: map[string]string{"resources": "true"}}).WithContext(ctx)
-	nodes, _, err := v.Nomad.Nodes().List(q)
+	at := v.now()
+	nodes, allocs, err := v.readNomad(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("failed to list nomad nodes: %w", err)
+		v.failed(ctx, DependencyNomad, at, err)
+		return nil, &DependencyError{Dependency: DependencyNomad, Err: err}
 	}
-	aq := (&nomadapi.QueryOptions{Params: map[string]string{"resources": "true", "task_states": "false"}}).WithContext(ctx)
-	allocs, _, err := v.Nomad.Allocations().List(aq)
+	v.known.succeeded(DependencyNomad)
+	pools, poolsAt, err := v.readPools(ctx, at)
 	if err != nil {
-		return nil, fmt.Errorf("failed to list nomad allocations: %w", err)
-	}
-	pools, err := v.poolMembers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := v.addMeta(ctx, nodes); err != nil {
-		return nil, err
+		return nil, &DependencyError{Dependency: DependencyConsul, Err: err}
 	}
 	owned := v.Owned
 	if owned == nil {
 		owned = func(string) bool { return false }
 	}
-	return Build(nodes, allocs, pools, owned), nil
+	out := Build(nodes, allocs, pools, owned)
+	asOf := at
+	if v.Consul != nil && len(v.Pools) > 0 && poolsAt.Before(at) {
+		asOf = poolsAt // pools from before Consul stopped answering
+	}
+	v.known.remember(out, asOf)
+	return out, nil
+}
+
+// readNomad reads the nodes (with their meta) and the allocations, within
+// the timeout.
+func (v *View) readNomad(ctx context.Context) ([]*nomadapi.NodeListStub, []*nomadapi.AllocationListStub, error) {
+	ctx, cancel := context.WithTimeout(ctx, v.timeout())
+	defer cancel()
+	q := (&nomadapi.QueryOptions{Params: map[string]string{"resources": "true"}}).WithContext(ctx)
+	nodes, _, err := v.Nomad.Nodes().List(q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to list nomad nodes: %w", err)
+	}
+	aq := (&nomadapi.QueryOptions{Params: map[string]string{"resources": "true", "task_states": "false"}}).WithContext(ctx)
+	allocs, _, err := v.Nomad.Allocations().List(aq)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to list nomad allocations: %w", err)
+	}
+	if err := v.addMeta(ctx, nodes); err != nil {
+		return nil, nil, err
+	}
+	return nodes, allocs, nil
+}
+
+// readPools reads the pools' members from Consul within the timeout, and
+// remembers them; when Consul fails, it returns the members it last read
+// and when, or the error if it never read them.
+func (v *View) readPools(ctx context.Context, at time.Time) (map[string]string, time.Time, error) {
+	rctx, cancel := context.WithTimeout(ctx, v.timeout())
+	defer cancel()
+	pools, err := v.poolMembers(rctx)
+	if err != nil {
+		v.failed(ctx, DependencyConsul, at, err)
+		return v.known.lastPools(err)
+	}
+	v.known.succeeded(DependencyConsul)
+	v.known.rememberPools(pools, at)
+	return pools, at, nil
+}
+
+// failed notes that a read of dep begun at at failed, unless the caller
+// gave up (ctx ended: a round cut short, a request abandoned), which says
+// nothing of dep.
+func (v *View) failed(ctx context.Context, dep string, at time.Time, err error) {
+	if ctx.Err() == nil {
+		v.known.failed(dep, at, err)
+	}
+}
+
+func (v *View) timeout() time.Duration {
+	if v.Timeout > 0 {
+		return v.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (v *View) now() time.Time {
+	if v.Now != nil {
+		return v.Now()
+	}
+	return time.Now()
 }
 
 // Build is the pure part of Nodes: it keeps the ready, eligible, undrained
@@ -275,11 +351,18 @@ func poolOf(pools map[string]string, n *nomadapi.NodeListStub) string {
 // Departed lists the nodes that have left: down (or disconnected) in
 // Nomad, or draining. It maps each node's ID to what happened to it, for
 // the planner to take their GPUs from the jobs that held them.
+// It reads Nomad within the timeout, and fails as Nodes does.
 func (v *View) Departed(ctx context.Context) (map[string]string, error) {
-	nodes, _, err := v.Nomad.Nodes().List((&nomadapi.QueryOptions{}).WithContext(ctx))
+	at := v.now()
+	rctx, cancel := context.WithTimeout(ctx, v.timeout())
+	defer cancel()
+	nodes, _, err := v.Nomad.Nodes().List((&nomadapi.QueryOptions{}).WithContext(rctx))
 	if err != nil {
-		return nil, fmt.Errorf("failed to list nomad nodes: %w", err)
+		err = fmt.Errorf("failed to list nomad nodes: %w", err)
+		v.failed(ctx, DependencyNomad, at, err)
+		return nil, &DependencyError{Dependency: DependencyNomad, Err: err}
 	}
+	v.known.succeeded(DependencyNomad)
 	return departed(nodes), nil
 }
 

@@ -9,6 +9,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/depwatch"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -41,12 +43,17 @@ const (
 	NameStoreDuration   = "store_operation_duration_seconds"
 	NameLeader          = "leader"
 	NamePolicy          = "policy_info"
+	NameDependencyUp    = "dependency_up"
 )
 
 // Names lists every metric name above (without Namespace).
 var Names = []string{NameJobs, NameGPUsTotal, NameGPUsAllocated, NameGPUsIdle, NameRoundDuration, NameRoundFailures,
 	NamePlanDuration, NameChangeDuration, NameChangeFailures, NamePreemptions, NameDeliveries, NameProgressReports,
-	NameStoreDuration, NameLeader, NamePolicy}
+	NameStoreDuration, NameLeader, NamePolicy, NameDependencyUp}
+
+// Dependencies are the label values of NameDependencyUp: the planner's
+// dependencies (planner/depwatch), each a series from the start.
+var Dependencies = []string{depwatch.Consul, depwatch.Nomad}
 
 // Source is what the scrape-time gauges read: the API's backend.
 type Source interface {
@@ -70,6 +77,7 @@ type Recorder struct {
 	deliveries     *prometheus.CounterVec
 	reports        prometheus.Counter
 	store          *prometheus.HistogramVec
+	dependencyUp   *prometheus.GaugeVec
 }
 
 // New returns a Recorder whose scrape-time gauges read src (nil: none,
@@ -101,6 +109,9 @@ func New(src Source) *Recorder {
 		store: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name(NameStoreDuration),
 			Help:    "Latency of the planner's store operations, by operation.",
 			Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}}, []string{"op"}),
+		dependencyUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name(NameDependencyUp),
+			Help: "1 while the planner reaches the dependency (consul, nomad: it answers and has a leader), 0 while it is down (planner/depwatch)."},
+			[]string{"dependency"}),
 	}
 	// Every labelled series exists from the start (at 0), so dashboards
 	// and alerts see it before the first event.
@@ -115,7 +126,11 @@ func New(src Source) *Recorder {
 	for _, op := range storeOps {
 		r.store.WithLabelValues(op)
 	}
-	r.reg.MustRegister(r.round, r.plan, r.roundFailures, r.change, r.changeFailures, r.preemptions, r.deliveries, r.reports, r.store,
+	// Up until the watcher's checks say otherwise, as the watcher starts.
+	for _, dep := range Dependencies {
+		r.dependencyUp.WithLabelValues(dep).Set(1)
+	}
+	r.reg.MustRegister(r.round, r.plan, r.roundFailures, r.change, r.changeFailures, r.preemptions, r.deliveries, r.reports, r.store, r.dependencyUp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if src != nil {
 		r.reg.MustRegister(&gauges{src: src})
@@ -160,6 +175,19 @@ func (r *Recorder) Delivery(tier string, delivered bool) {
 		result = "failed"
 	}
 	r.deliveries.WithLabelValues(tier, result).Inc()
+}
+
+// DependencyUp sets a dependency's gauge (depwatch.Gauge). A name that is
+// not one of Dependencies is ignored: the label's values are fixed.
+func (r *Recorder) DependencyUp(dependency string, up bool) {
+	if !slices.Contains(Dependencies, dependency) {
+		return
+	}
+	v := 0.0
+	if up {
+		v = 1
+	}
+	r.dependencyUp.WithLabelValues(dependency).Set(v)
 }
 
 // ProgressReports counts progress reports (planner.Metrics).

@@ -41,6 +41,7 @@ var Names = map[string]dto.MetricType{
 	metrics.NameStoreDuration:   dto.MetricType_HISTOGRAM,
 	metrics.NameLeader:          dto.MetricType_GAUGE,
 	metrics.NamePolicy:          dto.MetricType_GAUGE,
+	metrics.NameDependencyUp:    dto.MetricType_GAUGE,
 }
 
 func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
@@ -95,6 +96,8 @@ func TestMetrics_AllNamedAndConsistent(t *testing.T) {
 	r.Change(policy.Start, time.Second, true)
 	r.Delivery(structs.TierOne, true)
 	r.ProgressReports(7)
+	r.DependencyUp("consul", false)
+	r.DependencyUp("vault", false) // not a dependency: no series
 	st := r.Store(storeStub{})
 	_, _ = st.ListJobs(ctx)
 
@@ -132,6 +135,9 @@ func TestMetrics_AllNamedAndConsistent(t *testing.T) {
 	must.Eq(t, 7.0, get(metrics.NameProgressReports, nil).GetCounter().GetValue())
 	must.Eq(t, uint64(1), get(metrics.NameStoreDuration, map[string]string{"op": "list_jobs"}).GetHistogram().GetSampleCount())
 	must.Eq(t, uint64(0), get(metrics.NameStoreDuration, map[string]string{"op": "update_job"}).GetHistogram().GetSampleCount())
+	must.Eq(t, 0.0, get(metrics.NameDependencyUp, map[string]string{"dependency": "consul"}).GetGauge().GetValue())
+	must.Eq(t, 1.0, get(metrics.NameDependencyUp, map[string]string{"dependency": "nomad"}).GetGauge().GetValue())
+	must.Len(t, 2, fams[metrics.Namespace+"_"+metrics.NameDependencyUp].GetMetric(), must.Sprint("fixed label values"))
 }
 
 // A backend that fails: the counters are still served.

@@ -1,6 +1,7 @@
 package nomadjob
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ type Nomad struct {
 	Client  *nomadapi.Client
 	Options Options
 	Logger  hclog.Logger
+	// OutcomeTimeout bounds one Outcome (DefaultOutcomeTimeout when 0).
+	OutcomeTimeout time.Duration
 }
 
 var _ planner.Executor = (*Nomad)(nil)
@@ -140,9 +143,18 @@ func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Jo
 // anyway (drain.Client.Forced). A drain takes 1-5 s on the lab.
 const drainTimeout = 2 * time.Minute
 
+// DefaultOutcomeTimeout bounds one Outcome (a few reads, and for an ended
+// job its deregistration): Nomad's client has no timeout of its own, and a
+// round asks each running job's outcome first, so a frozen Nomad server
+// would hold the round, and every round after it, until it answers.
+const DefaultOutcomeTimeout = 5 * time.Second
+
 // Outcome implements planner.Executor: the job has ended when its launcher
 // has; the launcher's exit code is the job's. The workers are then stopped.
+// It answers within OutcomeTimeout.
 func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(n.OutcomeTimeout, DefaultOutcomeTimeout))
+	defer cancel()
 	id := JobID(j)
 	allocs, _, err := n.Client.Jobs().Allocations(id, true, n.query(ctx))
 	if err != nil {

@@ -4,6 +4,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -27,6 +28,12 @@ const (
 	DefaultAddress = "http://127.0.0.1:4680"
 )
 
+// DefaultTimeout bounds each request of a client made without an
+// HTTPClient. The planner answers reads within seconds even while Nomad or
+// Consul do not answer (it serves what it last read); a submission checks
+// the cluster first, within the same few seconds.
+const DefaultTimeout = 30 * time.Second
+
 // maxResponseBytes bounds what the client reads of an answer.
 const maxResponseBytes = 64 << 20
 
@@ -38,8 +45,12 @@ type Config struct {
 	// Token is sent with every request: the planner's token, or its read
 	// token for a client that only reads (writes need the token).
 	Token string
-	// HTTPClient makes the requests; a client with a 30s timeout when nil.
+	// HTTPClient makes the requests; a client with Timeout when nil.
 	HTTPClient *http.Client
+	// Timeout bounds each request of the default HTTPClient, answer
+	// included (DefaultTimeout when 0): a planner that does not answer
+	// never hangs the CLI.
+	Timeout time.Duration
 
 	retryDelay time.Duration // tests shorten it
 }
@@ -72,7 +83,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+		hc = &http.Client{Timeout: cmp.Or(cfg.Timeout, DefaultTimeout)}
 	}
 	return &Client{base: u, token: cfg.Token, http: hc, retryDelay: cfg.retryDelay}, nil
 }
