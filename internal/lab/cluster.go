@@ -155,6 +155,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		os.RemoveAll(runDir)
 		return nil, fmt.Errorf("failed to create data dir: %w", err)
 	}
+	go reapOrphans(c.stopReaper)
 	if err := c.start(ctx); err != nil {
 		c.Stop()
 		return nil, err
@@ -197,9 +198,6 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.out, err = render(ctx, c.cfg.TerraformBin, c.cfg.TerraformDir, c.runDir, vars, c.cfg.VarFile); err != nil {
 		return err
 	}
-	// Only now: the reaper would reap terraform (a child whose command
-	// line names the run dir) before its own Wait.
-	go reapOrphans(c.runDir, c.stopReaper)
 	c.NomadAddr, c.ConsulAddr, c.PlannerAddr = c.out.NomadAddress, c.out.ConsulAddress, c.out.PlannerAddress
 	var hosts []Host
 	for i, h := range c.out.Hosts {
