@@ -130,8 +130,9 @@ func labProcesses(t *testing.T, dir string) []string {
 // The lab runs two planners on the Consul store, as the planner-job module
 // does: one leads, the other stands by. SIGKILLed, the leader is replaced
 // within 10 s; the lab's proxy (SCHEDULEARN_ADDR) follows, so the CLI reads
-// and writes through it before and after; the killed planner is reaped
-// and the lab's process has no zombie children.
+// and writes through it before and after; the killed planner is waited
+// for, an orphan that exits on a host is reaped, and the lab's process has
+// no zombie children.
 func TestClusterLab_PlannerFailover(t *testing.T) {
 	cfg := testlab.ClusterConfig(t, twoHosts())
 	cfg.PlannerRound = "1s"
@@ -188,6 +189,24 @@ func TestClusterLab_PlannerFailover(t *testing.T) {
 	})
 	must.StrContains(t, cliOK("node", "list"), "node1")
 	must.StrContains(t, cliOK("policy", "set", "elastic-fifo"), "elastic-fifo")
+
+	// An orphan on a host: the shell exits at once; its child, reparented
+	// to the lab's process (a subreaper), exits later and is reaped.
+	sh, err := c.StartOn(c.Host("node2"), "orphan", "/bin/sh", "-c", "sleep 0.5 >/dev/null 2>&1 & echo $!")
+	must.NoError(t, err)
+	var orphan string
+	waitUntil(t, 10*time.Second, func() error {
+		if orphan = strings.TrimSpace(sh.Logs()); orphan == "" {
+			return fmt.Errorf("the orphan's shell has not said its pid yet")
+		}
+		return nil
+	})
+	waitUntil(t, 10*time.Second, func() error {
+		if _, err := os.Stat(filepath.Join("/proc", orphan)); err == nil {
+			return fmt.Errorf("orphan %s is still there (running or a zombie)", orphan)
+		}
+		return nil
+	})
 
 	// The killed planner is waited for by the lab (not left a zombie, nor
 	// reaped by the orphan reaper before its own Wait), and nothing else
