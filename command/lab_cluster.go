@@ -82,8 +82,8 @@ type labPlanners struct {
 	proxy    string
 }
 
-// startLabPlanners starts the lab's planners with a new token, waits until
-// one leads, and starts the proxy in front of them.
+// startLabPlanners starts the lab's planners with a new token and waits
+// until one leads.
 func startLabPlanners(ctx context.Context, cl *lab.Cluster, bin, deliveryDir string) (*labPlanners, error) {
 	token, err := randomToken()
 	if err != nil {
@@ -96,11 +96,7 @@ func startLabPlanners(ctx context.Context, cl *lab.Cluster, bin, deliveryDir str
 	if run.leader, err = WaitClusterLeader(ctx, run.planners, 30*time.Second); err != nil {
 		return nil, err
 	}
-	proxy, err := cl.StartPlannerProxy()
-	if err != nil {
-		return nil, err
-	}
-	run.proxy = proxy.Addr
+	run.proxy = cl.PlannerProxy().Addr
 	return run, nil
 }
 

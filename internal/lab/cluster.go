@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,7 +40,7 @@ type ClusterConfig struct {
 	// besides PATH (the root's standby.env).
 	StandbyEnv map[string]string
 	// PlannerPort is the planners' API port on their hosts (default 4680),
-	// and the planner proxy's on the bridge (StartPlannerProxy).
+	// and the planner proxy's on the bridge (PlannerProxy).
 	PlannerPort int
 	// Planners names the hosts that run a planner (the root's planners);
 	// empty: the root's default, the first two hosts.
@@ -114,7 +113,8 @@ type Cluster struct {
 	NomadAddr, ConsulAddr string
 	// PlannerAddr is where the first planner listens (Planners).
 	PlannerAddr string
-	proxy       *PlannerProxy
+
+	proxy *PlannerProxy
 
 	mu         sync.Mutex
 	stopOnce   sync.Once
@@ -221,6 +221,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		hosts = append(hosts, *host)
 	}
 	if err := c.net.create(ctx, hosts, c.out.Network.BridgeAddress, c.out.Network.PrefixLength); err != nil {
+		return err
+	}
+	if err := c.startPlannerProxy(); err != nil {
 		return err
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, c.cfg.ReadyTimeout)
@@ -421,22 +424,24 @@ func (c *Cluster) Planners() []PlannerSpec {
 	return out
 }
 
-// StartPlannerProxy starts a PlannerProxy in front of the lab's planners on
-// the bridge (BridgeAddress, PlannerPort), reachable from this machine and
-// every host; Stop stops it.
-func (c *Cluster) StartPlannerProxy() (*PlannerProxy, error) {
+// PlannerProxy is the proxy in front of the lab's planners, on the bridge
+// (the root's planner_proxy_address): reachable from this machine and from
+// every host, it forwards to whichever planner leads. The planners
+// advertise it to training tasks.
+func (c *Cluster) PlannerProxy() *PlannerProxy { return c.proxy }
+
+// startPlannerProxy starts the planner proxy; the planners may start later.
+func (c *Cluster) startPlannerProxy() error {
+	u, err := url.Parse(c.out.PlannerProxyAddress)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("failed to parse the planner proxy's address %q", c.out.PlannerProxyAddress)
+	}
 	var addrs []string
-	for _, p := range c.Planners() {
+	for _, p := range c.out.Planners {
 		addrs = append(addrs, p.Address)
 	}
-	proxy, err := StartPlannerProxy(net.JoinHostPort(c.BridgeAddress(), strconv.Itoa(c.cfg.PlannerPort)), addrs)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.proxy = proxy
-	c.mu.Unlock()
-	return proxy, nil
+	c.proxy, err = StartPlannerProxy(u.Host, addrs)
+	return err
 }
 
 // PlannerJobspec is the planner as a Nomad job (HCL), rendered by the
@@ -516,11 +521,8 @@ func (c *Cluster) BringUp(ctx context.Context, name string) error {
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		close(c.stopReaper)
-		c.mu.Lock()
-		proxy := c.proxy
-		c.mu.Unlock()
-		if proxy != nil {
-			_ = proxy.Close()
+		if c.proxy != nil {
+			_ = c.proxy.Close()
 		}
 		for i := len(c.Hosts) - 1; i >= 0; i-- {
 			h := c.Hosts[i]

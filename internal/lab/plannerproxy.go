@@ -99,6 +99,12 @@ func (p *PlannerProxy) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := p.target.Load()
 		if target == nil {
+			// None answered at the last poll: maybe one does now (the
+			// planners start after the proxy).
+			p.choose(r.Context())
+			target = p.target.Load()
+		}
+		if target == nil {
 			http.Error(w, "the lab's planner proxy: no planner answers", http.StatusServiceUnavailable)
 			return
 		}

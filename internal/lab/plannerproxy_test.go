@@ -18,6 +18,7 @@ import (
 type fakePlanner struct {
 	name    string
 	leading atomic.Bool
+	down    atomic.Bool // answers 503 to everything
 	srv     *httptest.Server
 }
 
@@ -25,6 +26,10 @@ func newFakePlanner(t *testing.T, name string, leading bool) *fakePlanner {
 	f := &fakePlanner{name: name}
 	f.leading.Store(leading)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f.down.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
 		if r.URL.Path == "/v1/status" {
 			fmt.Fprintf(w, `{"leader": "", "is_leader": %t}`, f.leading.Load())
 			return
@@ -78,6 +83,19 @@ func TestPlannerProxy_FollowsTheLeader(t *testing.T) {
 	waitBody(t, p.Addr+"/v1/jobs", "503 the lab's planner proxy: no planner answers\n")
 	must.NoError(t, p.Close())
 	must.NoError(t, p.Close())
+}
+
+// A planner that starts after the proxy is served at once, not after
+// the next poll.
+func TestPlannerProxy_PlannerStartsLater(t *testing.T) {
+	a := newFakePlanner(t, "a", true)
+	a.down.Store(true)
+	p, err := StartPlannerProxy("127.0.0.1:0", []string{a.srv.URL})
+	must.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	must.Eq(t, "", p.Target())
+	a.down.Store(false)
+	must.Eq(t, "200 a /v1/jobs", get(p.Addr+"/v1/jobs"))
 }
 
 func TestStartPlannerProxy_BadAddresses(t *testing.T) {

@@ -70,6 +70,7 @@ type rendered struct {
 		Config  string `json:"config"`
 	} `json:"planners"`
 	PlannerAddress       string `json:"planner_address"`
+	PlannerProxyAddress  string `json:"planner_proxy_address"`
 	PlannerJobspec       string `json:"planner_jobspec"`
 	PlannerTokenVariable string `json:"planner_token_variable"`
 }

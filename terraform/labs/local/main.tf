@@ -19,6 +19,9 @@ locals {
   names          = [for n in var.nodes : n.name]
   # The planners' hosts: as given, or the first two nodes.
   planner_hosts = var.planners != null ? var.planners : slice(local.names, 0, min(2, length(local.names)))
+  # The lab's planner proxy (internal/lab.PlannerProxy) on the bridge: it
+  # forwards to whichever planner leads.
+  planner_proxy = "http://${local.bridge_address}:${var.planner.port}"
 }
 
 module "server" {
@@ -54,6 +57,7 @@ locals {
   planner_configs = { for h in local.planner_hosts : h => templatefile("${path.module}/templates/planner.hcl.tftpl", {
     address           = local.addresses[h]
     port              = var.planner.port
+    advertise_addr    = local.planner_proxy
     policy            = var.planner.policy
     round_interval    = var.planner.round_interval
     store_prefix      = var.planner.store_prefix

@@ -43,6 +43,11 @@ output "planners" {
   }]
 }
 
+output "planner_proxy_address" {
+  description = "Where the lab runs its planner proxy (on the bridge, in the root namespace): it forwards to whichever planner leads; the planners advertise it to training tasks."
+  value       = local.planner_proxy
+}
+
 output "planner_address" {
   description = "The first planner's API address."
   value       = "http://${local.addresses[local.planner_hosts[0]]}:${var.planner.port}"

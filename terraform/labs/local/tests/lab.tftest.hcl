@@ -64,6 +64,10 @@ run "default_lab" {
     error_message = "Each planner talks to its own host's Consul and Nomad agents and binds its host's address."
   }
   assert {
+    condition     = output.planner_proxy_address == "http://10.213.0.1:4680" && alltrue([for p in output.planners : strcontains(p.config, "advertise_addr    = \"http://10.213.0.1:4680\"")])
+    error_message = "The planner proxy listens on the bridge, and the planners advertise it to training tasks (whichever leads gets their reports)."
+  }
+  assert {
     condition     = output.network.bridge_address == "10.213.0.1" && output.network.prefix_length == 24
     error_message = "The bridge takes the subnet's first address."
   }
