@@ -59,9 +59,11 @@ Multi-host lab (needs root, iproute2 and util-linux):
                       own network namespace on a bridge (10.213.x.0/24) with
                       its own Consul agent, Nomad client and simulated GPUs,
                       rendered by Terraform from terraform/labs/local. The
-                      first host runs the servers and the planner. n hosts:
-                      4 x A100 each in pool a100, and from 3 hosts on the
-                      last one 2 x V100 in pool v100.
+                      first host runs the servers; the first two run a
+                      planner each on the Consul store (one leads; kill it
+                      and the other takes over). n hosts: 4 x A100 each in
+                      pool a100, and from 3 hosts on the last one 2 x V100
+                      in pool v100.
   -var-file=<file>    A .tfvars file for terraform/labs/local (its nodes,
                       for example); implies a multi-host lab.
 

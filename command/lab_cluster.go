@@ -55,18 +55,13 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 		fmt.Fprintf(c.Err, "Error: failed to start the lab: %v\n", err)
 		return ExitError
 	}
-	token, err := randomToken()
+	run, err := startLabPlanners(ctx, cl, self, filepath.Join(cfg.StateDir, "deliveries"))
 	if err != nil {
 		cl.Stop()
 		fmt.Fprintf(c.Err, "Error: %v\n", err)
 		return ExitError
 	}
-	if _, err := StartClusterPlanner(ctx, cl, self, token, filepath.Join(cfg.StateDir, "deliveries")); err != nil {
-		cl.Stop()
-		fmt.Fprintf(c.Err, "Error: failed to start the planner: %v\n", err)
-		return ExitError
-	}
-	c.printClusterReady(cl, root, token)
+	c.printClusterReady(cl, root, run)
 
 	<-ctx.Done()
 	fmt.Fprintln(c.Out, "==> Stopping the lab...")
@@ -78,20 +73,66 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 	return ExitOK
 }
 
-// StartClusterPlanner runs `schedulearn agent` (bin) on the lab's first
-// host with the configuration Terraform rendered, its store in the run
-// directory, token, and deliveries in deliveryDir, and waits until its API
-// answers. The lab stops it.
-func StartClusterPlanner(ctx context.Context, cl *lab.Cluster, bin, token, deliveryDir string) (*lab.Process, error) {
-	server := cl.Hosts[0]
-	dir := cl.HostDir(server)
-	config := cl.PlannerConfig() + fmt.Sprintf("\n# Added by the lab for this run.\ndata_dir     = %q\ndelivery_dir = %q\ntoken        = %q\n",
+// labPlanners are the multi-host lab's planners as `schedulearn lab` runs
+// them: their token, the planners, which leads, and the proxy in front.
+type labPlanners struct {
+	token    string
+	planners []ClusterPlanner
+	leader   int
+	proxy    string
+}
+
+// startLabPlanners starts the lab's planners with a new token and waits
+// until one leads.
+func startLabPlanners(ctx context.Context, cl *lab.Cluster, bin, deliveryDir string) (*labPlanners, error) {
+	token, err := randomToken()
+	if err != nil {
+		return nil, err
+	}
+	run := &labPlanners{token: token}
+	if run.planners, err = StartClusterPlanners(ctx, cl, bin, token, deliveryDir); err != nil {
+		return nil, err
+	}
+	if run.leader, err = WaitClusterLeader(ctx, run.planners, 30*time.Second); err != nil {
+		return nil, err
+	}
+	run.proxy = cl.PlannerProxy().Addr
+	return run, nil
+}
+
+// ClusterPlanner is one of the multi-host lab's planners, running.
+type ClusterPlanner struct {
+	Host string // the host it runs on
+	Addr string // its API, http://address:port
+	Proc *lab.Process
+}
+
+// StartClusterPlanners runs `schedulearn agent` (bin) on each of the lab's
+// planner hosts (lab.Cluster.Planners: on the Consul store, one leads) with
+// the configuration Terraform rendered for it, its data in its host's
+// directory, token, and deliveries in deliveryDir: one after the other,
+// each once the one before answers. The lab stops them.
+func StartClusterPlanners(ctx context.Context, cl *lab.Cluster, bin, token, deliveryDir string) ([]ClusterPlanner, error) {
+	var out []ClusterPlanner
+	for _, spec := range cl.Planners() {
+		p, err := startClusterPlanner(ctx, cl, spec, bin, token, deliveryDir)
+		if err != nil {
+			return nil, fmt.Errorf("failed to start the planner on %s: %w", spec.Host.Name, err)
+		}
+		out = append(out, ClusterPlanner{Host: spec.Host.Name, Addr: spec.Address, Proc: p})
+	}
+	return out, nil
+}
+
+func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin, token, deliveryDir string) (*lab.Process, error) {
+	dir := cl.HostDir(spec.Host)
+	config := spec.Config + fmt.Sprintf("\n# Added by the lab for this run.\ndata_dir     = %q\ndelivery_dir = %q\ntoken        = %q\n",
 		filepath.Join(dir, "planner"), deliveryDir, token)
 	path := filepath.Join(dir, "planner.hcl")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		return nil, fmt.Errorf("failed to write the planner config: %w", err)
 	}
-	p, err := cl.StartOn(server, "planner", bin, "agent", "-config", path)
+	p, err := cl.StartOn(spec.Host, "planner", bin, "agent", "-config", path)
 	if err != nil {
 		return nil, err
 	}
@@ -110,35 +151,85 @@ func StartClusterPlanner(ctx context.Context, cl *lab.Cluster, bin, token, deliv
 		}
 		done <- fmt.Errorf("exited; its output:\n%s", logs)
 	}()
-	if err := waitHTTP(ctx, cl.PlannerAddr+"/v1/status", done); err != nil {
+	if err := waitHTTP(ctx, spec.Address+"/v1/status", done); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-func (c *LabCommand) printClusterReady(cl *lab.Cluster, root, token string) {
+// WaitClusterLeader waits until one of planners leads and returns its
+// index.
+func WaitClusterLeader(ctx context.Context, planners []ClusterPlanner, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		for i, p := range planners {
+			if leads, err := lab.PlannerLeads(ctx, p.Addr); err == nil && leads {
+				return i, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("failed to find the leading planner within %v: %w", timeout, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (c *LabCommand) printClusterReady(cl *lab.Cluster, root string, run *labPlanners) {
+	planners, leader := run.planners, run.leader
 	var hosts strings.Builder
 	for _, h := range cl.Hosts {
-		role := ""
+		var roles []string
 		if h.Servers {
-			role = "  (servers, planner)"
+			roles = append(roles, "servers")
+		}
+		if h.Planner {
+			roles = append(roles, "planner")
+		}
+		role := ""
+		if len(roles) > 0 {
+			role = "  (" + strings.Join(roles, ", ") + ")"
 		}
 		fmt.Fprintf(&hosts, "    %-10s %-14s pool %-8s netns %s%s\n", h.Name, h.Address, h.Pool, h.Namespace, role)
 	}
+	var ps strings.Builder
+	for i, p := range planners {
+		state := "standing by"
+		if i == leader {
+			state = "leading"
+		}
+		if i > 0 {
+			ps.WriteString("\n                ")
+		}
+		fmt.Fprintf(&ps, "%-26s %-8s pid %-8d %s", p.Addr, p.Host, p.Proc.Pid(), state)
+	}
+	lead := planners[leader]
+	other := planners[(leader+1)%len(planners)]
 	fmt.Fprintf(c.Out, `
 %[1]s
     Nomad:      %[2]s   (UI: %[2]s/ui)
     Consul:     http://%[3]s   (UI: http://%[3]s/ui)
-    Planner:    %[4]s
-    Logs:       %[5]s/<host>/{nomad,consul,planner}.log
+    Planners:   %[4]s
+    Proxy:      %[5]s   (forwards to the leading planner)
+    Logs:       %[6]s/<host>/{nomad,consul,planner}.log
 
   Next, in another terminal:
     export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s
-    export SCHEDULEARN_ADDR=%[4]s SCHEDULEARN_TOKEN=%[6]s
-    %[7]s/bin/schedulearn node list                                   # every host's GPUs and pool
-    %[7]s/bin/schedulearn job run %[7]s/jobspecs/examples/train.hcl   # an elastic training job
-
+    export SCHEDULEARN_ADDR=%[5]s SCHEDULEARN_TOKEN=%[7]s
+    %[8]s/bin/schedulearn node list                                   # every host's GPUs and pool
+    %[8]s/bin/schedulearn job run %[8]s/jobspecs/examples/train.hcl   # an elastic training job
+`, hosts.String(), cl.NomadAddr, cl.ConsulAddr, ps.String(), run.proxy, cl.RunDir(), run.token, root)
+	if len(planners) > 1 {
+		fmt.Fprintf(c.Out, `
+  Failover: the planners share the Consul store; one leads, the others stand by. Kill the leader
+  and another leads within about 7 s (docs/architecture.md, Leadership and failover):
+    sudo kill -9 %[1]d                          # the leading planner, on %[2]s
+    curl -s %[3]s/v1/status      # "is_leader": true once it leads
+`, lead.Proc.Pid(), lead.Host, other.Addr)
+	}
+	fmt.Fprint(c.Out, `
   Press Ctrl-C to stop the lab; it removes every process, namespace, link and directory it made.
 ==> Lab ready.
-`, hosts.String(), cl.NomadAddr, cl.ConsulAddr, cl.PlannerAddr, cl.RunDir(), token, root)
+`)
 }

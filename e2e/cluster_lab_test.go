@@ -4,16 +4,20 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/command"
 	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/internal/testlab"
 )
@@ -118,6 +122,129 @@ func labProcesses(t *testing.T, dir string) []string {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && strings.Contains(string(b), dir) {
 			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// The lab runs two planners on the Consul store, as the planner-job module
+// does: one leads, the other stands by. SIGKILLed, the leader is replaced
+// within 10 s; the lab's proxy (SCHEDULEARN_ADDR) follows, so the CLI reads
+// and writes through it before and after; the killed planner is waited
+// for, an orphan that exits on a host is reaped, and the lab's process has
+// no zombie children.
+func TestClusterLab_PlannerFailover(t *testing.T) {
+	cfg := testlab.ClusterConfig(t, twoHosts())
+	cfg.PlannerRound = "1s"
+	c := testlab.StartCluster(t, cfg)
+	root := testlab.Root(t)
+	planners, err := command.StartClusterPlanners(context.Background(), c, filepath.Join(root, "bin", "schedulearn"), plannerToken, filepath.Join(t.TempDir(), "deliveries"))
+	must.NoError(t, err)
+	t.Cleanup(func() {
+		for _, p := range planners {
+			testlab.DumpLog(t, p.Host+"-planner", p.Proc.Logs())
+		}
+	})
+	must.Eq(t, []string{"node1", "node2"}, []string{planners[0].Host, planners[1].Host})
+	must.Eq(t, []bool{true, true}, []bool{c.Host("node1").Planner, c.Host("node2").Planner})
+	leader, err := command.WaitClusterLeader(context.Background(), planners, 30*time.Second)
+	must.NoError(t, err)
+	lead, standby := planners[leader], planners[1-leader]
+	st, err := httpGetJSON(standby.Addr + "/v1/status")
+	must.NoError(t, err)
+	must.Eq(t, false, st["is_leader"], must.Sprint("one leader only"))
+	must.StrContains(t, fmt.Sprint(st["leader"]), strings.TrimPrefix(lead.Addr, "http://"), must.Sprint("the standby names the leader"))
+
+	proxy := c.PlannerProxy()
+	must.StrContains(t, proxy.Addr, c.BridgeAddress())
+	// The planners advertise the proxy to training tasks, which reach it
+	// from their hosts.
+	out, err := exec.Command("ip", "netns", "exec", c.Host("node2").Namespace, filepath.Join(root, "bin", "schedulearn"),
+		"policy", "list", "-address", proxy.Addr, "-token", plannerToken).CombinedOutput()
+	must.NoError(t, err, must.Sprintf("the proxy from node2: %s", out))
+	p := &plannerProc{t: t, root: root, addr: proxy.Addr}
+	cliOK := func(args ...string) string {
+		t.Helper()
+		out, code := p.cli(args...)
+		must.Zero(t, code, must.Sprintf("schedulearn %v: %s", args, out))
+		return out
+	}
+	must.StrContains(t, cliOK("node", "list"), "node2")
+	cliOK("policy", "set", "fifo") // a write: only the leader takes it
+
+	must.NoError(t, lead.Proc.Signal(syscall.SIGKILL))
+	killed := time.Now()
+	var took time.Duration
+	waitUntil(t, 30*time.Second, func() error {
+		leads, err := lab.PlannerLeads(context.Background(), standby.Addr)
+		if err != nil || !leads {
+			return fmt.Errorf("%s does not lead yet (%v)", standby.Host, err)
+		}
+		took = time.Since(killed)
+		return nil
+	})
+	t.Logf("failover: %s leads %.1fs after %s's planner was SIGKILLed", standby.Host, took.Seconds(), lead.Host)
+	must.Less(t, 10*time.Second, took, must.Sprint("the standby leads within 10 s"))
+	waitUntil(t, 5*time.Second, func() error {
+		if proxy.Target() != standby.Addr {
+			return fmt.Errorf("the proxy forwards to %q", proxy.Target())
+		}
+		return nil
+	})
+	must.StrContains(t, cliOK("node", "list"), "node1")
+	must.StrContains(t, cliOK("policy", "set", "elastic-fifo"), "elastic-fifo")
+
+	// An orphan on a host: the shell exits at once; its child, reparented
+	// to the lab's process (a subreaper), exits later and is reaped.
+	sh, err := c.StartOn(c.Host("node2"), "orphan", "/bin/sh", "-c", "sleep 0.5 >/dev/null 2>&1 & echo $!")
+	must.NoError(t, err)
+	var orphan string
+	waitUntil(t, 10*time.Second, func() error {
+		if orphan = strings.TrimSpace(sh.Logs()); orphan == "" {
+			return fmt.Errorf("the orphan's shell has not said its pid yet")
+		}
+		return nil
+	})
+	waitUntil(t, 10*time.Second, func() error {
+		if _, err := os.Stat(filepath.Join("/proc", orphan)); err == nil {
+			return fmt.Errorf("orphan %s is still there (running or a zombie)", orphan)
+		}
+		return nil
+	})
+
+	// The killed planner is waited for by the lab (not left a zombie, nor
+	// reaped by the orphan reaper before its own Wait), and nothing else
+	// of the lab's is a zombie.
+	waitUntil(t, 10*time.Second, func() error {
+		if !lead.Proc.Exited() {
+			return fmt.Errorf("the killed planner has not been waited for")
+		}
+		if z := zombieChildren(); len(z) > 0 {
+			return fmt.Errorf("zombie children of the lab's process: %v", z)
+		}
+		return nil
+	})
+}
+
+// zombieChildren lists the zombies whose parent is this process (which
+// runs the lab, a subreaper).
+func zombieChildren() []string {
+	self := strconv.Itoa(os.Getpid())
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 && f[0] == "Z" && f[1] == self {
+			out = append(out, e.Name()+" "+s[:i+1])
 		}
 	}
 	return out

@@ -24,7 +24,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
-// clusterLab is a three-host lab with the planner on its first host:
+// clusterLab is a three-host lab with one planner, on its first host:
 // node1 (servers, planner) with one simulated V100 in pool v100, node2 and
 // node3 with one simulated A100 each in pool a100; node3 holds the data set
 // imagenet (meta.datasets). One GPU per host makes
@@ -49,11 +49,16 @@ func startClusterLab(t *testing.T) *clusterLab {
 	cfg.BinDirs = []string{bin}
 	cfg.PlannerPolicy = "elastic-fifo"
 	cfg.PlannerRound = "1s"
+	// One planner (on the Consul store): PlannerFailover stops it and runs
+	// the planner-job module's two (TestClusterLab_PlannerFailover kills
+	// the leader of the lab's own two).
+	cfg.Planners = []string{"node1"}
 	c := testlab.StartCluster(t, cfg)
 	root := testlab.Root(t)
 	dir := t.TempDir()
-	proc, err := command.StartClusterPlanner(context.Background(), c, filepath.Join(root, "bin", "schedulearn"), plannerToken, filepath.Join(dir, "deliveries"))
+	planners, err := command.StartClusterPlanners(context.Background(), c, filepath.Join(root, "bin", "schedulearn"), plannerToken, filepath.Join(dir, "deliveries"))
 	must.NoError(t, err)
+	proc := planners[0].Proc
 	t.Cleanup(func() {
 		testlab.DumpLog(t, "planner", proc.Logs())
 	})

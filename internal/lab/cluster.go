@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,8 +39,12 @@ type ClusterConfig struct {
 	// StandbyEnv is the environment of each client's warm interpreter
 	// besides PATH (the root's standby.env).
 	StandbyEnv map[string]string
-	// PlannerPort is the planner's API port on the first host (default 4680).
+	// PlannerPort is the planners' API port on their hosts (default 4680),
+	// and the planner proxy's on the bridge (PlannerProxy).
 	PlannerPort int
+	// Planners names the hosts that run a planner (the root's planners);
+	// empty: the root's default, the first two hosts.
+	Planners []string
 	// PlannerBinary is the schedulearn binary the planner's Nomad job runs
 	// (PlannerJobspec).
 	PlannerBinary string
@@ -79,9 +84,10 @@ type Host struct {
 	Name    string
 	Address string
 	Pool    string
-	// Servers: this host runs the Nomad and Consul servers (and the
-	// planner, where the lab runs one).
+	// Servers: this host runs the Nomad and Consul servers.
 	Servers bool
+	// Planner: this host runs one of the lab's planners (Planners).
+	Planner bool
 	// Namespace is the host's network namespace (ip netns).
 	Namespace string
 
@@ -105,8 +111,10 @@ type Cluster struct {
 	// NomadAddr and ConsulAddr are the servers' APIs on the first host,
 	// reachable from the root namespace over the bridge.
 	NomadAddr, ConsulAddr string
-	// PlannerAddr is where a planner on the first host listens.
+	// PlannerAddr is where the first planner listens (Planners).
 	PlannerAddr string
+
+	proxy *PlannerProxy
 
 	mu         sync.Mutex
 	stopOnce   sync.Once
@@ -155,6 +163,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		os.RemoveAll(runDir)
 		return nil, fmt.Errorf("failed to create data dir: %w", err)
 	}
+	go reapOrphans(c.stopReaper)
 	if err := c.start(ctx); err != nil {
 		c.Stop()
 		return nil, err
@@ -188,6 +197,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		planner["round_interval"] = c.cfg.PlannerRound
 	}
 	vars["planner"] = planner
+	if len(c.cfg.Planners) > 0 {
+		vars["planners"] = c.cfg.Planners
+	}
 	if len(c.cfg.StandbyEnv) > 0 {
 		vars["standby"] = map[string]any{"env": c.cfg.StandbyEnv}
 	}
@@ -197,13 +209,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.out, err = render(ctx, c.cfg.TerraformBin, c.cfg.TerraformDir, c.runDir, vars, c.cfg.VarFile); err != nil {
 		return err
 	}
-	// Only now: the reaper would reap terraform (a child whose command
-	// line names the run dir) before its own Wait.
-	go reapOrphans(c.runDir, c.stopReaper)
 	c.NomadAddr, c.ConsulAddr, c.PlannerAddr = c.out.NomadAddress, c.out.ConsulAddress, c.out.PlannerAddress
 	var hosts []Host
 	for i, h := range c.out.Hosts {
-		host := &Host{Name: h.Name, Address: h.Address, Pool: h.Pool, Servers: h.Servers,
+		host := &Host{Name: h.Name, Address: h.Address, Pool: h.Pool, Servers: h.Servers, Planner: h.Planner,
 			Namespace: namespaceName(c.net.index, h.Name), index: i, dir: filepath.Join(c.runDir, h.Name)}
 		if err := c.writeConfigs(host, h.ConsulConfig, h.NomadConfigs); err != nil {
 			return err
@@ -212,6 +221,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		hosts = append(hosts, *host)
 	}
 	if err := c.net.create(ctx, hosts, c.out.Network.BridgeAddress, c.out.Network.PrefixLength); err != nil {
+		return err
+	}
+	if err := c.startPlannerProxy(); err != nil {
 		return err
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, c.cfg.ReadyTimeout)
@@ -393,9 +405,44 @@ func (c *Cluster) HostDir(h *Host) string { return h.dir }
 // BridgeAddress is the root namespace's address on the lab network.
 func (c *Cluster) BridgeAddress() string { return c.out.Network.BridgeAddress }
 
-// PlannerConfig is the planner configuration Terraform rendered (pools,
-// addresses); the caller adds its data dir and token.
-func (c *Cluster) PlannerConfig() string { return c.out.PlannerConfig }
+// PlannerSpec is one of the lab's planners as Terraform rendered it.
+type PlannerSpec struct {
+	Host    *Host
+	Address string // its API, http://address:port
+	// Config is its configuration (pools, addresses, the Consul store);
+	// the caller adds its data dir and token.
+	Config string
+}
+
+// Planners are the lab's planners, one per planner host, in the order of
+// the root's planners: they share the Consul store, one leads.
+func (c *Cluster) Planners() []PlannerSpec {
+	var out []PlannerSpec
+	for _, p := range c.out.Planners {
+		out = append(out, PlannerSpec{Host: c.Host(p.Host), Address: p.Address, Config: p.Config})
+	}
+	return out
+}
+
+// PlannerProxy is the proxy in front of the lab's planners, on the bridge
+// (the root's planner_proxy_address): reachable from this machine and from
+// every host, it forwards to whichever planner leads. The planners
+// advertise it to training tasks.
+func (c *Cluster) PlannerProxy() *PlannerProxy { return c.proxy }
+
+// startPlannerProxy starts the planner proxy; the planners may start later.
+func (c *Cluster) startPlannerProxy() error {
+	u, err := url.Parse(c.out.PlannerProxyAddress)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("failed to parse the planner proxy's address %q", c.out.PlannerProxyAddress)
+	}
+	var addrs []string
+	for _, p := range c.out.Planners {
+		addrs = append(addrs, p.Address)
+	}
+	c.proxy, err = StartPlannerProxy(u.Host, addrs)
+	return err
+}
 
 // PlannerJobspec is the planner as a Nomad job (HCL), rendered by the
 // planner-job module, and the Nomad Variable its token is read from.
@@ -474,6 +521,9 @@ func (c *Cluster) BringUp(ctx context.Context, name string) error {
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		close(c.stopReaper)
+		if c.proxy != nil {
+			_ = c.proxy.Close()
+		}
 		for i := len(c.Hosts) - 1; i >= 0; i-- {
 			h := c.Hosts[i]
 			c.mu.Lock()

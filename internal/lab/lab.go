@@ -189,7 +189,7 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 			return nil, err
 		}
 	}
-	go reapOrphans(runDir, l.stopReaper)
+	go reapOrphans(l.stopReaper)
 	if !cfg.ConsulOnly {
 		l.NomadAddr = "http://127.0.0.1:" + strconv.Itoa(cfg.Ports.NomadHTTP)
 	}

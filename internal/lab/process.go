@@ -190,7 +190,7 @@ func killOrphans(runDir string, others ...string) {
 		}
 		for _, e := range entries {
 			pid, err := strconv.Atoi(e.Name())
-			if err != nil || parentOf(pid) != self || !belongsToRun(pid, marker, append([]string{runDir}, others...)) {
+			if err != nil || !childOf(pid, self) || !belongsToRun(pid, marker, append([]string{runDir}, others...)) {
 				continue
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
@@ -228,23 +228,10 @@ func belongsToRun(pid int, marker string, dirs []string) bool {
 	return false
 }
 
-func parentOf(pid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	// The command name may hold spaces; fields after its closing paren are fixed.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
+// childOf says whether pid's parent is ppid.
+func childOf(pid, ppid int) bool {
+	st, ok := readStat(pid)
+	return ok && st.ppid == ppid
 }
 
 // mountPointsUnder returns the mount points in a mountinfo table that lie

@@ -52,6 +52,7 @@ type rendered struct {
 		Name         string   `json:"name"`
 		Address      string   `json:"address"`
 		Servers      bool     `json:"servers"`
+		Planner      bool     `json:"planner"`
 		Pool         string   `json:"pool"`
 		ConsulConfig string   `json:"consul_config"`
 		NomadConfigs []string `json:"nomad_configs"`
@@ -61,10 +62,15 @@ type rendered struct {
 		BridgeAddress string `json:"bridge_address"`
 		PrefixLength  int    `json:"prefix_length"`
 	} `json:"network"`
-	NomadAddress         string `json:"nomad_address"`
-	ConsulAddress        string `json:"consul_address"`
+	NomadAddress  string `json:"nomad_address"`
+	ConsulAddress string `json:"consul_address"`
+	Planners      []struct {
+		Host    string `json:"host"`
+		Address string `json:"address"`
+		Config  string `json:"config"`
+	} `json:"planners"`
 	PlannerAddress       string `json:"planner_address"`
-	PlannerConfig        string `json:"planner_config"`
+	PlannerProxyAddress  string `json:"planner_proxy_address"`
 	PlannerJobspec       string `json:"planner_jobspec"`
 	PlannerTokenVariable string `json:"planner_token_variable"`
 }

@@ -5,7 +5,8 @@
 # offline.
 
 terraform {
-  required_version = ">= 1.6.0"
+  # 1.9: a variable's validation may name another variable (planners).
+  required_version = ">= 1.9.0"
 }
 
 locals {
@@ -15,6 +16,12 @@ locals {
   server         = var.nodes[0].name
   server_address = local.addresses[local.server]
   pools          = distinct([for n in var.nodes : n.pool])
+  names          = [for n in var.nodes : n.name]
+  # The planners' hosts: as given, or the first two nodes.
+  planner_hosts = var.planners != null ? var.planners : slice(local.names, 0, min(2, length(local.names)))
+  # The lab's planner proxy (internal/lab.PlannerProxy) on the bridge: it
+  # forwards to whichever planner leads.
+  planner_proxy = "http://${local.bridge_address}:${var.planner.port}"
 }
 
 module "server" {
@@ -43,17 +50,22 @@ module "client" {
   log_level   = var.log_level
 }
 
+# One planner per planner host, as the planner-job module runs them: on the
+# Consul store (one leads through a Consul lock, the others stand by), each
+# talking to its own host's Consul and Nomad agents.
 locals {
-  planner_config = templatefile("${path.module}/templates/planner.hcl.tftpl", {
-    address           = local.server_address
+  planner_configs = { for h in local.planner_hosts : h => templatefile("${path.module}/templates/planner.hcl.tftpl", {
+    address           = local.addresses[h]
     port              = var.planner.port
+    advertise_addr    = local.planner_proxy
     policy            = var.planner.policy
     round_interval    = var.planner.round_interval
+    store_prefix      = var.planner.store_prefix
     pools             = local.pools
     pool_service      = "schedulearn-pool"
     network_interface = "eth0"
     log_level         = var.log_level
-  })
+  }) }
 }
 
 # Records the rendered lab in the state, so `terraform apply` shows what
@@ -65,8 +77,8 @@ resource "terraform_data" "lab" {
   }
 }
 
-# The planner as a Nomad job (the lab runs the planner as a process on the
-# first host; this is the deployment that survives losing it).
+# The planner as a Nomad job (the lab runs its planners as processes on
+# their hosts; this is the deployment Nomad restarts and moves).
 module "planner_job" {
   source            = "../../modules/planner-job"
   instances         = var.planner.instances

@@ -1,11 +1,12 @@
 output "hosts" {
-  description = "Each host: its name, address, whether it carries the servers and the planner, and its agents' configurations."
+  description = "Each host: its name, address, whether it carries the servers, whether it runs a planner, and its agents' configurations."
   # The agents' configurations are kept out of plans and logs.
   sensitive = true
   value = [for n in var.nodes : {
     name          = n.name
     address       = local.addresses[n.name]
     servers       = n.name == local.server
+    planner       = contains(local.planner_hosts, n.name)
     pool          = n.pool
     gpus          = module.client[n.name].gpus
     consul_config = module.client[n.name].consul_config
@@ -33,13 +34,23 @@ output "consul_address" {
   value = "${local.server_address}:8500"
 }
 
-output "planner_address" {
-  value = "http://${local.server_address}:${var.planner.port}"
+output "planners" {
+  description = "The lab's planners, in order: the host each runs on, its API address, and its configuration (HCL; the lab adds its data dir and token). They share the Consul store: one leads, the others stand by and take over."
+  value = [for h in local.planner_hosts : {
+    host    = h
+    address = "http://${local.addresses[h]}:${var.planner.port}"
+    config  = local.planner_configs[h]
+  }]
 }
 
-output "planner_config" {
-  description = "The planner's configuration (HCL); the lab adds its data dir and token."
-  value       = local.planner_config
+output "planner_proxy_address" {
+  description = "Where the lab runs its planner proxy (on the bridge, in the root namespace): it forwards to whichever planner leads; the planners advertise it to training tasks."
+  value       = local.planner_proxy
+}
+
+output "planner_address" {
+  description = "The first planner's API address."
+  value       = "http://${local.addresses[local.planner_hosts[0]]}:${var.planner.port}"
 }
 
 output "planner_jobspec" {

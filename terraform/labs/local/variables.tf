@@ -1,8 +1,8 @@
 variable "nodes" {
   description = <<-EOT
     The lab's hosts, in order; the first also carries the Nomad and Consul
-    servers and the planner. Each is a GPU client in a node pool (also its
-    planner pool) with gpu = { backend, model, count, memory_mib, seed }.
+    servers. Each is a GPU client in a node pool (also its planner pool)
+    with gpu = { backend, model, count, memory_mib, seed }.
   EOT
   type = list(object({
     name = string
@@ -104,15 +104,17 @@ variable "standby" {
 
 variable "planner" {
   description = <<-EOT
-    The planner: its policy, its round interval, and the port its API
-    listens on (on the first node). instances and binary are for the
-    planner as a Nomad job (output planner_jobspec): that many planners on
-    the Consul store, running binary (the same path on every host).
+    The planners: their policy, their round interval, the port their API
+    listens on (on each planner host) and their Consul store's key prefix.
+    instances and binary are for the planner as a Nomad job (output
+    planner_jobspec): that many planners on the Consul store, running binary
+    (the same path on every host).
   EOT
   type = object({
     policy         = optional(string, "elastic-fifo")
     round_interval = optional(string, "5s")
     port           = optional(number, 4680)
+    store_prefix   = optional(string, "schedulearn-lab/")
     instances      = optional(number, 2)
     binary         = optional(string, "/opt/schedulearn/bin/schedulearn")
   })
@@ -120,6 +122,33 @@ variable "planner" {
   validation {
     condition     = var.planner.port >= 1024 && var.planner.port <= 65535
     error_message = "planner.port must be from 1024 to 65535."
+  }
+  validation {
+    condition     = can(regex("^[a-zA-Z0-9_-][a-zA-Z0-9/_-]*/$", var.planner.store_prefix))
+    error_message = "planner.store_prefix must be a Consul key prefix ending in '/' (letters, digits, '-', '_', '/')."
+  }
+}
+
+variable "planners" {
+  description = <<-EOT
+    The hosts that run a planner, one each, as the planner-job module runs
+    them: on the Consul store, one leading through a Consul lock, the others
+    standing by to take over. null: the first two nodes (the only one in a
+    one-node lab).
+  EOT
+  type        = list(string)
+  default     = null
+  validation {
+    condition     = var.planners == null ? true : length(var.planners) >= 1 && length(var.planners) <= 7
+    error_message = "planners must name 1 to 7 hosts."
+  }
+  validation {
+    condition     = var.planners == null ? true : length(distinct(var.planners)) == length(var.planners)
+    error_message = "planners must not name a host twice (one planner per host)."
+  }
+  validation {
+    condition     = var.planners == null ? true : alltrue([for p in var.planners : contains([for n in var.nodes : n.name], p)])
+    error_message = "Each of planners must be the name of one of nodes."
   }
 }
 

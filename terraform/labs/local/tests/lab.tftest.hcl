@@ -44,8 +44,28 @@ run "default_lab" {
     error_message = "node3 registers the v100 pool service."
   }
   assert {
-    condition     = strcontains(output.planner_config, "pool \"a100\"") && strcontains(output.planner_config, "pool \"v100\"")
-    error_message = "The planner has one pool per node pool."
+    condition     = alltrue([for p in output.planners : strcontains(p.config, "pool \"a100\"") && strcontains(p.config, "pool \"v100\"")])
+    error_message = "Each planner has one pool per node pool."
+  }
+  assert {
+    condition     = [for p in output.planners : p.host] == ["node1", "node2"] && [for h in output.hosts : h.planner] == [true, true, false]
+    error_message = "By default the first two hosts run a planner each."
+  }
+  assert {
+    condition     = [for p in output.planners : p.address] == ["http://10.213.0.2:4680", "http://10.213.0.3:4680"] && output.planner_address == "http://10.213.0.2:4680"
+    error_message = "Each planner listens on its host's address."
+  }
+  assert {
+    condition     = alltrue([for p in output.planners : strcontains(p.config, "backend = \"consul\"") && strcontains(p.config, "prefix  = \"schedulearn-lab/\"")])
+    error_message = "The planners share the Consul store, as the planner-job module's do."
+  }
+  assert {
+    condition     = strcontains(output.planners[1].config, "address = \"10.213.0.3:8500\"") && strcontains(output.planners[1].config, "address = \"http://10.213.0.3:4646\"") && strcontains(output.planners[1].config, "bind_addr         = \"10.213.0.3:4680\"")
+    error_message = "Each planner talks to its own host's Consul and Nomad agents and binds its host's address."
+  }
+  assert {
+    condition     = output.planner_proxy_address == "http://10.213.0.1:4680" && alltrue([for p in output.planners : strcontains(p.config, "advertise_addr    = \"http://10.213.0.1:4680\"")])
+    error_message = "The planner proxy listens on the bridge, and the planners advertise it to training tasks (whichever leads gets their reports)."
   }
   assert {
     condition     = output.network.bridge_address == "10.213.0.1" && output.network.prefix_length == 24
@@ -63,6 +83,58 @@ run "one_host_in_another_subnet" {
     condition     = length(output.hosts) == 1 && output.hosts[0].address == "10.213.7.2" && output.hosts[0].servers
     error_message = "A one-host lab carries everything on its only host."
   }
+  assert {
+    condition     = length(output.planners) == 1 && output.planners[0].host == "solo" && output.planner_address == "http://10.213.7.2:4680"
+    error_message = "A one-host lab runs one planner, on its only host."
+  }
+}
+
+run "planners_named" {
+  command = plan
+  variables {
+    planners = ["node3", "node1"]
+    planner  = { port = 4700, store_prefix = "team-a/lab/" }
+  }
+  assert {
+    condition     = [for p in output.planners : p.address] == ["http://10.213.0.4:4700", "http://10.213.0.2:4700"] && [for h in output.hosts : h.planner] == [true, false, true]
+    error_message = "The planners run on the hosts named, in that order, on the port given."
+  }
+  assert {
+    condition     = strcontains(output.planners[0].config, "prefix  = \"team-a/lab/\"")
+    error_message = "The planners use the store prefix given."
+  }
+}
+
+run "planner_on_unknown_host" {
+  command = plan
+  variables {
+    planners = ["node1", "node9"]
+  }
+  expect_failures = [var.planners]
+}
+
+run "planner_host_twice" {
+  command = plan
+  variables {
+    planners = ["node1", "node1"]
+  }
+  expect_failures = [var.planners]
+}
+
+run "no_planners" {
+  command = plan
+  variables {
+    planners = []
+  }
+  expect_failures = [var.planners]
+}
+
+run "store_prefix_without_slash" {
+  command = plan
+  variables {
+    planner = { store_prefix = "schedulearn" }
+  }
+  expect_failures = [var.planner]
 }
 
 run "no_nodes" {

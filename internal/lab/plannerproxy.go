@@ -1,0 +1,176 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// proxyPoll is how often the proxy asks every planner whether it leads.
+const proxyPoll = 500 * time.Millisecond
+
+// PlannerProxy is one address for several planners that share a store: it
+// forwards each request to the planner that leads, or while none is known
+// to lead, to one that answers (a standby serves reads and takes
+// submissions). SCHEDULEARN_ADDR pointed at it works whichever planner
+// leads, and after the leader is killed.
+type PlannerProxy struct {
+	// Addr is the proxy's URL (http://host:port).
+	Addr string
+
+	backends []*url.URL
+	target   atomic.Pointer[url.URL]
+	srv      *http.Server
+	stop     chan struct{}
+	done     sync.WaitGroup
+	once     sync.Once
+}
+
+// StartPlannerProxy listens on listen (host:port) and forwards to the
+// planners at backends (http://host:port), choosing again every proxyPoll.
+func StartPlannerProxy(listen string, backends []string) (*PlannerProxy, error) {
+	p := &PlannerProxy{stop: make(chan struct{})}
+	for _, b := range backends {
+		u, err := url.Parse(b)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("failed to parse planner address %q: want http://host:port", b)
+		}
+		p.backends = append(p.backends, u)
+	}
+	if len(p.backends) == 0 {
+		return nil, errors.New("failed to start the planner proxy: no planners")
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("failed to listen for the planner proxy: %w", err)
+	}
+	p.Addr = "http://" + ln.Addr().String()
+	p.choose(context.Background())
+	p.srv = &http.Server{Handler: p.handler(), ReadHeaderTimeout: 10 * time.Second}
+	p.done.Add(2)
+	go func() {
+		defer p.done.Done()
+		_ = p.srv.Serve(ln)
+	}()
+	go func() {
+		defer p.done.Done()
+		p.follow()
+	}()
+	return p, nil
+}
+
+// Target is the planner the proxy forwards to now ("" when none answers).
+func (p *PlannerProxy) Target() string {
+	if u := p.target.Load(); u != nil {
+		return u.String()
+	}
+	return ""
+}
+
+// Close stops the proxy. It is safe to call more than once.
+func (p *PlannerProxy) Close() error {
+	var err error
+	p.once.Do(func() {
+		close(p.stop)
+		err = p.srv.Close()
+		p.done.Wait()
+	})
+	return err
+}
+
+func (p *PlannerProxy) handler() http.Handler {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(r.In.Context().Value(targetKey{}).(*url.URL))
+		},
+		FlushInterval: -1, // the event stream
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, fmt.Sprintf("the lab's planner proxy failed to reach a planner: %v", err), http.StatusBadGateway)
+		},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target := p.target.Load()
+		if target == nil {
+			// None answered at the last poll: maybe one does now (the
+			// planners start after the proxy).
+			p.choose(r.Context())
+			target = p.target.Load()
+		}
+		if target == nil {
+			http.Error(w, "the lab's planner proxy: no planner answers", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
+	})
+}
+
+// targetKey carries a request's target from the handler to Rewrite.
+type targetKey struct{}
+
+// follow chooses the target every proxyPoll until Close.
+func (p *PlannerProxy) follow() {
+	tick := time.NewTicker(proxyPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-tick.C:
+			p.choose(context.Background())
+		}
+	}
+}
+
+// choose makes the leader the target, or else the first planner that
+// answers, or else none.
+func (p *PlannerProxy) choose(ctx context.Context) {
+	var answering *url.URL
+	for _, b := range p.backends {
+		leads, err := PlannerLeads(ctx, b.String())
+		if err != nil {
+			continue
+		}
+		if leads {
+			p.target.Store(b)
+			return
+		}
+		if answering == nil {
+			answering = b
+		}
+	}
+	p.target.Store(answering)
+}
+
+// PlannerLeads asks the planner at addr (http://host:port) whether it
+// leads (GET /v1/status, is_leader).
+func PlannerLeads(ctx context.Context, addr string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, addr+"/v1/status", nil)
+	if err != nil {
+		return false, fmt.Errorf("failed to ask %s for its status: %w", addr, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("failed to ask %s for its status: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("failed to ask %s for its status: %s", addr, resp.Status)
+	}
+	var st struct {
+		IsLeader bool `json:"is_leader"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return false, fmt.Errorf("failed to decode %s's status: %w", addr, err)
+	}
+	return st.IsLeader, nil
+}
