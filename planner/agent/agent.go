@@ -7,6 +7,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -155,6 +156,12 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Metrics:  rec,
 		// A requeued job resumes only from a checkpoint in these.
 		CheckpointDirs: cfg.CheckpointDirs,
+	}
+	recovery := cmp.Or(cfg.Recovery, config.Default().Recovery)
+	a.planner.Retries = recovery.RetryLimit()
+	if recovery.Watching() {
+		a.planner.Watch = &planner.HealthWatch{StalledAfter: recovery.Stalled,
+			DegradedAfter: recovery.Degraded, ActAfter: recovery.Act}
 	}
 	// The planner nudges the delivery worker; the worker writes its
 	// outcomes through the planner, as every writer of a record does.
@@ -305,7 +312,7 @@ func (a *Agent) lead(ctx context.Context) {
 			defer close(deliveriesDone)
 			a.deliver.Run(roundCtx, deliveryScan)
 		}()
-		a.planner.Run(roundCtx, a.cfg.Round)
+		a.planner.Run(roundCtx, a.cfg.RoundEvery())
 		cancel()
 		<-deliveriesDone
 		a.setLeading(false, store.Fence{})

@@ -9,6 +9,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,8 @@ const (
 	NamePreemptions     = "preemptions_total"
 	NameDeliveries      = "deliveries_total"
 	NameProgressReports = "progress_reports_total"
+	NameRequeues        = "requeues_total"
+	NameJobHealth       = "job_health"
 	NameStoreDuration   = "store_operation_duration_seconds"
 	NameLeader          = "leader"
 	NamePolicy          = "policy_info"
@@ -46,7 +49,7 @@ const (
 // Names lists every metric name above (without Namespace).
 var Names = []string{NameJobs, NameGPUsTotal, NameGPUsAllocated, NameGPUsIdle, NameRoundDuration, NameRoundFailures,
 	NamePlanDuration, NameChangeDuration, NameChangeFailures, NamePreemptions, NameDeliveries, NameProgressReports,
-	NameStoreDuration, NameLeader, NamePolicy}
+	NameRequeues, NameJobHealth, NameStoreDuration, NameLeader, NamePolicy}
 
 // Source is what the scrape-time gauges read: the API's backend.
 type Source interface {
@@ -69,6 +72,7 @@ type Recorder struct {
 	preemptions    prometheus.Counter
 	deliveries     *prometheus.CounterVec
 	reports        prometheus.Counter
+	requeues       *prometheus.CounterVec
 	store          *prometheus.HistogramVec
 }
 
@@ -98,6 +102,8 @@ func New(src Source) *Recorder {
 			Help: "Model deliveries that ended, by tier (tier1, goal) and result (delivered, failed)."}, []string{"tier", "result"}),
 		reports: prometheus.NewCounter(prometheus.CounterOpts{Name: name(NameProgressReports),
 			Help: "Progress reports received from training scripts."}),
+		requeues: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(NameRequeues),
+			Help: "Jobs the planner requeued to run again from their checkpoint, by reason (infrastructure: the cluster ended the run; stalled, degraded: the health watch stopped it)."}, []string{"reason"}),
 		store: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name(NameStoreDuration),
 			Help:    "Latency of the planner's store operations, by operation.",
 			Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}}, []string{"op"}),
@@ -115,7 +121,11 @@ func New(src Source) *Recorder {
 	for _, op := range storeOps {
 		r.store.WithLabelValues(op)
 	}
-	r.reg.MustRegister(r.round, r.plan, r.roundFailures, r.change, r.changeFailures, r.preemptions, r.deliveries, r.reports, r.store,
+	for _, kind := range structs.RequeueKinds {
+		r.requeues.WithLabelValues(kind)
+	}
+	r.reg.MustRegister(r.round, r.plan, r.roundFailures, r.change, r.changeFailures, r.preemptions, r.deliveries, r.reports,
+		r.requeues, r.store,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if src != nil {
 		r.reg.MustRegister(&gauges{src: src})
@@ -164,6 +174,14 @@ func (r *Recorder) Delivery(tier string, delivered bool) {
 
 // ProgressReports counts progress reports (planner.Metrics).
 func (r *Recorder) ProgressReports(n int) { r.reports.Add(float64(n)) }
+
+// Requeue counts a requeue of a job (planner.Metrics). A kind outside
+// structs.RequeueKinds is not counted: the labels are a fixed set.
+func (r *Recorder) Requeue(kind string) {
+	if slices.Contains(structs.RequeueKinds, kind) {
+		r.requeues.WithLabelValues(kind).Inc()
+	}
+}
 
 // storeOp records one store operation's latency.
 func (r *Recorder) storeOp(op string, start time.Time) {

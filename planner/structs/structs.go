@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
@@ -95,6 +96,15 @@ type Job struct {
 	// holds (jobspec batch block; assess.AdviseBatch), as of its last
 	// progress report; nil until it can advise.
 	Batch *BatchAdvice `json:"batch,omitempty"`
+
+	// Retries counts the times the planner requeued the job because the
+	// cluster, not its script, ended or stalled its run (a lost launcher,
+	// a launcher that exited 75, the health watch); the planner's retry
+	// bound caps it.
+	Retries int `json:"retries,omitempty"`
+	// Health is the health watch's judgement of the running job when it
+	// is degraded or stalled (nil: ok, or not running).
+	Health *Health `json:"health,omitempty"`
 
 	// Idempotency is the submission's Idempotency-Key and request digest,
 	// when the client sent a key: a retry with the key gets this job back.
@@ -207,6 +217,7 @@ func (j *Job) Clone() *Job {
 	c.Resume = clonePtr(j.Resume)
 	c.Idempotency = clonePtr(j.Idempotency)
 	c.Batch = clonePtr(j.Batch)
+	c.Health = clonePtr(j.Health)
 	return &c
 }
 
@@ -275,6 +286,11 @@ func (j *Job) Bound() {
 	j.Dropped.Events += n
 	j.Preemptions, n = dropOldest(j.Preemptions, MaxPreemptions)
 	j.Dropped.Preemptions += n
+	if h := j.Health; h != nil && len(h.Reason) > MaxHealthReason {
+		c := *h
+		c.Reason = strings.ToValidUTF8(c.Reason[:MaxHealthReason-3], "") + "..." // whole runes
+		j.Health = &c
+	}
 }
 
 // AllEvents is the number of events the job has had, those dropped by
