@@ -369,7 +369,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		lossErrs = append(lossErrs, p.watchHealth(ctx, live, unplaced, now)...)
 		for i, j := range live {
 			ran[i] = ran[i] && j.State == structs.JobRunning // requeued by the watch
-			placed[i] = placed[i] && ran[i] && lastUnplaced(j) == ""
+			placed[i] = placed[i] && ran[i]
 		}
 	}
 	nodes, err := p.Cluster.Nodes(ctx)
