@@ -4,7 +4,11 @@
 //
 // A round, in order:
 //  1. Jobs the executor reports finished (the launcher exited) are recorded
-//     as complete or failed and give their GPUs back.
+//     as complete or failed and give their GPUs back; one whose run the
+//     cluster ended is requeued from its checkpoint instead, up to Retries
+//     times (recovery.go). Then nodes that left are taken from the jobs
+//     holding them (departures.go), and the health watch, when on, judges
+//     each running job and acts on those stalled or degraded (health.go).
 //  2. The snapshot: the GPU nodes (Cluster), and every queued and running
 //     job with the GPUs it holds (the store is the truth for that; it
 //     lists them without the ended ones, Store.ListActiveJobs).

@@ -25,7 +25,9 @@ const (
 	JobRunning JobState = "running"
 	// JobComplete: the launcher exited 0.
 	JobComplete JobState = "complete"
-	// JobFailed: the launcher failed, or Nomad could not run it.
+	// JobFailed: the launcher failed (the training script's own failure),
+	// or the cluster ended or stalled its runs more often than the
+	// planner's retries allow.
 	JobFailed JobState = "failed"
 	// JobStopped: stopped by a user.
 	JobStopped JobState = "stopped"
