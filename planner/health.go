@@ -254,3 +254,18 @@ func latest(ts ...time.Time) time.Time {
 	}
 	return l
 }
+
+// dropEnded is live without the jobs that have ended (the watch failed
+// them: their retries were spent), and ran and placed, which go with it,
+// without theirs.
+func dropEnded(live []*structs.Job, ran, placed []bool) ([]*structs.Job, []bool, []bool) {
+	k := 0
+	for i, j := range live {
+		if j.State.Terminal() {
+			continue
+		}
+		live[k], ran[k], placed[k] = j, ran[i], placed[i]
+		k++
+	}
+	return live[:k], ran[:k], placed[:k]
+}

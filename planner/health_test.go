@@ -233,3 +233,28 @@ func TestRound_DegradedShrunkOrRequeued(t *testing.T) {
 		})
 	}
 }
+
+// A stalled job whose retries are spent fails, saying so, and leaves the
+// round's jobs: nothing starts it again.
+func TestRound_StalledRetriesSpent(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now, _ := watched(t, node("n1", 4))
+	p.Retries = 0
+	a := submit(t, p, now, spec(t, "a", 2, 2))
+	b := submit(t, p, now, spec(t, "b", 4, 4)) // waits for a's GPUs
+	round(t, p, now, 0)
+	must.NoError(t, p.ReportProgress(ctx, a.ID, []structs.ProgressReport{{Step: 10}}))
+	for range 16 {
+		round(t, p, now, 10*time.Second)
+	}
+	must.Eq(t, []string{"a:2", "a:0", "b:4"}, exec.take())
+	j := state(t, st, a.ID)
+	must.Eq(t, structs.JobFailed, j.State)
+	must.Eq(t, -1, *j.ExitCode)
+	must.Nil(t, j.Health)
+	failed := eventsOf(t, st, a.ID, string(structs.JobFailed))
+	must.Len(t, 1, failed)
+	must.StrContains(t, failed[0], "failed (stalled): stalled for 2m0s: no progress report for more than 30s")
+	must.StrContains(t, failed[0], "the planner's 0 retries of it are spent")
+	must.Eq(t, structs.JobRunning, state(t, st, b.ID).State)
+}

@@ -371,6 +371,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	if p.Watch != nil {
 		lossErrs = append(lossErrs, p.watchHealth(ctx, live, unplaced, now)...)
+		live, ran, placed = dropEnded(live, ran, placed) // failed: retries spent
 		for i, j := range live {
 			ran[i] = ran[i] && j.State == structs.JobRunning // requeued by the watch
 			placed[i] = placed[i] && ran[i]
