@@ -156,7 +156,11 @@ func (p *Planner) noteHealth(ctx context.Context, j *structs.Job, h structs.Heal
 	if err != nil {
 		return j, fmt.Errorf("failed to record the health of job %s: %w", j.ID, err)
 	}
-	p.Logger.Warn("job health", "job", j.ID, "health", h.State, "reason", h.Reason)
+	if h.State == structs.HealthOK {
+		p.Logger.Info("job healthy again", "job", j.ID)
+	} else {
+		p.Logger.Warn("job health", "job", j.ID, "health", h.State, "reason", h.Reason)
+	}
 	return next, nil
 }
 
