@@ -157,12 +157,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		// A requeued job resumes only from a checkpoint in these.
 		CheckpointDirs: cfg.CheckpointDirs,
 	}
-	recovery := cmp.Or(cfg.Recovery, config.Default().Recovery)
-	a.planner.Retries = recovery.RetryLimit()
-	if recovery.Watching() {
-		a.planner.Watch = &planner.HealthWatch{StalledAfter: recovery.Stalled,
-			DegradedAfter: recovery.Degraded, ActAfter: recovery.Act}
-	}
+	a.planner.Retries, a.planner.Watch = recoveryOptions(cfg)
 	// The planner nudges the delivery worker; the worker writes its
 	// outcomes through the planner, as every writer of a record does.
 	a.deliver = &delivery.Worker{Store: a.store, Records: a.planner, Options: deliveryOpts,
@@ -177,6 +172,16 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	}
 	a.server = api.NewHTTPServer(cfg.BindAddr, srv)
 	return a, nil
+}
+
+// recoveryOptions are the planner's retries and health watch (nil: off)
+// from cfg's recovery block (its defaults when it has none).
+func recoveryOptions(cfg *config.Config) (int, *planner.HealthWatch) {
+	r := cmp.Or(cfg.Recovery, config.Default().Recovery)
+	if !r.Watching() {
+		return r.RetryLimit(), nil
+	}
+	return r.RetryLimit(), &planner.HealthWatch{StalledAfter: r.Stalled, DegradedAfter: r.Degraded, ActAfter: r.Act}
 }
 
 // deliveryOptions are the planner's model delivery settings from cfg: the
