@@ -25,7 +25,7 @@ import (
 //   - degraded: its last report, received after its last GPU change, says
 //     it trains at a world size below its GPUs, DegradedAfter after that
 //     change; or Nomad has not placed all of it (the unplaced event) for
-//     DegradedAfter.
+//     DegradedAfter, since the event and since that change.
 //
 // A job stalled or degraded for ActAfter is acted on: a stalled one is
 // stopped and requeued from its last checkpoint (counted against
@@ -77,9 +77,12 @@ func (w *HealthWatch) judge(j *structs.Job, now, watching time.Time) verdict {
 				Reason: fmt.Sprintf("trains at world size %d on %d GPUs", pr.WorldSize, gpus)}}
 		}
 	}
-	if msg, at := lastUnplacedAt(j); msg != "" && now.Sub(at) > w.DegradedAfter {
-		return verdict{cause: causeUnplaced, health: structs.Health{State: structs.HealthDegraded, Since: at.Add(w.DegradedAfter),
-			Reason: msg}}
+	if msg, at := lastUnplacedAt(j); msg != "" {
+		// Counted from its last GPU change too: the message may be older.
+		if at = latest(at, changed); now.Sub(at) > w.DegradedAfter {
+			return verdict{cause: causeUnplaced, health: structs.Health{State: structs.HealthDegraded, Since: at.Add(w.DegradedAfter),
+				Reason: msg}}
+		}
 	}
 	return verdict{health: structs.Health{State: structs.HealthOK}}
 }

@@ -54,6 +54,9 @@ func TestHealthWatch_Judge(t *testing.T) {
 			"trains at world size 3 on 4 GPUs"},
 		{"unplaced in the grace", job(4, nil, unplaced), 39, 0, structs.HealthOK, 0, ""},
 		{"unplaced past the grace", job(4, nil, unplaced), 41, 0, structs.HealthDegraded, 40, unplaced.Message},
+		{"unplaced since before a change", &structs.Job{State: structs.JobRunning, Allocation: map[string]int{"n1": 2},
+			History: []structs.GPUChange{{Time: t0, GPUs: 4}, {Time: at(60), GPUs: 2}}, Events: []structs.Event{unplaced}},
+			89, 0, structs.HealthOK, 0, ""},
 		{"placed again", job(4, nil, unplaced, structs.Event{Time: at(20), Type: EventPlaced}), 100, 0, structs.HealthOK, 0, ""},
 	}
 	for _, tc := range cases {
