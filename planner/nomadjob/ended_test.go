@@ -1,12 +1,19 @@
 package nomadjob
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/drain"
+	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // Issue 27: a launcher that ended is the script's failure (or success)
@@ -73,4 +80,43 @@ func TestMissing(t *testing.T) {
 	gpus, launcher = Missing(map[string]int{LauncherGroup: 1, a: 1}, map[string]int{a: 1}, 1)
 	must.MapEmpty(t, gpus)
 	must.True(t, launcher)
+}
+
+// Outcome reads the launcher's allocation from Nomad's API: a lost one is
+// the cluster's end of the run, and the ended job's Nomad job is stopped
+// and its secrets deleted.
+func TestOutcome_LostLauncherIsInfrastructure(t *testing.T) {
+	j := &structs.Job{ID: "a-1"}
+	var mu sync.Mutex
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/job/"+JobID(j)+"/allocations":
+			_ = json.NewEncoder(w).Encode([]*nomadapi.AllocationListStub{
+				{ID: "w1", TaskGroup: WorkerGroup("n1"), ClientStatus: nomadapi.AllocClientStatusRunning, CreateIndex: 12},
+				{ID: "l1", TaskGroup: LauncherGroup, ClientStatus: nomadapi.AllocClientStatusLost, CreateIndex: 11,
+					TaskStates: map[string]*nomadapi.TaskState{LauncherTask: {State: "running"}}},
+			})
+		case r.Method == http.MethodDelete:
+			_, _ = w.Write([]byte("{}"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
+	must.NoError(t, err)
+	n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
+
+	out, err := n.Outcome(context.Background(), j)
+	must.NoError(t, err)
+	must.True(t, out.Done)
+	must.StrHasPrefix(t, "the launcher's allocation was lost", out.Infrastructure)
+	mu.Lock()
+	defer mu.Unlock()
+	must.SliceContains(t, calls, "DELETE /v1/job/"+JobID(j))
+	must.SliceContains(t, calls, "DELETE /v1/var/"+SecretVariable(j))
 }
