@@ -70,12 +70,13 @@ func TestJobRun_Detach(t *testing.T) {
 	must.Eq(t, fourGPUs, job.Source)
 }
 
-// The monitor prints the job's changes and ends when it runs.
+// The monitor prints the job's changes and ends when it runs; it names
+// the nodes by their hosts' names.
 func TestJobRun_MonitorEndsWhenRunning(t *testing.T) {
 	h := newHarness(t)
 	h.backend.OnJob = func(b *apitest.Backend, id string, call int) {
 		if call == 3 {
-			b.Start(id, map[string]int{"gpu-1": 4}, "enough free GPUs")
+			b.Start(id, map[string]int{"9f1c2d3e-0000-4000-8000-000000000001": 4}, "enough free GPUs")
 		}
 	}
 	must.Eq(t, ExitOK, h.run("job", "run", h.jobspec("train.hcl", fourGPUs)))

@@ -456,11 +456,12 @@ func (p *Planner) activeJobs(ctx context.Context) ([]*structs.Job, error) {
 // reap records a running job that has ended; it reports whether it did.
 // One whose run the cluster ended (Outcome.Infrastructure) is requeued
 // instead (requeue), and returned as queued, not done, unless its
-// retries are spent. Of one that runs on, it records when Nomad has not placed all of it and
-// when it has again (noteUnplaced; its outcome into unplaced, by ID, when
-// that is not nil), and returns its record as stored, and
-// whether that says Nomad has placed all of it; whole says the record j
-// does (known from the last round: its events are not read again).
+// retries are spent. Of one that runs on, it records when Nomad has not
+// placed all of it and when it has again (noteUnplaced; its outcome into
+// unplaced, by ID, when that is not nil), and returns its record as
+// stored, and whether that says Nomad has placed all of it; whole says
+// the record j does (known from the last round: its events are not read
+// again).
 func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time, whole bool, unplaced map[string]Outcome) (*structs.Job, bool, bool, error) {
 	out, err := p.Executor.Outcome(ctx, j)
 	if err != nil {
