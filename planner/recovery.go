@@ -10,6 +10,9 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
+// maxRequeueReason bounds why a job was requeued, in its records.
+const maxRequeueReason = 500
+
 // requeue records that job j's run, now stopped in Nomad, was ended by
 // the cluster (kind, and why): the job goes back to the queue, gives its
 // GPUs back, and starts again from its last checkpoint when the policy
@@ -18,7 +21,8 @@ import (
 // retries are spent (code is the exit code it ends with). It returns the
 // record as stored.
 func (p *Planner) requeue(ctx context.Context, j *structs.Job, kind, why string, code int, now time.Time) (*structs.Job, error) {
-	next := j.Clone() // the store's own where shared
+	why = structs.Clip(why, maxRequeueReason) // Nomad's words, in an event and the history
+	next := j.Clone()                         // the store's own where shared
 	spent := false
 	err := p.update(ctx, next, func(j *structs.Job) error {
 		accrue(j, now)

@@ -328,10 +328,7 @@ func Unplaced(failed map[string]*nomadapi.AllocationMetric, want, have map[strin
 		return ""
 	}
 	msg := "Nomad has not placed " + strings.Join(parts, "; ") + "; they wait for room there"
-	if len(msg) > maxUnplaced {
-		msg = strings.ToValidUTF8(msg[:maxUnplaced-3], "") + "..." // whole runes
-	}
-	return msg
+	return structs.Clip(msg, maxUnplaced)
 }
 
 // placementFailure is why Nomad's scheduler placed nothing, in Nomad's

@@ -290,9 +290,18 @@ func (j *Job) Bound() {
 	j.Dropped.Preemptions += n
 	if h := j.Health; h != nil && len(h.Reason) > MaxHealthReason {
 		c := *h
-		c.Reason = strings.ToValidUTF8(c.Reason[:MaxHealthReason-3], "") + "..." // whole runes
+		c.Reason = Clip(c.Reason, MaxHealthReason)
 		j.Health = &c
 	}
+}
+
+// Clip is s cut to at most n bytes (n > 3) of whole runes, ending in
+// "..." when it was cut.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
 }
 
 // AllEvents is the number of events the job has had, those dropped by
