@@ -159,7 +159,8 @@ type Planner struct {
 	largest atomic.Int64
 	// queueTree is the queues (SetQueues); nil: quota.Default().
 	queueTree atomic.Pointer[quota.Tree]
-	// watching is when the health watch began (its first round; roundMu).
+	// watching is when the health watch began: the first round of this
+	// Run, this planner's term as the leader (roundMu).
 	watching time.Time
 }
 
@@ -186,8 +187,12 @@ func (p *Planner) Kick() {
 	}
 }
 
-// Run plans a round on every kick and every interval until ctx ends.
+// Run plans a round on every kick and every interval until ctx ends. The
+// health watch begins again with its first round (a new leader's term).
 func (p *Planner) Run(ctx context.Context, interval time.Duration) {
+	p.roundMu.Lock()
+	p.watching = time.Time{}
+	p.roundMu.Unlock()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
