@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -134,7 +133,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 	if asJSON {
 		return c.printJSON(job)
 	}
-	fmt.Fprintln(c.Out, formatJob(job, verbose))
+	fmt.Fprintln(c.Out, formatJob(job, verbose, nodeNames(ctx, cl)))
 	if follow {
 		return c.follow(cl, job)
 	}
@@ -169,11 +168,11 @@ func formatJobList(jobs []api.JobStub, verbose bool) string {
 	if len(jobs) == 0 {
 		return "No jobs"
 	}
-	rows := [][]string{{"ID", "Name", "User", "Queue", "Priority", "State", "GPUs", "Asked", "Preemptions", "Submitted"}}
+	rows := [][]string{{"ID", "Name", "User", "Queue", "Priority", "State", "Health", "GPUs", "Asked", "Preemptions", "Submitted"}}
 	var waiting []api.JobStub
 	for _, j := range jobs {
 		rows = append(rows, []string{
-			j.ID, j.Name, orNone(j.User), queueOf(j), fmt.Sprint(j.Priority), string(j.State),
+			j.ID, j.Name, orNone(j.User), queueOf(j), fmt.Sprint(j.Priority), string(j.State), stubHealth(j),
 			fmt.Sprint(j.GPUs), formatAsked(j.Auto, j.MinGPUs, j.MaxGPUs), fmt.Sprint(j.Preemptions), formatTime(j.Submitted),
 		})
 		if j.Wait != nil || j.Waiting != "" {
@@ -203,6 +202,18 @@ func formatJobList(jobs []api.JobStub, verbose bool) string {
 	return out + "\n\nWaiting\n" + formatList(waits)
 }
 
+// stubHealth is j's health in job list: its state while it runs, "-"
+// otherwise.
+func stubHealth(j api.JobStub) string {
+	switch {
+	case j.State != structs.JobRunning:
+		return "-"
+	case j.Health == nil:
+		return string(structs.HealthOK)
+	}
+	return string(j.Health.State)
+}
+
 // stubWait is why j waits: its Wait, or, from a planner that sends only
 // the sentence, that as the reason.
 func stubWait(j api.JobStub) structs.Wait {
@@ -228,7 +239,9 @@ func place(j api.JobStub) int {
 	return j.Wait.Position
 }
 
-func formatJob(j *structs.Job, verbose bool) string {
+// formatJob is job status's view of job j; names maps node IDs to the
+// nodes' names (nil: unknown, the IDs are shown alone).
+func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 	s := j.Spec
 	exit := "<none>"
 	if j.ExitCode != nil {
@@ -246,6 +259,12 @@ func formatJob(j *structs.Job, verbose bool) string {
 		{"GPUs asked", formatGPUSpec(s.GPUs)},
 	}
 	pairs = append(pairs, [2]string{"State", string(j.State)})
+	if j.State == structs.JobRunning {
+		pairs = append(pairs, [2]string{"Health", formatHealth(j.Health)})
+	}
+	if j.Retries > 0 {
+		pairs = append(pairs, [2]string{"Retries", fmt.Sprintf("%d (requeued when the cluster ended or stalled its run)", j.Retries)})
+	}
 	if j.Waiting != "" {
 		pairs = append(pairs, [2]string{"Waiting", j.Waiting})
 	}
@@ -278,11 +297,7 @@ func formatJob(j *structs.Job, verbose bool) string {
 	if len(j.Allocation) == 0 {
 		b.WriteString("No GPUs")
 	} else {
-		rows := [][]string{{"Node", "GPUs"}}
-		for _, n := range slices.Sorted(maps.Keys(j.Allocation)) {
-			rows = append(rows, []string{n, fmt.Sprint(j.Allocation[n])})
-		}
-		b.WriteString(formatList(rows))
+		b.WriteString(formatAllocation(j.Allocation, names))
 	}
 
 	if len(j.Preemptions) > 0 {
@@ -296,7 +311,7 @@ func formatJob(j *structs.Job, verbose bool) string {
 	} else {
 		rows := [][]string{{"Time", "GPUs", "Nodes", "Policy", "Reason"}}
 		for _, h := range recent(j.History, verbose) {
-			rows = append(rows, []string{formatTime(h.Time), fmt.Sprint(h.GPUs), formatNodes(h.Nodes), orNone(h.Policy), h.Reason})
+			rows = append(rows, []string{formatTime(h.Time), fmt.Sprint(h.GPUs), formatNodes(byName(h.Nodes, names)), orNone(h.Policy), h.Reason})
 		}
 		b.WriteString(formatList(rows))
 	}

@@ -70,12 +70,13 @@ func TestJobRun_Detach(t *testing.T) {
 	must.Eq(t, fourGPUs, job.Source)
 }
 
-// The monitor prints the job's changes and ends when it runs.
+// The monitor prints the job's changes and ends when it runs; it names
+// the nodes by their hosts' names.
 func TestJobRun_MonitorEndsWhenRunning(t *testing.T) {
 	h := newHarness(t)
 	h.backend.OnJob = func(b *apitest.Backend, id string, call int) {
 		if call == 3 {
-			b.Start(id, map[string]int{"gpu-1": 4}, "enough free GPUs")
+			b.Start(id, map[string]int{"9f1c2d3e-0000-4000-8000-000000000001": 4}, "enough free GPUs")
 		}
 	}
 	must.Eq(t, ExitOK, h.run("job", "run", h.jobspec("train.hcl", fourGPUs)))
@@ -227,9 +228,9 @@ func TestJobStatus_List(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
 		must.Len(t, 7, lines)
 		must.StrHasPrefix(t, "ID  ", lines[0])
-		must.Eq(t, []string{"ID", "Name", "User", "Queue", "Priority", "State", "GPUs", "Asked", "Preemptions", "Submitted"}, strings.Fields(lines[0]))
-		must.Eq(t, []string{a, "resnet50", "alice", "default", "50", "running", "4", "4", "3"}, strings.Fields(lines[1])[:9])
-		must.Eq(t, []string{b, "bert", "<none>", "default", "50", "queued", "0", "2-8", "0"}, strings.Fields(lines[2])[:9])
+		must.Eq(t, []string{"ID", "Name", "User", "Queue", "Priority", "State", "Health", "GPUs", "Asked", "Preemptions", "Submitted"}, strings.Fields(lines[0]))
+		must.Eq(t, []string{a, "resnet50", "alice", "default", "50", "running", "ok", "4", "4", "3"}, strings.Fields(lines[1])[:10])
+		must.Eq(t, []string{b, "bert", "<none>", "default", "50", "queued", "-", "0", "2-8", "0"}, strings.Fields(lines[2])[:10])
 		// b was queued after the planner's last round (this one has none).
 		must.Eq(t, "Waiting", lines[4])
 		must.Eq(t, []string{b, "default", "-", "unplanned", "not", "planned", "yet:"}, strings.Fields(lines[6])[:7])
@@ -276,6 +277,34 @@ func TestJobStatus_Job(t *testing.T) {
 	job := decodeOut[structs.Job](t, &h.out)
 	must.Eq(t, id, job.ID)
 	must.Len(t, 2, job.History)
+}
+
+// Issue 27: job status shows a running job's health (and job list its
+// state), its retries, and the hosts' names beside the nodes' IDs.
+func TestJobStatus_HealthRetriesAndHosts(t *testing.T) {
+	h := newHarness(t)
+	id := h.submit(elastic)
+	n1, n2 := "9f1c2d3e-0000-4000-8000-000000000001", "5a6b7c8d-0000-4000-8000-000000000002"
+	h.backend.Start(id, map[string]int{n1: 4, n2: 2}, "start")
+	since := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	h.backend.Update(id, func(j *structs.Job) {
+		j.Retries = 1
+		j.Health = &structs.Health{State: structs.HealthStalled, Since: since, Reason: "no progress report for more than 30s (the last at step 10)"}
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	out := h.out.String()
+	for _, want := range []string{
+		"Health       = stalled since " + formatTime(since) + ": no progress report for more than 30s (the last at step 10)",
+		"Retries      = 1 (requeued when the cluster ended or stalled its run)",
+		"GPUs Now\nNode                                  Host   GPUs\n" + n2 + "  gpu-2  2\n" + n1 + "  gpu-1  4",
+		"gpu-1:4, gpu-2:2  fifo    start",
+	} {
+		must.StrContains(t, out, want)
+	}
+
+	must.Eq(t, ExitOK, h.run("job", "list"))
+	lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
+	must.Eq(t, []string{id, "bert", "<none>", "default", "50", "running", "stalled", "6"}, strings.Fields(lines[1])[:8])
 }
 
 // Issue 16: each preemption shows in job status: when, the job and queue

@@ -38,6 +38,11 @@ type monitor struct {
 	last     uint64 // the last event index seen, to resume from
 	noStream bool   // the planner has no event stream: poll
 
+	// names maps node IDs to the nodes' names, read when the job first
+	// holds GPUs (nodeNames; nil: the IDs are printed).
+	names     map[string]string
+	namesRead bool
+
 	state   structs.JobState
 	gpus    int
 	history int // GPU changes printed (Job.AllHistory counts them)
@@ -137,7 +142,7 @@ func (m *monitor) show(j *structs.Job) {
 	for _, h := range j.History[unseen(m.history, j.Dropped.History, len(j.History)):] {
 		text := fmt.Sprintf("GPUs %d -> %d", m.gpus, h.GPUs)
 		if len(h.Nodes) > 0 {
-			text += " on " + formatNodes(h.Nodes)
+			text += " on " + formatNodes(byName(h.Nodes, m.nodeNames()))
 		}
 		text += fmt.Sprintf(" (policy %s", orNone(h.Policy))
 		if h.Reason != "" {
@@ -169,7 +174,7 @@ func (m *monitor) done(j *structs.Job) (int, bool) {
 			return 0, false
 		}
 		fmt.Fprintf(m.out, "==> Job %q is running with %d GPUs (%s); Nomad job %q\n",
-			j.ID, j.GPUs(), formatNodes(j.Allocation), j.NomadJobID)
+			j.ID, j.GPUs(), formatNodes(byName(j.Allocation, m.nodeNames())), j.NomadJobID)
 		fmt.Fprintf(m.out, "    The monitor ends here; follow the job with: schedulearn job status %s\n", j.ID)
 		return ExitOK, true
 	case structs.JobComplete:
@@ -208,4 +213,13 @@ func stateTime(j *structs.Job) time.Time {
 // of the first entry not printed when seen of all of them were.
 func unseen(seen, dropped, n int) int {
 	return min(max(seen-dropped, 0), n)
+}
+
+// nodeNames is the nodes' names by ID, read from the planner once, when
+// the monitor first prints nodes.
+func (m *monitor) nodeNames() map[string]string {
+	if !m.namesRead && m.client != nil {
+		m.names, m.namesRead = nodeNames(context.Background(), m.client), true
+	}
+	return m.names
 }

@@ -24,6 +24,9 @@ type Metrics interface {
 	Change(kind policy.ChangeKind, d time.Duration, failed bool)
 	// ProgressReports: n progress reports were recorded.
 	ProgressReports(n int)
+	// Requeue: a job was requeued for a reason of kind (one of
+	// structs.RequeueKinds).
+	Requeue(kind string)
 }
 
 // Publisher takes the planner's stream events (planner/events.Broker).
@@ -36,6 +39,7 @@ type noMetrics struct{}
 func (noMetrics) Round(time.Duration, time.Duration, bool)      {}
 func (noMetrics) Change(policy.ChangeKind, time.Duration, bool) {}
 func (noMetrics) ProgressReports(int)                           {}
+func (noMetrics) Requeue(string)                                {}
 func (p *Planner) metrics() Metrics {
 	if p.Metrics == nil {
 		return noMetrics{}

@@ -22,6 +22,7 @@ type countingMetrics struct {
 	changes  map[policy.ChangeKind]int
 	reports  int
 	failures int
+	requeues map[string]int
 }
 
 func (m *countingMetrics) Round(total, plan time.Duration, failed bool) {
@@ -45,6 +46,14 @@ func (m *countingMetrics) ProgressReports(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.reports += n
+}
+func (m *countingMetrics) Requeue(kind string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.requeues == nil {
+		m.requeues = map[string]int{}
+	}
+	m.requeues[kind]++
 }
 
 func streamTypes(evs []structs.StreamEvent, job string) []string {

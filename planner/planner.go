@@ -4,7 +4,11 @@
 //
 // A round, in order:
 //  1. Jobs the executor reports finished (the launcher exited) are recorded
-//     as complete or failed and give their GPUs back.
+//     as complete or failed and give their GPUs back; one whose run the
+//     cluster ended is requeued from its checkpoint instead, up to Retries
+//     times (recovery.go). Then nodes that left are taken from the jobs
+//     holding them (departures.go), and the health watch, when on, judges
+//     each running job and acts on those stalled or degraded (health.go).
 //  2. The snapshot: the GPU nodes (Cluster), and every queued and running
 //     job with the GPUs it holds (the store is the truth for that; it
 //     lists them without the ended ones, Store.ListActiveJobs).
@@ -82,6 +86,18 @@ type Outcome struct {
 	// all it was asked to run for the job ("": it has). The planner puts
 	// it into the job's events once.
 	Unplaced string
+	// UnplacedGPUs, with Unplaced, is the GPUs on each node (by ID) whose
+	// workers Nomad has not placed; UnplacedLauncher says the launcher is
+	// not placed either. The health watch shrinks a job to what runs.
+	UnplacedGPUs     map[string]int
+	UnplacedLauncher bool
+	// Infrastructure, for a job that has ended, says that its run ended
+	// for a reason of the cluster, not of its training script (the
+	// launcher's allocation lost, the launcher's driver failed, or the
+	// launcher exited drain.ExitInfrastructure), and why: the planner
+	// requeues the job from its last checkpoint, up to Planner.Retries
+	// times, instead of ending it as failed.
+	Infrastructure string
 }
 
 // Planner is the scheduling loop and the operations the API serves.
@@ -121,6 +137,15 @@ type Planner struct {
 	// each job's remaining work; fitting a curve at each of thousands of
 	// reports was a sixth of a deadline replay, all of it overwritten).
 	AmendsTargets bool
+	// Retries bounds how often one job is requeued because the cluster,
+	// not its script, ended or stalled its run (Outcome.Infrastructure,
+	// and the health watch's requeues); past it the job fails, saying
+	// so. 0: never (the agent's default is config.DefaultRetries).
+	Retries int
+	// Watch is the health watch (see health.go); nil: off, as in the
+	// simulator, whose jobs report only when what the policies read
+	// changes.
+	Watch *HealthWatch
 
 	obs observer
 
@@ -134,6 +159,9 @@ type Planner struct {
 	largest atomic.Int64
 	// queueTree is the queues (SetQueues); nil: quota.Default().
 	queueTree atomic.Pointer[quota.Tree]
+	// watching is when the health watch began: the first round of this
+	// Run, this planner's term as the leader (roundMu).
+	watching time.Time
 }
 
 // noteNodes remembers the largest node of nodes.
@@ -159,8 +187,12 @@ func (p *Planner) Kick() {
 	}
 }
 
-// Run plans a round on every kick and every interval until ctx ends.
+// Run plans a round on every kick and every interval until ctx ends. The
+// health watch begins again with its first round (a new leader's term).
 func (p *Planner) Run(ctx context.Context, interval time.Duration) {
+	p.roundMu.Lock()
+	p.watching = time.Time{}
+	p.roundMu.Unlock()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -299,6 +331,10 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	ran := make([]bool, 0, len(active))    // live's running jobs
 	placed := make([]bool, 0, len(active)) // live's running jobs placed in full (see reap)
 	named := false                         // a selector names jobs (for the snapshot)
+	var unplaced map[string]Outcome        // the health watch's: running jobs not placed in full
+	if p.Watch != nil {
+		unplaced = map[string]Outcome{}
+	}
 	// A record that was the last round's is not read again: its state is
 	// known, and it names no jobs if none did then.
 	w := p.snaps.walk()
@@ -310,13 +346,14 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		if running {
 			var done bool
 			var rerr error
-			j, done, whole, rerr = p.reap(ctx, j, now, whole)
+			j, done, whole, rerr = p.reap(ctx, j, now, whole, unplaced)
 			if rerr != nil {
 				p.Logger.Warn("failed to read job outcome", "job", j.ID, "error", rerr)
 			}
 			if done {
 				continue
 			}
+			running = j.State == structs.JobRunning // a requeued one is queued
 		}
 		live = append(live, j)
 		ran = append(ran, running)
@@ -335,6 +372,14 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		for i, j := range live {
 			ran[i] = ran[i] && j.State == structs.JobRunning // some may have lost all their GPUs
 			placed[i] = placed[i] && ran[i]                  // a node lost is no placement event
+		}
+	}
+	if p.Watch != nil {
+		lossErrs = append(lossErrs, p.watchHealth(ctx, live, unplaced, now)...)
+		live, ran, placed = dropEnded(live, ran, placed) // failed: retries spent
+		for i, j := range live {
+			ran[i] = ran[i] && j.State == structs.JobRunning // requeued by the watch
+			placed[i] = placed[i] && ran[i]
 		}
 	}
 	nodes, err := p.Cluster.Nodes(ctx)
@@ -414,14 +459,21 @@ func (p *Planner) activeJobs(ctx context.Context) ([]*structs.Job, error) {
 }
 
 // reap records a running job that has ended; it reports whether it did.
-// Of one that runs on, it records when Nomad has not placed all of it and
-// when it has again (noteUnplaced), and returns its record as stored, and
-// whether that says Nomad has placed all of it; whole says the record j
-// does (known from the last round: its events are not read again).
-func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time, whole bool) (*structs.Job, bool, bool, error) {
+// One whose run the cluster ended (Outcome.Infrastructure) is requeued
+// instead (requeue), and returned as queued, not done, unless its
+// retries are spent. Of one that runs on, it records when Nomad has not
+// placed all of it and when it has again (noteUnplaced; its outcome into
+// unplaced, by ID, when that is not nil), and returns its record as
+// stored, and whether that says Nomad has placed all of it; whole says
+// the record j does (known from the last round: its events are not read
+// again).
+func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time, whole bool, unplaced map[string]Outcome) (*structs.Job, bool, bool, error) {
 	out, err := p.Executor.Outcome(ctx, j)
 	if err != nil {
 		return j, false, whole, err
+	}
+	if !out.Done && out.Unplaced != "" && unplaced != nil {
+		unplaced[j.ID] = out
 	}
 	if !out.Done {
 		if whole && out.Unplaced == "" {
@@ -429,6 +481,10 @@ func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time, whole
 		}
 		j, err := p.noteUnplaced(ctx, j, out.Unplaced, now)
 		return j, false, err == nil && out.Unplaced == "", err
+	}
+	if out.Infrastructure != "" {
+		next, err := p.requeue(ctx, j, structs.RequeueInfrastructure, out.Infrastructure, out.ExitCode, now)
+		return next, next.State.Terminal(), false, err
 	}
 	ended := j.Clone() // the store's own where shared
 	code := out.ExitCode
@@ -492,15 +548,21 @@ func (p *Planner) noteUnplaced(ctx context.Context, j *structs.Job, msg string, 
 // lastUnplaced is the message of job j's last unplaced event, "" when it
 // has none or a placed event came after it.
 func lastUnplaced(j *structs.Job) string {
+	msg, _ := lastUnplacedAt(j)
+	return msg
+}
+
+// lastUnplacedAt is lastUnplaced, and the time of the event.
+func lastUnplacedAt(j *structs.Job) (string, time.Time) {
 	for _, e := range slices.Backward(j.Events) {
 		switch e.Type {
 		case EventUnplaced:
-			return e.Message
+			return e.Message, e.Time
 		case EventPlaced:
-			return ""
+			return "", time.Time{}
 		}
 	}
-	return ""
+	return "", time.Time{}
 }
 
 // record writes an applied change into the job's record. by is who took
@@ -532,6 +594,8 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 				if resume != nil {
 					j.Preemptions[n-1].ResumedStep = resume.Step
 				}
+				events = append(events, resumeEvent(now, resume))
+			} else if requeuedLast(j) {
 				events = append(events, resumeEvent(now, resume))
 			}
 		}
@@ -569,6 +633,9 @@ func (p *Planner) update(ctx context.Context, j *structs.Job, mutate func(*struc
 		next := base.Clone()
 		if err := mutate(next); err != nil {
 			return err
+		}
+		if next.State != structs.JobRunning {
+			next.Health = nil // judged of running jobs only
 		}
 		next.Bound()
 		err := p.Store.UpdateJob(ctx, next)

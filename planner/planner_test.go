@@ -61,8 +61,12 @@ type fakeExecutor struct {
 	applied []string // "job:total"
 	fail    map[string]bool
 	done    map[string]int
-	// unplaced is each running job's Outcome.Unplaced, by name.
-	unplaced map[string]string
+	// unplaced is each running job's Outcome.Unplaced, by name, and
+	// unplacedGPUs its Outcome.UnplacedGPUs.
+	unplaced     map[string]string
+	unplacedGPUs map[string]map[string]int
+	// infra is an ended job's Outcome.Infrastructure, by name.
+	infra map[string]string
 	// onApply, when set, runs at the start of every Apply (unlocked).
 	onApply func(j *structs.Job)
 }
@@ -85,9 +89,9 @@ func (e *fakeExecutor) Outcome(_ context.Context, j *structs.Job) (Outcome, erro
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if code, ok := e.done[j.Spec.Name]; ok {
-		return Outcome{Done: true, ExitCode: code, Message: "launcher exited"}, nil
+		return Outcome{Done: true, ExitCode: code, Message: "launcher exited", Infrastructure: e.infra[j.Spec.Name]}, nil
 	}
-	return Outcome{Unplaced: e.unplaced[j.Spec.Name]}, nil
+	return Outcome{Unplaced: e.unplaced[j.Spec.Name], UnplacedGPUs: e.unplacedGPUs[j.Spec.Name]}, nil
 }
 
 func (e *fakeExecutor) take() []string {

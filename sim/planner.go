@@ -267,3 +267,4 @@ func (m simMetrics) Round(_, plan time.Duration, _ bool) {
 func (simMetrics) Change(policy.ChangeKind, time.Duration, bool) {}
 func (simMetrics) Delivery(string, bool)                         {}
 func (simMetrics) ProgressReports(int)                           {}
+func (simMetrics) Requeue(string)                                {}

@@ -7,6 +7,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -161,6 +162,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		// A requeued job resumes only from a checkpoint in these.
 		CheckpointDirs: cfg.CheckpointDirs,
 	}
+	a.planner.Retries, a.planner.Watch = recoveryOptions(cfg)
 	// The planner nudges the delivery worker; the worker writes its
 	// outcomes through the planner, as every writer of a record does.
 	a.deliver = &delivery.Worker{Store: a.store, Records: a.planner, Options: deliveryOpts,
@@ -175,6 +177,16 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	}
 	a.server = api.NewHTTPServer(cfg.BindAddr, srv)
 	return a, nil
+}
+
+// recoveryOptions are the planner's retries and health watch (nil: off)
+// from cfg's recovery block (its defaults when it has none).
+func recoveryOptions(cfg *config.Config) (int, *planner.HealthWatch) {
+	r := cmp.Or(cfg.Recovery, config.Default().Recovery)
+	if !r.Watching() {
+		return r.RetryLimit(), nil
+	}
+	return r.RetryLimit(), &planner.HealthWatch{StalledAfter: r.Stalled, DegradedAfter: r.Degraded, ActAfter: r.Act}
 }
 
 // deliveryOptions are the planner's model delivery settings from cfg: the
@@ -318,7 +330,7 @@ func (a *Agent) lead(ctx context.Context) {
 			defer close(deliveriesDone)
 			a.deliver.Run(roundCtx, deliveryScan)
 		}()
-		a.planner.Run(roundCtx, a.cfg.Round)
+		a.planner.Run(roundCtx, a.cfg.RoundEvery())
 		cancel()
 		<-deliveriesDone
 		a.setLeading(false, store.Fence{})

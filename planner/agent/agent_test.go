@@ -9,6 +9,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/hcldiag"
+	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/config"
 	"github.com/schedulearn/schedulearn/planner/delivery"
 )
@@ -36,6 +37,35 @@ func TestAdvertiseAddr(t *testing.T) {
 // jobs), <data_dir>/deliveries by default, and tells the configured
 // webhook with its headers, timeout and attempts; checkpoint_dirs,
 // delivery_roots and webhook_hosts reach the delivery options.
+// The recovery block becomes the planner's retries and health watch: the
+// defaults without one, none with health_watch = false.
+func TestRecoveryOptions(t *testing.T) {
+	cases := []struct {
+		name    string
+		src     string
+		retries int
+		watch   *planner.HealthWatch
+	}{
+		{"defaults", "", config.DefaultRetries, &planner.HealthWatch{StalledAfter: config.DefaultStalledAfter,
+			DegradedAfter: config.DefaultDegradedAfter, ActAfter: config.DefaultActAfter}},
+		{"set", "recovery {\n  retries = 5\n  stalled_after = \"1m\"\n  act_after = \"10m\"\n}\n", 5, &planner.HealthWatch{
+			StalledAfter: time.Minute, DegradedAfter: config.DefaultDegradedAfter, ActAfter: 10 * time.Minute}},
+		{"watch off", "recovery {\n  health_watch = false\n}\n", config.DefaultRetries, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, diags := config.Parse([]byte(tc.src), "planner.hcl")
+			must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+			retries, watch := recoveryOptions(cfg)
+			must.Eq(t, tc.retries, retries)
+			must.Eq(t, tc.watch, watch)
+		})
+	}
+	retries, watch := recoveryOptions(&config.Config{}) // no block at all
+	must.Eq(t, config.DefaultRetries, retries)
+	must.NotNil(t, watch)
+}
+
 func TestDeliveryOptions(t *testing.T) {
 	cfg, diags := config.Parse([]byte(`
 data_dir = "lab-data"

@@ -169,6 +169,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Utilization":      reflect.TypeFor[api.Utilization](),
 		"UtilizationPoint": reflect.TypeFor[api.UtilizationPoint](),
 		"StreamEvent":      reflect.TypeFor[structs.StreamEvent](),
+		"Health":           reflect.TypeFor[structs.Health](),
 		"LostEvents":       reflect.TypeFor[api.LostEvents](),
 	}
 	for name, s := range doc.Components.Schemas {

@@ -199,6 +199,12 @@ type JobStub struct {
 	// Preemptions counts the times the planner stopped the job and
 	// requeued it to give its GPUs back (structs.Job.Preemptions).
 	Preemptions int `json:"preemptions"`
+	// Retries counts the times the planner requeued the job because the
+	// cluster ended or stalled its run (structs.Job.Retries).
+	Retries int `json:"retries,omitempty"`
+	// Health is a running job's health when it is degraded or stalled
+	// (structs.Job.Health); nil: ok, or not running.
+	Health *structs.Health `json:"health,omitempty"`
 	// Waiting is why a queued job waits, as of the last round, with its
 	// place in its queue (see structs.Job.Waiting): Wait in a sentence.
 	Waiting string `json:"waiting,omitempty"`
@@ -225,5 +231,7 @@ func Stub(j *structs.Job) JobStub {
 		Finished:    j.Finished,
 		NomadJobID:  j.NomadJobID,
 		Preemptions: j.AllPreemptions(),
+		Retries:     j.Retries,
+		Health:      j.Health,
 	}
 }

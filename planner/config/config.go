@@ -43,6 +43,11 @@
 //	  weight          = 1
 //	  parent          = "ml"
 //	}
+//	recovery {                        # jobs the cluster failed run again (see Recovery)
+//	  retries       = 3
+//	  stalled_after = "30s"
+//	  act_after     = "2m"
+//	}
 //	webhook {                         # told of every delivered model
 //	  url      = "https://hooks.example/schedulearn"
 //	  headers  = { Authorization = "Bearer ..." }
@@ -57,6 +62,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net"
@@ -133,6 +139,9 @@ type Config struct {
 	Queues []*Queue `hcl:"queue,block"`
 	// Webhook, when set, is told of every delivered model.
 	Webhook *Webhook `hcl:"webhook,block"`
+	// Recovery is how jobs the cluster failed are run again, and the
+	// health watch (see Recovery); Default has one.
+	Recovery *Recovery `hcl:"recovery,block"`
 
 	// Round is RoundInterval parsed by Validate.
 	Round time.Duration
@@ -224,6 +233,7 @@ func Default() *Config {
 		Consul:        &Consul{Address: "127.0.0.1:8500"},
 		Store:         &Store{Backend: StoreEmbedded, Prefix: "schedulearn/"},
 		Policy:        &Policy{Name: "elastic-fifo"},
+		Recovery:      defaultRecovery(),
 	}
 }
 
@@ -321,6 +331,7 @@ func (c *Config) Merge(o *Config) *Config {
 	if len(o.Queues) > 0 {
 		r.Queues = o.Queues
 	}
+	r.Recovery = mergeRecovery(cmp.Or(r.Recovery, defaultRecovery()), o.Recovery)
 	return &r
 }
 
@@ -372,6 +383,10 @@ func (c *Config) Validate() hcl.Diagnostics {
 		c.validateWebhook(w, errAt)
 	}
 	c.validateAccess(errAt)
+	if c.Recovery == nil {
+		c.Recovery = defaultRecovery()
+	}
+	c.validateRecovery(errAt)
 	diags = append(diags, c.validateQueues()...)
 	switch c.LogLevel {
 	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":

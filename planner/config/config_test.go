@@ -82,6 +82,11 @@ func TestParse_Errors(t *testing.T) {
 		{"webhook host with a path", "webhook_hosts = [\"hooks.example/x\"]\n", "planner.hcl:1:1: error: Invalid webhook_hosts"},
 		{"webhook host a URL", "webhook_hosts = [\"https://hooks.example\"]\n", "planner.hcl:1:1: error: Invalid webhook_hosts"},
 		{"allowed host with a wildcard", "allowed_hosts = [\"*.example\"]\n", "planner.hcl:1:1: error: Invalid allowed_hosts"},
+		{"negative retries", "recovery {\n  retries = -1\n}\n", "planner.hcl:2:3: error: Invalid recovery retries"},
+		{"too many retries", "recovery {\n  retries = 1000\n}\n", "planner.hcl:2:3: error: Invalid recovery retries"},
+		{"bad stalled_after", "recovery {\n  stalled_after = \"soon\"\n}\n", "planner.hcl:2:3: error: Invalid recovery stalled_after"},
+		{"short act_after", "recovery {\n  act_after = \"1s\"\n}\n", "planner.hcl:2:3: error: Invalid recovery act_after"},
+		{"unknown recovery key", "recovery {\n  limit = 3\n}\n", "planner.hcl:2:3: error: Unsupported argument"},
 		{"syntax", "nomad {\n", "planner.hcl:1:7: error: Unclosed configuration block"},
 	}
 	for _, tc := range cases {
@@ -90,6 +95,36 @@ func TestParse_Errors(t *testing.T) {
 			must.Nil(t, cfg)
 			must.True(t, diags.HasErrors())
 			must.StrContains(t, hcldiag.Format(diags), tc.want)
+		})
+	}
+}
+
+// The recovery block: defaults (3 retries, the health watch on, rounds at
+// least every 10 s), and each value set.
+func TestParse_Recovery(t *testing.T) {
+	cases := []struct {
+		name, src  string
+		retries    int
+		watching   bool
+		stalled    time.Duration
+		act, round time.Duration
+	}{
+		{"defaults", "round_interval = \"30s\"\n", DefaultRetries, true, DefaultStalledAfter, DefaultActAfter, WatchRound},
+		{"set", "recovery {\n  retries = 0\n  stalled_after = \"1m\"\n  act_after = \"5m\"\n}\n", 0, true, time.Minute, 5 * time.Minute, WatchRound},
+		{"watch off", "round_interval = \"30s\"\nrecovery {\n  health_watch = false\n}\n", DefaultRetries, false, DefaultStalledAfter, DefaultActAfter, 30 * time.Second},
+		{"short rounds kept", "round_interval = \"2s\"\n", DefaultRetries, true, DefaultStalledAfter, DefaultActAfter, 2 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, diags := Parse([]byte(tc.src), "planner.hcl")
+			must.False(t, diags.HasErrors(), must.Sprint(hcldiag.Format(diags)))
+			r := cfg.Recovery
+			must.Eq(t, tc.retries, r.RetryLimit())
+			must.Eq(t, tc.watching, r.Watching())
+			must.Eq(t, tc.stalled, r.Stalled)
+			must.Eq(t, DefaultDegradedAfter, r.Degraded)
+			must.Eq(t, tc.act, r.Act)
+			must.Eq(t, tc.round, cfg.RoundEvery())
 		})
 	}
 }

@@ -22,6 +22,8 @@ var (
 		"GPUs of a node that Schedulearn jobs hold.", nodeLabels, nil)
 	descGPUsIdle = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameGPUsIdle),
 		"GPUs of a node that the planner may still hand out (total - allocated - unavailable).", nodeLabels, nil)
+	descJobHealth = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameJobHealth),
+		"Running jobs by the planner's health watch: ok, degraded (holds GPUs it does not train on), stalled (no progress report within the bound).", []string{"health"}, nil)
 	descLeader = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameLeader),
 		"1 when this planner leads (schedules), 0 while it stands by.", nil, nil)
 	descPolicy = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NamePolicy),
@@ -38,7 +40,7 @@ const DefaultQueue = "default"
 type gauges struct{ src Source }
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descJobs, descGPUsTotal, descGPUsAllocated, descGPUsIdle, descLeader, descPolicy} {
+	for _, d := range []*prometheus.Desc{descJobs, descJobHealth, descGPUsTotal, descGPUsAllocated, descGPUsIdle, descLeader, descPolicy} {
 		ch <- d
 	}
 }
@@ -66,6 +68,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(counts[q][s]), string(s), q)
 			}
 		}
+		collectHealth(ch, jobs)
 	}
 
 	if nodes, err := g.src.Nodes(ctx); err != nil {
@@ -88,5 +91,19 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descLeader, prometheus.GaugeValue, leader)
 		ch <- prometheus.MustNewConstMetric(descPolicy, prometheus.GaugeValue, 1, st.Policy.Name)
+	}
+}
+
+// collectHealth sends the running jobs' count by health state (the fixed
+// set structs.HealthStates, each series at 0 or more).
+func collectHealth(ch chan<- prometheus.Metric, jobs []*structs.Job) {
+	health := map[structs.HealthState]int{}
+	for _, j := range jobs {
+		if j.State == structs.JobRunning {
+			health[structs.HealthOf(j)]++
+		}
+	}
+	for _, h := range structs.HealthStates {
+		ch <- prometheus.MustNewConstMetric(descJobHealth, prometheus.GaugeValue, float64(health[h]), string(h))
 	}
 }

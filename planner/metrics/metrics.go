@@ -40,6 +40,8 @@ const (
 	NamePreemptions     = "preemptions_total"
 	NameDeliveries      = "deliveries_total"
 	NameProgressReports = "progress_reports_total"
+	NameRequeues        = "requeues_total"
+	NameJobHealth       = "job_health"
 	NameStoreDuration   = "store_operation_duration_seconds"
 	NameLeader          = "leader"
 	NamePolicy          = "policy_info"
@@ -49,7 +51,7 @@ const (
 // Names lists every metric name above (without Namespace).
 var Names = []string{NameJobs, NameGPUsTotal, NameGPUsAllocated, NameGPUsIdle, NameRoundDuration, NameRoundFailures,
 	NamePlanDuration, NameChangeDuration, NameChangeFailures, NamePreemptions, NameDeliveries, NameProgressReports,
-	NameStoreDuration, NameLeader, NamePolicy, NameDependencyUp}
+	NameRequeues, NameJobHealth, NameStoreDuration, NameLeader, NamePolicy, NameDependencyUp}
 
 // Dependencies are the label values of NameDependencyUp: the planner's
 // dependencies (planner/depwatch), each a series from the start.
@@ -76,6 +78,7 @@ type Recorder struct {
 	preemptions    prometheus.Counter
 	deliveries     *prometheus.CounterVec
 	reports        prometheus.Counter
+	requeues       *prometheus.CounterVec
 	store          *prometheus.HistogramVec
 	dependencyUp   *prometheus.GaugeVec
 }
@@ -106,6 +109,8 @@ func New(src Source) *Recorder {
 			Help: "Model deliveries that ended, by tier (tier1, goal) and result (delivered, failed)."}, []string{"tier", "result"}),
 		reports: prometheus.NewCounter(prometheus.CounterOpts{Name: name(NameProgressReports),
 			Help: "Progress reports received from training scripts."}),
+		requeues: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(NameRequeues),
+			Help: "Jobs the planner requeued to run again from their checkpoint, by reason (infrastructure: the cluster ended the run; stalled, degraded: the health watch stopped it)."}, []string{"reason"}),
 		store: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name(NameStoreDuration),
 			Help:    "Latency of the planner's store operations, by operation.",
 			Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}}, []string{"op"}),
@@ -130,7 +135,11 @@ func New(src Source) *Recorder {
 	for _, dep := range Dependencies {
 		r.dependencyUp.WithLabelValues(dep).Set(1)
 	}
-	r.reg.MustRegister(r.round, r.plan, r.roundFailures, r.change, r.changeFailures, r.preemptions, r.deliveries, r.reports, r.store, r.dependencyUp,
+	for _, kind := range structs.RequeueKinds {
+		r.requeues.WithLabelValues(kind)
+	}
+	r.reg.MustRegister(r.round, r.plan, r.roundFailures, r.change, r.changeFailures, r.preemptions, r.deliveries, r.reports,
+		r.requeues, r.store, r.dependencyUp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if src != nil {
 		r.reg.MustRegister(&gauges{src: src})
@@ -192,6 +201,14 @@ func (r *Recorder) DependencyUp(dependency string, up bool) {
 
 // ProgressReports counts progress reports (planner.Metrics).
 func (r *Recorder) ProgressReports(n int) { r.reports.Add(float64(n)) }
+
+// Requeue counts a requeue of a job (planner.Metrics). A kind outside
+// structs.RequeueKinds is not counted: the labels are a fixed set.
+func (r *Recorder) Requeue(kind string) {
+	if slices.Contains(structs.RequeueKinds, kind) {
+		r.requeues.WithLabelValues(kind).Inc()
+	}
+}
 
 // storeOp records one store operation's latency.
 func (r *Recorder) storeOp(op string, start time.Time) {

@@ -38,6 +38,8 @@ var Names = map[string]dto.MetricType{
 	metrics.NamePreemptions:     dto.MetricType_COUNTER,
 	metrics.NameDeliveries:      dto.MetricType_COUNTER,
 	metrics.NameProgressReports: dto.MetricType_COUNTER,
+	metrics.NameRequeues:        dto.MetricType_COUNTER,
+	metrics.NameJobHealth:       dto.MetricType_GAUGE,
 	metrics.NameStoreDuration:   dto.MetricType_HISTOGRAM,
 	metrics.NameLeader:          dto.MetricType_GAUGE,
 	metrics.NamePolicy:          dto.MetricType_GAUGE,
@@ -98,6 +100,8 @@ func TestMetrics_AllNamedAndConsistent(t *testing.T) {
 	r.ProgressReports(7)
 	r.DependencyUp("consul", false)
 	r.DependencyUp("vault", false) // not a dependency: no series
+	r.Requeue(structs.RequeueStalled)
+	r.Requeue("made-up") // not a kind: no series of its own
 	st := r.Store(storeStub{})
 	_, _ = st.ListJobs(ctx)
 
@@ -133,6 +137,11 @@ func TestMetrics_AllNamedAndConsistent(t *testing.T) {
 	must.Eq(t, 1.0, get(metrics.NameDeliveries, map[string]string{"tier": "tier1", "result": "delivered"}).GetCounter().GetValue())
 	must.Eq(t, 0.0, get(metrics.NameDeliveries, map[string]string{"tier": "goal", "result": "delivered"}).GetCounter().GetValue())
 	must.Eq(t, 7.0, get(metrics.NameProgressReports, nil).GetCounter().GetValue())
+	must.Eq(t, 1.0, get(metrics.NameRequeues, map[string]string{"reason": structs.RequeueStalled}).GetCounter().GetValue())
+	must.Eq(t, 0.0, get(metrics.NameRequeues, map[string]string{"reason": structs.RequeueInfrastructure}).GetCounter().GetValue())
+	must.Len(t, len(structs.RequeueKinds), fams[metrics.Namespace+"_"+metrics.NameRequeues].Metric)
+	must.Eq(t, 1.0, get(metrics.NameJobHealth, map[string]string{"health": "ok"}).GetGauge().GetValue())
+	must.Eq(t, 0.0, get(metrics.NameJobHealth, map[string]string{"health": "stalled"}).GetGauge().GetValue())
 	must.Eq(t, uint64(1), get(metrics.NameStoreDuration, map[string]string{"op": "list_jobs"}).GetHistogram().GetSampleCount())
 	must.Eq(t, uint64(0), get(metrics.NameStoreDuration, map[string]string{"op": "update_job"}).GetHistogram().GetSampleCount())
 	must.Eq(t, 0.0, get(metrics.NameDependencyUp, map[string]string{"dependency": "consul"}).GetGauge().GetValue())

@@ -177,26 +177,12 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 		if job == nil {
 			return planner.Outcome{Done: true, ExitCode: -1, Message: "the nomad job was stopped outside the planner"}, nil
 		}
-		return planner.Outcome{Unplaced: n.unplaced(ctx, j, allocs)}, nil
+		return n.unplaced(ctx, j, allocs), nil
 	}
 	if !drain.ClientTerminal(launcher.ClientStatus) {
-		return planner.Outcome{Unplaced: n.unplaced(ctx, j, allocs)}, nil
+		return n.unplaced(ctx, j, allocs), nil
 	}
-	out := planner.Outcome{Done: true, ExitCode: -1, Message: "launcher " + launcher.ClientStatus}
-	if st, ok := launcher.TaskStates[LauncherTask]; ok {
-		for _, e := range st.Events {
-			if e.Type == nomadapi.TaskTerminated {
-				out.ExitCode = e.ExitCode
-				out.Message = e.DisplayMessage
-			}
-		}
-		if out.ExitCode == -1 && launcher.ClientStatus == nomadapi.AllocClientStatusComplete {
-			out.ExitCode = 0
-		}
-		if st.Failed && len(st.Events) > 0 {
-			out.Message = st.Events[len(st.Events)-1].DisplayMessage
-		}
-	}
+	out := Ended(launcher)
 	// The workers serve the launcher only; they go with it.
 	if _, _, err := n.Client.Jobs().Deregister(id, false, n.write(ctx)); err != nil {
 		n.Logger.Warn("failed to stop the workers of an ended job", "job", id, "error", err)
@@ -205,14 +191,79 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 	return out, nil
 }
 
-// unplaced says why Nomad has not placed every allocation the planner
-// asked of it for job j (its launcher, and a worker per PerWorker GPUs of
-// j.Allocation on each node), from the evaluation that failed to place
-// them, while Nomad holds a blocked evaluation for the job; "" when all
-// are placed, or while Nomad has not evaluated a change yet. The planner
-// does not model the nodes' CPU and memory: a worker it places where
-// Nomad finds no room waits for room there.
-func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi.AllocationListStub) string {
+// Ended is the outcome of a job whose launcher allocation has ended: the
+// launcher task's exit code and last message, and whether the run ended
+// for a reason of the cluster rather than of the training script
+// (Outcome.Infrastructure, see infrastructure).
+func Ended(launcher *nomadapi.AllocationListStub) planner.Outcome {
+	out := planner.Outcome{Done: true, ExitCode: -1, Message: "launcher " + launcher.ClientStatus}
+	st := launcher.TaskStates[LauncherTask]
+	if st != nil {
+		for _, e := range st.Events {
+			if e != nil && e.Type == nomadapi.TaskTerminated {
+				out.ExitCode = e.ExitCode
+				out.Message = e.DisplayMessage
+			}
+		}
+		if out.ExitCode == -1 && launcher.ClientStatus == nomadapi.AllocClientStatusComplete {
+			out.ExitCode = 0
+		}
+		if st.Failed && len(st.Events) > 0 && st.Events[len(st.Events)-1] != nil {
+			out.Message = st.Events[len(st.Events)-1].DisplayMessage
+		}
+	}
+	out.Infrastructure = infrastructure(launcher.ClientStatus, st, out)
+	return out
+}
+
+// infrastructure says why a launcher's run ended for a reason of the
+// cluster, "" when the training script's own exit ended it: the launcher
+// exited drain.ExitInfrastructure (its workers' hosts, agents or network
+// failed, or it was fenced); its allocation was lost (its node went down
+// or away); or its task failed without ever running the command: a
+// driver or setup failure, a failed artifact download, or a failure with
+// no Terminated event at all (the driver never started it).
+func infrastructure(clientStatus string, st *nomadapi.TaskState, out planner.Outcome) string {
+	switch {
+	case clientStatus == nomadapi.AllocClientStatusLost:
+		return "the launcher's allocation was lost (its node went down or away)"
+	case out.ExitCode == drain.ExitInfrastructure:
+		return fmt.Sprintf("launcher exited %d: %s", drain.ExitInfrastructure, out.Message)
+	case st == nil || out.ExitCode != -1 || clientStatus != nomadapi.AllocClientStatusFailed:
+		return ""
+	}
+	for _, e := range slices.Backward(st.Events) {
+		if e == nil {
+			continue
+		}
+		switch e.Type {
+		case nomadapi.TaskDriverFailure, nomadapi.TaskSetupFailure, nomadapi.TaskArtifactDownloadFailed:
+			return "the launcher never ran: " + strings.ToLower(e.Type) + ": " + eventText(e)
+		}
+	}
+	return "the launcher failed without running its command: " + out.Message
+}
+
+// eventText is a task event's message, in Nomad's words.
+func eventText(e *nomadapi.TaskEvent) string {
+	for _, s := range []string{e.DisplayMessage, e.DriverError, e.SetupError, e.DownloadError, e.Message} {
+		if s != "" {
+			return s
+		}
+	}
+	return "no message"
+}
+
+// unplaced is the outcome of running job j when Nomad has not placed every
+// allocation the planner asked of it (its launcher, and a worker per
+// PerWorker GPUs of j.Allocation on each node): why (Outcome.Unplaced,
+// from the evaluation that failed to place them, while Nomad holds a
+// blocked evaluation for the job), and what (the GPUs of each node, the
+// launcher); the zero outcome when all are placed, or while Nomad has not
+// evaluated a change yet. The planner does not model the nodes' CPU and
+// memory: a worker it places where Nomad finds no room waits for room
+// there.
+func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi.AllocationListStub) planner.Outcome {
 	want := map[string]int{LauncherGroup: 1}
 	for node, n := range workersOn(j.Allocation, j.Spec.GPUs.PerWorker) {
 		want[WorkerGroup(node)] = n
@@ -228,12 +279,12 @@ func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi
 		short = short || have[g] < c
 	}
 	if !short {
-		return ""
+		return planner.Outcome{}
 	}
 	evals, _, err := n.Client.Jobs().Evaluations(JobID(j), n.query(ctx))
 	if err != nil {
 		n.Logger.Debug("failed to read the evaluations of a job short of allocations", "job", JobID(j), "error", err)
-		return ""
+		return planner.Outcome{}
 	}
 	var failed *nomadapi.Evaluation
 	blocked := false
@@ -244,9 +295,26 @@ func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi
 		}
 	}
 	if !blocked || failed == nil {
-		return ""
+		return planner.Outcome{}
 	}
-	return Unplaced(failed.FailedTGAllocs, want, have)
+	out := planner.Outcome{Unplaced: Unplaced(failed.FailedTGAllocs, want, have)}
+	if out.Unplaced != "" {
+		out.UnplacedGPUs, out.UnplacedLauncher = Missing(want, have, max(j.Spec.GPUs.PerWorker, 1))
+	}
+	return out
+}
+
+// Missing is what of a job Nomad has not placed: the GPUs on each node
+// (by ID) of its workers short of want (per GPUs a worker), and whether
+// its launcher is.
+func Missing(want, have map[string]int, per int) (map[string]int, bool) {
+	gpus := map[string]int{}
+	for g, c := range want {
+		if node, ok := strings.CutPrefix(g, workerGroupStem); ok && have[g] < c {
+			gpus[node] = (c - have[g]) * per
+		}
+	}
+	return gpus, have[LauncherGroup] < want[LauncherGroup]
 }
 
 // maxUnplaced bounds the message Unplaced makes (it goes into a job's events).
@@ -272,10 +340,7 @@ func Unplaced(failed map[string]*nomadapi.AllocationMetric, want, have map[strin
 		return ""
 	}
 	msg := "Nomad has not placed " + strings.Join(parts, "; ") + "; they wait for room there"
-	if len(msg) > maxUnplaced {
-		msg = strings.ToValidUTF8(msg[:maxUnplaced-3], "") + "..." // whole runes
-	}
-	return msg
+	return structs.Clip(msg, maxUnplaced)
 }
 
 // placementFailure is why Nomad's scheduler placed nothing, in Nomad's

@@ -35,6 +35,12 @@ const (
 	StreamJobCompleted = "job-completed"
 	StreamJobFailed    = "job-failed"
 	StreamJobStopped   = "job-stopped"
+	// StreamJobRequeued: the planner requeued a job whose run the cluster
+	// ended or stalled; Message says why and which try comes next.
+	StreamJobRequeued = "job-requeued"
+	// StreamJobHealth: a running job's health changed (degraded, stalled,
+	// healthy again); Message says why.
+	StreamJobHealth = "job-health"
 	// StreamJobNote is any other event of a job's record (a target reached,
 	// a warning, the admission check); Message says what.
 	StreamJobNote = "job-note"
@@ -65,6 +71,10 @@ func StreamType(recordType string) string {
 		return StreamJobFailed
 	case string(JobStopped):
 		return StreamJobStopped
+	case EventRequeued:
+		return StreamJobRequeued
+	case EventDegraded, EventStalled, EventHealthy:
+		return StreamJobHealth
 	}
 	return StreamJobNote
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
@@ -24,7 +25,9 @@ const (
 	JobRunning JobState = "running"
 	// JobComplete: the launcher exited 0.
 	JobComplete JobState = "complete"
-	// JobFailed: the launcher failed, or Nomad could not run it.
+	// JobFailed: the launcher failed (the training script's own failure),
+	// or the cluster ended or stalled its runs more often than the
+	// planner's retries allow.
 	JobFailed JobState = "failed"
 	// JobStopped: stopped by a user.
 	JobStopped JobState = "stopped"
@@ -95,6 +98,15 @@ type Job struct {
 	// holds (jobspec batch block; assess.AdviseBatch), as of its last
 	// progress report; nil until it can advise.
 	Batch *BatchAdvice `json:"batch,omitempty"`
+
+	// Retries counts the times the planner requeued the job because the
+	// cluster, not its script, ended or stalled its run (a lost launcher,
+	// a launcher that exited 75, the health watch); the planner's retry
+	// bound caps it.
+	Retries int `json:"retries,omitempty"`
+	// Health is the health watch's judgement of the running job when it
+	// is degraded or stalled (nil: ok, or not running).
+	Health *Health `json:"health,omitempty"`
 
 	// Idempotency is the submission's Idempotency-Key and request digest,
 	// when the client sent a key: a retry with the key gets this job back.
@@ -207,6 +219,7 @@ func (j *Job) Clone() *Job {
 	c.Resume = clonePtr(j.Resume)
 	c.Idempotency = clonePtr(j.Idempotency)
 	c.Batch = clonePtr(j.Batch)
+	c.Health = clonePtr(j.Health)
 	return &c
 }
 
@@ -275,6 +288,20 @@ func (j *Job) Bound() {
 	j.Dropped.Events += n
 	j.Preemptions, n = dropOldest(j.Preemptions, MaxPreemptions)
 	j.Dropped.Preemptions += n
+	if h := j.Health; h != nil && len(h.Reason) > MaxHealthReason {
+		c := *h
+		c.Reason = Clip(c.Reason, MaxHealthReason)
+		j.Health = &c
+	}
+}
+
+// Clip is s cut to at most n bytes (n > 3) of whole runes, ending in
+// "..." when it was cut.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
 }
 
 // AllEvents is the number of events the job has had, those dropped by

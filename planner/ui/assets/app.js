@@ -144,7 +144,7 @@ async function renderOverview() {
   $("#gpu-summary").textContent = `${used} of ${total} held, ${free} idle`;
   // Jobs.
   fill($("#jobs tbody"), jobs.slice().reverse().slice(0, 200).map(j => el("tr", { "data-job": j.id },
-    el("td", {}, jobLink(j.id)), el("td", {}, j.queue || "default"), el("td", {}, j.priority), el("td", { class: "state " + j.state }, j.state),
+    el("td", {}, jobLink(j.id)), el("td", {}, j.queue || "default"), el("td", {}, j.priority), el("td", { class: "state " + j.state }, j.state, healthMark(j)),
     el("td", {}, j.gpus), el("td", {}, asked(j)), el("td", { "data-field": "preemptions", class: j.preemptions ? "preempted" : "" }, j.preemptions || 0),
     el("td", {}, fmtTime(j.submitted)))));
   // Utilisation.
@@ -209,6 +209,14 @@ async function renderStatus() {
 }
 
 // ---------------------------------------------------------------- job page
+// healthMark marks a running job the planner's health watch judged
+// degraded or stalled (its reason in the title); "" for others.
+function healthMark(j) {
+  const h = j.health;
+  if (j.state !== "running" || !h) return "";
+  return el("span", { class: "health " + h.state, "data-field": "health", title: h.reason }, " · " + h.state);
+}
+
 async function renderJob(id) {
   const j = await api("/v1/jobs/" + encodeURIComponent(id));
   $("#job-title").textContent = j.id;
@@ -219,6 +227,8 @@ async function renderJob(id) {
     ["Asked", j.spec.GPUs.Auto ? "auto" : j.spec.GPUs.Min + "–" + j.spec.GPUs.Max], ["Submitted", fmtTime(j.submitted)]];
   facts.push(["Queue", j.spec.Queue || "default"], ["Priority", String(j.spec.Priority)]);
   if (j.waiting) facts.push(["Waiting", j.waiting]);
+  if (j.state === "running") facts.push(["Health", j.health ? `${j.health.state} since ${fmtTime(j.health.since)}: ${j.health.reason}` : "ok"]);
+  if (j.retries) facts.push(["Retries", `${j.retries}: requeued when the cluster ended or stalled its run`]);
   const pre = j.preemptions || [];
   if (pre.length) {
     const last = pre[pre.length - 1];

@@ -1,0 +1,80 @@
+package command
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/api/client"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// nodeNamesTimeout bounds job status's read of the node names: the
+// planner answers /v1/nodes from Nomad and Consul, and the job is shown
+// without the names rather than late.
+const nodeNamesTimeout = 3 * time.Second
+
+// nodeNames maps the planner's nodes' IDs to their names (the hosts'
+// names, as Nomad has them), read once from GET /v1/nodes; nil when the
+// planner does not say within nodeNamesTimeout.
+func nodeNames(ctx context.Context, cl *client.Client) map[string]string {
+	ctx, cancel := context.WithTimeout(ctx, nodeNamesTimeout)
+	defer cancel()
+	nodes, err := cl.Nodes(ctx)
+	if err != nil {
+		return nil
+	}
+	names := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		if n.Name != "" {
+			names[n.ID] = n.Name
+		}
+	}
+	return names
+}
+
+// byName is m (GPUs by node ID) keyed by the nodes' names where names
+// knows them and no two of m's nodes share one; by ID otherwise.
+func byName(m map[string]int, names map[string]string) map[string]int {
+	out := make(map[string]int, len(m))
+	for id, g := range m {
+		out[cmp.Or(names[id], id)] = g
+	}
+	if len(out) < len(m) { // two nodes of one name
+		return m
+	}
+	return out
+}
+
+// formatAllocation is job status's table of the GPUs a job holds now:
+// each node's ID, its name (host) when names knows any, and its GPUs.
+func formatAllocation(alloc map[string]int, names map[string]string) string {
+	known := false
+	for id := range alloc {
+		known = known || names[id] != ""
+	}
+	rows := [][]string{{"Node", "GPUs"}}
+	if known {
+		rows[0] = []string{"Node", "Host", "GPUs"}
+	}
+	for _, id := range slices.Sorted(maps.Keys(alloc)) {
+		row := []string{id, fmt.Sprint(alloc[id])}
+		if known {
+			row = []string{id, orNone(names[id]), fmt.Sprint(alloc[id])}
+		}
+		rows = append(rows, row)
+	}
+	return formatList(rows)
+}
+
+// formatHealth is a running job's health: ok, or its state since when,
+// and why.
+func formatHealth(h *structs.Health) string {
+	if h == nil {
+		return string(structs.HealthOK)
+	}
+	return fmt.Sprintf("%s since %s: %s", h.State, formatTime(h.Since), h.Reason)
+}

@@ -1,0 +1,122 @@
+package nomadjob
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	nomadapi "github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/drain"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// Issue 27: a launcher that ended is the script's failure (or success)
+// when the script ran and exited, and the cluster's (Infrastructure) when
+// it exited drain.ExitInfrastructure, its allocation was lost, or its
+// task failed without ever running the command.
+func TestEnded_ClassifiesInfrastructure(t *testing.T) {
+	terminated := func(code int, msg string) *nomadapi.TaskEvent {
+		return &nomadapi.TaskEvent{Type: nomadapi.TaskTerminated, ExitCode: code, DisplayMessage: msg}
+	}
+	started := &nomadapi.TaskEvent{Type: nomadapi.TaskStarted, DisplayMessage: "Task started by client"}
+	received := &nomadapi.TaskEvent{Type: nomadapi.TaskReceived, DisplayMessage: "Task received by client"}
+	notRestarting := &nomadapi.TaskEvent{Type: nomadapi.TaskNotRestarting, DisplayMessage: "Policy allows no restarts"}
+	cases := []struct {
+		name   string
+		status string
+		failed bool
+		events []*nomadapi.TaskEvent
+		code   int
+		infra  string // a prefix; "" none
+	}{
+		{"script succeeded", nomadapi.AllocClientStatusComplete, false,
+			[]*nomadapi.TaskEvent{received, started, terminated(0, "Exit Code: 0")}, 0, ""},
+		{"script failed", nomadapi.AllocClientStatusFailed, true,
+			[]*nomadapi.TaskEvent{received, started, terminated(1, "Exit Code: 1"), notRestarting}, 1, ""},
+		{"launcher exited 75", nomadapi.AllocClientStatusFailed, true,
+			[]*nomadapi.TaskEvent{received, started, terminated(drain.ExitInfrastructure, "Exit Code: 75"), notRestarting},
+			drain.ExitInfrastructure, "launcher exited 75: Policy allows no restarts"},
+		{"allocation lost", nomadapi.AllocClientStatusLost, false,
+			[]*nomadapi.TaskEvent{received, started}, -1, "the launcher's allocation was lost"},
+		{"lost after the script failed", nomadapi.AllocClientStatusLost, true,
+			[]*nomadapi.TaskEvent{received, started, terminated(1, "Exit Code: 1")}, 1, "the launcher's allocation was lost"},
+		{"driver failure", nomadapi.AllocClientStatusFailed, true,
+			[]*nomadapi.TaskEvent{received, {Type: nomadapi.TaskDriverFailure, DisplayMessage: "failed to start task: no horovodrun"}, notRestarting},
+			-1, "the launcher never ran: driver failure: failed to start task: no horovodrun"},
+		{"setup failure", nomadapi.AllocClientStatusFailed, true,
+			[]*nomadapi.TaskEvent{received, {Type: nomadapi.TaskSetupFailure, SetupError: "template: variable missing"}},
+			-1, "the launcher never ran: setup failure: template: variable missing"},
+		{"failed without a terminated event", nomadapi.AllocClientStatusFailed, true,
+			[]*nomadapi.TaskEvent{received, notRestarting}, -1, "the launcher failed without running its command: Policy allows no restarts"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := Ended(&nomadapi.AllocationListStub{ClientStatus: tc.status, TaskStates: map[string]*nomadapi.TaskState{
+				LauncherTask: {State: "dead", Failed: tc.failed, Events: tc.events}}})
+			must.True(t, out.Done)
+			must.Eq(t, tc.code, out.ExitCode)
+			if tc.infra == "" {
+				must.Eq(t, "", out.Infrastructure)
+				return
+			}
+			must.StrHasPrefix(t, tc.infra, out.Infrastructure)
+		})
+	}
+}
+
+// What Nomad has not placed of a job, from the allocations wanted and
+// running per group: the GPUs of each node short, and the launcher.
+func TestMissing(t *testing.T) {
+	a, b := WorkerGroup("node-a"), WorkerGroup("node-b")
+	gpus, launcher := Missing(map[string]int{LauncherGroup: 1, a: 2, b: 3}, map[string]int{LauncherGroup: 1, a: 2, b: 1}, 2)
+	must.Eq(t, map[string]int{"node-b": 4}, gpus)
+	must.False(t, launcher)
+	gpus, launcher = Missing(map[string]int{LauncherGroup: 1, a: 1}, map[string]int{a: 1}, 1)
+	must.MapEmpty(t, gpus)
+	must.True(t, launcher)
+}
+
+// Outcome reads the launcher's allocation from Nomad's API: a lost one is
+// the cluster's end of the run, and the ended job's Nomad job is stopped
+// and its secrets deleted.
+func TestOutcome_LostLauncherIsInfrastructure(t *testing.T) {
+	j := &structs.Job{ID: "a-1"}
+	var mu sync.Mutex
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/job/"+JobID(j)+"/allocations":
+			_ = json.NewEncoder(w).Encode([]*nomadapi.AllocationListStub{
+				{ID: "w1", TaskGroup: WorkerGroup("n1"), ClientStatus: nomadapi.AllocClientStatusRunning, CreateIndex: 12},
+				{ID: "l1", TaskGroup: LauncherGroup, ClientStatus: nomadapi.AllocClientStatusLost, CreateIndex: 11,
+					TaskStates: map[string]*nomadapi.TaskState{LauncherTask: {State: "running"}}},
+			})
+		case r.Method == http.MethodDelete:
+			_, _ = w.Write([]byte("{}"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
+	must.NoError(t, err)
+	n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
+
+	out, err := n.Outcome(context.Background(), j)
+	must.NoError(t, err)
+	must.True(t, out.Done)
+	must.StrHasPrefix(t, "the launcher's allocation was lost", out.Infrastructure)
+	mu.Lock()
+	defer mu.Unlock()
+	must.SliceContains(t, calls, "DELETE /v1/job/"+JobID(j))
+	must.SliceContains(t, calls, "DELETE /v1/var/"+SecretVariable(j))
+}
