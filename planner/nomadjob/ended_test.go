@@ -44,6 +44,8 @@ func TestEnded_ClassifiesInfrastructure(t *testing.T) {
 			drain.ExitInfrastructure, "launcher exited 75: Policy allows no restarts"},
 		{"allocation lost", nomadapi.AllocClientStatusLost, false,
 			[]*nomadapi.TaskEvent{received, started}, -1, "the launcher's allocation was lost"},
+		{"node cut off (unknown, not replaced)", nomadapi.AllocClientStatusUnknown, false,
+			[]*nomadapi.TaskEvent{received, started}, -1, "the launcher's node is cut off from the servers"},
 		{"lost after the script failed", nomadapi.AllocClientStatusLost, true,
 			[]*nomadapi.TaskEvent{received, started, terminated(1, "Exit Code: 1")}, 1, "the launcher's allocation was lost"},
 		{"driver failure", nomadapi.AllocClientStatusFailed, true,
@@ -82,41 +84,49 @@ func TestMissing(t *testing.T) {
 	must.True(t, launcher)
 }
 
-// Outcome reads the launcher's allocation from Nomad's API: a lost one is
+// Outcome reads the launcher's allocation from Nomad's API: a lost one, or an
+// unknown one (its node cut off; the group does not replace it), is
 // the cluster's end of the run, and the ended job's Nomad job is stopped
 // and its secrets deleted.
 func TestOutcome_LostLauncherIsInfrastructure(t *testing.T) {
-	j := &structs.Job{ID: "a-1"}
-	var mu sync.Mutex
-	var calls []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		calls = append(calls, r.Method+" "+r.URL.Path)
-		mu.Unlock()
-		switch {
-		case r.Method == http.MethodGet && r.URL.Path == "/v1/job/"+JobID(j)+"/allocations":
-			_ = json.NewEncoder(w).Encode([]*nomadapi.AllocationListStub{
-				{ID: "w1", TaskGroup: WorkerGroup("n1"), ClientStatus: nomadapi.AllocClientStatusRunning, CreateIndex: 12},
-				{ID: "l1", TaskGroup: LauncherGroup, ClientStatus: nomadapi.AllocClientStatusLost, CreateIndex: 11,
-					TaskStates: map[string]*nomadapi.TaskState{LauncherTask: {State: "running"}}},
-			})
-		case r.Method == http.MethodDelete:
-			_, _ = w.Write([]byte("{}"))
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
-	must.NoError(t, err)
-	n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
+	for status, want := range map[string]string{
+		nomadapi.AllocClientStatusLost:    "the launcher's allocation was lost",
+		nomadapi.AllocClientStatusUnknown: "the launcher's node is cut off",
+	} {
+		t.Run(status, func(t *testing.T) {
+			j := &structs.Job{ID: "a-1"}
+			var mu sync.Mutex
+			var calls []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				calls = append(calls, r.Method+" "+r.URL.Path)
+				mu.Unlock()
+				switch {
+				case r.Method == http.MethodGet && r.URL.Path == "/v1/job/"+JobID(j)+"/allocations":
+					_ = json.NewEncoder(w).Encode([]*nomadapi.AllocationListStub{
+						{ID: "w1", TaskGroup: WorkerGroup("n1"), ClientStatus: nomadapi.AllocClientStatusRunning, CreateIndex: 12},
+						{ID: "l1", TaskGroup: LauncherGroup, ClientStatus: status, CreateIndex: 11,
+							TaskStates: map[string]*nomadapi.TaskState{LauncherTask: {State: "running"}}},
+					})
+				case r.Method == http.MethodDelete:
+					_, _ = w.Write([]byte("{}"))
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
+			must.NoError(t, err)
+			n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
 
-	out, err := n.Outcome(context.Background(), j)
-	must.NoError(t, err)
-	must.True(t, out.Done)
-	must.StrHasPrefix(t, "the launcher's allocation was lost", out.Infrastructure)
-	mu.Lock()
-	defer mu.Unlock()
-	must.SliceContains(t, calls, "DELETE /v1/job/"+JobID(j))
-	must.SliceContains(t, calls, "DELETE /v1/var/"+SecretVariable(j))
+			out, err := n.Outcome(context.Background(), j)
+			must.NoError(t, err)
+			must.True(t, out.Done)
+			must.StrHasPrefix(t, want, out.Infrastructure)
+			mu.Lock()
+			defer mu.Unlock()
+			must.SliceContains(t, calls, "DELETE /v1/job/"+JobID(j))
+			must.SliceContains(t, calls, "DELETE /v1/var/"+SecretVariable(j))
+		})
+	}
 }

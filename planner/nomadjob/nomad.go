@@ -179,7 +179,10 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 		}
 		return n.unplaced(ctx, j, allocs), nil
 	}
-	if !drain.ClientTerminal(launcher.ClientStatus) {
+	// A launcher whose node is cut off is unknown, never replaced (the
+	// group's disconnect block): the run is over, and the launcher, fenced,
+	// stops itself there.
+	if !drain.ClientTerminal(launcher.ClientStatus) && launcher.ClientStatus != nomadapi.AllocClientStatusUnknown {
 		return n.unplaced(ctx, j, allocs), nil
 	}
 	out := Ended(launcher)
@@ -194,7 +197,8 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 // Ended is the outcome of a job whose launcher allocation has ended: the
 // launcher task's exit code and last message, and whether the run ended
 // for a reason of the cluster rather than of the training script
-// (Outcome.Infrastructure, see infrastructure).
+// (Outcome.Infrastructure, see infrastructure). A launcher whose node is
+// cut off (unknown) has ended too.
 func Ended(launcher *nomadapi.AllocationListStub) planner.Outcome {
 	out := planner.Outcome{Done: true, ExitCode: -1, Message: "launcher " + launcher.ClientStatus}
 	st := launcher.TaskStates[LauncherTask]
@@ -220,13 +224,15 @@ func Ended(launcher *nomadapi.AllocationListStub) planner.Outcome {
 // cluster, "" when the training script's own exit ended it: the launcher
 // exited drain.ExitInfrastructure (its workers' hosts, agents or network
 // failed, or it was fenced); its allocation was lost (its node went down
-// or away); or its task failed without ever running the command: a
+// or away) or is unknown (its node is cut off); or its task failed without ever running the command: a
 // driver or setup failure, a failed artifact download, or a failure with
 // no Terminated event at all (the driver never started it).
 func infrastructure(clientStatus string, st *nomadapi.TaskState, out planner.Outcome) string {
 	switch {
 	case clientStatus == nomadapi.AllocClientStatusLost:
 		return "the launcher's allocation was lost (its node went down or away)"
+	case clientStatus == nomadapi.AllocClientStatusUnknown:
+		return "the launcher's node is cut off from the servers (its allocation is unknown; the launcher stops training there once fenced)"
 	case out.ExitCode == drain.ExitInfrastructure:
 		return fmt.Sprintf("launcher exited %d: %s", drain.ExitInfrastructure, out.Message)
 	case st == nil || out.ExitCode != -1 || clientStatus != nomadapi.AllocClientStatusFailed:
