@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashicorp/nomad/client/allocdir"
 	"github.com/hashicorp/nomad/plugins/drivers"
 
 	"github.com/schedulearn/schedulearn/driver/discover"
@@ -103,6 +104,8 @@ func (d *Driver) planWorker(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, en
 	}
 	env["PATH"] = joinPath(d.config.BinDirs, env["PATH"])
 	setAvoidPorts(env, d.config.DynamicPorts)
+	d.nomadAccess(p.task, cfg.TaskDir(), env)
+	delete(env, "NOMAD_TOKEN") // the agent's, not the training's
 	p.task.StatusFile = filepath.Join(cfg.TaskDir().SharedAllocDir, drain.AgentStatusPath)
 	p.task.Slots = tc.Slots
 	if len(tc.Preload) > 0 {
@@ -130,20 +133,10 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 	t.Provider = tc.Discovery.Provider
 	t.ConsulAddress = d.config.ConsulAddress
 	t.ConsulToken = d.config.ConsulToken
-	t.NomadToken = env["NOMAD_TOKEN"]
-	t.NomadAddress = d.config.NomadAddress
-	if t.NomadAddress == "" {
-		t.NomadAddress = "http://127.0.0.1:4646"
-		if t.NomadToken != "" {
-			// The Task API: reachable from the task, authenticated by its
-			// workload identity.
-			t.NomadAddress = "unix://" + filepath.Join(dirs.SecretsDir, "api.sock")
-		}
-	}
+	d.nomadAccess(t, dirs, env)
 	t.Slots = tc.Slots
 	t.HostsFile = filepath.Join(dirs.LocalDir, hostsFileName)
 	t.OutcomesFile = filepath.Join(dirs.LocalDir, outcomesName)
-	t.FenceAfter = d.fenceAfter
 	t.DiscoveredFile = filepath.Join(dirs.SharedAllocDir, drain.DiscoveredPath)
 	t.Workdir = dirs.Dir
 
@@ -196,6 +189,23 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 		p.cmd.Args = []string{"torchrun-launcher", "-task-file", p.taskFile}
 	}
 	return nil
+}
+
+// nomadAccess sets where and as whom a task reaches the Nomad servers
+// (its workload identity's token, through the Task API, unless the client
+// config names an address), and its fence (fence_after).
+func (d *Driver) nomadAccess(t *jobstate.Task, dirs *allocdir.TaskDir, env map[string]string) {
+	t.NomadToken = env["NOMAD_TOKEN"]
+	t.NomadAddress = d.config.NomadAddress
+	if t.NomadAddress == "" {
+		t.NomadAddress = "http://127.0.0.1:4646"
+		if t.NomadToken != "" {
+			// The Task API: reachable from the task, authenticated by its
+			// workload identity.
+			t.NomadAddress = "unix://" + filepath.Join(dirs.SecretsDir, "api.sock")
+		}
+	}
+	t.FenceAfter = d.fenceAfter
 }
 
 // rdzvPortFromEnv is the port Nomad gave the launcher's group under

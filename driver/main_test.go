@@ -123,6 +123,8 @@ func newTestDriverIn(t *testing.T, binDir string) *testDriver {
 	t.Cleanup(cancel)
 	d := New(ctx, testlog.HCLogger(t), lookPathIn(binDir), self)
 	d.nomadConfig = &base.ClientDriverConfig{Topology: topology}
+	// No Nomad servers here: no fence (fence's own tests cover it).
+	d.fenceAfter = 0
 	d.compute = topology.Compute()
 	h := dtestutil.NewDriverHarness(t, d)
 	t.Cleanup(h.Kill)

@@ -15,6 +15,7 @@ import (
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
+	"github.com/schedulearn/schedulearn/internal/jobsecret"
 )
 
 // queryTimeout bounds each call discovery makes: horovodrun runs it every
@@ -128,6 +129,17 @@ func (n *Nomad) Workers(ctx context.Context, service string) ([]Worker, error) {
 		out = append(out, Worker{AllocID: r.AllocID, Address: hostPort(r.Address, r.Port)})
 	}
 	return out, nil
+}
+
+// Reachable reads the job's secret variable, which every task of the job
+// may read with its workload identity: nil when the Nomad servers answer
+// (with the variable, or without it once the job has ended).
+func (n *Nomad) Reachable(ctx context.Context) error {
+	path := jobsecret.SecretVariable(n.JobID)
+	if _, _, err := n.Client.Variables().Peek(path, n.query(ctx)); err != nil {
+		return fmt.Errorf("failed to read variable %s: %w", path, err)
+	}
+	return nil
 }
 
 // Draining reads the job's drain variable; a missing variable drains none.

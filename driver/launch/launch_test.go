@@ -2,7 +2,6 @@ package launch
 
 import (
 	"context"
-	"errors"
 	"io"
 	"path/filepath"
 	"testing"
@@ -76,35 +75,4 @@ func TestSupervisor_Fenced(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the fenced launcher kept running")
 	}
-}
-
-// The fence fires once the servers have not answered for longer than its
-// bound, and never while they answer.
-func TestNewFence(t *testing.T) {
-	down := errors.New("no servers")
-	t.Run("unreachable", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		fired := NewFence(func(context.Context) error { return down }, 500*time.Millisecond, time.Now)(ctx)
-		select {
-		case why := <-fired:
-			must.StrContains(t, why, "no servers")
-		case <-time.After(30 * time.Second):
-			t.Fatal("the fence never fired")
-		}
-	})
-	t.Run("reachable", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		calls := 0
-		fired := NewFence(func(context.Context) error { calls++; return nil }, 500*time.Millisecond, time.Now)(ctx)
-		select {
-		case why := <-fired:
-			t.Fatalf("fired while the servers answer: %s", why)
-		case <-time.After(2500 * time.Millisecond):
-		}
-		cancel()
-		_, open := <-fired
-		must.False(t, open)
-		must.Positive(t, calls)
-	})
 }

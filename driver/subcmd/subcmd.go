@@ -17,12 +17,14 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/schedulearn/schedulearn/driver/discover"
+	"github.com/schedulearn/schedulearn/driver/fence"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/launch"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
@@ -82,16 +84,26 @@ func runLaunch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-launcher", Output: stderr, Level: hclog.Info})
 	sup := &launch.Supervisor{Task: t, Logger: logger}
-	if t.FenceAfter > 0 {
-		nomad, err := discover.NewNomad(t)
-		if err != nil {
-			fmt.Fprintf(stderr, "error: %v\n", err)
-			return 1
-		}
-		probe := func(ctx context.Context) error { _, err := nomad.Draining(ctx); return err }
-		sup.Fence = launch.NewFence(probe, t.FenceAfter, time.Now)
+	f, err := taskFence(t)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
 	}
+	sup.Fence = f
 	return sup.Run(fs.Args(), stdout, stderr)
+}
+
+// taskFence is the task's fence (fence.New over the job's secret
+// variable), or nil without fence_after.
+func taskFence(t *jobstate.Task) (func(context.Context) <-chan string, error) {
+	if t.FenceAfter <= 0 {
+		return nil, nil
+	}
+	nomad, err := discover.NewNomad(t)
+	if err != nil {
+		return nil, err
+	}
+	return fence.New(nomad.Reachable, t.FenceAfter, time.Now), nil
 }
 
 func runDiscover(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -181,12 +193,40 @@ func runWorkerAgent(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	logger.Info("listening", "address", l.Addr().String(), "alloc_id", t.AllocID)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	ctx, fenced := fenceContext(ctx, t, logger)
 	if err := srv.Serve(ctx, l); err != nil {
 		logger.Error("agent stopped", "error", err)
 		return 1
 	}
+	if fenced() {
+		// Its commands are stopped: a host back from a partition brings no
+		// stale worker back into the job.
+		return drain.ExitInfrastructure
+	}
 	logger.Info("stopped")
 	return 0
+}
+
+// fenceContext is ctx, ended when the task's fence fires; fenced says
+// whether it did.
+func fenceContext(ctx context.Context, t *jobstate.Task, logger hclog.Logger) (context.Context, func() bool) {
+	f, err := taskFence(t)
+	if err != nil || f == nil {
+		if err != nil {
+			logger.Warn("no fence", "error", err)
+		}
+		return ctx, func() bool { return false }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var fired atomic.Bool
+	go func() {
+		if why, ok := <-f(ctx); ok {
+			fired.Store(true)
+			logger.Error("fenced: stopping the worker's commands", "reason", why)
+			cancel()
+		}
+	}()
+	return ctx, fired.Load
 }
 
 func runTorchrunLauncher(args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -310,6 +310,10 @@ func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
 		worker.Config["preload"] = preload
 	}
 	worker.Templates = []*nomadapi.Template{secretsTemplate()}
+	// The agent's workload identity: its fence asks the Nomad servers
+	// whether they still answer (the driver keeps the token from the
+	// training's environment).
+	worker.Identity = &nomadapi.WorkloadIdentity{Env: true}
 	sigterm(worker)
 	device := &nomadapi.RequestedDevice{Name: gpuDevice, Count: ptr(uint64(spec.GPUs.PerWorker))}
 	if spec.GPUs.Model != "" {

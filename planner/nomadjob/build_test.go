@@ -80,6 +80,7 @@ func TestBuild(t *testing.T) {
 		must.True(t, *tg.ReschedulePolicy.Unlimited)
 		must.Eq(t, "exponential", *tg.ReschedulePolicy.DelayFunction)
 		must.Nil(t, tg.Disconnect)
+		must.True(t, tg.Tasks[0].Identity.Env, must.Sprint("the agent's fence reads a variable"))
 		must.Eq[any](t, 2, tg.Tasks[0].Config["slots"])
 		must.Eq(t, "${NOMAD_ALLOC_ID}", tg.Services[0].Meta["alloc_id"])
 	}

@@ -119,7 +119,17 @@ variable "horovod" {
     # Where its socket directory is made; null: the driver's default,
     # /run/schedulearn-standby.
     standby_dir = optional(string)
+    # How long a launcher or worker agent the Nomad servers do not answer
+    # trains on (docs/driver.md, Fencing): below the servers'
+    # heartbeat_grace (5s in the nomad-server module), so a task on a
+    # partitioned host has stopped before the servers take the host for
+    # lost; "0s": never.
+    fence_after = optional(string, "4s")
   })
+  validation {
+    condition     = can(regex("^[0-9]+(ms|s|m)$", var.horovod.fence_after))
+    error_message = "horovod.fence_after must be a duration such as \"4s\"."
+  }
   validation {
     condition     = var.horovod.standby_dir == null || (startswith(coalesce(var.horovod.standby_dir, "/"), "/") && length(coalesce(var.horovod.standby_dir, "/")) <= 64)
     error_message = "horovod.standby_dir must be an absolute path of at most 64 bytes (the socket's path in it must fit a Unix socket address)."

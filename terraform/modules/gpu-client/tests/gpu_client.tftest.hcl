@@ -146,3 +146,22 @@ run "warm_interpreter_dir_relative" {
   }
   expect_failures = [var.horovod]
 }
+
+run "fence_after_below_the_servers_grace" {
+  command = plan
+  variables {
+    horovod = { bin_dirs = ["/opt/venv/bin"] }
+  }
+  assert {
+    condition     = strcontains(output.nomad_config, "fence_after        = \"4s\"")
+    error_message = "The driver's fence fires before the lab servers' heartbeat grace (5s)."
+  }
+}
+
+run "fence_after_not_a_duration" {
+  command = plan
+  variables {
+    horovod = { bin_dirs = ["/opt/venv/bin"], fence_after = "soon" }
+  }
+  expect_failures = [var.horovod]
+}

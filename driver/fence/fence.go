@@ -1,4 +1,10 @@
-package launch
+// Package fence stops a task of a training job that the Nomad servers
+// no longer answer: a launcher or a worker agent on a host cut off from
+// the cluster stops training before the servers take the host for lost
+// and the planner runs the job elsewhere, so one job never has two
+// launchers, and a host back from a partition brings no stale worker
+// back into the job.
+package fence
 
 import (
 	"context"
@@ -7,8 +13,8 @@ import (
 )
 
 // Probe asks the Nomad servers something only they answer (the job's
-// drain variable: discover.Nomad.Draining); an error means they could not
-// be reached (or no longer take the launcher's token).
+// secret variable: discover.Nomad.Reachable); an error means they could
+// not be reached (or no longer take the task's token).
 type Probe func(ctx context.Context) error
 
 // FenceEvery is how often a fence probes; each probe gets probeTimeout
@@ -18,12 +24,12 @@ const (
 	probeTimeout = 2 * time.Second
 )
 
-// NewFence returns a Supervisor.Fence that fires once probe has failed
+// New returns a fence that fires (sends why, once) once probe has failed
 // for longer than after: a launcher cut off from the servers stops
 // training before they take its node for lost (after Nomad's heartbeat
 // grace, 10 s by default) and the planner runs the job elsewhere, so one
 // job never has two launchers.
-func NewFence(probe Probe, after time.Duration, now func() time.Time) func(ctx context.Context) <-chan string {
+func New(probe Probe, after time.Duration, now func() time.Time) func(ctx context.Context) <-chan string {
 	return func(ctx context.Context) <-chan string {
 		out := make(chan string, 1)
 		go func() {
