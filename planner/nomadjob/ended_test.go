@@ -13,6 +13,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/drain"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -127,6 +128,45 @@ func TestOutcome_LostLauncherIsInfrastructure(t *testing.T) {
 			defer mu.Unlock()
 			must.SliceContains(t, calls, "DELETE /v1/job/"+JobID(j))
 			must.SliceContains(t, calls, "DELETE /v1/var/"+SecretVariable(j))
+		})
+	}
+}
+
+// A worker group whose node is down or cut off does not wait for room
+// there (no unplaced note: the node's loss is the departures' to say);
+// one on a ready node does.
+func TestOutcome_WorkersOfAGoneNodeAreNotUnplaced(t *testing.T) {
+	for status, unplaced := range map[string]bool{
+		nomadapi.NodeStatusDown:         false,
+		nomadapi.NodeStatusDisconnected: false,
+		nomadapi.NodeStatusReady:        true,
+	} {
+		t.Run(status, func(t *testing.T) {
+			j := &structs.Job{ID: "a-1", Allocation: map[string]int{"n1": 1, "n2": 1}, Spec: jobspec.Spec{GPUs: jobspec.GPUs{PerWorker: 1}}}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/v1/job/" + JobID(j) + "/allocations":
+					_ = json.NewEncoder(w).Encode([]*nomadapi.AllocationListStub{
+						{ID: "l1", TaskGroup: LauncherGroup, DesiredStatus: "run", ClientStatus: nomadapi.AllocClientStatusRunning},
+						{ID: "w1", TaskGroup: WorkerGroup("n1"), DesiredStatus: "run", ClientStatus: nomadapi.AllocClientStatusRunning},
+						{ID: "w2", TaskGroup: WorkerGroup("n2"), DesiredStatus: "run", ClientStatus: nomadapi.AllocClientStatusLost},
+					})
+				case "/v1/node/n2":
+					_ = json.NewEncoder(w).Encode(&nomadapi.Node{ID: "n2", Status: status})
+				case "/v1/job/" + JobID(j) + "/evaluations":
+					_ = json.NewEncoder(w).Encode([]*nomadapi.Evaluation{{ID: "e1", Status: nomadapi.EvalStatusBlocked, CreateIndex: 5,
+						FailedTGAllocs: map[string]*nomadapi.AllocationMetric{WorkerGroup("n2"): {NodesEvaluated: 1, ConstraintFiltered: map[string]int{"${node.unique.id} = n2": 1}}}}})
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
+			must.NoError(t, err)
+			out, err := (&Nomad{Client: client, Logger: hclog.NewNullLogger()}).Outcome(context.Background(), j)
+			must.NoError(t, err)
+			must.False(t, out.Done)
+			must.Eq(t, unplaced, out.Unplaced != "", must.Sprintf("unplaced: %q", out.Unplaced))
 		})
 	}
 }

@@ -282,7 +282,17 @@ func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi
 	}
 	short := false
 	for g, c := range want {
-		short = short || have[g] < c
+		if have[g] >= c {
+			continue
+		}
+		// The workers of a node that is down or cut off do not wait for
+		// room there: the node is gone, which the planner's departures
+		// say (node-lost), and they leave the job.
+		if node, ok := strings.CutPrefix(g, workerGroupStem); ok && n.nodeGone(ctx, node) {
+			delete(want, g)
+			continue
+		}
+		short = true
 	}
 	if !short {
 		return planner.Outcome{}
@@ -325,6 +335,16 @@ func Missing(want, have map[string]int, per int) (map[string]int, bool) {
 
 // maxUnplaced bounds the message Unplaced makes (it goes into a job's events).
 const maxUnplaced = 500
+
+// nodeGone says whether Nomad has the node down or disconnected (or no
+// longer knows it); a node it cannot be asked about is not gone.
+func (n *Nomad) nodeGone(ctx context.Context, nodeID string) bool {
+	node, _, err := n.Client.Nodes().Info(nodeID, n.query(ctx))
+	if err != nil {
+		return isNotFound(err)
+	}
+	return node.Status == nomadapi.NodeStatusDown || node.Status == nomadapi.NodeStatusDisconnected
+}
 
 // Unplaced says in one line which of a job's groups Nomad could not place
 // and why, from an evaluation's failed placements (failed: by group), with
