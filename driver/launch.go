@@ -259,8 +259,9 @@ func jobSecret(cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
 //
 // Before all that it runs the port guard (pyhooks.Ports): the launcher's
 // rendezvous and driver services bind no port in the client's dynamic
-// range.
-var horovodrunBootstrap = pyhooks.Ports + horovodrunProgram
+// range; and the re-notifier (pyhooks.Renotify): a host added while the
+// workers could not be told is told again.
+var horovodrunBootstrap = pyhooks.Ports + pyhooks.Renotify + horovodrunProgram
 
 // horovodrunProgram is horovodrunBootstrap after the port guard.
 const horovodrunProgram = `import multiprocessing, os, subprocess, sys

@@ -15,3 +15,12 @@ const AvoidPortsEnv = "SCHEDULEARN_AVOID_PORTS"
 //
 //go:embed ports.py
 var Ports string
+
+// Renotify is Python that makes horovodrun's elastic driver tell the
+// workers again of hosts added or removed while they could not be told
+// (during a reset), once the workers' assignment has differed from the
+// hosts it knows for longer than a reset takes (renotify.py says why).
+// Run it ahead of horovodrun, in the same interpreter; it defines no name.
+//
+//go:embed renotify.py
+var Renotify string
