@@ -34,7 +34,16 @@ policy {
 		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.1", "PROGRESS_FILE": progress, "STOP_FILE": stop}))
 	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
 	h.dumpTaskLogs(t, j.NomadJobID)
-	at := waitWorldSize(t, progress, 2, 3*time.Minute)
+	waitWorldSize(t, progress, 2, 3*time.Minute)
+	// Past a few commits, so that the kill loses work to recover.
+	var at progressRecord
+	waitUntil(t, 2*time.Minute, func() error {
+		recs := readProgress(t, progress)
+		if at = recs[len(recs)-1]; at.Step < 25 {
+			return errorf("at step %d, waiting for step 25", at.Step)
+		}
+		return nil
+	})
 
 	victim := runningWorkers(t, h, j.NomadJobID)[0]
 	t.Logf("killing worker %s (%s) at step %d", victim.ID, victim.Name, at.Step)
