@@ -93,9 +93,6 @@ func (n *Nomad) registered(ctx context.Context, id string) (*nomadapi.Job, error
 // go, then lowers the counts, and Nomad stops exactly those
 // (drain.Client.Resize, the one resize path).
 func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Job, target policy.Allocation) error {
-	if err := n.launcherAlive(ctx, *current.ID); err != nil {
-		return err
-	}
 	have := workerCounts(current)
 	want := workersOn(target, j.Spec.GPUs.PerWorker)
 
@@ -137,46 +134,6 @@ func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Jo
 		}}
 	_, err := d.Resize(ctx, current, &next)
 	return err
-}
-
-// ErrLauncherGone is a resize refused because the run's launcher is gone
-// or cut off: its allocation has ended or is unknown, or its node is down
-// or disconnected. Registering the job again then would make Nomad place
-// another launcher, a second run the planner does not know of (and
-// which does not resume from the checkpoint), while the first may still
-// train on its node until fenced; the planner ends the run instead
-// (Outcome) and requeues it.
-var ErrLauncherGone = errors.New("the run's launcher is gone")
-
-// launcherAlive returns ErrLauncherGone (wrapped, saying why) when the
-// newest launcher allocation of Nomad job id has ended, is unknown, or
-// runs on a node that is down or disconnected; nil when it runs on a
-// ready node or is not placed yet.
-func (n *Nomad) launcherAlive(ctx context.Context, id string) error {
-	allocs, _, err := n.Client.Jobs().Allocations(id, false, n.query(ctx))
-	if err != nil {
-		return fmt.Errorf("failed to list allocations of %s: %w", id, err)
-	}
-	var launcher *nomadapi.AllocationListStub
-	for _, a := range allocs {
-		if a.TaskGroup == LauncherGroup && (launcher == nil || a.CreateIndex > launcher.CreateIndex) {
-			launcher = a
-		}
-	}
-	if launcher == nil {
-		return nil
-	}
-	if drain.ClientTerminal(launcher.ClientStatus) || launcher.ClientStatus == nomadapi.AllocClientStatusUnknown {
-		return fmt.Errorf("failed to resize %s: %w: its allocation is %s", id, ErrLauncherGone, launcher.ClientStatus)
-	}
-	node, _, err := n.Client.Nodes().Info(launcher.NodeID, n.query(ctx))
-	if err != nil {
-		return fmt.Errorf("failed to read the node of %s's launcher: %w", id, err)
-	}
-	if node.Status == nomadapi.NodeStatusDown || node.Status == nomadapi.NodeStatusDisconnected {
-		return fmt.Errorf("failed to resize %s: %w: its node %s is %s", id, ErrLauncherGone, node.Name, node.Status)
-	}
-	return nil
 }
 
 // drainTimeout bounds each of a shrink's waits for the leaving workers
