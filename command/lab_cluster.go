@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -126,8 +127,11 @@ func StartClusterPlanners(ctx context.Context, cl *lab.Cluster, bin, token, deli
 
 func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin, token, deliveryDir string) (*lab.Process, error) {
 	dir := cl.HostDir(spec.Host)
-	config := spec.Config + fmt.Sprintf("\n# Added by the lab for this run.\ndata_dir     = %q\ndelivery_dir = %q\ntoken        = %q\n",
-		filepath.Join(dir, "planner"), deliveryDir, token)
+	var allocDirs []string
+	for _, h := range cl.Hosts {
+		allocDirs = append(allocDirs, filepath.Join(cl.NomadDataDir(h), "alloc"))
+	}
+	config := clusterPlannerConfig(spec.Config, filepath.Join(dir, "planner"), deliveryDir, token, allocDirs)
 	path := filepath.Join(dir, "planner.hcl")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		return nil, fmt.Errorf("failed to write the planner config: %w", err)
@@ -155,6 +159,21 @@ func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerS
 		return nil, err
 	}
 	return p, nil
+}
+
+// clusterPlannerConfig is a lab planner's configuration: Terraform's
+// rendering (rendered) with what the lab adds for this run: its data dir,
+// deliveries, token, and checkpoint_dirs, the hosts' Nomad allocation
+// dirs (allocDirs), where the example script checkpoints. The hosts share
+// this machine's filesystem, so a job the planner requeues (its run ended
+// by the cluster) resumes from its last checkpoint, as in the one-host lab.
+func clusterPlannerConfig(rendered, dataDir, deliveryDir, token string, allocDirs []string) string {
+	quoted := make([]string, len(allocDirs))
+	for i, d := range allocDirs {
+		quoted[i] = strconv.Quote(d)
+	}
+	return rendered + fmt.Sprintf("\n# Added by the lab for this run.\ndata_dir        = %q\ndelivery_dir    = %q\ntoken           = %q\ncheckpoint_dirs = [%s]\n",
+		dataDir, deliveryDir, token, strings.Join(quoted, ", "))
 }
 
 // WaitClusterLeader waits until one of planners leads and returns its

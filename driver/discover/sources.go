@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	consulapi "github.com/hashicorp/consul/api"
@@ -26,7 +27,10 @@ const queryTimeout = 5 * time.Second
 const probeTimeout = 300 * time.Millisecond
 
 // Consul lists the instances of a service in Consul whose checks pass, and
-// those whose checks do not pass yet but whose agent answers a probe.
+// those whose checks do not pass yet but whose agent answers a probe. A
+// passing instance whose node has failed since it was registered is
+// probed too, and left out if nothing listens at its address
+// (nodeFailedSince).
 type Consul struct {
 	Client *consulapi.Client
 	// Probe says whether the agent at addr answers now (default: a
@@ -67,14 +71,18 @@ func (c *Consul) Workers(ctx context.Context, service string) ([]Worker, error) 
 			addr = e.Node.Address
 		}
 		out[i] = Worker{AllocID: alloc, Address: hostPort(addr, s.Port)}
-		if e.Checks.AggregatedStatus() == consulapi.HealthPassing {
+		passing := e.Checks.AggregatedStatus() == consulapi.HealthPassing
+		if passing && !nodeFailedSince(e) {
 			live[i] = true
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			live[i] = c.probe(ctx, out[i].Address) == nil
+			err := c.probe(ctx, out[i].Address)
+			// A passing worker is left out only when nothing listens at
+			// its address any more (a slow agent is not gone).
+			live[i] = err == nil || passing && !errors.Is(err, syscall.ECONNREFUSED)
 		}()
 	}
 	wg.Wait()
@@ -86,6 +94,24 @@ func (c *Consul) Workers(ctx context.Context, service string) ([]Worker, error) 
 	}
 	return workers, nil
 }
+
+// nodeFailedSince says whether the node of a service instance has failed
+// (its serfHealth check changed) since the instance was registered: a
+// host back from a partition, whose agent rejoins before it syncs what
+// happened meanwhile. Its worker, fenced while cut off, may be gone while
+// the catalog still lists it as passing, so it is probed, and left out
+// if its address refuses connections.
+func nodeFailedSince(e *consulapi.ServiceEntry) bool {
+	for _, ch := range e.Checks {
+		if ch.CheckID == serfHealth && ch.ServiceID == "" && ch.ModifyIndex > e.Service.ModifyIndex {
+			return true
+		}
+	}
+	return false
+}
+
+// serfHealth is the check Consul's servers keep for each node's agent.
+const serfHealth = "serfHealth"
 
 func (c *Consul) probe(ctx context.Context, addr string) error {
 	if c.Probe != nil {

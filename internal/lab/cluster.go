@@ -95,8 +95,10 @@ type Host struct {
 	dir    string // configs and logs
 	consul *process
 	nomad  *process
-	procs  []*process // others started on the host (a planner)
-	downs  int        // times the host was taken down
+	procs  []*process      // others started on the host (a planner)
+	downs  int             // times the host was taken down
+	cut    bool            // Partition cut its link
+	frozen map[string]bool // agents Freeze stopped
 }
 
 // Cluster is a running multi-host lab.
@@ -402,6 +404,10 @@ func (c *Cluster) RunDir() string { return c.runDir }
 // HostDir is where a host's configs and logs are.
 func (c *Cluster) HostDir(h *Host) string { return h.dir }
 
+// NomadDataDir is a host's Nomad data dir: its allocations' directories
+// are under alloc/ there.
+func (c *Cluster) NomadDataDir(h *Host) string { return filepath.Join(c.dataRoot, h.Name, "nomad") }
+
 // BridgeAddress is the root namespace's address on the lab network.
 func (c *Cluster) BridgeAddress() string { return c.out.Network.BridgeAddress }
 
@@ -489,6 +495,7 @@ func (c *Cluster) TakeDown(ctx context.Context, name string) error {
 	c.mu.Lock()
 	procs := h.procs
 	h.procs = nil
+	h.frozen = nil // killed
 	c.mu.Unlock()
 	for _, p := range procs {
 		_ = p.stop(time.Second)
@@ -510,6 +517,9 @@ func (c *Cluster) BringUp(ctx context.Context, name string) error {
 	if err := c.net.setLink(ctx, h.index, true); err != nil {
 		return fmt.Errorf("failed to bring up host %s: %w", name, err)
 	}
+	c.mu.Lock()
+	h.cut = false
+	c.mu.Unlock()
 	readyCtx, cancel := context.WithTimeout(ctx, c.cfg.ReadyTimeout)
 	defer cancel()
 	return c.startHost(readyCtx, h)
@@ -521,6 +531,11 @@ func (c *Cluster) BringUp(ctx context.Context, name string) error {
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		close(c.stopReaper)
+		// A frozen agent takes no SIGINT, and a partitioned host's agents
+		// could not leave the cluster.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c.undoFaults(ctx)
+		cancel()
 		if c.proxy != nil {
 			_ = c.proxy.Close()
 		}

@@ -16,5 +16,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(subreaperEnv) != "" {
 		os.Exit(subreaperScenario())
 	}
+	if os.Getenv(listenEnv) != "" {
+		os.Exit(listenScenario())
+	}
 	os.Exit(leakcheck.Main(m))
 }

@@ -66,6 +66,13 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
+// LauncherLostAfter is how long Nomad keeps a launcher whose node is cut
+// off unknown (disconnect.lost_after) before it takes it for lost and
+// replaces it: far longer than the planner takes to read the unknown
+// launcher as the run's end and stop the job (a round, or a failover),
+// after which Nomad replaces nothing.
+const LauncherLostAfter = 24 * time.Hour
+
 // Names of the parts of a training job in Nomad.
 const (
 	JobPrefix       = "train-"
@@ -197,9 +204,12 @@ func Build(j *structs.Job, target policy.Allocation, opts Options) *nomadapi.Job
 	lg.Constraints = []*nomadapi.Constraint{nomadapi.NewConstraint("${node.unique.id}", "set_contains_any", strings.Join(slices.Sorted(maps.Keys(workersOn(target, per))), ","))}
 	noRetry(lg)
 	// A launcher whose node is lost or cut off is not replaced by Nomad:
-	// the planner runs the job again from its checkpoint (the lost launcher
-	// is its outcome), so two launchers never run one job.
-	lg.Disconnect = &nomadapi.DisconnectStrategy{Replace: ptr(false)}
+	// the planner runs the job again from its checkpoint (the unknown
+	// launcher is its outcome), so two launchers never run one job.
+	// replace = false alone is not enough: Nomad takes an unknown
+	// allocation for lost once lost_after has passed since it became
+	// unknown, at once when lost_after is 0, and replaces a lost one.
+	lg.Disconnect = &nomadapi.DisconnectStrategy{Replace: ptr(false), LostAfter: ptr(LauncherLostAfter)}
 	job.AddTaskGroup(lg)
 
 	for _, node := range target.Nodes() {

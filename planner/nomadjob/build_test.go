@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"testing"
+	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
@@ -56,6 +57,10 @@ func TestBuild(t *testing.T) {
 	must.Eq(t, 0, *launcher.ReschedulePolicy.Attempts)
 	must.False(t, *launcher.ReschedulePolicy.Unlimited)
 	must.False(t, *launcher.Disconnect.Replace)
+	// Unknown, not lost at once (lost_after 0 expires an unknown
+	// allocation at the next evaluation, and Nomad replaces a lost one).
+	must.Eq(t, LauncherLostAfter, *launcher.Disconnect.LostAfter)
+	must.Greater(t, time.Hour, *launcher.Disconnect.LostAfter)
 
 	// Worker groups in node order, pinned, with per-worker GPU requests.
 	for i, want := range []struct {
