@@ -243,6 +243,11 @@ func runTorchrunLauncher(args []string, _ io.Reader, stdout, stderr io.Writer) i
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-torchrun-launcher", Output: stderr, Level: hclog.Info})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	ctx, fenced := fenceContext(ctx, t, logger)
 	l := &torchrun.Launcher{Task: t, Discovery: d, Logger: logger, Stdout: stdout, Stderr: stderr}
-	return l.Run(ctx)
+	code = l.Run(ctx)
+	if fenced() {
+		return drain.ExitInfrastructure
+	}
+	return code
 }

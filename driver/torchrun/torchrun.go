@@ -28,6 +28,7 @@ import (
 	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/launch"
+	"github.com/schedulearn/schedulearn/driver/sshshim"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 )
 
@@ -126,6 +127,10 @@ func (l *Launcher) Run(ctx context.Context) int {
 			switch {
 			case e.err != nil:
 				l.Logger.Warn("lost a worker's torchrun", "host", e.host, "error", e.err)
+			case sshshim.Cause(e.code, true) == sshshim.CauseInfrastructure:
+				// Killed, or stopped by its agent's fence: the worker is
+				// lost, not failed; torchrun goes on with the others.
+				l.Logger.Warn("lost a worker's torchrun: killed, or its agent fenced", "host", e.host, "exit_code", e.code)
 			case e.code == 0:
 				l.Logger.Info("torchrun finished on a worker", "host", e.host)
 				finishing = true
