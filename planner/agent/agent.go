@@ -62,6 +62,7 @@ type Agent struct {
 	addr    string // the API's listen address, once listening
 	events  *events.Broker
 	watch   *depwatch.Watcher // Consul and the Nomad servers
+	known   *lastKnown        // the API's job reads while the store does not answer
 
 	mu       sync.Mutex
 	leading  bool
@@ -122,6 +123,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	rec := metrics.New(&backend{a: a})
 	a.store = rec.Store(a.store)
 	a.events = events.New(events.DefaultCapacity, time.Now())
+	a.known = newLastKnown(logger.Named("store"))
 
 	// The stored policy (set by `schedulearn policy set`) wins over the
 	// config's at start; a changed policy block wins at reload.

@@ -30,12 +30,14 @@ func (b *backend) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 	return b.a.planner.Submit(ctx, spec, source, idem)
 }
 
+// Job and Jobs answer from the records read last while the store does
+// not answer (lastKnown).
 func (b *backend) Job(ctx context.Context, id string) (*structs.Job, error) {
-	return b.a.store.GetJob(ctx, id)
+	return b.a.known.job(ctx, id, b.a.store.GetJob)
 }
 
 func (b *backend) Jobs(ctx context.Context) ([]*structs.Job, error) {
-	return b.a.store.ListJobs(ctx)
+	return b.a.known.list(ctx, b.a.store.ListJobs)
 }
 
 func (b *backend) Stop(ctx context.Context, id string) (*structs.Job, error) {
