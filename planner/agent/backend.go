@@ -173,9 +173,13 @@ func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
 	return out, nil
 }
 
+// Status answers within statusTimeout whatever Consul does: the leader's
+// address and the stored policy's times are left out when it does not say.
 func (b *backend) Status(ctx context.Context) (*api.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
 	name, config := b.a.planner.Policies.Active()
-	st := &api.Status{Leader: b.a.leaderAddr(), IsLeader: b.a.isLeading(), Version: Version,
+	st := &api.Status{Leader: b.a.leaderAddr(ctx), IsLeader: b.a.isLeading(), Version: Version,
 		Policy: structs.PolicyState{Name: name, Config: config}}
 	if stored, err := b.a.store.GetPolicy(ctx); err == nil {
 		st.Policy.Changed = stored.Changed

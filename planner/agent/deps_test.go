@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -60,4 +61,39 @@ func TestAgent_WatchesConfiguredDependencies(t *testing.T) {
 	must.NoError(t, err)
 	must.StrContains(t, string(body), `schedulearn_dependency_up{dependency="consul"} 0`)
 	must.StrContains(t, string(body), `schedulearn_dependency_up{dependency="nomad"} 1`)
+}
+
+// On the Consul store, a planner whose Consul agent is frozen still
+// answers GET /v1/status (the health check, the lab proxy's 1 s probe)
+// within its bound, from what it holds: the chaos run saw it hang with
+// the agent, and the proxy find no planner that answers.
+func TestAgent_StatusAnswersWhileConsulIsFrozen(t *testing.T) {
+	// Consul has no key (404) until the planner runs, then freezes.
+	frozen := fakeagent.New(t, http.NotFoundHandler())
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Token, cfg.ReadToken = fuzzToken, fuzzReadToken
+	cfg.Consul.Address = frozen.Addr()
+	cfg.Store.Backend = config.StoreConsul
+	a, err := New(cfg, hclog.NewNullLogger())
+	must.NoError(t, err)
+	t.Cleanup(func() {
+		a.planner.Policies.Close()
+		_ = a.store.Close()
+	})
+	frozen.Set(fakeagent.Freeze)
+	srv := httptest.NewServer(a.server.Handler)
+	t.Cleanup(srv.Close)
+	client := srv.Client()
+	client.Timeout = 2 * time.Second
+	start := time.Now()
+	resp, err := client.Get(srv.URL + "/v1/status")
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	must.Eq(t, http.StatusOK, resp.StatusCode)
+	must.Less(t, 1500*time.Millisecond, time.Since(start))
+	var st api.Status
+	must.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	must.False(t, st.IsLeader)
+	must.Eq(t, "", st.Leader)
 }
