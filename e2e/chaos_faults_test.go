@@ -237,8 +237,9 @@ func (r *chaosRun) detect(f *chaosFault) (time.Time, string) {
 
 // chaosDetects says whether event e is the planner's word on fault f:
 // node-lost or consul-agents down for a host cut off, dependency-down for
-// a frozen Consul agent, a health or requeue event of the job whose
-// worker was killed.
+// a frozen Consul agent or the Nomad server restarting (or a health or
+// requeue event of a job it ran), a health or requeue event of the job
+// whose worker was killed.
 func chaosDetects(f *chaosFault, e chaosEvent, nodeID string) bool {
 	names := func(s string) bool {
 		return strings.Contains(s, f.target) || nodeID != "" && strings.Contains(s, nodeID)
@@ -250,7 +251,10 @@ func chaosDetects(f *chaosFault, e chaosEvent, nodeID string) bool {
 		return e.Type == "node-lost" && (names(e.Message) || names(e.Node)) ||
 			e.Type == "dependency-down" && names(e.Message)
 	case faultNomadRestart:
-		return e.Type == "dependency-down" && strings.HasPrefix(e.Message, "nomad ")
+		// A restart shorter than two of the watch's checks is no outage to
+		// it; what the planner says then is its jobs' fate.
+		return e.Type == "dependency-down" && strings.HasPrefix(e.Message, "nomad ") ||
+			slices.Contains(f.affected, e.Job) && slices.Contains([]string{"job-health", "job-requeued"}, e.Type)
 	case faultConsulFreeze:
 		if f.target == "node1" {
 			return e.Type == "dependency-down" && strings.HasPrefix(e.Message, "consul ")

@@ -190,10 +190,3 @@ func (lt *leaderTracker) firstLeaderAfter(at time.Time, old string) time.Time {
 	}
 	return time.Time{}
 }
-
-// leaderless says whether no planner leads now, and for how long.
-func (lt *leaderTracker) leaderless() (bool, time.Duration) {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	return lt.leader == "", time.Since(lt.since)
-}

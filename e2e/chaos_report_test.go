@@ -140,7 +140,7 @@ func (r *chaosRun) outcomes() []chaosOutcome {
 			for _, v := range vs {
 				switch {
 				case v.job != id:
-				case v.invariant == "lost" || v.invariant == "not-ended":
+				case v.invariant == "lost" || v.invariant == "not-ended" || v.invariant == "wrong-failure":
 					o.lost = append(o.lost, id)
 				case v.invariant == "duplicated" || v.invariant == "gpu-twice":
 					o.dups = append(o.dups, id)

@@ -151,8 +151,8 @@ func (r *chaosRun) submitAll(ctx context.Context, due []chaosJobPlan) []chaosJob
 
 func (r *chaosRun) submit(ctx context.Context, p chaosJobPlan) error {
 	progress := filepath.Join(r.cl.dir, p.name+".jsonl")
-	env := map[string]string{"TOTAL_STEPS": fmt.Sprint(p.steps), "STEP_SLEEP": chaosStepSleep, "PROGRESS_FILE": progress,
-		"PYTHONPATH": filepath.Join(r.cl.root, "sdk", "python", "src")}
+	// No PYTHONPATH: the clients' warm interpreters fork the workers.
+	env := map[string]string{"TOTAL_STEPS": fmt.Sprint(p.steps), "STEP_SLEEP": chaosStepSleep, "PROGRESS_FILE": progress}
 	if p.launcher == "torchrun" {
 		// torchrun restarts its workers on a membership change: they
 		// resume from this file (the script's commit).
@@ -192,6 +192,19 @@ func (r *chaosRun) submitted() []string {
 // window (or is still in effect).
 func (r *chaosRun) recentFault(kind string, window time.Duration) bool {
 	return r.recentFaultWhere(window, func(f *chaosFault) bool { return f.plan.kind == kind })
+}
+
+// sinceInjected is the time since the last fault of kind was injected
+// (a long time: none was).
+func (r *chaosRun) sinceInjected(kind string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.faults) - 1; i >= 0; i-- {
+		if f := r.faults[i]; f.plan.kind == kind && f.skipped == "" {
+			return time.Since(f.injected)
+		}
+	}
+	return time.Duration(1<<63 - 1)
 }
 
 // recentConsulServerFreeze: the servers' Consul agent (the planners'
