@@ -139,7 +139,7 @@ func (r *chaosRun) outcomes() []chaosOutcome {
 			}
 			for _, v := range vs {
 				switch {
-				case v.job != id:
+				case v.job != id || r.culprit(v, faults) != f:
 				case v.invariant == "lost" || v.invariant == "not-ended" || v.invariant == "wrong-failure":
 					o.lost = append(o.lost, id)
 				case v.invariant == "duplicated" || v.invariant == "gpu-twice":
@@ -150,6 +150,23 @@ func (r *chaosRun) outcomes() []chaosOutcome {
 		out = append(out, o)
 	}
 	return out
+}
+
+// culprit is the fault a violation of a job is counted against: the last
+// that affected the job before the violation was seen, or before the job
+// ended for those found at the end.
+func (r *chaosRun) culprit(v chaosViolation, faults []*chaosFault) *chaosFault {
+	at := v.at
+	if j := r.checker.record(v.job); j != nil && !j.Finished.IsZero() && j.Finished.Before(at) {
+		at = j.Finished
+	}
+	var last *chaosFault
+	for _, f := range faults {
+		if f.skipped == "" && f.injected.Before(at) && slices.Contains(f.affected, v.job) {
+			last = f
+		}
+	}
+	return last
 }
 
 // chaosWorst is the longer recovery (-1, never, is the longest).
