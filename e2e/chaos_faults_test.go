@@ -136,7 +136,13 @@ func (r *chaosRun) freezeConsul(ctx context.Context, f *chaosFault) error {
 
 // killLeader SIGKILLs the leading planner; the undo starts it again.
 func (r *chaosRun) killLeader(ctx context.Context, f *chaosFault) error {
+	// A leader's status may be slow to answer on a loaded machine: wait
+	// a little for the tracker to see one.
 	leader, _ := r.leaders.current()
+	for deadline := time.Now().Add(15 * time.Second); leader == "" && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		leader, _ = r.leaders.current()
+	}
 	if leader == "" {
 		return errChaosNoTarget
 	}
