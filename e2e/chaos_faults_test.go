@@ -224,6 +224,11 @@ func (r *chaosRun) launcherHosts(ctx context.Context) []string {
 	return out
 }
 
+// chaosDetectWithin bounds detection: the planner's word on a fault must
+// come within this long after the fault's hold (its health watch acts 2
+// minutes after a stall at most, docs/policies.md).
+const chaosDetectWithin = 2 * time.Minute
+
 // detect is the planner's own first word of f after its injection: the
 // event's time and a summary ("" and zero: none).
 func (r *chaosRun) detect(f *chaosFault) (time.Time, string) {
@@ -233,7 +238,12 @@ func (r *chaosRun) detect(f *chaosFault) (time.Time, string) {
 		}
 		return time.Time{}, ""
 	}
+	// What the planner says later than this is another fault's doing.
+	until := f.injected.Add(f.plan.hold + chaosDetectWithin)
 	for _, e := range r.events.since(f.injected) {
+		if e.Time.After(until) {
+			break
+		}
 		if chaosDetects(f, e, r.cl.nodeIDs[f.target]) {
 			return e.Time, e.Type
 		}
