@@ -28,17 +28,7 @@ func TestAgent_WatchesConfiguredDependencies(t *testing.T) {
 		_, _ = io.WriteString(w, `"10.0.0.1:4647"`)
 	}))
 
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.Token, cfg.ReadToken = fuzzToken, fuzzReadToken
-	cfg.Consul.Address = frozen.Addr()
-	cfg.Nomad.Address = nomad.URL
-	a, err := New(cfg, hclog.NewNullLogger())
-	must.NoError(t, err)
-	t.Cleanup(func() {
-		a.planner.Policies.Close()
-		_ = a.store.Close()
-	})
+	a := newDepsAgent(t, frozen.Addr(), func(cfg *config.Config) { cfg.Nomad.Address = nomad.URL })
 	a.watch.Timeout = 100 * time.Millisecond
 	for range depwatch.DefaultThreshold {
 		a.watch.Check(context.Background())
@@ -70,17 +60,7 @@ func TestAgent_WatchesConfiguredDependencies(t *testing.T) {
 func TestAgent_StatusAnswersWhileConsulIsFrozen(t *testing.T) {
 	// Consul has no key (404) until the planner runs, then freezes.
 	frozen := fakeagent.New(t, http.NotFoundHandler())
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.Token, cfg.ReadToken = fuzzToken, fuzzReadToken
-	cfg.Consul.Address = frozen.Addr()
-	cfg.Store.Backend = config.StoreConsul
-	a, err := New(cfg, hclog.NewNullLogger())
-	must.NoError(t, err)
-	t.Cleanup(func() {
-		a.planner.Policies.Close()
-		_ = a.store.Close()
-	})
+	a := newDepsAgent(t, frozen.Addr(), func(cfg *config.Config) { cfg.Store.Backend = config.StoreConsul })
 	frozen.Set(fakeagent.Freeze)
 	srv := httptest.NewServer(a.server.Handler)
 	t.Cleanup(srv.Close)
@@ -96,4 +76,22 @@ func TestAgent_StatusAnswersWhileConsulIsFrozen(t *testing.T) {
 	must.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
 	must.False(t, st.IsLeader)
 	must.Eq(t, "", st.Leader)
+}
+
+// newDepsAgent is an agent on Consul at consulAddr, its config changed by
+// edit, closed when the test ends.
+func newDepsAgent(t *testing.T, consulAddr string, edit func(*config.Config)) *Agent {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Token, cfg.ReadToken = fuzzToken, fuzzReadToken
+	cfg.Consul.Address = consulAddr
+	edit(cfg)
+	a, err := New(cfg, hclog.NewNullLogger())
+	must.NoError(t, err)
+	t.Cleanup(func() {
+		a.planner.Policies.Close()
+		_ = a.store.Close()
+	})
+	return a
 }
