@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/schedulearn/schedulearn/planner/nomadjob"
 )
 
 // The chaos run (issue 27, docs/chaos.md): the three-host lab with its two
@@ -38,8 +40,14 @@ func TestChaos(t *testing.T) {
 	report := r.report(time.Since(began))
 	t.Log("\n" + report)
 	r.writeReport(report)
+	dumped := map[string]bool{}
 	for _, v := range r.checker.found() {
 		t.Errorf("invariant %s broken (%s) at %s: %s", v.invariant, v.job, v.at.Format(time.TimeOnly), v.detail)
+		if r.job(v.job) != nil && !dumped[v.job] {
+			// Its tasks' logs, read before the lab stops (cleanups run last first).
+			(&horovodLab{nomad: r.cl.nomad}).dumpTaskLogs(t, nomadjob.JobPrefix+v.job)
+			dumped[v.job] = true
+		}
 	}
 }
 
