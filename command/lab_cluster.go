@@ -116,22 +116,34 @@ type ClusterPlanner struct {
 func StartClusterPlanners(ctx context.Context, cl *lab.Cluster, bin, token, deliveryDir string) ([]ClusterPlanner, error) {
 	var out []ClusterPlanner
 	for _, spec := range cl.Planners() {
-		p, err := startClusterPlanner(ctx, cl, spec, bin, token, deliveryDir)
+		p, err := StartClusterPlanner(ctx, cl, spec, bin, token, deliveryDir, "")
 		if err != nil {
-			return nil, fmt.Errorf("failed to start the planner on %s: %w", spec.Host.Name, err)
+			return nil, err
 		}
 		out = append(out, ClusterPlanner{Host: spec.Host.Name, Addr: spec.Address, Proc: p})
 	}
 	return out, nil
 }
 
-func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin, token, deliveryDir string) (*lab.Process, error) {
+// StartClusterPlanner starts (or starts again, after it was killed) one
+// of the lab's planners, spec, as StartClusterPlanners does, with extra
+// appended to its configuration (queue blocks, a recovery block; empty:
+// none), and waits until it answers.
+func StartClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin, token, deliveryDir, extra string) (*lab.Process, error) {
+	p, err := startClusterPlanner(ctx, cl, spec, bin, token, deliveryDir, extra)
+	if err != nil {
+		return nil, fmt.Errorf("failed to start the planner on %s: %w", spec.Host.Name, err)
+	}
+	return p, nil
+}
+
+func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin, token, deliveryDir, extra string) (*lab.Process, error) {
 	dir := cl.HostDir(spec.Host)
 	var allocDirs []string
 	for _, h := range cl.Hosts {
 		allocDirs = append(allocDirs, filepath.Join(cl.NomadDataDir(h), "alloc"))
 	}
-	config := clusterPlannerConfig(spec.Config, filepath.Join(dir, "planner"), deliveryDir, token, allocDirs)
+	config := clusterPlannerConfig(spec.Config, filepath.Join(dir, "planner"), deliveryDir, token, allocDirs) + extra
 	path := filepath.Join(dir, "planner.hcl")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		return nil, fmt.Errorf("failed to write the planner config: %w", err)

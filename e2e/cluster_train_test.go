@@ -64,8 +64,17 @@ func startClusterLab(t *testing.T) *clusterLab {
 	})
 	nomad, err := c.NomadClient()
 	must.NoError(t, err)
-	cl := &clusterLab{c: c, p: &plannerProc{t: t, root: root, addr: c.PlannerAddr}, proc: proc, nomad: nomad, dir: dir, nodeIDs: map[string]string{}}
-	// Every host's horovod driver is up before jobs are placed on it.
+	cl := &clusterLab{c: c, p: &plannerProc{t: t, root: root, addr: c.PlannerAddr}, proc: proc, nomad: nomad, dir: dir}
+	cl.nodeIDs = waitClusterNodes(t, c, nomad)
+	return cl
+}
+
+// waitClusterNodes waits until every host's horovod driver is healthy
+// (before jobs are placed on it) and returns the hosts' Nomad node IDs by
+// host name.
+func waitClusterNodes(t *testing.T, c *lab.Cluster, nomad *nomadapi.Client) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
 	waitUntil(t, 2*time.Minute, func() error {
 		nodes, _, err := nomad.Nodes().List(nil)
 		if err != nil {
@@ -76,14 +85,14 @@ func startClusterLab(t *testing.T) *clusterLab {
 			if d == nil || !d.Detected || !d.Healthy {
 				return fmt.Errorf("%s: horovod driver not healthy yet", n.Name)
 			}
-			cl.nodeIDs[n.Name] = n.ID
+			ids[n.Name] = n.ID
 		}
-		if len(cl.nodeIDs) != len(c.Hosts) {
-			return fmt.Errorf("%d of %d nodes", len(cl.nodeIDs), len(c.Hosts))
+		if len(ids) != len(c.Hosts) {
+			return fmt.Errorf("%d of %d nodes", len(ids), len(c.Hosts))
 		}
 		return nil
 	})
-	return cl
+	return ids
 }
 
 // planner is the lab's planner as the (sub)test t drives it.

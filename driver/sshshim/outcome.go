@@ -7,13 +7,15 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // Causes of a worker command that failed.
 const (
 	// CauseInfrastructure: the worker's agent could not be reached or the
 	// connection broke, or the command was killed by a signal (its agent
-	// was stopped, its host lost).
+	// was stopped, its host lost), or its agent's fence stopped it.
 	CauseInfrastructure = "infrastructure"
 	// CauseScript: the training program exited with a non-zero code of its
 	// own.
@@ -30,9 +32,10 @@ type Outcome struct {
 }
 
 // Cause is why a worker command ended with code: reached says whether its
-// agent answered and reported the code.
+// agent answered and reported the code. drain.ExitInfrastructure is the
+// agent's word that its fence stopped the command.
 func Cause(code int, reached bool) string {
-	if !reached || code > 128 {
+	if !reached || code > 128 || code == drain.ExitInfrastructure {
 		return CauseInfrastructure
 	}
 	return CauseScript

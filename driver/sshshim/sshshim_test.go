@@ -15,6 +15,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/driver/workeragent"
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // The command lines horovodrun 0.28.1 builds (util/remote.py
@@ -166,4 +167,22 @@ func TestRun_HorovodCommandSealedOnTheWire(t *testing.T) {
 		must.StrNotContains(t, wire.String(), secret)
 	}
 	must.Positive(t, wire.Len())
+}
+
+// Why a worker command failed, from its code and whether its agent
+// reported it.
+func TestCause(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		code    int
+		reached bool
+		want    string
+	}{
+		{"the script's own code", 1, true, CauseScript},
+		{"killed by a signal", 137, true, CauseInfrastructure},
+		{"agent not reached", 1, false, CauseInfrastructure},
+		{"stopped by its agent's fence", drain.ExitInfrastructure, true, CauseInfrastructure},
+	} {
+		t.Run(tc.name, func(t *testing.T) { must.Eq(t, tc.want, Cause(tc.code, tc.reached)) })
+	}
 }

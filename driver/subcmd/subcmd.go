@@ -194,6 +194,7 @@ func runWorkerAgent(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ctx, fenced := fenceContext(ctx, t, logger)
+	srv.Fenced = fenced
 	if err := srv.Serve(ctx, l); err != nil {
 		logger.Error("agent stopped", "error", err)
 		return 1

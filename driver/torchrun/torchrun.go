@@ -30,6 +30,7 @@ import (
 	"github.com/schedulearn/schedulearn/driver/launch"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // storeScript hosts the c10d store until it is signalled.
@@ -91,6 +92,7 @@ func (l *Launcher) Run(ctx context.Context) int {
 	endedCh := make(chan ended)
 	finishing := false // a worker finished training: start no more
 	exitCode := 0
+	var lost time.Time // when the run last lost a worker's torchrun
 	tick := time.NewTicker(l.Period)
 	defer tick.Stop()
 
@@ -127,16 +129,18 @@ func (l *Launcher) Run(ctx context.Context) int {
 			switch {
 			case e.err != nil:
 				l.Logger.Warn("lost a worker's torchrun", "host", e.host, "error", e.err)
+				lost = time.Now()
 			case sshshim.Cause(e.code, true) == sshshim.CauseInfrastructure:
 				// Killed, or stopped by its agent's fence: the worker is
 				// lost, not failed; torchrun goes on with the others.
 				l.Logger.Warn("lost a worker's torchrun: killed, or its agent fenced", "host", e.host, "exit_code", e.code)
+				lost = time.Now()
 			case e.code == 0:
 				l.Logger.Info("torchrun finished on a worker", "host", e.host)
 				finishing = true
 			default:
-				l.Logger.Error("torchrun failed on a worker", "host", e.host, "exit_code", e.code)
-				exitCode = e.code
+				exitCode = runFailure(e.code, lost, time.Now())
+				l.Logger.Error("torchrun failed on a worker", "host", e.host, "exit_code", e.code, "launcher_exit", exitCode)
 				finishing = true
 				for _, other := range sessions {
 					other.cancel()
@@ -145,6 +149,25 @@ func (l *Launcher) Run(ctx context.Context) int {
 		case <-tick.C:
 		}
 	}
+}
+
+// lostWindow is how long after the run lost a worker a failing torchrun
+// is taken for that loss's consequence.
+const lostWindow = 5 * time.Minute
+
+// runFailure is the launcher's exit code when a worker's torchrun exited
+// code (not 0). A torchrun its agent's fence stopped (drain.ExitInfrastructure)
+// or a signal killed failed for the cluster's sake, and so did one that
+// failed within lostWindow after the run lost a worker (its host cut off
+// or down: the survivors' rendezvous cannot complete without it, and
+// their torchrun exits 1, as the chaos run saw after a partition): the
+// launcher then exits drain.ExitInfrastructure and the planner runs the
+// job again from its checkpoint. Otherwise the script failed: its code.
+func runFailure(code int, lost, now time.Time) int {
+	if code == drain.ExitInfrastructure || code > 128 || !lost.IsZero() && now.Sub(lost) < lostWindow {
+		return drain.ExitInfrastructure
+	}
+	return code
 }
 
 // storeReadyLine starts the line storeScript prints once its store

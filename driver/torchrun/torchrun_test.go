@@ -13,6 +13,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // fakePython writes a python3 that runs script (sh) whatever its arguments.
@@ -85,5 +86,28 @@ func TestLineWatcher(t *testing.T) {
 	case <-lw.seen:
 		t.Fatal("seen mid-line")
 	default:
+	}
+}
+
+// A worker's failing torchrun ends the launcher with the script's code,
+// unless the cluster caused it: its agent's fence (exit 75), a signal, or
+// a worker lost shortly before (the survivors cannot rendezvous without
+// it; the chaos run saw a torchrun job fail as its script after its
+// host's partition).
+func TestRunFailure(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name string
+		code int
+		lost time.Time
+		want int
+	}{
+		{"the script's failure", 1, time.Time{}, 1},
+		{"fenced", drain.ExitInfrastructure, time.Time{}, drain.ExitInfrastructure},
+		{"killed", 137, time.Time{}, drain.ExitInfrastructure},
+		{"after a worker was lost", 1, now.Add(-time.Minute), drain.ExitInfrastructure},
+		{"long after a worker was lost", 1, now.Add(-lostWindow - time.Second), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) { must.Eq(t, tc.want, runFailure(tc.code, tc.lost, now)) })
 	}
 }

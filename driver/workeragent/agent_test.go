@@ -8,12 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 func startServer(t *testing.T, token string) (*Server, string) {
@@ -227,4 +230,44 @@ func (l *lockedBuilder) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// A command that the agent stops because its fence fired is reported as
+// drain.ExitInfrastructure, whatever it exited with (a training process
+// exits 1 on SIGTERM): the chaos run saw a Nomad server restart fence
+// every worker and a torchrun launcher then fail its job for the script's
+// sake. Without the fence the command's own code comes through.
+func TestRun_FencedCommandIsInfrastructure(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fenced bool
+		code   int
+	}{{"fenced", true, drain.ExitInfrastructure}, {"stopped", false, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fenced atomic.Bool
+			srv := &Server{Token: "tok", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger(),
+				Fenced: fenced.Load}
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			must.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				_ = srv.Serve(ctx, l)
+			}()
+			t.Cleanup(func() { cancel(); <-served })
+			started := filepath.Join(t.TempDir(), "started")
+			done := make(chan int, 1)
+			go func() {
+				var out strings.Builder
+				code, _ := Run(context.Background(), l.Addr().String(), "tok",
+					`trap 'exit 1' TERM; touch `+started+`; sleep 300 & wait`, nil, &out, &out, time.Second)
+				done <- code
+			}()
+			waitFor(t, started)
+			fenced.Store(tc.fenced)
+			cancel() // the fence (or a SIGTERM) ends Serve: it stops the commands
+			must.Eq(t, tc.code, <-done)
+		})
+	}
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
 // KillGrace is how long a command's process group has between SIGTERM and
@@ -46,6 +48,13 @@ type Server struct {
 	// grace period after SIGTERM (saving a checkpoint) can still write:
 	// its output pipes stay open and read to its end.
 	Stdout, Stderr io.Writer
+	// Fenced, if set, says whether the agent stops because its fence fired
+	// (cut off from the Nomad servers): a command that then fails is
+	// reported to its client as drain.ExitInfrastructure, not with the code
+	// the stop gave it (a training process exits 1 on SIGTERM), so the
+	// launcher ends the run for the cluster's sake and the planner runs the
+	// job again rather than failing it.
+	Fenced func() bool
 
 	// random is where nonces come from (crypto/rand unless a test sets it).
 	random io.Reader
@@ -282,6 +291,10 @@ func (s *Server) handle(conn net.Conn, release func()) error {
 
 	code := proc.wait()
 	close(exited)
+	if code != 0 && s.Fenced != nil && s.Fenced() {
+		s.Logger.Info("the fence stopped the command", "pid", pgid, "exit_code", code)
+		code = drain.ExitInfrastructure
+	}
 	// Whatever the command left in its group goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	s.Logger.Info("command exited", "pid", pgid, "exit_code", code)

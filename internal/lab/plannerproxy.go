@@ -129,10 +129,13 @@ func (p *PlannerProxy) follow() {
 	}
 }
 
-// choose makes the leader the target, or else the first planner that
+// choose makes the leader the target, or else the target it had while
+// that answers (a leader that stepped down, its store frozen, still knows
+// the records it read last: docs/api.md), or else the first planner that
 // answers, or else none.
 func (p *PlannerProxy) choose(ctx context.Context) {
 	var answering *url.URL
+	current := p.target.Load()
 	for _, b := range p.backends {
 		leads, err := PlannerLeads(ctx, b.String())
 		if err != nil {
@@ -142,7 +145,7 @@ func (p *PlannerProxy) choose(ctx context.Context) {
 			p.target.Store(b)
 			return
 		}
-		if answering == nil {
+		if answering == nil || b == current {
 			answering = b
 		}
 	}

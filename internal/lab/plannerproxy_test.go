@@ -85,6 +85,22 @@ func TestPlannerProxy_FollowsTheLeader(t *testing.T) {
 	must.NoError(t, p.Close())
 }
 
+// A leader that steps down but answers (its store frozen: no planner can
+// lead) stays the target, rather than the first planner that answers:
+// it holds the freshest records.
+func TestPlannerProxy_KeepsTheLeaderThatSteppedDown(t *testing.T) {
+	a := newFakePlanner(t, "a", false)
+	b := newFakePlanner(t, "b", true)
+	p, err := StartPlannerProxy("127.0.0.1:0", []string{a.srv.URL, b.srv.URL})
+	must.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	must.Eq(t, b.srv.URL, p.Target())
+	b.leading.Store(false)
+	time.Sleep(1200 * time.Millisecond) // two of the proxy's polls
+	must.Eq(t, b.srv.URL, p.Target())
+	must.Eq(t, "200 b /v1/jobs", get(p.Addr+"/v1/jobs"))
+}
+
 // A planner that starts after the proxy is served at once, not after
 // the next poll.
 func TestPlannerProxy_PlannerStartsLater(t *testing.T) {

@@ -24,14 +24,7 @@ func (l *Lab) RestartNomad(ctx context.Context) error {
 	if l.nomad == nil {
 		return errors.New("failed to restart nomad: it is not running")
 	}
-	old := l.nomad
-	_ = syscall.Kill(old.cmd.Process.Pid, syscall.SIGINT)
-	select {
-	case <-old.done:
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(old.cmd.Process.Pid, syscall.SIGKILL)
-		<-old.done
-	}
+	l.nomad.interrupt(30 * time.Second)
 	l.restarts++
 	readyCtx, cancel := context.WithTimeout(ctx, l.cfg.ReadyTimeout)
 	defer cancel()
@@ -39,4 +32,17 @@ func (l *Lab) RestartNomad(ctx context.Context) error {
 		return fmt.Errorf("failed to restart nomad: %w", err)
 	}
 	return nil
+}
+
+// interrupt stops the agent alone (SIGINT; SIGKILL after grace), not its
+// process group: the plugins and log collectors the tasks write to stay
+// for the agent started again to reattach to.
+func (p *process) interrupt(grace time.Duration) {
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
 }

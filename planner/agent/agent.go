@@ -62,6 +62,7 @@ type Agent struct {
 	addr    string // the API's listen address, once listening
 	events  *events.Broker
 	watch   *depwatch.Watcher // Consul and the Nomad servers
+	known   *lastKnown        // the API's job reads while the store does not answer
 
 	mu       sync.Mutex
 	leading  bool
@@ -122,6 +123,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	rec := metrics.New(&backend{a: a})
 	a.store = rec.Store(a.store)
 	a.events = events.New(events.DefaultCapacity, time.Now())
+	a.known = newLastKnown(logger.Named("store"))
 
 	// The stored policy (set by `schedulearn policy set`) wins over the
 	// config's at start; a changed policy block wins at reload.
@@ -404,16 +406,27 @@ func equalMaps(a, b map[string]string) bool {
 
 // errNotLeader is a write to a standby.
 func (a *Agent) errNotLeader() error {
-	return fmt.Errorf("this planner is standing by; send writes to the leader (%s): %w", a.leaderAddr(), api.ErrUnavailable)
+	return fmt.Errorf("this planner is standing by; send writes to the leader (%s): %w", a.leaderAddr(context.Background()), api.ErrUnavailable)
 }
 
 // leaderAddr is the leading planner's API address, as far as it is known.
-func (a *Agent) leaderAddr() string {
+// statusTimeout bounds the Consul reads of a status answer (the leader's
+// address, the stored policy) and of a standby's refusal: GET /v1/status
+// is the health check (the lab's planner proxy waits 1 s for it), so
+// while Consul does not answer it answers from what the planner holds
+// rather than hang with the frozen agent.
+const statusTimeout = 500 * time.Millisecond
+
+// leaderAddr is the leading planner's address as the lock says, "" when
+// none leads or Consul does not say within statusTimeout.
+func (a *Agent) leaderAddr(ctx context.Context) string {
 	if a.isLeading() {
 		return a.Addr()
 	}
 	if cl, ok := a.leader.(*store.ConsulLeadership); ok {
-		pair, _, err := a.consul.KV().Get(cl.Key(), nil)
+		ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+		defer cancel()
+		pair, _, err := a.consul.KV().Get(cl.Key(), (&consulapi.QueryOptions{}).WithContext(ctx))
 		if err == nil && pair != nil && pair.Session != "" {
 			return string(pair.Value)
 		}

@@ -30,12 +30,14 @@ func (b *backend) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 	return b.a.planner.Submit(ctx, spec, source, idem)
 }
 
+// Job and Jobs answer from the records read last while the store does
+// not answer (lastKnown).
 func (b *backend) Job(ctx context.Context, id string) (*structs.Job, error) {
-	return b.a.store.GetJob(ctx, id)
+	return b.a.known.job(ctx, id, b.a.store.GetJob)
 }
 
 func (b *backend) Jobs(ctx context.Context) ([]*structs.Job, error) {
-	return b.a.store.ListJobs(ctx)
+	return b.a.known.list(ctx, b.a.store.ListJobs)
 }
 
 func (b *backend) Stop(ctx context.Context, id string) (*structs.Job, error) {
@@ -171,9 +173,13 @@ func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
 	return out, nil
 }
 
+// Status answers within statusTimeout whatever Consul does: the leader's
+// address and the stored policy's times are left out when it does not say.
 func (b *backend) Status(ctx context.Context) (*api.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
 	name, config := b.a.planner.Policies.Active()
-	st := &api.Status{Leader: b.a.leaderAddr(), IsLeader: b.a.isLeading(), Version: Version,
+	st := &api.Status{Leader: b.a.leaderAddr(ctx), IsLeader: b.a.isLeading(), Version: Version,
 		Policy: structs.PolicyState{Name: name, Config: config}}
 	if stored, err := b.a.store.GetPolicy(ctx); err == nil {
 		st.Policy.Changed = stored.Changed

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -27,17 +28,7 @@ func TestAgent_WatchesConfiguredDependencies(t *testing.T) {
 		_, _ = io.WriteString(w, `"10.0.0.1:4647"`)
 	}))
 
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.Token, cfg.ReadToken = fuzzToken, fuzzReadToken
-	cfg.Consul.Address = frozen.Addr()
-	cfg.Nomad.Address = nomad.URL
-	a, err := New(cfg, hclog.NewNullLogger())
-	must.NoError(t, err)
-	t.Cleanup(func() {
-		a.planner.Policies.Close()
-		_ = a.store.Close()
-	})
+	a := newDepsAgent(t, frozen.Addr(), func(cfg *config.Config) { cfg.Nomad.Address = nomad.URL })
 	a.watch.Timeout = 100 * time.Millisecond
 	for range depwatch.DefaultThreshold {
 		a.watch.Check(context.Background())
@@ -60,4 +51,47 @@ func TestAgent_WatchesConfiguredDependencies(t *testing.T) {
 	must.NoError(t, err)
 	must.StrContains(t, string(body), `schedulearn_dependency_up{dependency="consul"} 0`)
 	must.StrContains(t, string(body), `schedulearn_dependency_up{dependency="nomad"} 1`)
+}
+
+// On the Consul store, a planner whose Consul agent is frozen still
+// answers GET /v1/status (the health check, the lab proxy's 1 s probe)
+// within its bound, from what it holds: the chaos run saw it hang with
+// the agent, and the proxy find no planner that answers.
+func TestAgent_StatusAnswersWhileConsulIsFrozen(t *testing.T) {
+	// Consul has no key (404) until the planner runs, then freezes.
+	frozen := fakeagent.New(t, http.NotFoundHandler())
+	a := newDepsAgent(t, frozen.Addr(), func(cfg *config.Config) { cfg.Store.Backend = config.StoreConsul })
+	frozen.Set(fakeagent.Freeze)
+	srv := httptest.NewServer(a.server.Handler)
+	t.Cleanup(srv.Close)
+	client := srv.Client()
+	client.Timeout = 2 * time.Second
+	start := time.Now()
+	resp, err := client.Get(srv.URL + "/v1/status")
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	must.Eq(t, http.StatusOK, resp.StatusCode)
+	must.Less(t, 1500*time.Millisecond, time.Since(start))
+	var st api.Status
+	must.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	must.False(t, st.IsLeader)
+	must.Eq(t, "", st.Leader)
+}
+
+// newDepsAgent is an agent on Consul at consulAddr, its config changed by
+// edit, closed when the test ends.
+func newDepsAgent(t *testing.T, consulAddr string, edit func(*config.Config)) *Agent {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Token, cfg.ReadToken = fuzzToken, fuzzReadToken
+	cfg.Consul.Address = consulAddr
+	edit(cfg)
+	a, err := New(cfg, hclog.NewNullLogger())
+	must.NoError(t, err)
+	t.Cleanup(func() {
+		a.planner.Policies.Close()
+		_ = a.store.Close()
+	})
+	return a
 }
