@@ -13,6 +13,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -22,18 +23,7 @@ import (
 // go on below min_np, takes it in, and training goes on from its last
 // commit at world size 2 until it completes.
 func TestRecovery_RigidJobWorkerKilledRecovers(t *testing.T) {
-	h := startHorovodLab(t, horovodConfig(t))
-	dir := t.TempDir()
-	p := startPlanner(t, h.lab, filepath.Join(dir, "data"), `
-policy {
-  name = "fifo"
-}
-`)
-	progress, stop := filepath.Join(dir, "progress.jsonl"), filepath.Join(dir, "stop")
-	id := p.submit(exampleSpec(t, dir, "rigid", "gpus = 2", "", map[string]string{
-		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.1", "PROGRESS_FILE": progress, "STOP_FILE": stop}))
-	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
-	h.dumpTaskLogs(t, j.NomadJobID)
+	h, p, id, j, progress, stop := startRecoveryJob(t, horovodConfig(t), "rigid", "gpus = 2")
 	waitWorldSize(t, progress, 2, 3*time.Minute)
 	// Past a few commits, so that the kill loses work to recover.
 	var at progressRecord
@@ -106,18 +96,7 @@ func TestRecovery_WorkerPortTakenIsReplaced(t *testing.T) {
 	span := fmt.Sprintf("%d-%d", low, low+3)
 	cfg := horovodConfigWith(t, fmt.Sprintf("    dynamic_ports = %q", span),
 		fmt.Sprintf("client {\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n}", low, low+3))
-	h := startHorovodLab(t, cfg)
-	dir := t.TempDir()
-	p := startPlanner(t, h.lab, filepath.Join(dir, "data"), `
-policy {
-  name = "fifo"
-}
-`)
-	progress, stop := filepath.Join(dir, "progress.jsonl"), filepath.Join(dir, "stop")
-	id := p.submit(exampleSpec(t, dir, "ports", "gpus = 1", "", map[string]string{
-		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.1", "PROGRESS_FILE": progress, "STOP_FILE": stop}))
-	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
-	h.dumpTaskLogs(t, j.NomadJobID)
+	h, p, id, j, progress, stop := startRecoveryJob(t, cfg, "ports", "gpus = 1")
 
 	var failed *nomadapi.Allocation
 	waitUntil(t, 2*time.Minute, func() error {
@@ -138,6 +117,26 @@ policy {
 	touch(t, stop)
 	done := p.waitState(id, structs.JobComplete, 3*time.Minute)
 	must.Eq(t, 0, *done.ExitCode)
+}
+
+// startRecoveryJob starts a lab (cfg) and a FIFO planner, and a job of the
+// example script that trains until its stop file exists; it returns once
+// the job runs, with its progress and stop files.
+func startRecoveryJob(t *testing.T, cfg lab.Config, name, gpus string) (h *horovodLab, p *plannerProc, id string, j *structs.Job, progress, stop string) {
+	t.Helper()
+	h = startHorovodLab(t, cfg)
+	dir := t.TempDir()
+	p = startPlanner(t, h.lab, filepath.Join(dir, "data"), `
+policy {
+  name = "fifo"
+}
+`)
+	progress, stop = filepath.Join(dir, "progress.jsonl"), filepath.Join(dir, "stop")
+	id = p.submit(exampleSpec(t, dir, name, gpus, "", map[string]string{
+		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.1", "PROGRESS_FILE": progress, "STOP_FILE": stop}))
+	j = p.waitState(id, structs.JobRunning, 2*time.Minute)
+	h.dumpTaskLogs(t, j.NomadJobID)
+	return h, p, id, j, progress, stop
 }
 
 // runningWorkers lists the job's worker allocations that run.

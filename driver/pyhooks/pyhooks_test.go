@@ -65,18 +65,26 @@ for m in (a, b, c):
 print(" ".join(map(str, ports)))
 `
 
-func runProbe(t *testing.T, guard, avoid string, force int) []string {
+// pythonWith returns python3 (the test is skipped without one) and a
+// directory holding files (path -> content), for PYTHONPATH.
+func pythonWith(t *testing.T, files map[string]string) (python, dir string) {
 	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3 on PATH")
 	}
-	dir := t.TempDir()
-	for name, body := range fakeHorovod {
+	dir = t.TempDir()
+	for name, body := range files {
 		path := filepath.Join(dir, name)
 		must.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 		must.NoError(t, os.WriteFile(path, []byte(body), 0o644))
 	}
+	return python, dir
+}
+
+func runProbe(t *testing.T, guard, avoid string, force int) []string {
+	t.Helper()
+	python, dir := pythonWith(t, fakeHorovod)
 	cmd := exec.Command(python, "-c", probe)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir, "GUARD="+guard, "HOOK="+pyhooks.Ports,
 		pyhooks.AvoidPortsEnv+"="+avoid, "FORCE="+strconv.Itoa(force))

@@ -3,7 +3,6 @@ package pyhooks_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,16 +66,7 @@ print(len(settled.notices), len(stuck.notices), sorted(set(stuck.notices)))
 // the assignment has differed for the bound, and again each bound after;
 // a driver whose workers train on every host it knows sends nothing.
 func TestRenotify_TellsWorkersAgainOfAnAddedHost(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3 on PATH")
-	}
-	dir := t.TempDir()
-	for name, body := range fakeElastic {
-		path := filepath.Join(dir, name)
-		must.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		must.NoError(t, os.WriteFile(path, []byte(body), 0o644))
-	}
+	python, dir := pythonWith(t, fakeElastic)
 	hook := strings.Replace(pyhooks.Renotify, "\nrenotify_host_changes()\n", "\nrenotify_host_changes(0.05, 0.3)\n", 1)
 	must.NotEq(t, pyhooks.Renotify, hook, must.Sprint("the hook's call to shorten"))
 	cmd := exec.Command(python, "-c", probeRenotify)
