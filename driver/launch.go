@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/nomad/client/allocdir"
 	"github.com/hashicorp/nomad/plugins/drivers"
 
 	"github.com/schedulearn/schedulearn/driver/discover"
@@ -104,7 +103,7 @@ func (d *Driver) planWorker(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, en
 	}
 	env["PATH"] = joinPath(d.config.BinDirs, env["PATH"])
 	setAvoidPorts(env, d.config.DynamicPorts)
-	d.nomadAccess(p.task, cfg.TaskDir(), env)
+	d.nomadAccess(p.task, cfg.TaskDir().SecretsDir, env)
 	delete(env, "NOMAD_TOKEN") // the agent's, not the training's
 	p.task.StatusFile = filepath.Join(cfg.TaskDir().SharedAllocDir, drain.AgentStatusPath)
 	p.task.Slots = tc.Slots
@@ -133,7 +132,7 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 	t.Provider = tc.Discovery.Provider
 	t.ConsulAddress = d.config.ConsulAddress
 	t.ConsulToken = d.config.ConsulToken
-	d.nomadAccess(t, dirs, env)
+	d.nomadAccess(t, dirs.SecretsDir, env)
 	t.Slots = tc.Slots
 	t.HostsFile = filepath.Join(dirs.LocalDir, hostsFileName)
 	t.OutcomesFile = filepath.Join(dirs.LocalDir, outcomesName)
@@ -194,7 +193,7 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 // nomadAccess sets where and as whom a task reaches the Nomad servers
 // (its workload identity's token, through the Task API, unless the client
 // config names an address), and its fence (fence_after).
-func (d *Driver) nomadAccess(t *jobstate.Task, dirs *allocdir.TaskDir, env map[string]string) {
+func (d *Driver) nomadAccess(t *jobstate.Task, secretsDir string, env map[string]string) {
 	t.NomadToken = env["NOMAD_TOKEN"]
 	t.NomadAddress = d.config.NomadAddress
 	if t.NomadAddress == "" {
@@ -202,7 +201,7 @@ func (d *Driver) nomadAccess(t *jobstate.Task, dirs *allocdir.TaskDir, env map[s
 		if t.NomadToken != "" {
 			// The Task API: reachable from the task, authenticated by its
 			// workload identity.
-			t.NomadAddress = "unix://" + filepath.Join(dirs.SecretsDir, "api.sock")
+			t.NomadAddress = "unix://" + filepath.Join(secretsDir, "api.sock")
 		}
 	}
 	t.FenceAfter = d.fenceAfter
