@@ -119,22 +119,35 @@ func (s *Supervisor) Run(argv []string, stdout, stderr io.Writer) int {
 }
 
 // Classify says why a horovodrun that failed did, from the worker
-// commands that failed (the outcomes file): the cluster's when every one
-// of them failed for it (agents lost or unreachable, processes killed),
-// else the script's, which is also the answer when no worker command
-// failed (horovodrun's own failure proves nothing of the cluster). why
-// sums it up.
+// commands that failed (the outcomes file, oldest first): the cluster's
+// when every one of them failed for it (agents lost or unreachable,
+// processes killed) or failed on its own within drain.LossWindow after one
+// that was lost (the survivors' collectives fail without it), else the
+// script's, which is also the answer when no worker command failed
+// (horovodrun's own failure proves nothing of the cluster). why sums it
+// up.
 func Classify(outcomes []sshshim.Outcome) (cause, why string) {
-	for _, o := range outcomes {
-		if o.Cause != sshshim.CauseInfrastructure {
-			return sshshim.CauseScript, fmt.Sprintf("the training program exited %d on %s", o.Code, o.Host)
-		}
-	}
 	if len(outcomes) == 0 {
 		return sshshim.CauseScript, "no worker command failed"
 	}
+	var lost time.Time
+	after := 0
+	for _, o := range outcomes {
+		switch {
+		case o.Cause == sshshim.CauseInfrastructure:
+			lost = o.Time
+		case !lost.IsZero() && o.Time.Sub(lost) < drain.LossWindow:
+			after++
+		default:
+			return sshshim.CauseScript, fmt.Sprintf("the training program exited %d on %s", o.Code, o.Host)
+		}
+	}
 	last := outcomes[len(outcomes)-1]
-	return sshshim.CauseInfrastructure, fmt.Sprintf("%d worker commands lost (the last on %s, exit %d)", len(outcomes), last.Host, last.Code)
+	why = fmt.Sprintf("%d worker commands lost (the last on %s, exit %d)", len(outcomes)-after, last.Host, last.Code)
+	if after > 0 {
+		why += fmt.Sprintf(", %d failed after a loss", after)
+	}
+	return sshshim.CauseInfrastructure, why
 }
 
 // FinishWorkers tells every worker agent discovery has seen that training

@@ -17,8 +17,10 @@ import (
 
 // A horovodrun that fails ends the launcher with its own code when a
 // worker's training program failed, and with drain.ExitInfrastructure
-// (the planner runs the job again) when only the cluster failed it.
+// (the planner runs the job again) when only the cluster failed it, or
+// a worker failed within drain.LossWindow after another was lost.
 func TestSupervisor_ClassifiesFailures(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name     string
 		exit     string
@@ -27,8 +29,16 @@ func TestSupervisor_ClassifiesFailures(t *testing.T) {
 	}{
 		{"success", "0", nil, 0},
 		{"the script failed on a worker", "1", []sshshim.Outcome{
-			{Host: "w-a", Code: 137, Cause: sshshim.CauseInfrastructure},
-			{Host: "w-b", Code: 1, Cause: sshshim.CauseScript},
+			{Time: t0, Host: "w-a", Code: 1, Cause: sshshim.CauseScript},
+			{Time: t0.Add(time.Second), Host: "w-b", Code: 137, Cause: sshshim.CauseInfrastructure},
+		}, 1},
+		{"a worker failed after another was lost", "1", []sshshim.Outcome{
+			{Time: t0, Host: "w-a", Code: 255, Cause: sshshim.CauseInfrastructure},
+			{Time: t0.Add(40 * time.Second), Host: "w-b", Code: 1, Cause: sshshim.CauseScript},
+		}, drain.ExitInfrastructure},
+		{"a worker failed long after another was lost", "1", []sshshim.Outcome{
+			{Time: t0, Host: "w-a", Code: 255, Cause: sshshim.CauseInfrastructure},
+			{Time: t0.Add(drain.LossWindow + time.Second), Host: "w-b", Code: 1, Cause: sshshim.CauseScript},
 		}, 1},
 		{"workers lost", "1", []sshshim.Outcome{
 			{Host: "w-a", Code: 255, Cause: sshshim.CauseInfrastructure},

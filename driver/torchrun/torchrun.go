@@ -151,20 +151,16 @@ func (l *Launcher) Run(ctx context.Context) int {
 	}
 }
 
-// lostWindow is how long after the run lost a worker a failing torchrun
-// is taken for that loss's consequence.
-const lostWindow = 5 * time.Minute
-
 // runFailure is the launcher's exit code when a worker's torchrun exited
 // code (not 0). A torchrun its agent's fence stopped (drain.ExitInfrastructure)
 // or a signal killed failed for the cluster's sake, and so did one that
-// failed within lostWindow after the run lost a worker (its host cut off
+// failed within drain.LossWindow after the run lost a worker (its host cut off
 // or down: the survivors' rendezvous cannot complete without it, and
 // their torchrun exits 1, as the chaos run saw after a partition): the
 // launcher then exits drain.ExitInfrastructure and the planner runs the
 // job again from its checkpoint. Otherwise the script failed: its code.
 func runFailure(code int, lost, now time.Time) int {
-	if code == drain.ExitInfrastructure || code > 128 || !lost.IsZero() && now.Sub(lost) < lostWindow {
+	if code == drain.ExitInfrastructure || code > 128 || !lost.IsZero() && now.Sub(lost) < drain.LossWindow {
 		return drain.ExitInfrastructure
 	}
 	return code

@@ -106,7 +106,7 @@ func TestRunFailure(t *testing.T) {
 		{"fenced", drain.ExitInfrastructure, time.Time{}, drain.ExitInfrastructure},
 		{"killed", 137, time.Time{}, drain.ExitInfrastructure},
 		{"after a worker was lost", 1, now.Add(-time.Minute), drain.ExitInfrastructure},
-		{"long after a worker was lost", 1, now.Add(-lostWindow - time.Second), 1},
+		{"long after a worker was lost", 1, now.Add(-drain.LossWindow - time.Second), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) { must.Eq(t, tc.want, runFailure(tc.code, tc.lost, now)) })
 	}

@@ -143,3 +143,13 @@ func AllocIndex(name string) int {
 // training script's own failure and ends the job as failed. 75 is
 // EX_TEMPFAIL of sysexits.h: try again later.
 const ExitInfrastructure = 75
+
+// LossWindow is how long after a run lost a worker (its host cut off or
+// down, its process killed, its agent fenced) a worker that fails on its
+// own is taken for that loss's consequence, not the script's failure:
+// the survivors' collectives and rendezvous fail without the lost one,
+// and their training programs exit 1. Both launchers count such a
+// failure as the cluster's (ExitInfrastructure); the planner's retries
+// of a job are bounded, so a script that really fails then still ends
+// failed.
+const LossWindow = 5 * time.Minute
