@@ -40,7 +40,10 @@ Preemption: on SIGTERM (the planner stops the job to give its GPUs to
 another queue, or a shrink removes a worker) rank 0 saves the model at once
 and reports it with its step (the SDK's on_sigterm), within the task's
 grace period; when the planner starts the job again it passes that
-checkpoint, and training resumes from its step instead of step 0.
+checkpoint, and training resumes from its step instead of step 0. The
+save runs in a thread the signal wakes, under the lock the loop holds
+while it updates the model and the step, so it happens even while the
+main thread waits in a collective whose peers are stopping too.
 
 Model checkpoints, for the planner's model delivery: every CHECKPOINT_EVERY
 commits, rank 0 saves the model's state_dict (torch.save) to
@@ -90,6 +93,7 @@ Environment:
 import json
 import os
 import sys
+import threading
 import time
 
 import torch
@@ -158,11 +162,15 @@ def load_resume(model, optimizer, path):
         model.load_state_dict(saved)
 
 
-def save_on_sigterm(reporter, save):
+def save_on_sigterm(reporter, save, lock):
     """On SIGTERM (a shrink that removes this worker, or a preemption),
     save() saves a checkpoint and returns (path, step) or None; the path
     is reported at that step and the reports are flushed before the
-    process dies of the signal (the SDK's on_sigterm)."""
+    process dies of the signal (the SDK's on_sigterm). lock is held by the
+    training loop while it changes the model and its step: the save runs
+    under it at once, even while the main thread waits in a collective
+    (whose peers stop too: it would fail before a handler of the main
+    thread could save)."""
     try:
         from schedulearn import on_sigterm
     except ImportError:
@@ -177,7 +185,10 @@ def save_on_sigterm(reporter, save):
                 reporter.report(step, checkpoint=path)
         return None
 
-    on_sigterm(callback, reporter)
+    try:
+        on_sigterm(callback, reporter, lock=lock)
+    except TypeError:  # an SDK older than on_sigterm's lock
+        on_sigterm(callback, reporter)
 
 
 def make_reporter(launcher, hvd=None):
@@ -332,6 +343,7 @@ def run_horovod():
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
 
     reporter = make_reporter("horovod", hvd)
+    step_lock = threading.Lock()
     pace = Pace()
     val = validation_set(device)
     spec = batch_block()
@@ -365,8 +377,13 @@ def run_horovod():
             logits = model(x)
             loss = F.cross_entropy(logits, y)
             loss.backward()
-            optimizer.step()
-            state.step += 1
+            # The allreduce waits outside the lock; the update and the step
+            # change under it (a SIGTERM's save takes it).
+            optimizer.synchronize()
+            with step_lock:
+                with optimizer.skip_synchronize():
+                    optimizer.step()
+                state.step += 1
             global_batch = batch["per_gpu"] * hvd.size()
             record(state.step, hvd.size(), hvd.rank(), loss.item(), "horovod",
                    global_batch if spec is not None else None)
@@ -420,7 +437,7 @@ def run_horovod():
         path = save_model(model, state.step, force=True)
         return (path, state.step) if path else None
 
-    save_on_sigterm(reporter, save_now)
+    save_on_sigterm(reporter, save_now, step_lock)
     if reporter is not None:
         # Reports the world size after every reset and the step at every
         # commit, and keeps host updates that arrive during a reset.
@@ -465,6 +482,7 @@ def run_torchrun():
     pace = Pace()
     val = validation_set(device)
     current = {"step": step}
+    step_lock = threading.Lock()
 
     def save_now():
         if rank != 0:
@@ -472,7 +490,7 @@ def run_torchrun():
         path = save_model(model, current["step"], force=True)
         return (path, current["step"]) if path else None
 
-    save_on_sigterm(reporter, save_now)
+    save_on_sigterm(reporter, save_now, step_lock)
     while step < TOTAL_STEPS:
         maybe_fail(step + 1)
         x, y = synthetic_batch(step, rank, device)
@@ -483,9 +501,10 @@ def run_torchrun():
         for p in model.parameters():
             dist.all_reduce(p.grad)
             p.grad /= size
-        optimizer.step()
-        step += 1
-        current["step"] = step
+        with step_lock:
+            optimizer.step()
+            step += 1
+            current["step"] = step
         record(step, size, rank, loss.item(), "torchrun")
         if reporter is not None:
             reporter.report(step, samples_per_sec=pace.rate(BATCH_SIZE * size), loss=loss.item())
