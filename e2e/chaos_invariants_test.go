@@ -339,14 +339,22 @@ func (c *chaosChecker) checkEnd(j *structs.Job) {
 
 // checkSteps: training never went back past its last checkpoint. Within
 // a run a reset goes back to the last commit (commitEvery steps at
-// most); a drop beyond that is a new run, which must resume from a
-// checkpoint the planner gave it (resumed), no older than the newest
-// checkpoint the checker saw its record hold before.
+// most); a drop beyond that is a new run, or new workers of a launcher
+// that lived (every worker lost, horovodrun or torchrun starting new
+// ones), which must go on right after a checkpoint step the planner gave
+// a run (resumed) or held for the job (the checkpoints the checker saw
+// its record hold, cps: new workers ask the planner for it, GET
+// /v1/jobs/{id}/resume, issue 27), no older than the newest checkpoint
+// the checker saw its record hold before (floor). A start over from step
+// 1 after a checkpoint was held fails.
 func (c *chaosChecker) checkSteps(j *structs.Job, recs []progressRecord) {
 	c.mu.Lock()
 	cps := slices.Clone(c.checkpoints[j.ID])
 	c.mu.Unlock()
 	resumed := chaosResumedSteps(j)
+	for _, cp := range cps {
+		resumed = append(resumed, cp.step)
+	}
 	high := 0
 	for i, r := range recs {
 		if r.Step >= high-commitEvery {
@@ -361,7 +369,7 @@ func (c *chaosChecker) checkSteps(j *structs.Job, recs []progressRecord) {
 			}
 		}
 		if !slices.Contains(resumed, int64(r.Step-1)) || int64(r.Step-1) < floor {
-			c.violate("steps", j.ID, "step went back from %d to %d (record %d), past the last commit; resumed from %v, checkpoint seen before %d",
+			c.violate("steps", j.ID, "step went back from %d to %d (record %d), past the last commit; resumed from or held %v, checkpoint seen before %d",
 				high, r.Step, i, resumed, floor)
 			return
 		}

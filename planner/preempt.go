@@ -2,50 +2,36 @@ package planner
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
-// resumePoint is the checkpoint a job that starts again resumes from: the
+// ResumePoint is the checkpoint a job that starts again resumes from: the
 // last one it reported through the SDK (Progress.Checkpoint, at
 // Progress.CheckpointStep), when that is an absolute, clean path inside one
 // of the planner's checkpoint_dirs; nil otherwise (a first start, no
 // checkpoint, or one elsewhere: the job starts over). The job reads the
 // file itself, on its own machines; the planner only passes the path on
-// (nomadjob puts it in the launcher's environment), so it is checked as a
-// path here, and the training opens only what lies under those roots.
-func (p *Planner) resumePoint(j *structs.Job) *structs.Resume {
-	pr := j.Progress
-	if pr == nil || pr.Checkpoint == "" || pr.CheckpointStep <= 0 {
-		return nil
-	}
-	if !underRoots(pr.Checkpoint, p.CheckpointDirs) {
-		p.Logger.Warn("not resuming from a checkpoint outside checkpoint_dirs", "job", j.ID, "checkpoint", pr.Checkpoint)
-		return nil
-	}
-	return &structs.Resume{Checkpoint: pr.Checkpoint, Step: pr.CheckpointStep}
+// (nomadjob puts it in the launcher's environment, and the API answers it
+// to the job's processes: GET /v1/jobs/{id}/resume, for workers that a
+// launcher which lived started again), so it is checked as a path here
+// (structs.Job.ResumeUnder), and the training opens only what lies under
+// those roots.
+func (p *Planner) ResumePoint(j *structs.Job) *structs.Resume {
+	return j.ResumeUnder(p.CheckpointDirs)
 }
 
-// underRoots says whether path is absolute, clean (no "..", no "//") and
-// strictly inside one of roots.
-func underRoots(path string, roots []string) bool {
-	if !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.ContainsRune(path, 0) {
-		return false
+// resumePoint is ResumePoint for a start of j, with a warning when j
+// reported a checkpoint that is not passed on. (The API's answers do not
+// warn: every new worker of a job asks.)
+func (p *Planner) resumePoint(j *structs.Job) *structs.Resume {
+	r := p.ResumePoint(j)
+	if pr := j.Progress; r == nil && pr != nil && pr.Checkpoint != "" && pr.CheckpointStep > 0 {
+		p.Logger.Warn("not resuming from a checkpoint outside checkpoint_dirs", "job", j.ID, "checkpoint", pr.Checkpoint)
 	}
-	for _, r := range roots {
-		r = filepath.Clean(r)
-		if !filepath.IsAbs(r) {
-			continue
-		}
-		if rel, err := filepath.Rel(r, path); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-			return true
-		}
-	}
-	return false
+	return r
 }
 
 // preemption is the record of j (as it was when stopped) stopped by

@@ -43,7 +43,10 @@ grace period; when the planner starts the job again it passes that
 checkpoint, and training resumes from its step instead of step 0. The
 save runs in a thread the signal wakes, under the lock the loop holds
 while it updates the model and the step, so it happens even while the
-main thread waits in a collective whose peers are stopping too.
+main thread waits in a collective whose peers are stopping too. New
+workers that a launcher which lived starts after every worker was lost
+ask the planner for its newest checkpoint (see SCHEDULEARN_RESUME_*
+below).
 
 Model checkpoints, for the planner's model delivery: every CHECKPOINT_EVERY
 commits, rank 0 saves the model's state_dict (torch.save) to
@@ -86,7 +89,15 @@ Environment:
                    set by the planner when the job starts again after a
                    preemption: the last checkpoint it reported (in the
                    planner's checkpoint_dirs) and its step; training goes
-                   on from there (both launchers)
+                   on from there (both launchers). Every worker process
+                   also asks the planner at its start (the SDK's
+                   resume(): GET /v1/jobs/{id}/resume) and takes the
+                   newer of the two, so that workers a launcher which
+                   lived starts again after every worker was lost (these
+                   variables are then the launcher's, as of its start)
+                   go on from the newest checkpoint the planner holds,
+                   not from step 1; under torchrun, the newer of that
+                   and $CHECKPOINT's file
     CUDA_VISIBLE_DEVICES  the worker's GPUs; used when CUDA is available
 """
 
@@ -136,9 +147,10 @@ TARGET = job_target()
 
 
 def resume_point():
-    """Where to resume after a preemption: (checkpoint path, step), from
-    the planner (the SDK's schedulearn.resume()), or None: a first start,
-    no SDK, or nothing to resume from."""
+    """Where to resume: (checkpoint path, step), from the planner (the
+    SDK's schedulearn.resume(): the newer of the start's environment and
+    the planner's answer now), or None: a first start, or nothing to
+    resume from. Without the SDK, the environment's only."""
     try:
         from schedulearn import resume
     except ImportError:  # no SDK, or one older than resume()
@@ -422,8 +434,12 @@ def run_horovod():
     start = 0
     resumed = resume_point()
     if resumed is not None:
-        # Preempted and started again: on from the checkpoint's step (SGD
-        # without momentum keeps no state beyond the weights).
+        # Preempted and started again, or a new worker that horovodrun
+        # started after every worker was lost: on from the checkpoint's
+        # step (SGD without momentum keeps no state beyond the weights).
+        # Called in every new worker process, before the elastic state
+        # exists; a worker that joins a living world gets rank 0's state
+        # at the first sync anyway.
         load_resume(model, optimizer, resumed[0])
         start = resumed[1]
         if hvd.rank() == 0:
@@ -460,15 +476,18 @@ def run_torchrun():
     ckpt = os.environ.get("CHECKPOINT", "")
     step = 0
     # torchrun restarts every worker on a membership change: the state
-    # comes back from the last checkpoint rank 0 wrote.
+    # comes back from the last checkpoint rank 0 wrote ($CHECKPOINT), or
+    # from the planner's (preempted and started again, or restarted
+    # without $CHECKPOINT's file), whichever is newer; rank 0's is
+    # broadcast below.
     resumed = resume_point()
-    if ckpt and os.path.exists(ckpt):
-        saved = torch.load(ckpt)
+    saved = torch.load(ckpt) if ckpt and os.path.exists(ckpt) else None
+    if saved is not None and (resumed is None or saved["step"] >= resumed[1]
+                              or resumed[0] == os.path.abspath(ckpt)):
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         step = saved["step"]
     elif resumed is not None:
-        # Preempted and started again: the planner's checkpoint.
         load_resume(model, optimizer, resumed[0])
         step = resumed[1]
         if rank == 0:

@@ -56,6 +56,17 @@ func (b *backend) ReportProgress(ctx context.Context, id string, reports []api.P
 	return b.a.planner.ReportProgressAdvice(ctx, id, reports)
 }
 
+// Resume reads the job as Job does (bounded, the last known record
+// while the store does not answer) and answers the planner's resume
+// point for it. Any planner answers it, as a read.
+func (b *backend) Resume(ctx context.Context, id string) (*structs.Resume, error) {
+	j, err := b.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return b.a.planner.ResumePoint(j), nil
+}
+
 func (b *backend) Policies(ctx context.Context) ([]api.PolicyInfo, error) {
 	names, err := b.a.planner.Policies.Available()
 	if err != nil {

@@ -3,11 +3,13 @@ package agent
 import (
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"testing"
 
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // The daemon's backend passes the store's and the planner's errors through
@@ -34,6 +36,7 @@ func TestBackend_ErrorStatuses(t *testing.T) {
 		{"invalid job ID", http.MethodGet, "/v1/jobs/a%2Fb", nil, nil, http.StatusNotFound},
 		{"stop of an unknown job", http.MethodPost, "/v1/jobs/nope-1a2b3c4d/stop", nil, nil, http.StatusNotFound},
 		{"progress of an unknown job", http.MethodPost, "/v1/jobs/nope-1a2b3c4d/progress", []byte(`[{"step":1}]`), nil, http.StatusNotFound},
+		{"resume point of an unknown job", http.MethodGet, "/v1/jobs/nope-1a2b3c4d/resume", nil, nil, http.StatusNotFound},
 		{"key reused with another jobspec", http.MethodPost, "/v1/jobs", other, map[string]string{api.IdempotencyHeader: "key-1"}, http.StatusUnprocessableEntity},
 		{"stop", http.MethodPost, "/v1/jobs/" + j.ID + "/stop", nil, nil, http.StatusOK},
 		{"stop of a stopped job", http.MethodPost, "/v1/jobs/" + j.ID + "/stop", nil, nil, http.StatusConflict},
@@ -44,4 +47,43 @@ func TestBackend_ErrorStatuses(t *testing.T) {
 			must.Eq(t, c.want, code, must.Sprintf("body %s", raw))
 		})
 	}
+}
+
+// Issue 27: GET /v1/jobs/{id}/resume answers, to the job's own report
+// token, the planner's resume point for the job (Planner.ResumePoint):
+// none before a checkpoint, the last one reported under checkpoint_dirs,
+// none again once the last one reported lies elsewhere.
+func TestBackend_Resume(t *testing.T) {
+	f := newFuzzAPI(t)
+	body, err := json.Marshal(api.SubmitRequest{Source: "training \"e\" {\n  command = \"x\"\n  gpus = 1\n}\n"})
+	must.NoError(t, err)
+	j := f.submitted(body, nil)
+	must.NotNil(t, j)
+	tok := structs.ReportToken(fuzzToken, j.ID)
+	resume := func() structs.Resume {
+		t.Helper()
+		code, raw := f.do(http.MethodGet, "/v1/jobs/"+j.ID+"/resume", tok, nil, nil)
+		must.Eq(t, http.StatusOK, code, must.Sprintf("body %s", raw))
+		var r structs.Resume
+		must.NoError(t, json.Unmarshal(raw, &r))
+		return r
+	}
+	report := func(step int64, checkpoint string) {
+		t.Helper()
+		b, err := json.Marshal([]api.ProgressReport{{Step: step, Checkpoint: checkpoint}})
+		must.NoError(t, err)
+		code, raw := f.do(http.MethodPost, "/v1/jobs/"+j.ID+"/progress", tok, b, nil)
+		must.Eq(t, http.StatusNoContent, code, must.Sprintf("body %s", raw))
+	}
+
+	must.Eq(t, structs.Resume{}, resume())
+	ckpt := filepath.Join(f.a.planner.CheckpointDirs[0], j.ID, "model-step00000040.pt")
+	report(40, ckpt)
+	report(43, "")
+	must.Eq(t, structs.Resume{Checkpoint: ckpt, Step: 40}, resume())
+	report(50, "/elsewhere/model-step00000050.pt")
+	must.Eq(t, structs.Resume{}, resume())
+
+	code, _ := f.do(http.MethodGet, "/v1/jobs/"+j.ID+"/resume", structs.ReportToken(fuzzToken, "other-1a2b3c4d"), nil, nil)
+	must.Eq(t, http.StatusForbidden, code)
 }

@@ -64,6 +64,7 @@ func newTestAgent(t testing.TB) *Agent {
 type fuzzAPI struct {
 	t   testing.TB
 	srv *httptest.Server
+	a   *Agent
 }
 
 func newFuzzAPI(t testing.TB) *fuzzAPI {
@@ -76,7 +77,7 @@ func newFuzzAPI(t testing.TB) *fuzzAPI {
 		a.planner.Policies.Close()
 		_ = a.store.Close()
 	})
-	return &fuzzAPI{t: t, srv: srv}
+	return &fuzzAPI{t: t, srv: srv, a: a}
 }
 
 // do sends a request with token and extra headers and returns the status

@@ -44,6 +44,13 @@ type Backend interface {
 	// names). Reports for a job that has ended are recorded too: the last
 	// ones often arrive after the launcher exits.
 	ReportProgress(ctx context.Context, id string, reports []ProgressReport) (*structs.BatchAdvice, error)
+	// Resume is the checkpoint job id resumes from (the planner's
+	// checkpoint_dirs only: Planner.ResumePoint), or nil when none, for
+	// its processes that start without being told one: new workers of a
+	// launcher that lived. The job is read as Job reads it (bounded, the
+	// last known record while the store does not answer). ErrNotFound for
+	// an unknown ID.
+	Resume(ctx context.Context, id string) (*structs.Resume, error)
 
 	// Policies lists the policies the planner can run: the builtins and
 	// the external plugins it found, with the active one marked.

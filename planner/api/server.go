@@ -71,8 +71,9 @@ type Route struct {
 	// read token, but Public ones, which need none.
 	Write  bool
 	Public bool
-	// JobToken routes (a job's progress) also take the job's report
-	// token, structs.ReportToken(token, id), for the job in the path.
+	// JobToken routes (a job's progress, its resume point) also take the
+	// job's report token, structs.ReportToken(token, id), for the job in
+	// the path.
 	JobToken bool
 
 	handle handlerFunc
@@ -138,6 +139,7 @@ func NewServer(cfg Config) (*Server, error) {
 		{Method: http.MethodPost, Pattern: "/v1/jobs/{id}/stop", Write: true, handle: s.stopJob},
 		{Method: http.MethodDelete, Pattern: "/v1/jobs/{id}", Write: true, handle: s.stopJob},
 		{Method: http.MethodPost, Pattern: "/v1/jobs/{id}/progress", Write: true, JobToken: true, handle: s.reportProgress},
+		{Method: http.MethodGet, Pattern: "/v1/jobs/{id}/resume", JobToken: true, handle: s.resume},
 		{Method: http.MethodGet, Pattern: "/v1/policies", handle: s.listPolicies},
 		{Method: http.MethodPut, Pattern: "/v1/policy", Write: true, handle: s.setPolicy},
 		{Method: http.MethodGet, Pattern: "/v1/nodes", handle: s.listNodes},
@@ -222,7 +224,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 				return
 			}
 		default:
-			if !s.authorised(r) && !s.readAuthorised(r) {
+			if !s.authorised(r) && !s.readAuthorised(r) && !(rt.JobToken && s.jobAuthorised(r, r.PathValue("id"))) {
 				s.log.Warn("read refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 				writeJSON(w, http.StatusForbidden, ErrorResponse{Error: s.forbiddenRead()})
 				return
@@ -238,7 +240,8 @@ func (s *Server) wrap(rt Route) http.Handler {
 		}
 		switch {
 		case rt.JobToken:
-			// Every running job reports every few seconds: not news.
+			// Every running job reports every few seconds, and each new
+			// worker asks where to resume: not news.
 			s.log.Debug("write", "method", r.Method, "path", r.URL.Path, "status", code)
 		case rt.Write:
 			s.log.Info("write", "method", r.Method, "path", r.URL.Path, "status", code)
@@ -530,6 +533,22 @@ func (s *Server) reportProgress(_ http.ResponseWriter, r *http.Request) (int, an
 		return http.StatusNoContent, nil, nil
 	}
 	return http.StatusOK, ProgressReply{Batch: advice}, nil
+}
+
+// resume answers the checkpoint the job's processes resume from (the
+// planner's checkpoint_dirs only), or {"checkpoint": "", "step": 0}
+// when there is none: what a worker that starts without being told one
+// (a launcher that lived started it again) asks.
+func (s *Server) resume(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	id := r.PathValue("id")
+	res, err := s.backend.Resume(r.Context(), id)
+	if err != nil {
+		return 0, nil, fmt.Errorf("failed to read the resume point of job %q: %w", id, err)
+	}
+	if res == nil {
+		res = &structs.Resume{}
+	}
+	return http.StatusOK, res, nil
 }
 
 func (s *Server) listPolicies(_ http.ResponseWriter, r *http.Request) (int, any, error) {

@@ -659,3 +659,71 @@ func TestServer_ProgressReplyAdvisesBatch(t *testing.T) {
 	must.Eq(t, 900.0, got.Progress.NoiseScale)
 	must.Eq(t, &advice, got.Batch)
 }
+
+// Issue 27: GET /v1/jobs/{id}/resume answers the newest checkpoint the
+// planner holds for the job under its checkpoint_dirs, or an empty one,
+// to the planner's tokens and to the job's own report token (for that job
+// only): what a worker that a launcher which lived starts again asks.
+func TestServer_Resume(t *testing.T) {
+	t.Parallel()
+	b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8))
+	b.CheckpointDirs = []string{"/ckpt"}
+	srv := apitest.NewServer(t, b)
+	job, _, err := b.Submit(context.Background(), mustSpec(t), goodSpec, nil)
+	must.NoError(t, err)
+	other, _, err := b.Submit(context.Background(), mustSpec(t), goodSpec, nil)
+	must.NoError(t, err)
+	jobToken := map[string]string{api.TokenHeader: structs.ReportToken(apitest.Token, job.ID)}
+	progress := func(checkpoint string, step int64) func(j *structs.Job) {
+		return func(j *structs.Job) {
+			j.Progress = &structs.Progress{Step: step + 3, Checkpoint: checkpoint, CheckpointStep: step}
+		}
+	}
+
+	for _, tc := range []struct {
+		name   string
+		update func(j *structs.Job) // of job, before the call
+		path   string
+		header map[string]string
+		code   int
+		want   structs.Resume
+		errSub string
+	}{
+		{name: "none reported", header: jobToken, code: 200},
+		{name: "checkpoint under checkpoint_dirs", update: progress("/ckpt/"+job.ID+"/model-step00000040.pt", 40), header: jobToken, code: 200,
+			want: structs.Resume{Checkpoint: "/ckpt/" + job.ID + "/model-step00000040.pt", Step: 40}},
+		{name: "job token as bearer", header: map[string]string{"Authorization": "Bearer " + jobToken[api.TokenHeader]}, code: 200,
+			want: structs.Resume{Checkpoint: "/ckpt/" + job.ID + "/model-step00000040.pt", Step: 40}},
+		{name: "read token", header: withRead, code: 200,
+			want: structs.Resume{Checkpoint: "/ckpt/" + job.ID + "/model-step00000040.pt", Step: 40}},
+		{name: "planner token", header: withToken, code: 200,
+			want: structs.Resume{Checkpoint: "/ckpt/" + job.ID + "/model-step00000040.pt", Step: 40}},
+		{name: "checkpoint outside checkpoint_dirs", update: progress("/etc/"+job.ID+"/model-step00000050.pt", 50), header: jobToken, code: 200},
+		{name: "path escaping checkpoint_dirs", update: progress("/ckpt/../etc/model.pt", 60), header: jobToken, code: 200},
+		{name: "job token of another job", path: "/v1/jobs/" + other.ID + "/resume", header: jobToken, code: 403, errSub: "permission denied"},
+		{name: "no token", code: 403, errSub: "permission denied"},
+		{name: "wrong token", header: wrongToken, code: 403, errSub: "permission denied"},
+		{name: "unknown job", path: "/v1/jobs/nope/resume", header: withToken, code: 404, errSub: "not found"},
+		{name: "unknown job, its own token", path: "/v1/jobs/nope/resume",
+			header: map[string]string{api.TokenHeader: structs.ReportToken(apitest.Token, "nope")}, code: 404, errSub: "not found"},
+	} {
+		if tc.update != nil {
+			b.Update(job.ID, tc.update)
+		}
+		p := "/v1/jobs/" + job.ID + "/resume"
+		if tc.path != "" {
+			p = tc.path
+		}
+		code, raw := do(t, srv, call{method: "GET", path: p, header: tc.header})
+		must.Eq(t, tc.code, code, must.Sprintf("%s: body %s", tc.name, raw))
+		if tc.errSub != "" {
+			errorIs(tc.errSub)(t, raw)
+			continue
+		}
+		must.Eq(t, tc.want, decodeAs[structs.Resume](t, raw), must.Sprint(tc.name))
+		must.StrContains(t, string(raw), `"checkpoint":`, must.Sprint(tc.name, ": the fields are there when empty"))
+	}
+	// The job token reads nothing else of the job.
+	code, _ := do(t, srv, call{method: "GET", path: "/v1/jobs/" + job.ID, header: jobToken})
+	must.Eq(t, http.StatusForbidden, code)
+}

@@ -56,6 +56,10 @@ type Backend struct {
 	// SetPolicyErr, when set, is returned by SetPolicy for known names
 	// (a plugin that fails to launch); the old policy stays.
 	SetPolicyErr error
+	// CheckpointDirs are the planner's checkpoint_dirs, which Resume
+	// answers checkpoints under (structs.Job.ResumeUnder); none: Resume
+	// answers none.
+	CheckpointDirs []string
 	// Leader and Version are what Status reports.
 	Leader, Version string
 }
@@ -235,6 +239,21 @@ func (b *Backend) ReportProgress(_ context.Context, id string, reports []api.Pro
 	}
 	a := *j.Batch
 	return &a, nil
+}
+
+// Resume is the job's checkpoint under CheckpointDirs, as the planner
+// answers it; nil when none.
+func (b *Backend) Resume(_ context.Context, id string) (*structs.Resume, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("Resume"); err != nil {
+		return nil, err
+	}
+	j, ok := b.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
+	}
+	return j.ResumeUnder(b.CheckpointDirs), nil
 }
 
 // Policies lists the builtins, sorted by name.

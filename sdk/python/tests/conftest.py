@@ -1,6 +1,7 @@
 """A fake planner: an HTTP server in a thread that records progress reports
 and answers with scripted status codes, and scripted bodies (advice) when
-it takes them."""
+it takes them; and answers GETs (the resume point) with a scripted status
+and body."""
 
 import http.server
 import json
@@ -20,6 +21,10 @@ class FakePlanner:
         # Bodies of the replies to the next reports taken: a dict (sent as
         # JSON) or bytes (as they are) with 200, None for a 204; then 204.
         self.replies = []
+        # The answer to every GET: a status and a body (a dict, sent as
+        # JSON, or bytes, as they are); the GETs asked, (path, headers).
+        self.get_answer = (200, {"checkpoint": "", "step": 0})
+        self.gets = []
         self.lock = threading.Lock()
         planner = self
 
@@ -40,6 +45,18 @@ class FakePlanner:
                     return
                 if code != 200:
                     out = {"error": "scripted %d" % code}
+                if not isinstance(out, bytes):
+                    out = json.dumps(out).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def do_GET(self):
+                with planner.lock:
+                    planner.gets.append((self.path, dict(self.headers)))
+                    code, out = planner.get_answer
                 if not isinstance(out, bytes):
                     out = json.dumps(out).encode()
                 self.send_response(code)

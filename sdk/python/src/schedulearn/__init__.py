@@ -14,8 +14,9 @@ Reporting never blocks the training loop and never raises into it; without
 SCHEDULEARN_ADDR (training outside the planner) it does nothing. See
 :mod:`schedulearn.horovod` and :mod:`schedulearn.torchrun` for the
 launchers' helpers, :func:`on_sigterm` to save before a shrink or a
-preemption, :func:`resume` for the checkpoint to resume from after one,
-and :func:`target` for the jobspec's target (to stop at it).
+preemption, :func:`resume` for the checkpoint to resume from after one
+(or after every worker was lost: it asks the planner too), and
+:func:`target` for the jobspec's target (to stop at it).
 
 Batch size that follows the GPUs: report ``batch=`` (the global batch) and
 ``noise_scale=`` (see :class:`NoiseScale`), and read the planner's advice

@@ -1,11 +1,21 @@
-"""Where a preempted job resumes: the planner's word on restart.
+"""Where a job resumes: the planner's word on a (re)start.
 
 When the planner stops a job to give its GPUs back to another queue, the
 job gets SIGTERM first (see :func:`schedulearn.on_sigterm`: save and report
 the checkpoint) and is requeued. When it starts again, the planner passes
 the last checkpoint the job reported (if it lies in the planner's
-``checkpoint_dirs``) and its step in the environment; every worker reads
-them here:
+``checkpoint_dirs``) and its step in the environment
+(``SCHEDULEARN_RESUME_CHECKPOINT``, ``SCHEDULEARN_RESUME_STEP``).
+
+That environment is the one of the launcher's start. A launcher that
+lives on (horovodrun, torchrun) starts new workers by itself when every
+worker was lost, and they inherit the old answer, or none, though the job
+has reported newer checkpoints since. So, where the planner runs the job
+(``SCHEDULEARN_ADDR``, ``SCHEDULEARN_JOB_ID`` and a token are set),
+:func:`resume` also asks it (``GET /v1/jobs/{id}/resume``, within 3 s) and
+takes the newer of the two answers. A planner that cannot be reached, or
+answers something unreadable, leaves the environment's answer (one warning
+per process). Every worker calls it at its start:
 
     r = schedulearn.resume()        # None: a first start, or start over
     if r is not None:
@@ -13,12 +23,29 @@ them here:
         step = r.step
 """
 
+import json
+import logging
 import os
+import threading
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
+
+from .reporter import _USER_AGENT, ENV_ADDR, ENV_JOB_ID, ENV_REPORT_TOKEN, ENV_TOKEN, TOKEN_HEADER
+
+log = logging.getLogger("schedulearn")
 
 #: The checkpoint's path and its step.
 ENV_RESUME_CHECKPOINT = "SCHEDULEARN_RESUME_CHECKPOINT"
 ENV_RESUME_STEP = "SCHEDULEARN_RESUME_STEP"
+
+#: How long the planner may take to answer, in seconds.
+PLANNER_TIMEOUT = 3.0
+# The most of the planner's answer read: a path and a step, well under it.
+_MAX_ANSWER = 1 << 16
+
+_warned = False
+_warned_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -29,16 +56,89 @@ class Resume:
     step: int
 
 
-def resume(environ=None):
-    """The checkpoint the planner says to resume from, or None: none is
-    set, the step is not a whole number above 0, the path is not
-    absolute, or the file is not there (then the script starts over)."""
+def resume(environ=None, *, opener=None, timeout=PLANNER_TIMEOUT):
+    """The checkpoint to resume from, or None (then the script starts over).
+
+    The newer (higher step) of the environment's answer
+    (``SCHEDULEARN_RESUME_*``) and the planner's (asked where
+    ``SCHEDULEARN_ADDR``, ``SCHEDULEARN_JOB_ID`` and
+    ``SCHEDULEARN_REPORT_TOKEN``, else ``SCHEDULEARN_TOKEN``, are set), of
+    those whose step is a whole number above 0 and whose path is absolute
+    and a file here. Never raises for the planner's sake: a planner that is
+    down, slow (``timeout`` seconds) or answers garbage leaves the
+    environment's answer.
+
+    Args:
+        environ: the environment to read; default ``os.environ``.
+        opener: what opens the request (``opener.open(request,
+            timeout=...)``, as ``urllib.request.build_opener()`` returns);
+            default one that ignores proxy settings (the planner is reached
+            directly).
+        timeout: seconds the planner may take.
+    """
     env = os.environ if environ is None else environ
-    path = env.get(ENV_RESUME_CHECKPOINT, "")
+    found = [r for r in (_from_environment(env), _from_planner(env, opener, timeout))
+             if r is not None and _usable(r)]
+    # On a tie the environment's: what the planner told this start.
+    return max(found, key=lambda r: r.step) if found else None
+
+
+def _usable(r):
+    return r.step > 0 and os.path.isabs(r.checkpoint) and os.path.isfile(r.checkpoint)
+
+
+def _from_environment(env):
     try:
-        step = int(env.get(ENV_RESUME_STEP, ""))
+        return Resume(env.get(ENV_RESUME_CHECKPOINT, ""), int(env.get(ENV_RESUME_STEP, "")))
     except ValueError:
         return None
-    if not path or step <= 0 or not os.path.isabs(path) or not os.path.isfile(path):
+
+
+def _from_planner(env, opener, timeout):
+    addr = env.get(ENV_ADDR, "").strip()
+    job_id = env.get(ENV_JOB_ID, "").strip()
+    token = (env.get(ENV_REPORT_TOKEN) or env.get(ENV_TOKEN, "")).strip()
+    if not (addr and job_id and token):
+        return None
+    if "://" not in addr:
+        addr = "http://" + addr
+    url = addr.rstrip("/") + "/v1/jobs/" + urllib.parse.quote(job_id, safe="") + "/resume"
+    try:
+        req = urllib.request.Request(url, method="GET")
+        req.add_header("User-Agent", _USER_AGENT)
+        req.add_header(TOKEN_HEADER, token)
+        if opener is None:
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(req, timeout=timeout) as resp:
+            body = resp.read(_MAX_ANSWER + 1)
+        return _parse(body)
+    except Exception as e:  # down, slow, refused, garbage: the environment's
+        _warn_once("schedulearn: cannot ask the planner at %s where to resume (%s); "
+                   "using the environment's checkpoint, if any", url, e)
+        return None
+
+
+def _parse(body):
+    """The planner's answer, None when it has no checkpoint; raises
+    ValueError when it is not one."""
+    if len(body) > _MAX_ANSWER:
+        raise ValueError("an answer over %d bytes" % _MAX_ANSWER)
+    doc = json.loads(body)
+    if not isinstance(doc, dict):
+        raise ValueError("the answer is not a JSON object")
+    path, step = doc.get("checkpoint"), doc.get("step")
+    if not isinstance(path, str) or isinstance(step, bool) or not isinstance(step, int):
+        raise ValueError("checkpoint must be a string and step an integer")
+    if not path:
         return None
     return Resume(path, step)
+
+
+def _warn_once(fmt, *args):
+    global _warned
+    with _warned_lock:
+        if _warned:
+            log.debug(fmt, *args)
+            return
+        _warned = True
+    log.warning(fmt, *args)
