@@ -81,29 +81,6 @@ func (f *fake) Stats(ctx context.Context, interval time.Duration) (<-chan *devic
 	return out, nil
 }
 
-func recv[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v, ok := <-ch:
-		must.True(t, ok, must.Sprint("channel closed"))
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatal("timed out")
-	}
-	var zero T
-	return zero
-}
-
-func closed[T any](t *testing.T, ch <-chan T) {
-	t.Helper()
-	select {
-	case v, ok := <-ch:
-		must.False(t, ok, must.Sprintf("unexpected %v", v))
-	case <-time.After(5 * time.Second):
-		t.Fatal("channel not closed")
-	}
-}
-
 func gpuGroup(ids ...string) *device.DeviceGroup {
 	g := &device.DeviceGroup{Vendor: "nvidia", Type: device.DeviceTypeGPU, Name: "A100",
 		Attributes: map[string]*shared.Attribute{"memory": shared.IntAttribute(40960, shared.UnitMiB), "sim": shared.BoolAttribute(true)}}
@@ -128,7 +105,7 @@ func TestBase_OverGRPC(t *testing.T) {
 
 	driverCfg := &base.AgentConfig{Driver: &base.AgentDriverConfig{ClientMinPort: 1, ClientMaxPort: 2}}
 	must.NoError(t, c.SetConfig(&base.Config{ApiVersion: device.ApiVersion010, PluginConfig: []byte{0x80}, AgentConfig: driverCfg}))
-	got := recv(t, f.configs)
+	got := plugintest.Next(t, f.configs)
 	must.Eq(t, device.ApiVersion010, got.ApiVersion)
 	must.Eq(t, []byte{0x80}, got.PluginConfig)
 	must.Nil(t, got.AgentConfig.Driver, must.Sprint("a device plugin is given nothing of the agent"))
@@ -154,19 +131,19 @@ func TestFingerprint_OverGRPC(t *testing.T) {
 
 	ch, err := c.Fingerprint(t.Context())
 	must.NoError(t, err)
-	must.Eq(t, f.groups[0], recv(t, ch).Devices)
-	must.Eq(t, f.groups[1], recv(t, ch).Devices)
-	last := recv(t, ch)
+	must.Eq(t, f.groups[0], plugintest.Next(t, ch).Devices)
+	must.Eq(t, f.groups[1], plugintest.Next(t, ch).Devices)
+	last := plugintest.Next(t, ch)
 	must.ErrorContains(t, last.Error, "NVML is gone")
-	closed(t, ch)
+	plugintest.Closed(t, ch)
 }
 
 func TestFingerprint_RefusedAtOnce(t *testing.T) {
 	c := plugintest.ServeDevice(t, newFake())
 	ch, err := c.Fingerprint(t.Context())
 	must.NoError(t, err) // a stream's error arrives on the stream
-	must.ErrorContains(t, recv(t, ch).Error, "no devices here")
-	closed(t, ch)
+	must.ErrorContains(t, plugintest.Next(t, ch).Error, "no devices here")
+	plugintest.Closed(t, ch)
 }
 
 func TestFingerprint_CancelEndsThePluginsStream(t *testing.T) {
@@ -176,10 +153,10 @@ func TestFingerprint_CancelEndsThePluginsStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	ch, err := c.Fingerprint(ctx)
 	must.NoError(t, err)
-	recv(t, ch)
-	serverCtx := recv(t, f.streamCtx)
+	plugintest.Next(t, ch)
+	serverCtx := plugintest.Next(t, f.streamCtx)
 	cancel()
-	closed(t, ch)
+	plugintest.Closed(t, ch)
 	select {
 	case <-serverCtx.Done():
 	case <-time.After(5 * time.Second):
@@ -198,7 +175,7 @@ func TestReserve_OverGRPC(t *testing.T) {
 	got, err := c.Reserve([]string{"a", "b"})
 	must.NoError(t, err)
 	must.Eq(t, f.reserve, got)
-	must.Eq(t, []string{"a", "b"}, recv(t, f.reserveIn))
+	must.Eq(t, []string{"a", "b"}, plugintest.Next(t, f.reserveIn))
 
 	f.reserve = nil
 	_, err = c.Reserve([]string{"nope"})
@@ -230,8 +207,8 @@ func TestStats_OverGRPC(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ch, err := c.Stats(t.Context(), tc.ask)
 			must.NoError(t, err)
-			must.Eq(t, tc.want, recv(t, f.intervals))
-			got := recv(t, ch)
+			must.Eq(t, tc.want, plugintest.Next(t, f.intervals))
+			got := plugintest.Next(t, ch)
 			must.NoError(t, got.Error)
 			must.Eq(t, f.stats.Groups, got.Groups)
 		})
@@ -244,8 +221,8 @@ func TestStats_ErrorEndsStream(t *testing.T) {
 	c := plugintest.ServeDevice(t, f)
 	ch, err := c.Stats(t.Context(), time.Second)
 	must.NoError(t, err)
-	must.ErrorContains(t, recv(t, ch).Error, "sampling failed")
-	closed(t, ch)
+	must.ErrorContains(t, plugintest.Next(t, ch).Error, "sampling failed")
+	plugintest.Closed(t, ch)
 }
 
 func TestDeviceGroup_Validate(t *testing.T) {
