@@ -18,6 +18,7 @@ import (
 	"github.com/shoenig/test/must"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/schedulearn/schedulearn/internal/leakcheck"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/hclspec"
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(leakcheck.Main(m)) // no plugin process outlives the tests
 }
 
 func pluginCmd() *exec.Cmd {
