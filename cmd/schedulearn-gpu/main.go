@@ -8,13 +8,14 @@ import (
 	"context"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/plugins"
 
+	"github.com/schedulearn/schedulearn/internal/nomadplugin"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
 	"github.com/schedulearn/schedulearn/plugins/device/gpu"
 )
 
 func main() {
-	plugins.ServeCtx(func(ctx context.Context, log hclog.Logger) interface{} {
+	nomadplugin.ServeDevice(func(ctx context.Context, log hclog.Logger) device.DevicePlugin {
 		return gpu.NewPlugin(ctx, log)
 	})
 }

@@ -5,8 +5,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/base"
-	"github.com/hashicorp/nomad/plugins/shared/hclspec"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/hclspec"
 )
 
 // Backend names accepted by the "backend" key.
@@ -62,24 +62,24 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 
 // Config is the decoded plugin configuration, before validation.
 type Config struct {
-	Backend                string           `codec:"backend"`
-	FingerprintPeriod      string           `codec:"fingerprint_period"`
-	StatsPeriod            string           `codec:"stats_period"`
-	IgnoredGPUIDs          []string         `codec:"ignored_gpu_ids"`
-	AllowSimulatedWithGPUs bool             `codec:"allow_simulated_with_gpus"`
-	Simulated              *SimulatedConfig `codec:"simulated"`
+	Backend                string           `cty:"backend"`
+	FingerprintPeriod      string           `cty:"fingerprint_period"`
+	StatsPeriod            string           `cty:"stats_period"`
+	IgnoredGPUIDs          []string         `cty:"ignored_gpu_ids"`
+	AllowSimulatedWithGPUs bool             `cty:"allow_simulated_with_gpus"`
+	Simulated              *SimulatedConfig `cty:"simulated"`
 }
 
 // SimulatedConfig is the simulated { ... } block.
 type SimulatedConfig struct {
-	Count         int    `codec:"count"`
-	Model         string `codec:"model"`
-	MemoryMiB     int    `codec:"memory_mib"`
-	FaultFile     string `codec:"fault_file"`
-	UUIDSeed      string `codec:"uuid_seed"` // "" means the hostname
-	NUMANodes     int    `codec:"numa_nodes"`
-	NVLink        bool   `codec:"nvlink"`
-	MIGGPUIndices []int  `codec:"mig_gpu_indices"`
+	Count         int    `cty:"count"`
+	Model         string `cty:"model"`
+	MemoryMiB     int    `cty:"memory_mib"`
+	FaultFile     string `cty:"fault_file"`
+	UUIDSeed      string `cty:"uuid_seed"` // "" means the hostname
+	NUMANodes     int    `cty:"numa_nodes"`
+	NVLink        bool   `cty:"nvlink"`
+	MIGGPUIndices []int  `cty:"mig_gpu_indices"`
 }
 
 func defaultConfig() Config {
@@ -107,14 +107,15 @@ type settings struct {
 	simulatedBlockSet      bool
 }
 
-// decodeConfig decodes the msgpack config Nomad sends; an empty payload
-// means all defaults.
+// decodeConfig decodes the msgpack config Nomad sends (every key of
+// configSpec, defaults applied by the agent); an empty payload means all
+// defaults.
 func decodeConfig(c *base.Config) (Config, error) {
 	cfg := defaultConfig()
 	if c == nil || len(c.PluginConfig) == 0 {
 		return cfg, nil
 	}
-	if err := base.MsgPackDecode(c.PluginConfig, &cfg); err != nil {
+	if err := hclspec.Decode(configSpec, c.PluginConfig, &cfg); err != nil {
 		return cfg, fmt.Errorf("failed to decode plugin config: %w", err)
 	}
 	return cfg, nil

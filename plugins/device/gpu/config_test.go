@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 )
 
 func TestSetConfig_Invalid(t *testing.T) {

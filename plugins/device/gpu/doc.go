@@ -12,8 +12,9 @@
 //     and DeviceStats structs and decides health. It is the Backend for
 //     both "nvml" (real libnvidia-ml) and "simulated" (go-nvml's dgxa100
 //     mock, simulated_linux.go, plus a fault file, faults.go).
-//   - plugin.go, fingerprint.go, reserve.go, stats.go: the Nomad
-//     device.DevicePlugin over a Backend.
+//   - plugin.go, fingerprint.go, reserve.go, stats.go: the Nomad device
+//     plugin (internal/nomadplugin/device.DevicePlugin, the project's own
+//     SDK for Nomad's plugin protocol) over a Backend.
 //
 // # Devices and attributes
 //

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/device"
-	"github.com/hashicorp/nomad/plugins/shared/structs"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/shared"
 )
 
 // Group attributes, named and unit-ed as the official nvidia plugin does.
@@ -181,10 +181,10 @@ func instances(gpus []DeviceInfo) []*device.Device {
 
 // groupAttributes takes the shared attributes from the group's first GPU
 // (as the official plugin does) and adds every GPU's own extras.
-func groupAttributes(driverVersion string, gpus []DeviceInfo, simulated bool) map[string]*structs.Attribute {
+func groupAttributes(driverVersion string, gpus []DeviceInfo, simulated bool) map[string]*shared.Attribute {
 	first := gpus[0]
-	a := map[string]*structs.Attribute{
-		AttrMemory:          intAttr(first.MemoryMiB, structs.UnitMiB),
+	a := map[string]*shared.Attribute{
+		AttrMemory:          intAttr(first.MemoryMiB, shared.UnitMiB),
 		AttrDriverVersion:   {String: ptr(driverVersion)},
 		AttrDisplayState:    {String: ptr(enabledState(first.DisplayEnabled))},
 		AttrPersistenceMode: {String: ptr(enabledState(first.PersistenceEnabled))},
@@ -194,44 +194,44 @@ func groupAttributes(driverVersion string, gpus []DeviceInfo, simulated bool) ma
 			a[name] = intAttr(*v, unit)
 		}
 	}
-	setInt(AttrBAR1, first.BAR1MiB, structs.UnitMiB)
-	setInt(AttrPower, first.PowerLimitW, structs.UnitW)
-	setInt(AttrCoresClock, first.CoresClockMHz, structs.UnitMHz)
-	setInt(AttrMemoryClock, first.MemoryClockMHz, structs.UnitMHz)
-	setInt(AttrPCIBandwidth, first.PCIBandwidthMBPerS, structs.UnitMBPerS)
+	setInt(AttrBAR1, first.BAR1MiB, shared.UnitMiB)
+	setInt(AttrPower, first.PowerLimitW, shared.UnitW)
+	setInt(AttrCoresClock, first.CoresClockMHz, shared.UnitMHz)
+	setInt(AttrMemoryClock, first.MemoryClockMHz, shared.UnitMHz)
+	setInt(AttrPCIBandwidth, first.PCIBandwidthMBPerS, shared.UnitMBPerS)
 	if simulated {
-		a[AttrSimulated] = &structs.Attribute{Bool: ptr(true)}
+		a[AttrSimulated] = &shared.Attribute{Bool: ptr(true)}
 	}
 
 	for _, g := range gpus {
 		at := func(suffix string) string { return g.UUID + "." + suffix }
 		if g.NUMANode != nil {
-			a[at(AttrSuffixNUMANode)] = &structs.Attribute{Int: ptr(int64(*g.NUMANode))}
+			a[at(AttrSuffixNUMANode)] = &shared.Attribute{Int: ptr(int64(*g.NUMANode))}
 		}
 		if len(g.NVLinkPeers) > 0 {
-			a[at(AttrSuffixNVLinkPeers)] = &structs.Attribute{String: ptr(strings.Join(g.NVLinkPeers, ","))}
+			a[at(AttrSuffixNVLinkPeers)] = &shared.Attribute{String: ptr(strings.Join(g.NVLinkPeers, ","))}
 		}
 		if g.MIGEnabled != nil {
 			mode := "disabled"
 			if *g.MIGEnabled {
 				mode = "enabled"
 			}
-			a[at(AttrSuffixMIGMode)] = &structs.Attribute{String: ptr(mode)}
+			a[at(AttrSuffixMIGMode)] = &shared.Attribute{String: ptr(mode)}
 		}
 		if len(g.MIGInstances) > 0 {
 			profiles := make([]string, 0, len(g.MIGInstances))
 			for _, m := range g.MIGInstances {
 				profiles = append(profiles, m.Profile)
 			}
-			a[at(AttrSuffixMIGInstances)] = &structs.Attribute{Int: ptr(int64(len(g.MIGInstances)))}
-			a[at(AttrSuffixMIGProfiles)] = &structs.Attribute{String: ptr(strings.Join(profiles, ","))}
+			a[at(AttrSuffixMIGInstances)] = &shared.Attribute{Int: ptr(int64(len(g.MIGInstances)))}
+			a[at(AttrSuffixMIGProfiles)] = &shared.Attribute{String: ptr(strings.Join(profiles, ","))}
 		}
 	}
 	return a
 }
 
-func intAttr(v uint64, unit string) *structs.Attribute {
-	return &structs.Attribute{Int: ptr(int64(v)), Unit: unit}
+func intAttr(v uint64, unit string) *shared.Attribute {
+	return &shared.Attribute{Int: ptr(int64(v)), Unit: unit}
 }
 
 func enabledState(v *bool) string {

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/device"
-	"github.com/hashicorp/nomad/plugins/shared/structs"
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/shared"
 )
 
 func info(uuid, name string, mib uint64) DeviceInfo {
@@ -74,15 +75,15 @@ func TestBuildGroups_Attributes(t *testing.T) {
 		{ID: "GPU-b", Healthy: false, HealthDesc: "lost", HwLocality: &device.DeviceLocality{PciBusID: "00000000:0F:00.0"}},
 	}, g.Devices)
 
-	intAttr := func(v int64, unit string) *structs.Attribute { return &structs.Attribute{Int: &v, Unit: unit} }
-	str := func(s string) *structs.Attribute { return &structs.Attribute{String: &s} }
-	must.Eq(t, map[string]*structs.Attribute{
-		"memory":              intAttr(40960, structs.UnitMiB),
-		"bar1":                intAttr(65536, structs.UnitMiB),
-		"power":               intAttr(400, structs.UnitW),
-		"cores_clock":         intAttr(1410, structs.UnitMHz),
-		"memory_clock":        intAttr(1215, structs.UnitMHz),
-		"pci_bandwidth":       intAttr(32768, structs.UnitMBPerS),
+	intAttr := func(v int64, unit string) *shared.Attribute { return &shared.Attribute{Int: &v, Unit: unit} }
+	str := func(s string) *shared.Attribute { return &shared.Attribute{String: &s} }
+	must.Eq(t, map[string]*shared.Attribute{
+		"memory":              intAttr(40960, shared.UnitMiB),
+		"bar1":                intAttr(65536, shared.UnitMiB),
+		"power":               intAttr(400, shared.UnitW),
+		"cores_clock":         intAttr(1410, shared.UnitMHz),
+		"memory_clock":        intAttr(1215, shared.UnitMHz),
+		"pci_bandwidth":       intAttr(32768, shared.UnitMBPerS),
 		"driver_version":      str("550.54.15"),
 		"display_state":       str("Disabled"),
 		"persistence_mode":    str("Enabled"),

@@ -9,29 +9,18 @@ import (
 	"testing"
 	"time"
 
-	plugin "github.com/hashicorp/go-plugin"
-	"github.com/hashicorp/nomad/plugins/base"
-	"github.com/hashicorp/nomad/plugins/device"
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/plugintest"
 )
 
 // TestGRPC_SimulatedPlugin drives the plugin through go-plugin's gRPC
-// transport and Nomad's device plugin client, as the Nomad client would.
+// transport and the agent's side of the device plugin protocol, as the
+// Nomad client would.
 func TestGRPC_SimulatedPlugin(t *testing.T) {
 	p := newTestPlugin(t, 0, nil)
-	t.Setenv("TMPDIR", t.TempDir()) // go-plugin leaves its unix socket behind
-	client, _ := plugin.TestPluginGRPCConn(t, true, map[string]plugin.Plugin{
-		base.PluginTypeBase:   &base.PluginBase{Impl: p},
-		base.PluginTypeDevice: &device.PluginDevice{Impl: p},
-	})
-	// Close asks the server to stop over gRPC; stopping it here as well
-	// races inside go-plugin (two concurrent GRPCServer.Stop calls).
-	t.Cleanup(func() { _ = client.Close() })
-
-	raw, err := client.Dispense(base.PluginTypeDevice)
-	must.NoError(t, err)
-	impl, ok := raw.(device.DevicePlugin)
-	must.True(t, ok)
+	impl := plugintest.ServeDevice(t, p)
 
 	info, err := impl.PluginInfo()
 	must.NoError(t, err)

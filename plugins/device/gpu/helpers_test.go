@@ -8,17 +8,17 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/plugins/base"
-	"github.com/hashicorp/nomad/plugins/device"
-	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/internal/plugintest"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/hclspec"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/plugintest"
 )
 
 // encodeConfig turns the body of a plugin config block into the msgpack
-// payload Nomad sends, the way the client's plugin loader does (HCL1 agent
-// config -> hcldec with the plugin's spec -> msgpack).
+// payload Nomad sends, the way the client's plugin loader does (the body
+// decoded with the plugin's spec, defaults applied -> cty msgpack).
 func encodeConfig(t *testing.T, body string) []byte {
 	t.Helper()
 	return encodeConfigWith(t, configSpec, body)
@@ -27,7 +27,9 @@ func encodeConfig(t *testing.T, body string) []byte {
 // encodeConfigWith encodes against a given spec, e.g. one fetched over gRPC.
 func encodeConfigWith(t *testing.T, schema *hclspec.Spec, body string) []byte {
 	t.Helper()
-	return plugintest.EncodeConfig(t, schema, body)
+	payload, err := plugintest.EncodeConfig(schema, body)
+	must.NoError(t, err)
+	return payload
 }
 
 // newTestPlugin returns a plugin whose NVML probe and nvml backend are

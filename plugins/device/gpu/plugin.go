@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/plugins/base"
-	"github.com/hashicorp/nomad/plugins/device"
-	"github.com/hashicorp/nomad/plugins/shared/hclspec"
+
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/hclspec"
 )
 
 const (
@@ -23,7 +24,7 @@ const (
 	deviceType = device.DeviceTypeGPU
 )
 
-var pluginInfo = &base.PluginInfoResponse{
+var pluginInfo = &base.PluginInfo{
 	Type:              base.PluginTypeDevice,
 	PluginApiVersions: []string{device.ApiVersion010},
 	PluginVersion:     PluginVersion,
@@ -83,7 +84,7 @@ func NewPlugin(ctx context.Context, logger hclog.Logger) *Plugin {
 	return p
 }
 
-func (p *Plugin) PluginInfo() (*base.PluginInfoResponse, error) { return pluginInfo, nil }
+func (p *Plugin) PluginInfo() (*base.PluginInfo, error) { return pluginInfo, nil }
 
 func (p *Plugin) ConfigSchema() (*hclspec.Spec, error) { return configSpec, nil }
 

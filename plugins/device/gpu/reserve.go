@@ -3,7 +3,7 @@ package gpu
 import (
 	"strings"
 
-	"github.com/hashicorp/nomad/plugins/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
 )
 
 const (

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/device"
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
 )
 
 func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/device"
-	"github.com/hashicorp/nomad/plugins/shared/structs"
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/shared"
 )
 
 // newSimPlugin configures a plugin on the simulated backend; simBlock is
@@ -56,21 +57,21 @@ func TestSimulated_DGXA100Fingerprint(t *testing.T) {
 	cases := []struct {
 		name string
 		attr string
-		want *structs.Attribute
+		want *shared.Attribute
 	}{
-		{"memory", "memory", &structs.Attribute{Int: ptr[int64](40960), Unit: "MiB"}},
-		{"bar1", "bar1", &structs.Attribute{Int: ptr[int64](65536), Unit: "MiB"}},
-		{"power", "power", &structs.Attribute{Int: ptr[int64](400), Unit: "W"}},
-		{"cores_clock", "cores_clock", &structs.Attribute{Int: ptr[int64](1410), Unit: "MHz"}},
-		{"memory_clock", "memory_clock", &structs.Attribute{Int: ptr[int64](1215), Unit: "MHz"}},
-		{"pci_bandwidth", "pci_bandwidth", &structs.Attribute{Int: ptr[int64](32768), Unit: "MB/s"}},
-		{"driver_version", "driver_version", &structs.Attribute{String: ptr("550.54.15")}},
-		{"display_state", "display_state", &structs.Attribute{String: ptr("Disabled")}},
-		{"persistence_mode", "persistence_mode", &structs.Attribute{String: ptr("Enabled")}},
-		{"simulated", "simulated", &structs.Attribute{Bool: ptr(true)}},
-		{"gpu0 numa_node", simUUID(0) + ".numa_node", &structs.Attribute{Int: ptr[int64](0)}},
-		{"gpu7 numa_node", simUUID(7) + ".numa_node", &structs.Attribute{Int: ptr[int64](1)}},
-		{"gpu0 mig_mode", simUUID(0) + ".mig_mode", &structs.Attribute{String: ptr("disabled")}},
+		{"memory", "memory", &shared.Attribute{Int: ptr[int64](40960), Unit: "MiB"}},
+		{"bar1", "bar1", &shared.Attribute{Int: ptr[int64](65536), Unit: "MiB"}},
+		{"power", "power", &shared.Attribute{Int: ptr[int64](400), Unit: "W"}},
+		{"cores_clock", "cores_clock", &shared.Attribute{Int: ptr[int64](1410), Unit: "MHz"}},
+		{"memory_clock", "memory_clock", &shared.Attribute{Int: ptr[int64](1215), Unit: "MHz"}},
+		{"pci_bandwidth", "pci_bandwidth", &shared.Attribute{Int: ptr[int64](32768), Unit: "MB/s"}},
+		{"driver_version", "driver_version", &shared.Attribute{String: ptr("550.54.15")}},
+		{"display_state", "display_state", &shared.Attribute{String: ptr("Disabled")}},
+		{"persistence_mode", "persistence_mode", &shared.Attribute{String: ptr("Enabled")}},
+		{"simulated", "simulated", &shared.Attribute{Bool: ptr(true)}},
+		{"gpu0 numa_node", simUUID(0) + ".numa_node", &shared.Attribute{Int: ptr[int64](0)}},
+		{"gpu7 numa_node", simUUID(7) + ".numa_node", &shared.Attribute{Int: ptr[int64](1)}},
+		{"gpu0 mig_mode", simUUID(0) + ".mig_mode", &shared.Attribute{String: ptr("disabled")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

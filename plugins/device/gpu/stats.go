@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/device"
-	"github.com/hashicorp/nomad/plugins/shared/structs"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/shared"
 )
 
 // Stat names, as the official nvidia plugin names them.
@@ -86,7 +86,7 @@ func instanceStats(s DeviceStats, now time.Time) *device.DeviceStats {
 	memory := ratioStat("MiB", "UsedMemory / TotalMemory", s.MemoryUsedMiB, s.MemoryTotalMiB)
 	return &device.DeviceStats{
 		Summary: memory,
-		Stats: &structs.StatObject{Attributes: map[string]*structs.StatValue{
+		Stats: &shared.StatObject{Attributes: map[string]*shared.StatValue{
 			StatGPUUtilization: valueStat("%", "Percent of time over the past sample period "+
 				"during which one or more kernels were executing on the GPU", s.GPUUtilPercent),
 			StatMemoryUtilization: valueStat("%", "Percent of time over the past sample period "+
@@ -101,18 +101,18 @@ func instanceStats(s DeviceStats, now time.Time) *device.DeviceStats {
 	}
 }
 
-func valueStat(unit, desc string, v *uint64) *structs.StatValue {
+func valueStat(unit, desc string, v *uint64) *shared.StatValue {
 	if v == nil {
-		return &structs.StatValue{Unit: unit, Desc: desc, StringVal: ptr(notAvailable)}
+		return &shared.StatValue{Unit: unit, Desc: desc, StringVal: ptr(notAvailable)}
 	}
-	return &structs.StatValue{Unit: unit, Desc: desc, IntNumeratorVal: ptr(int64(*v))}
+	return &shared.StatValue{Unit: unit, Desc: desc, IntNumeratorVal: ptr(int64(*v))}
 }
 
-func ratioStat(unit, desc string, num, den *uint64) *structs.StatValue {
+func ratioStat(unit, desc string, num, den *uint64) *shared.StatValue {
 	if num == nil {
-		return &structs.StatValue{Unit: unit, Desc: desc, StringVal: ptr(notAvailable)}
+		return &shared.StatValue{Unit: unit, Desc: desc, StringVal: ptr(notAvailable)}
 	}
-	s := &structs.StatValue{Unit: unit, Desc: desc, IntNumeratorVal: ptr(int64(*num))}
+	s := &shared.StatValue{Unit: unit, Desc: desc, IntNumeratorVal: ptr(int64(*num))}
 	if den != nil {
 		s.IntDenominatorVal = ptr(int64(*den))
 	}

@@ -1,0 +1,189 @@
+package hclspec
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
+)
+
+// ErrConfig is wrapped by every error of Decode.
+var ErrConfig = errors.New("invalid config")
+
+// Decode reads the msgpack config that the agent encoded from the plugin's
+// config block with spec, into target: a pointer to a struct whose fields
+// carry `cty:"key"` tags, one per key of the schema (a block that may be
+// absent is a pointer, nil when absent). Unknown and missing keys and
+// values of the wrong type are errors that name the key.
+func Decode(spec *Spec, payload []byte, target any) error {
+	ty, err := ImpliedType(spec)
+	if err != nil {
+		return fmt.Errorf("failed to read the config schema: %w", err)
+	}
+	// The generic pass first: its errors name unknown and missing keys,
+	// where cty only says how many attributes it expected.
+	var raw any
+	if err := msgpack.Unmarshal(payload, &raw); err != nil {
+		return fmt.Errorf("%w: not msgpack: %w", ErrConfig, err)
+	}
+	if err := check(raw, ty, nil); err != nil {
+		return err
+	}
+	val, err := ctymsgpack.Unmarshal(payload, ty)
+	if err != nil {
+		return pathError(err)
+	}
+	if err := gocty.FromCtyValue(val, target); err != nil {
+		return pathError(err)
+	}
+	return nil
+}
+
+// check walks a generically decoded payload against ty.
+func check(v any, ty cty.Type, path []string) error {
+	if v == nil {
+		return nil // null: allowed for any type; gocty refuses it where Go cannot hold it
+	}
+	fail := func(format string, args ...any) error {
+		return &KeyError{Key: strings.Join(path, "."), Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case ty == cty.String:
+		if _, ok := v.(string); !ok {
+			return fail("a string is required, got %s", kind(v))
+		}
+	case ty == cty.Bool:
+		if _, ok := v.(bool); !ok {
+			return fail("a bool is required, got %s", kind(v))
+		}
+	case ty == cty.Number:
+		switch n := v.(type) {
+		case int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64:
+		case string: // cty writes numbers that fit no int64 or float64 as strings
+			if _, _, err := big.ParseFloat(n, 10, 512, big.ToNearestEven); err != nil {
+				return fail("a number is required, got a string")
+			}
+		default:
+			return fail("a number is required, got %s", kind(v))
+		}
+	case ty.IsObjectType():
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fail("a block or object is required, got %s", kind(v))
+		}
+		atys := ty.AttributeTypes()
+		var unknown, missing []string
+		for k := range m {
+			if _, ok := atys[k]; !ok {
+				unknown = append(unknown, k)
+			}
+		}
+		for k := range atys {
+			if _, ok := m[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		slices.Sort(unknown)
+		slices.Sort(missing)
+		switch {
+		case len(unknown) > 0:
+			return fail("unknown key %q (known: %s)", unknown[0], strings.Join(slices.Sorted(mapKeys(atys)), ", "))
+		case len(missing) > 0:
+			return fail("key %q is missing", missing[0])
+		}
+		for _, k := range slices.Sorted(mapKeys(m)) {
+			if err := check(m[k], atys[k], append(path, k)); err != nil {
+				return err
+			}
+		}
+	case ty.IsMapType():
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fail("a map is required, got %s", kind(v))
+		}
+		for _, k := range slices.Sorted(mapKeys(m)) {
+			if err := check(m[k], ty.ElementType(), append(path, k)); err != nil {
+				return err
+			}
+		}
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
+		l, ok := v.([]any)
+		if !ok {
+			return fail("a list is required, got %s", kind(v))
+		}
+		if ty.IsTupleType() && len(l) != len(ty.TupleElementTypes()) {
+			return fail("%d elements are required, got %d", len(ty.TupleElementTypes()), len(l))
+		}
+		for i, e := range l {
+			ety := cty.NilType
+			if ty.IsTupleType() {
+				ety = ty.TupleElementTypes()[i]
+			} else {
+				ety = ty.ElementType()
+			}
+			if err := check(e, ety, append(path, fmt.Sprint(i))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func kind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a bool"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// KeyError is a config value that does not fit the schema.
+type KeyError struct {
+	Key    string // dotted path, e.g. "simulated.count"; "" for the whole config
+	Reason string
+}
+
+func (e *KeyError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("%v: %s", ErrConfig, e.Reason)
+	}
+	return fmt.Sprintf("%v: %s: %s", ErrConfig, e.Key, e.Reason)
+}
+
+func (e *KeyError) Unwrap() error { return ErrConfig }
+
+// pathError turns cty's path errors into KeyErrors.
+func pathError(err error) error {
+	var pe cty.PathError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	var keys []string
+	for _, step := range pe.Path {
+		switch s := step.(type) {
+		case cty.GetAttrStep:
+			keys = append(keys, s.Name)
+		case cty.IndexStep:
+			if s.Key.Type() == cty.String {
+				keys = append(keys, s.Key.AsString())
+			} else if s.Key.Type() == cty.Number {
+				keys = append(keys, s.Key.AsBigFloat().Text('f', -1))
+			}
+		}
+	}
+	return &KeyError{Key: strings.Join(keys, "."), Reason: pe.Error()}
+}

@@ -1,0 +1,156 @@
+// Package plugintest is the agent's side of Nomad's plugin protocol, for
+// tests: it encodes a config block the way the agent does, and drives a
+// plugin through go-plugin, either served in process or launched as a
+// binary with the agent's handshake.
+package plugintest
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
+
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/hclspec"
+	hclspecpb "github.com/schedulearn/schedulearn/internal/nomadplugin/proto/hclspec"
+)
+
+// EncodeConfig turns the body of a plugin's config { ... } block into the
+// payload the agent sends SetConfig: the body decoded with the plugin's
+// schema (defaults applied; unknown keys and values of the wrong type are
+// errors, as in the agent), then cty msgpack of the value with its own
+// type. The agent reads its config file as HCL1 and decodes its JSON form;
+// for the values plugins take the result is the same.
+func EncodeConfig(spec *hclspec.Spec, body string) ([]byte, error) {
+	dec, err := HCLDecSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	file, diags := hclsyntax.ParseConfig([]byte(body), "config.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("failed to parse config: %w", diags)
+	}
+	val, diags := hcldec.Decode(file.Body, dec, nil)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("failed to decode config: %w", diags)
+	}
+	payload, err := ctymsgpack.Marshal(val, val.Type())
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode config: %w", err)
+	}
+	return payload, nil
+}
+
+// HCLDecSpec converts a schema as the agent does: an Object's entries name
+// their Attr and Block children, type expressions and literals are HCL.
+func HCLDecSpec(spec *hclspec.Spec) (hcldec.Spec, error) { return toHCLDec(spec, "") }
+
+func toHCLDec(spec *hclspec.Spec, name string) (hcldec.Spec, error) {
+	pick := func(own string) string {
+		if own != "" {
+			return own
+		}
+		return name
+	}
+	switch b := spec.GetBlock().(type) {
+	case *hclspecpb.Spec_Object:
+		out := hcldec.ObjectSpec{}
+		for k, v := range b.Object.GetAttributes() {
+			s, err := toHCLDec(v, k)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			out[k] = s
+		}
+		return out, nil
+	case *hclspecpb.Spec_Array:
+		out := hcldec.TupleSpec{}
+		for _, v := range b.Array.GetValues() {
+			s, err := toHCLDec(v, "")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	case *hclspecpb.Spec_Attr:
+		ty, err := typeOf(b.Attr.GetType())
+		if err != nil {
+			return nil, err
+		}
+		n := pick(b.Attr.GetName())
+		if n == "" {
+			return nil, errors.New("attribute spec without a name")
+		}
+		return &hcldec.AttrSpec{Name: n, Type: ty, Required: b.Attr.GetRequired()}, nil
+	case *hclspecpb.Spec_BlockValue:
+		nested, err := toHCLDec(b.BlockValue.GetNested(), "")
+		if err != nil {
+			return nil, err
+		}
+		return &hcldec.BlockSpec{TypeName: pick(b.BlockValue.GetName()), Required: b.BlockValue.GetRequired(), Nested: nested}, nil
+	case *hclspecpb.Spec_BlockAttrs:
+		ty, err := typeOf(b.BlockAttrs.GetType())
+		if err != nil {
+			return nil, err
+		}
+		return &hcldec.BlockAttrsSpec{TypeName: pick(b.BlockAttrs.GetName()), ElementType: ty, Required: b.BlockAttrs.GetRequired()}, nil
+	case *hclspecpb.Spec_BlockList:
+		nested, err := toHCLDec(b.BlockList.GetNested(), "")
+		if err != nil {
+			return nil, err
+		}
+		return &hcldec.BlockListSpec{TypeName: pick(b.BlockList.GetName()), Nested: nested,
+			MinItems: int(b.BlockList.GetMinItems()), MaxItems: int(b.BlockList.GetMaxItems())}, nil
+	case *hclspecpb.Spec_BlockSet:
+		nested, err := toHCLDec(b.BlockSet.GetNested(), "")
+		if err != nil {
+			return nil, err
+		}
+		return &hcldec.BlockSetSpec{TypeName: pick(b.BlockSet.GetName()), Nested: nested,
+			MinItems: int(b.BlockSet.GetMinItems()), MaxItems: int(b.BlockSet.GetMaxItems())}, nil
+	case *hclspecpb.Spec_BlockMap:
+		nested, err := toHCLDec(b.BlockMap.GetNested(), "")
+		if err != nil {
+			return nil, err
+		}
+		return &hcldec.BlockMapSpec{TypeName: pick(b.BlockMap.GetName()), LabelNames: b.BlockMap.GetLabels(), Nested: nested}, nil
+	case *hclspecpb.Spec_Default:
+		primary, err := toHCLDec(b.Default.GetPrimary(), "")
+		if err != nil {
+			return nil, err
+		}
+		def, err := toHCLDec(b.Default.GetDefault(), "")
+		if err != nil {
+			return nil, err
+		}
+		return &hcldec.DefaultSpec{Primary: primary, Default: def}, nil
+	case *hclspecpb.Spec_Literal:
+		expr, diags := hclsyntax.ParseExpression([]byte(b.Literal.GetValue()), "literal", hcl.InitialPos)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("literal %q: %w", b.Literal.GetValue(), diags)
+		}
+		val, diags := expr.Value(nil)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("literal %q: %w", b.Literal.GetValue(), diags)
+		}
+		return &hcldec.LiteralSpec{Value: val}, nil
+	}
+	return nil, fmt.Errorf("spec kind %T is not convertible", spec.GetBlock())
+}
+
+func typeOf(expr string) (ty cty.Type, err error) {
+	e, diags := hclsyntax.ParseExpression([]byte(expr), "type", hcl.InitialPos)
+	if diags.HasErrors() {
+		return cty.NilType, fmt.Errorf("type %q: %w", expr, diags)
+	}
+	ty, diags = typeexpr.TypeConstraint(e)
+	if diags.HasErrors() {
+		return cty.NilType, fmt.Errorf("type %q: %w", expr, diags)
+	}
+	return ty, nil
+}

@@ -1,0 +1,118 @@
+package plugintest
+
+import (
+	"bytes"
+	"os/exec"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	plugin "github.com/hashicorp/go-plugin"
+
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+)
+
+// ServeDevice serves impl in process over a real gRPC connection
+// (go-plugin's test transport, without a process or handshake) and returns
+// the agent's client for it. It points TMPDIR at a test directory, where
+// go-plugin leaves its socket, so the test must not be parallel.
+func ServeDevice(t testing.TB, impl device.DevicePlugin) *device.Client {
+	t.Helper()
+	t.Setenv("TMPDIR", t.TempDir())
+	client, _ := plugin.TestPluginGRPCConn(t, true, device.PluginSet(impl))
+	// Close asks the server to stop over gRPC; stopping the server here as
+	// well races inside go-plugin (two GRPCServer.Stop calls).
+	t.Cleanup(func() { _ = client.Close() })
+	return dispense[*device.Client](t, client, base.PluginTypeDevice)
+}
+
+// Agent is a plugin process started the way Nomad's agent starts one.
+type Agent struct {
+	client *plugin.Client
+	rpc    plugin.ClientProtocol
+	log    *syncBuffer
+}
+
+// Launch starts cmd as the agent starts a binary from plugin_dir: the
+// handshake cookie in its environment, gRPC only, the plugin's JSON log
+// read from its stderr. It fails the test when the handshake fails; the
+// process is killed when the test ends, and its log is printed if the test
+// failed.
+func Launch(t testing.TB, cmd *exec.Cmd) *Agent {
+	t.Helper()
+	log := &syncBuffer{}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig: base.Handshake,
+		Plugins: plugin.PluginSet{
+			base.PluginTypeBase:   &base.Plugin{},
+			base.PluginTypeDevice: &device.Plugin{},
+		},
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           hclog.New(&hclog.LoggerOptions{Name: "agent", Level: hclog.Trace, Output: log}),
+	})
+	t.Cleanup(func() {
+		client.Kill()
+		if t.Failed() {
+			t.Logf("plugin log:\n%s", log.String())
+		}
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		t.Fatalf("failed to start plugin %s: %v\nplugin log:\n%s", cmd.Path, err, log.String())
+	}
+	return &Agent{client: client, rpc: rpc, log: log}
+}
+
+// Base dispenses the base service, as the agent does to learn what a
+// binary is.
+func (a *Agent) Base(t testing.TB) *base.Client {
+	t.Helper()
+	return dispense[*base.Client](t, a.rpc, base.PluginTypeBase)
+}
+
+// Device dispenses the device service.
+func (a *Agent) Device(t testing.TB) *device.Client {
+	t.Helper()
+	return dispense[*device.Client](t, a.rpc, base.PluginTypeDevice)
+}
+
+// Exited reports whether the plugin process has exited.
+func (a *Agent) Exited() bool { return a.client.Exited() }
+
+// Kill ends the plugin as the agent does.
+func (a *Agent) Kill() { a.client.Kill() }
+
+// Log is what the plugin and go-plugin logged so far.
+func (a *Agent) Log() string { return a.log.String() }
+
+func dispense[T any](t testing.TB, rpc plugin.ClientProtocol, name string) T {
+	t.Helper()
+	raw, err := rpc.Dispense(name)
+	if err != nil {
+		t.Fatalf("failed to dispense %q: %v", name, err)
+	}
+	v, ok := raw.(T)
+	if !ok {
+		t.Fatalf("dispensed %q is a %T", name, raw)
+	}
+	return v
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
