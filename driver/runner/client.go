@@ -42,9 +42,8 @@ func New(logger hclog.Logger, cfg Config, cmd Command) (Runner, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("failed to make the supervisor's directory: %w", err)
 	}
-	if conn, err := dial(dir, time.Second); err == nil {
-		conn.Close()
-		return nil, fmt.Errorf("failed to start task: a supervisor already runs in %s", dir)
+	if err := awaitLastSupervisor(dir); err != nil {
+		return nil, fmt.Errorf("failed to start task: %w", err)
 	}
 	// A task restarted in the same dir: the last run's exit is not this one's.
 	if err := os.Remove(filepath.Join(dir, exitFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -96,6 +95,27 @@ func New(logger hclog.Logger, cfg Config, cmd Command) (Runner, error) {
 	}}
 	logger.Debug("task started", "pid", st.Pid, "supervisor_pid", c.Process.Pid)
 	return r, nil
+}
+
+// awaitLastSupervisor lets the supervisor of the task's last run in dir
+// (a restart) finish; one whose task still runs is an error.
+func awaitLastSupervisor(dir string) error {
+	resp, err := call(dir, &request{Op: opHello}, 5*time.Second)
+	if err != nil {
+		return nil
+	}
+	if !resp.Exited {
+		return fmt.Errorf("a supervisor already runs a task (pid %d) in %s", resp.Pid, dir)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		conn, err := dial(dir, time.Second)
+		if err != nil {
+			return nil
+		}
+		conn.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("the supervisor of the task's last run in %s did not end", dir)
 }
 
 func (c Config) startTimeout() time.Duration {
@@ -152,7 +172,11 @@ func Recover(logger hclog.Logger, cfg Config, st *State) (Runner, error) {
 		if resp.Pid != st.Pid {
 			return nil, fmt.Errorf("failed to recover task: its supervisor runs pid %d, not %d", resp.Pid, st.Pid)
 		}
-		return r, nil
+		if !resp.Exited {
+			return r, nil
+		}
+		// Exited, its supervisor finishing: the exit file tells the rest.
+		err = ErrExited
 	}
 	exit, ok, rerr := readExit(st.Dir)
 	if rerr != nil {

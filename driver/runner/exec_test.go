@@ -160,3 +160,18 @@ func TestRunner_ExecStreaming(t *testing.T) {
 		must.ErrorContains(t, err, `failed to find "no-such-command-here"`)
 	})
 }
+
+// On cgroup v2 the task and its execs are born in its cgroup.
+func TestRunner_CgroupV2Placement(t *testing.T) {
+	t.Parallel()
+	cmd := longRunning(t)
+	cmd.Cgroup = testCgroupV2(t)
+	r := start(t, cmd)
+	must.True(t, cgroupHas(t, cmd.Cgroup, r.Pid()))
+	out, code, err := r.Exec(time.Now().Add(10*time.Second), []string{"cat", "/proc/self/cgroup"})
+	must.NoError(t, err)
+	must.Eq(t, 0, code)
+	rel := strings.TrimPrefix(cmd.Cgroup.V2, CgroupRoot)
+	rel = strings.TrimPrefix(rel, "/unified")
+	must.StrContains(t, string(out), "0::"+rel+"\n")
+}

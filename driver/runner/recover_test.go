@@ -137,3 +137,16 @@ func TestRunner_RestartInSameDir(t *testing.T) {
 	r2 := start(t, cmd)
 	must.Eq(t, 2, wait(t, r2, 10*time.Second).ExitCode)
 }
+
+// Close kills a task that still runs, its whole tree, and it cannot be
+// recovered after.
+func TestRunner_CloseKillsRunningTask(t *testing.T) {
+	t.Parallel()
+	cmd, pidFile := treeCommand(t, testCgroupV1(t), "trap '' TERM")
+	r := start(t, cmd)
+	pids := pidsIn(t, pidFile, 3)
+	r.Close()
+	waitGone(t, pids, 5*time.Second)
+	_, err := Recover(hclog.NewNullLogger(), testConfig(t), r.State())
+	must.ErrorIs(t, err, ErrNoProcess)
+}

@@ -75,7 +75,7 @@ func Supervise(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	if err := s.startTask(); err != nil {
-		s.listener.Close()
+		s.closeListener()
 		return fail(err)
 	}
 	logger.Info("task started", "pid", s.pid, "path", s.cmd.Path)
@@ -107,6 +107,7 @@ type supervisor struct {
 	joiner   *v1Joiner // cgroup v1
 	cgroupFD int       // cgroup v2, or -1
 	listener *net.UnixListener
+	socket   os.FileInfo // the socket file, as bound
 
 	// startMu serialises starting processes: on v1 the supervisor is in
 	// the task's cgroups meanwhile, and a netns start holds a thread.
@@ -157,8 +158,21 @@ func newSupervisor(logger hclog.Logger, dir string, cmd Command) (*supervisor, e
 	if err != nil {
 		return nil, fmt.Errorf("failed to listen on the supervisor socket: %w", err)
 	}
+	// Removed by closeListener, only while it is this one's: a task
+	// restarted in the same dir has a new supervisor on the same path.
+	l.SetUnlinkOnClose(false)
 	s.listener = l
+	s.socket, _ = os.Stat(socketName)
 	return s, nil
+}
+
+// closeListener stops new connections and removes the socket if it is
+// still this supervisor's.
+func (s *supervisor) closeListener() {
+	s.listener.Close()
+	if now, err := os.Stat(socketName); err == nil && s.socket != nil && os.SameFile(now, s.socket) {
+		_ = os.Remove(socketName)
+	}
 }
 
 // setUser makes processes run as name (a user name or uid) with its
@@ -443,7 +457,7 @@ func (s *supervisor) serve() {
 	go func() {
 		<-s.exited
 		// New connections are refused from now on: the exit file answers.
-		s.listener.Close()
+		s.closeListener()
 	}()
 	for {
 		conn, err := s.listener.AcceptUnix()
@@ -495,7 +509,12 @@ func (s *supervisor) handle(conn *net.UnixConn) {
 	reply := func(r *response) { _ = json.NewEncoder(conn).Encode(r) }
 	switch req.Op {
 	case opHello:
-		reply(&response{Pid: s.pid, Start: s.start})
+		select {
+		case <-s.exited:
+			reply(&response{Pid: s.pid, Start: s.start, Exited: true})
+		default:
+			reply(&response{Pid: s.pid, Start: s.start})
+		}
 	case opWait:
 		// The driver hangs up when it stops waiting.
 		go func() {
