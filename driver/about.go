@@ -7,8 +7,8 @@ import (
 	"github.com/hashicorp/nomad/plugins/drivers"
 	"github.com/hashicorp/nomad/plugins/drivers/fsisolation"
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
-	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
 
+	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/internal/jobsecret"
 )
 
@@ -23,8 +23,10 @@ const (
 	// PluginVersion is reported in PluginInfo.
 	PluginVersion = "0.1.0"
 
-	// taskHandleVersion is the version of TaskState this driver writes.
-	taskHandleVersion = 1
+	// taskHandleVersion is the version of TaskState this driver writes: 2
+	// since the driver's own supervisor runs tasks (1 was Nomad's
+	// executor's reattach config).
+	taskHandleVersion = 2
 
 	// Roles a task plays in an elastic job.
 	RoleLauncher = "launcher"
@@ -230,14 +232,14 @@ type DiscoveryConfig struct {
 }
 
 // TaskState is what Nomad stores for a task and hands back to RecoverTask.
-// It holds only data: the executor's reattach config, the launched pid and
-// the paths of the files the driver wrote for the task.
+// It holds only data: where the task's supervisor is (runner.State), the
+// launched pid and the paths of the files the driver wrote for the task.
 type TaskState struct {
-	ReattachConfig *pstructs.ReattachConfig
-	TaskConfig     *drivers.TaskConfig
-	Pid            int
-	StartedAt      time.Time
-	Role           string
+	Runner     *runner.State
+	TaskConfig *drivers.TaskConfig
+	Pid        int
+	StartedAt  time.Time
+	Role       string
 	// StateFile is the job-scoped config the discovery, ssh shim and worker
 	// agent subcommands read (in the task's secrets dir).
 	StateFile string

@@ -11,9 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/consul-template/signals"
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/client/lib/cpustats"
 	"github.com/hashicorp/nomad/drivers/shared/eventer"
 	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/drivers"
@@ -43,9 +41,11 @@ type Driver struct {
 	// fenceAfter is fence_after: how long a launcher trains on cut off.
 	fenceAfter time.Duration
 	// forkServer is the client's warm interpreter (standby_preload), or nil.
-	forkServer  atomic.Pointer[workeragent.ForkServer]
-	nomadConfig *base.ClientDriverConfig
-	compute     cpustats.Compute
+	forkServer atomic.Pointer[workeragent.ForkServer]
+	// compute is the node's cpu (the agent's), for task stats.
+	compute runner.Compute
+	// cgroupMode is how the node's cgroups are mounted.
+	cgroupMode runner.CgroupMode
 }
 
 var (
@@ -76,7 +76,14 @@ func New(ctx context.Context, logger hclog.Logger, lookPath LookPathFunc, selfPa
 		config:     &Config{ConsulAddress: "127.0.0.1:8500", DynamicPorts: DefaultDynamicPorts},
 		fenceAfter: mustDuration(DefaultFenceAfter),
 		period:     30 * time.Second,
+		cgroupMode: runner.DetectCgroupMode(),
 	}
+}
+
+// runnerConfig is how tasks are supervised: by this binary's `supervise`
+// subcommand.
+func (d *Driver) runnerConfig() runner.Config {
+	return runner.Config{Binary: d.selfPath, Compute: d.compute}
 }
 
 func (d *Driver) PluginInfo() (*base.PluginInfoResponse, error) { return pluginInfo, nil }
@@ -130,8 +137,7 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 	d.period = period
 	d.fenceAfter = fenceAfter
 	if cfg.AgentConfig != nil {
-		d.nomadConfig = cfg.AgentConfig.Driver
-		d.compute = cfg.AgentConfig.Compute()
+		d.compute = computeOf(cfg.AgentConfig.Compute())
 	}
 	// Nomad's plugin loader also configures a short-lived instance, with
 	// no agent config, only to check the config: no warm interpreter there.
@@ -274,7 +280,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 
 	logger := d.logger.With("alloc_id", cfg.AllocID, "task_name", cfg.Name, "role", tc.Role)
 	logger.Info("starting task", "command", p.cmd.Path, "args", p.cmd.Args)
-	r, err := runner.New(logger, d.nomadConfig, d.compute, p.cmd)
+	r, err := runner.New(logger, d.runnerConfig(), p.cmd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to start task: %w", err)
 	}
@@ -282,12 +288,12 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	h := newTaskHandle(r, cfg, tc.Role, time.Now().Round(time.Millisecond), logger)
 	h.onExit = d.reportFailure(cfg)
 	state := TaskState{
-		ReattachConfig: r.Reattach(),
-		TaskConfig:     cfg,
-		Pid:            r.Pid(),
-		StartedAt:      h.startedAt,
-		Role:           tc.Role,
-		StateFile:      p.taskFile,
+		Runner:     r.State(),
+		TaskConfig: cfg,
+		Pid:        r.Pid(),
+		StartedAt:  h.startedAt,
+		Role:       tc.Role,
+		StateFile:  p.taskFile,
 	}
 	handle := drivers.NewTaskHandle(taskHandleVersion)
 	handle.Config = cfg
@@ -314,8 +320,12 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if state.TaskConfig == nil {
 		state.TaskConfig = handle.Config
 	}
+	if state.Runner == nil {
+		// Version 1 of the state: Nomad's executor ran the task.
+		return errors.New("failed to recover task: it was started by an earlier version of the driver, whose supervisor this one cannot reach")
+	}
 	logger := d.logger.With("alloc_id", handle.Config.AllocID, "task_name", handle.Config.Name, "role", state.Role)
-	r, err := runner.Recover(logger, d.compute, state.ReattachConfig, state.Pid)
+	r, err := runner.Recover(logger, d.runnerConfig(), state.Runner)
 	if err != nil {
 		return fmt.Errorf("failed to recover task: %w", err)
 	}
@@ -362,7 +372,11 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	if signal == "" {
 		signal = "SIGTERM"
 	}
-	if err := h.runner.Shutdown(signal, timeout); err != nil {
+	sig, err := lookupSignal(signal)
+	if err != nil {
+		return fmt.Errorf("failed to stop task: %w", err)
+	}
+	if err := h.runner.Shutdown(sig, timeout); err != nil {
 		return fmt.Errorf("failed to stop task: %w", err)
 	}
 	select {
@@ -399,7 +413,11 @@ func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Dur
 	if !ok {
 		return nil, drivers.ErrTaskNotFound
 	}
-	return h.runner.Stats(ctx, interval)
+	usage, err := h.runner.Stats(ctx, interval)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read task stats: %w", err)
+	}
+	return usageStream(usage), nil
 }
 
 func (d *Driver) TaskEvents(ctx context.Context) (<-chan *drivers.TaskEvent, error) {
@@ -411,9 +429,9 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 	if !ok {
 		return drivers.ErrTaskNotFound
 	}
-	sig, ok := signals.SignalLookup[signal]
-	if !ok {
-		return fmt.Errorf("failed to signal task: unknown signal %q", signal)
+	sig, err := lookupSignal(signal)
+	if err != nil {
+		return fmt.Errorf("failed to signal task: %w", err)
 	}
 	return h.runner.Signal(sig)
 }
@@ -426,7 +444,7 @@ func (d *Driver) ExecTask(taskID string, cmd []string, timeout time.Duration) (*
 	if !ok {
 		return nil, drivers.ErrTaskNotFound
 	}
-	out, code, err := h.runner.Exec(time.Now().Add(timeout), cmd[0], cmd[1:])
+	out, code, err := h.runner.Exec(time.Now().Add(timeout), cmd)
 	if err != nil {
 		return nil, fmt.Errorf("failed to exec in task: %w", err)
 	}
@@ -441,5 +459,5 @@ func (d *Driver) ExecTaskStreamingRaw(ctx context.Context, taskID string, cmd []
 	if !ok {
 		return drivers.ErrTaskNotFound
 	}
-	return h.runner.ExecStreaming(ctx, cmd, tty, stream)
+	return execStreaming(ctx, h.runner, cmd, tty, stream)
 }

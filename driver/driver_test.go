@@ -94,7 +94,8 @@ func TestDriver_LauncherStartWait(t *testing.T) {
 	var state TaskState
 	must.NoError(t, handle.GetDriverState(&state))
 	must.Positive(t, state.Pid)
-	must.NotNil(t, state.ReattachConfig)
+	must.NotNil(t, state.Runner)
+	must.Eq(t, state.Pid, state.Runner.Pid)
 	must.Eq(t, RoleLauncher, state.Role)
 	must.NoError(t, td.h.DestroyTask(task.ID, true))
 }
@@ -415,7 +416,7 @@ func TestDriver_WorkerForksStandbyFromWarmInterpreter(t *testing.T) {
 	// without the agent's config: that one starts no interpreter.
 	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]", binDir))}))
 	must.Nil(t, td.d.forkServer.Load())
-	must.NoError(t, td.d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: td.d.nomadConfig}, PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf(`
+	must.NoError(t, td.d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: &base.ClientDriverConfig{Topology: topology}}, PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf(`
 bin_dirs        = [%q]
 standby_preload = ["decimal"]
 standby_dir     = %q

@@ -57,12 +57,13 @@ func (d *Driver) planTask(cfg *drivers.TaskConfig, tc *TaskConfig) (*plan, error
 		},
 		cmd: runner.Command{
 			TaskDir:    dirs.Dir,
-			WorkDir:    dirs.Dir,
+			Dir:        dirs.Dir,
 			User:       cfg.User,
 			StdoutPath: cfg.StdoutPath,
 			StderrPath: cfg.StderrPath,
-			Resources:  cfg.Resources,
-			Network:    cfg.NetworkIsolation,
+			Cgroup:     taskCgroup(d.cgroupMode, cfg),
+			Resources:  taskResources(cfg.Resources),
+			NetNS:      netNS(cfg.NetworkIsolation),
 		},
 	}
 	env := maps.Clone(cfg.Env)

@@ -18,20 +18,20 @@ import (
 	"github.com/hashicorp/nomad/helper/testlog"
 	"github.com/hashicorp/nomad/helper/uuid"
 	nstructs "github.com/hashicorp/nomad/nomad/structs"
-	"github.com/hashicorp/nomad/plugins/base"
 	"github.com/hashicorp/nomad/plugins/drivers"
 	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/driver/subcmd"
 	"github.com/schedulearn/schedulearn/internal/leakcheck"
 	"github.com/schedulearn/schedulearn/internal/testcgroup"
 )
 
 // The test binary is also every program the driver runs in these tests
-// (rawexec's trick): Nomad's executor (its package's init handles the
-// "executor" argument), the plugin's subcommands (the worker agent), and,
-// when called through a link named horovodrun, a fake horovodrun.
+// (rawexec's trick): the plugin's subcommands (each task's supervisor, the
+// worker agent), and, when called through a link named horovodrun, a fake
+// horovodrun.
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "horovodrun" {
 		os.Exit(fakeHorovodrun(os.Args[1:]))
@@ -122,10 +122,9 @@ func newTestDriverIn(t *testing.T, binDir string) *testDriver {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	d := New(ctx, testlog.HCLogger(t), lookPathIn(binDir), self)
-	d.nomadConfig = &base.ClientDriverConfig{Topology: topology}
 	// No Nomad servers here: no fence (fence's own tests cover it).
 	d.fenceAfter = 0
-	d.compute = topology.Compute()
+	d.compute = computeOf(topology.Compute())
 	h := dtestutil.NewDriverHarness(t, d)
 	t.Cleanup(h.Kill)
 	return &testDriver{d: d, h: h, binDir: binDir}
@@ -215,15 +214,15 @@ func (td *testDriver) newTaskLogs(t *testing.T, name string, tc *TaskConfig, env
 		for _, f := range []string{
 			filepath.Join(dirs.LogDir, name+".stdout.0"),
 			filepath.Join(dirs.LogDir, name+".stderr.0"),
-			filepath.Join(dirs.Dir, "executor.out"),
+			filepath.Join(dirs.Dir, runner.StateDirName, "supervisor.log"),
 		} {
 			b, _ := os.ReadFile(f)
 			t.Logf("%s:\n%s", f, b)
 		}
 	})
 	td.h.MakeTaskCgroup(allocID, name)
-	// As the Nomad client does once a task is done with: stop its executor
-	// (it outlives the task process by design). Runs first of the cleanups.
+	// As the Nomad client does once a task is done with: destroy it (its
+	// supervisor kills what is left). Runs first of the cleanups.
 	t.Cleanup(func() { _ = td.h.DestroyTask(task.ID, true) })
 	return task
 }

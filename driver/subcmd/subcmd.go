@@ -7,6 +7,7 @@
 //	ssh-shim          -task-file F -- ARGS  (the `ssh` on the launcher's PATH)
 //	worker-agent      -task-file F -listen A (a worker task's process)
 //	torchrun-launcher -task-file F          (the launcher process for launcher = "torchrun")
+//	supervise         -dir D                (every task's supervisor: driver/runner)
 package subcmd
 
 import (
@@ -27,6 +28,7 @@ import (
 	"github.com/schedulearn/schedulearn/driver/fence"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/launch"
+	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
 	"github.com/schedulearn/schedulearn/driver/torchrun"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
@@ -40,6 +42,7 @@ var names = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Wr
 	"ssh-shim":          runSSHShim,
 	"worker-agent":      runWorkerAgent,
 	"torchrun-launcher": runTorchrunLauncher,
+	"supervise":         runner.Supervise,
 }
 
 // Run runs the subcommand args[1] names, if it is one, and returns true
