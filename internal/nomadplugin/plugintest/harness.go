@@ -11,6 +11,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 // ServeDevice serves impl in process over a real gRPC connection
@@ -19,12 +20,24 @@ import (
 // go-plugin leaves its socket, so the test must not be parallel.
 func ServeDevice(t testing.TB, impl device.DevicePlugin) *device.Client {
 	t.Helper()
+	return serveInProcess[*device.Client](t, device.PluginSet(impl), base.PluginTypeDevice)
+}
+
+// ServeDriver serves a driver in process, as ServeDevice serves a device
+// plugin, and returns the agent's client for it.
+func ServeDriver(t testing.TB, impl drivers.DriverPlugin) *drivers.Client {
+	t.Helper()
+	return serveInProcess[*drivers.Client](t, drivers.PluginSet(impl), base.PluginTypeDriver)
+}
+
+func serveInProcess[T any](t testing.TB, set plugin.PluginSet, name string) T {
+	t.Helper()
 	t.Setenv("TMPDIR", t.TempDir())
-	client, _ := plugin.TestPluginGRPCConn(t, true, device.PluginSet(impl))
+	client, _ := plugin.TestPluginGRPCConn(t, true, set)
 	// Close asks the server to stop over gRPC; stopping the server here as
 	// well races inside go-plugin (two GRPCServer.Stop calls).
 	t.Cleanup(func() { _ = client.Close() })
-	return dispense[*device.Client](t, client, base.PluginTypeDevice)
+	return dispense[T](t, client, name)
 }
 
 // Agent is a plugin process started the way Nomad's agent starts one.
@@ -47,6 +60,7 @@ func Launch(t testing.TB, cmd *exec.Cmd) *Agent {
 		Plugins: plugin.PluginSet{
 			base.PluginTypeBase:   &base.Plugin{},
 			base.PluginTypeDevice: &device.Plugin{},
+			base.PluginTypeDriver: &drivers.Plugin{},
 		},
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
@@ -76,6 +90,20 @@ func (a *Agent) Base(t testing.TB) *base.Client {
 func (a *Agent) Device(t testing.TB) *device.Client {
 	t.Helper()
 	return dispense[*device.Client](t, a.rpc, base.PluginTypeDevice)
+}
+
+// Driver dispenses the driver service.
+func (a *Agent) Driver(t testing.TB) *drivers.Client {
+	t.Helper()
+	return dispense[*drivers.Client](t, a.rpc, base.PluginTypeDriver)
+}
+
+// Pid is the plugin process's pid.
+func (a *Agent) Pid() int {
+	if rc := a.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
 }
 
 // Exited reports whether the plugin process has exited.
