@@ -1,7 +1,8 @@
 // Package plugintest is the agent's side of Nomad's plugin protocol, for
-// tests: it encodes a config block the way the agent does, and drives a
-// plugin through go-plugin, either served in process or launched as a
-// binary with the agent's handshake.
+// tests: it encodes a config block (a plugin's or a task's) the way the
+// agent does, drives a plugin (device or driver) through go-plugin, either
+// served in process or launched as a binary with the agent's handshake,
+// lays out a task's alloc dir and runs interactive execs.
 package plugintest
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/hclspec"
 	hclspecpb "github.com/schedulearn/schedulearn/internal/nomadplugin/proto/hclspec"
@@ -153,4 +155,23 @@ func typeOf(expr string) (ty cty.Type, err error) {
 		return cty.NilType, fmt.Errorf("type %q: %w", expr, diags)
 	}
 	return ty, nil
+}
+
+// WithKey returns a copy of spec where the key at path (a block's keys
+// after the block's name) is s, or is removed when s is nil: a schema
+// with a key the plugin lacks, or of another type, to encode configs the
+// agent would refuse for the plugin's own schema (as a newer or older
+// plugin's could be sent).
+func WithKey(spec *hclspec.Spec, s *hclspec.Spec, path ...string) *hclspec.Spec {
+	out := proto.Clone(spec).(*hclspec.Spec)
+	obj := out.GetObject()
+	for _, block := range path[:len(path)-1] {
+		obj = obj.GetAttributes()[block].GetBlockValue().GetNested().GetObject()
+	}
+	if s == nil {
+		delete(obj.GetAttributes(), path[len(path)-1])
+	} else {
+		obj.GetAttributes()[path[len(path)-1]] = s
+	}
+	return out
 }

@@ -1,8 +1,11 @@
 package plugintest
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
@@ -143,4 +146,40 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// CheckHandshake checks what a plugin binary does before any RPC, as the
+// agent sees it: started by newCmd with the agent's cookie it prints
+// go-plugin's handshake line (core protocol 1, Nomad's protocol version 2,
+// a unix socket, gRPC); without the cookie it says it is a plugin and
+// exits non-zero.
+func CheckHandshake(t testing.TB, newCmd func() *exec.Cmd) {
+	t.Helper()
+	cmd := newCmd()
+	cmd.Env = append(cmd.Env, base.Handshake.MagicCookieKey+"="+base.Handshake.MagicCookieValue)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no handshake line: %v", err)
+	}
+	fields := strings.Split(strings.TrimSpace(line), "|")
+	if len(fields) != 6 || fields[0] != "1" || fields[1] != "2" || fields[2] != "unix" || fields[4] != "grpc" {
+		t.Fatalf("handshake line %q: want 1|2|unix|<socket>|grpc|", line)
+	}
+
+	out, err := newCmd().CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("without the cookie: want a non-zero exit, got %v", err)
+	}
+	if !strings.Contains(string(out), "This binary is a plugin") {
+		t.Fatalf("without the cookie: unexpected output %q", out)
+	}
 }
