@@ -74,8 +74,7 @@ func eachTransport(t *testing.T, f func(t *testing.T, tr transport)) {
 		serve := func(t *testing.T) *drivers.Client {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
-			logger := hclog.New(&hclog.LoggerOptions{Name: "driver", Level: hclog.Debug, Output: &testWriter{t: t}})
-			return plugintest.ServeDriver(t, newTestDriver(ctx, logger))
+			return plugintest.ServeDriver(t, newTestDriver(ctx, plugintest.Logger(t)))
 		}
 		f(t, transport{name: "in process", serve: serve, restart: serve})
 	})
@@ -134,13 +133,6 @@ func noGoroutineLeaks(t *testing.T) {
 			t.Errorf("%d goroutine(s) outlived the test:\n%s", len(left), strings.Join(left, "\n\n"))
 		}
 	})
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // eventually waits up to 10s for cond.
@@ -311,6 +303,7 @@ func TestConformance_Lifecycle(t *testing.T) {
 		handle, network, err := d.StartTask(cfg)
 		must.NoError(t, err)
 		t.Cleanup(func() { stopTask(d, cfg.ID) })
+		must.NoError(t, plugintest.WaitUntilStarted(d, cfg.ID, 10*time.Second))
 		must.Nil(t, network)
 		must.Eq(t, 1, handle.Version)
 		must.Eq(t, drivers.TaskStateRunning, handle.State)

@@ -6,6 +6,7 @@
 package plugintest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -13,7 +14,9 @@ import (
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 	"google.golang.org/protobuf/proto"
 
@@ -174,4 +177,74 @@ func WithKey(spec *hclspec.Spec, s *hclspec.Spec, path ...string) *hclspec.Spec 
 		obj.GetAttributes()[path[len(path)-1]] = s
 	}
 	return out
+}
+
+// EncodeTaskConfig turns the body of a task's config { ... } block in a
+// job into the payload the agent sends StartTask, along the agent's path:
+// the job parser turns the block into plain data (attributes evaluated,
+// here with vars, the task's environment the agent interpolates; blocks
+// as lists of objects), the agent decodes its JSON form with the driver's
+// task schema. So `env = { K = "v" }` fits a block-of-attributes key, as
+// it does in a job, where EncodeConfig (HCL's native syntax) wants
+// `env { K = "v" }`.
+func EncodeTaskConfig(spec *hclspec.Spec, body string, vars map[string]cty.Value) ([]byte, error) {
+	dec, err := HCLDecSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	file, diags := hclsyntax.ParseConfig([]byte(body), "config.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("failed to parse config: %w", diags)
+	}
+	data, err := bodyData(file.Body.(*hclsyntax.Body), &hcl.EvalContext{Variables: vars})
+	if err != nil {
+		return nil, fmt.Errorf("failed to parse config: %w", err)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	jsonFile, diags := hcljson.Parse(raw, "config.json")
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("failed to parse config: %w", diags)
+	}
+	val, diags := hcldec.Decode(jsonFile.Body, dec, nil)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("failed to decode config: %w", diags)
+	}
+	payload, err := ctymsgpack.Marshal(val, val.Type())
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode config: %w", err)
+	}
+	return payload, nil
+}
+
+// bodyData is a body as plain data: attribute values as JSON, blocks as
+// lists of objects under their type (and labels, nested).
+func bodyData(body *hclsyntax.Body, ctx *hcl.EvalContext) (map[string]any, error) {
+	out := map[string]any{}
+	for name, attr := range body.Attributes {
+		v, diags := attr.Expr.Value(ctx)
+		if diags.HasErrors() {
+			return nil, diags
+		}
+		b, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = json.RawMessage(b)
+	}
+	for _, block := range body.Blocks {
+		inner, err := bodyData(block.Body, ctx)
+		if err != nil {
+			return nil, err
+		}
+		var v any = inner
+		for i := len(block.Labels) - 1; i >= 0; i-- {
+			v = map[string]any{block.Labels[i]: v}
+		}
+		list, _ := out[block.Type].([]any)
+		out[block.Type] = append(list, v)
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -182,4 +183,25 @@ func CheckHandshake(t testing.TB, newCmd func() *exec.Cmd) {
 	if !strings.Contains(string(out), "This binary is a plugin") {
 		t.Fatalf("without the cookie: unexpected output %q", out)
 	}
+}
+
+// Logger is a logger that writes to the test's log (a plugin served in
+// process logs there), until the test's cleanups have run; later lines
+// are dropped (testing forbids logging after a test).
+func Logger(t testing.TB) hclog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(func() { w.done.Store(true) })
+	return hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Trace, Output: w})
+}
+
+type testWriter struct {
+	t    testing.TB
+	done atomic.Bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	if !w.done.Load() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
 }

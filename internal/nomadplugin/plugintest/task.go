@@ -3,11 +3,13 @@ package plugintest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
@@ -134,4 +136,24 @@ func (s *execStream) Send(m *drivers.ExecTaskStreamingResponseMsg) error {
 		}
 	}
 	return nil
+}
+
+// WaitUntilStarted polls InspectTask until the task runs, for up to
+// timeout.
+func WaitUntilStarted(d drivers.DriverPlugin, taskID string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := d.InspectTask(taskID)
+		switch {
+		case err != nil:
+			return err
+		case st.State == drivers.TaskStateRunning:
+			return nil
+		case st.State == drivers.TaskStateExited:
+			return fmt.Errorf("task %s exited: %+v", taskID, st.ExitResult)
+		case time.Now().After(deadline):
+			return fmt.Errorf("task %s did not start within %v (state %q)", taskID, timeout, st.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
