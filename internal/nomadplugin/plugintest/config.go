@@ -39,7 +39,13 @@ func EncodeConfig(spec *hclspec.Spec, body string) ([]byte, error) {
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("failed to parse config: %w", diags)
 	}
-	val, diags := hcldec.Decode(file.Body, dec, nil)
+	return decode(file.Body, dec)
+}
+
+// decode decodes body with dec as the agent does, and encodes the value
+// as the agent sends it.
+func decode(body hcl.Body, dec hcldec.Spec) ([]byte, error) {
+	val, diags := hcldec.Decode(body, dec, nil)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("failed to decode config: %w", diags)
 	}
@@ -208,15 +214,7 @@ func EncodeTaskConfig(spec *hclspec.Spec, body string, vars map[string]cty.Value
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("failed to parse config: %w", diags)
 	}
-	val, diags := hcldec.Decode(jsonFile.Body, dec, nil)
-	if diags.HasErrors() {
-		return nil, fmt.Errorf("failed to decode config: %w", diags)
-	}
-	payload, err := ctymsgpack.Marshal(val, val.Type())
-	if err != nil {
-		return nil, fmt.Errorf("failed to encode config: %w", err)
-	}
-	return payload, nil
+	return decode(jsonFile.Body, dec)
 }
 
 // bodyData is a body as plain data: attribute values as JSON, blocks as
