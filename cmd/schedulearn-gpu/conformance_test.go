@@ -3,9 +3,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/shoenig/test/must"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/schedulearn/schedulearn/internal/leakcheck"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
@@ -69,26 +66,7 @@ simulated {
 // The handshake line: core protocol 1, Nomad's app protocol 2, gRPC. And
 // without the agent's cookie the binary refuses to serve.
 func TestConformance_Handshake(t *testing.T) {
-	cmd := pluginCmd()
-	cmd.Env = append(cmd.Env, base.Handshake.MagicCookieKey+"="+base.Handshake.MagicCookieValue)
-	stdout, err := cmd.StdoutPipe()
-	must.NoError(t, err)
-	must.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	must.NoError(t, err)
-	fields := strings.Split(strings.TrimSpace(line), "|")
-	must.SliceLen(t, 6, fields, must.Sprintf("handshake line %q", line))
-	must.Eq(t, "1", fields[0], must.Sprint("go-plugin core protocol"))
-	must.Eq(t, "2", fields[1], must.Sprint("Nomad's plugin protocol version"))
-	must.Eq(t, "unix", fields[2])
-	must.Eq(t, "grpc", fields[4])
-
-	bare := pluginCmd()
-	out, err := bare.CombinedOutput()
-	var exit *exec.ExitError
-	must.True(t, errors.As(err, &exit), must.Sprintf("want a non-zero exit, got %v", err))
-	must.StrContains(t, string(out), "This binary is a plugin")
+	plugintest.CheckHandshake(t, pluginCmd)
 }
 
 // The agent's scan of plugin_dir: dispense "base", PluginInfo, then
@@ -177,23 +155,6 @@ func TestConformance_Run(t *testing.T) {
 	must.False(t, a.Exited())
 }
 
-// withKey returns a copy of spec where the key at path (a block's keys
-// after the block's) is s: a key the real schema lacks, or one of another
-// type, to encode what the agent would refuse; a nil s removes the key.
-func withKey(spec *hclspec.Spec, s *hclspec.Spec, path ...string) *hclspec.Spec {
-	out := proto.Clone(spec).(*hclspec.Spec)
-	obj := out.GetObject()
-	for _, block := range path[:len(path)-1] {
-		obj = obj.GetAttributes()[block].GetBlockValue().GetNested().GetObject()
-	}
-	if s == nil {
-		delete(obj.GetAttributes(), path[len(path)-1])
-	} else {
-		obj.GetAttributes()[path[len(path)-1]] = s
-	}
-	return out
-}
-
 // Inputs the agent does not send (or sends only from a bad config) get
 // errors that say what is wrong, and the plugin keeps serving.
 func TestConformance_BadInputs(t *testing.T) {
@@ -223,15 +184,15 @@ func TestConformance_BadInputs(t *testing.T) {
 		payload []byte
 		want    []string
 	}{
-		{"unknown key", encode(withKey(spec, hclspec.NewAttr("colour", "string", false), "colour"), `colour = "red"`),
+		{"unknown key", encode(plugintest.WithKey(spec, hclspec.NewAttr("colour", "string", false), "colour"), `colour = "red"`),
 			[]string{`unknown key "colour"`, "known: allow_simulated_with_gpus, backend,"}},
-		{"unknown key in the block", encode(withKey(spec, hclspec.NewAttr("colour", "string", false), "simulated", "colour"),
+		{"unknown key in the block", encode(plugintest.WithKey(spec, hclspec.NewAttr("colour", "string", false), "simulated", "colour"),
 			"simulated {\ncolour = \"red\"\n}"), []string{`simulated: unknown key "colour"`}},
-		{"wrong type", encode(withKey(spec, hclspec.NewAttr("backend", "number", false), "backend"), `backend = 3`),
+		{"wrong type", encode(plugintest.WithKey(spec, hclspec.NewAttr("backend", "number", false), "backend"), `backend = 3`),
 			[]string{"backend: a string is required, got a number"}},
-		{"wrong type in the block", encode(withKey(spec, hclspec.NewAttr("count", "string", false), "simulated", "count"),
+		{"wrong type in the block", encode(plugintest.WithKey(spec, hclspec.NewAttr("count", "string", false), "simulated", "count"),
 			"simulated {\ncount = \"eight\"\n}"), []string{"simulated.count: a number is required, got a string"}},
-		{"a missing key", encode(withKey(spec, nil, "backend"), ""), []string{`key "backend" is missing`}},
+		{"a missing key", encode(plugintest.WithKey(spec, nil, "backend"), ""), []string{`key "backend" is missing`}},
 		{"not msgpack", []byte{0xc1, 0x00}, []string{"not msgpack"}},
 		{"a bad value", encode(spec, `fingerprint_period = "often"`), []string{"fingerprint_period", `"often"`}},
 		{"a value out of range", encode(spec, "backend = \"simulated\"\nsimulated {\ncount = 65\n}"), []string{"simulated.count", "between 1 and 64"}},

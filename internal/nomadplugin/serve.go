@@ -5,14 +5,12 @@
 //
 //   - base: the go-plugin handshake, the plugin set names, the base service
 //   - device: the device plugin interface and service
+//   - drivers: the task driver interface and service
 //   - hclspec: config schemas, and decoding the config the agent sends
 //   - shared: attributes with units, statistics
 //   - plugintest: the agent's side, for tests (in process or a real binary)
 //   - proto/...: the .proto files and the code generated from them
 //     (`make proto`)
-//
-// The task driver service is not here yet: the driver still uses Nomad's
-// SDK.
 package nomadplugin
 
 import (
@@ -24,6 +22,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 // NewLogger is the logger a plugin process writes: JSON lines on stderr,
@@ -45,12 +44,29 @@ type DeviceFactory func(ctx context.Context, logger hclog.Logger) device.DeviceP
 // environment, it prints that it is a plugin and exits. It returns when the
 // agent ends the plugin.
 func ServeDevice(factory DeviceFactory) {
+	serve(func(ctx context.Context, logger hclog.Logger) plugin.PluginSet {
+		return device.PluginSet(factory(ctx, logger))
+	})
+}
+
+// DriverFactory makes the driver; ctx is cancelled when serving ends.
+type DriverFactory func(ctx context.Context, logger hclog.Logger) drivers.DriverPlugin
+
+// ServeDriver serves a task driver the way the agent launches one, as
+// ServeDevice does a device plugin.
+func ServeDriver(factory DriverFactory) {
+	serve(func(ctx context.Context, logger hclog.Logger) plugin.PluginSet {
+		return drivers.PluginSet(factory(ctx, logger))
+	})
+}
+
+func serve(plugins func(ctx context.Context, logger hclog.Logger) plugin.PluginSet) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logger := NewLogger()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: base.Handshake,
-		Plugins:         device.PluginSet(factory(ctx, logger)),
+		Plugins:         plugins(ctx, logger),
 		GRPCServer:      plugin.DefaultGRPCServer,
 		Logger:          logger,
 	})

@@ -69,3 +69,38 @@ type AgentDriverConfig struct {
 	ClientMaxPort uint32
 	Topology      *basepb.ClientTopology
 }
+
+// Compute is the node's cpu as the agent counts it: TotalMHz is the sum of
+// the cores' speeds (or the client's cpu_total_compute override), Cores
+// how many logical cores there are. A task's cpu percent of one core times
+// TotalMHz / Cores is its use in MHz (TotalTicks in task stats).
+type Compute struct {
+	TotalMHz uint64
+	Cores    int
+}
+
+// Compute is the node's cpu from the topology the agent sent; zero when it
+// sent none (the plugin loader's short-lived instance).
+func (c *AgentConfig) Compute() Compute {
+	if c == nil || c.Driver == nil || c.Driver.Topology == nil {
+		return Compute{}
+	}
+	t := c.Driver.Topology
+	out := Compute{Cores: len(t.GetCores()), TotalMHz: t.GetOverrideTotalCompute()}
+	if out.TotalMHz > 0 {
+		return out
+	}
+	for _, core := range t.GetCores() {
+		// A core's speed: its base speed, else its maximum, else the
+		// agent's guess.
+		switch {
+		case core.GetBaseSpeed() > 0:
+			out.TotalMHz += core.GetBaseSpeed()
+		case core.GetMaxSpeed() > 0:
+			out.TotalMHz += core.GetMaxSpeed()
+		default:
+			out.TotalMHz += core.GetGuessSpeed()
+		}
+	}
+	return out
+}

@@ -2,14 +2,13 @@ package device
 
 import (
 	"context"
-	"errors"
-	"io"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/internal/relay"
 	devicepb "github.com/schedulearn/schedulearn/internal/nomadplugin/proto/device"
 )
 
@@ -31,14 +30,19 @@ func NewClient(done context.Context, conn grpc.ClientConnInterface) *Client {
 
 // Fingerprint opens the fingerprint stream; cancelling ctx closes it.
 func (c *Client) Fingerprint(ctx context.Context) (<-chan *FingerprintResponse, error) {
-	stream, err := c.rpc.Fingerprint(joinContexts(ctx, c.done), &devicepb.FingerprintRequest{})
+	sctx, cancel := relay.JoinContexts(ctx, c.done)
+	s, err := c.rpc.Fingerprint(sctx, &devicepb.FingerprintRequest{})
 	if err != nil {
+		cancel()
 		return nil, base.CallError(c.done, ctx, err)
 	}
 	out := make(chan *FingerprintResponse, 1)
-	go receive(ctx, c.done, stream, out, func(r *devicepb.FingerprintResponse) *FingerprintResponse {
-		return &FingerprintResponse{Devices: groupsFromProto(r.GetDeviceGroup())}
-	}, NewFingerprintError)
+	go func() {
+		defer cancel()
+		relay.Receive(ctx, s, out, func(r *devicepb.FingerprintResponse) *FingerprintResponse {
+			return &FingerprintResponse{Devices: groupsFromProto(r.GetDeviceGroup())}
+		}, NewFingerprintError, c.callError(ctx))
+	}()
 	return out, nil
 }
 
@@ -54,45 +58,23 @@ func (c *Client) Reserve(deviceIDs []string) (*ContainerReservation, error) {
 // Stats opens the statistics stream; cancelling ctx closes it.
 func (c *Client) Stats(ctx context.Context, interval time.Duration) (<-chan *StatsResponse, error) {
 	req := &devicepb.StatsRequest{CollectionInterval: durationpb.New(interval)}
-	stream, err := c.rpc.Stats(joinContexts(ctx, c.done), req)
+	sctx, cancel := relay.JoinContexts(ctx, c.done)
+	s, err := c.rpc.Stats(sctx, req)
 	if err != nil {
+		cancel()
 		return nil, base.CallError(c.done, ctx, err)
 	}
 	out := make(chan *StatsResponse, 1)
-	go receive(ctx, c.done, stream, out, func(r *devicepb.StatsResponse) *StatsResponse {
-		return &StatsResponse{Groups: groupStatsFromProto(r.GetGroups())}
-	}, NewStatsError)
+	go func() {
+		defer cancel()
+		relay.Receive(ctx, s, out, func(r *devicepb.StatsResponse) *StatsResponse {
+			return &StatsResponse{Groups: groupStatsFromProto(r.GetGroups())}
+		}, NewStatsError, c.callError(ctx))
+	}()
 	return out, nil
 }
 
-// receive turns a stream into a channel: one value per message, then, if
-// the stream ended with an error, one value carrying it; then it closes.
-func receive[P, T any](ctx, done context.Context, stream grpc.ServerStreamingClient[P], out chan<- *T,
-	conv func(*P) *T, fail func(error) *T) {
-	defer close(out)
-	for {
-		msg, err := stream.Recv()
-		if err != nil {
-			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
-				select {
-				case out <- fail(base.CallError(done, ctx, err)):
-				case <-ctx.Done():
-				}
-			}
-			return
-		}
-		select {
-		case out <- conv(msg):
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// joinContexts is cancelled when either a or b is.
-func joinContexts(a, b context.Context) context.Context {
-	ctx, cancel := context.WithCancel(a)
-	stop := context.AfterFunc(b, cancel)
-	context.AfterFunc(ctx, func() { stop(); cancel() })
-	return ctx
+// callError maps a stream's error as base.CallError does.
+func (c *Client) callError(ctx context.Context) func(error) error {
+	return func(err error) error { return base.CallError(c.done, ctx, err) }
 }

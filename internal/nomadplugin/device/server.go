@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/internal/relay"
 	devicepb "github.com/schedulearn/schedulearn/internal/nomadplugin/proto/device"
 )
 
@@ -57,7 +58,7 @@ func (s *server) Fingerprint(_ *devicepb.FingerprintRequest, stream devicepb.Dev
 	if err != nil {
 		return err
 	}
-	return forward(ctx, ch, func(r *FingerprintResponse) error {
+	return relay.Forward(ctx, ch, func(r *FingerprintResponse) error {
 		if r.Error != nil {
 			return r.Error
 		}
@@ -88,32 +89,10 @@ func (s *server) Stats(req *devicepb.StatsRequest, stream devicepb.DevicePlugin_
 	if err != nil {
 		return err
 	}
-	return forward(ctx, ch, func(r *StatsResponse) error {
+	return relay.Forward(ctx, ch, func(r *StatsResponse) error {
 		if r.Error != nil {
 			return r.Error
 		}
 		return stream.Send(&devicepb.StatsResponse{Groups: groupStatsToProto(r.Groups)})
 	})
-}
-
-// forward sends what the plugin's channel yields until it is closed, the
-// agent goes away, or send fails (a response's error ends the stream with
-// that error).
-func forward[T any](ctx context.Context, ch <-chan *T, send func(*T) error) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case r, ok := <-ch:
-			if !ok {
-				return nil
-			}
-			if r == nil {
-				continue
-			}
-			if err := send(r); err != nil {
-				return err
-			}
-		}
-	}
 }

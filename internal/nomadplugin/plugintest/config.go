@@ -1,10 +1,12 @@
 // Package plugintest is the agent's side of Nomad's plugin protocol, for
-// tests: it encodes a config block the way the agent does, and drives a
-// plugin through go-plugin, either served in process or launched as a
-// binary with the agent's handshake.
+// tests: it encodes a config block (a plugin's or a task's) the way the
+// agent does, drives a plugin (device or driver) through go-plugin, either
+// served in process or launched as a binary with the agent's handshake,
+// lays out a task's alloc dir and runs interactive execs.
 package plugintest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -12,8 +14,11 @@ import (
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/hclspec"
 	hclspecpb "github.com/schedulearn/schedulearn/internal/nomadplugin/proto/hclspec"
@@ -34,7 +39,13 @@ func EncodeConfig(spec *hclspec.Spec, body string) ([]byte, error) {
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("failed to parse config: %w", diags)
 	}
-	val, diags := hcldec.Decode(file.Body, dec, nil)
+	return decode(file.Body, dec)
+}
+
+// decode decodes body with dec as the agent does, and encodes the value
+// as the agent sends it.
+func decode(body hcl.Body, dec hcldec.Spec) ([]byte, error) {
+	val, diags := hcldec.Decode(body, dec, nil)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("failed to decode config: %w", diags)
 	}
@@ -153,4 +164,85 @@ func typeOf(expr string) (ty cty.Type, err error) {
 		return cty.NilType, fmt.Errorf("type %q: %w", expr, diags)
 	}
 	return ty, nil
+}
+
+// WithKey returns a copy of spec where the key at path (a block's keys
+// after the block's name) is s, or is removed when s is nil: a schema
+// with a key the plugin lacks, or of another type, to encode configs the
+// agent would refuse for the plugin's own schema (as a newer or older
+// plugin's could be sent).
+func WithKey(spec *hclspec.Spec, s *hclspec.Spec, path ...string) *hclspec.Spec {
+	out := proto.Clone(spec).(*hclspec.Spec)
+	obj := out.GetObject()
+	for _, block := range path[:len(path)-1] {
+		obj = obj.GetAttributes()[block].GetBlockValue().GetNested().GetObject()
+	}
+	if s == nil {
+		delete(obj.GetAttributes(), path[len(path)-1])
+	} else {
+		obj.GetAttributes()[path[len(path)-1]] = s
+	}
+	return out
+}
+
+// EncodeTaskConfig turns the body of a task's config { ... } block in a
+// job into the payload the agent sends StartTask, along the agent's path:
+// the job parser turns the block into plain data (attributes evaluated,
+// here with vars, the task's environment the agent interpolates; blocks
+// as lists of objects), the agent decodes its JSON form with the driver's
+// task schema. So `env = { K = "v" }` fits a block-of-attributes key, as
+// it does in a job, where EncodeConfig (HCL's native syntax) wants
+// `env { K = "v" }`.
+func EncodeTaskConfig(spec *hclspec.Spec, body string, vars map[string]cty.Value) ([]byte, error) {
+	dec, err := HCLDecSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	file, diags := hclsyntax.ParseConfig([]byte(body), "config.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("failed to parse config: %w", diags)
+	}
+	data, err := bodyData(file.Body.(*hclsyntax.Body), &hcl.EvalContext{Variables: vars})
+	if err != nil {
+		return nil, fmt.Errorf("failed to parse config: %w", err)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	jsonFile, diags := hcljson.Parse(raw, "config.json")
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("failed to parse config: %w", diags)
+	}
+	return decode(jsonFile.Body, dec)
+}
+
+// bodyData is a body as plain data: attribute values as JSON, blocks as
+// lists of objects under their type (and labels, nested).
+func bodyData(body *hclsyntax.Body, ctx *hcl.EvalContext) (map[string]any, error) {
+	out := map[string]any{}
+	for name, attr := range body.Attributes {
+		v, diags := attr.Expr.Value(ctx)
+		if diags.HasErrors() {
+			return nil, diags
+		}
+		b, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = json.RawMessage(b)
+	}
+	for _, block := range body.Blocks {
+		inner, err := bodyData(block.Body, ctx)
+		if err != nil {
+			return nil, err
+		}
+		var v any = inner
+		for i := len(block.Labels) - 1; i >= 0; i-- {
+			v = map[string]any{block.Labels[i]: v}
+		}
+		list, _ := out[block.Type].([]any)
+		out[block.Type] = append(list, v)
+	}
+	return out, nil
 }

@@ -1,9 +1,13 @@
 package plugintest
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"os/exec"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/device"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 // ServeDevice serves impl in process over a real gRPC connection
@@ -19,12 +24,24 @@ import (
 // go-plugin leaves its socket, so the test must not be parallel.
 func ServeDevice(t testing.TB, impl device.DevicePlugin) *device.Client {
 	t.Helper()
+	return serveInProcess[*device.Client](t, device.PluginSet(impl), base.PluginTypeDevice)
+}
+
+// ServeDriver serves a driver in process, as ServeDevice serves a device
+// plugin, and returns the agent's client for it.
+func ServeDriver(t testing.TB, impl drivers.DriverPlugin) *drivers.Client {
+	t.Helper()
+	return serveInProcess[*drivers.Client](t, drivers.PluginSet(impl), base.PluginTypeDriver)
+}
+
+func serveInProcess[T any](t testing.TB, set plugin.PluginSet, name string) T {
+	t.Helper()
 	t.Setenv("TMPDIR", t.TempDir())
-	client, _ := plugin.TestPluginGRPCConn(t, true, device.PluginSet(impl))
+	client, _ := plugin.TestPluginGRPCConn(t, true, set)
 	// Close asks the server to stop over gRPC; stopping the server here as
 	// well races inside go-plugin (two GRPCServer.Stop calls).
 	t.Cleanup(func() { _ = client.Close() })
-	return dispense[*device.Client](t, client, base.PluginTypeDevice)
+	return dispense[T](t, client, name)
 }
 
 // Agent is a plugin process started the way Nomad's agent starts one.
@@ -47,6 +64,7 @@ func Launch(t testing.TB, cmd *exec.Cmd) *Agent {
 		Plugins: plugin.PluginSet{
 			base.PluginTypeBase:   &base.Plugin{},
 			base.PluginTypeDevice: &device.Plugin{},
+			base.PluginTypeDriver: &drivers.Plugin{},
 		},
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
@@ -76,6 +94,20 @@ func (a *Agent) Base(t testing.TB) *base.Client {
 func (a *Agent) Device(t testing.TB) *device.Client {
 	t.Helper()
 	return dispense[*device.Client](t, a.rpc, base.PluginTypeDevice)
+}
+
+// Driver dispenses the driver service.
+func (a *Agent) Driver(t testing.TB) *drivers.Client {
+	t.Helper()
+	return dispense[*drivers.Client](t, a.rpc, base.PluginTypeDriver)
+}
+
+// Pid is the plugin process's pid.
+func (a *Agent) Pid() int {
+	if rc := a.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
 }
 
 // Exited reports whether the plugin process has exited.
@@ -115,4 +147,61 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// CheckHandshake checks what a plugin binary does before any RPC, as the
+// agent sees it: started by newCmd with the agent's cookie it prints
+// go-plugin's handshake line (core protocol 1, Nomad's protocol version 2,
+// a unix socket, gRPC); without the cookie it says it is a plugin and
+// exits non-zero.
+func CheckHandshake(t testing.TB, newCmd func() *exec.Cmd) {
+	t.Helper()
+	cmd := newCmd()
+	cmd.Env = append(cmd.Env, base.Handshake.MagicCookieKey+"="+base.Handshake.MagicCookieValue)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no handshake line: %v", err)
+	}
+	fields := strings.Split(strings.TrimSpace(line), "|")
+	if len(fields) != 6 || fields[0] != "1" || fields[1] != "2" || fields[2] != "unix" || fields[4] != "grpc" {
+		t.Fatalf("handshake line %q: want 1|2|unix|<socket>|grpc|", line)
+	}
+
+	out, err := newCmd().CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("without the cookie: want a non-zero exit, got %v", err)
+	}
+	if !strings.Contains(string(out), "This binary is a plugin") {
+		t.Fatalf("without the cookie: unexpected output %q", out)
+	}
+}
+
+// Logger is a logger that writes to the test's log (a plugin served in
+// process logs there), until the test's cleanups have run; later lines
+// are dropped (testing forbids logging after a test).
+func Logger(t testing.TB) hclog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(func() { w.done.Store(true) })
+	return hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Trace, Output: w})
+}
+
+type testWriter struct {
+	t    testing.TB
+	done atomic.Bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	if !w.done.Load() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
 }

@@ -311,6 +311,53 @@ func (x *StatValue) GetDesc() string {
 	return ""
 }
 
+// RecoverableError rides in the details of a gRPC status error
+// (FailedPrecondition) from StartTask or TaskStats: whether the agent may
+// retry. The agent finds it by this message's full name.
+type RecoverableError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Recoverable   bool                   `protobuf:"varint,1,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecoverableError) Reset() {
+	*x = RecoverableError{}
+	mi := &file_internal_nomadplugin_proto_shared_shared_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecoverableError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecoverableError) ProtoMessage() {}
+
+func (x *RecoverableError) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_nomadplugin_proto_shared_shared_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecoverableError.ProtoReflect.Descriptor instead.
+func (*RecoverableError) Descriptor() ([]byte, []int) {
+	return file_internal_nomadplugin_proto_shared_shared_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RecoverableError) GetRecoverable() bool {
+	if x != nil {
+		return x.Recoverable
+	}
+	return false
+}
+
 var File_internal_nomadplugin_proto_shared_shared_proto protoreflect.FileDescriptor
 
 const file_internal_nomadplugin_proto_shared_shared_proto_rawDesc = "" +
@@ -345,7 +392,9 @@ const file_internal_nomadplugin_proto_shared_shared_proto_rawDesc = "" +
 	"string_val\x18\x05 \x01(\v2\x1c.google.protobuf.StringValueR\tstringVal\x125\n" +
 	"\bbool_val\x18\x06 \x01(\v2\x1a.google.protobuf.BoolValueR\aboolVal\x12\x12\n" +
 	"\x04unit\x18\a \x01(\tR\x04unit\x12\x12\n" +
-	"\x04desc\x18\b \x01(\tR\x04descBOZMgithub.com/schedulearn/schedulearn/internal/nomadplugin/proto/shared;sharedpbb\x06proto3"
+	"\x04desc\x18\b \x01(\tR\x04desc\"4\n" +
+	"\x10RecoverableError\x12 \n" +
+	"\vrecoverable\x18\x01 \x01(\bR\vrecoverableBOZMgithub.com/schedulearn/schedulearn/internal/nomadplugin/proto/shared;sharedpbb\x06proto3"
 
 var (
 	file_internal_nomadplugin_proto_shared_shared_proto_rawDescOnce sync.Once
@@ -359,27 +408,28 @@ func file_internal_nomadplugin_proto_shared_shared_proto_rawDescGZIP() []byte {
 	return file_internal_nomadplugin_proto_shared_shared_proto_rawDescData
 }
 
-var file_internal_nomadplugin_proto_shared_shared_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_internal_nomadplugin_proto_shared_shared_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_internal_nomadplugin_proto_shared_shared_proto_goTypes = []any{
 	(*Attribute)(nil),              // 0: hashicorp.nomad.plugins.shared.structs.Attribute
 	(*StatObject)(nil),             // 1: hashicorp.nomad.plugins.shared.structs.StatObject
 	(*StatValue)(nil),              // 2: hashicorp.nomad.plugins.shared.structs.StatValue
-	nil,                            // 3: hashicorp.nomad.plugins.shared.structs.StatObject.NestedEntry
-	nil,                            // 4: hashicorp.nomad.plugins.shared.structs.StatObject.AttributesEntry
-	(*wrapperspb.DoubleValue)(nil), // 5: google.protobuf.DoubleValue
-	(*wrapperspb.Int64Value)(nil),  // 6: google.protobuf.Int64Value
-	(*wrapperspb.StringValue)(nil), // 7: google.protobuf.StringValue
-	(*wrapperspb.BoolValue)(nil),   // 8: google.protobuf.BoolValue
+	(*RecoverableError)(nil),       // 3: hashicorp.nomad.plugins.shared.structs.RecoverableError
+	nil,                            // 4: hashicorp.nomad.plugins.shared.structs.StatObject.NestedEntry
+	nil,                            // 5: hashicorp.nomad.plugins.shared.structs.StatObject.AttributesEntry
+	(*wrapperspb.DoubleValue)(nil), // 6: google.protobuf.DoubleValue
+	(*wrapperspb.Int64Value)(nil),  // 7: google.protobuf.Int64Value
+	(*wrapperspb.StringValue)(nil), // 8: google.protobuf.StringValue
+	(*wrapperspb.BoolValue)(nil),   // 9: google.protobuf.BoolValue
 }
 var file_internal_nomadplugin_proto_shared_shared_proto_depIdxs = []int32{
-	3,  // 0: hashicorp.nomad.plugins.shared.structs.StatObject.nested:type_name -> hashicorp.nomad.plugins.shared.structs.StatObject.NestedEntry
-	4,  // 1: hashicorp.nomad.plugins.shared.structs.StatObject.attributes:type_name -> hashicorp.nomad.plugins.shared.structs.StatObject.AttributesEntry
-	5,  // 2: hashicorp.nomad.plugins.shared.structs.StatValue.float_numerator_val:type_name -> google.protobuf.DoubleValue
-	5,  // 3: hashicorp.nomad.plugins.shared.structs.StatValue.float_denominator_val:type_name -> google.protobuf.DoubleValue
-	6,  // 4: hashicorp.nomad.plugins.shared.structs.StatValue.int_numerator_val:type_name -> google.protobuf.Int64Value
-	6,  // 5: hashicorp.nomad.plugins.shared.structs.StatValue.int_denominator_val:type_name -> google.protobuf.Int64Value
-	7,  // 6: hashicorp.nomad.plugins.shared.structs.StatValue.string_val:type_name -> google.protobuf.StringValue
-	8,  // 7: hashicorp.nomad.plugins.shared.structs.StatValue.bool_val:type_name -> google.protobuf.BoolValue
+	4,  // 0: hashicorp.nomad.plugins.shared.structs.StatObject.nested:type_name -> hashicorp.nomad.plugins.shared.structs.StatObject.NestedEntry
+	5,  // 1: hashicorp.nomad.plugins.shared.structs.StatObject.attributes:type_name -> hashicorp.nomad.plugins.shared.structs.StatObject.AttributesEntry
+	6,  // 2: hashicorp.nomad.plugins.shared.structs.StatValue.float_numerator_val:type_name -> google.protobuf.DoubleValue
+	6,  // 3: hashicorp.nomad.plugins.shared.structs.StatValue.float_denominator_val:type_name -> google.protobuf.DoubleValue
+	7,  // 4: hashicorp.nomad.plugins.shared.structs.StatValue.int_numerator_val:type_name -> google.protobuf.Int64Value
+	7,  // 5: hashicorp.nomad.plugins.shared.structs.StatValue.int_denominator_val:type_name -> google.protobuf.Int64Value
+	8,  // 6: hashicorp.nomad.plugins.shared.structs.StatValue.string_val:type_name -> google.protobuf.StringValue
+	9,  // 7: hashicorp.nomad.plugins.shared.structs.StatValue.bool_val:type_name -> google.protobuf.BoolValue
 	1,  // 8: hashicorp.nomad.plugins.shared.structs.StatObject.NestedEntry.value:type_name -> hashicorp.nomad.plugins.shared.structs.StatObject
 	2,  // 9: hashicorp.nomad.plugins.shared.structs.StatObject.AttributesEntry.value:type_name -> hashicorp.nomad.plugins.shared.structs.StatValue
 	10, // [10:10] is the sub-list for method output_type
@@ -406,7 +456,7 @@ func file_internal_nomadplugin_proto_shared_shared_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_nomadplugin_proto_shared_shared_proto_rawDesc), len(file_internal_nomadplugin_proto_shared_shared_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
