@@ -90,9 +90,8 @@ func (l *Launcher) Run(ctx context.Context) int {
 	errOut := &lockedWriter{mu: &mu, w: l.Stderr}
 	sessions := map[string]*session{}
 	endedCh := make(chan ended)
-	finishing := false // a worker finished training: start no more
-	exitCode := 0
-	var lost time.Time // when the run last lost a worker's torchrun
+	finishing := false // a worker finished training, or the run failed: start no more
+	var st runState
 	tick := time.NewTicker(l.Period)
 	defer tick.Stop()
 
@@ -104,10 +103,10 @@ func (l *Launcher) Run(ctx context.Context) int {
 			if ctx.Err() != nil {
 				return 128 + int(syscall.SIGTERM)
 			}
-			if exitCode == 0 {
+			if st.exitCode == 0 {
 				launch.FinishWorkers(l.Task, l.Logger)
 			}
-			return exitCode
+			return st.exitCode
 		}
 		select {
 		case <-ctx.Done():
@@ -126,21 +125,10 @@ func (l *Launcher) Run(ctx context.Context) int {
 				l.Logger.Info("torchrun stopped on a removed worker", "host", e.host)
 				continue
 			}
-			switch {
-			case e.err != nil:
-				l.Logger.Warn("lost a worker's torchrun", "host", e.host, "error", e.err)
-				lost = time.Now()
-			case sshshim.Cause(e.code, true) == sshshim.CauseInfrastructure:
-				// Killed, or stopped by its agent's fence: the worker is
-				// lost, not failed; torchrun goes on with the others.
-				l.Logger.Warn("lost a worker's torchrun: killed, or its agent fenced", "host", e.host, "exit_code", e.code)
-				lost = time.Now()
-			case e.code == 0:
-				l.Logger.Info("torchrun finished on a worker", "host", e.host)
+			switch st.record(e, time.Now(), l.Logger) {
+			case runFinishing:
 				finishing = true
-			default:
-				exitCode = runFailure(e.code, lost, time.Now())
-				l.Logger.Error("torchrun failed on a worker", "host", e.host, "exit_code", e.code, "launcher_exit", exitCode)
+			case runFailed:
 				finishing = true
 				for _, other := range sessions {
 					other.cancel()
@@ -148,6 +136,55 @@ func (l *Launcher) Run(ctx context.Context) int {
 			}
 		case <-tick.C:
 		}
+	}
+}
+
+// runState is what a run has seen of its workers' torchruns that ended.
+type runState struct {
+	lost     time.Time // when the run last lost a worker's torchrun
+	finished bool      // a worker's torchrun finished training
+	exitCode int       // the launcher's exit code so far
+}
+
+// What the run does after a worker's torchrun ended.
+const (
+	runGoesOn = iota
+	runFinishing
+	runFailed
+)
+
+// record takes a worker's torchrun that ended (not one the launcher
+// removed) and says what the run does: goes on without a lost worker
+// (its agent unreachable, killed, or fenced: torchrun re-rendezvouses
+// with the others), finishes (training is done: wait for the others),
+// or fails (stop the others; exitCode says why, runFailure). A torchrun
+// that fails after another finished training is a late joiner (a worker
+// started by a grow as training ended: the rendezvous closed under it,
+// RendezvousClosedError): the run still succeeded.
+func (st *runState) record(e ended, now time.Time, logger hclog.Logger) int {
+	switch {
+	case e.err != nil:
+		logger.Warn("lost a worker's torchrun", "host", e.host, "error", e.err)
+		st.lost = now
+		return runGoesOn
+	case sshshim.Cause(e.code, true) == sshshim.CauseInfrastructure:
+		// Killed, or stopped by its agent's fence: the worker is lost, not
+		// failed; torchrun goes on with the others.
+		logger.Warn("lost a worker's torchrun: killed, or its agent fenced", "host", e.host, "exit_code", e.code)
+		st.lost = now
+		return runGoesOn
+	case e.code == 0:
+		logger.Info("torchrun finished on a worker", "host", e.host)
+		st.finished = true
+		return runFinishing
+	case st.finished && st.exitCode == 0:
+		logger.Warn("torchrun failed on a worker after training finished on another: a late joiner, the run succeeded",
+			"host", e.host, "exit_code", e.code)
+		return runFinishing
+	default:
+		st.exitCode = runFailure(e.code, st.lost, now)
+		logger.Error("torchrun failed on a worker", "host", e.host, "exit_code", e.code, "launcher_exit", st.exitCode)
+		return runFailed
 	}
 }
 

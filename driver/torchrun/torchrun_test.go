@@ -3,6 +3,7 @@ package torchrun
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,5 +110,54 @@ func TestRunFailure(t *testing.T) {
 		{"long after a worker was lost", 1, now.Add(-drain.LossWindow - time.Second), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) { must.Eq(t, tc.want, runFailure(tc.code, tc.lost, now)) })
+	}
+}
+
+// What the run does with each worker's torchrun that ended, in order: a
+// lost worker (unreachable, killed, fenced) lets it go on; a success
+// finishes it; a failure fails it, as the cluster's within
+// drain.LossWindow after a loss; a failure after another worker finished
+// training is a late joiner (the rendezvous closed under it) and the run
+// still succeeds.
+func TestRunState_Record(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 4, 26, 0, 0, time.UTC)
+	type step struct {
+		e    ended
+		at   time.Duration // after t0
+		want int
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		exit  int
+	}{
+		{"all finish", []step{{ended{host: "a"}, 0, runFinishing}, {ended{host: "b"}, time.Second, runFinishing}}, 0},
+		{"the script fails", []step{{ended{host: "a", code: 3}, 0, runFailed}}, 3},
+		{"unreachable, then a survivor fails", []step{
+			{ended{host: "a", err: errors.New("connection dropped")}, 0, runGoesOn},
+			{ended{host: "b", code: 1}, 40 * time.Second, runFailed},
+		}, drain.ExitInfrastructure},
+		{"killed, then a survivor fails long after", []step{
+			{ended{host: "a", code: 137}, 0, runGoesOn},
+			{ended{host: "b", code: 1}, drain.LossWindow + time.Second, runFailed},
+		}, 1},
+		{"fenced", []step{{ended{host: "a", code: drain.ExitInfrastructure}, 0, runGoesOn}}, 0},
+		{"a late joiner fails after training finished", []step{
+			{ended{host: "a"}, 0, runFinishing},
+			{ended{host: "b"}, 50 * time.Millisecond, runFinishing},
+			{ended{host: "c", code: 1}, 100 * time.Millisecond, runFinishing},
+		}, 0},
+		{"a failure before any success is not a late joiner", []step{
+			{ended{host: "c", code: 1}, 0, runFailed},
+			{ended{host: "a"}, time.Second, runFinishing},
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var st runState
+			for i, s := range tc.steps {
+				must.Eq(t, s.want, st.record(s.e, t0.Add(s.at), hclog.NewNullLogger()), must.Sprintf("step %d", i))
+			}
+			must.Eq(t, tc.exit, st.exitCode)
+		})
 	}
 }
