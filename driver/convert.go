@@ -8,11 +8,10 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/consul-template/signals"
-	"github.com/hashicorp/nomad/client/lib/cpustats"
-	"github.com/hashicorp/nomad/plugins/drivers"
-	dproto "github.com/hashicorp/nomad/plugins/drivers/proto"
 
 	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 // The boundary between Nomad's plugin SDK and the runner: the runner has
@@ -64,8 +63,8 @@ func netNS(spec *drivers.NetworkIsolationSpec) string {
 	return spec.Path
 }
 
-func computeOf(c cpustats.Compute) runner.Compute {
-	return runner.Compute{TotalMHz: uint64(c.TotalCompute), Cores: c.NumCores}
+func computeOf(c base.Compute) runner.Compute {
+	return runner.Compute{TotalMHz: c.TotalMHz, Cores: c.Cores}
 }
 
 // lookupSignal is the signal a job names ("SIGTERM").
@@ -106,7 +105,7 @@ func taskUsage(u *runner.Usage) *drivers.TaskResourceUsage {
 }
 
 func memoryStats(m runner.MemoryUsage) *drivers.MemoryStats {
-	return &drivers.MemoryStats{RSS: m.RSS, Cache: m.Cache, Swap: m.Swap, MappedFile: m.MappedFile, Usage: m.Usage,
+	return &drivers.MemoryStats{RSS: m.RSS, Cache: m.Cache, Swap: m.Swap, Usage: m.Usage,
 		MaxUsage: m.MaxUsage, KernelUsage: m.KernelUsage, Measured: m.Measured}
 }
 
@@ -146,13 +145,13 @@ func execStreaming(ctx context.Context, r runner.Runner, cmd []string, tty bool,
 	if err != nil {
 		return fmt.Errorf("failed to exec in task: %w", err)
 	}
-	return stream.Send(&drivers.ExecTaskStreamingResponseMsg{Exited: true, Result: &dproto.ExitResult{ExitCode: int32(code)}})
+	return stream.Send(drivers.NewExecStreamingResponseExit(code))
 }
 
 // streamWriter writes to an exec stream's stdout or stderr.
 func streamWriter(send func(*drivers.ExecTaskStreamingResponseMsg) error, stderr bool) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
-		op := &dproto.ExecTaskStreamingIOOperation{Data: append([]byte(nil), p...)}
+		op := &drivers.ExecTaskStreamingIOOperation{Data: append([]byte(nil), p...)}
 		m := &drivers.ExecTaskStreamingResponseMsg{Stdout: op}
 		if stderr {
 			m = &drivers.ExecTaskStreamingResponseMsg{Stderr: op}
