@@ -219,29 +219,6 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// waitLog waits until the file holds want.
-func waitLog(t *testing.T, path, want string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %q did not appear; it holds %q", path, want, b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stopTask stops and destroys a task whatever happened, as the agent does
-// when an allocation ends.
-func stopTask(d *drivers.Client, id string) {
-	_ = d.StopTask(id, time.Second, "SIGKILL")
-	_ = d.DestroyTask(id, true)
-}
-
 // The scan of plugin_dir: the handshake line, then base's PluginInfo and
 // ConfigSchema; without the agent's cookie the binary refuses to serve.
 // The client configs the lab, Terraform and the e2e tier write fit the
@@ -348,7 +325,7 @@ func TestConformance_Lifecycle(t *testing.T) {
 	cfg := newTask(t, d, "launcher", launcherTask)
 	handle, network, err := d.StartTask(cfg)
 	must.NoError(t, err)
-	t.Cleanup(func() { stopTask(d, cfg.ID) })
+	t.Cleanup(func() { plugintest.StopTask(d, cfg.ID) })
 	must.NoError(t, plugintest.WaitUntilStarted(d, cfg.ID, 10*time.Second))
 	must.Nil(t, network)
 	must.Eq(t, 3, handle.Version)
@@ -359,7 +336,7 @@ func TestConformance_Lifecycle(t *testing.T) {
 	must.Eq(t, driver.RoleLauncher, state.Role)
 	waitCh, err := d.WaitTask(ctx, cfg.ID)
 	must.NoError(t, err)
-	waitLog(t, cfg.StdoutPath, "started hello extra")
+	plugintest.WaitLog(t, cfg.StdoutPath, "started hello extra")
 
 	st, err := d.InspectTask(cfg.ID)
 	must.NoError(t, err)
@@ -384,7 +361,7 @@ func TestConformance_Lifecycle(t *testing.T) {
 	scancel()
 
 	must.NoError(t, d.SignalTask(cfg.ID, "SIGUSR1"))
-	waitLog(t, cfg.StdoutPath, "usr1")
+	plugintest.WaitLog(t, cfg.StdoutPath, "usr1")
 
 	res, err := d.ExecTask(cfg.ID, []string{"/bin/sh", "-c", "echo out $GREETING $NOMAD_JOB_ID; echo err >&2; exit 3"}, 10*time.Second)
 	must.NoError(t, err)
@@ -413,7 +390,7 @@ func TestConformance_Lifecycle(t *testing.T) {
 	must.NoError(t, exit.Err)
 	must.Eq(t, 7, exit.ExitCode)
 	must.Zero(t, exit.Signal)
-	waitLog(t, cfg.StdoutPath, "term")
+	plugintest.WaitLog(t, cfg.StdoutPath, "term")
 
 	ev := plugintest.Next(t, events)
 	must.NoError(t, ev.Err)
@@ -440,9 +417,9 @@ func TestConformance_Lifecycle(t *testing.T) {
 	w := newTask(t, d, "worker", workerTask)
 	_, _, err = d.StartTask(w)
 	must.NoError(t, err)
-	t.Cleanup(func() { stopTask(d, w.ID) })
+	t.Cleanup(func() { plugintest.StopTask(d, w.ID) })
 	must.NoError(t, plugintest.WaitUntilStarted(d, w.ID, 10*time.Second))
-	waitLog(t, filepath.Join(w.TaskDir().SharedAllocDir, drain.AgentStatusPath), "{")
+	plugintest.WaitLog(t, filepath.Join(w.TaskDir().SharedAllocDir, drain.AgentStatusPath), "{")
 	wst, err := d.InspectTask(w.ID)
 	must.NoError(t, err)
 	must.Eq(t, "worker", wst.DriverAttributes["role"])
@@ -489,7 +466,7 @@ func TestConformance_Recover(t *testing.T) {
 	cfg := newTask(t, d, "launcher", launcherTask)
 	handle, _, err := d.StartTask(cfg)
 	must.NoError(t, err)
-	waitLog(t, cfg.StdoutPath, "started")
+	plugintest.WaitLog(t, cfg.StdoutPath, "started")
 	before, err := d.InspectTask(cfg.ID)
 	must.NoError(t, err)
 
@@ -502,7 +479,7 @@ func TestConformance_Recover(t *testing.T) {
 
 	d2 := launch(t).Driver(t)
 	configure(t, d2, clientConfig(binDir))
-	t.Cleanup(func() { stopTask(d2, cfg.ID) })
+	t.Cleanup(func() { plugintest.StopTask(d2, cfg.ID) })
 	_, err = d2.InspectTask(cfg.ID)
 	must.ErrorIs(t, err, drivers.ErrTaskNotFound)
 	must.NoError(t, d2.RecoverTask(handle))
@@ -515,7 +492,7 @@ func TestConformance_Recover(t *testing.T) {
 	waitCh, err := d2.WaitTask(context.Background(), cfg.ID)
 	must.NoError(t, err)
 	must.NoError(t, d2.SignalTask(cfg.ID, "SIGUSR1"))
-	waitLog(t, cfg.StdoutPath, "usr1")
+	plugintest.WaitLog(t, cfg.StdoutPath, "usr1")
 	ex, err := d2.ExecTask(cfg.ID, []string{"/bin/sh", "-c", "echo $GREETING"}, 10*time.Second)
 	must.NoError(t, err)
 	must.Eq(t, "hello\n", string(ex.Stdout))
@@ -659,47 +636,19 @@ func TestConformance_BadInputs(t *testing.T) {
 		cfg = newTask(t, d, "launcher", launcherTask)
 		_, _, err = d.StartTask(cfg)
 		must.NoError(t, err)
-		t.Cleanup(func() { stopTask(d, cfg.ID) })
+		t.Cleanup(func() { plugintest.StopTask(d, cfg.ID) })
 		_, _, err = d.StartTask(cfg)
 		must.ErrorContains(t, err, "already started")
 	})
 
-	t.Run("unknown and missing tasks", func(t *testing.T) {
-		calls := map[string]func(id string) error{
-			"WaitTask": func(id string) error {
-				ch, err := d.WaitTask(context.Background(), id)
-				must.NoError(t, err)
-				return plugintest.Next(t, ch).Err
-			},
-			"StopTask":    func(id string) error { return d.StopTask(id, time.Second, "") },
-			"DestroyTask": func(id string) error { return d.DestroyTask(id, true) },
-			"InspectTask": func(id string) error { _, err := d.InspectTask(id); return err },
-			"TaskStats":   func(id string) error { _, err := d.TaskStats(context.Background(), id, time.Second); return err },
-			"SignalTask":  func(id string) error { return d.SignalTask(id, "SIGHUP") },
-			"ExecTask":    func(id string) error { _, err := d.ExecTask(id, []string{"true"}, time.Second); return err },
-			"ExecTaskStreaming": func(id string) error {
-				_, err := plugintest.Exec(context.Background(), d, id, []string{"true"}, false)
-				return err
-			},
-		}
-		for name, call := range calls {
-			t.Run(name, func(t *testing.T) {
-				err := call("")
-				must.ErrorIs(t, err, drivers.ErrInvalidArgument)
-				must.ErrorContains(t, err, "missing task ID")
-				err = call("no-such-task")
-				must.ErrorIs(t, err, drivers.ErrTaskNotFound)
-				must.ErrorContains(t, err, "task not found for given id")
-			})
-		}
-	})
+	t.Run("unknown and missing tasks", func(t *testing.T) { plugintest.CheckUnknownTasks(t, d) })
 
 	t.Run("bad requests on a running task", func(t *testing.T) {
 		cfg := newTask(t, d, "launcher", launcherTask)
 		_, _, err := d.StartTask(cfg)
 		must.NoError(t, err)
-		t.Cleanup(func() { stopTask(d, cfg.ID) })
-		waitLog(t, cfg.StdoutPath, "started")
+		t.Cleanup(func() { plugintest.StopTask(d, cfg.ID) })
+		plugintest.WaitLog(t, cfg.StdoutPath, "started")
 		must.ErrorContains(t, d.SignalTask(cfg.ID, "SIGNOPE"), `unknown signal "SIGNOPE"`)
 		must.ErrorContains(t, d.SignalTask(cfg.ID, ""), "missing signal")
 		_, err = d.ExecTask(cfg.ID, nil, time.Second)
