@@ -14,9 +14,9 @@ import (
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
-// The boundary between Nomad's plugin SDK and the runner: the runner has
-// types of its own, converted here, so a change of SDK changes this file
-// and not the runner.
+// The boundary between the plugin SDK (internal/nomadplugin, Nomad's
+// driver protocol) and the runner: the runner has types of its own,
+// converted here, so a change of SDK changes this file and not the runner.
 
 // memoryNoLimit is Nomad's memory_max for "no hard limit".
 const memoryNoLimit = -1
@@ -80,7 +80,7 @@ func lookupSignal(name string) (syscall.Signal, error) {
 	return s, nil
 }
 
-// usageStream converts the runner's stats to Nomad's.
+// usageStream converts the runner's stats to the protocol's.
 func usageStream(in <-chan *runner.Usage) <-chan *drivers.TaskResourceUsage {
 	out := make(chan *drivers.TaskResourceUsage)
 	go func() {
