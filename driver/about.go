@@ -3,13 +3,11 @@ package driver
 import (
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/base"
-	"github.com/hashicorp/nomad/plugins/drivers"
-	"github.com/hashicorp/nomad/plugins/drivers/fsisolation"
-	"github.com/hashicorp/nomad/plugins/shared/hclspec"
-
 	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/internal/jobsecret"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/hclspec"
 )
 
 // Declarations only: the plugin's name, schemas, capabilities and the
@@ -23,10 +21,11 @@ const (
 	// PluginVersion is reported in PluginInfo.
 	PluginVersion = "0.1.0"
 
-	// taskHandleVersion is the version of TaskState this driver writes: 2
-	// since the driver's own supervisor runs tasks (1 was Nomad's
-	// executor's reattach config).
-	taskHandleVersion = 2
+	// taskHandleVersion is the version of TaskState this driver writes: 3
+	// since the state is JSON (the driver on our own plugin SDK); 2 was
+	// the same state in msgpack (Nomad's SDK), 1 Nomad's executor's
+	// reattach config. RecoverTask reads only its own.
+	taskHandleVersion = 3
 
 	// Roles a task plays in an elastic job.
 	RoleLauncher = "launcher"
@@ -65,7 +64,7 @@ const (
 )
 
 var (
-	pluginInfo = &base.PluginInfoResponse{
+	pluginInfo = &base.PluginInfo{
 		Type:              base.PluginTypeDriver,
 		PluginApiVersions: []string{drivers.ApiVersion010},
 		PluginVersion:     PluginVersion,
@@ -162,7 +161,7 @@ var (
 	capabilities = &drivers.Capabilities{
 		SendSignals: true,
 		Exec:        true,
-		FSIsolation: fsisolation.None,
+		FSIsolation: drivers.FSIsolationNone,
 		NetIsolationModes: []drivers.NetIsolationMode{
 			drivers.NetIsolationModeHost,
 			drivers.NetIsolationModeGroup,
@@ -173,73 +172,74 @@ var (
 
 // Config is the plugin's client configuration (configSpec).
 type Config struct {
-	BinDirs           []string          `codec:"bin_dirs"`
-	AuthSecret        string            `codec:"auth_secret"` // ignored, see SecretEnv
-	ConsulAddress     string            `codec:"consul_address"`
-	ConsulToken       string            `codec:"consul_token"`
-	NomadAddress      string            `codec:"nomad_address"`
-	FingerprintPeriod string            `codec:"fingerprint_period"`
-	StandbyPreload    []string          `codec:"standby_preload"`
-	StandbyEnv        map[string]string `codec:"standby_env"`
-	StandbyDir        string            `codec:"standby_dir"`
-	DynamicPorts      string            `codec:"dynamic_ports"`
-	FenceAfter        string            `codec:"fence_after"`
+	BinDirs           []string          `cty:"bin_dirs"`
+	AuthSecret        string            `cty:"auth_secret"` // ignored, see SecretEnv
+	ConsulAddress     string            `cty:"consul_address"`
+	ConsulToken       string            `cty:"consul_token"`
+	NomadAddress      string            `cty:"nomad_address"`
+	FingerprintPeriod string            `cty:"fingerprint_period"`
+	StandbyPreload    []string          `cty:"standby_preload"`
+	StandbyEnv        map[string]string `cty:"standby_env"`
+	StandbyDir        string            `cty:"standby_dir"`
+	DynamicPorts      string            `cty:"dynamic_ports"`
+	FenceAfter        string            `cty:"fence_after"`
 }
 
 // TaskConfig is a task's driver config (taskConfigSpec).
 type TaskConfig struct {
-	Role     string   `codec:"role"`
-	Command  string   `codec:"command"`
-	Args     []string `codec:"args"`
-	Launcher string   `codec:"launcher"`
+	Role     string   `cty:"role"`
+	Command  string   `cty:"command"`
+	Args     []string `cty:"args"`
+	Launcher string   `cty:"launcher"`
 
-	NP    int `codec:"np"`
-	MinNP int `codec:"min_np"`
-	MaxNP int `codec:"max_np"`
+	NP    int `cty:"np"`
+	MinNP int `cty:"min_np"`
+	MaxNP int `cty:"max_np"`
 	// Slots is the number of training processes per worker (its GPUs).
-	Slots int `codec:"slots"`
+	Slots int `cty:"slots"`
 
-	Discovery DiscoveryConfig `codec:"discovery"`
+	// Discovery is nil without a discovery block (a worker).
+	Discovery *DiscoveryConfig `cty:"discovery"`
 
-	ElasticTimeout    int               `codec:"elastic_timeout"` // seconds
-	ResetLimit        int               `codec:"reset_limit"`
-	BlacklistCooldown []int             `codec:"blacklist_cooldown"` // [min, max] seconds
-	NetworkInterface  string            `codec:"network_interface"`
-	Env               map[string]string `codec:"env"`
+	ElasticTimeout    int               `cty:"elastic_timeout"` // seconds
+	ResetLimit        int               `cty:"reset_limit"`
+	BlacklistCooldown []int             `cty:"blacklist_cooldown"` // [min, max] seconds
+	NetworkInterface  string            `cty:"network_interface"`
+	Env               map[string]string `cty:"env"`
 
 	// Port is the label of the group network port a worker's agent listens
 	// on (NOMAD_ADDR_<port>).
-	Port string `codec:"port"`
+	Port string `cty:"port"`
 	// RdzvPort is the port torchrun's c10d rendezvous store listens on, on
 	// the launcher's address (DefaultRdzvPort when neither it nor
 	// RdzvPortLabel is set).
-	RdzvPort int `codec:"rdzv_port"`
+	RdzvPort int `cty:"rdzv_port"`
 	// RdzvPortLabel is the label of a network port of the launcher's group
 	// (NOMAD_PORT_<label>) the store listens on instead: a dynamic port,
 	// which Nomad gives no other allocation on the host, so torchrun jobs
 	// on one host do not clash.
-	RdzvPortLabel string `codec:"rdzv_port_label"`
+	RdzvPortLabel string `cty:"rdzv_port_label"`
 	// Preload names Python modules a worker's agent imports ahead, in a
 	// standby interpreter that runs the first training process started on
 	// the worker (workeragent.Standby).
-	Preload []string `codec:"preload"`
+	Preload []string `cty:"preload"`
 }
 
 // DiscoveryConfig says where a launcher finds its workers.
 type DiscoveryConfig struct {
-	Service  string `codec:"service"`
-	Provider string `codec:"provider"`
+	Service  string `cty:"service"`
+	Provider string `cty:"provider"`
 }
 
-// TaskState is what Nomad stores for a task and hands back to RecoverTask.
-// It holds only data: where the task's supervisor is (runner.State), the
-// launched pid and the paths of the files the driver wrote for the task.
+// TaskState is what Nomad stores for a task (the handle's driver state, as
+// JSON) and hands back to RecoverTask with the task's config. It holds only
+// data: where the task's supervisor is (runner.State), the launched pid and
+// the paths of the files the driver wrote for the task.
 type TaskState struct {
-	Runner     *runner.State
-	TaskConfig *drivers.TaskConfig
-	Pid        int
-	StartedAt  time.Time
-	Role       string
+	Runner    *runner.State
+	Pid       int
+	StartedAt time.Time
+	Role      string
 	// StateFile is the job-scoped config the discovery, ssh shim and worker
 	// agent subcommands read (in the task's secrets dir).
 	StateFile string

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/client/lib/cgroupslib"
-	"github.com/hashicorp/nomad/helper/testlog"
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/plugintest"
 	"github.com/schedulearn/schedulearn/internal/testcgroup"
 )
 
@@ -23,8 +22,9 @@ const freshCgroupEnv = "SCHEDULEARN_FRESH_CGROUP"
 
 // The harness tier works on a machine where no Nomad client ever ran (#12):
 // with Nomad's cgroup tree missing, and with it made but empty (the cpuset
-// parent and share partition without cpus or mems, as Nomad's harness
-// leaves them, which refuses every process with ENOSPC on cgroup v1). Each
+// parent and share partition without cpus or mems, as Nomad's own test
+// harness used to leave them, which refuses every process with ENOSPC on
+// cgroup v1). Each
 // case runs this test binary in a cgroup sandbox of its own, so the
 // machine's tree (and a Nomad client using it) is not touched.
 func TestDriver_FreshCgroupTree(t *testing.T) {
@@ -48,17 +48,17 @@ func TestDriver_FreshCgroupTree(t *testing.T) {
 }
 
 func freshCgroupInner(t *testing.T, state string) {
-	parent := filepath.Join(testcgroup.Root, "cpuset", cgroupslib.NomadCgroupParent)
+	parent := filepath.Join(testcgroup.Root, "cpuset", testcgroup.Parent())
 	_, err := os.Stat(parent)
 	must.True(t, errors.Is(err, fs.ErrNotExist), must.Sprintf("the sandbox has a nomad cpuset already: %v", err))
-	share := filepath.Join(parent, cgroupslib.SharePartition())
+	share := filepath.Join(parent, testcgroup.SharePartition())
 	if state == "empty" {
 		must.NoError(t, os.MkdirAll(share, 0o755))
 		must.Eq(t, "", readTrim(t, filepath.Join(share, "cpuset.cpus")))
 	}
 
 	// What TestMain does on a machine, as a Nomad client does at start.
-	must.NoError(t, testcgroup.Ensure(testlog.HCLogger(t), topology))
+	must.NoError(t, testcgroup.Ensure(plugintest.Logger(t)))
 	must.NotEq(t, "", readTrim(t, filepath.Join(parent, "cpuset.cpus")))
 	must.NotEq(t, "", readTrim(t, filepath.Join(share, "cpuset.mems")))
 
@@ -72,7 +72,7 @@ func freshCgroupInner(t *testing.T, state string) {
 
 	// A set-up tree is left alone: a client's reservations stay.
 	must.NoError(t, os.WriteFile(filepath.Join(share, "cpuset.cpus"), []byte("0"), 0o644))
-	must.NoError(t, testcgroup.Ensure(testlog.HCLogger(t), topology))
+	must.NoError(t, testcgroup.Ensure(plugintest.Logger(t)))
 	must.Eq(t, "0", readTrim(t, filepath.Join(share, "cpuset.cpus")))
 }
 

@@ -14,6 +14,9 @@ import (
 func (tc *TaskConfig) validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if tc.Discovery == nil {
+		tc.Discovery = &DiscoveryConfig{} // no discovery block
+	}
 
 	switch tc.Role {
 	case RoleLauncher:

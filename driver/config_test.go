@@ -1,60 +1,104 @@
 package driver
 
 import (
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/nomad/helper/pluginutils/hclspecutils"
-	"github.com/hashicorp/nomad/helper/pluginutils/hclutils"
-	"github.com/hashicorp/nomad/jobspec2"
-	"github.com/hashicorp/nomad/plugins/drivers"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/shoenig/test/must"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/plugintest"
 )
 
-// decodeTaskConfig decodes a task's config map (as the jobspec parser
-// produced it) through the task config schema, as the Nomad client does,
-// and validates it.
-func decodeTaskConfig(t *testing.T, config map[string]any) (*TaskConfig, error) {
+// taskEnv is the task's environment, which the client interpolates into
+// its config.
+var taskEnv = map[string]cty.Value{"NOMAD_JOB_ID": cty.StringVal("elastic-train")}
+
+// decodeTaskConfig decodes a task's config block, encoded as the agent
+// sends it, as StartTask does, and validates it.
+func decodeTaskConfig(t *testing.T, payload []byte) (*TaskConfig, error) {
 	t.Helper()
-	spec, diags := hclspecutils.Convert(taskConfigSpec)
-	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
-	// The client interpolates the task's environment.
-	vars := map[string]cty.Value{"NOMAD_JOB_ID": cty.StringVal("elastic-train")}
-	val, diags, errs := hclutils.ParseHclInterface(config, spec, vars)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if diags.HasErrors() {
-		return nil, errors.New(diags.Error())
-	}
-	task := &drivers.TaskConfig{}
-	must.NoError(t, task.EncodeDriverConfig(val))
+	task := &drivers.TaskConfig{DriverConfig: payload}
 	var tc TaskConfig
-	must.NoError(t, task.DecodeDriverConfig(&tc))
+	if err := task.DecodeDriverConfig(taskConfigSpec, &tc); err != nil {
+		return nil, err
+	}
 	return &tc, tc.validate()
 }
 
-// parseTaskConfig parses a task's config block with Nomad's jobspec parser.
+// parseTaskConfig encodes a task's config block in a job (`config { ...
+// }`) along the agent's path (the job parser, the task's environment
+// interpolated, the task config schema), then decodes it.
 func parseTaskConfig(t *testing.T, config string) (*TaskConfig, error) {
 	t.Helper()
-	job, err := jobspec2.ParseWithConfig(&jobspec2.ParseConfig{
-		Path: "test.nomad.hcl",
-		Body: []byte(`job "j" {
-  group "g" {
-    task "t" {
-      driver = "horovod"
-      ` + config + `
-    }
-  }
-}`),
-		Strict: true,
-	})
+	body, ok := strings.CutPrefix(strings.TrimSpace(config), "config {")
+	must.True(t, ok, must.Sprintf("not a config block: %q", config))
+	payload, err := plugintest.EncodeTaskConfig(taskConfigSpec, strings.TrimSuffix(body, "}"), taskEnv)
+	if err != nil {
+		return nil, err
+	}
+	return decodeTaskConfig(t, payload)
+}
+
+// jobTaskConfigs encodes the config block of each task of a job file (its
+// variables' defaults, or args), as the agent would send it, by group.
+func jobTaskConfigs(t *testing.T, path string, args map[string]string) map[string][]byte {
+	t.Helper()
+	src, err := os.ReadFile(path)
 	must.NoError(t, err)
-	return decodeTaskConfig(t, job.TaskGroups[0].Tasks[0].Config)
+	file, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	body := file.Body.(*hclsyntax.Body)
+	vars := map[string]cty.Value{}
+	for _, b := range blocksOf(body, "variable") {
+		name := b.Labels[0]
+		if v, ok := args[name]; ok {
+			vars[name] = cty.StringVal(v)
+			continue
+		}
+		def, ok := b.Body.Attributes["default"]
+		must.True(t, ok, must.Sprintf("variable %q has no default", name))
+		vars[name], diags = def.Expr.Value(nil)
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+	}
+	env := map[string]cty.Value{"var": cty.ObjectVal(vars)}
+	for k, v := range taskEnv {
+		env[k] = v
+	}
+	out := map[string][]byte{}
+	for _, job := range blocksOf(body, "job") {
+		for _, group := range blocksOf(job.Body, "group") {
+			for _, task := range blocksOf(group.Body, "task") {
+				driver, diags := task.Body.Attributes["driver"].Expr.Value(nil)
+				must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+				must.Eq(t, PluginName, driver.AsString())
+				configs := blocksOf(task.Body, "config")
+				must.SliceLen(t, 1, configs)
+				c := configs[0]
+				payload, err := plugintest.EncodeTaskConfig(taskConfigSpec,
+					string(src[c.OpenBraceRange.End.Byte:c.CloseBraceRange.Start.Byte]), env)
+				must.NoError(t, err, must.Sprintf("group %s", group.Labels[0]))
+				out[group.Labels[0]] = payload
+			}
+		}
+	}
+	return out
+}
+
+func blocksOf(body *hclsyntax.Body, typ string) []*hclsyntax.Block {
+	var out []*hclsyntax.Block
+	for _, b := range body.Blocks {
+		if b.Type == typ {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func TestTaskConfig_ParseLauncher(t *testing.T) {
@@ -81,7 +125,7 @@ config {
 	must.Eq(t, &TaskConfig{
 		Role: RoleLauncher, Command: "python3", Args: []string{"train.py", "--epochs", "3"},
 		Launcher: LauncherHorovod, NP: 2, MinNP: 1, MaxNP: 4, Slots: 1,
-		Discovery:      DiscoveryConfig{Service: "train-42-workers", Provider: ProviderConsul},
+		Discovery:      &DiscoveryConfig{Service: "train-42-workers", Provider: ProviderConsul},
 		ElasticTimeout: 120, ResetLimit: 10, BlacklistCooldown: []int{10, 60}, NetworkInterface: "eth0",
 		Env: map[string]string{"PROGRESS_FILE": "/tmp/p.jsonl"}, Port: "horovod",
 	}, tc)
@@ -103,18 +147,14 @@ config {
 // The example job's task configs are valid.
 func TestTaskConfig_ExampleJob(t *testing.T) {
 	path := filepath.Join("..", "jobspecs", "examples", "elastic-train.nomad.hcl")
-	body, err := os.ReadFile(path)
-	must.NoError(t, err)
-	job, err := jobspec2.ParseWithConfig(&jobspec2.ParseConfig{Path: path, Body: body, Strict: true,
-		ArgVars: []string{"script=/opt/train_elastic.py"}})
-	must.NoError(t, err)
 	roles := map[string]string{}
-	for _, tg := range job.TaskGroups {
-		for _, task := range tg.Tasks {
-			must.Eq(t, PluginName, task.Driver)
-			tc, err := decodeTaskConfig(t, task.Config)
-			must.NoError(t, err, must.Sprintf("group %s", *tg.Name))
-			roles[*tg.Name] = tc.Role
+	for group, payload := range jobTaskConfigs(t, path, map[string]string{"script": "/opt/train_elastic.py"}) {
+		tc, err := decodeTaskConfig(t, payload)
+		must.NoError(t, err, must.Sprintf("group %s", group))
+		roles[group] = tc.Role
+		if tc.Role == RoleLauncher {
+			must.Eq(t, []string{"/opt/train_elastic.py"}, tc.Args)
+			must.Eq(t, "elastic-train-workers", tc.Discovery.Service)
 		}
 	}
 	must.Eq(t, map[string]string{"launcher": RoleLauncher, "worker": RoleWorker}, roles)
@@ -174,15 +214,16 @@ func TestTaskConfig_ParseErrors(t *testing.T) {
 	}
 }
 
-// env arrives as the jobspec parser writes it (a list of maps) or as a map
-// from a job built with the Go API (the planner's executor).
+// env arrives as the jobspec parser writes a block of attributes (a list
+// of maps) or an attribute (a map), as from a job built with the Go API
+// (the planner's executor).
 func TestTaskConfig_EnvForms(t *testing.T) {
-	for name, env := range map[string]any{
-		"jobspec": []map[string]any{{"A": "b"}},
-		"api":     map[string]string{"A": "b"},
+	for name, env := range map[string]string{
+		"block":     "env {\n  A = \"b\"\n}",
+		"attribute": `env = { A = "b" }`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			tc, err := decodeTaskConfig(t, map[string]any{"role": "worker", "env": env})
+			tc, err := parseTaskConfig(t, fmt.Sprintf("config {\n  role = \"worker\"\n  %s\n}", env))
 			must.NoError(t, err)
 			must.Eq(t, map[string]string{"A": "b"}, tc.Env)
 		})

@@ -8,16 +8,15 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/consul-template/signals"
-	"github.com/hashicorp/nomad/client/lib/cpustats"
-	"github.com/hashicorp/nomad/plugins/drivers"
-	dproto "github.com/hashicorp/nomad/plugins/drivers/proto"
 
 	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
-// The boundary between Nomad's plugin SDK and the runner: the runner has
-// types of its own, converted here, so a change of SDK changes this file
-// and not the runner.
+// The boundary between the plugin SDK (internal/nomadplugin, Nomad's
+// driver protocol) and the runner: the runner has types of its own,
+// converted here, so a change of SDK changes this file and not the runner.
 
 // memoryNoLimit is Nomad's memory_max for "no hard limit".
 const memoryNoLimit = -1
@@ -64,8 +63,8 @@ func netNS(spec *drivers.NetworkIsolationSpec) string {
 	return spec.Path
 }
 
-func computeOf(c cpustats.Compute) runner.Compute {
-	return runner.Compute{TotalMHz: uint64(c.TotalCompute), Cores: c.NumCores}
+func computeOf(c base.Compute) runner.Compute {
+	return runner.Compute{TotalMHz: c.TotalMHz, Cores: c.Cores}
 }
 
 // lookupSignal is the signal a job names ("SIGTERM").
@@ -81,7 +80,7 @@ func lookupSignal(name string) (syscall.Signal, error) {
 	return s, nil
 }
 
-// usageStream converts the runner's stats to Nomad's.
+// usageStream converts the runner's stats to the protocol's.
 func usageStream(in <-chan *runner.Usage) <-chan *drivers.TaskResourceUsage {
 	out := make(chan *drivers.TaskResourceUsage)
 	go func() {
@@ -106,7 +105,7 @@ func taskUsage(u *runner.Usage) *drivers.TaskResourceUsage {
 }
 
 func memoryStats(m runner.MemoryUsage) *drivers.MemoryStats {
-	return &drivers.MemoryStats{RSS: m.RSS, Cache: m.Cache, Swap: m.Swap, MappedFile: m.MappedFile, Usage: m.Usage,
+	return &drivers.MemoryStats{RSS: m.RSS, Cache: m.Cache, Swap: m.Swap, Usage: m.Usage,
 		MaxUsage: m.MaxUsage, KernelUsage: m.KernelUsage, Measured: m.Measured}
 }
 
@@ -146,13 +145,13 @@ func execStreaming(ctx context.Context, r runner.Runner, cmd []string, tty bool,
 	if err != nil {
 		return fmt.Errorf("failed to exec in task: %w", err)
 	}
-	return stream.Send(&drivers.ExecTaskStreamingResponseMsg{Exited: true, Result: &dproto.ExitResult{ExitCode: int32(code)}})
+	return stream.Send(drivers.NewExecStreamingResponseExit(code))
 }
 
 // streamWriter writes to an exec stream's stdout or stderr.
 func streamWriter(send func(*drivers.ExecTaskStreamingResponseMsg) error, stderr bool) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
-		op := &dproto.ExecTaskStreamingIOOperation{Data: append([]byte(nil), p...)}
+		op := &drivers.ExecTaskStreamingIOOperation{Data: append([]byte(nil), p...)}
 		m := &drivers.ExecTaskStreamingResponseMsg{Stdout: op}
 		if stderr {
 			m = &drivers.ExecTaskStreamingResponseMsg{Stderr: op}

@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/drivers/shared/eventer"
-	"github.com/hashicorp/nomad/plugins/base"
-	"github.com/hashicorp/nomad/plugins/drivers"
-	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/hclspec"
 )
 
 // Driver is the horovod task driver. This file holds its RPCs.
@@ -27,7 +26,7 @@ type Driver struct {
 	ctx    context.Context
 	logger hclog.Logger
 
-	eventer *eventer.Eventer
+	eventer *drivers.Eventer
 	tasks   *taskStore
 
 	// lookPath finds horovodrun, python and torchrun (exec.LookPath).
@@ -53,7 +52,7 @@ var (
 	_ drivers.ExecTaskStreamingRawDriver = (*Driver)(nil)
 )
 
-// NewPlugin is the factory plugins.Serve calls.
+// NewPlugin is the factory nomadplugin.ServeDriver calls.
 func NewPlugin(ctx context.Context, logger hclog.Logger) drivers.DriverPlugin {
 	self, err := os.Executable()
 	if err != nil {
@@ -69,7 +68,7 @@ func New(ctx context.Context, logger hclog.Logger, lookPath LookPathFunc, selfPa
 	return &Driver{
 		ctx:        ctx,
 		logger:     logger,
-		eventer:    eventer.NewEventer(ctx, logger),
+		eventer:    drivers.NewEventer(ctx, logger),
 		tasks:      newTaskStore(),
 		lookPath:   lookPath,
 		selfPath:   selfPath,
@@ -86,14 +85,14 @@ func (d *Driver) runnerConfig() runner.Config {
 	return runner.Config{Binary: d.selfPath, Compute: d.compute}
 }
 
-func (d *Driver) PluginInfo() (*base.PluginInfoResponse, error) { return pluginInfo, nil }
+func (d *Driver) PluginInfo() (*base.PluginInfo, error) { return pluginInfo, nil }
 
 func (d *Driver) ConfigSchema() (*hclspec.Spec, error) { return configSpec, nil }
 
 func (d *Driver) SetConfig(cfg *base.Config) error {
 	var config Config
 	if len(cfg.PluginConfig) != 0 {
-		if err := base.MsgPackDecode(cfg.PluginConfig, &config); err != nil {
+		if err := hclspec.Decode(configSpec, cfg.PluginConfig, &config); err != nil {
 			return fmt.Errorf("failed to decode plugin config: %w", err)
 		}
 	}
@@ -136,12 +135,13 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 	d.config = &config
 	d.period = period
 	d.fenceAfter = fenceAfter
-	if cfg.AgentConfig != nil {
-		d.compute = computeOf(cfg.AgentConfig.Compute())
-	}
 	// Nomad's plugin loader also configures a short-lived instance, with
 	// no agent config, only to check the config: no warm interpreter there.
-	if len(config.StandbyPreload) > 0 && cfg.AgentConfig != nil && d.forkServer.Load() == nil {
+	agent := cfg.AgentConfig != nil && cfg.AgentConfig.Driver != nil
+	if agent {
+		d.compute = computeOf(cfg.AgentConfig.Compute())
+	}
+	if len(config.StandbyPreload) > 0 && agent && d.forkServer.Load() == nil {
 		d.startForkServer(&config)
 	}
 	return nil
@@ -261,7 +261,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		return nil, nil, fmt.Errorf("failed to start task: task %q already started", cfg.ID)
 	}
 	var tc TaskConfig
-	if err := cfg.DecodeDriverConfig(&tc); err != nil {
+	if err := cfg.DecodeDriverConfig(taskConfigSpec, &tc); err != nil {
 		return nil, nil, fmt.Errorf("failed to decode driver config: %w", err)
 	}
 	if err := tc.validate(); err != nil {
@@ -288,12 +288,11 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	h := newTaskHandle(r, cfg, tc.Role, time.Now().Round(time.Millisecond), logger)
 	h.onExit = d.reportFailure(cfg)
 	state := TaskState{
-		Runner:     r.State(),
-		TaskConfig: cfg,
-		Pid:        r.Pid(),
-		StartedAt:  h.startedAt,
-		Role:       tc.Role,
-		StateFile:  p.taskFile,
+		Runner:    r.State(),
+		Pid:       r.Pid(),
+		StartedAt: h.startedAt,
+		Role:      tc.Role,
+		StateFile: p.taskFile,
 	}
 	handle := drivers.NewTaskHandle(taskHandleVersion)
 	handle.Config = cfg
@@ -313,24 +312,26 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if _, ok := d.tasks.get(handle.Config.ID); ok {
 		return nil
 	}
+	if handle.Version != taskHandleVersion {
+		// 1: Nomad's executor ran the task; 2: the state is msgpack, as
+		// the driver wrote it on Nomad's plugin SDK.
+		return fmt.Errorf("failed to recover task: its handle (version %d) was written by an earlier version of the driver, which this one (version %d) cannot read; Nomad starts the task again", handle.Version, taskHandleVersion)
+	}
 	var state TaskState
 	if err := handle.GetDriverState(&state); err != nil {
 		return fmt.Errorf("failed to decode task state: %w", err)
 	}
-	if state.TaskConfig == nil {
-		state.TaskConfig = handle.Config
-	}
 	if state.Runner == nil {
-		// Version 1 of the state: Nomad's executor ran the task.
-		return errors.New("failed to recover task: it was started by an earlier version of the driver, whose supervisor this one cannot reach")
+		return errors.New("failed to recover task: its state names no supervisor")
 	}
-	logger := d.logger.With("alloc_id", handle.Config.AllocID, "task_name", handle.Config.Name, "role", state.Role)
+	cfg := handle.Config
+	logger := d.logger.With("alloc_id", cfg.AllocID, "task_name", cfg.Name, "role", state.Role)
 	r, err := runner.Recover(logger, d.runnerConfig(), state.Runner)
 	if err != nil {
 		return fmt.Errorf("failed to recover task: %w", err)
 	}
-	h := newTaskHandle(r, state.TaskConfig, state.Role, state.StartedAt, logger)
-	h.onExit = d.reportFailure(state.TaskConfig)
+	h := newTaskHandle(r, cfg, state.Role, state.StartedAt, logger)
+	h.onExit = d.reportFailure(cfg)
 	d.tasks.set(handle.Config.ID, h)
 	go h.run()
 	logger.Info("recovered task", "pid", state.Pid)

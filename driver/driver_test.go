@@ -2,27 +2,37 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/nomad/helper/testlog"
-	"github.com/hashicorp/nomad/plugins/base"
-	"github.com/hashicorp/nomad/plugins/drivers"
-	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 	"github.com/shoenig/test/must"
 	"github.com/shoenig/test/wait"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
-	"github.com/schedulearn/schedulearn/internal/plugintest"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/plugintest"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/shared"
 )
+
+// encodeConfig is the client config block's body as the agent sends it.
+func encodeConfig(t *testing.T, body string) []byte {
+	t.Helper()
+	payload, err := plugintest.EncodeConfig(configSpec, body)
+	must.NoError(t, err)
+	return payload
+}
 
 // The launcher runs horovodrun in elastic mode with the discovery script
 // and the ssh shim the driver wrote, with the job's environment only, and
@@ -143,7 +153,7 @@ func TestDriver_StopSendsSIGTERM(t *testing.T) {
 		`trap 'echo committed > %s; exit 0' TERM; echo ready > %s; while :; do sleep 0.1; done`, marker, ready)), nil)
 	_, _, err := td.h.StartTask(task)
 	must.NoError(t, err)
-	must.NoError(t, td.h.WaitUntilStarted(task.ID, 10*time.Second))
+	must.NoError(t, plugintest.WaitUntilStarted(td.h, task.ID, 10*time.Second))
 	waitFile(t, ready, 20*time.Second)
 
 	start := time.Now()
@@ -186,10 +196,10 @@ func TestDriver_RecoverKeepsProcess(t *testing.T) {
 	must.NoError(t, err)
 
 	// The first driver goes away without stopping anything.
-	td.h.Kill()
+	td.kill()
 	td2 := newTestDriverIn(t, td.binDir)
 	_, err = td2.h.InspectTask(task.ID)
-	must.ErrorContains(t, err, drivers.ErrTaskNotFound.Error())
+	must.ErrorIs(t, err, drivers.ErrTaskNotFound)
 
 	must.NoError(t, td2.h.RecoverTask(handle))
 	must.NoError(t, td2.h.RecoverTask(handle), must.Sprint("recovering twice is a no-op"))
@@ -219,6 +229,54 @@ func TestDriver_RecoverGoneTaskFails(t *testing.T) {
 	td2 := newTestDriverIn(t, td.binDir)
 	must.Error(t, td2.h.RecoverTask(handle))
 	must.Error(t, td2.d.RecoverTask(nil))
+}
+
+// The handle's state is JSON since the driver is on our own plugin SDK
+// (version 3). A task whose handle an earlier driver wrote (version 2: the
+// same state in msgpack, through Nomad's SDK; 1: Nomad's executor) is not
+// recovered: the error says why, and Nomad starts the task again. A
+// handle of this version whose state is not this driver's fails too.
+func TestDriver_RecoverEarlierHandleFails(t *testing.T) {
+	t.Parallel()
+	td := newTestDriver(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	task := td.newTask(t, "launcher", launcherConfig(`echo ready > `+ready+`; while :; do sleep 0.1; done`), nil)
+	handle, _, err := td.h.StartTask(task)
+	must.NoError(t, err)
+	waitFile(t, ready, 20*time.Second)
+	must.Eq(t, taskHandleVersion, handle.Version)
+	var state map[string]any
+	must.NoError(t, json.Unmarshal(handle.DriverState, &state), must.Sprint("the state is JSON"))
+	must.MapContainsKeys(t, state, []string{"Runner", "Pid", "StartedAt", "Role", "StateFile"})
+
+	td.kill()
+	td2 := newTestDriverIn(t, td.binDir)
+	// What the driver on Nomad's SDK wrote: its TaskState, msgpack.
+	v2, err := msgpack.Marshal(map[string]any{"Runner": state["Runner"], "Pid": state["Pid"], "Role": "launcher"})
+	must.NoError(t, err)
+	for _, c := range []struct {
+		name    string
+		version int
+		state   []byte
+		want    string
+	}{
+		{"Nomad's executor", 1, v2, "its handle (version 1) was written by an earlier version of the driver"},
+		{"msgpack", 2, v2, "its handle (version 2) was written by an earlier version of the driver"},
+		{"msgpack as version 3", taskHandleVersion, v2, "failed to decode task state: invalid driver state"},
+		{"no supervisor", taskHandleVersion, []byte(`{"Pid": 1}`), "its state names no supervisor"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := handle.Copy()
+			h.Version, h.DriverState = c.version, c.state
+			must.ErrorContains(t, td2.h.RecoverTask(h), c.want)
+			_, err := td2.h.InspectTask(task.ID)
+			must.ErrorIs(t, err, drivers.ErrTaskNotFound)
+		})
+	}
+	// The task's own handle still recovers it.
+	must.NoError(t, td2.h.RecoverTask(handle))
+	must.NoError(t, td2.h.StopTask(task.ID, 5*time.Second, ""))
+	td2.waitExit(t, task.ID, 10*time.Second)
 }
 
 // TaskStats reports the process tree's cpu and memory; ExecTask and
@@ -306,7 +364,8 @@ func TestDriver_BadConfig(t *testing.T) {
 		{"missing command", func(tc *TaskConfig) { tc.Command = "" }, "command: required for a launcher"},
 		{"bad role", func(tc *TaskConfig) { tc.Role = "boss" }, `role: must be "launcher" or "worker", got "boss"`},
 		{"bad launcher", func(tc *TaskConfig) { tc.Launcher = "mpirun" }, `launcher: must be "horovod" or "torchrun"`},
-		{"no discovery", func(tc *TaskConfig) { tc.Discovery = DiscoveryConfig{} }, "discovery: a launcher needs a discovery block"},
+		{"no discovery", func(tc *TaskConfig) { tc.Discovery = nil }, "discovery: a launcher needs a discovery block"},
+		{"no discovery service", func(tc *TaskConfig) { tc.Discovery = &DiscoveryConfig{} }, "discovery: a launcher needs a discovery block"},
 		{"bad provider", func(tc *TaskConfig) { tc.Discovery.Provider = "etcd" }, `discovery.provider: must be "consul" or "nomad"`},
 		{"bad cooldown", func(tc *TaskConfig) { tc.BlacklistCooldown = []int{30, 5} }, "blacklist_cooldown: must be [min, max]"},
 		{"worker with command", func(tc *TaskConfig) { tc.Role = RoleWorker }, "command: a worker runs the driver's agent"},
@@ -355,17 +414,17 @@ func TestDriver_Fingerprint(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(tc.dir), "")
-			h := dtestutil.NewDriverHarness(t, d)
-			defer h.Kill()
-			ch, err := h.Fingerprint(context.Background())
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h := plugintest.ServeDriver(t, New(ctx, plugintest.Logger(t), lookPathIn(tc.dir), ""))
+			ch, err := h.Fingerprint(ctx)
 			must.NoError(t, err)
 			select {
 			case fp := <-ch:
 				must.Eq(t, tc.health, fp.Health, must.Sprint(fp.HealthDescription))
 				for k, v := range tc.attrs {
 					must.MapContainsKey(t, fp.Attributes, k)
-					must.Eq(t, v, fp.Attributes[k].GoString())
+					must.Eq(t, v, attrValue(fp.Attributes[k]))
 				}
 				if tc.health == drivers.HealthStateUndetected {
 					must.StrContains(t, fp.HealthDescription, "horovodrun not found")
@@ -375,6 +434,17 @@ func TestDriver_Fingerprint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// attrValue is a fingerprint attribute's value as Nomad shows it.
+func attrValue(a *shared.Attribute) string {
+	switch {
+	case a.String != nil:
+		return *a.String
+	case a.Bool != nil:
+		return strconv.FormatBool(*a.Bool)
+	}
+	return a.GoString()
 }
 
 func freeAddr(t *testing.T) string {
@@ -414,9 +484,9 @@ func TestDriver_WorkerForksStandbyFromWarmInterpreter(t *testing.T) {
 	td := newTestDriverIn(t, binDir)
 	// Nomad's plugin loader checks the config on an instance of its own,
 	// without the agent's config: that one starts no interpreter.
-	must.NoError(t, td.d.SetConfig(&base.Config{PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]", binDir))}))
+	must.NoError(t, td.h.SetConfig(&base.Config{ApiVersion: drivers.ApiVersion010, PluginConfig: encodeConfig(t, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]", binDir))}))
 	must.Nil(t, td.d.forkServer.Load())
-	must.NoError(t, td.d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: &base.ClientDriverConfig{Topology: topology}}, PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf(`
+	must.NoError(t, td.h.SetConfig(&base.Config{ApiVersion: drivers.ApiVersion010, AgentConfig: agentConfig, PluginConfig: encodeConfig(t, fmt.Sprintf(`
 bin_dirs        = [%q]
 standby_preload = ["decimal"]
 standby_dir     = %q
@@ -477,9 +547,9 @@ func TestDriver_WarmInterpreterRestarts(t *testing.T) {
 	binDir, standbyDir := warmInterpreterDirs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := New(ctx, testlog.HCLogger(t), lookPathIn(binDir), "")
-	must.NoError(t, d.SetConfig(&base.Config{AgentConfig: &base.AgentConfig{Driver: &base.ClientDriverConfig{Topology: topology}},
-		PluginConfig: plugintest.EncodeConfig(t, configSpec, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]\nstandby_dir = %q", binDir, standbyDir))}))
+	d := New(ctx, plugintest.Logger(t), lookPathIn(binDir), "")
+	must.NoError(t, d.SetConfig(&base.Config{AgentConfig: agentConfig,
+		PluginConfig: encodeConfig(t, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]\nstandby_dir = %q", binDir, standbyDir))}))
 	ready := func() *workeragent.ForkServer {
 		t.Helper()
 		fs := d.forkServer.Load()
@@ -527,7 +597,7 @@ func TestDriver_SetConfigChecksWarmInterpreter(t *testing.T) {
 		"a module name that is not one": {`standby_preload = ["torch; import os"]`, "standby_preload[0]"},
 		"a startup variable":            {"standby_preload = [\"torch\"]\nstandby_env {\n  PYTHONPATH = \"/x\"\n}", "standby_env"},
 		"PATH":                          {"standby_env {\n  PATH = \"/x\"\n}", "standby_env"},
-		"not a name":                    {"standby_env {\n  \"A-B\" = \"1\"\n}", "standby_env"},
+		"not a name":                    {"standby_env {\n  A-B = \"1\"\n}", "standby_env"},
 		"a relative standby_dir":        {`standby_dir = "run/standby"`, "standby_dir"},
 		"a standby_dir too long":        {`standby_dir = "/` + strings.Repeat("d", 64) + `"`, "at most 64 bytes"},
 		"dynamic_ports not a range":     {`dynamic_ports = "20000"`, "dynamic_ports"},
@@ -537,8 +607,8 @@ func TestDriver_SetConfigChecksWarmInterpreter(t *testing.T) {
 		"fence_after negative":          {`fence_after = "-1s"`, "fence_after"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d := New(context.Background(), testlog.HCLogger(t), lookPathIn(t.TempDir()), "")
-			err := d.SetConfig(&base.Config{PluginConfig: plugintest.EncodeConfig(t, configSpec, c.config)})
+			d := New(context.Background(), plugintest.Logger(t), lookPathIn(t.TempDir()), "")
+			err := d.SetConfig(&base.Config{PluginConfig: encodeConfig(t, c.config)})
 			must.ErrorContains(t, err, c.want)
 			must.Nil(t, d.forkServer.Load())
 		})

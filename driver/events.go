@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/drivers"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 // stderrTailBytes bounds how much of a failed task's stderr its event

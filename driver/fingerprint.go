@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/nomad/plugins/drivers"
-	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/shared"
 )
 
 // LookPathFunc finds an executable by name, as exec.LookPath does.
@@ -36,7 +36,7 @@ func searchPath(lookPath LookPathFunc, dirs []string, name string) (string, erro
 // found, with their versions as attributes; undetected otherwise.
 func fingerprint(ctx context.Context, lookPath LookPathFunc, dirs []string) *drivers.Fingerprint {
 	fp := &drivers.Fingerprint{
-		Attributes:        map[string]*pstructs.Attribute{},
+		Attributes:        map[string]*shared.Attribute{},
 		Health:            drivers.HealthStateUndetected,
 		HealthDescription: "",
 	}
@@ -60,10 +60,10 @@ func fingerprint(ctx context.Context, lookPath LookPathFunc, dirs []string) *dri
 		fp.HealthDescription = "failed to run python --version: " + err.Error()
 		return fp
 	}
-	fp.Attributes[attrHorovodrunVersion] = pstructs.NewStringAttribute(hv)
-	fp.Attributes[attrPythonVersion] = pstructs.NewStringAttribute(strings.TrimPrefix(pv, "Python "))
+	fp.Attributes[attrHorovodrunVersion] = shared.StringAttribute(hv)
+	fp.Attributes[attrPythonVersion] = shared.StringAttribute(strings.TrimPrefix(pv, "Python "))
 	_, err = searchPath(lookPath, dirs, "torchrun")
-	fp.Attributes[attrTorchrun] = pstructs.NewBoolAttribute(err == nil)
+	fp.Attributes[attrTorchrun] = shared.BoolAttribute(err == nil)
 	fp.Health = drivers.HealthStateHealthy
 	fp.HealthDescription = drivers.DriverHealthy
 	return fp

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/plugins/drivers"
 
 	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 // taskHandle is the driver's in-memory view of one running task.

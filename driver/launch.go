@@ -11,13 +11,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/nomad/plugins/drivers"
-
 	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/pyhooks"
 	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/internal/drain"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 // Files the driver writes into a task's directories.

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,18 +14,15 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/client/lib/cgroupslib"
-	"github.com/hashicorp/nomad/client/lib/numalib"
-	"github.com/hashicorp/nomad/helper/testlog"
-	"github.com/hashicorp/nomad/helper/uuid"
-	nstructs "github.com/hashicorp/nomad/nomad/structs"
-	"github.com/hashicorp/nomad/plugins/drivers"
-	dtestutil "github.com/hashicorp/nomad/plugins/drivers/testutils"
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/driver/subcmd"
 	"github.com/schedulearn/schedulearn/internal/leakcheck"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/plugintest"
+	basepb "github.com/schedulearn/schedulearn/internal/nomadplugin/proto/base"
 	"github.com/schedulearn/schedulearn/internal/testcgroup"
 )
 
@@ -42,12 +40,29 @@ func TestMain(m *testing.M) {
 	// The cgroup tree a Nomad client would have made when it started
 	// (TestDriver_FreshCgroupTree makes its own, in a sandbox).
 	if os.Getenv(freshCgroupEnv) == "" {
-		if err := testcgroup.Ensure(hclog.Default(), topology); err != nil {
+		if err := testcgroup.Ensure(hclog.Default()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
-	os.Exit(leakcheck.Main(m))
+	os.Exit(runTests(m))
+}
+
+// runTests runs the tests with the sockets of the in-process plugins (and
+// every temporary file) in a directory of their own, so that the tests,
+// which serve drivers, run in parallel and leave nothing behind.
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "drv")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := plugintest.UseSocketDir(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return leakcheck.Main(m)
 }
 
 // recordEnv names the file the fake horovodrun writes its argv and
@@ -99,14 +114,28 @@ func fakeHorovodrun(args []string) int {
 	return cmd.ProcessState.ExitCode()
 }
 
-var topology = numalib.Scan(numalib.PlatformScanners(false))
+// topology is what the agent sends about this machine's cpus (2 GHz a
+// core here).
+var topology = func() *basepb.ClientTopology {
+	t := &basepb.ClientTopology{NodeIds: []uint32{0}}
+	for i := range testcgroup.CountCores(testcgroup.UsableCores()) {
+		t.Cores = append(t.Cores, &basepb.ClientTopologyCore{CoreId: uint32(i), BaseSpeed: 2000})
+	}
+	return t
+}()
+
+// agentConfig is the agent's config a dispensed driver gets.
+var agentConfig = &base.AgentConfig{Driver: &base.AgentDriverConfig{ClientMinPort: 20000, ClientMaxPort: 32000, Topology: topology}}
 
 // testDriver is a driver whose horovodrun is the fake and whose python is
-// a script, served over gRPC by Nomad's driver harness.
+// a script, served over gRPC in process (plugintest.ServeDriver) as the
+// agent reaches it.
 type testDriver struct {
 	d      *Driver
-	h      *dtestutil.DriverHarness
+	h      *drivers.Client
 	binDir string
+	// kill ends the driver as when its process dies: its tasks run on.
+	kill func()
 }
 
 func newTestDriver(t *testing.T) *testDriver {
@@ -121,13 +150,12 @@ func newTestDriverIn(t *testing.T, binDir string) *testDriver {
 	must.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	d := New(ctx, testlog.HCLogger(t), lookPathIn(binDir), self)
+	d := New(ctx, plugintest.Logger(t), lookPathIn(binDir), self)
 	// No Nomad servers here: no fence (fence's own tests cover it).
 	d.fenceAfter = 0
-	d.compute = computeOf(topology.Compute())
-	h := dtestutil.NewDriverHarness(t, d)
-	t.Cleanup(h.Kill)
-	return &testDriver{d: d, h: h, binDir: binDir}
+	d.compute = computeOf(agentConfig.Compute())
+	h := plugintest.ServeDriver(t, d)
+	return &testDriver{d: d, h: h, binDir: binDir, kill: cancel}
 }
 
 // fakeBinDir holds horovodrun (a link to the test binary) and python3 (a
@@ -165,11 +193,13 @@ func (td *testDriver) newTask(t *testing.T, name string, tc *TaskConfig, env map
 	return td.newTaskLogs(t, name, tc, env, true)
 }
 
-// newTaskLogs is newTask, with logmon only if logs is set: a task that
-// never starts leaves logmon waiting seconds for its fifos.
+// newTaskLogs is newTask; logs is kept from when Nomad's harness ran
+// logmon (a task that never started left it waiting for its fifos): the
+// task's output now goes to plain files either way.
 func (td *testDriver) newTaskLogs(t *testing.T, name string, tc *TaskConfig, env map[string]string, logs bool) *drivers.TaskConfig {
 	t.Helper()
-	allocID := uuid.Generate()
+	_ = logs
+	allocID := newUUID()
 	if env == nil {
 		env = map[string]string{}
 	}
@@ -185,27 +215,26 @@ func (td *testDriver) newTaskLogs(t *testing.T, name string, tc *TaskConfig, env
 	}
 	task := &drivers.TaskConfig{
 		AllocID:   allocID,
-		ID:        uuid.Generate(),
+		ID:        allocID + "/" + name + "/" + newUUID()[:8],
 		Name:      name,
 		JobID:     "train",
 		JobName:   "train",
 		Namespace: "default",
 		Env:       env,
 		Resources: &drivers.Resources{
-			NomadResources: &nstructs.AllocatedTaskResources{
-				Memory: nstructs.AllocatedMemoryResources{MemoryMB: 256},
-				Cpu:    nstructs.AllocatedCpuResources{CpuShares: 100},
+			NomadResources: &drivers.AllocatedTaskResources{
+				Memory: drivers.AllocatedMemoryResources{MemoryMB: 256},
+				Cpu:    drivers.AllocatedCpuResources{CpuShares: 100},
 			},
 			LinuxResources: &drivers.LinuxResources{
 				MemoryLimitBytes: 256 << 20,
 				CPUShares:        100,
-				CpusetCgroupPath: cgroupslib.LinuxResourcesPath(allocID, name, false),
+				CpusetCgroupPath: testcgroup.TaskCpusetPath(allocID, name),
 			},
 		},
 	}
-	must.NoError(t, task.EncodeConcreteDriverConfig(tc))
-	cleanup := td.h.MkAllocDir(task, logs)
-	t.Cleanup(cleanup)
+	must.NoError(t, task.EncodeDriverConfig(taskConfigSpec, tc))
+	plugintest.MkAllocDir(t, task)
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -220,7 +249,7 @@ func (td *testDriver) newTaskLogs(t *testing.T, name string, tc *TaskConfig, env
 			t.Logf("%s:\n%s", f, b)
 		}
 	})
-	td.h.MakeTaskCgroup(allocID, name)
+	testcgroup.MakeTaskCgroup(t, allocID, name)
 	// As the Nomad client does once a task is done with: destroy it (its
 	// supervisor kills what is left). Runs first of the cleanups.
 	t.Cleanup(func() { _ = td.h.DestroyTask(task.ID, true) })
@@ -238,7 +267,7 @@ func launcherConfig(script string) *TaskConfig {
 		MinNP:     1,
 		MaxNP:     3,
 		Slots:     1,
-		Discovery: DiscoveryConfig{Service: "train-workers", Provider: ProviderConsul},
+		Discovery: &DiscoveryConfig{Service: "train-workers", Provider: ProviderConsul},
 		Port:      "horovod",
 	}
 }
@@ -256,6 +285,13 @@ func (td *testDriver) waitExit(t *testing.T, taskID string, timeout time.Duratio
 		t.Fatalf("task %s did not exit within %v", taskID, timeout)
 		return nil
 	}
+}
+
+// newUUID is a random UUID, as Nomad's IDs are.
+func newUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // waitFile waits until path exists and returns its content.

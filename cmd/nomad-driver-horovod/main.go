@@ -12,17 +12,18 @@ import (
 	"os"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/plugins"
 
 	"github.com/schedulearn/schedulearn/driver"
 	"github.com/schedulearn/schedulearn/driver/subcmd"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin"
+	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 func main() {
 	if ok, code := subcmd.Run(os.Args); ok {
 		os.Exit(code)
 	}
-	plugins.ServeCtx(func(ctx context.Context, log hclog.Logger) interface{} {
+	nomadplugin.ServeDriver(func(ctx context.Context, log hclog.Logger) drivers.DriverPlugin {
 		return driver.NewPlugin(ctx, log)
 	})
 }

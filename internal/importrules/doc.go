@@ -17,9 +17,9 @@
 //     (internal/drain) and the job's secret variable (internal/jobsecret),
 //     imports anything of either.
 //
-// Its second test (nomadfree_test.go) runs `go list -deps -test` over the
-// packages that speak Nomad's plugin protocol through internal/nomadplugin
-// (the device plugin and the SDK) and fails when any of them, or its
-// tests, links the source-available github.com/hashicorp/nomad module; only
-// Nomad's api module is allowed.
+// Its second test (nomadfree_test.go) runs `go list -deps -test` over
+// every package of the module (without tags and with the e2e tag) and
+// fails when any of them, or its tests, links the source-available
+// github.com/hashicorp/nomad module; only Nomad's api module is allowed.
+// The plugins speak Nomad's plugin protocol through internal/nomadplugin.
 package importrules

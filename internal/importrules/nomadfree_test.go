@@ -13,15 +13,16 @@ import (
 
 // nomadFree are the packages (go list patterns, relative to the module)
 // that must not link github.com/hashicorp/nomad, the source-available
-// module, in their builds or their tests: they speak Nomad's plugin
-// protocol through internal/nomadplugin. Only Nomad's api module (its own
-// module, MPL-2.0) is allowed. Add the driver's packages here once the
-// driver is on the SDK (issue 32).
-var nomadFree = []string{
-	"cmd/schedulearn-gpu",
-	"plugins/device/...",
-	"internal/nomadplugin/...",
-}
+// module, in their builds or their tests: every package of the module
+// (the plugins speak Nomad's plugin protocol through internal/nomadplugin;
+// the Nomad agent the lab and the e2e tier run is an external tool, built
+// in tools/nomad). Only Nomad's api module (its own module, MPL-2.0) is
+// allowed.
+var nomadFree = []string{"..."}
+
+// nomadFreeTags are the build tag sets the packages are listed with: the
+// default build, and the e2e tier's tests.
+var nomadFreeTags = []string{"", "e2e"}
 
 const nomadModule = "github.com/hashicorp/nomad"
 
@@ -55,31 +56,36 @@ func nomadImports(lines []string) (entries []string, linked int) {
 	return slices.Compact(entries), linked
 }
 
-// The device plugin's binary and tests link nothing of the source-available
-// Nomad module (issue 32).
+// No binary of the module and none of its tests (the e2e tier's
+// included) links anything of the source-available Nomad module (issue
+// 32): `go list -deps -test` of every package names none of its packages.
 func TestNomadFree(t *testing.T) {
-	args := []string{"list", "-deps", "-test", "-f", `{{.ImportPath}}|{{join .Imports " "}}`}
-	for _, p := range nomadFree {
-		args = append(args, module+p)
+	for _, tags := range nomadFreeTags {
+		t.Run("tags="+tags, func(t *testing.T) {
+			args := []string{"list", "-deps", "-test", "-tags", tags, "-f", `{{.ImportPath}}|{{join .Imports " "}}`}
+			for _, p := range nomadFree {
+				args = append(args, module+p)
+			}
+			cmd := exec.Command("go", args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			must.NoError(t, err, must.Sprintf("go list: %s", stderr.String()))
+			var lines []string
+			sc := bufio.NewScanner(bytes.NewReader(out))
+			sc.Buffer(nil, 1<<24)
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+			}
+			must.NoError(t, sc.Err())
+			must.SliceNotEmpty(t, lines)
+			entries, linked := nomadImports(lines)
+			for _, e := range entries {
+				t.Errorf("links the source-available Nomad module: %s", e)
+			}
+			must.Zero(t, linked, must.Sprintf("%d packages of %s are linked", linked, nomadModule))
+		})
 	}
-	cmd := exec.Command("go", args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	must.NoError(t, err, must.Sprintf("go list: %s", stderr.String()))
-	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	must.NoError(t, sc.Err())
-	must.SliceNotEmpty(t, lines)
-	entries, linked := nomadImports(lines)
-	for _, e := range entries {
-		t.Errorf("links the source-available Nomad module: %s", e)
-	}
-	must.Zero(t, linked, must.Sprintf("%d packages of %s are linked", linked, nomadModule))
 }
 
 func TestNomadImports(t *testing.T) {

@@ -15,12 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/nomad/client/lib/cgroupslib"
 )
 
-// sandboxControllers are the cgroup v1 controllers Nomad's client and
-// executor use (cgroupslib.Init and the task lifecycle).
+// sandboxControllers are the cgroup v1 controllers Nomad's client uses
+// for tasks (Ensure and MakeTaskCgroup).
 var sandboxControllers = []string{"cpuset", "cpu", "memory", "freezer"}
 
 // sandboxScript moves the shell into the sandbox's cgroups (the files named
@@ -51,7 +49,7 @@ func SandboxCommand(t testing.TB, argv ...string) *exec.Cmd {
 	if os.Geteuid() != 0 {
 		t.Skip("a cgroup sandbox needs root")
 	}
-	if cgroupslib.GetMode() != cgroupslib.CG1 {
+	if GetMode() != V1 {
 		t.Skip("the cgroup sandbox covers cgroup v1 (this machine's tree is not v1)")
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {
@@ -125,7 +123,7 @@ func ownCgroups() (map[string]string, error) {
 
 // removeTree kills what is left in a cgroup tree and removes it, deepest
 // first (a cgroup directory goes only once it has no children and no
-// processes).
+// processes); through cgroup.kill where there is one (v2).
 func removeTree(root string) error {
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -147,6 +145,10 @@ func removeTree(root string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for _, d := range dirs {
 		for {
+			if f, err := os.OpenFile(filepath.Join(d, "cgroup.kill"), os.O_WRONLY, 0); err == nil {
+				_, _ = f.WriteString("1")
+				_ = f.Close()
+			}
 			killProcs(filepath.Join(d, "cgroup.procs"))
 			err := os.Remove(d)
 			if err == nil || errors.Is(err, fs.ErrNotExist) {

@@ -224,29 +224,6 @@ limits {
 }
 `
 
-// waitLog waits until the file holds want.
-func waitLog(t *testing.T, path, want string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %q did not appear; it holds %q", path, want, b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stopTask stops and destroys a task whatever happened, as the agent does
-// when an allocation ends.
-func stopTask(d *drivers.Client, id string) {
-	_ = d.StopTask(id, time.Second, "SIGKILL")
-	_ = d.DestroyTask(id, true)
-}
-
 // The scan of plugin_dir: the handshake line, then base's PluginInfo and
 // ConfigSchema; without the agent's cookie the binary refuses to serve.
 func TestConformance_Scan(t *testing.T) {
@@ -302,7 +279,7 @@ func TestConformance_Lifecycle(t *testing.T) {
 		cfg := newTask(t, d, longTask)
 		handle, network, err := d.StartTask(cfg)
 		must.NoError(t, err)
-		t.Cleanup(func() { stopTask(d, cfg.ID) })
+		t.Cleanup(func() { plugintest.StopTask(d, cfg.ID) })
 		must.NoError(t, plugintest.WaitUntilStarted(d, cfg.ID, 10*time.Second))
 		must.Nil(t, network)
 		must.Eq(t, 1, handle.Version)
@@ -313,7 +290,7 @@ func TestConformance_Lifecycle(t *testing.T) {
 		must.Positive(t, state.Pid)
 		waitCh, err := d.WaitTask(ctx, cfg.ID)
 		must.NoError(t, err)
-		waitLog(t, cfg.StdoutPath, "started hello extra")
+		plugintest.WaitLog(t, cfg.StdoutPath, "started hello extra")
 
 		st, err := d.InspectTask(cfg.ID)
 		must.NoError(t, err)
@@ -338,7 +315,7 @@ func TestConformance_Lifecycle(t *testing.T) {
 		scancel()
 
 		must.NoError(t, d.SignalTask(cfg.ID, "SIGUSR1"))
-		waitLog(t, cfg.StdoutPath, "usr1")
+		plugintest.WaitLog(t, cfg.StdoutPath, "usr1")
 
 		res, err := d.ExecTask(cfg.ID, []string{"/bin/sh", "-c", "echo out $GREETING; echo err >&2; exit 3"}, 10*time.Second)
 		must.NoError(t, err)
@@ -412,12 +389,12 @@ func TestConformance_Recover(t *testing.T) {
 		cfg := newTask(t, d, longTask)
 		handle, _, err := d.StartTask(cfg)
 		must.NoError(t, err)
-		t.Cleanup(func() { stopTask(d, cfg.ID) })
-		waitLog(t, cfg.StdoutPath, "started")
+		t.Cleanup(func() { plugintest.StopTask(d, cfg.ID) })
+		plugintest.WaitLog(t, cfg.StdoutPath, "started")
 
 		d2 := tr.restart(t)
 		configure(t, d2, "")
-		t.Cleanup(func() { stopTask(d2, cfg.ID) })
+		t.Cleanup(func() { plugintest.StopTask(d2, cfg.ID) })
 		must.NoError(t, d2.RecoverTask(handle))
 		must.NoError(t, d2.RecoverTask(handle), must.Sprint("a task the driver knows recovers again"))
 		st, err := d2.InspectTask(cfg.ID)
@@ -426,7 +403,7 @@ func TestConformance_Recover(t *testing.T) {
 		waitCh, err := d2.WaitTask(context.Background(), cfg.ID)
 		must.NoError(t, err)
 		must.NoError(t, d2.SignalTask(cfg.ID, "SIGUSR1"))
-		waitLog(t, cfg.StdoutPath, "usr1")
+		plugintest.WaitLog(t, cfg.StdoutPath, "usr1")
 		must.NoError(t, d2.StopTask(cfg.ID, 5*time.Second, "SIGTERM"))
 		exit := plugintest.Next(t, waitCh)
 		must.ErrorContains(t, exit.Err, "exit status unknown", must.Sprint("the wait's error travels as the agent reads it"))
@@ -548,7 +525,7 @@ func TestConformance_BadInputs(t *testing.T) {
 			_, _, err = d.StartTask(cfg)
 			must.NoError(t, err)
 			id := cfg.ID
-			t.Cleanup(func() { stopTask(d, id) })
+			t.Cleanup(func() { plugintest.StopTask(d, id) })
 			_, _, err = d.StartTask(cfg)
 			must.ErrorContains(t, err, "already started")
 
@@ -560,41 +537,13 @@ func TestConformance_BadInputs(t *testing.T) {
 			must.True(t, drivers.IsRecoverable(err))
 		})
 
-		t.Run("unknown and missing tasks", func(t *testing.T) {
-			calls := map[string]func(id string) error{
-				"WaitTask": func(id string) error {
-					ch, err := d.WaitTask(context.Background(), id)
-					must.NoError(t, err)
-					return plugintest.Next(t, ch).Err
-				},
-				"StopTask":    func(id string) error { return d.StopTask(id, time.Second, "") },
-				"DestroyTask": func(id string) error { return d.DestroyTask(id, true) },
-				"InspectTask": func(id string) error { _, err := d.InspectTask(id); return err },
-				"TaskStats":   func(id string) error { _, err := d.TaskStats(context.Background(), id, time.Second); return err },
-				"SignalTask":  func(id string) error { return d.SignalTask(id, "SIGHUP") },
-				"ExecTask":    func(id string) error { _, err := d.ExecTask(id, []string{"true"}, time.Second); return err },
-				"ExecTaskStreaming": func(id string) error {
-					_, err := plugintest.Exec(context.Background(), d, id, []string{"true"}, false)
-					return err
-				},
-			}
-			for name, call := range calls {
-				t.Run(name, func(t *testing.T) {
-					err := call("")
-					must.ErrorIs(t, err, drivers.ErrInvalidArgument)
-					must.ErrorContains(t, err, "missing task ID")
-					err = call("no-such-task")
-					must.ErrorIs(t, err, drivers.ErrTaskNotFound)
-					must.ErrorContains(t, err, "task not found for given id")
-				})
-			}
-		})
+		t.Run("unknown and missing tasks", func(t *testing.T) { plugintest.CheckUnknownTasks(t, d) })
 
 		t.Run("bad requests on a running task", func(t *testing.T) {
 			cfg := newTask(t, d, longTask)
 			_, _, err := d.StartTask(cfg)
 			must.NoError(t, err)
-			t.Cleanup(func() { stopTask(d, cfg.ID) })
+			t.Cleanup(func() { plugintest.StopTask(d, cfg.ID) })
 			must.ErrorContains(t, d.SignalTask(cfg.ID, "SIGNOPE"), `unknown signal "SIGNOPE"`)
 			must.ErrorContains(t, d.SignalTask(cfg.ID, ""), "missing signal")
 			_, err = d.ExecTask(cfg.ID, nil, time.Second)
@@ -630,7 +579,7 @@ func TestConformance_WithoutExecStreaming(t *testing.T) {
 	cfg := newTask(t, d, longTask)
 	_, _, err := d.StartTask(cfg)
 	must.NoError(t, err)
-	t.Cleanup(func() { stopTask(d, cfg.ID) })
+	t.Cleanup(func() { plugintest.StopTask(d, cfg.ID) })
 	_, err = plugintest.Exec(ctx, d, cfg.ID, []string{"true"}, false)
 	must.ErrorContains(t, err, "the driver does not serve interactive exec")
 	must.False(t, errors.Is(err, drivers.ErrTaskNotFound))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -19,8 +20,11 @@ var ErrConfig = errors.New("invalid config")
 // Decode reads the msgpack config that the agent encoded from the plugin's
 // config block with spec, into target: a pointer to a struct whose fields
 // carry `cty:"key"` tags, one per key of the schema (a block that may be
-// absent is a pointer, nil when absent). Unknown and missing keys and
-// values of the wrong type are errors that name the key.
+// absent is a pointer, nil when absent). An optional attribute without a
+// default that the config leaves out comes as null: into a pointer it is
+// nil, into a string, number or bool the zero value, as Nomad's own SDK
+// reads it (msgpack into Go). Unknown and missing keys and values of the
+// wrong type are errors that name the key.
 func Decode(spec *Spec, payload []byte, target any) error {
 	ty, err := ImpliedType(spec)
 	if err != nil {
@@ -39,10 +43,72 @@ func Decode(spec *Spec, payload []byte, target any) error {
 	if err != nil {
 		return pathError(err)
 	}
+	if t := reflect.TypeOf(target); t != nil && t.Kind() == reflect.Pointer {
+		val = zeroNulls(val, t.Elem())
+	}
 	if err := gocty.FromCtyValue(val, target); err != nil {
 		return pathError(err)
 	}
 	return nil
+}
+
+// zeroNulls replaces the null strings, numbers and bools in val whose Go
+// target (of type t, reached through `cty` tags) is not a pointer with
+// their type's zero value; gocty refuses null there. Other nulls stay.
+func zeroNulls(val cty.Value, t reflect.Type) cty.Value {
+	if val.IsNull() {
+		if t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface {
+			return val
+		}
+		switch val.Type() {
+		case cty.String:
+			return cty.StringVal("")
+		case cty.Number:
+			return cty.Zero
+		case cty.Bool:
+			return cty.False
+		}
+		return val
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if !val.IsKnown() {
+		return val
+	}
+	ty := val.Type()
+	switch {
+	case ty.IsObjectType() && t.Kind() == reflect.Struct:
+		fields := map[string]reflect.Type{}
+		for i := range t.NumField() {
+			if name := t.Field(i).Tag.Get("cty"); name != "" {
+				fields[name] = t.Field(i).Type
+			}
+		}
+		attrs := val.AsValueMap()
+		if len(attrs) == 0 {
+			return val
+		}
+		for k, v := range attrs {
+			if ft, ok := fields[k]; ok {
+				attrs[k] = zeroNulls(v, ft)
+			}
+		}
+		return cty.ObjectVal(attrs)
+	case ty.IsListType() && t.Kind() == reflect.Slice && val.LengthInt() > 0:
+		elems := val.AsValueSlice()
+		for i, e := range elems {
+			elems[i] = zeroNulls(e, t.Elem())
+		}
+		return cty.ListVal(elems)
+	case ty.IsMapType() && t.Kind() == reflect.Map && val.LengthInt() > 0:
+		elems := val.AsValueMap()
+		for k, e := range elems {
+			elems[k] = zeroNulls(e, t.Elem())
+		}
+		return cty.MapVal(elems)
+	}
+	return val
 }
 
 // check walks a generically decoded payload against ty.

@@ -105,7 +105,6 @@ func TestDecode_BadPayloads(t *testing.T) {
 		{"number for a bool", with("on", cty.NumberIntVal(1)), "on", "a bool is required"},
 		{"list element of the wrong type", with("ids", cty.TupleVal([]cty.Value{cty.True})), "ids.0", "a string is required"},
 		{"not a whole number", with("count", cty.NumberFloatVal(1.5)), "count", "whole number"},
-		{"null where Go has no null", with("count", cty.NullVal(cty.Number)), "count", "null"},
 		{"unknown key in a block", with("inner", cty.ObjectVal(map[string]cty.Value{
 			"size": cty.NumberIntVal(1), "nums": cty.NullVal(cty.List(cty.Number)), "extra": cty.True})), "inner", `unknown key "extra"`},
 		{"not an object", encode(t, cty.StringVal("x")), "", "a block or object is required"},
@@ -125,6 +124,64 @@ func TestDecode_BadPayloads(t *testing.T) {
 		var got config
 		must.ErrorIs(t, hclspec.Decode(schema, []byte{0xc1}, &got), hclspec.ErrConfig)
 	})
+}
+
+// An optional attribute without a default that the config leaves out comes
+// as null: a pointer is nil, a string, number or bool its zero value (as
+// Nomad's SDK decoded it), where Go can hold no null; a block left out is
+// an error where its field is no pointer.
+func TestDecode_Nulls(t *testing.T) {
+	spec := hclspec.NewObject(map[string]*hclspec.Spec{
+		"s": hclspec.NewAttr("s", "string", false),
+		"n": hclspec.NewAttr("n", "number", false),
+		"b": hclspec.NewAttr("b", "bool", false),
+		"p": hclspec.NewAttr("p", "number", false),
+		"l": hclspec.NewAttr("l", "list(string)", false),
+		"m": hclspec.NewAttr("m", "map(string)", false),
+		"blk": hclspec.NewBlock("blk", false, hclspec.NewObject(map[string]*hclspec.Spec{
+			"s": hclspec.NewAttr("s", "string", false),
+		})),
+		"set": hclspec.NewBlock("set", false, hclspec.NewObject(map[string]*hclspec.Spec{
+			"n": hclspec.NewAttr("n", "number", false),
+			"l": hclspec.NewAttr("l", "list(number)", false),
+		})),
+	})
+	type blk struct {
+		S string `cty:"s"`
+	}
+	type set struct {
+		N int   `cty:"n"`
+		L []int `cty:"l"`
+	}
+	type target struct {
+		S   string            `cty:"s"`
+		N   int               `cty:"n"`
+		B   bool              `cty:"b"`
+		P   *int              `cty:"p"`
+		L   []string          `cty:"l"`
+		M   map[string]string `cty:"m"`
+		Blk *blk              `cty:"blk"`
+		Set set               `cty:"set"`
+	}
+	payload, err := plugintest.EncodeConfig(spec, "set {\n}")
+	must.NoError(t, err)
+	var got target
+	must.NoError(t, hclspec.Decode(spec, payload, &got))
+	must.Eq(t, target{}, got)
+
+	payload, err = plugintest.EncodeConfig(spec, "s = \"x\"\nn = 2\nb = true\np = 3\nl = [\"a\"]\nblk {\ns = \"y\"\n}\nset {\nn = 4\nl = [5]\n}")
+	must.NoError(t, err)
+	got = target{}
+	must.NoError(t, hclspec.Decode(spec, payload, &got))
+	three := 3
+	must.Eq(t, target{S: "x", N: 2, B: true, P: &three, L: []string{"a"}, Blk: &blk{S: "y"}, Set: set{N: 4, L: []int{5}}}, got)
+
+	payload, err = plugintest.EncodeConfig(spec, "")
+	must.NoError(t, err)
+	err = hclspec.Decode(spec, payload, &got)
+	must.ErrorIs(t, err, hclspec.ErrConfig)
+	must.ErrorContains(t, err, "set: ")
+	must.ErrorContains(t, err, "null")
 }
 
 func TestEncodeConfig_AgentErrors(t *testing.T) {

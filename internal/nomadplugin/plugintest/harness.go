@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -21,7 +22,8 @@ import (
 // ServeDevice serves impl in process over a real gRPC connection
 // (go-plugin's test transport, without a process or handshake) and returns
 // the agent's client for it. It points TMPDIR at a test directory, where
-// go-plugin leaves its socket, so the test must not be parallel.
+// go-plugin leaves its socket, so the test must not be parallel, unless
+// the test binary called UseSocketDir.
 func ServeDevice(t testing.TB, impl device.DevicePlugin) *device.Client {
 	t.Helper()
 	return serveInProcess[*device.Client](t, device.PluginSet(impl), base.PluginTypeDevice)
@@ -34,9 +36,28 @@ func ServeDriver(t testing.TB, impl drivers.DriverPlugin) *drivers.Client {
 	return serveInProcess[*drivers.Client](t, drivers.PluginSet(impl), base.PluginTypeDriver)
 }
 
+// socketDir is where in-process plugins leave their sockets, when the test
+// binary chose one (UseSocketDir).
+var socketDir atomic.Bool
+
+// UseSocketDir points TMPDIR at dir for the rest of the test binary (call
+// it from TestMain, and remove dir after the tests): go-plugin leaves each
+// in-process plugin's socket there, and ServeDevice and ServeDriver then
+// leave TMPDIR alone, so tests that serve plugins may run in parallel.
+// Every temporary file of the binary goes there too (t.TempDir included).
+func UseSocketDir(dir string) error {
+	if err := os.Setenv("TMPDIR", dir); err != nil {
+		return err
+	}
+	socketDir.Store(true)
+	return nil
+}
+
 func serveInProcess[T any](t testing.TB, set plugin.PluginSet, name string) T {
 	t.Helper()
-	t.Setenv("TMPDIR", t.TempDir())
+	if !socketDir.Load() {
+		t.Setenv("TMPDIR", t.TempDir())
+	}
 	client, _ := plugin.TestPluginGRPCConn(t, true, set)
 	// Close asks the server to stop over gRPC; stopping the server here as
 	// well races inside go-plugin (two GRPCServer.Stop calls).

@@ -3,10 +3,12 @@ package plugintest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,5 +157,77 @@ func WaitUntilStarted(d drivers.DriverPlugin, taskID string, timeout time.Durati
 			return fmt.Errorf("task %s did not start within %v (state %q)", taskID, timeout, st.State)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitLog waits up to 20 s until the file at path (a task's log) holds
+// want, and fails the test if it does not.
+func WaitLog(t testing.TB, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * StreamTimeout)
+	for {
+		b, _ := os.ReadFile(path)
+		if bytes.Contains(b, []byte(want)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %q did not appear; it holds %q", path, want, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// StopTask stops and destroys a task whatever happened, as the agent does
+// when an allocation ends (for a test's cleanup).
+func StopTask(d drivers.DriverPlugin, id string) {
+	_ = d.StopTask(id, time.Second, "SIGKILL")
+	_ = d.DestroyTask(id, true)
+}
+
+// CheckUnknownTasks makes each task call the agent makes (one subtest
+// each) with no task ID, which must be refused as an invalid argument,
+// and with an ID the driver does not know, which must be ErrTaskNotFound.
+func CheckUnknownTasks(t *testing.T, d *drivers.Client) {
+	calls := map[string]func(t *testing.T, id string) error{
+		"WaitTask": func(t *testing.T, id string) error {
+			ch, err := d.WaitTask(context.Background(), id)
+			if err != nil {
+				return err
+			}
+			return Next(t, ch).Err
+		},
+		"StopTask":    func(_ *testing.T, id string) error { return d.StopTask(id, time.Second, "") },
+		"DestroyTask": func(_ *testing.T, id string) error { return d.DestroyTask(id, true) },
+		"InspectTask": func(_ *testing.T, id string) error { _, err := d.InspectTask(id); return err },
+		"TaskStats": func(_ *testing.T, id string) error {
+			_, err := d.TaskStats(context.Background(), id, time.Second)
+			return err
+		},
+		"SignalTask": func(_ *testing.T, id string) error { return d.SignalTask(id, "SIGHUP") },
+		"ExecTask": func(_ *testing.T, id string) error {
+			_, err := d.ExecTask(id, []string{"true"}, time.Second)
+			return err
+		},
+		"ExecTaskStreaming": func(_ *testing.T, id string) error {
+			_, err := Exec(context.Background(), d, id, []string{"true"}, false)
+			return err
+		},
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			for _, c := range []struct {
+				id   string
+				is   error
+				want string
+			}{
+				{"", drivers.ErrInvalidArgument, "missing task ID"},
+				{"no-such-task", drivers.ErrTaskNotFound, "task not found for given id"},
+			} {
+				err := call(t, c.id)
+				if !errors.Is(err, c.is) || err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("task ID %q: got error %v, want %q (%v)", c.id, err, c.want, c.is)
+				}
+			}
+		})
 	}
 }
