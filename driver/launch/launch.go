@@ -136,7 +136,7 @@ func Classify(outcomes []sshshim.Outcome) (cause, why string) {
 		switch {
 		case o.Cause == sshshim.CauseInfrastructure:
 			lost = o.Time
-		case !lost.IsZero() && o.Time.Sub(lost) < drain.LossWindow:
+		case drain.AfterLoss(lost, o.Time):
 			after++
 		default:
 			return sshshim.CauseScript, fmt.Sprintf("the training program exited %d on %s", o.Code, o.Host)

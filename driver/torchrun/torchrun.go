@@ -90,16 +90,15 @@ func (l *Launcher) Run(ctx context.Context) int {
 	errOut := &lockedWriter{mu: &mu, w: l.Stderr}
 	sessions := map[string]*session{}
 	endedCh := make(chan ended)
-	finishing := false // a worker finished training, or the run failed: start no more
 	var st runState
 	tick := time.NewTicker(l.Period)
 	defer tick.Stop()
 
 	for {
-		if !finishing && ctx.Err() == nil {
+		if !st.ending() && ctx.Err() == nil {
 			l.reconcile(ctx, sessions, endedCh, out, errOut)
 		}
-		if (finishing || ctx.Err() != nil) && len(sessions) == 0 {
+		if (st.ending() || ctx.Err() != nil) && len(sessions) == 0 {
 			if ctx.Err() != nil {
 				return 128 + int(syscall.SIGTERM)
 			}
@@ -125,11 +124,7 @@ func (l *Launcher) Run(ctx context.Context) int {
 				l.Logger.Info("torchrun stopped on a removed worker", "host", e.host)
 				continue
 			}
-			switch st.record(e, time.Now(), l.Logger) {
-			case runFinishing:
-				finishing = true
-			case runFailed:
-				finishing = true
+			if st.record(e, time.Now(), l.Logger) == runFailed {
 				for _, other := range sessions {
 					other.cancel()
 				}
@@ -145,6 +140,11 @@ type runState struct {
 	finished bool      // a worker's torchrun finished training
 	exitCode int       // the launcher's exit code so far
 }
+
+// ending says whether the run is ending (a worker finished training, or
+// the run failed): the launcher starts no more torchruns and returns once
+// the last one ended.
+func (st *runState) ending() bool { return st.finished || st.exitCode != 0 }
 
 // What the run does after a worker's torchrun ended.
 const (
@@ -197,7 +197,7 @@ func (st *runState) record(e ended, now time.Time, logger hclog.Logger) int {
 // launcher then exits drain.ExitInfrastructure and the planner runs the
 // job again from its checkpoint. Otherwise the script failed: its code.
 func runFailure(code int, lost, now time.Time) int {
-	if code == drain.ExitInfrastructure || code > 128 || !lost.IsZero() && now.Sub(lost) < drain.LossWindow {
+	if code == drain.ExitInfrastructure || code > 128 || drain.AfterLoss(lost, now) {
 		return drain.ExitInfrastructure
 	}
 	return code

@@ -153,3 +153,7 @@ const ExitInfrastructure = 75
 // of a job are bounded, so a script that really fails then still ends
 // failed.
 const LossWindow = 5 * time.Minute
+
+// AfterLoss says whether a failure at t is the consequence of a loss at
+// lost (zero: the run lost nothing): within LossWindow after it.
+func AfterLoss(lost, t time.Time) bool { return !lost.IsZero() && t.Sub(lost) < LossWindow }
