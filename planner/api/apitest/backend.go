@@ -108,6 +108,24 @@ func (b *Backend) enter(method string) error {
 	return b.Err
 }
 
+// enterJob is enter, then the job with id (api.ErrNotFound when none); b.mu
+// is held.
+func (b *Backend) enterJob(method, id string) (*structs.Job, error) {
+	if err := b.enter(method); err != nil {
+		return nil, err
+	}
+	return b.lookup(id)
+}
+
+// lookup is the job with id, or api.ErrNotFound; b.mu is held.
+func (b *Backend) lookup(id string) (*structs.Job, error) {
+	j, ok := b.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
+	}
+	return j, nil
+}
+
 // Submit queues the job. A job asking for more GPUs than the largest node
 // has is an *api.InputError pointing at the job's training block (when the
 // fake has nodes).
@@ -179,9 +197,9 @@ func (b *Backend) Job(_ context.Context, id string) (*structs.Job, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	j, ok := b.jobs[id]
-	if !ok {
-		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
+	j, err := b.lookup(id)
+	if err != nil {
+		return nil, err
 	}
 	return clone(j), nil
 }
@@ -204,12 +222,9 @@ func (b *Backend) Jobs(context.Context) ([]*structs.Job, error) {
 func (b *Backend) Stop(_ context.Context, id string) (*structs.Job, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.enter("Stop"); err != nil {
+	j, err := b.enterJob("Stop", id)
+	if err != nil {
 		return nil, err
-	}
-	j, ok := b.jobs[id]
-	if !ok {
-		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
 	}
 	if j.State.Terminal() {
 		return nil, fmt.Errorf("job %q has already ended (%s): %w", id, j.State, api.ErrConflict)
@@ -223,12 +238,9 @@ func (b *Backend) Stop(_ context.Context, id string) (*structs.Job, error) {
 func (b *Backend) ReportProgress(_ context.Context, id string, reports []api.ProgressReport) (*structs.BatchAdvice, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.enter("ReportProgress"); err != nil {
+	j, err := b.enterJob("ReportProgress", id)
+	if err != nil {
 		return nil, err
-	}
-	j, ok := b.jobs[id]
-	if !ok {
-		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
 	}
 	if err := j.AddProgress(reports, b.now()); err != nil {
 		return nil, api.Inputf("%v", err)
@@ -246,12 +258,9 @@ func (b *Backend) ReportProgress(_ context.Context, id string, reports []api.Pro
 func (b *Backend) Resume(_ context.Context, id string) (*structs.Resume, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.enter("Resume"); err != nil {
+	j, err := b.enterJob("Resume", id)
+	if err != nil {
 		return nil, err
-	}
-	j, ok := b.jobs[id]
-	if !ok {
-		return nil, fmt.Errorf("job %q: %w", id, api.ErrNotFound)
 	}
 	return j.ResumeUnder(b.CheckpointDirs), nil
 }
