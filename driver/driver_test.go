@@ -29,8 +29,7 @@ import (
 // encodeConfig is the client config block's body as the agent sends it.
 func encodeConfig(t *testing.T, body string) []byte {
 	t.Helper()
-	payload, err := plugintest.EncodeConfig(configSpec, body)
-	must.NoError(t, err)
+	payload := plugintest.MustEncodeConfig(t, configSpec, body)
 	return payload
 }
 

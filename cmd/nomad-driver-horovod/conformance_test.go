@@ -129,8 +129,7 @@ func configure(t *testing.T, d *drivers.Client, body string) {
 	t.Helper()
 	spec, err := d.ConfigSchema()
 	must.NoError(t, err)
-	payload, err := plugintest.EncodeConfig(spec, body)
-	must.NoError(t, err)
+	payload := plugintest.MustEncodeConfig(t, spec, body)
 	must.NoError(t, d.SetConfig(&base.Config{
 		ApiVersion:   drivers.ApiVersion010,
 		PluginConfig: payload,
@@ -260,8 +259,7 @@ fingerprint_period = "5s"
 fence_after        = "8s"
 dynamic_ports      = "20000-32000"`,
 	} {
-		payload, err := plugintest.EncodeConfig(spec, body)
-		must.NoError(t, err)
+		payload := plugintest.MustEncodeConfig(t, spec, body)
 		must.NoError(t, d.SetConfig(&base.Config{ApiVersion: drivers.ApiVersion010, PluginConfig: payload}))
 	}
 }
@@ -543,12 +541,7 @@ func TestConformance_BadInputs(t *testing.T) {
 	binDir := fakeBinDir(t)
 	configSpec, err := d.ConfigSchema()
 	must.NoError(t, err)
-	encode := func(s *hclspec.Spec, body string) []byte {
-		t.Helper()
-		p, err := plugintest.EncodeConfig(s, body)
-		must.NoError(t, err)
-		return p
-	}
+	encode := func(s *hclspec.Spec, body string) []byte { return plugintest.MustEncodeConfig(t, s, body) }
 
 	t.Run("plugin config", func(t *testing.T) {
 		for _, c := range []struct {

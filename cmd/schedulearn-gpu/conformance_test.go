@@ -103,8 +103,7 @@ func TestConformance_Run(t *testing.T) {
 	d := a.Device(t)
 	spec, err := d.ConfigSchema()
 	must.NoError(t, err)
-	payload, err := plugintest.EncodeConfig(spec, labConfig)
-	must.NoError(t, err)
+	payload := plugintest.MustEncodeConfig(t, spec, labConfig)
 	must.NoError(t, d.SetConfig(&base.Config{ApiVersion: device.ApiVersion010, PluginConfig: payload, AgentConfig: &base.AgentConfig{}}))
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -173,12 +172,7 @@ func TestConformance_BadInputs(t *testing.T) {
 	_, err = d.Reserve([]string{"GPU-1"})
 	must.ErrorContains(t, err, "unknown device IDs: GPU-1")
 
-	encode := func(s *hclspec.Spec, body string) []byte {
-		t.Helper()
-		p, err := plugintest.EncodeConfig(s, body)
-		must.NoError(t, err)
-		return p
-	}
+	encode := func(s *hclspec.Spec, body string) []byte { return plugintest.MustEncodeConfig(t, s, body) }
 	cases := []struct {
 		name    string
 		payload []byte

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -40,6 +41,17 @@ func EncodeConfig(spec *hclspec.Spec, body string) ([]byte, error) {
 		return nil, fmt.Errorf("failed to parse config: %w", diags)
 	}
 	return decode(file.Body, dec)
+}
+
+// MustEncodeConfig is EncodeConfig, failing t when the body does not
+// encode.
+func MustEncodeConfig(t testing.TB, spec *hclspec.Spec, body string) []byte {
+	t.Helper()
+	payload, err := EncodeConfig(spec, body)
+	if err != nil {
+		t.Fatalf("failed to encode the config %q: %v", body, err)
+	}
+	return payload
 }
 
 // decode decodes body with dec as the agent does, and encodes the value

@@ -27,8 +27,7 @@ func encodeConfig(t *testing.T, body string) []byte {
 // encodeConfigWith encodes against a given spec, e.g. one fetched over gRPC.
 func encodeConfigWith(t *testing.T, schema *hclspec.Spec, body string) []byte {
 	t.Helper()
-	payload, err := plugintest.EncodeConfig(schema, body)
-	must.NoError(t, err)
+	payload := plugintest.MustEncodeConfig(t, schema, body)
 	return payload
 }
 
