@@ -205,6 +205,28 @@ func runSleepJob(t *testing.T, nomad *nomadapi.Client) string {
 		wait.Timeout(2*time.Minute),
 		wait.Gap(500*time.Millisecond),
 	))
+	t.Cleanup(func() {
+		// Stopped while the agent runs, its client removes the task's
+		// cgroup; a task the lab kills once the agent is gone leaves it
+		// behind. (Where the test stopped the lab itself, this fails and
+		// the lab's reaper has killed the task.)
+		if _, _, err := nomad.Jobs().Deregister("sleeper", true, nil); err != nil {
+			return
+		}
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if a, _, err := nomad.Allocations().Info(allocID, nil); err != nil || a.ClientTerminalStatus() {
+				break
+			}
+		}
+		// The client destroys an ended allocation, and its cgroup, when it
+		// collects it.
+		_ = nomad.System().GarbageCollect()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if left, _ := filepath.Glob("/sys/fs/cgroup/*/nomad/" + allocID + ".*"); len(left) == 0 {
+				return
+			}
+		}
+	})
 	return allocID
 }
 
