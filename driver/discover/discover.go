@@ -81,9 +81,9 @@ type Discovery struct {
 // planner, which waits for the file to drop drained workers, is not told
 // of a drain that discovery did not see. It logs the first such run of an
 // outage, and the first run that reads again (a marker file beside the
-// discovered file remembers the outage between runs). Only a run with no
-// set printed before fails: there is nothing it could be sure of (a
-// draining worker must never come back).
+// discovered file remembers the outage between runs). A run with no set
+// printed before prints no host (keepLast): a draining worker must never
+// come back, and horovodrun ends the job when its first discovery fails.
 func (d *Discovery) Run(ctx context.Context, out io.Writer) error {
 	hosts, err := d.Refresh(ctx)
 	if err != nil {

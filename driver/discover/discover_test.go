@@ -88,21 +88,42 @@ func TestRun_FallsBackWhenPrimaryFails(t *testing.T) {
 	must.Eq(t, "w-1a2b3c4d:2\n", out.String())
 }
 
-// Discovery fails rather than print a set it is not sure of.
-func TestRun_FailsWithoutDrainList(t *testing.T) {
+// Before it has listed any worker, a run that cannot read the catalogs
+// or the drain list prints no host and succeeds: horovodrun ends the job
+// when its first discovery fails (a slow Consul at the launcher's start
+// failed TestPlanner_FIFOThenElasticFIFO that way), and an empty set only
+// makes it wait. It writes no discovered file (the planner is told of no
+// set discovery did not read) and logs the outage once.
+func TestRun_FirstRunWithoutSourcesPrintsNoHost(t *testing.T) {
 	cases := map[string]*Discovery{
 		"drains unreadable": newDiscovery(t, &fakeSource{workers: []Worker{{AllocID: a1, Address: "x:1"}}}, nil, &fakeDrains{err: errors.New("403")}),
 		"no source":         newDiscovery(t, &fakeSource{err: errors.New("down")}, &fakeSource{err: errors.New("down too")}, &fakeDrains{}),
+		"sources hang":      newDiscovery(t, hangingSource{}, hangingSource{}, &fakeDrains{}),
 	}
 	for name, d := range cases {
 		t.Run(name, func(t *testing.T) {
+			d.Bound = 100 * time.Millisecond
+			log := withLog(d)
 			var out strings.Builder
-			must.Error(t, d.Run(context.Background(), &out))
+			for range 3 {
+				must.NoError(t, d.Run(context.Background(), &out))
+			}
 			must.Eq(t, "", out.String())
 			_, err := os.Stat(d.Task.DiscoveredFile)
 			must.True(t, os.IsNotExist(err))
+			must.Eq(t, 1, strings.Count(log.String(), "printing none until discovery reads"))
 		})
 	}
+}
+
+// A discovered file discovery cannot read is not taken for "none listed".
+func TestRun_CorruptDiscoveredFileFails(t *testing.T) {
+	d := newDiscovery(t, &fakeSource{err: errors.New("down")}, nil, &fakeDrains{})
+	must.NoError(t, os.MkdirAll(filepath.Dir(d.Task.DiscoveredFile), 0o700))
+	must.NoError(t, os.WriteFile(d.Task.DiscoveredFile, []byte("{"), 0o600))
+	var out strings.Builder
+	must.ErrorContains(t, d.Run(context.Background(), &out), "corrupt discovered file")
+	must.Eq(t, "", out.String())
 }
 
 func TestAllocIDFromServiceID(t *testing.T) {

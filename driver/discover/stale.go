@@ -27,19 +27,27 @@ func (d *Discovery) markerPath() string { return d.Task.DiscoveredFile + staleSu
 
 // keepLast returns the host set discovery printed last, for a run whose
 // read failed with cause, and logs the first run of an outage. Without a
-// set printed before, it returns cause.
+// set printed before (the launcher's first runs, with Consul slow or
+// down), it returns no host: horovodrun ends the whole job when its first
+// discovery fails, while an empty set only makes it wait for workers, and
+// it lists no worker that might be draining.
 func (d *Discovery) keepLast(cause error) (map[string]drain.Host, error) {
 	last, err := readDiscovered(d.Task.DiscoveredFile)
-	if err != nil {
-		return nil, cause
+	listed := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, errors.Join(cause, err)
 	}
 	if _, err := os.Stat(d.markerPath()); errors.Is(err, fs.ErrNotExist) {
 		at := d.now().UTC()
 		if werr := jobstate.WriteJSON(d.markerPath(), staleMarker{Since: at, Error: cause.Error()}); werr != nil {
 			d.logger().Warn("failed to write the stale marker", "error", werr)
 		}
-		d.logger().Warn("failed to discover workers; printing the last known hosts until discovery reads again",
-			"hosts", len(last.Hosts), "as_of", last.Updated, "error", cause)
+		if !listed {
+			d.logger().Warn("failed to discover workers before any was listed; printing none until discovery reads", "error", cause)
+		} else {
+			d.logger().Warn("failed to discover workers; printing the last known hosts until discovery reads again",
+				"hosts", len(last.Hosts), "as_of", last.Updated, "error", cause)
+		}
 	}
 	return last.Hosts, nil
 }
