@@ -81,7 +81,7 @@ type rendered struct {
 func terraformEnv(dataDir string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TF_") || k == "CHECKPOINT_DISABLE" {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TF_") || strings.HasPrefix(k, "TOFU_") || k == "CHECKPOINT_DISABLE" {
 			continue
 		}
 		env = append(env, kv)
