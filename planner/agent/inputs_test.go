@@ -1,0 +1,112 @@
+package agent
+
+// Regression tests of issue 28's input findings (N6-N10), through the
+// real server and backend (fuzzAPI): what a user sends that makes no
+// sense is refused with an error that names it, and changes nothing.
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/api"
+	"github.com/schedulearn/schedulearn/planner/config"
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/structs"
+)
+
+// N10: PUT /v1/policy refuses thresholds that are not finite, positive and
+// increasing, and cooldowns beyond a day; PUT /v1/queues refuses weights
+// outside [0.001, 1e6], at filename:line:col. The active policy and the
+// queues stay as they were.
+func TestN10_PolicyAndQueueBounds(t *testing.T) {
+	fa := newFuzzAPI(t)
+	status := func() structs.PolicyState {
+		code, raw := fa.do(http.MethodGet, "/v1/status", fuzzReadToken, nil, nil)
+		must.Eq(t, http.StatusOK, code)
+		var st api.Status
+		must.NoError(t, json.Unmarshal(raw, &st))
+		return st.Policy
+	}
+	setPolicy := func(name string, config map[string]string) (int, string) {
+		body, err := json.Marshal(api.SetPolicyRequest{Name: name, Config: config})
+		must.NoError(t, err)
+		return errorOf(fa.do(http.MethodPut, "/v1/policy", fuzzToken, body, nil))
+	}
+	code, raw := setPolicy("elastic-fifo", map[string]string{"resize_cooldown": "24h"})
+	must.Eq(t, http.StatusOK, code, must.Sprint(raw))
+	before := status()
+
+	for _, tc := range []struct {
+		policy, key, value, want string
+	}{
+		{"tiresias", "queue_thresholds", "NaN", `queue_thresholds: "NaN": "NaN" is not a finite number of GPU-seconds`},
+		{"tiresias", "queue_thresholds", "0,Inf", `queue_thresholds: "0,Inf": "0": a threshold is above 0 GPU-seconds`},
+		{"tiresias", "queue_thresholds", "3600,+Inf", `"+Inf" is not a finite number`},
+		{"tiresias", "queue_thresholds", "1e400", `"1e400" is not a finite number`},
+		{"tiresias", "queue_thresholds", "100,50", `"50" is not above the threshold before it`},
+		{"elastic-fifo", "resize_cooldown", "2562047h", `resize_cooldown: "2562047h" is not a duration from 0s to 24h0m0s`},
+		{"qoe", "resize_cooldown", "24h1s", `resize_cooldown: "24h1s"`},
+		{"edf", "resize_cooldown", "25h", `resize_cooldown: "25h"`},
+		{"goodput-jct", "aging", "2562047h", `aging: "2562047h" is not a duration from 0s to 720h0m0s`},
+		{"goodput-jct", "restart_cost", "48h", `restart_cost: "48h"`},
+		{"goodput", "stickiness", "Inf", `stickiness: "Inf" is not a finite non-negative number`},
+	} {
+		code, raw := setPolicy(tc.policy, map[string]string{tc.key: tc.value})
+		must.Eq(t, http.StatusBadRequest, code, must.Sprintf("%s %s=%s: %s", tc.policy, tc.key, tc.value, raw))
+		must.StrContains(t, raw, tc.want)
+		must.Eq(t, before.Name, status().Name, must.Sprint("a refused switch leaves the policy"))
+	}
+	code, raw = setPolicy("tiresias", map[string]string{"queue_thresholds": "0.5, 3600,57600"})
+	must.Eq(t, http.StatusOK, code, must.Sprint(raw))
+
+	setQueues := func(src string) (int, string) {
+		body, err := json.Marshal(api.SetQueuesRequest{Source: src, Filename: "teams.hcl"})
+		must.NoError(t, err)
+		return errorOf(fa.do(http.MethodPut, "/v1/queues", fuzzToken, body, nil))
+	}
+	code, raw = setQueues("queue \"a\" {\n  weight = 0.001\n}\nqueue \"b\" {\n  weight = 1e6\n}\n")
+	must.Eq(t, http.StatusOK, code, must.Sprint(raw))
+	for _, w := range []string{"1e-320", "0.0009", "1000001", "-1"} {
+		code, raw := setQueues("queue \"a\" {\n  nominal = 1\n}\nqueue \"b\" {\n  weight = " + w + "\n}\n")
+		must.Eq(t, http.StatusBadRequest, code, must.Sprintf("weight %s: %s", w, raw))
+		must.StrContains(t, raw, `teams.hcl:5:3: error: Invalid queue: queue "b": weight`)
+		must.StrContains(t, raw, "a weight is from 0.001 to 1e+06")
+		must.Eq(t, []string{"a", "b"}, fa.a.planner.Queues().Leaves(), must.Sprint("the queues stay"))
+	}
+}
+
+// N10: a policy an older planner stored with a config now out of bounds
+// does not keep the planner from starting: the config file's policy is
+// active, and a new one can be set.
+func TestN10_StoredPolicyOutOfBoundsGivesWay(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Policy = &config.Policy{Name: "fifo"}
+	must.False(t, cfg.Validate().HasErrors())
+	s, err := store.Open(cfg.StorePath())
+	must.NoError(t, err)
+	must.NoError(t, s.PutPolicy(context.Background(), &structs.PolicyState{Name: "elastic-fifo",
+		Config: map[string]string{"resize_cooldown": "2562047h"}}))
+	must.NoError(t, s.Close())
+
+	a, err := New(cfg, hclog.NewNullLogger())
+	must.NoError(t, err)
+	t.Cleanup(func() { a.planner.Policies.Close(); _ = a.store.Close() })
+	name, _ := a.planner.Policies.Active()
+	must.Eq(t, "fifo", name)
+}
+
+// errorOf is an answer's status and its error message (the body where it
+// is not an error).
+func errorOf(code int, raw []byte) (int, string) {
+	var e api.ErrorResponse
+	if code >= 400 && json.Unmarshal(raw, &e) == nil {
+		return code, e.Error
+	}
+	return code, string(raw)
+}
