@@ -101,6 +101,36 @@ func TestN10_StoredPolicyOutOfBoundsGivesWay(t *testing.T) {
 	must.Eq(t, "fifo", name)
 }
 
+// N7: a throughput other than 0 is from 1e-6 to 1e12 samples/s; beyond,
+// the batch is a 400 that names it and records nothing.
+func TestN7_ThroughputBounds(t *testing.T) {
+	fa := newFuzzAPI(t)
+	j := fa.submitted(mustJSON(t, api.SubmitRequest{Source: "training \"p\" {\n  command = \"x\"\n  gpus = 1\n}\n"}), nil)
+	must.NotNil(t, j)
+	for _, v := range []string{"2.56e-305", "5e-324", "1e-7", "1.0000001e12", "1e308"} {
+		code, msg := fa.report(j.ID, `[{"step": 1}, {"step": 2, "samples_per_sec": `+v+`}]`)
+		must.Eq(t, http.StatusBadRequest, code, must.Sprintf("samples_per_sec %s: %s", v, msg))
+		must.StrContains(t, msg, "progress report 1: samples_per_sec must be 0 or from 1e-06 to 1e+12")
+		must.Eq(t, 0, reports(fa.job(j.ID)), must.Sprint("a refused batch records nothing"))
+	}
+	code, msg := fa.report(j.ID, `[{"step": 1, "samples_per_sec": 0}, {"step": 2, "samples_per_sec": 1e-6}, {"step": 3, "samples_per_sec": 1e12}]`)
+	must.Eq(t, http.StatusNoContent, code, must.Sprint(msg))
+	must.Eq(t, 3, reports(fa.job(j.ID)))
+}
+
+// report posts a batch of reports with the job's report token.
+func (f *fuzzAPI) report(id, body string) (int, string) {
+	f.t.Helper()
+	return errorOf(f.do(http.MethodPost, "/v1/jobs/"+id+"/progress", structs.ReportToken(fuzzToken, id), []byte(body), nil))
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must.NoError(t, err)
+	return b
+}
+
 // errorOf is an answer's status and its error message (the body where it
 // is not an error).
 func errorOf(code int, raw []byte) (int, string) {

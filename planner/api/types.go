@@ -59,6 +59,11 @@ const (
 	MaxCheckpointLen = 4096
 	// MaxNoiseScale bounds noise_scale (samples): far beyond any batch.
 	MaxNoiseScale = 1e12
+	// MinSamplesPerSec and MaxSamplesPerSec bound a samples_per_sec
+	// other than 0 (a sample in 11 days; a trillion a second), so that
+	// step times and goodputs stay well inside float64's range.
+	MinSamplesPerSec = 1e-6
+	MaxSamplesPerSec = 1e12
 )
 
 // ValidateProgress checks a batch of reports: not empty, at most
@@ -79,8 +84,9 @@ func ValidateProgress(reports []ProgressReport) error {
 		switch {
 		case r.Step < 0:
 			return bad("negative step %d", r.Step)
-		case r.SamplesPerSec != nil && (*r.SamplesPerSec < 0 || !finite(*r.SamplesPerSec)):
-			return bad("samples_per_sec must be a finite number >= 0, not %v", *r.SamplesPerSec)
+		case r.SamplesPerSec != nil && *r.SamplesPerSec != 0 &&
+			!(*r.SamplesPerSec >= MinSamplesPerSec && *r.SamplesPerSec <= MaxSamplesPerSec):
+			return bad("samples_per_sec must be 0 or from %g to %g, not %v", MinSamplesPerSec, MaxSamplesPerSec, *r.SamplesPerSec)
 		case r.Loss != nil && !finite(*r.Loss):
 			return bad("loss must be finite, not %v", *r.Loss)
 		case r.WorldSize < 0:

@@ -65,6 +65,9 @@ _FATAL_CODES = frozenset({401, 403, 404})
 # report or an advice may carry; beyond them a value is taken for garbage.
 MAX_BATCH = 2 ** 24
 MAX_NOISE_SCALE = 1e12
+# The planner's bounds on a throughput other than 0 (samples a second).
+MIN_SAMPLES_PER_SEC = 1e-6
+MAX_SAMPLES_PER_SEC = 1e12
 # The most of a reply's body read: an advice is a few hundred bytes.
 _MAX_REPLY = 1 << 16
 
@@ -357,7 +360,7 @@ class Reporter:
         self.last_step = step
         r = {"step": step}
         sps = _finite(samples_per_sec)
-        if sps is not None and sps >= 0:
+        if sps is not None and (sps == 0 or MIN_SAMPLES_PER_SEC <= sps <= MAX_SAMPLES_PER_SEC):
             r["samples_per_sec"] = sps
         loss = _finite(loss)
         if loss is not None:
