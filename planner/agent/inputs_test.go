@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
@@ -116,6 +117,36 @@ func TestN7_ThroughputBounds(t *testing.T) {
 	code, msg := fa.report(j.ID, `[{"step": 1, "samples_per_sec": 0}, {"step": 2, "samples_per_sec": 1e-6}, {"step": 3, "samples_per_sec": 1e12}]`)
 	must.Eq(t, http.StatusNoContent, code, must.Sprint(msg))
 	must.Eq(t, 3, reports(fa.job(j.ID)))
+}
+
+// N8: a report's time is within MaxReportSkew of the planner's clock and
+// of the job's submission, its world size at most the GPUs the job may
+// hold, its loss and metric value within ±1e30; else the batch is a 400
+// that says which report and what, and records nothing.
+func TestN8_ReportBounds(t *testing.T) {
+	fa := newFuzzAPI(t)
+	j := fa.submitted(mustJSON(t, api.SubmitRequest{Source: "training \"p\" {\n  command = \"x\"\n  gpus {\n    min = 1\n    max = 4\n  }\n}\n"}), nil)
+	must.NotNil(t, j)
+	at := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339Nano) }
+	for _, tc := range []struct{ report, want string }{
+		{`{"step": 2, "time": "9999-12-31T00:00:00Z"}`, "progress report 1: time 9999-12-31T00:00:00Z is ahead of the planner's clock"},
+		{`{"step": 2, "time": "` + at(10*time.Minute) + `"}`, "by more than the 5m0s of clock skew allowed"},
+		{`{"step": 2, "time": "2000-01-01T00:00:00Z"}`, "progress report 1: time 2000-01-01T00:00:00Z is before job " + j.ID + " was submitted"},
+		{`{"step": 2, "world_size": 9223372036854775807}`, "progress report 1: world_size 9223372036854775807 is more than the 4 GPUs job " + j.ID + " may hold"},
+		{`{"step": 2, "world_size": 5}`, "world_size 5 is more than the 4 GPUs"},
+		{`{"step": 2, "metric": {"name": "accuracy", "value": 1e308}}`, `progress report 1: metric "accuracy" must be a number from -1e+30 to 1e+30, not 1e+308`},
+		{`{"step": 2, "loss": -1e31}`, "progress report 1: loss must be a number from -1e+30 to 1e+30"},
+	} {
+		code, msg := fa.report(j.ID, `[{"step": 1}, `+tc.report+`]`)
+		must.Eq(t, http.StatusBadRequest, code, must.Sprintf("%s: %s", tc.report, msg))
+		must.StrContains(t, msg, tc.want)
+		must.Eq(t, 0, reports(fa.job(j.ID)), must.Sprint("a refused batch records nothing"))
+	}
+	// Within the bounds: taken.
+	code, msg := fa.report(j.ID, `[{"step": 1, "time": "`+at(-4*time.Minute)+`", "world_size": 4, "loss": 1e30},
+		{"step": 2, "time": "`+at(4*time.Minute)+`", "metric": {"name": "accuracy", "value": -1e30}}]`)
+	must.Eq(t, http.StatusNoContent, code, must.Sprint(msg))
+	must.Eq(t, 2, reports(fa.job(j.ID)))
 }
 
 // report posts a batch of reports with the job's report token.

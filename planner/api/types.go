@@ -64,12 +64,17 @@ const (
 	// step times and goodputs stay well inside float64's range.
 	MinSamplesPerSec = 1e-6
 	MaxSamplesPerSec = 1e12
+	// MaxReportValue bounds the size of a loss or a metric's value:
+	// beyond any count or score a script measures, and far enough from
+	// float64's range that a chart's span of them stays finite.
+	MaxReportValue = 1e30
 )
 
 // ValidateProgress checks a batch of reports: not empty, at most
-// MaxProgressBatch, no negative step, throughput or world size, metrics
-// named, finite numbers. It returns an *InputError naming the first bad
-// report.
+// MaxProgressBatch, no negative step or world size, metrics named, numbers
+// within their bounds. It returns an *InputError naming the first bad
+// report. What a report says against its job (its world size and time)
+// the planner checks (structs.Job.AddProgress).
 func ValidateProgress(reports []ProgressReport) error {
 	if len(reports) == 0 {
 		return Inputf("no progress reports: send a JSON array of at least one")
@@ -87,8 +92,8 @@ func ValidateProgress(reports []ProgressReport) error {
 		case r.SamplesPerSec != nil && *r.SamplesPerSec != 0 &&
 			!(*r.SamplesPerSec >= MinSamplesPerSec && *r.SamplesPerSec <= MaxSamplesPerSec):
 			return bad("samples_per_sec must be 0 or from %g to %g, not %v", MinSamplesPerSec, MaxSamplesPerSec, *r.SamplesPerSec)
-		case r.Loss != nil && !finite(*r.Loss):
-			return bad("loss must be finite, not %v", *r.Loss)
+		case r.Loss != nil && !(math.Abs(*r.Loss) <= MaxReportValue):
+			return bad("loss must be a number from -%g to %g, not %v", MaxReportValue, MaxReportValue, *r.Loss)
 		case r.WorldSize < 0:
 			return bad("negative world_size %d", r.WorldSize)
 		case len(r.Checkpoint) > MaxCheckpointLen:
@@ -104,8 +109,8 @@ func ValidateProgress(reports []ProgressReport) error {
 				return bad("metric without a name")
 			case len(m.Name) > MaxMetricNameLen:
 				return bad("metric name over %d bytes", MaxMetricNameLen)
-			case !finite(m.Value):
-				return bad("metric %q must be finite, not %v", m.Name, m.Value)
+			case !(math.Abs(m.Value) <= MaxReportValue):
+				return bad("metric %q must be a number from -%g to %g, not %v", m.Name, MaxReportValue, MaxReportValue, m.Value)
 			}
 		}
 	}

@@ -68,6 +68,8 @@ MAX_NOISE_SCALE = 1e12
 # The planner's bounds on a throughput other than 0 (samples a second).
 MIN_SAMPLES_PER_SEC = 1e-6
 MAX_SAMPLES_PER_SEC = 1e12
+# The planner's bound on the size of a loss or a metric's value.
+MAX_VALUE = 1e30
 # The most of a reply's body read: an advice is a few hundred bytes.
 _MAX_REPLY = 1 << 16
 
@@ -363,10 +365,10 @@ class Reporter:
         if sps is not None and (sps == 0 or MIN_SAMPLES_PER_SEC <= sps <= MAX_SAMPLES_PER_SEC):
             r["samples_per_sec"] = sps
         loss = _finite(loss)
-        if loss is not None:
+        if loss is not None and abs(loss) <= MAX_VALUE:
             r["loss"] = loss
         v = _finite(value)
-        if v is not None:
+        if v is not None and abs(v) <= MAX_VALUE:
             name = str(metric) if metric else self.metric_name
             r["metric"] = {"name": name[:128], "value": v}
         if world_size is not None:
