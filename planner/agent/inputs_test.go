@@ -149,6 +149,30 @@ func TestN8_ReportBounds(t *testing.T) {
 	must.Eq(t, 2, reports(fa.job(j.ID)))
 }
 
+// N6: any job's report token could name a metric with escape sequences
+// or a right-to-left override, which job status then printed. A report
+// metric name holds no control or bidirectional formatting character:
+// the batch is a 400 naming the report and the character.
+func TestN6_ReportMetricNameRefusesTerminalControls(t *testing.T) {
+	fa := newFuzzAPI(t)
+	j := fa.submitted(mustJSON(t, api.SubmitRequest{Source: "training \"p\" {\n  command = \"x\"\n  gpus = 1\n}\n"}), nil)
+	must.NotNil(t, j)
+	// The names as the JSON body writes them.
+	for _, tc := range []struct{ name, want string }{
+		{`acc\u001b[2J`, `progress report 1: metric name "acc\x1b[2J": U+001B at byte 3 is a control character`},
+		{`\u001b]0;pwned\u0007`, "U+001B at byte 0 is a control character"},
+		{`acc\u202eycarucca`, "U+202E at byte 3 is a bidirectional formatting character"},
+		{`acc\u009b31m`, "U+009B at byte 3 is a control character"},
+	} {
+		code, msg := fa.report(j.ID, `[{"step": 1}, {"step": 2, "metric": {"name": "`+tc.name+`", "value": 1}}]`)
+		must.Eq(t, http.StatusBadRequest, code, must.Sprintf("%s: %s", tc.name, msg))
+		must.StrContains(t, msg, tc.want)
+		must.Eq(t, 0, reports(fa.job(j.ID)), must.Sprint("a refused batch records nothing"))
+	}
+	code, msg := fa.report(j.ID, `[{"step": 1, "metric": {"name": "top-1 accuracy (évaluation)", "value": 0.5}}]`)
+	must.Eq(t, http.StatusNoContent, code, must.Sprint(msg))
+}
+
 // report posts a batch of reports with the job's report token.
 func (f *fuzzAPI) report(id, body string) (int, string) {
 	f.t.Helper()

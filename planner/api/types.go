@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -104,11 +105,14 @@ func ValidateProgress(reports []ProgressReport) error {
 			return bad("noise_scale must be a finite number from 0 to %g, not %v", MaxNoiseScale, r.NoiseScale)
 		}
 		if m := r.Metric; m != nil {
+			nameErr := termtext.Check(m.Name)
 			switch {
 			case m.Name == "":
 				return bad("metric without a name")
 			case len(m.Name) > MaxMetricNameLen:
 				return bad("metric name over %d bytes", MaxMetricNameLen)
+			case nameErr != nil:
+				return bad("metric name %q: %v; a metric name holds no control or bidirectional formatting characters", m.Name, nameErr)
 			case !(math.Abs(m.Value) <= MaxReportValue):
 				return bad("metric %q must be a number from -%g to %g, not %v", m.Name, MaxReportValue, MaxReportValue, m.Value)
 			}
