@@ -10,19 +10,31 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 )
 
 // The output helpers print what Nomad's CLI prints with columnize:
 // columns separated by two spaces, and "key = value" lists. They use
 // text/tabwriter, so the CLI needs no module beyond the standard library.
+//
+// Text from users (a job's user, a metric's name, an event's message, a
+// node's name) may hold control characters that would act on the
+// terminal (clear it, set its title or colours) or bidirectional ones
+// that reorder the line: every cell, value and line the CLI prints that
+// holds such text goes through termtext.Escape (termtext.EscapeText for
+// a block of lines), which shows them as \uXXXX.
 
 // formatList renders rows (the first is the header) as aligned columns.
 func formatList(rows [][]string) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = termtext.Escape(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
 	return strings.TrimRight(b.String(), "\n")
@@ -36,7 +48,7 @@ func formatKV(pairs [][2]string) string {
 	}
 	lines := make([]string, 0, len(pairs))
 	for _, p := range pairs {
-		lines = append(lines, strings.TrimRight(fmt.Sprintf("%-*s = %s", width, p[0], p[1]), " "))
+		lines = append(lines, strings.TrimRight(fmt.Sprintf("%-*s = %s", width, p[0], termtext.Escape(p[1])), " "))
 	}
 	return strings.Join(lines, "\n")
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schedulearn/schedulearn/internal/hcldiag"
+	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
@@ -84,7 +85,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	// Parse here first: a broken jobspec never reaches the planner.
 	spec, diags := jobspec.Parse(src, filename, time.Now())
 	if len(diags) > 0 {
-		fmt.Fprintln(c.Err, hcldiag.Format(diags))
+		fmt.Fprintln(c.Err, termtext.EscapeText(hcldiag.Format(diags)))
 	}
 	if diags.HasErrors() {
 		c.errorf("%s is not a valid jobspec; nothing was submitted", filename)
@@ -111,7 +112,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	if err != nil {
 		var e *client.Error
 		if errors.As(err, &e) && len(e.Diagnostics) > 0 {
-			fmt.Fprintln(c.Err, hcldiag.Format(api.HCL(e.Diagnostics)))
+			fmt.Fprintln(c.Err, termtext.EscapeText(hcldiag.Format(api.HCL(e.Diagnostics))))
 			c.errorf("the planner refused %s (%s); nothing was submitted", filename, spec.Name)
 			return ExitUsage
 		}

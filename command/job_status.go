@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
@@ -328,7 +329,7 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 	}
 
 	if verbose && j.Source != "" {
-		b.WriteString("\n\nJobspec\n" + strings.TrimRight(j.Source, "\n"))
+		b.WriteString("\n\nJobspec\n" + termtext.EscapeText(strings.TrimRight(j.Source, "\n")))
 	}
 	return b.String()
 }

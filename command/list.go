@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 )
 
@@ -49,7 +50,7 @@ func runList[T any](m *Meta, args []string, l list[T]) int {
 	fmt.Fprintln(m.Out, formatList(l.Table(items)))
 	if l.Note != nil {
 		if note := l.Note(items); note != "" {
-			fmt.Fprintln(m.Out, note)
+			fmt.Fprintln(m.Out, termtext.Escape(note))
 		}
 	}
 	return ExitOK

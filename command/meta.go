@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 )
 
@@ -102,9 +103,10 @@ func (m *Meta) start(fs *flag.FlagSet, args []string, cmd string, argNames ...st
 
 func (m *Meta) usageError(cmd, msg string) { usageError(m.Err, cmd, msg) }
 
-// errorf prints an error.
+// errorf prints an error; what it quotes of the planner's answer or of
+// a file is escaped (termtext).
 func (m *Meta) errorf(format string, args ...any) {
-	fmt.Fprintf(m.Err, "Error: "+format+"\n", args...)
+	fmt.Fprintln(m.Err, "Error: "+termtext.EscapeText(fmt.Sprintf(format, args...)))
 }
 
 func (m *Meta) getenv(key string) string {
@@ -156,7 +158,9 @@ func (m *Meta) printJSON(v any) int {
 		m.errorf("failed to encode JSON: %v", err)
 		return ExitError
 	}
-	fmt.Fprintln(m.Out, string(buf))
+	// The encoder escapes C0 controls but not C1 or bidirectional ones;
+	// their escapes read back as the same JSON.
+	fmt.Fprintln(m.Out, termtext.EscapeText(string(buf)))
 	return ExitOK
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -158,7 +159,7 @@ func (m *monitor) show(j *structs.Job) {
 	m.events = max(m.events, j.AllEvents())
 	slices.SortStableFunc(lines, func(a, b line) int { return a.t.Compare(b.t) })
 	for _, l := range lines {
-		fmt.Fprintf(m.out, "    %s: %s\n", formatTime(l.t), l.text)
+		fmt.Fprintf(m.out, "    %s: %s\n", formatTime(l.t), termtext.Escape(l.text))
 	}
 	if j.State != m.state {
 		m.state = j.State

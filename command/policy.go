@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 )
@@ -86,7 +87,7 @@ func (c *PolicySetCommand) Run(args []string) int {
 	}
 	fmt.Fprintf(c.Out, "==> Policy %q is active (since %s)\n", st.Name, formatTime(st.Changed))
 	for _, k := range slices.Sorted(maps.Keys(st.Config)) {
-		fmt.Fprintf(c.Out, "    %s = %s\n", k, st.Config[k])
+		fmt.Fprintf(c.Out, "    %s = %s\n", termtext.Escape(k), termtext.Escape(st.Config[k]))
 	}
 	return ExitOK
 }

@@ -127,11 +127,22 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 
 	// The stored policy (set by `schedulearn policy set`) wins over the
 	// config's at start; a changed policy block wins at reload.
+	// A stored policy that no longer opens (its config out of bounds
+	// that an older planner took) gives way to the config's, loudly,
+	// rather than keep the planner from starting.
 	name, pcfg := cfg.Policy.Name, cfg.Policy.Config
-	if st, err := a.store.GetPolicy(context.Background()); err == nil && st.Name != "" {
+	st, err := a.store.GetPolicy(context.Background())
+	stored := err == nil && st.Name != ""
+	if stored {
 		name, pcfg = st.Name, st.Config
 	}
 	host, err := planner.NewPolicyHost(cfg.PluginDir, logger, name, pcfg, policyTimeout)
+	if err != nil && stored {
+		logger.Error("the stored policy does not open; the config's policy is active until `schedulearn policy set` sets one",
+			"stored", name, "error", err, "policy", cfg.Policy.Name)
+		name = cfg.Policy.Name
+		host, err = planner.NewPolicyHost(cfg.PluginDir, logger, name, cfg.Policy.Config, policyTimeout)
+	}
 	if err != nil {
 		a.store.Close()
 		return nil, fmt.Errorf("failed to open policy %q: %w", name, err)

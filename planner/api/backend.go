@@ -129,6 +129,8 @@ type NodeInfo struct {
 }
 
 // Status is the planner's state at a glance.
+// Without a token the API answers Leader, IsLeader, Version and the
+// policy's name only (GET /v1/status is open, for health checks).
 type Status struct {
 	// Leader is the address of the planner that leads (it runs the
 	// scheduling loop and takes writes); empty while none does.

@@ -634,10 +634,16 @@ func (s *Server) listNodes(_ http.ResponseWriter, r *http.Request) (int, any, er
 	return http.StatusOK, nodes, nil
 }
 
+// status is open, for health checks: without a token (either one) it
+// answers what they need, the leader, the version and the active policy's
+// name; the policy's config, last error and time of change are reads.
 func (s *Server) status(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	st, err := s.backend.Status(r.Context())
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to read the planner's status: %w", err)
+	}
+	if !s.authorised(r) && !s.readAuthorised(r) {
+		st = &Status{Leader: st.Leader, IsLeader: st.IsLeader, Version: st.Version, Policy: structs.PolicyState{Name: st.Policy.Name}}
 	}
 	return http.StatusOK, st, nil
 }

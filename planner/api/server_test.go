@@ -547,6 +547,8 @@ func TestServer_Progress(t *testing.T) {
 	t.Parallel()
 	const targetSpec = "training \"resnet50\" {\n  command = \"python3\"\n  gpus = 4\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n  }\n}\n"
 	b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8))
+	// The planner's clock, a minute before the report that gives its time.
+	b.Now = func() time.Time { return time.Date(2026, 11, 22, 9, 59, 0, 0, time.UTC) }
 	srv := apitest.NewServer(t, b)
 	spec, diags := jobspec.Parse([]byte(targetSpec), "train.hcl", time.Now())
 	must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -59,12 +60,22 @@ const (
 	MaxCheckpointLen = 4096
 	// MaxNoiseScale bounds noise_scale (samples): far beyond any batch.
 	MaxNoiseScale = 1e12
+	// MinSamplesPerSec and MaxSamplesPerSec bound a samples_per_sec
+	// other than 0 (a sample in 11 days; a trillion a second), so that
+	// step times and goodputs stay well inside float64's range.
+	MinSamplesPerSec = 1e-6
+	MaxSamplesPerSec = 1e12
+	// MaxReportValue bounds the size of a loss or a metric's value:
+	// beyond any count or score a script measures, and far enough from
+	// float64's range that a chart's span of them stays finite.
+	MaxReportValue = 1e30
 )
 
 // ValidateProgress checks a batch of reports: not empty, at most
-// MaxProgressBatch, no negative step, throughput or world size, metrics
-// named, finite numbers. It returns an *InputError naming the first bad
-// report.
+// MaxProgressBatch, no negative step or world size, metrics named, numbers
+// within their bounds. It returns an *InputError naming the first bad
+// report. What a report says against its job (its world size and time)
+// the planner checks (structs.Job.AddProgress).
 func ValidateProgress(reports []ProgressReport) error {
 	if len(reports) == 0 {
 		return Inputf("no progress reports: send a JSON array of at least one")
@@ -79,10 +90,11 @@ func ValidateProgress(reports []ProgressReport) error {
 		switch {
 		case r.Step < 0:
 			return bad("negative step %d", r.Step)
-		case r.SamplesPerSec != nil && (*r.SamplesPerSec < 0 || !finite(*r.SamplesPerSec)):
-			return bad("samples_per_sec must be a finite number >= 0, not %v", *r.SamplesPerSec)
-		case r.Loss != nil && !finite(*r.Loss):
-			return bad("loss must be finite, not %v", *r.Loss)
+		case r.SamplesPerSec != nil && *r.SamplesPerSec != 0 &&
+			!(*r.SamplesPerSec >= MinSamplesPerSec && *r.SamplesPerSec <= MaxSamplesPerSec):
+			return bad("samples_per_sec must be 0 or from %g to %g, not %v", MinSamplesPerSec, MaxSamplesPerSec, *r.SamplesPerSec)
+		case r.Loss != nil && !(math.Abs(*r.Loss) <= MaxReportValue):
+			return bad("loss must be a number from -%g to %g, not %v", MaxReportValue, MaxReportValue, *r.Loss)
 		case r.WorldSize < 0:
 			return bad("negative world_size %d", r.WorldSize)
 		case len(r.Checkpoint) > MaxCheckpointLen:
@@ -93,13 +105,16 @@ func ValidateProgress(reports []ProgressReport) error {
 			return bad("noise_scale must be a finite number from 0 to %g, not %v", MaxNoiseScale, r.NoiseScale)
 		}
 		if m := r.Metric; m != nil {
+			nameErr := termtext.Check(m.Name)
 			switch {
 			case m.Name == "":
 				return bad("metric without a name")
 			case len(m.Name) > MaxMetricNameLen:
 				return bad("metric name over %d bytes", MaxMetricNameLen)
-			case !finite(m.Value):
-				return bad("metric %q must be finite, not %v", m.Name, m.Value)
+			case nameErr != nil:
+				return bad("metric name %q: %v; a metric name holds no control or bidirectional formatting characters", m.Name, nameErr)
+			case !(math.Abs(m.Value) <= MaxReportValue):
+				return bad("metric %q must be a number from -%g to %g, not %v", m.Name, MaxReportValue, MaxReportValue, m.Value)
 			}
 		}
 	}

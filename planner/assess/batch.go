@@ -64,7 +64,8 @@ func (s StepModel) At(g, m, accum int) float64 {
 // batches it is the slope over all of them together (one intercept), which
 // takes two per-GPU batches anywhere (a resize at a fixed global batch
 // gives them). ok is false while the data cannot tell the slope, or tell a
-// positive one.
+// positive one, or tell a finite model (a throughput so small that a step
+// time overflows is no measurement).
 func FitStep(obs []Observation) (StepModel, bool) {
 	type key struct{ gpus, batch int }
 	times := map[key][]float64{}
@@ -72,8 +73,12 @@ func FitStep(obs []Observation) (StepModel, bool) {
 		if o.Batch <= 0 || o.GPUs <= 0 || !positive(o.Throughput) {
 			continue
 		}
+		t := float64(o.Batch) / o.Throughput
+		if !positive(t) {
+			continue
+		}
 		k := key{o.GPUs, o.Batch}
-		times[k] = append(times[k], float64(o.Batch)/o.Throughput)
+		times[k] = append(times[k], t)
 	}
 	type pt struct{ m, t float64 }
 	byGPUs := map[int][]pt{}
@@ -122,7 +127,11 @@ func FitStep(obs []Observation) (StepModel, bool) {
 		for _, p := range ps {
 			o += p.t - b*p.m
 		}
-		s.Overheads = append(s.Overheads, CountOverhead{g, max(0, o/float64(len(ps)))})
+		o = max(0, o/float64(len(ps)))
+		if !finite(o) {
+			return StepModel{}, false
+		}
+		s.Overheads = append(s.Overheads, CountOverhead{g, o})
 	}
 	slices.SortFunc(s.Overheads, func(x, y CountOverhead) int { return cmp.Compare(x.GPUs, y.GPUs) })
 	return s, true
@@ -170,19 +179,28 @@ func BatchSpeedup(b *jobspec.Batch, obs []Observation, noise float64, maxGPUs in
 
 // Batch is AdviseBatch's advice for gpus GPUs and BatchSpeedup's table up
 // to maxGPUs (either nil where gpus or maxGPUs is 0), from one fit of the
-// step time: the planner needs both on every progress report.
+// step time: the planner needs both on every progress report. Neither
+// ever holds NaN or an infinity: where extreme reports (a throughput of
+// 1e-305 samples/s) take a step time or a goodput out of float64's range,
+// that one is nil instead.
 func Batch(b *jobspec.Batch, obs []Observation, noise float64, gpus, maxGPUs int) (*structs.BatchAdvice, []float64) {
 	if b == nil || !positive(noise) {
 		return nil, nil
 	}
-	model, ok := FitStep(obs)
-	if !ok {
-		if gpus < 1 {
-			return nil, nil
-		}
-		return explore(b, obs, gpus, noise), nil
+	var a *structs.BatchAdvice
+	var tab []float64
+	if model, ok := FitStep(obs); ok {
+		a, tab = advise(b, model, noise, gpus), speedupTable(b, model, noise, maxGPUs)
+	} else if gpus >= 1 {
+		a = explore(b, obs, gpus, noise)
 	}
-	return advise(b, model, noise, gpus), speedupTable(b, model, noise, maxGPUs)
+	if a != nil && !(finite(a.Efficiency) && finite(a.NoiseScale) && finite(a.GoodputGain)) {
+		a = nil
+	}
+	if slices.ContainsFunc(tab, func(x float64) bool { return !finite(x) || x < 0 }) {
+		tab = nil
+	}
+	return a, tab
 }
 
 // advise is the goodput-best split on gpus GPUs for a fitted model (nil

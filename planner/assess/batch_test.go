@@ -191,3 +191,44 @@ func TestFitStep_SlowStepsDoNotTiltIt(t *testing.T) {
 	must.InDelta(t, 0.002, s.PerSample, 1e-12)
 	must.InDelta(t, 0.3, s.Overhead(4), 1e-9)
 }
+
+// N7: reports with a finite but extreme throughput (2.56e-305 samples/s,
+// or 1.7e308) never make the advice or the table NaN or infinite (the
+// planner's reply to the report is JSON, which holds neither): where the
+// numbers leave float64's range there is no advice, or no table.
+func TestN7_BatchAdviceStaysFinite(t *testing.T) {
+	blocks := []*jobspec.Batch{{Size: 8192, Max: 16384, MaxPerGPU: 16384}, {Size: 64, Max: 4096, MaxPerGPU: 128},
+		{Size: 1, Max: jobspec.MaxBatch, MaxPerGPU: jobspec.MaxBatch}}
+	rates := []float64{2.56e-305, 5e-324, 1e-200, 1, 1e300, math.MaxFloat64}
+	for _, b := range blocks {
+		for _, r1 := range rates {
+			for _, r2 := range rates {
+				for _, g := range []int{1, 8} {
+					for _, noise := range []float64{1e-3, 1000, 1e12} {
+						obs := []Observation{{GPUs: g, Batch: 64 * g, Throughput: r1}, {GPUs: g, Batch: 128 * g, Throughput: r2}}
+						a, tab := Batch(b, obs, noise, g, 16)
+						what := must.Sprintf("block %+v, %g and %g samples/s on %d GPUs, noise %g: %+v %v", *b, r1, r2, g, noise, a, tab)
+						if a != nil {
+							for _, x := range []float64{a.Efficiency, a.NoiseScale, a.GoodputGain} {
+								must.True(t, finite(x), what)
+							}
+							must.Positive(t, a.Size, what)
+						}
+						for _, x := range tab {
+							must.True(t, finite(x) && x >= 0, what)
+						}
+					}
+				}
+			}
+		}
+	}
+	// The probe's case: a block whose size the fit's step time cannot
+	// reach in float64 gets no advice rather than a NaN gain.
+	b := &jobspec.Batch{Size: 8192, Max: 16384, MaxPerGPU: 16384}
+	obs := []Observation{{GPUs: 1, Batch: 64, Throughput: 2.56e-305}, {GPUs: 1, Batch: 128, Throughput: 2.56e-305}}
+	a, _ := Batch(b, obs, 1000, 1, 4)
+	must.Nil(t, a)
+	// Ordinary reports still get their advice.
+	a, _ = Batch(b, []Observation{observeBatch(1, 64), observeBatch(1, 128)}, 1000, 1, 4)
+	must.NotNil(t, a)
+}

@@ -121,15 +121,20 @@ func TestParse_NumbersBounded(t *testing.T) {
 		{"zero by zero", target("0/0"), "job.hcl:6:12", "divide zero by zero"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			spec, diags := Parse([]byte(tc.src), "job.hcl", submitted)
-			must.Nil(t, spec)
-			first := firstError(diags)
-			must.NotNil(t, first)
-			must.Eq(t, tc.where, position(first.Subject), must.Sprint(diags.Error()))
-			must.StrContains(t, first.Summary+" "+first.Detail, tc.what)
-		})
+		t.Run(tc.name, func(t *testing.T) { mustRefuseAt(t, tc.src, tc.where, tc.what) })
 	}
+}
+
+// mustRefuseAt parses src as job.hcl and checks that it is refused, its
+// first error at where (file:line:col) and saying what.
+func mustRefuseAt(t *testing.T, src, where, what string) {
+	t.Helper()
+	spec, diags := Parse([]byte(src), "job.hcl", submitted)
+	must.Nil(t, spec)
+	first := firstError(diags)
+	must.NotNil(t, first)
+	must.Eq(t, where, position(first.Subject), must.Sprint(diags.Error()))
+	must.StrContains(t, first.Summary+" "+first.Detail, what)
 }
 
 // Found while sizing the Gate: 65,000 strings in args (256 KiB) took 72 s

@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/schedulearn/schedulearn/internal/hclsafe"
+	"github.com/schedulearn/schedulearn/internal/termtext"
 )
 
 // fileSchema is a jobspec file: training blocks, read by hand so that
@@ -226,6 +227,9 @@ func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
 	case LauncherHorovod, LauncherTorchrun:
 	default:
 		errAt(attrs("launcher"), "Invalid launcher", fmt.Sprintf("%q: launcher is %q or %q.", spec.Launcher, LauncherHorovod, LauncherTorchrun))
+	}
+	if err := termtext.Check(spec.User); err != nil {
+		errAt(attrs("user"), "Invalid user", fmt.Sprintf("%q: %v; a user holds no control or bidirectional formatting characters (they would act on the terminals that list jobs).", spec.User, err))
 	}
 	spec.QueueRange = attrs("queue")
 	if spec.Queue == "" {
@@ -495,6 +499,9 @@ func convertTarget(raw *targetHCL, now time.Time) (*Target, hcl.Diagnostics) {
 	if t.Metric == "" {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty metric",
 			Detail: "metric names what the training reports through the SDK, e.g. \"accuracy\".", Subject: at("metric").Ptr()})
+	} else if err := termtext.Check(t.Metric); err != nil {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid metric",
+			Detail: fmt.Sprintf("%q: %v; a metric name holds no control or bidirectional formatting characters.", t.Metric, err), Subject: at("metric").Ptr()})
 	}
 	for _, v := range []struct {
 		name string

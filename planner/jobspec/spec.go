@@ -132,6 +132,15 @@ type GPUs struct {
 	MinMemoryMiB int
 }
 
+// Most is the most GPUs a job of g may ever hold: Max, or MaxGPUs where
+// it has none.
+func (g GPUs) Most() int {
+	if g.Max > 0 {
+		return g.Max
+	}
+	return MaxGPUs
+}
+
 // Worker is a worker task's CPU, in MHz, and memory, in MiB, as Nomad's
 // resources block asks for them (the worker block); 0 is the planner's
 // default (planner/nomadjob: 500 MHz and 1 GiB).

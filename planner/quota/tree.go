@@ -25,7 +25,10 @@ const (
 	MaxQueues = 1000
 	// MaxGPUs bounds every quantity of a queue (as jobspec.MaxGPUs).
 	MaxGPUs = 1 << 20
-	// MaxWeight bounds a queue's weight.
+	// MinWeight and MaxWeight bound a queue's weight: shares (GPUs over
+	// a weight) stay finite and comparable (a weight of 1e-320 made
+	// them infinite).
+	MinWeight = 0.001
 	MaxWeight = 1e6
 	// DefaultQueue is the queue of jobs that name none, and the one queue
 	// of a planner that configures none.
@@ -188,8 +191,8 @@ func New(defs []Def) (*Tree, error) {
 		if w == 0 {
 			w = 1
 		}
-		if math.IsNaN(w) || w <= 0 || w > MaxWeight {
-			bad(d.Name, "weight", "%v: a weight is above 0 and at most %g", d.Weight, MaxWeight)
+		if math.IsNaN(w) || w < MinWeight || w > MaxWeight {
+			bad(d.Name, "weight", "%v: a weight is from %g to %g", d.Weight, MinWeight, MaxWeight)
 		}
 		admit := d.DeadlineAdmission
 		switch admit {

@@ -337,6 +337,10 @@ const (
 	MaxProgressHistory = 200
 	// MaxProgressMetrics bounds the distinct metric names a job reports.
 	MaxProgressMetrics = 16
+	// MaxReportSkew is how far a report's time may lie ahead of the
+	// planner's clock, or before the job's submission: the clocks of the
+	// job's hosts and the planner's may differ by this much.
+	MaxReportSkew = 5 * time.Minute
 )
 
 // ProgressReport is one report of a training script (the SDK batches
@@ -510,9 +514,15 @@ const EventWarning = "warning"
 // target metric first reaches tier1 and goal, and which checkpoint is the
 // model to deliver for each (Deliveries, with an event per crossing; the
 // planner copies the checkpoints). The reports must be valid (api checks
-// them). It fails, changing nothing, when the batch would take the job
-// over MaxProgressMetrics metric names.
+// them). It fails, changing nothing, when a report does not fit the job
+// (checkReport) or the batch would take the job over MaxProgressMetrics
+// metric names.
 func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
+	for i, r := range reports {
+		if err := j.checkReport(r, now); err != nil {
+			return fmt.Errorf("progress report %d: %w", i, err)
+		}
+	}
 	p := j.Progress.Clone()
 	if p == nil {
 		p = &Progress{}
@@ -569,6 +579,29 @@ func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
 	j.AddEvents(targetEvents...)
 	for _, w := range warnings {
 		j.WarnOnce(now, w)
+	}
+	return nil
+}
+
+// checkReport checks what a report says against the job and the planner's
+// clock now: its world size at most the GPUs the job may hold, its time
+// (when given) neither more than MaxReportSkew ahead of now nor more than
+// that before the job's submission.
+func (j *Job) checkReport(r ProgressReport, now time.Time) error {
+	if most := j.Spec.GPUs.Most(); r.WorldSize > most {
+		return fmt.Errorf("world_size %d is more than the %d GPUs job %s may hold", r.WorldSize, most, j.ID)
+	}
+	if r.Time.IsZero() {
+		return nil
+	}
+	const layout = time.RFC3339
+	if r.Time.After(now.Add(MaxReportSkew)) {
+		return fmt.Errorf("time %s is ahead of the planner's clock (%s) by more than the %s of clock skew allowed",
+			r.Time.UTC().Format(layout), now.UTC().Format(layout), MaxReportSkew)
+	}
+	if !j.Submitted.IsZero() && r.Time.Before(j.Submitted.Add(-MaxReportSkew)) {
+		return fmt.Errorf("time %s is before job %s was submitted (%s) by more than the %s of clock skew allowed",
+			r.Time.UTC().Format(layout), j.ID, j.Submitted.UTC().Format(layout), MaxReportSkew)
 	}
 	return nil
 }

@@ -42,3 +42,18 @@ func TestHandler_ServesEmbeddedSelfContainedAssets(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/nope.js", nil))
 	must.Eq(t, http.StatusNotFound, rec.Code)
 }
+
+// N6: the dashboard shows users' text (a job's user, a metric's name, an
+// event) as text: it builds the page with createElement, textContent and
+// text nodes, never by parsing strings as HTML, so no text can become
+// markup or script. This fails when a sink that parses HTML appears.
+func TestN6_DashboardWritesTextNotHTML(t *testing.T) {
+	h := ui.Handler()
+	sinks := regexp.MustCompile(`\b(innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser|createContextualFragment|srcdoc|eval)\b|new Function\(`)
+	for _, path := range []string{"/app.js", "/"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		must.Eq(t, http.StatusOK, rec.Code)
+		must.SliceEmpty(t, sinks.FindAllString(rec.Body.String(), -1), must.Sprint(path))
+	}
+}

@@ -39,7 +39,8 @@ const ElasticFIFOName = "elastic-fifo"
 //
 // Jobs are never stopped (preempted) and never go below Min.
 //
-// Config: resize_cooldown = a Go duration (default "0s").
+// Config: resize_cooldown = a Go duration from 0s to MaxResizeCooldown
+// (default "0s").
 type ElasticFIFO struct {
 	cooldown atomic.Int64 // nanoseconds
 }

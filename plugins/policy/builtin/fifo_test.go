@@ -145,6 +145,7 @@ func TestBuiltins_SetConfig(t *testing.T) {
 		{name: "rr unknown key", policy: builtin.RoundRobinName, config: map[string]string{"x": "1"}, err: "unknown config key(s) x"},
 		{name: "elastic cooldown", policy: builtin.ElasticFIFOName, config: map[string]string{"resize_cooldown": "90s"}},
 		{name: "elastic bad cooldown", policy: builtin.ElasticFIFOName, config: map[string]string{"resize_cooldown": "-1s"}, err: "resize_cooldown"},
+		{name: "elastic cooldown above a day", policy: builtin.ElasticFIFOName, config: map[string]string{"resize_cooldown": "2562047h"}, err: "resize_cooldown"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -71,7 +71,7 @@ func (p *Goodput) SetConfig(config map[string]string) error {
 		return fmt.Errorf("failed to configure %s: %w", GoodputName, err)
 	}
 	s, err := floatConfig(GoodputName, config, "stickiness", DefaultGoodputStickiness,
-		func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }, "a non-negative number")
+		func(x float64) bool { return x >= 0 }, "a finite non-negative number")
 	if err != nil {
 		return err
 	}

@@ -104,9 +104,9 @@ const (
 //
 // Config: stickiness (as Goodput, default 0.1), attained_scale = GPU-seconds
 // > 0 (default 72000), attained_floor = a number in [0, 1] (default 0.3; 0
-// turns the floor off), restart_cost = a non-negative duration (default 30s;
-// 0 turns the pricing off), aging = a non-negative duration (default 1h; 0
-// turns aging off).
+// turns the floor off), restart_cost = a duration from 0s to MaxResizeCooldown
+// (default 30s; 0 turns the pricing off), aging = a duration from 0s to
+// MaxAging (default 1h; 0 turns aging off).
 type GoodputJCT struct {
 	stickiness atomic.Uint64 // math.Float64bits
 	scale      atomic.Uint64 // math.Float64bits
@@ -138,12 +138,12 @@ func (p *GoodputJCT) SetConfig(config map[string]string) error {
 		return fmt.Errorf("failed to configure %s: %w", GoodputJCTName, err)
 	}
 	s, err := floatConfig(GoodputJCTName, config, "stickiness", DefaultGoodputStickiness,
-		func(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }, "a non-negative number")
+		func(x float64) bool { return x >= 0 }, "a finite non-negative number")
 	if err != nil {
 		return err
 	}
 	a, err := floatConfig(GoodputJCTName, config, "attained_scale", DefaultGoodputJCTAttainedScale,
-		func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }, "a positive number of GPU-seconds")
+		func(x float64) bool { return x > 0 }, "a finite positive number of GPU-seconds")
 	if err != nil {
 		return err
 	}
@@ -152,11 +152,11 @@ func (p *GoodputJCT) SetConfig(config map[string]string) error {
 	if err != nil {
 		return err
 	}
-	rc, err := durationConfig(GoodputJCTName, config, "restart_cost", DefaultGoodputJCTRestartCost)
+	rc, err := durationConfig(GoodputJCTName, config, "restart_cost", DefaultGoodputJCTRestartCost, MaxResizeCooldown)
 	if err != nil {
 		return err
 	}
-	ag, err := durationConfig(GoodputJCTName, config, "aging", DefaultGoodputJCTAging)
+	ag, err := durationConfig(GoodputJCTName, config, "aging", DefaultGoodputJCTAging, MaxAging)
 	if err != nil {
 		return err
 	}

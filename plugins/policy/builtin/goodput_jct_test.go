@@ -194,8 +194,8 @@ func TestGoodputJCT_Config(t *testing.T) {
 		"stickiness":     {"x", "-1", "+Inf", "NaN"},
 		"attained_scale": {"x", "0", "-1", "+Inf", "NaN"},
 		"attained_floor": {"x", "-0.1", "1.5", "NaN"},
-		"restart_cost":   {"x", "-1s", "30"},
-		"aging":          {"x", "-1s", "30"},
+		"restart_cost":   {"x", "-1s", "30", "24h1s"},
+		"aging":          {"x", "-1s", "30", "721h"},
 	} {
 		for _, v := range bad {
 			must.ErrorContains(t, p.SetConfig(map[string]string{key: v}), key)

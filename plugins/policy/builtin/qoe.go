@@ -78,7 +78,7 @@ const DefaultQoEHeadroom = 0.1
 // snapshot, QoE is Elastic FIFO without head-of-line blocking.
 //
 // Config: headroom = a number in [0, 1) (default 0.1); resize_cooldown = a
-// Go duration (default "0s").
+// Go duration from 0s to MaxResizeCooldown (default "0s").
 type QoE struct {
 	cooldown atomic.Int64  // nanoseconds
 	headroom atomic.Uint64 // math.Float64bits

@@ -59,10 +59,10 @@ var DefaultTiresiasThresholds = []float64{16 * 3600}
 // submission order (on the Pollux workloads the two differ in a handful
 // of jobs at 1.5x and 2x load, docs/sim/README.md).
 //
-// Config: queue_thresholds = comma-separated increasing GPU-second
-// thresholds ("57600" by default; "" for one queue, which is first come,
-// first served with preemption-free backfilling); placement = "packed"
-// (default) or "most-free".
+// Config: queue_thresholds = comma-separated finite, positive, increasing
+// GPU-second thresholds ("57600" by default; "" for one queue, which is
+// first come, first served with preemption-free backfilling); placement =
+// "packed" (default) or "most-free".
 type Tiresias struct {
 	thresholds atomic.Pointer[[]float64]
 	mostFree   atomic.Bool // placement = "most-free"; the zero value is packed, the default
@@ -97,22 +97,36 @@ func (p *Tiresias) SetConfig(config map[string]string) error {
 	}
 	th := slices.Clone(DefaultTiresiasThresholds)
 	if v, ok := config["queue_thresholds"]; ok {
-		th = nil
-		for f := range strings.SplitSeq(v, ",") {
-			if f = strings.TrimSpace(f); f == "" {
-				continue
-			}
-			x, err := strconv.ParseFloat(f, 64)
-			if err != nil || x < 0 || (len(th) > 0 && x <= th[len(th)-1]) {
-				return fmt.Errorf("failed to configure %s: queue_thresholds: %q is not a list of increasing non-negative GPU-seconds",
-					TiresiasName, v)
-			}
-			th = append(th, x)
+		var err error
+		if th, err = parseThresholds(v); err != nil {
+			return fmt.Errorf("failed to configure %s: queue_thresholds: %q: %w", TiresiasName, v, err)
 		}
 	}
 	p.thresholds.Store(&th)
 	p.mostFree.Store(mostFree)
 	return nil
+}
+
+// parseThresholds reads queue_thresholds: comma-separated finite,
+// positive, increasing GPU-seconds ("" or only commas: none).
+func parseThresholds(v string) ([]float64, error) {
+	var th []float64
+	for f := range strings.SplitSeq(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		x, err := strconv.ParseFloat(f, 64)
+		switch {
+		case err != nil || !finite(x):
+			return nil, fmt.Errorf("%q is not a finite number of GPU-seconds", f)
+		case x <= 0:
+			return nil, fmt.Errorf("%q: a threshold is above 0 GPU-seconds", f)
+		case len(th) > 0 && x <= th[len(th)-1]:
+			return nil, fmt.Errorf("%q is not above the threshold before it: thresholds increase", f)
+		}
+		th = append(th, x)
+	}
+	return th, nil
 }
 
 // Plan implements policy.Policy.

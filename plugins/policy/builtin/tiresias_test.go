@@ -97,7 +97,7 @@ func TestTiresias_Config(t *testing.T) {
 	must.Eq(t, map[string]A{"a": {"n1": 2}, "b": {"n1": 2}}, targets(s, fresh))
 
 	p := builtin.NewTiresias()
-	for _, bad := range []string{"x", "-1", "100,50", "5,5"} {
+	for _, bad := range []string{"x", "-1", "100,50", "5,5", "NaN", "0,Inf", "0", "1e400"} {
 		must.ErrorContains(t, p.SetConfig(map[string]string{"queue_thresholds": bad}), "queue_thresholds")
 	}
 	must.ErrorContains(t, p.SetConfig(map[string]string{"nope": "1"}), "unknown config key")

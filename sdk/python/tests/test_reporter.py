@@ -193,9 +193,19 @@ def test_bad_values_never_raise(clean_env, planner, reporters):
     r.report(1, samples_per_sec=float("nan"), loss=float("inf"), value=object(), world_size="x")
     r.report(2, samples_per_sec=-5, loss=float("nan"), metric="acc", value=float("nan"))
     r.report(3.0, loss=1)
+    # Throughputs the planner refuses (N7): left out, the report kept.
+    r.report(4, samples_per_sec=2.56e-305)
+    r.report(5, samples_per_sec=1e13)
+    r.report(6, samples_per_sec=0)
+    # Values beyond the planner's bound (N8): left out too.
+    r.report(7, loss=1e31, value=-1e308)
+    # A metric name the planner refuses (N6): the metric left out.
+    r.report(8, metric="acc\x1b[2J", value=0.5)
+    r.report(9, metric="acc\u202e", value=0.5)
     assert r.flush(5)
     assert [{k: v for k, v in x.items() if k != "time"} for x in planner.reports()] == [
-        {"step": 1}, {"step": 2}, {"step": 3, "loss": 1.0}]
+        {"step": 1}, {"step": 2}, {"step": 3, "loss": 1.0}, {"step": 4}, {"step": 5},
+        {"step": 6, "samples_per_sec": 0.0}, {"step": 7}, {"step": 8}, {"step": 9}]
 
 
 def test_close(clean_env, planner, reporters):

@@ -29,6 +29,7 @@ import os
 import random
 import threading
 import time
+import unicodedata
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -65,6 +66,15 @@ _FATAL_CODES = frozenset({401, 403, 404})
 # report or an advice may carry; beyond them a value is taken for garbage.
 MAX_BATCH = 2 ** 24
 MAX_NOISE_SCALE = 1e12
+# The planner's bounds on a throughput other than 0 (samples a second).
+MIN_SAMPLES_PER_SEC = 1e-6
+MAX_SAMPLES_PER_SEC = 1e12
+# The planner's bound on the size of a loss or a metric's value.
+MAX_VALUE = 1e30
+# Unicode's bidirectional formatting characters: with the control
+# characters, what the planner refuses in a metric's name (they would act
+# on the terminals that print it).
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # The most of a reply's body read: an advice is a few hundred bytes.
 _MAX_REPLY = 1 << 16
 
@@ -105,6 +115,12 @@ def _finite(x):
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
+
+
+def _terminal_safe(s):
+    """Whether s holds no control (C0, DEL, C1) or bidirectional
+    formatting character."""
+    return not any(c in _BIDI or unicodedata.category(c) == "Cc" for c in s)
 
 
 def _count(x, most=MAX_BATCH):
@@ -357,15 +373,19 @@ class Reporter:
         self.last_step = step
         r = {"step": step}
         sps = _finite(samples_per_sec)
-        if sps is not None and sps >= 0:
+        if sps is not None and (sps == 0 or MIN_SAMPLES_PER_SEC <= sps <= MAX_SAMPLES_PER_SEC):
             r["samples_per_sec"] = sps
         loss = _finite(loss)
-        if loss is not None:
+        if loss is not None and abs(loss) <= MAX_VALUE:
             r["loss"] = loss
         v = _finite(value)
-        if v is not None:
+        if v is not None and abs(v) <= MAX_VALUE:
             name = str(metric) if metric else self.metric_name
-            r["metric"] = {"name": name[:128], "value": v}
+            if _terminal_safe(name):
+                r["metric"] = {"name": name[:128], "value": v}
+            else:
+                self._warn_once("metric", "schedulearn: metric name %r holds a control or bidirectional "
+                                "formatting character, which the planner refuses; metric left out", name)
         if world_size is not None:
             try:
                 ws = int(world_size)
