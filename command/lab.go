@@ -43,6 +43,12 @@ Usage: schedulearn lab [options]
   are and how to submit the example training job, and runs until interrupted
   (Ctrl-C), then stops everything it started and removes the run's state.
 
+  Nomad and Consul run with ACLs on (default deny), as a production cluster
+  does: a job's secrets (its Nomad variable) are not readable without a
+  token. The lab prints the management tokens to export (NOMAD_TOKEN,
+  CONSUL_HTTP_TOKEN); the planner holds tokens of the least privilege
+  jobspecs/acl/ describes.
+
 Options:
 
   -root=<dir>         Repository root (default: found above the working dir).
@@ -52,6 +58,8 @@ Options:
   -state-dir=<dir>    Where runs keep data and logs (default: <root>/.cache/lab).
   -free-ports         Use free ports instead of the agents' default ports.
   -verbose            Stream the agents' logs to the terminal.
+  -acl=false          Run Nomad and Consul without ACLs (anyone who reaches
+                      them reads every job's secrets).
 
 Multi-host lab (needs root, iproute2 and util-linux):
 
@@ -78,6 +86,7 @@ Exit Codes:
 func (c *LabCommand) Run(args []string) int {
 	var root, configDir, pluginDir, stateDir string
 	var freePorts, verbose bool
+	acl := true
 	var hosts int
 	var varFile string
 	fs := newFlagSet("lab")
@@ -87,6 +96,7 @@ func (c *LabCommand) Run(args []string) int {
 	fs.StringVar(&stateDir, "state-dir", "", "")
 	fs.BoolVar(&freePorts, "free-ports", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
+	fs.BoolVar(&acl, "acl", true, "")
 	fs.IntVar(&hosts, "hosts", 0, "")
 	fs.StringVar(&varFile, "var-file", "", "")
 	pos, ok := parseFlags(fs, args, c.Err, "lab")
@@ -109,6 +119,7 @@ func (c *LabCommand) Run(args []string) int {
 		return c.runCluster(root, hosts, varFile, pluginDir, stateDir, verbose)
 	}
 	cfg := lab.DefaultConfig(root)
+	cfg.ACL = acl
 	if configDir != "" {
 		cfg.ConfigDir = configDir
 	}
@@ -147,6 +158,13 @@ func (c *LabCommand) Run(args []string) int {
 			return ExitError
 		}
 	}
+	if l.ACL != nil {
+		if tokens.nomad, tokens.consul, err = plannerACLTokens(ctx, l, root); err != nil {
+			l.Stop()
+			fmt.Fprintf(c.Err, "Error: %v\n", err)
+			return ExitError
+		}
+	}
 	plannerDone, plannerAddr, err := c.startPlanner(ctx, l, cfg, tokens)
 	if err != nil {
 		l.Stop()
@@ -169,8 +187,34 @@ func (c *LabCommand) Run(args []string) int {
 }
 
 // labTokens are the lab planner's tokens: write (writes and reads) and
-// read (reads only).
-type labTokens struct{ write, read string }
+// read (reads only); with ACLs, the planner's own Nomad and Consul tokens.
+type labTokens struct{ write, read, nomad, consul string }
+
+// plannerACLTokens makes the planner's Nomad and Consul tokens from the
+// least-privilege policies in <root>/jobspecs/acl (docs/acl.md).
+func plannerACLTokens(ctx context.Context, l *lab.Lab, root string) (nomad, consul string, err error) {
+	rules := func(name string) (string, error) {
+		b, err := os.ReadFile(filepath.Join(root, "jobspecs", "acl", name))
+		if err != nil {
+			return "", fmt.Errorf("failed to read the planner's ACL policy: %w", err)
+		}
+		return string(b), nil
+	}
+	r, err := rules("planner-nomad.hcl")
+	if err != nil {
+		return "", "", err
+	}
+	if nomad, err = l.NomadPolicy(ctx, "schedulearn-planner", r); err != nil {
+		return "", "", err
+	}
+	if r, err = rules("planner-consul.hcl"); err != nil {
+		return "", "", err
+	}
+	if consul, err = l.ConsulPolicy(ctx, "schedulearn-planner", r); err != nil {
+		return "", "", err
+	}
+	return nomad, consul, nil
+}
 
 // startPlanner runs the planner on the lab until ctx ends: the config in
 // the lab's config dir, with the lab's addresses, its store in the run
@@ -195,6 +239,9 @@ func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Confi
 		pcfg.CheckpointDirs = []string{filepath.Join(l.NomadDataDir(), "alloc")}
 	}
 	pcfg.Token, pcfg.ReadToken = tokens.write, tokens.read
+	if tokens.nomad != "" {
+		pcfg.Nomad.Token, pcfg.Consul.Token = tokens.nomad, tokens.consul
+	}
 	logs, err := os.Create(filepath.Join(l.RunDir(), "planner.log"))
 	if err != nil {
 		return nil, "", err
@@ -260,7 +307,7 @@ func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config, root, plannerAddr st
     Logs:       %[4]s/nomad.log, consul.log, planner.log
 
   Next, in another terminal:
-    export NOMAD_ADDR=%[1]s CONSUL_HTTP_ADDR=%[2]s
+    export NOMAD_ADDR=%[1]s CONSUL_HTTP_ADDR=%[2]s%[10]s
     export SCHEDULEARN_ADDR=%[6]s SCHEDULEARN_TOKEN=%[7]s   # read only: SCHEDULEARN_TOKEN=%[9]s
     %[8]s/bin/schedulearn node list                                   # the GPUs the planner sees
     %[8]s/bin/schedulearn job run %[8]s/jobspecs/examples/train.hcl   # an elastic training job
@@ -269,5 +316,15 @@ func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config, root, plannerAddr st
 
   Press Ctrl-C to stop the lab; it removes everything it started.
 ==> Lab ready.
-`, l.NomadAddr, l.ConsulAddr, cfg.PluginDir, l.RunDir(), bin, plannerAddr, tokens.write, root, tokens.read)
+`, l.NomadAddr, l.ConsulAddr, cfg.PluginDir, l.RunDir(), bin, plannerAddr, tokens.write, root, tokens.read, agentTokens(l))
+}
+
+// agentTokens is the export of the agents' management tokens for a lab
+// with ACLs (the operator's; the planner holds its own), else nothing.
+func agentTokens(l *lab.Lab) string {
+	if l.ACL == nil {
+		return "   # no ACLs (-acl=false)"
+	}
+	return fmt.Sprintf("\n    export NOMAD_TOKEN=%s CONSUL_HTTP_TOKEN=%s   # management tokens (ACLs on)",
+		l.ACL.NomadManagement, l.ACL.ConsulManagement)
 }

@@ -144,7 +144,15 @@ func TestLabCommand_CtrlCStopsEverything(t *testing.T) {
 			must.Eq(t, http.StatusOK, resp.StatusCode)
 			resp.Body.Close()
 
-			nomad, err := nomadapi.NewClient(&nomadapi.Config{Address: nomadAddr})
+			// Nomad enforces ACLs (issue 28, N11): without a token no one
+			// reads the jobs or a job's secrets (its variable).
+			anon, err := nomadapi.NewClient(&nomadapi.Config{Address: nomadAddr})
+			must.NoError(t, err)
+			_, _, err = anon.Variables().List(nil)
+			must.ErrorContains(t, err, "403", must.Sprint("variables are readable without a token"))
+			_, _, err = anon.Jobs().List(nil)
+			must.ErrorContains(t, err, "403", must.Sprint("jobs are readable without a token"))
+			nomad, err := nomadapi.NewClient(&nomadapi.Config{Address: nomadAddr, SecretID: exported(t, out, "NOMAD_TOKEN")})
 			must.NoError(t, err)
 			allocID := runSleepJob(t, nomad)
 			dirs := labDirs(t, stateDir)
@@ -315,6 +323,18 @@ func fieldAfter(t *testing.T, out, label string) string {
 		}
 	}
 	t.Fatalf("no %q line in:\n%s", label, out)
+	return ""
+}
+
+// exported is the value of name in the lab's `export NAME=value` lines.
+func exported(t *testing.T, out, name string) string {
+	t.Helper()
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, name+"="); ok && v != "" {
+			return v
+		}
+	}
+	t.Fatalf("no %s= in:\n%s", name, out)
 	return ""
 }
 

@@ -159,6 +159,7 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 	allocs, _, err := n.Client.Jobs().Allocations(id, true, n.query(ctx))
 	if err != nil {
 		if isNotFound(err) {
+			n.deleteSecrets(ctx, j)
 			return planner.Outcome{Done: true, ExitCode: -1, Message: "the nomad job is gone"}, nil
 		}
 		return planner.Outcome{}, fmt.Errorf("failed to list allocations of %s: %w", id, err)
@@ -175,6 +176,8 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 			return planner.Outcome{}, err
 		}
 		if job == nil {
+			// Its secrets go with it, however it went.
+			n.deleteSecrets(ctx, j)
 			return planner.Outcome{Done: true, ExitCode: -1, Message: "the nomad job was stopped outside the planner"}, nil
 		}
 		return n.unplaced(ctx, j, allocs), nil
