@@ -25,7 +25,10 @@
 // duration includes the start-up). Jobs progress at a rate that is constant
 // between events, so the loop is exact, and a run costs O(events log jobs)
 // plus the rounds. A round of a time-invariant policy in which nothing has
-// happened can be skipped (Config.SkipQuietRounds) without changing the run.
+// happened can be skipped (Config.SkipQuietRounds) without changing the run;
+// the quiet rounds up to the next event or arrival are skipped in one step
+// of the loop, and with no job queued or running the loop goes to the next
+// arrival, so time without news costs nothing.
 //
 // # Bounds
 //

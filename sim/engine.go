@@ -203,6 +203,7 @@ type simulator struct {
 	planMs   []float64
 	rounds   int
 	skipped  int
+	steps    int   // of the loop: the times the clock moved
 	dirty    bool  // something happened since the last round
 	err      error // a model gave what the loop cannot use
 	// steady is the policy, if it tells until when its plan stays the
@@ -303,16 +304,19 @@ func (s *simulator) at(sec float64) time.Time {
 
 func (s *simulator) loop(ctx context.Context) error {
 	next := 0 // the next job to arrive
-	nextRound := 0.0
+	// The timed rounds are on a grid from second 0: the next is number n,
+	// at n x Round.
+	n := 0.0
 	if len(s.jobs) > 0 {
-		nextRound = math.Ceil(s.jobs[0].spec.Submit/s.round) * s.round
+		n = s.roundAfter(s.jobs[0].spec.Submit)
 	}
-	for iter := 0; s.finished < len(s.jobs); iter++ {
-		if iter%4096 == 0 {
+	for ; s.finished < len(s.jobs); s.steps++ {
+		if s.steps%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("failed to simulate: %w", err)
 			}
 		}
+		nextRound := n * s.round
 		t := nextRound
 		if len(s.events) > 0 {
 			t = min(t, s.events[0].t)
@@ -358,19 +362,23 @@ func (s *simulator) loop(ctx context.Context) error {
 			changed, s.dirty = true, true
 		}
 		if t >= nextRound || (changed && s.cfg.EventRounds) {
-			// A quiet round is skipped before the policy's steady time, a
-			// second early (the round that would see it change is planned).
-			if s.cfg.SkipQuietRounds && !s.dirty && t+1 < s.until {
+			quiet := s.quiet(t)
+			if quiet {
 				s.skipped++
 			} else if err := s.schedule(ctx); err != nil {
 				return err
 			}
 			if t >= nextRound {
-				nextRound += s.round
+				n++
+				if quiet {
+					// The timed rounds up to the next event or arrival are
+					// as quiet: skipped at once, not one by one.
+					n = s.quietUntil(n, next)
+				}
 			}
 			if len(s.active) == 0 && next < len(s.jobs) {
 				// Idle: the next round is the first after the next arrival.
-				nextRound = max(nextRound, math.Ceil(s.jobs[next].spec.Submit/s.round)*s.round)
+				n = max(n, s.roundAfter(s.jobs[next].spec.Submit))
 			}
 			if s.busy == 0 && len(s.active) > 0 && next == len(s.jobs) && len(s.events) == 0 {
 				return s.stalled()
@@ -384,6 +392,48 @@ func (s *simulator) loop(ctx context.Context) error {
 		s.cfg.Progress(s.finished, len(s.jobs), s.now)
 	}
 	return nil
+}
+
+// roundAfter is the number of the first timed round at or after second t.
+func (s *simulator) roundAfter(t float64) float64 { return math.Ceil(t / s.round) }
+
+// quiet says whether a round at t is skipped (Config.SkipQuietRounds):
+// nothing has happened since the last round, and t is before the policy's
+// steady time, a second early (the round that would see it change is
+// planned).
+func (s *simulator) quiet(t float64) bool {
+	return s.cfg.SkipQuietRounds && !s.dirty && t+1 < s.until
+}
+
+// quietUntil is called after the quiet timed round n-1: it skips the
+// timed rounds from number n on that are as quiet, those before the next
+// event and the next arrival (job next) that quiet allows, and returns the
+// number of the first it does not skip. Up to MaxSimSeconds, past which
+// the loop ends.
+func (s *simulator) quietUntil(n float64, next int) float64 {
+	h := min(s.until-1, MaxSimSeconds)
+	if len(s.events) > 0 {
+		h = min(h, s.events[0].t)
+	}
+	if next < len(s.jobs) {
+		h = min(h, s.jobs[next].spec.Submit)
+	}
+	skips := func(m float64) bool {
+		t := m * s.round
+		return t < h && s.quiet(t)
+	}
+	// The first round at or after h, corrected for the roundings of
+	// h / round and m x round: the same rounds that skipping one by one
+	// would skip.
+	m := max(n, s.roundAfter(h))
+	for m > n && !skips(m-1) {
+		m--
+	}
+	for skips(m) {
+		m++
+	}
+	s.skipped += int(m - n)
+	return m
 }
 
 // stalled is the error of a run in which queued jobs can never start.

@@ -9,7 +9,9 @@ import (
 
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 	"github.com/schedulearn/schedulearn/sim"
 )
 
@@ -90,4 +92,46 @@ func TestConfig_MinRound(t *testing.T) {
 	must.ErrorContains(t, cfg.Validate(), "shorter than 1s")
 	cfg.Round = sim.MinRound
 	must.NoError(t, cfg.Validate())
+}
+
+// plans counts the plans of the policy it wraps, which so cannot tell
+// until when its plan holds (policy.Steady): every round is planned.
+type plans struct {
+	policy.Policy
+	n int
+}
+
+func (p *plans) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	p.n++
+	return p.Policy.Plan(ctx, s)
+}
+
+// Issue 28, N12: a valid two-line trace spanning 100 years at 1 s rounds
+// ran for minutes: the loop stepped through every quiet round, one a
+// simulated second. Now it jumps over the rounds it skips as quiet, to the
+// next event or arrival; with no job queued or running it jumped to the
+// next arrival before. Each run takes a handful of the loop's steps and
+// plans; the result counts the rounds as before.
+func TestN12_ACenturyAtOneSecondRoundsTakesAFewSteps(t *testing.T) {
+	const fifty = sim.MaxTraceSeconds
+	t.Run("one job after another, quiet rounds skipped", func(t *testing.T) {
+		cfg := config(1, 1)
+		cfg.Round, cfg.SkipQuietRounds = time.Second, true
+		r := run(t, cfg, builtin.FIFOName, rigid("a", 0, fifty, 1), rigid("b", fifty, fifty, 1))
+		t.Logf("%d rounds planned, %d skipped, in %d steps", r.Rounds, r.SkippedRounds, r.Steps)
+		must.Eq(t, []float64{fifty, fifty}, r.JCTs)
+		must.Eq(t, 2*fifty, r.Rounds+r.SkippedRounds, must.Sprint("a round a second for a century"))
+		must.Less(t, 10, r.Rounds)
+		must.Less(t, 20, r.Steps)
+	})
+	t.Run("nothing to run for fifty years, every round planned", func(t *testing.T) {
+		cfg := config(1, 1)
+		cfg.Round = time.Second
+		p := &plans{Policy: host.Builtins()[builtin.QoEName]()}
+		r, err := sim.Run(context.Background(), cfg, t0, []sim.JobSpec{rigid("a", 0, 5, 1), rigid("b", fifty, 5, 1)}, p)
+		must.NoError(t, err)
+		must.Eq(t, []float64{5, 5}, r.JCTs)
+		must.Less(t, 20, p.n)
+		must.Less(t, 20, r.Steps)
+	})
 }

@@ -26,6 +26,9 @@ type Result struct {
 	SkippedRounds int     `json:"skipped_rounds"`
 	PlanMs        Stats   `json:"plan_ms"` // time the policy took per round
 	WallSeconds   float64 `json:"wall_seconds"`
+	// Steps are the times the event loop moved the clock: what the run
+	// cost, beside its rounds (a stretch of quiet rounds is one step).
+	Steps int `json:"-"`
 	// Deadlines is how the jobs with deadlines fared; nil if none has one.
 	Deadlines *DeadlineResult `json:"deadlines,omitempty"`
 	// Queues is how each queue fared, and QueueSummary their fairness
@@ -88,7 +91,7 @@ type Segment struct {
 func (s *simulator) result(wall time.Duration) *Result {
 	gpus := s.cfg.Nodes * s.cfg.GPUsPerNode
 	r := &Result{Policy: s.policy.PluginInfo().Name, GPUs: gpus, Rounds: s.rounds, SkippedRounds: s.skipped,
-		WallSeconds: wall.Seconds(), Util: s.util, Segments: s.segments}
+		Steps: s.steps, WallSeconds: wall.Seconds(), Util: s.util, Segments: s.segments}
 	ran := make([]*simJob, 0, len(s.jobs))
 	for _, j := range s.jobs {
 		if !j.refused {

@@ -17,7 +17,7 @@ import (
 var ErrConnectionLost = errors.New("connection to the worker agent lost")
 
 // clientHandshakeTimeout bounds the client's dial-to-answer time: longer
-// than the agent's own bound, as the agent may be busy accepting.
+// than the agent's own bound, which ends a slower handshake first.
 const clientHandshakeTimeout = HandshakeTimeout + 10*time.Second
 
 // Run runs command on the agent at addr and streams its output to stdout

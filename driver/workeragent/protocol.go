@@ -26,9 +26,10 @@
 // request answers one frame of kind frameRefused in clear and closes.
 //
 // Before a request is authenticated the agent reads at most
-// nonceSize + frameHeader + maxRequest (+ 16) bytes, within HandshakeTimeout (20 s),
-// and handles at most maxHandshakes connections at once; frames are
-// bounded by maxFrame.
+// nonceSize + frameHeader + maxRequest (+ 16) bytes, within HandshakeTimeout (5 s),
+// and keeps at most maxPending such connections, maxPendingPerSource of
+// them from one source: a new one displaces the oldest of its source or of
+// the source holding the most (gate); frames are bounded by maxFrame.
 //
 // A request with op "finish" tells the agent that training is over: it
 // answers, stops and exits 0, so the worker task completes. When the
@@ -67,16 +68,24 @@ const (
 	maxRequest = 256 << 10
 	// maxFrame bounds any other frame's payload.
 	maxFrame = 1 << 20
-	// maxHandshakes bounds the connections the agent reads unauthenticated
-	// requests from at once; more wait to be accepted.
-	maxHandshakes = 64
+	// maxPending bounds the connections the agent reads unauthenticated
+	// requests from at once; a new one displaces an older one (gate).
+	maxPending = 64
+	// maxPendingPerSource bounds them per source (IPv4 address, IPv6
+	// /64): at least the ranks a launcher starts on one worker at once
+	// (one connection per slot, a slot per GPU: up to 16 on one node), so
+	// that a launcher's burst never displaces its own connections.
+	maxPendingPerSource = 16
 	// maxResponse bounds the agent's response frame.
 	maxResponse = 64 << 10
 )
 
 // HandshakeTimeout bounds the time from a connection's accept to its
-// authenticated request: generous, for a launcher on a loaded node.
-const HandshakeTimeout = 20 * time.Second
+// authenticated request. An honest client needs one round trip (it sends
+// its nonce and request in one write as soon as the greeting arrives):
+// milliseconds, and a thousand times that leaves room for a launcher on a
+// loaded node; an idle peer holds its place no longer.
+const HandshakeTimeout = 5 * time.Second
 
 // Frame kinds.
 const (

@@ -112,16 +112,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	// Connections still in their handshake; an unauthenticated peer holds
-	// a slot for HandshakeTimeout at most.
-	handshakes := make(chan struct{}, maxHandshakes)
+	// Accepting never waits for unauthenticated peers: the gate bounds
+	// them by displacing the oldest (see gate), and each has
+	// HandshakeTimeout at most.
+	var pending gate
 	for {
-		select {
-		case handshakes <- struct{}{}:
-		case <-ctx.Done():
-			s.killAll()
-			return nil
-		}
 		conn, err := l.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -131,13 +126,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			return fmt.Errorf("failed to accept connection: %w", err)
 		}
 		setKeepAlive(conn)
+		p := pending.admit(conn)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer conn.Close()
-			release := sync.OnceFunc(func() { <-handshakes })
-			defer release()
-			if err := s.handle(conn, release); err != nil {
+			if err := s.handle(conn, func() bool { return pending.leave(p) }); err != nil {
 				s.Logger.Warn("command failed", "remote", conn.RemoteAddr().String(), "error", err)
 			}
 		}()
@@ -198,11 +192,15 @@ func decodeRequest(payload []byte) (request, error) {
 	return req, nil
 }
 
-// handle serves one connection; release frees its handshake slot.
-func (s *Server) handle(conn net.Conn, release func()) error {
+// handle serves one connection; leave ends its handshake at the gate and
+// says false if a newer connection displaced it.
+func (s *Server) handle(conn net.Conn, leave func() bool) error {
 	_ = conn.SetDeadline(time.Now().Add(s.HandshakeTimeout))
 	ch, payload, err := s.handshake(conn)
-	release()
+	if !leave() {
+		s.Logger.Debug("connection displaced before it authenticated", "remote", conn.RemoteAddr().String())
+		return nil
+	}
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 			return nil // a health check: connected, then closed
