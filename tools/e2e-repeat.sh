@@ -6,12 +6,14 @@
 #   tools/e2e-repeat.sh [-n RUNS] [-run REGEXP] [-timeout DURATION]
 #
 # Defaults: 5 runs of the e2e tests that train (planner, cluster, queues,
-# recovery). Each run's whole output is kept in .cache/e2e-repeat/run-N.log.
+# recovery) and the 3-host fault tests (TestClusterFaults; the pattern
+# before named it TestClusterFaults_ and ran none). Each run's whole output
+# is kept in .cache/e2e-repeat/run-N.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=5
-pattern='^(TestPlanner_|TestCluster$|TestQueues_|TestRecovery_|TestClusterFaults_)'
+pattern='^(TestPlanner_|TestQueues_|TestRecovery_|TestCluster$|TestClusterFaults$)'
 timeout=60m
 while [ $# -gt 0 ]; do
   case "$1" in
