@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -334,7 +335,13 @@ func testNodeLoss(t *testing.T, cl *clusterLab) {
 		}
 		return nil
 	})
-	t.Logf("training went on at world size 1 %s after the loss", time.Since(lost).Round(time.Second))
+	took := time.Since(lost)
+	t.Logf("training went on at world size 1 %s after the loss", took.Round(time.Second))
+	if took > 45*time.Second {
+		// One Gloo timeout (30 s) is the expected stall; keep what the
+		// launcher saw of a longer one (1m26s in one run in ten).
+		cl.saveLauncherLog(t, j.NomadJobID, "slow-node-loss")
+	}
 	must.Eq(t, pid, readLauncherPID(t, launcherAlloc(t, cl, j.NomadJobID)), must.Sprint("the launcher was restarted"))
 	out, code := p.cli("job", "status", id)
 	must.Zero(t, code, must.Sprint(out))
@@ -576,6 +583,25 @@ func testDrain(t *testing.T, cl *clusterLab) {
 func launcherAlloc(t *testing.T, cl *clusterLab, nomadJob string) string {
 	t.Helper()
 	return runningLauncher(t, cl, nomadJob).ID
+}
+
+// saveLauncherLog keeps the stderr of the job's running launcher in
+// .cache/e2e-logs (testlab.SaveLog) and says where.
+func (cl *clusterLab) saveLauncherLog(t *testing.T, nomadJob, name string) {
+	t.Helper()
+	a, _, err := cl.nomad.Allocations().Info(launcherAlloc(t, cl, nomadJob), nil)
+	if err != nil {
+		t.Logf("no launcher log kept: %v", err)
+		return
+	}
+	r, err := cl.nomad.AllocFS().Cat(a, "alloc/logs/launcher.stderr.0", nil)
+	if err != nil {
+		t.Logf("no launcher log kept: %v", err)
+		return
+	}
+	defer r.Close()
+	b, _ := io.ReadAll(r)
+	t.Logf("launcher log kept in %s", testlab.SaveLog(t, name, string(b)))
 }
 
 // runningLauncher waits for the job's launcher allocation to run.

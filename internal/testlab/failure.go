@@ -33,16 +33,30 @@ func DumpLog(t testing.TB, name, text string) {
 		n = v
 	}
 	where := ""
-	if wd, err := os.Getwd(); err == nil {
-		if root, err := lab.FindRoot(wd); err == nil {
-			dir := filepath.Join(root, ".cache", "e2e-logs", unsafeName.ReplaceAllString(t.Name(), "_"))
-			p := filepath.Join(dir, unsafeName.ReplaceAllString(name, "_")+".log")
-			if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(p, []byte(text), 0o644) == nil {
-				where = " (whole log: " + p + ")"
-			}
-		}
+	if p := SaveLog(t, name, text); p != "" {
+		where = " (whole log: " + p + ")"
 	}
 	t.Logf("%s log, last %d lines but routine ones%s:\n%s", name, n, where, LastLines(dropRoutine(text), n))
+}
+
+// SaveLog writes text to .cache/e2e-logs/<test>/<name>.log in the
+// repository, whether the test passed or not, and returns the path, or ""
+// where it could not: the evidence of something slow that did not fail.
+func SaveLog(t testing.TB, name, text string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	root, err := lab.FindRoot(wd)
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Join(root, ".cache", "e2e-logs", unsafeName.ReplaceAllString(t.Name(), "_"))
+	p := filepath.Join(dir, unsafeName.ReplaceAllString(name, "_")+".log")
+	if os.MkdirAll(dir, 0o755) != nil || os.WriteFile(p, []byte(text), 0o644) != nil {
+		return ""
+	}
+	return p
 }
 
 // routine are the log lines a planner writes every second or so whatever
