@@ -2,7 +2,8 @@
 # Nomad and Consul addresses, the API address, data_dir (the embedded store),
 # the tokens (write, and read-only), which it prints, and checkpoint_dirs
 # (the run's Nomad allocations, where the example writes its checkpoints)
-# unless this file sets it.
+# unless this file sets it; and nomad_alloc_dirs (the same allocations), so
+# that a job delivers only from its own allocations, never from secrets/.
 round_interval = "5s"
 log_level      = "INFO"
 

@@ -168,7 +168,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	// The planner nudges the delivery worker; the worker writes its
 	// outcomes through the planner, as every writer of a record does.
 	a.deliver = &delivery.Worker{Store: a.store, Records: a.planner, Options: deliveryOpts,
-		Logger: logger.Named("delivery"), Metrics: rec}
+		Logger: logger.Named("delivery"), Metrics: rec, Allocations: a.exec}
 	a.planner.Delivery = a.deliver
 	a.planner.SetQueues(cfg.QueueTree)
 	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, ReadToken: cfg.ReadToken,
@@ -199,7 +199,7 @@ func deliveryOptions(cfg *config.Config) (delivery.Options, error) {
 	if err != nil {
 		return delivery.Options{}, fmt.Errorf("failed to resolve delivery_dir: %w", err)
 	}
-	opts := delivery.Options{Dir: dir, CheckpointDirs: cfg.CheckpointDirs, Roots: cfg.DeliveryRoots, WebhookHosts: cfg.WebhookHosts}
+	opts := delivery.Options{Dir: dir, CheckpointDirs: cfg.CheckpointDirs, AllocDirs: cfg.NomadAllocDirs, Roots: cfg.DeliveryRoots, WebhookHosts: cfg.WebhookHosts}
 	if w := cfg.Webhook; w != nil {
 		opts.Webhook = &delivery.Webhook{URL: w.URL, Headers: w.Headers, Timeout: w.TimeoutDuration, Attempts: w.MaxAttempts()}
 	}
@@ -385,9 +385,10 @@ func (a *Agent) Reload(cfg *config.Config) error {
 	if cfg.BindAddr != a.cfg.BindAddr || cfg.Store.Backend != a.cfg.Store.Backend || cfg.Nomad.Address != a.cfg.Nomad.Address ||
 		cfg.DeliveryPath() != a.cfg.DeliveryPath() || !reflect.DeepEqual(cfg.Webhook, a.cfg.Webhook) ||
 		cfg.Token != a.cfg.Token || cfg.ReadToken != a.cfg.ReadToken || !slices.Equal(cfg.AllowedHosts, a.cfg.AllowedHosts) ||
-		!slices.Equal(cfg.CheckpointDirs, a.cfg.CheckpointDirs) || !slices.Equal(cfg.DeliveryRoots, a.cfg.DeliveryRoots) ||
+		!slices.Equal(cfg.CheckpointDirs, a.cfg.CheckpointDirs) || !slices.Equal(cfg.NomadAllocDirs, a.cfg.NomadAllocDirs) ||
+		!slices.Equal(cfg.DeliveryRoots, a.cfg.DeliveryRoots) ||
 		!slices.Equal(cfg.WebhookHosts, a.cfg.WebhookHosts) {
-		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad, delivery_dir, webhook, tokens, allowed_hosts, checkpoint_dirs, delivery_roots, webhook_hosts); they are not applied")
+		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad, delivery_dir, webhook, tokens, allowed_hosts, checkpoint_dirs, nomad_alloc_dirs, delivery_roots, webhook_hosts); they are not applied")
 	}
 	return nil
 }

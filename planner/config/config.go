@@ -13,6 +13,7 @@
 //	advertise_addr = "http://10.0.0.5:4680"  # the API as training tasks reach it
 //	delivery_dir   = "/srv/models"    # delivered models; default <data_dir>/deliveries
 //	checkpoint_dirs = ["/shared/ckpt"] # copy checkpoints only from these (default: none, no files delivered)
+//	nomad_alloc_dirs = ["/var/lib/nomad/alloc"] # Nomad allocation trees: a job delivers only from its own allocations there
 //	delivery_roots = ["/models"]      # where a target's delivery may point (besides delivery_dir)
 //	webhook_hosts  = ["hooks.example", "*.hooks.example"]  # hosts a job's webhook may name (default: none)
 //
@@ -120,6 +121,12 @@ type Config struct {
 	// chooses the path it reports, so this is where jobs write
 	// checkpoints, and nothing else. Empty: no files are delivered.
 	CheckpointDirs []string `hcl:"checkpoint_dirs,optional"`
+	// NomadAllocDirs are Nomad allocation trees (a Nomad client's
+	// <data_dir>/alloc) that checkpoint_dirs reach: a checkpoint in one
+	// is copied only from an allocation of the reporting job's own, and
+	// never from a task's secrets/ or private/ directory. Name the tree of
+	// every client whose allocation dirs the planner can read.
+	NomadAllocDirs []string `hcl:"nomad_alloc_dirs,optional"`
 	// DeliveryRoots are the directories a target's own delivery directory
 	// may lie under, besides DeliveryPath; a jobspec whose delivery lies
 	// elsewhere is refused.
@@ -284,7 +291,7 @@ func (c *Config) Merge(o *Config) *Config {
 	setStr(&r.AdvertiseAddr, o.AdvertiseAddr)
 	setStr(&r.DeliveryDir, o.DeliveryDir)
 	for _, l := range []struct{ dst, src *[]string }{
-		{&r.CheckpointDirs, &o.CheckpointDirs}, {&r.DeliveryRoots, &o.DeliveryRoots},
+		{&r.CheckpointDirs, &o.CheckpointDirs}, {&r.NomadAllocDirs, &o.NomadAllocDirs}, {&r.DeliveryRoots, &o.DeliveryRoots},
 		{&r.WebhookHosts, &o.WebhookHosts}, {&r.AllowedHosts, &o.AllowedHosts},
 	} {
 		if *l.src != nil {
