@@ -19,7 +19,8 @@ policy {
 }
 
 # Teams' queues (docs/policies.md). Without any, one queue "default" holds
-# the whole cluster and every job. For example:
+# the whole cluster and every job (a jobspec naming another queue is
+# refused). For example:
 #
 # queue "vision" {
 #   nominal         = 4   # GPUs guaranteed to its jobs

@@ -49,6 +49,10 @@
 //	  stalled_after = "30s"
 //	  act_after     = "2m"
 //	}
+//	retention {                       # finished jobs kept (see Retention)
+//	  max_finished = 10000
+//	  max_age      = "2160h"
+//	}
 //	webhook {                         # told of every delivered model
 //	  url      = "https://hooks.example/schedulearn"
 //	  headers  = { Authorization = "Bearer ..." }
@@ -149,6 +153,9 @@ type Config struct {
 	// Recovery is how jobs the cluster failed are run again, and the
 	// health watch (see Recovery); Default has one.
 	Recovery *Recovery `hcl:"recovery,block"`
+	// Retention is how long finished jobs are kept (see Retention);
+	// Default has one.
+	Retention *Retention `hcl:"retention,block"`
 
 	// Round is RoundInterval parsed by Validate.
 	Round time.Duration
@@ -241,6 +248,7 @@ func Default() *Config {
 		Store:         &Store{Backend: StoreEmbedded, Prefix: "schedulearn/"},
 		Policy:        &Policy{Name: "elastic-fifo"},
 		Recovery:      defaultRecovery(),
+		Retention:     defaultRetention(),
 	}
 }
 
@@ -339,6 +347,7 @@ func (c *Config) Merge(o *Config) *Config {
 		r.Queues = o.Queues
 	}
 	r.Recovery = mergeRecovery(cmp.Or(r.Recovery, defaultRecovery()), o.Recovery)
+	r.Retention = mergeRetention(cmp.Or(r.Retention, defaultRetention()), o.Retention)
 	return &r
 }
 
@@ -394,6 +403,10 @@ func (c *Config) Validate() hcl.Diagnostics {
 		c.Recovery = defaultRecovery()
 	}
 	c.validateRecovery(errAt)
+	if c.Retention == nil {
+		c.Retention = defaultRetention()
+	}
+	c.validateRetention(errAt)
 	diags = append(diags, c.validateQueues()...)
 	switch c.LogLevel {
 	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":
