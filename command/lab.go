@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -220,8 +221,8 @@ func plannerACLTokens(ctx context.Context, l *lab.Lab, root string) (nomad, cons
 // the lab's config dir, with the lab's addresses, its store in the run
 // directory, delivered models in <state dir>/deliveries (kept after the
 // lab stops), checkpoints copied from the lab's Nomad allocations (where
-// the example writes them) unless the config names checkpoint_dirs, and
-// tokens. It returns once the planner's API answers.
+// the example writes them) unless the config names checkpoint_dirs, each
+// job from its own allocations only (nomad_alloc_dirs), and tokens. It returns once the planner's API answers.
 func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Config, tokens labTokens) (<-chan error, string, error) {
 	pcfg, diags := config.Load(filepath.Join(cfg.ConfigDir, "planner.hcl"))
 	if diags.HasErrors() {
@@ -235,8 +236,14 @@ func (c *LabCommand) startPlanner(ctx context.Context, l *lab.Lab, cfg lab.Confi
 	}
 	pcfg.Nomad.Address = l.NomadAddr
 	pcfg.Consul.Address = l.ConsulAddr
+	// The lab's Nomad allocation tree: a job delivers only from its own
+	// allocations there (never another job's, nor secrets/).
+	allocs := filepath.Join(l.NomadDataDir(), "alloc")
 	if len(pcfg.CheckpointDirs) == 0 {
-		pcfg.CheckpointDirs = []string{filepath.Join(l.NomadDataDir(), "alloc")}
+		pcfg.CheckpointDirs = []string{allocs}
+	}
+	if !slices.Contains(pcfg.NomadAllocDirs, allocs) {
+		pcfg.NomadAllocDirs = append(pcfg.NomadAllocDirs, allocs)
 	}
 	pcfg.Token, pcfg.ReadToken = tokens.write, tokens.read
 	if tokens.nomad != "" {

@@ -176,7 +176,8 @@ func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerS
 // clusterPlannerConfig is a lab planner's configuration: Terraform's
 // rendering (rendered) with what the lab adds for this run: its data dir,
 // deliveries, token, and checkpoint_dirs, the hosts' Nomad allocation
-// dirs (allocDirs), where the example script checkpoints. The hosts share
+// dirs (allocDirs), where the example script checkpoints, each job from
+// its own allocations only (nomad_alloc_dirs). The hosts share
 // this machine's filesystem, so a job the planner requeues (its run ended
 // by the cluster) resumes from its last checkpoint, as in the one-host lab.
 func clusterPlannerConfig(rendered, dataDir, deliveryDir, token string, allocDirs []string) string {
@@ -184,8 +185,10 @@ func clusterPlannerConfig(rendered, dataDir, deliveryDir, token string, allocDir
 	for i, d := range allocDirs {
 		quoted[i] = strconv.Quote(d)
 	}
-	return rendered + fmt.Sprintf("\n# Added by the lab for this run.\ndata_dir        = %q\ndelivery_dir    = %q\ntoken           = %q\ncheckpoint_dirs = [%s]\n",
-		dataDir, deliveryDir, token, strings.Join(quoted, ", "))
+	dirs := strings.Join(quoted, ", ")
+	return rendered + fmt.Sprintf("\n# Added by the lab for this run.\ndata_dir        = %q\ndelivery_dir    = %q\ntoken           = %q\n"+
+		"checkpoint_dirs = [%s]\n# A job delivers only from its own allocations, never from secrets/.\nnomad_alloc_dirs = [%s]\n",
+		dataDir, deliveryDir, token, dirs, dirs)
 }
 
 // WaitClusterLeader waits until one of planners leads and returns its

@@ -9,8 +9,8 @@ import (
 )
 
 // A lab planner's config is Terraform's with the run's data dir,
-// deliveries, token and checkpoint_dirs (every host's Nomad allocations),
-// and parses as a planner config: a job the cluster ended resumes from the
+// deliveries, token and checkpoint_dirs (every host's Nomad allocations,
+// each job delivering from its own only: nomad_alloc_dirs), and parses as a planner config: a job the cluster ended resumes from the
 // checkpoint its script wrote in its allocation.
 func TestClusterPlannerConfig(t *testing.T) {
 	rendered := "bind_addr = \"10.213.1.2:4680\"\n"
@@ -22,4 +22,7 @@ func TestClusterPlannerConfig(t *testing.T) {
 	must.Eq(t, "/state/deliveries", cfg.DeliveryDir)
 	must.Eq(t, "secret", cfg.Token)
 	must.Eq(t, []string{"/tmp/slc-1/node1/nomad/alloc", "/tmp/slc-1/node2/nomad/alloc"}, cfg.CheckpointDirs)
+	// N1 of issue 28: they are Nomad allocation trees, so each job
+	// delivers only from its own allocations.
+	must.Eq(t, []string{"/tmp/slc-1/node1/nomad/alloc", "/tmp/slc-1/node2/nomad/alloc"}, cfg.NomadAllocDirs)
 }

@@ -103,7 +103,8 @@ func (m *monitor) wait(ctx context.Context, id string) {
 		case err == nil:
 			m.stream = s
 			return
-		case errors.As(err, &e) && (e.StatusCode == http.StatusNotFound || e.StatusCode == http.StatusServiceUnavailable):
+		case errors.As(err, &e) && (e.StatusCode == http.StatusNotFound || e.StatusCode == http.StatusServiceUnavailable ||
+			e.StatusCode == http.StatusTooManyRequests):
 			m.noStream = true // an older planner, or too many streams open: poll
 		}
 	}

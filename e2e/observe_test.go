@@ -25,6 +25,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/metrics"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -248,7 +249,7 @@ func checkMetrics(t *testing.T, p *plannerProc) {
 			counts[j.State]++
 		}
 		for _, s := range []structs.JobState{structs.JobQueued, structs.JobRunning, structs.JobComplete, structs.JobFailed, structs.JobStopped} {
-			if got := gauge(fams, metrics.NameJobs, map[string]string{"state": string(s), "queue": metrics.DefaultQueue}); got != float64(counts[s]) {
+			if got := gauge(fams, metrics.NameJobs, map[string]string{"state": string(s), "queue": quota.DefaultQueue}); got != float64(counts[s]) {
 				return errorf("jobs{state=%s} = %v, job list says %d", s, got, counts[s])
 			}
 		}

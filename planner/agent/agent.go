@@ -179,7 +179,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	// The planner nudges the delivery worker; the worker writes its
 	// outcomes through the planner, as every writer of a record does.
 	a.deliver = &delivery.Worker{Store: a.store, Records: a.planner, Options: deliveryOpts,
-		Logger: logger.Named("delivery"), Metrics: rec}
+		Logger: logger.Named("delivery"), Metrics: rec, Allocations: a.exec}
 	a.planner.Delivery = a.deliver
 	a.planner.SetQueues(cfg.QueueTree)
 	srv, err := api.NewServer(api.Config{Backend: &backend{a: a}, Token: cfg.Token, ReadToken: cfg.ReadToken,
@@ -202,6 +202,13 @@ func recoveryOptions(cfg *config.Config) (int, *planner.HealthWatch) {
 	return r.RetryLimit(), &planner.HealthWatch{StalledAfter: r.Stalled, DegradedAfter: r.Degraded, ActAfter: r.Act}
 }
 
+// retention is how long the planner keeps finished jobs, from cfg's
+// retention block (its defaults when it has none).
+func retention(cfg *config.Config) planner.Retention {
+	r := cmp.Or(cfg.Retention, config.Default().Retention)
+	return planner.Retention{MaxFinished: r.Finished(), MaxAge: r.Age}
+}
+
 // deliveryOptions are the planner's model delivery settings from cfg: the
 // delivery directory made absolute (it is recorded in the jobs), and the
 // webhook.
@@ -210,7 +217,7 @@ func deliveryOptions(cfg *config.Config) (delivery.Options, error) {
 	if err != nil {
 		return delivery.Options{}, fmt.Errorf("failed to resolve delivery_dir: %w", err)
 	}
-	opts := delivery.Options{Dir: dir, CheckpointDirs: cfg.CheckpointDirs, Roots: cfg.DeliveryRoots, WebhookHosts: cfg.WebhookHosts}
+	opts := delivery.Options{Dir: dir, CheckpointDirs: cfg.CheckpointDirs, AllocDirs: cfg.NomadAllocDirs, Roots: cfg.DeliveryRoots, WebhookHosts: cfg.WebhookHosts}
 	if w := cfg.Webhook; w != nil {
 		opts.Webhook = &delivery.Webhook{URL: w.URL, Headers: w.Headers, Timeout: w.TimeoutDuration, Attempts: w.MaxAttempts()}
 	}
@@ -272,6 +279,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if len(a.cfg.CheckpointDirs) == 0 {
 		a.logger.Warn("no checkpoint_dirs: model delivery of files is off (deliveries fail, saying so)")
+	}
+	if retention(a.cfg).Off() {
+		a.logger.Warn("retention max_finished and max_age are both 0: finished jobs are kept for ever, and every list of jobs grows with them")
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.server.Serve(ln) }()
@@ -343,9 +353,16 @@ func (a *Agent) lead(ctx context.Context) {
 			defer close(deliveriesDone)
 			a.deliver.Run(roundCtx, deliveryScan)
 		}()
+		// So is the retention of finished jobs: one planner deletes.
+		retentionDone := make(chan struct{})
+		go func() {
+			defer close(retentionDone)
+			a.planner.RunRetention(roundCtx, retention(a.cfg))
+		}()
 		a.planner.Run(roundCtx, a.cfg.RoundEvery())
 		cancel()
 		<-deliveriesDone
+		<-retentionDone
 		a.setLeading(false, store.Fence{})
 		if ctx.Err() == nil {
 			a.logger.Warn("leadership lost; standing by")
@@ -395,10 +412,12 @@ func (a *Agent) Reload(cfg *config.Config) error {
 	}
 	if cfg.BindAddr != a.cfg.BindAddr || cfg.Store.Backend != a.cfg.Store.Backend || cfg.Nomad.Address != a.cfg.Nomad.Address ||
 		cfg.DeliveryPath() != a.cfg.DeliveryPath() || !reflect.DeepEqual(cfg.Webhook, a.cfg.Webhook) ||
+		retention(cfg) != retention(a.cfg) ||
 		cfg.Token != a.cfg.Token || cfg.ReadToken != a.cfg.ReadToken || !slices.Equal(cfg.AllowedHosts, a.cfg.AllowedHosts) ||
-		!slices.Equal(cfg.CheckpointDirs, a.cfg.CheckpointDirs) || !slices.Equal(cfg.DeliveryRoots, a.cfg.DeliveryRoots) ||
+		!slices.Equal(cfg.CheckpointDirs, a.cfg.CheckpointDirs) || !slices.Equal(cfg.NomadAllocDirs, a.cfg.NomadAllocDirs) ||
+		!slices.Equal(cfg.DeliveryRoots, a.cfg.DeliveryRoots) ||
 		!slices.Equal(cfg.WebhookHosts, a.cfg.WebhookHosts) {
-		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad, delivery_dir, webhook, tokens, allowed_hosts, checkpoint_dirs, delivery_roots, webhook_hosts); they are not applied")
+		a.logger.Warn("reloaded config changes settings that need a restart (bind_addr, store, nomad, delivery_dir, webhook, retention, tokens, allowed_hosts, checkpoint_dirs, nomad_alloc_dirs, delivery_roots, webhook_hosts); they are not applied")
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/cluster"
 	"github.com/schedulearn/schedulearn/planner/config"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -113,6 +114,10 @@ func (b *backend) SetPolicy(ctx context.Context, name string, config map[string]
 	}
 	return st, nil
 }
+
+// QueueTree is the planner's queues (metrics.Source: the labels of the
+// jobs gauge).
+func (b *backend) QueueTree() *quota.Tree { return b.a.planner.Queues() }
 
 func (b *backend) Queues(ctx context.Context, window time.Duration) ([]structs.QueueStatus, error) {
 	return b.a.planner.QueueStatus(ctx, window)

@@ -28,8 +28,6 @@ const (
 	// asked for events the planner no longer holds: its data is a
 	// LostEvents; the events after it start at the oldest held.
 	EventLost = "lost"
-	// MaxEventStreams bounds the event streams open at once (503 beyond).
-	MaxEventStreams = 64
 	// eventStreamLife ends a stream after a while; the client reconnects
 	// from its last index (EventSource does so by itself).
 	eventStreamLife = 10 * time.Minute
@@ -75,11 +73,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) (int, any, error
 	if len(job) > 256 {
 		return 0, nil, Inputf("job ID over 256 bytes")
 	}
-	if s.streams.Add(1) > MaxEventStreams {
-		s.streams.Add(-1)
-		return 0, nil, &statusError{code: http.StatusServiceUnavailable, msg: fmt.Sprintf("too many event streams open (%d); try again later", MaxEventStreams)}
+	release, err := s.streams.acquire(clientAddr(r), s.now(), s.log)
+	if err != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
+		return 0, nil, err
 	}
-	defer s.streams.Add(-1)
+	defer release()
 
 	rc := http.NewResponseController(w)
 	// The server's read and write timeouts are for requests, not streams.

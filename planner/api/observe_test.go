@@ -390,32 +390,3 @@ func TestUI_Mounted(t *testing.T) {
 	must.Eq(t, http.StatusMovedPermanently, resp.StatusCode)
 	must.Eq(t, "/ui/", resp.Header.Get("Location"))
 }
-
-// At most MaxEventStreams streams are open at once; the next is refused
-// (503) until one closes.
-func TestEvents_StreamLimit(t *testing.T) {
-	_, _, _, cl := observed(t, 4)
-	ctx := context.Background()
-	var open []*client.EventStream
-	for range api.MaxEventStreams {
-		s, err := cl.Events(ctx, client.EventQuery{})
-		must.NoError(t, err)
-		open = append(open, s)
-	}
-	_, err := cl.Events(ctx, client.EventQuery{})
-	must.ErrorIs(t, err, api.ErrUnavailable)
-	open[0].Close()
-	waitFor := time.Now().Add(5 * time.Second)
-	for {
-		s, err := cl.Events(ctx, client.EventQuery{})
-		if err == nil {
-			open[0] = s
-			break
-		}
-		must.True(t, time.Now().Before(waitFor), must.Sprintf("a closed stream's place was not freed: %v", err))
-		time.Sleep(20 * time.Millisecond)
-	}
-	for _, s := range open {
-		s.Close()
-	}
-}

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -98,7 +97,7 @@ type Server struct {
 	routes  []Route
 	mux     *http.ServeMux
 	obs     Observability
-	streams atomic.Int64 // event streams open (events.go)
+	streams streamLimits // event streams open (streams.go)
 }
 
 // NewServer returns the API for cfg.

@@ -18,7 +18,8 @@ func (c *Config) validateAccess(errAt func(key, summary, detail string)) {
 	for _, l := range []struct {
 		key, example string
 		dirs         []string
-	}{{"checkpoint_dirs", "/shared/checkpoints", c.CheckpointDirs}, {"delivery_roots", "/models", c.DeliveryRoots}} {
+	}{{"checkpoint_dirs", "/shared/checkpoints", c.CheckpointDirs}, {"nomad_alloc_dirs", "/var/lib/nomad/alloc", c.NomadAllocDirs},
+		{"delivery_roots", "/models", c.DeliveryRoots}} {
 		for _, d := range l.dirs {
 			if !filepath.IsAbs(d) {
 				errAt(l.key, "Invalid "+l.key, fmt.Sprintf("%q: give absolute directories, e.g. %q.", d, l.example))

@@ -13,6 +13,7 @@
 //	advertise_addr = "http://10.0.0.5:4680"  # the API as training tasks reach it
 //	delivery_dir   = "/srv/models"    # delivered models; default <data_dir>/deliveries
 //	checkpoint_dirs = ["/shared/ckpt"] # copy checkpoints only from these (default: none, no files delivered)
+//	nomad_alloc_dirs = ["/var/lib/nomad/alloc"] # Nomad allocation trees: a job delivers only from its own allocations there
 //	delivery_roots = ["/models"]      # where a target's delivery may point (besides delivery_dir)
 //	webhook_hosts  = ["hooks.example", "*.hooks.example"]  # hosts a job's webhook may name (default: none)
 //
@@ -47,6 +48,10 @@
 //	  retries       = 3
 //	  stalled_after = "30s"
 //	  act_after     = "2m"
+//	}
+//	retention {                       # finished jobs kept (see Retention)
+//	  max_finished = 10000
+//	  max_age      = "2160h"
 //	}
 //	webhook {                         # told of every delivered model
 //	  url      = "https://hooks.example/schedulearn"
@@ -120,6 +125,12 @@ type Config struct {
 	// chooses the path it reports, so this is where jobs write
 	// checkpoints, and nothing else. Empty: no files are delivered.
 	CheckpointDirs []string `hcl:"checkpoint_dirs,optional"`
+	// NomadAllocDirs are Nomad allocation trees (a Nomad client's
+	// <data_dir>/alloc) that checkpoint_dirs reach: a checkpoint in one
+	// is copied only from an allocation of the reporting job's own, and
+	// never from a task's secrets/ or private/ directory. Name the tree of
+	// every client whose allocation dirs the planner can read.
+	NomadAllocDirs []string `hcl:"nomad_alloc_dirs,optional"`
 	// DeliveryRoots are the directories a target's own delivery directory
 	// may lie under, besides DeliveryPath; a jobspec whose delivery lies
 	// elsewhere is refused.
@@ -142,6 +153,9 @@ type Config struct {
 	// Recovery is how jobs the cluster failed are run again, and the
 	// health watch (see Recovery); Default has one.
 	Recovery *Recovery `hcl:"recovery,block"`
+	// Retention is how long finished jobs are kept (see Retention);
+	// Default has one.
+	Retention *Retention `hcl:"retention,block"`
 
 	// Round is RoundInterval parsed by Validate.
 	Round time.Duration
@@ -234,6 +248,7 @@ func Default() *Config {
 		Store:         &Store{Backend: StoreEmbedded, Prefix: "schedulearn/"},
 		Policy:        &Policy{Name: "elastic-fifo"},
 		Recovery:      defaultRecovery(),
+		Retention:     defaultRetention(),
 	}
 }
 
@@ -284,7 +299,7 @@ func (c *Config) Merge(o *Config) *Config {
 	setStr(&r.AdvertiseAddr, o.AdvertiseAddr)
 	setStr(&r.DeliveryDir, o.DeliveryDir)
 	for _, l := range []struct{ dst, src *[]string }{
-		{&r.CheckpointDirs, &o.CheckpointDirs}, {&r.DeliveryRoots, &o.DeliveryRoots},
+		{&r.CheckpointDirs, &o.CheckpointDirs}, {&r.NomadAllocDirs, &o.NomadAllocDirs}, {&r.DeliveryRoots, &o.DeliveryRoots},
 		{&r.WebhookHosts, &o.WebhookHosts}, {&r.AllowedHosts, &o.AllowedHosts},
 	} {
 		if *l.src != nil {
@@ -332,6 +347,7 @@ func (c *Config) Merge(o *Config) *Config {
 		r.Queues = o.Queues
 	}
 	r.Recovery = mergeRecovery(cmp.Or(r.Recovery, defaultRecovery()), o.Recovery)
+	r.Retention = mergeRetention(cmp.Or(r.Retention, defaultRetention()), o.Retention)
 	return &r
 }
 
@@ -387,6 +403,10 @@ func (c *Config) Validate() hcl.Diagnostics {
 		c.Recovery = defaultRecovery()
 	}
 	c.validateRecovery(errAt)
+	if c.Retention == nil {
+		c.Retention = defaultRetention()
+	}
+	c.validateRetention(errAt)
 	diags = append(diags, c.validateQueues()...)
 	switch c.LogLevel {
 	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":

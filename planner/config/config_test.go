@@ -87,6 +87,7 @@ func TestParse_Errors(t *testing.T) {
 		{"bad stalled_after", "recovery {\n  stalled_after = \"soon\"\n}\n", "planner.hcl:2:3: error: Invalid recovery stalled_after"},
 		{"short act_after", "recovery {\n  act_after = \"1s\"\n}\n", "planner.hcl:2:3: error: Invalid recovery act_after"},
 		{"unknown recovery key", "recovery {\n  limit = 3\n}\n", "planner.hcl:2:3: error: Unsupported argument"},
+		{"relative nomad alloc dir", "nomad_alloc_dirs = [\"alloc\"]\n", "planner.hcl:1:1: error: Invalid nomad_alloc_dirs"},
 		{"syntax", "nomad {\n", "planner.hcl:1:7: error: Unclosed configuration block"},
 	}
 	for _, tc := range cases {
@@ -217,6 +218,45 @@ func TestParse_Bounded(t *testing.T) {
 			must.True(t, diags.HasErrors())
 			must.Eq(t, tc.summary, diags[0].Summary)
 			must.StrContains(t, hcldiag.Format(diags), tc.where+": error: ")
+		})
+	}
+}
+
+// N3 of issue 28: finished job records were kept for ever. The retention
+// block bounds them by count and age, with defaults (10,000; 90 days),
+// 0 for no bound, and a clear error at file:line:col for a value out of
+// bounds.
+func TestN3_RetentionConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		finished  int
+		age       time.Duration
+	}{
+		{"defaults", "", DefaultMaxFinished, 90 * 24 * time.Hour},
+		{"both set", "retention {\n  max_finished = 500\n  max_age = \"168h\"\n}\n", 500, 168 * time.Hour},
+		{"no bounds", "retention {\n  max_finished = 0\n  max_age = \"0s\"\n}\n", 0, 0},
+		{"count only", "retention {\n  max_finished = 20\n}\n", 20, DefaultRetentionAge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, diags := Parse([]byte(tc.src), "planner.hcl")
+			must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+			must.Eq(t, tc.finished, cfg.Retention.Finished())
+			must.Eq(t, tc.age, cfg.Retention.Age)
+		})
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"negative count", "retention {\n  max_finished = -1\n}\n", "planner.hcl:2:3: error: Invalid retention max_finished"},
+		{"huge count", "retention {\n  max_finished = 1e12\n}\n", "planner.hcl:2:"},
+		{"age not a duration", "retention {\n  max_age = \"NaN\"\n}\n", "planner.hcl:2:3: error: Invalid retention max_age"},
+		{"age too long", "retention {\n  max_age = \"2562047h\"\n}\n", "planner.hcl:2:3: error: Invalid retention max_age"},
+		{"age too short", "retention {\n  max_age = \"1s\"\n}\n", "planner.hcl:2:3: error: Invalid retention max_age"},
+		{"negative age", "retention {\n  max_age = \"-1h\"\n}\n", "planner.hcl:2:3: error: Invalid retention max_age"},
+		{"unknown key", "retention {\n  keep = 3\n}\n", "planner.hcl:2:3: error: Unsupported argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, diags := Parse([]byte(tc.src), "planner.hcl")
+			must.Nil(t, cfg)
+			must.StrContains(t, hcldiag.Format(diags), tc.want)
 		})
 	}
 }

@@ -32,26 +32,6 @@ const maxCheckpointDepth = 32
 // errLink is a link on a checkpoint's path or inside it.
 var errLink = errors.New("a link is on its path (the planner follows no links in checkpoint_dirs)")
 
-// checkpointLocation finds the root among roots that path lies under,
-// lexically (path is absolute and cleaned first; a root counts as
-// written and with its own links resolved, as the operator configured
-// it). It returns the root and path relative to it.
-func checkpointLocation(roots []string, path string) (root, rel string, err error) {
-	path = filepath.Clean(path)
-	for _, r := range roots {
-		cands := []string{filepath.Clean(r)}
-		if real, err := filepath.EvalSymlinks(r); err == nil && real != cands[0] {
-			cands = append(cands, real)
-		}
-		for _, c := range cands {
-			if rel, ok := beneath(c, path); ok && rel != "." {
-				return c, rel, nil
-			}
-		}
-	}
-	return "", "", fmt.Errorf("checkpoint %s is not in the planner's checkpoint_dirs (%s)", path, strings.Join(roots, ", "))
-}
-
 // openDirBeneath opens directory rel under root (O_PATH) without
 // following any link and without leaving root.
 func openDirBeneath(root, rel string) (int, error) {
@@ -146,20 +126,17 @@ func openEntry(dirFD int, name string) (*os.File, *unix.Stat_t, error) {
 	return os.NewFile(uintptr(fd), name), &after, nil
 }
 
-// copyCheckpoint copies the checkpoint at path (a file or a directory,
-// under one of roots) to dst, which it creates: files 0600, directories
-// 0700.
-func copyCheckpoint(ctx context.Context, roots []string, path, dst string) error {
-	root, rel, err := checkpointLocation(roots, path)
-	if err != nil {
-		return err
-	}
-	dirFD, err := openDirBeneath(root, filepath.Dir(rel))
+// copyCheckpoint copies the checkpoint src (a file or a directory, which
+// locate found) to dst, which it creates: files 0600, directories 0700;
+// an entry inside that src.refuse refuses fails the copy.
+func copyCheckpoint(ctx context.Context, src source, dst string) error {
+	path := src.path
+	dirFD, err := openDirBeneath(src.root, filepath.Dir(src.rel))
 	if err != nil {
 		return checkpointErr(path, err)
 	}
 	defer unix.Close(dirFD)
-	f, st, err := openEntry(dirFD, filepath.Base(rel))
+	f, st, err := openEntry(dirFD, filepath.Base(src.rel))
 	if err != nil {
 		return checkpointErr(path, err)
 	}
@@ -167,7 +144,7 @@ func copyCheckpoint(ctx context.Context, roots []string, path, dst string) error
 		return fmt.Errorf("checkpoint %s is neither a file nor a directory", path)
 	}
 	defer f.Close()
-	return copyOpened(ctx, f, st, path, dst, 0)
+	return copyOpened(ctx, src, f, st, nil, dst)
 }
 
 // checkpointErr says why the checkpoint at path cannot be read.
@@ -178,13 +155,14 @@ func checkpointErr(path string, err error) error {
 	return fmt.Errorf("checkpoint %s: %w", path, err)
 }
 
-// copyOpened copies the opened file or directory f (at path, for
-// messages) to dst.
-func copyOpened(ctx context.Context, f *os.File, st *unix.Stat_t, path, dst string, depth int) error {
+// copyOpened copies the opened file or directory f, at sub below the
+// checkpoint src, to dst.
+func copyOpened(ctx context.Context, src source, f *os.File, st *unix.Stat_t, sub []string, dst string) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFREG {
 		return copyData(ctx, f, dst)
 	}
-	if depth >= maxCheckpointDepth {
+	path := filepath.Join(append([]string{src.path}, sub...)...)
+	if len(sub) >= maxCheckpointDepth {
 		return fmt.Errorf("%s: directories nested over %d deep", path, maxCheckpointDepth)
 	}
 	if err := os.Mkdir(dst, 0o700); err != nil {
@@ -199,6 +177,10 @@ func copyOpened(ctx context.Context, f *os.File, st *unix.Stat_t, path, dst stri
 			return err
 		}
 		child := filepath.Join(path, e.Name())
+		childSub := append(sub[:len(sub):len(sub)], e.Name())
+		if err := src.refuse(child, childSub); err != nil {
+			return err
+		}
 		cf, cst, err := openEntry(int(f.Fd()), e.Name())
 		if err != nil {
 			return fmt.Errorf("%s: %w", child, err)
@@ -206,7 +188,7 @@ func copyOpened(ctx context.Context, f *os.File, st *unix.Stat_t, path, dst stri
 		if cf == nil {
 			continue
 		}
-		err = copyOpened(ctx, cf, cst, child, filepath.Join(dst, e.Name()), depth+1)
+		err = copyOpened(ctx, src, cf, cst, childSub, filepath.Join(dst, e.Name()))
 		cf.Close()
 		if err != nil {
 			return err

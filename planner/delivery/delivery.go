@@ -48,6 +48,10 @@ type Options struct {
 	// with no link followed beneath them (nor a file with more than one
 	// hard link copied); empty: no files are delivered at all.
 	CheckpointDirs []string
+	// AllocDirs are Nomad allocation trees (a client's <data_dir>/alloc):
+	// a checkpoint in one is copied only from an allocation of the job's
+	// own (see source.go).
+	AllocDirs []string
 	// Roots are where a target's own delivery directory may lie, besides
 	// under Dir; a jobspec whose delivery lies elsewhere is refused.
 	Roots []string
@@ -127,6 +131,9 @@ type Worker struct {
 	Logger  hclog.Logger
 	// Metrics: nil records nothing.
 	Metrics Metrics
+	// Allocations says whose a Nomad allocation is, for checkpoints in
+	// Options.AllocDirs (nil: none is copied from there).
+	Allocations Allocations
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
@@ -276,9 +283,13 @@ func (w *Worker) deliver(ctx context.Context, id, tier string) {
 		return
 	}
 	if d.State == structs.DeliveryPending {
-		loc, cerr := copyModel(ctx, d.Checkpoint, w.deliveryBase(j), j.ID, tier, w.Options.CheckpointDirs, w.Options.deliveryRoots())
+		loc, cerr := w.copyModel(ctx, j, d.Checkpoint, tier)
 		if ctx.Err() != nil {
 			return // stopping: left pending for the next planner
+		}
+		if errors.Is(cerr, errTryAgain) {
+			log.Warn("model not delivered yet; trying again", "error", cerr)
+			return // left pending for the next scan
 		}
 		now := w.now()
 		hooks := w.webhooks(j)
@@ -405,15 +416,17 @@ func (w *Worker) webhooks(j *structs.Job) []Webhook {
 	return out
 }
 
-// copyModel copies the checkpoint at src (a file or a directory, under one
-// of roots) into <base>/<job>/<tier>/, replacing what an earlier attempt
-// left there, and returns the copy's path. base must lie under one of
-// deliveryRoots. The tier's directory appears whole or not at all: the
-// copy is made beside it and renamed. What it writes is the planner's
-// alone: directories 0700, files 0600.
-func copyModel(ctx context.Context, src, base, job, tier string, roots, deliveryRoots []string) (string, error) {
+// copyModel copies job j's checkpoint at src (a file or a directory, under
+// one of the checkpoint dirs, and j's own: locate) into
+// <base>/<job>/<tier>/, base being j's delivery base, replacing what an
+// earlier attempt left there, and returns the copy's path. base must lie
+// under one of the delivery roots. The tier's directory appears whole or
+// not at all: the copy is made beside it and renamed. What it writes is
+// the planner's alone: directories 0700, files 0600.
+func (w *Worker) copyModel(ctx context.Context, j *structs.Job, src, tier string) (string, error) {
+	base := w.deliveryBase(j)
 	switch {
-	case len(roots) == 0:
+	case len(w.Options.CheckpointDirs) == 0:
 		return "", errors.New("model delivery of files is off: the planner's config sets no checkpoint_dirs to copy checkpoints from")
 	case base == "":
 		return "", errors.New("no delivery directory: set the target's delivery or the planner's delivery_dir")
@@ -422,10 +435,14 @@ func copyModel(ctx context.Context, src, base, job, tier string, roots, delivery
 	case !filepath.IsAbs(src):
 		return "", fmt.Errorf("checkpoint path %q is relative; the training must report an absolute path", src)
 	}
-	if err := underRoot(deliveryRoots, base); err != nil {
+	if err := underRoot(w.Options.deliveryRoots(), base); err != nil {
 		return "", err
 	}
-	parent := filepath.Join(base, job)
+	checkpoint, err := w.locate(ctx, j, src)
+	if err != nil {
+		return "", err
+	}
+	parent := filepath.Join(base, j.ID)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return "", fmt.Errorf("failed to create delivery directory: %w", err)
 	}
@@ -443,7 +460,7 @@ func copyModel(ctx context.Context, src, base, job, tier string, roots, delivery
 	if name == string(filepath.Separator) || name == "." {
 		name = "checkpoint"
 	}
-	if err := copyCheckpoint(ctx, roots, src, filepath.Join(tmp, name)); err != nil {
+	if err := copyCheckpoint(ctx, checkpoint, filepath.Join(tmp, name)); err != nil {
 		return "", err // it names the checkpoint
 	}
 	final := filepath.Join(parent, tier)

@@ -1,20 +1,20 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // The scrape-time gauges' descriptions.
 var (
 	descJobs = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameJobs),
-		"Jobs in the store, by state and queue (the jobspec's queue; \"default\" when it names none).", []string{"state", "queue"}, nil)
+		"Jobs in the store, by state and queue: each configured queue that holds jobs (\"default\" without queues), and \"(other)\" for stored jobs whose queue is no longer configured.", []string{"state", "queue"}, nil)
 	nodeLabels    = []string{"node", "node_name", "pool"}
 	descGPUsTotal = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameGPUsTotal),
 		"GPUs a node offers the planner.", nodeLabels, nil)
@@ -33,8 +33,13 @@ var (
 // jobStates are the states every queue reports, 0 or not.
 var jobStates = []structs.JobState{structs.JobQueued, structs.JobRunning, structs.JobComplete, structs.JobFailed, structs.JobStopped}
 
-// DefaultQueue labels the jobs of jobspecs that name no queue.
-const DefaultQueue = "default"
+// OtherQueue labels the stored jobs whose queue the configuration no
+// longer has (no queue name can be it: names start with a letter or a
+// digit). The labels of the jobs gauge come only from the configuration
+// (its queues, this one, the fixed states), never from what a jobspec
+// says: a label per queue a job names would let submissions add series
+// without bound.
+const OtherQueue = "(other)"
 
 // gauges reads the store, the cluster and the status at each scrape.
 type gauges struct{ src Source }
@@ -52,22 +57,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	if jobs, err := g.src.Jobs(ctx); err != nil {
 		ch <- prometheus.NewInvalidMetric(descJobs, fmt.Errorf("failed to list jobs: %w", err))
 	} else {
-		counts := map[string]map[structs.JobState]int{DefaultQueue: {}}
-		for _, j := range jobs {
-			q := j.Spec.Queue
-			if q == "" {
-				q = DefaultQueue
-			}
-			if counts[q] == nil {
-				counts[q] = map[structs.JobState]int{}
-			}
-			counts[q][j.State]++
-		}
-		for _, q := range slices.Sorted(maps.Keys(counts)) {
-			for _, s := range jobStates {
-				ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(counts[q][s]), string(s), q)
-			}
-		}
+		collectJobs(ch, g.src.QueueTree(), jobs)
 		collectHealth(ch, jobs)
 	}
 
@@ -91,6 +81,33 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descLeader, prometheus.GaugeValue, leader)
 		ch <- prometheus.MustNewConstMetric(descPolicy, prometheus.GaugeValue, 1, st.Policy.Name)
+	}
+}
+
+// collectJobs sends the jobs' count by state and queue: a series per
+// state for each of tree's queues that hold jobs, 0 or not, and for
+// OtherQueue where some job's queue is not in tree.
+func collectJobs(ch chan<- prometheus.Metric, tree *quota.Tree, jobs []*structs.Job) {
+	queues := tree.Leaves()
+	counts := make(map[string]map[structs.JobState]int, len(queues)+1)
+	for _, q := range queues {
+		counts[q] = map[structs.JobState]int{}
+	}
+	for _, j := range jobs {
+		q := tree.QueueFor(cmp.Or(j.Spec.Queue, quota.DefaultQueue))
+		if counts[q] == nil {
+			q = OtherQueue
+			if counts[q] == nil {
+				counts[q] = map[structs.JobState]int{}
+				queues = append(queues, q)
+			}
+		}
+		counts[q][j.State]++
+	}
+	for _, q := range queues {
+		for _, s := range jobStates {
+			ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(counts[q][s]), string(s), q)
+		}
 	}
 }
 

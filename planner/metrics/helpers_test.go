@@ -26,6 +26,7 @@ var _ store.Store = storeStub{}
 
 func (storeStub) CreateJob(context.Context, *structs.Job) error        { return nil }
 func (storeStub) UpdateJob(context.Context, *structs.Job) error        { return nil }
+func (storeStub) DeleteJob(context.Context, string, uint64) error      { return nil }
 func (storeStub) GetJob(context.Context, string) (*structs.Job, error) { return nil, store.ErrNotFound }
 func (storeStub) ListJobs(context.Context) ([]*structs.Job, error)     { return nil, nil }
 func (storeStub) ListActiveJobs(context.Context) ([]*structs.Job, error) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/depwatch"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -57,11 +58,15 @@ var Names = []string{NameJobs, NameGPUsTotal, NameGPUsAllocated, NameGPUsIdle, N
 // dependencies (planner/depwatch), each a series from the start.
 var Dependencies = []string{depwatch.Consul, depwatch.Nomad}
 
-// Source is what the scrape-time gauges read: the API's backend.
+// Source is what the scrape-time gauges read: the API's backend, and the
+// planner's queues.
 type Source interface {
 	Jobs(ctx context.Context) ([]*structs.Job, error)
 	Nodes(ctx context.Context) ([]api.NodeInfo, error)
 	Status(ctx context.Context) (*api.Status, error)
+	// QueueTree is the planner's queues now: the only queue labels the
+	// jobs gauge has.
+	QueueTree() *quota.Tree
 }
 
 // scrapeTimeout bounds the reads of one scrape.

@@ -9,7 +9,7 @@ import (
 )
 
 // storeOps are the operations the store wrapper times (the op label).
-var storeOps = []string{"create_job", "update_job", "get_job", "job_by_idempotency_key", "list_jobs", "list_active_jobs", "list_jobs_named", "get_policy", "put_policy"}
+var storeOps = []string{"create_job", "update_job", "delete_job", "get_job", "job_by_idempotency_key", "list_jobs", "list_active_jobs", "list_jobs_named", "get_policy", "put_policy"}
 
 // Store returns s with every operation's latency recorded in r.
 func (r *Recorder) Store(s store.Store) store.Store { return &timedStore{s: s, r: r} }
@@ -27,6 +27,11 @@ func (t *timedStore) CreateJob(ctx context.Context, j *structs.Job) error {
 func (t *timedStore) UpdateJob(ctx context.Context, j *structs.Job) error {
 	defer t.r.storeOp("update_job", time.Now())
 	return t.s.UpdateJob(ctx, j)
+}
+
+func (t *timedStore) DeleteJob(ctx context.Context, id string, version uint64) error {
+	defer t.r.storeOp("delete_job", time.Now())
+	return t.s.DeleteJob(ctx, id, version)
 }
 
 func (t *timedStore) GetJob(ctx context.Context, id string) (*structs.Job, error) {

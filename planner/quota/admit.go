@@ -13,7 +13,18 @@ import (
 // idle (its nominal quota plus borrowing limit, bounded up the tree, less
 // what other queues never lend). nodes are the cluster's now. The error is
 // an *AdmitError.
+//
+// The default tree (no queues configured) has the one queue "default": a
+// job naming another is refused too, so that a queue name that exists
+// nowhere is never taken (it would be a label of the job's metrics, and
+// words of its status, that no configuration bounds). Records stored
+// before this rule keep their queue, held by "default".
 func (t *Tree) CheckJob(j *policy.Job, nodes []policy.Node) error {
+	if named := QueueOf(j); t.implicit && named != DefaultQueue {
+		return &AdmitError{Queue: named, Err: ErrUnknownQueue,
+			Msg: fmt.Sprintf("queue %q does not exist: the planner configures no queues, so its one queue is %q (leave queue out, or name %q; queues are configured with queue blocks in the planner's config)",
+				named, DefaultQueue, DefaultQueue)}
+	}
 	name := t.queueFor(QueueOf(j))
 	q, ok := t.index[name]
 	if !ok {

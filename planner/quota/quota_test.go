@@ -246,12 +246,17 @@ func TestCheckJob(t *testing.T) {
 	must.NoError(t, quota.Default().CheckJob(new(job("j", "", 50, 16, 16, nil)), nodes("n1", "n2")))
 }
 
-// A planner without queues holds every job in its one queue, whatever
-// queue the jobspec names: nothing is refused or stranded for it.
+// A planner without queues refuses a submission naming a queue other
+// than "default" (N3 of issue 28: on main any name was taken, and became
+// a metric label), and holds every stored job in its one queue, whatever
+// queue its jobspec names: a job stored before the rule is not stranded.
 func TestDefault_HoldsEveryJob(t *testing.T) {
 	tr := quota.Default()
 	j := job("j", "research", 50, 4, 4, nil)
-	must.NoError(t, tr.CheckJob(&j, nodes("n1")))
+	err := tr.CheckJob(&j, nodes("n1"))
+	must.ErrorIs(t, err, quota.ErrUnknownQueue)
+	must.StrContains(t, err.Error(), `queue "research" does not exist: the planner configures no queues, so its one queue is "default"`)
+	must.NoError(t, tr.CheckJob(new(job("d", quota.DefaultQueue, 50, 4, 4, nil)), nodes("n1")))
 	must.True(t, tr.HoldsJobs("research"))
 	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: []policy.Job{j}}
 	v := quota.NewView(tr, s)

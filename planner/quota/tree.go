@@ -108,7 +108,7 @@ type Tree struct {
 	perModel bool
 	models   []string // every model an Amount names, sorted
 	// implicit: the tree of a planner that configures no queues (Default),
-	// whose one queue holds every job, whatever queue it names.
+	// whose one queue holds every stored job, whatever queue it names.
 	implicit bool
 }
 
@@ -125,9 +125,10 @@ type queue struct {
 }
 
 // Default is the tree of a planner that configures no queues: the one
-// queue "default", whose nominal quota is unlimited (the whole cluster),
-// holding every job whatever queue its jobspec names (as before queues
-// existed, so no job is refused or stranded for naming one).
+// queue "default", whose nominal quota is unlimited (the whole cluster).
+// A submission naming another queue is refused (CheckJob); a job stored
+// naming one (before that rule) is held by "default", whatever queue its
+// jobspec names, so that none is stranded.
 func Default() *Tree { return DefaultAdmitting(AdmissionWarn) }
 
 // DefaultAdmitting is Default with deadline admission mode (see

@@ -197,6 +197,40 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 	return nil
 }
 
+// DeleteJob implements Store. A finished job is in no index but the
+// Idempotency key's, nor in the cache.
+func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.write(nil, func(tx *bolt.Tx) error {
+		jobs := tx.Bucket(bucketJobs)
+		v := jobs.Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("job %q: %w", id, ErrNotFound)
+		}
+		var old structs.Job
+		if err := json.Unmarshal(v, &old); err != nil {
+			return fmt.Errorf("failed to decode job %q: %w", id, err)
+		}
+		if err := deletable(&old, version); err != nil {
+			return err
+		}
+		if k := old.Idempotency; k != nil {
+			keys, idx := tx.Bucket(bucketKeys), []byte(keyIndex(k.Key))
+			if string(keys.Get(idx)) == id {
+				if err := keys.Delete(idx); err != nil {
+					return err
+				}
+			}
+		}
+		return jobs.Delete([]byte(id))
+	})
+}
+
 // GetJob implements Store.
 func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	if err := checkID(id); err != nil {
@@ -283,8 +317,9 @@ func (b *Bolt) ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error)
 	return slices.Clone(b.cache.index), nil
 }
 
-// write runs fn in a write transaction that stores record c, and then
-// puts c (the record as stored, Version included) into the cache. When fn
+// write runs fn in a write transaction that stores record c (nil: one
+// that stores no active record), and then puts c (the record as stored,
+// Version included) into the cache. When fn
 // fails (a conflict, a job that exists or does not) the transaction is
 // rolled back and nothing was written; when the commit fails, what the
 // file holds is not known, and the cache is built again from it.
@@ -298,7 +333,7 @@ func (b *Bolt) write(c *structs.Job, fn func(*bolt.Tx) error) error {
 		return err
 	})
 	switch {
-	case err == nil && b.cache != nil:
+	case err == nil && b.cache != nil && c != nil:
 		c = copyJob(c)
 		b.cache.index.replace(b.cache.byID[c.ID], c)
 		if active(c.State) {

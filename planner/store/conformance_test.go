@@ -55,6 +55,7 @@ func runConformance(t *testing.T, h harness) {
 		{"idempotency keys: one job per key, kept across a reopen", testIdempotencyKeys},
 		{"racing creates with one idempotency key: exactly one wins", testRacingKeys},
 		{"writes under a leadership term's fence", testFence},
+		{"delete: finished jobs only, at their version, with their key", testDelete},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, h) })
@@ -463,6 +464,7 @@ func testClosed(t *testing.T, h harness) {
 	_, err = s.ListJobsNamed(ctx, "resnet50")
 	must.Error(t, err)
 	must.Error(t, s.PutPolicy(ctx, &structs.PolicyState{Name: "fifo"}))
+	must.Error(t, s.DeleteJob(ctx, "a", 1))
 }
 
 // Row 14 of issue 13 (a client that retries a submission made two jobs):
@@ -541,4 +543,55 @@ func testRacingKeys(t *testing.T, h harness) {
 		must.NoError(t, err)
 		must.Len(t, round+1, jobs)
 	}
+}
+
+// DeleteJob (the retention of finished jobs, issue 28 N3) deletes a
+// finished job at its version, with its Idempotency key and from every
+// listing, for good; it never deletes a queued or running job, nor one
+// written since it was read.
+func testDelete(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	a := newJob("a", t0)
+	a.Idempotency = &structs.Idempotency{Key: "retry-a", Digest: "d"}
+	must.NoError(t, s.CreateJob(ctx, a))
+	must.NoError(t, s.CreateJob(ctx, newJob("b", t0.Add(time.Second))))
+
+	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version), ErrNotFinished)
+	a.State = structs.JobRunning
+	must.NoError(t, s.UpdateJob(ctx, a))
+	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version), ErrNotFinished)
+	a.State, a.Finished = structs.JobComplete, t0.Add(time.Hour)
+	must.NoError(t, s.UpdateJob(ctx, a))
+	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version-1), ErrConflict)
+	got, err := s.GetJob(ctx, "a")
+	must.NoError(t, err)
+	must.Eq(t, a, got, must.Sprint("a refused delete deletes nothing"))
+
+	must.NoError(t, s.DeleteJob(ctx, "a", a.Version))
+	_, err = s.GetJob(ctx, "a")
+	must.ErrorIs(t, err, ErrNotFound)
+	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version), ErrNotFound)
+	_, err = s.JobByIdempotencyKey(ctx, "retry-a")
+	must.ErrorIs(t, err, ErrNotFound)
+	for _, list := range []func(context.Context) ([]*structs.Job, error){
+		s.ListJobs, s.ListActiveJobs, func(ctx context.Context) ([]*structs.Job, error) { return s.ListJobsNamed(ctx, "resnet50") },
+	} {
+		jobs, err := list(ctx)
+		must.NoError(t, err)
+		must.Len(t, 1, jobs)
+		must.Eq(t, "b", jobs[0].ID, must.Sprint("the queued job stays"))
+	}
+	must.Error(t, s.DeleteJob(ctx, "x/y", 1))
+
+	// The key is free again; the deletion lasts across a reopen.
+	c := newJob("c", t0)
+	c.Idempotency = &structs.Idempotency{Key: "retry-a"}
+	must.NoError(t, s.CreateJob(ctx, c))
+	s = h.reopen(t, s)
+	_, err = s.GetJob(ctx, "a")
+	must.ErrorIs(t, err, ErrNotFound)
+	got, err = s.JobByIdempotencyKey(ctx, "retry-a")
+	must.NoError(t, err)
+	must.Eq(t, "c", got.ID)
 }

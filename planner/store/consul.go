@@ -182,6 +182,52 @@ func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
 	return nil
 }
 
+// DeleteJob implements Store: it reads the record and its ModifyIndex,
+// checks them, and deletes with a check-and-set on that index, in one
+// transaction with the Idempotency key (if it still names the job, on
+// its own index).
+func (c *Consul) DeleteJob(ctx context.Context, id string, version uint64) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := checkID(id); err != nil {
+		return err
+	}
+	key := c.jobKey(id)
+	pair, _, err := c.kv.Get(key, c.queryOpts(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to read job %q: %w", id, err)
+	}
+	if pair == nil {
+		return fmt.Errorf("job %q: %w", id, ErrNotFound)
+	}
+	var old structs.Job
+	if err := json.Unmarshal(pair.Value, &old); err != nil {
+		return fmt.Errorf("failed to decode job %q: %w", id, err)
+	}
+	if err := deletable(&old, version); err != nil {
+		return err
+	}
+	ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: pair.ModifyIndex}}}
+	if k := old.Idempotency; k != nil {
+		kp, _, err := c.kv.Get(c.keyKey(k.Key), c.queryOpts(ctx))
+		if err != nil {
+			return fmt.Errorf("failed to read the idempotency key of job %q: %w", id, err)
+		}
+		if kp != nil && string(kp.Value) == id {
+			ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: kp.Key, Index: kp.ModifyIndex}})
+		}
+	}
+	ok, _, err := c.write(ctx, ops)
+	if err != nil {
+		return fmt.Errorf("failed to delete job %q: %w", id, err)
+	}
+	if !ok {
+		return fmt.Errorf("failed to delete job %q at version %d (written concurrently): %w", id, version, ErrConflict)
+	}
+	return nil
+}
+
 // GetJob implements Store.
 func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	if err := c.check(); err != nil {

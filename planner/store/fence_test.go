@@ -37,6 +37,9 @@ func testFence(t *testing.T, h harness) {
 		got, err := s.GetJob(ctx, "a")
 		must.NoError(t, err)
 		must.EqOp(t, 2, got.Version)
+		j.State = structs.JobComplete
+		must.NoError(t, s.UpdateJob(fctx, j))
+		must.NoError(t, s.DeleteJob(fctx, "a", j.Version))
 		return
 	}
 
@@ -46,6 +49,9 @@ func testFence(t *testing.T, h harness) {
 	must.NoError(t, s.CreateJob(fctx, a))
 	must.NoError(t, s.UpdateJob(fctx, a))
 	must.NoError(t, s.PutPolicy(fctx, first))
+	done := newJob("d", t0)
+	done.State = structs.JobComplete
+	must.NoError(t, s.CreateJob(fctx, done))
 	end()
 
 	cases := []struct {
@@ -67,6 +73,7 @@ func testFence(t *testing.T, h harness) {
 		{"put policy", func(_ *testing.T, ctx context.Context) error {
 			return s.PutPolicy(ctx, &structs.PolicyState{Name: "tiresias", Changed: t0})
 		}},
+		{"delete", func(_ *testing.T, ctx context.Context) error { return s.DeleteJob(ctx, "d", done.Version) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,6 +84,8 @@ func testFence(t *testing.T, h harness) {
 	got, err := s.GetJob(ctx, "a")
 	must.NoError(t, err)
 	must.Eq(t, a, got, must.Sprint("a refused write changed the record"))
+	_, err = s.GetJob(ctx, "d")
+	must.NoError(t, err, must.Sprint("a refused delete deleted the record"))
 	for _, id := range []string{"b", "c"} {
 		_, err = s.GetJob(ctx, id)
 		must.ErrorIs(t, err, ErrNotFound)

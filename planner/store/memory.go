@@ -128,6 +128,36 @@ func (m *Memory) UpdateJob(ctx context.Context, j *structs.Job) error {
 	return nil
 }
 
+// DeleteJob implements Store.
+func (m *Memory) DeleteJob(ctx context.Context, id string, version uint64) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	db := m.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	old, ok := db.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %q: %w", id, ErrNotFound)
+	}
+	if err := deletable(old, version); err != nil {
+		return err
+	}
+	delete(db.jobs, id)
+	if ids := slices.DeleteFunc(db.names[old.Spec.Name], func(n string) bool { return n == id }); len(ids) > 0 {
+		db.names[old.Spec.Name] = ids
+	} else {
+		delete(db.names, old.Spec.Name)
+	}
+	if k := old.Idempotency; k != nil && db.keys[k.Key] == id {
+		delete(db.keys, k.Key)
+	}
+	return nil
+}
+
 // GetJob implements Store.
 func (m *Memory) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	if err := checkID(id); err != nil {

@@ -46,6 +46,13 @@ type Store interface {
 	// ListJobsNamed returns the jobs whose jobspec is called name, in any
 	// state, ordered by (Submitted, ID).
 	ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error)
+	// DeleteJob deletes a finished job (complete, failed or stopped) if
+	// the stored version is version (compare-and-delete), and its
+	// Idempotency key with it. It fails with ErrConflict if the stored
+	// version differs, ErrNotFound if there is no such job, and
+	// ErrNotFinished, deleting nothing, if the job is queued or running:
+	// no deletion ever touches a live job.
+	DeleteJob(ctx context.Context, id string, version uint64) error
 	// GetPolicy returns the stored policy state, or ErrNotFound if it was
 	// never set.
 	GetPolicy(ctx context.Context) (*structs.PolicyState, error)
@@ -80,6 +87,8 @@ var (
 	ErrInvalidID error = &kindError{"invalid job ID", structs.ErrNotFound}
 	// ErrKeyExists: another job was created with the Idempotency key.
 	ErrKeyExists = errors.New("idempotency key already used")
+	// ErrNotFinished: a deletion of a job that is queued or running.
+	ErrNotFinished = errors.New("job has not finished")
 )
 
 // kindError is a store error that is also of one of the planner's kinds.
@@ -189,6 +198,18 @@ func storedVersion(buf []byte) (uint64, error) {
 		return 0, err
 	}
 	return v.Version, nil
+}
+
+// deletable says why the stored record old may not be deleted at
+// version (nil if it may): DeleteJob's checks, the same in every store.
+func deletable(old *structs.Job, version uint64) error {
+	if old.Version != version {
+		return fmt.Errorf("failed to delete job %q at version %d (stored: %d): %w", old.ID, version, old.Version, ErrConflict)
+	}
+	if !old.State.Terminal() {
+		return fmt.Errorf("failed to delete job %q: it is %s: %w", old.ID, old.State, ErrNotFinished)
+	}
+	return nil
 }
 
 func conflict(id string, have, stored uint64) error {

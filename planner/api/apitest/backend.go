@@ -39,6 +39,8 @@ type Backend struct {
 	seq      int
 	// queueWindow is the window the last Queues call asked for.
 	queueWindow time.Duration
+	// tree is the queues SetQueues set last (nil: quota.Default()).
+	tree *quota.Tree
 
 	// Now is the fake's clock; time.Now when nil.
 	Now func() time.Time
@@ -352,6 +354,14 @@ func (b *Backend) Queues(_ context.Context, window time.Duration) ([]structs.Que
 	return []structs.QueueStatus{q}, nil
 }
 
+// QueueTree is the queues SetQueues set last, or quota.Default()
+// (metrics.Source).
+func (b *Backend) QueueTree() *quota.Tree {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return cmp.Or(b.tree, quota.Default())
+}
+
 // SetQueues parses source as the planner does (config.ParseQueues), and
 // refuses, as the planner does, queues that a queued or running job's
 // queue is not a leaf of (ErrConflict wrapping structs.ErrOrphanedJobs).
@@ -372,7 +382,7 @@ func (b *Backend) SetQueues(_ context.Context, source, filename string) ([]struc
 			return nil, fmt.Errorf("%w: %w: job %s (queue %s)", api.ErrConflict, structs.ErrOrphanedJobs, id, j.Spec.Queue)
 		}
 	}
-	b.QueueList = nil
+	b.QueueList, b.tree = nil, tree
 	for _, name := range tree.Names() {
 		b.QueueList = append(b.QueueList, structs.QueueStatus{Name: name, Weight: 1, GPUs: []structs.QueueGPUs{{}}})
 	}

@@ -116,6 +116,8 @@ func (e *Error) Is(target error) bool {
 		return e.StatusCode == http.StatusServiceUnavailable
 	case api.ErrIdempotencyMismatch:
 		return e.StatusCode == http.StatusUnprocessableEntity
+	case api.ErrTooManyStreams:
+		return e.StatusCode == http.StatusTooManyRequests
 	}
 	return false
 }

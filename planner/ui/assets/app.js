@@ -294,45 +294,74 @@ function scheduleRefresh() {
 }
 
 // The event stream, read with fetch so that the token goes in a header
-// (EventSource cannot send one). It reconnects from the last event ID.
+// (EventSource cannot send one). It reconnects from the last event ID,
+// after the planner's Retry-After where it refused the stream; while it is
+// offline the page says why (the planner's own words where it refused).
 async function follow() {
   for (;;) {
+    let why = "the event stream ended; reconnecting", wait = 2000;
     try {
       const h = headers({ "Accept": "text/event-stream" });
       if (state.lastEventId) h["Last-Event-ID"] = state.lastEventId;
       const resp = await fetch("/v1/events", { headers: h, cache: "no-store" });
-      if (!resp.ok) throw new Error("HTTP " + resp.status);
-      setLive(true);
-      const reader = resp.body.getReader();
-      const dec = new TextDecoder();
-      let buf = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += dec.decode(value, { stream: true });
-        let i;
-        while ((i = buf.indexOf("\n\n")) >= 0) {
-          const block = buf.slice(0, i); buf = buf.slice(i + 2);
-          let type = "message", data = "", id = null;
-          for (const line of block.split("\n")) {
-            if (line.startsWith("id:")) id = line.slice(3).trim();
-            else if (line.startsWith("event:")) type = line.slice(6).trim();
-            else if (line.startsWith("data:")) data += line.slice(5).trim();
-          }
-          if (id !== null) state.lastEventId = id;
-          if (data) onEvent(type, data);
-        }
+      if (resp.ok) {
+        setLive(true);
+        await readStream(resp.body.getReader());
+      } else {
+        why = await refusal(resp);
+        const after = parseInt(resp.headers.get("Retry-After") || "", 10);
+        if (after > 0) wait = Math.min(after, 300) * 1000;
       }
-    } catch (e) { /* reconnect below */ }
-    setLive(false);
-    await new Promise(r => setTimeout(r, 2000));
+    } catch (e) {
+      why = "the planner does not answer (" + ((e && e.message) || e) + ")";
+    }
+    setLive(false, why + "; trying again in " + Math.round(wait / 1000) + " s");
+    await new Promise(r => setTimeout(r, wait));
   }
+}
+// readStream reads server-sent events until the stream ends.
+async function readStream(reader) {
+  const dec = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += dec.decode(value, { stream: true });
+    let i;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, i); buf = buf.slice(i + 2);
+      let type = "message", data = "", id = null;
+      for (const line of block.split("\n")) {
+        if (line.startsWith("id:")) id = line.slice(3).trim();
+        else if (line.startsWith("event:")) type = line.slice(6).trim();
+        else if (line.startsWith("data:")) data += line.slice(5).trim();
+      }
+      if (id !== null) state.lastEventId = id;
+      if (data) onEvent(type, data);
+    }
+  }
+}
+// refusal is what a refused stream's answer says: the planner's error,
+// with a hint for a missing token.
+async function refusal(resp) {
+  let msg = "";
+  try { const body = await resp.json(); msg = (body && body.error) || ""; } catch (e) { msg = ""; }
+  if (resp.status === 403) return "the planner refused the stream: " + (msg || "permission denied") + " (enter its token at the top right)";
+  return "the planner refused the stream (HTTP " + resp.status + "): " + (msg || resp.statusText || "no reason given");
 }
 function onEvent(type, data) {
   window.dispatchEvent(new CustomEvent("schedulearn-event", { detail: { type, data } }));
   scheduleRefresh();
 }
-function setLive(on) { const p = $("#live"); p.textContent = on ? "live" : "offline"; p.className = "pill " + (on ? "on" : "off"); }
+function setLive(on, why) {
+  const p = $("#live");
+  p.textContent = on ? "live" : "offline";
+  p.className = "pill " + (on ? "on" : "off");
+  p.title = on ? "event stream" : "offline: " + why;
+  const r = $("#live-reason");
+  r.textContent = on ? "" : why;
+  r.hidden = on;
+}
 
 // ---------------------------------------------------------------- forms
 function setupForms() {
