@@ -228,8 +228,11 @@ func TestClusterLab_PlannerFailover(t *testing.T) {
 
 // zombieChildren lists the zombies whose parent is this process (which
 // runs the lab, a subreaper).
-func zombieChildren() []string {
-	self := strconv.Itoa(os.Getpid())
+func zombieChildren() []string { return zombieChildrenOf(os.Getpid()) }
+
+// zombieChildrenOf lists the zombies whose parent is pid.
+func zombieChildrenOf(pid int) []string {
+	self := strconv.Itoa(pid)
 	entries, _ := os.ReadDir("/proc")
 	var out []string
 	for _, e := range entries {

@@ -159,6 +159,15 @@ func TestLabCommand_CtrlCStopsEverything(t *testing.T) {
 			sleepers := processes(t, dirs, "/bin/sleep\x003600")
 			must.Len(t, 1, sleepers, must.Sprintf("the task of alloc %s is not among the lab's processes", allocID))
 			must.SliceNotEmpty(t, processes(t, dirs, "agent\x00-dev"), must.Sprint("the agents are not among the lab's processes"))
+			// The lab reaps the orphans it inherits (issue 28, N13: a
+			// [python3] <defunct> child stayed for the lab's whole life);
+			// its reaper runs every 2 s at the latest.
+			waitUntil(t, 10*time.Second, func() error {
+				if z := zombieChildrenOf(cmd.Process.Pid); len(z) > 0 {
+					return fmt.Errorf("zombie children of the lab: %v", z)
+				}
+				return nil
+			})
 
 			must.NoError(t, cmd.Process.Signal(os.Interrupt))
 			done := make(chan error, 1)
