@@ -13,6 +13,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // recentRows is how many GPU changes and events job status shows
@@ -464,7 +465,7 @@ func formatBatch(spec *jobspec.Batch, a *structs.BatchAdvice) string {
 	if a == nil {
 		return out + "; no advice yet (needs the throughput at two per-GPU batches and a noise scale)"
 	}
-	out += fmt.Sprintf("; advised %d on %d GPUs (%d a GPU x %d micro-batches), efficiency %.2f", a.Size, a.GPUs, a.PerGPU, a.Accumulation, a.Efficiency)
+	out += fmt.Sprintf("; advised %d on %s (%d a GPU x %d micro-batches), efficiency %.2f", a.Size, policy.GPUs(a.GPUs), a.PerGPU, a.Accumulation, a.Efficiency)
 	if a.Exploring {
 		return out + fmt.Sprintf(", exploring: measuring a second per-GPU batch (noise scale %.4g)", a.NoiseScale)
 	}

@@ -130,7 +130,7 @@ func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
 	for _, n := range nodes {
 		if _, ok := prev[n.ID]; !ok {
 			evs = append(evs, structs.StreamEvent{Time: now, Type: structs.StreamNodeJoined, Node: n.ID,
-				Message: fmt.Sprintf("node %s (%s) offers %d GPUs", n.Name, n.ID, n.GPUs)})
+				Message: fmt.Sprintf("node %s (%s) offers %s", n.Name, n.ID, policy.GPUs(n.GPUs))})
 		}
 	}
 	p.Events.Publish(evs...)
@@ -224,8 +224,8 @@ func freeFor(j *policy.Job, nodes []policy.Node, free map[string]int, policyName
 		}
 	}
 	if usable < j.GPUs.Min {
-		return structs.WaitGPUs, fmt.Sprintf("needs %d GPUs; %d free that it may use", j.GPUs.Min, usable)
+		return structs.WaitGPUs, fmt.Sprintf("needs %s; %d free that it may use", policy.GPUs(j.GPUs.Min), usable)
 	}
-	return structs.WaitPolicy, fmt.Sprintf("%d GPUs free that it may use, but policy %s did not start it this round (order, fairness or placement rules)",
-		usable, policyName)
+	return structs.WaitPolicy, fmt.Sprintf("%s free that it may use, but policy %s did not start it this round (order, fairness or placement rules)",
+		policy.GPUs(usable), policyName)
 }

@@ -117,13 +117,13 @@ func targetOutlook(j *structs.Job, t *jobspec.Target, prev *structs.Outlook, spe
 			return time.Duration(out.RemainingWork / policy.SpeedupAt(speedup, g) * float64(time.Second))
 		}
 		out.ETA = now.Add(at(g))
-		out.Reason = fmt.Sprintf("about %s to %s %g at %d GPUs (%s)", at(g).Round(time.Second), t.Metric, t.Goal, g, est.Reason)
+		out.Reason = fmt.Sprintf("about %s to %s %g at %s (%s)", at(g).Round(time.Second), t.Metric, t.Goal, policy.GPUs(g), est.Reason)
 		if !deadline.IsZero() {
 			out.Reachable = "yes"
 			if now.Add(at(maxG)).After(deadline) {
 				out.Reachable = "no"
-				out.Reason = fmt.Sprintf("about %s to %s %g even at %d GPUs, %s to the deadline (%s)",
-					at(maxG).Round(time.Second), t.Metric, t.Goal, maxG, deadline.Sub(now).Round(time.Second), est.Reason)
+				out.Reason = fmt.Sprintf("about %s to %s %g even at %s, %s to the deadline (%s)",
+					at(maxG).Round(time.Second), t.Metric, t.Goal, policy.GPUs(maxG), deadline.Sub(now).Round(time.Second), est.Reason)
 			}
 		}
 	}

@@ -301,7 +301,7 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 		if spec.GPUs.Model != "" || spec.GPUs.MinMemoryMiB > 0 {
 			where += " (with the job's GPU model/memory constraints)"
 		}
-		return structs.Inputf("job %s needs at least %d GPUs but %s has %d that it could use", spec.Name, req.Min, where, total)
+		return structs.Inputf("job %s needs at least %s but %s has %d that it could use", spec.Name, policy.GPUs(req.Min), where, total)
 	}
 	return nil
 }
@@ -575,7 +575,7 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 		accrue(j, now)
 		j.Allocation = maps.Clone(map[string]int(ch.To))
 		events := []structs.Event{{Time: now, Type: string(ch.Kind),
-			Message: fmt.Sprintf("%s: %d -> %d GPUs (%s)", ch.Kind, ch.From.Total(), ch.To.Total(), policyName)}}
+			Message: fmt.Sprintf("%s: %d -> %s (%s)", ch.Kind, ch.From.Total(), policy.GPUs(ch.To.Total()), policyName)}}
 		switch {
 		case ch.To.Total() == 0:
 			j.State = structs.JobQueued // preempted: back in the queue

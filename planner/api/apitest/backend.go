@@ -21,6 +21,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
@@ -149,7 +150,7 @@ func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string, i
 		return nil, false, &api.InputError{Diags: hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Not enough GPUs in the cluster",
-			Detail:   fmt.Sprintf("The job needs at least %d GPUs; the largest node has %d.", spec.GPUs.Min, largest),
+			Detail:   fmt.Sprintf("The job needs at least %s; the largest node has %d.", policy.GPUs(spec.GPUs.Min), largest),
 			Subject:  spec.Range.Ptr(),
 		}}}
 	}

@@ -180,8 +180,7 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 			}
 			job := jobs[j]
 			if grow(c, j, job.GPUs.Min) {
-				c.Notef(j, "started with %d GPUs: queue %d of %d (attained %.0f GPU-s)",
-					job.GPUs.Min, queue[j], len(th)+1, job.AttainedGPUSeconds)
+				c.NoteStarted(j, "", fmt.Sprintf("queue %d of %d (attained %.0f GPU-s)", queue[j], len(th)+1, job.AttainedGPUSeconds))
 				continue
 			}
 			if !selected[j] {
@@ -192,8 +191,8 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 				c.Wait(j, tiresiasBehind)
 				continue
 			}
-			c.Notef(j, "queued: queue %d of %d (attained %.0f GPU-s), needs %d GPUs; its workers do not fit on the free GPUs of any node",
-				queue[j], len(th)+1, job.AttainedGPUSeconds, job.GPUs.Min)
+			c.Notef(j, "queued: queue %d of %d (attained %.0f GPU-s), needs %s; its workers do not fit on the free GPUs of any node",
+				queue[j], len(th)+1, job.AttainedGPUSeconds, policy.GPUs(job.GPUs.Min))
 		}
 	}
 
