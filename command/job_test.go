@@ -152,6 +152,29 @@ func TestJobRun_MonitorJobGone(t *testing.T) {
 	must.StrContains(t, h.err.String(), "is gone from the planner")
 }
 
+// A job with a priority under a policy that does not order by priority
+// (FIFO, the fake's active policy) is told so when it is submitted, with
+// and without the monitor (issue 28); one with the default priority is
+// not.
+func TestJobRun_WarnsWhenThePolicyIgnoresPriority(t *testing.T) {
+	h := newHarness(t)
+	urgent := strings.Replace(fourGPUs, "gpus = 4", "gpus = 4\n  priority = 100", 1)
+	const said = "Warning: policy fifo does not order jobs by priority: this job's (100)"
+	must.Eq(t, ExitOK, h.run("job", "run", "-detach", h.jobspec("urgent.hcl", urgent)))
+	must.StrContains(t, h.out.String(), said)
+
+	h.out.Reset()
+	must.Eq(t, ExitOK, h.run("job", "run", "-detach", h.jobspec("train.hcl", fourGPUs)))
+	must.StrNotContains(t, h.out.String(), "Warning")
+
+	h.out.Reset()
+	h.backend.OnJob = func(b *apitest.Backend, id string, call int) {
+		b.Start(id, map[string]int{"9f1c2d3e-0000-4000-8000-000000000001": 4}, "enough free GPUs")
+	}
+	must.Eq(t, ExitOK, h.run("job", "run", h.jobspec("urgent.hcl", urgent)))
+	must.StrContains(t, h.out.String(), strings.TrimPrefix(said, "Warning: "))
+}
+
 // Warnings are printed, and the job is submitted.
 func TestJobRun_WarningsAccepted(t *testing.T) {
 	h := newHarness(t)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -177,12 +178,14 @@ func (p *Planner) Waits() map[string]structs.Wait {
 		}
 		p.obs.mu.Unlock()
 	}()
-	return waits(snap, plan, queue())
+	return waits(snap, plan, queue(), p.Policies != nil && p.Policies.IgnoresPriority(plan.Policy))
 }
 
 // waits works out Waits from a round's snapshot, plan and queue places
-// (none changes once the round is over).
-func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait) map[string]structs.Wait {
+// (none changes once the round is over). ignoresPriority says that the
+// plan's policy does not order jobs by priority: a job whose priority is
+// not the default and that waits for the policy is told so.
+func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait, ignoresPriority bool) map[string]structs.Wait {
 	free := map[string]int{}
 	for _, n := range snap.Nodes {
 		free[n.ID] = n.GPUs - n.Reserved
@@ -207,6 +210,9 @@ func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait
 			w.Cause, w.Reason = structs.WaitPolicy, r[len(r)-1]
 		default:
 			w.Cause, w.Reason = freeFor(j, snap.Nodes, free, plan.Policy)
+		}
+		if ignoresPriority && j.Priority != jobspec.DefaultPriority && w.Cause == structs.WaitPolicy {
+			w.Reason += "; " + structs.PriorityIgnored(plan.Policy, j.Priority)
 		}
 		waits[j.ID] = w
 	}

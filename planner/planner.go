@@ -261,6 +261,11 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 	if err := p.admit(ctx, j, nodes); err != nil {
 		return nil, false, err
 	}
+	if spec.Priority != jobspec.DefaultPriority && p.Policies != nil {
+		if name, _ := p.Policies.Active(); p.Policies.IgnoresPriority(name) {
+			j.WarnOnce(now, structs.PriorityIgnored(name, spec.Priority))
+		}
+	}
 	if err := p.Store.CreateJob(ctx, j); err != nil {
 		if errors.Is(err, store.ErrKeyExists) {
 			// A retry that raced the first request: the first one won.

@@ -165,6 +165,9 @@ func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string, i
 		Events:    []structs.Event{{Time: now, Type: "submitted", Message: "Job submitted; queued"}},
 		Version:   1,
 	}
+	if f := b.policies[b.active.Name]; f != nil && f().PluginInfo().IgnoresPriority && spec.Priority != jobspec.DefaultPriority {
+		j.WarnOnce(now, structs.PriorityIgnored(b.active.Name, spec.Priority))
+	}
 	if idem != nil {
 		c := *idem
 		j.Idempotency = &c

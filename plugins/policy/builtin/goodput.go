@@ -61,7 +61,7 @@ func NewGoodput() *Goodput {
 
 // PluginInfo implements policy.Base.
 func (p *Goodput) PluginInfo() policy.Info {
-	return policy.Info{Name: GoodputName, Version: Version,
+	return policy.Info{Name: GoodputName, Version: Version, IgnoresPriority: true,
 		Description: "greedy on marginal goodput per GPU (Pollux's idea) from each job's speedup table; preemptive, elastic"}
 }
 

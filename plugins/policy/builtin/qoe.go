@@ -93,7 +93,7 @@ func NewQoE() *QoE {
 
 // PluginInfo implements policy.Base.
 func (p *QoE) PluginInfo() policy.Info {
-	return policy.Info{Name: QoEName, Version: Version,
+	return policy.Info{Name: QoEName, Version: Version, IgnoresPriority: true,
 		Description: "deadline-aware (DQoES's idea): moves GPUs from jobs ahead of their targets to jobs behind them; the rest share idle GPUs"}
 }
 

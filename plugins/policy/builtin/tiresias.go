@@ -78,7 +78,7 @@ func NewTiresias() *Tiresias {
 
 // PluginInfo implements policy.Base.
 func (p *Tiresias) PluginInfo() policy.Info {
-	return policy.Info{Name: TiresiasName, Version: Version,
+	return policy.Info{Name: TiresiasName, Version: Version, IgnoresPriority: true,
 		Description: "discretized 2D least-attained-service (Tiresias): queues by attained GPU-seconds, preemptive"}
 }
 

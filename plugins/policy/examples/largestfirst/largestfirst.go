@@ -37,7 +37,7 @@ func New() *Policy { return &Policy{} }
 
 // PluginInfo implements policy.Base.
 func (*Policy) PluginInfo() policy.Info {
-	return policy.Info{Name: Name, Version: "0.1.0", Description: "largest queued job first, with backfill"}
+	return policy.Info{Name: Name, Version: "0.1.0", Description: "largest queued job first, with backfill", IgnoresPriority: true}
 }
 
 // SetConfig implements policy.Base; any key is an error.
