@@ -457,12 +457,15 @@ func TestJobStatus_Target(t *testing.T) {
 	must.Eq(t, "/models/"+id+"/tier1/ckpt-120.pt", rec.Deliveries[0].Location)
 	must.Eq(t, structs.DeliveryFailed, rec.Deliveries[1].State)
 
-	// The planner's outlook, and a gpus = "auto" job's assessment.
+	// The planner's outlook, and a gpus = "auto" job's assessment. The
+	// time left is counted from the ETA to now (issue 28: the estimate
+	// made 3 s ago is not "about 8s" any more).
+	eta := time.Now().Add(7*time.Hour + 30*time.Second)
 	h.backend.Update(id, func(j *structs.Job) {
 		j.Outlook = &structs.Outlook{
 			GPUs: &structs.GPUAssessment{Choice: 4, Reason: "4 GPUs: a 5th would add 0.38x of one GPU's throughput"},
-			Target: &structs.TargetOutlook{Status: structs.OutlookEstimated, Reachable: "no", ETA: j.Submitted.Add(7 * time.Hour),
-				Reason: "about 7h to accuracy 0.93 at 2 GPUs (curve fit)"}}
+			Target: &structs.TargetOutlook{Status: structs.OutlookEstimated, Reachable: "no", ETA: eta,
+				Reason: "at 2 GPUs: 900 samples to go (curve fit)"}}
 	})
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	out = h.out.String()
@@ -483,8 +486,8 @@ func TestJobStatus_Target(t *testing.T) {
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	must.StrContains(t, h.out.String(), "Batch         = 64..4096, at most 256 a GPU; advised 128 on 4 GPUs (32 a GPU x 1 micro-batches), efficiency 0.94, exploring: measuring a second per-GPU batch (noise scale 900)\n")
 	out = h.out.String()
-	must.StrContains(t, out, "Outlook  = estimated: about 7h to accuracy 0.93 at 2 GPUs (curve fit), at "+
-		formatTime(job.Submitted.Add(7*time.Hour))+"; the deadline looks unreachable\n")
+	must.StrContains(t, out, "Outlook  = estimated: accuracy 0.93 in about 7h 0m (at "+formatTime(eta)+
+		"), at 2 GPUs: 900 samples to go (curve fit); the deadline looks unreachable\n")
 
 	// The deadline admission.
 	h.backend.Update(id, func(j *structs.Job) {
@@ -607,4 +610,18 @@ func TestJobStatus_FollowUsesEventStream(t *testing.T) {
 	// The poll interval is 1ms: polling would have read the job hundreds
 	// of times in 200ms.
 	must.Less(t, 6, h.backend.Calls()["Job"]-before)
+}
+
+// The time left to a target is counted from the estimate's ETA to the
+// moment it is shown, in the dashboard's words (issue 28).
+func TestFormatLeft(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		5 * time.Second:                "in about 5s",
+		4*time.Minute + 10*time.Second: "in about 4m 10s",
+		7*time.Hour + 30*time.Second:   "in about 7h 0m",
+		-3 * time.Second:               "about 3s overdue",
+		-(2*time.Minute + time.Second): "about 2m 1s overdue",
+	} {
+		must.Eq(t, want, formatLeft(d))
+	}
 }

@@ -117,7 +117,9 @@ func targetOutlook(j *structs.Job, t *jobspec.Target, prev *structs.Outlook, spe
 			return time.Duration(out.RemainingWork / policy.SpeedupAt(speedup, g) * float64(time.Second))
 		}
 		out.ETA = now.Add(at(g))
-		out.Reason = fmt.Sprintf("about %s to %s %g at %s (%s)", at(g).Round(time.Second), t.Metric, t.Goal, policy.GPUs(g), est.Reason)
+		// The time left is ETA's alone: a reason written now would say
+		// "about 8s" while the same estimate read 3 s later is 5 s away.
+		out.Reason = fmt.Sprintf("at %s: %s", policy.GPUs(g), est.Reason)
 		if !deadline.IsZero() {
 			out.Reachable = "yes"
 			if now.Add(at(maxG)).After(deadline) {

@@ -239,9 +239,14 @@ async function renderJob(id) {
   if (j.finished) facts.push(["Finished", fmtTime(j.finished)]);
   if (t) facts.push(["Target", `${t.Metric} ${t.Lower ? "≤" : "≥"} ${t.Goal}` + (t.Tier1 != null ? ` (tier 1: ${t.Tier1})` : "") + (deadline ? " by " + new Date(deadline).toLocaleString() : "")]);
   if (out) {
-    let left = out.status;
-    if (out.eta && !out.eta.startsWith("0001")) left = fmtDur((Date.parse(out.eta) - Date.now()) / 1000) + " left (ETA " + fmtTime(out.eta) + ")";
-    facts.push(["Estimate", out.reason && out.reason.startsWith(left) ? out.reason : left + (out.reason ? " — " + out.reason : "")]);
+    // The time left is the ETA's, counted to now (the reason holds none):
+    // one estimate, as job status shows it.
+    let est = out.status;
+    if (out.status === "estimated" && out.eta && !out.eta.startsWith("0001")) {
+      const s = (Date.parse(out.eta) - Date.now()) / 1000;
+      est = `${t.Metric} ${t.Goal} ` + (s >= 0 ? "in about " + fmtDur(s) : "about " + fmtDur(-s) + " overdue") + " (ETA " + fmtTime(out.eta) + ")";
+    }
+    facts.push(["Estimate", est + (out.reason ? " — " + out.reason : "")]);
   }
   if (j.progress) facts.push(["Progress", `step ${j.progress.step}, ${j.progress.reports} reports`]);
   $("#job-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k.toLowerCase() }, v)]));
