@@ -64,7 +64,7 @@ type verdict struct {
 // judge is running job j's health at now; watching is when this planner
 // began to watch.
 func (w *HealthWatch) judge(j *structs.Job, now, watching time.Time) verdict {
-	changed := lastChange(j)
+	changed := j.LastChange()
 	if pr := j.Progress; pr != nil && pr.Reports > 0 {
 		from := latest(pr.Updated, changed, watching)
 		if bound := w.stallBound(pr); now.Sub(from) > bound {

@@ -773,13 +773,6 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	return j, nil
 }
 
-func lastChange(j *structs.Job) time.Time {
-	if n := len(j.History); n > 0 {
-		return j.History[n-1].Time
-	}
-	return j.Submitted
-}
-
 func randomSuffix() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
