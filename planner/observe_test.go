@@ -227,3 +227,24 @@ func TestWaits_PriorityIgnoredIsSaid(t *testing.T) {
 	must.StrContains(t, w[urgent.ID].Reason, said)
 	must.StrNotContains(t, w[plain.ID].Reason, "priority")
 }
+
+// A planner that configures no queues holds every job in one line, but
+// a job's wait speaks of the queue its jobspec names: not "of queue
+// default" or "2nd of 2 waiting in queue default" beside its own queue
+// team2 (issue 28).
+func TestWaits_QueueAsTheJobNamesIt(t *testing.T) {
+	ctx := context.Background()
+	p, _, _, now := newPlanner(t, "fifo", node("n1", 4))
+	s := spec(t, "a", 4, 4)
+	s.Queue = "team2"
+	a := submit(t, p, now, s)
+	s = spec(t, "urgent", 4, 4)
+	s.Priority = 100
+	urgent := submit(t, p, now, s)
+	must.NoError(t, p.Round(ctx)) // urgent goes first: a higher priority
+
+	w := p.Waits()[a.ID]
+	must.Eq(t, "team2", w.Queue)
+	must.Eq(t, "not started: job "+urgent.ID+" has a higher priority (100 > 50) and takes the GPUs", w.String())
+	must.StrNotContains(t, w.String(), "default")
+}

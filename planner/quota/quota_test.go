@@ -247,7 +247,9 @@ func TestCheckJob(t *testing.T) {
 }
 
 // A planner without queues holds every job in its one queue, whatever
-// queue the jobspec names: nothing is refused or stranded for it.
+// queue the jobspec names: nothing is refused or stranded for it. The job
+// waits in the queue it names, which is not configured: no place in a
+// queue "default" beside its own (issue 28).
 func TestDefault_HoldsEveryJob(t *testing.T) {
 	tr := quota.Default()
 	j := job("j", "research", 50, 4, 4, nil)
@@ -256,7 +258,7 @@ func TestDefault_HoldsEveryJob(t *testing.T) {
 	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: []policy.Job{j}}
 	v := quota.NewView(tr, s)
 	must.Eq(t, []string{"j"}, ids(v.Gate()))
-	must.Eq(t, quota.Wait{Queue: quota.DefaultQueue, Position: 1, Of: 1}, v.Waits(&policy.Plan{})["j"])
+	must.Eq(t, quota.Wait{Queue: "research"}, v.Waits(&policy.Plan{})["j"])
 }
 
 // The default tree shows the policy every queued job some node may run,
