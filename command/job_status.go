@@ -72,9 +72,9 @@ Usage: schedulearn job status [options] [<job-id>]
   the job: what it asked for, its state (for a queued job, why it waits and
   its place in its queue), its target (goal and tier 1,
   whether reached, and where their models were delivered), the GPUs it
-  holds now and where, its GPU history (time, GPUs, nodes, policy,
-  reason), its events and its Nomad job ID. A unique prefix of an ID will
-  do.`,
+  holds now and where (the nodes by name, as node list names them), its
+  GPU history (time, GPUs, nodes, policy, reason), its events and its
+  Nomad job ID. A unique prefix of an ID will do.`,
 		generalHelp, `Status Options:
 
   -json
@@ -83,8 +83,8 @@ Usage: schedulearn job status [options] [<job-id>]
 
   -verbose
     Show the whole GPU history and every event (not only the last 10),
-    and the job's jobspec as submitted; without an ID, each wait reason
-    whole.
+    the Nomad ID of each node the job holds GPUs on, and the job's
+    jobspec as submitted; without an ID, each wait reason whole.
 
   -follow
     After showing the job, follow it on the planner's event stream,
@@ -299,7 +299,7 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 	if len(j.Allocation) == 0 {
 		b.WriteString("No GPUs")
 	} else {
-		b.WriteString(formatAllocation(j.Allocation, names))
+		b.WriteString(formatAllocation(j.Allocation, names, verbose))
 	}
 
 	if len(j.Preemptions) > 0 {

@@ -303,7 +303,8 @@ func TestJobStatus_Job(t *testing.T) {
 }
 
 // Issue 27: job status shows a running job's health (and job list its
-// state), its retries, and the hosts' names beside the nodes' IDs.
+// state), its retries. Issue 28: it names the nodes as node list and the
+// dashboard do, by their hosts' names; -verbose adds their Nomad IDs.
 func TestJobStatus_HealthRetriesAndHosts(t *testing.T) {
 	h := newHarness(t)
 	id := h.submit(elastic)
@@ -319,11 +320,14 @@ func TestJobStatus_HealthRetriesAndHosts(t *testing.T) {
 	for _, want := range []string{
 		"Health       = stalled since " + formatTime(since) + ": no progress report for more than 30s (the last at step 10)",
 		"Retries      = 1 (requeued when the cluster ended or stalled its run)",
-		"GPUs Now\nNode                                  Host   GPUs\n" + n2 + "  gpu-2  2\n" + n1 + "  gpu-1  4",
+		"GPUs Now\nNode   GPUs\ngpu-1  4\ngpu-2  2\n",
 		"gpu-1:4, gpu-2:2  fifo    start",
 	} {
 		must.StrContains(t, out, want)
 	}
+	must.StrNotContains(t, out, n1)
+	must.Eq(t, ExitOK, h.run("job", "status", "-verbose", id))
+	must.StrContains(t, h.out.String(), "GPUs Now\nNode   ID                                    GPUs\ngpu-1  "+n1+"  4\ngpu-2  "+n2+"  2\n")
 
 	must.Eq(t, ExitOK, h.run("job", "list"))
 	lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
