@@ -42,3 +42,15 @@ func TestHandler_ServesEmbeddedSelfContainedAssets(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/nope.js", nil))
 	must.Eq(t, http.StatusNotFound, rec.Code)
 }
+
+// The page writes what users and jobs named (job names, users, commands,
+// reasons, metric names) as text, never as HTML: no innerHTML, outerHTML,
+// insertAdjacentHTML or document.write in its script (issue 28 put names,
+// users and commands on the page).
+func TestAssets_NoHTMLFromStrings(t *testing.T) {
+	rec := httptest.NewRecorder()
+	ui.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/app.js", nil))
+	must.Eq(t, http.StatusOK, rec.Code)
+	html := regexp.MustCompile(`\.(innerHTML|outerHTML|insertAdjacentHTML)\b|document\.write`)
+	must.SliceEmpty(t, html.FindAllString(rec.Body.String(), -1))
+}
