@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -50,20 +49,30 @@ func byName(m map[string]int, names map[string]string) map[string]int {
 }
 
 // formatAllocation is job status's table of the GPUs a job holds now:
-// each node's ID, its name (host) when names knows any, and its GPUs.
-func formatAllocation(alloc map[string]int, names map[string]string) string {
-	known := false
-	for id := range alloc {
-		known = known || names[id] != ""
-	}
+// each node by its name (host), as node list and the dashboard name it,
+// and its GPUs, by name; with verbose its Nomad ID too. A node whose name
+// names does not know (or shares with another of alloc's) is shown by
+// its ID.
+func formatAllocation(alloc map[string]int, names map[string]string, verbose bool) string {
+	unique := len(byName(alloc, names)) == len(alloc) // else byName fell back to the IDs
 	rows := [][]string{{"Node", "GPUs"}}
-	if known {
-		rows[0] = []string{"Node", "Host", "GPUs"}
+	if verbose {
+		rows[0] = []string{"Node", "ID", "GPUs"}
 	}
-	for _, id := range slices.Sorted(maps.Keys(alloc)) {
-		row := []string{id, fmt.Sprint(alloc[id])}
-		if known {
-			row = []string{id, orNone(names[id]), fmt.Sprint(alloc[id])}
+	type node struct{ name, id string }
+	nodes := make([]node, 0, len(alloc))
+	for id := range alloc {
+		n := node{id, id}
+		if unique && names[id] != "" {
+			n.name = names[id]
+		}
+		nodes = append(nodes, n)
+	}
+	slices.SortFunc(nodes, func(a, b node) int { return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.id, b.id)) })
+	for _, n := range nodes {
+		row := []string{n.name, fmt.Sprint(alloc[n.id])}
+		if verbose {
+			row = []string{n.name, n.id, fmt.Sprint(alloc[n.id])}
 		}
 		rows = append(rows, row)
 	}

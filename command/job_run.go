@@ -14,6 +14,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // JobRunCommand submits a jobspec and monitors the job.
@@ -124,6 +125,11 @@ func (c *JobRunCommand) Run(args []string) int {
 			return c.printJSON(job)
 		}
 		fmt.Fprintf(c.Out, "==> Job %q submitted; %s\n", job.ID, job.State)
+		for _, e := range job.Events {
+			if e.Type == structs.EventWarning {
+				fmt.Fprintf(c.Out, "    Warning: %s\n", e.Message)
+			}
+		}
 		fmt.Fprintf(c.Out, "    Follow it with: schedulearn job status %s\n", job.ID)
 		return ExitOK
 	}

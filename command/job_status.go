@@ -8,12 +8,14 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/schedulearn/schedulearn/internal/termtext"
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // recentRows is how many GPU changes and events job status shows
@@ -71,9 +73,9 @@ Usage: schedulearn job status [options] [<job-id>]
   the job: what it asked for, its state (for a queued job, why it waits and
   its place in its queue), its target (goal and tier 1,
   whether reached, and where their models were delivered), the GPUs it
-  holds now and where, its GPU history (time, GPUs, nodes, policy,
-  reason), its events and its Nomad job ID. A unique prefix of an ID will
-  do.`,
+  holds now and where (the nodes by name, as node list names them), its
+  GPU history (time, GPUs, nodes, policy, reason), its events and its
+  Nomad job ID. A unique prefix of an ID will do.`,
 		generalHelp, `Status Options:
 
   -json
@@ -82,8 +84,8 @@ Usage: schedulearn job status [options] [<job-id>]
 
   -verbose
     Show the whole GPU history and every event (not only the last 10),
-    and the job's jobspec as submitted; without an ID, each wait reason
-    whole.
+    the Nomad ID of each node the job holds GPUs on, and the job's
+    jobspec as submitted; without an ID, each wait reason whole.
 
   -follow
     After showing the job, follow it on the planner's event stream,
@@ -298,7 +300,7 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 	if len(j.Allocation) == 0 {
 		b.WriteString("No GPUs")
 	} else {
-		b.WriteString(formatAllocation(j.Allocation, names))
+		b.WriteString(formatAllocation(j.Allocation, names, verbose))
 	}
 
 	if len(j.Preemptions) > 0 {
@@ -449,7 +451,7 @@ func formatTargetSection(j *structs.Job) string {
 	}
 	pairs = append(pairs, [2]string{"Deadline", deadline})
 	if o := j.Outlook; o != nil && o.Target != nil {
-		pairs = append(pairs, [2]string{"Outlook", formatOutlook(o.Target)})
+		pairs = append(pairs, [2]string{"Outlook", formatOutlook(t, o.Target, time.Now())})
 	}
 	if a := j.Admission; a != nil {
 		pairs = append(pairs, [2]string{"Admission", a.Reason})
@@ -465,21 +467,25 @@ func formatBatch(spec *jobspec.Batch, a *structs.BatchAdvice) string {
 	if a == nil {
 		return out + "; no advice yet (needs the throughput at two per-GPU batches and a noise scale)"
 	}
-	out += fmt.Sprintf("; advised %d on %d GPUs (%d a GPU x %d micro-batches), efficiency %.2f", a.Size, a.GPUs, a.PerGPU, a.Accumulation, a.Efficiency)
+	out += fmt.Sprintf("; advised %d on %s (%d a GPU x %d micro-batches), efficiency %.2f", a.Size, policy.GPUs(a.GPUs), a.PerGPU, a.Accumulation, a.Efficiency)
 	if a.Exploring {
 		return out + fmt.Sprintf(", exploring: measuring a second per-GPU batch (noise scale %.4g)", a.NoiseScale)
 	}
 	return out + fmt.Sprintf(", goodput x%.2f (noise scale %.4g)", a.GoodputGain, a.NoiseScale)
 }
 
-// formatOutlook renders the planner's estimate for the target: "about 4m
-// to accuracy 0.93 at 4 GPUs (...), at 2026-11-22T10:24:00Z; the deadline
-// looks reachable".
-func formatOutlook(o *structs.TargetOutlook) string {
-	out := o.Status + ": " + o.Reason
+// formatOutlook renders the planner's estimate for target t at now:
+// "estimated: accuracy 0.93 in about 4m 0s (at 2026-11-22T10:24:00Z),
+// at 4 GPUs: 1200 samples to go (...); the deadline looks reachable".
+// The time left is counted from the estimate's ETA to now, not copied
+// from when it was made: one estimate, which cannot read as two that
+// disagree ("5s left" beside "about 8s to accuracy 0.4", issue 28).
+func formatOutlook(t *jobspec.Target, o *structs.TargetOutlook, now time.Time) string {
+	out := o.Status + ": "
 	if !o.ETA.IsZero() && o.Status == structs.OutlookEstimated {
-		out += ", at " + formatTime(o.ETA)
+		out += fmt.Sprintf("%s %g %s (at %s), ", t.Metric, t.Goal, formatLeft(o.ETA.Sub(now)), formatTime(o.ETA))
 	}
+	out += o.Reason
 	switch o.Reachable {
 	case "yes":
 		out += "; the deadline looks reachable"
@@ -487,6 +493,26 @@ func formatOutlook(o *structs.TargetOutlook) string {
 		out += "; the deadline looks unreachable"
 	}
 	return out
+}
+
+// formatLeft is how long until a time d from now, as the dashboard says
+// it: "in about 8s", "in about 4m 10s", "in about 7h 0m"; "about 3s
+// overdue" once it has passed.
+func formatLeft(d time.Duration) string {
+	a := d.Abs().Round(time.Second)
+	var s string
+	switch {
+	case a < time.Minute:
+		s = fmt.Sprintf("%ds", a/time.Second)
+	case a < time.Hour:
+		s = fmt.Sprintf("%dm %ds", a/time.Minute, a%time.Minute/time.Second)
+	default:
+		s = fmt.Sprintf("%dh %dm", a/time.Hour, a%time.Hour/time.Minute)
+	}
+	if d < 0 {
+		return "about " + s + " overdue"
+	}
+	return "in about " + s
 }
 
 // formatTier renders a tier's threshold, whether it was reached, and its

@@ -152,6 +152,29 @@ func TestJobRun_MonitorJobGone(t *testing.T) {
 	must.StrContains(t, h.err.String(), "is gone from the planner")
 }
 
+// A job with a priority under a policy that does not order by priority
+// (FIFO, the fake's active policy) is told so when it is submitted, with
+// and without the monitor (issue 28); one with the default priority is
+// not.
+func TestJobRun_WarnsWhenThePolicyIgnoresPriority(t *testing.T) {
+	h := newHarness(t)
+	urgent := strings.Replace(fourGPUs, "gpus = 4", "gpus = 4\n  priority = 100", 1)
+	const said = "Warning: policy fifo does not order jobs by priority: this job's (100)"
+	must.Eq(t, ExitOK, h.run("job", "run", "-detach", h.jobspec("urgent.hcl", urgent)))
+	must.StrContains(t, h.out.String(), said)
+
+	h.out.Reset()
+	must.Eq(t, ExitOK, h.run("job", "run", "-detach", h.jobspec("train.hcl", fourGPUs)))
+	must.StrNotContains(t, h.out.String(), "Warning")
+
+	h.out.Reset()
+	h.backend.OnJob = func(b *apitest.Backend, id string, call int) {
+		b.Start(id, map[string]int{"9f1c2d3e-0000-4000-8000-000000000001": 4}, "enough free GPUs")
+	}
+	must.Eq(t, ExitOK, h.run("job", "run", h.jobspec("urgent.hcl", urgent)))
+	must.StrContains(t, h.out.String(), strings.TrimPrefix(said, "Warning: "))
+}
+
 // Warnings are printed, and the job is submitted.
 func TestJobRun_WarningsAccepted(t *testing.T) {
 	h := newHarness(t)
@@ -280,7 +303,8 @@ func TestJobStatus_Job(t *testing.T) {
 }
 
 // Issue 27: job status shows a running job's health (and job list its
-// state), its retries, and the hosts' names beside the nodes' IDs.
+// state), its retries. Issue 28: it names the nodes as node list and the
+// dashboard do, by their hosts' names; -verbose adds their Nomad IDs.
 func TestJobStatus_HealthRetriesAndHosts(t *testing.T) {
 	h := newHarness(t)
 	id := h.submit(elastic)
@@ -296,11 +320,14 @@ func TestJobStatus_HealthRetriesAndHosts(t *testing.T) {
 	for _, want := range []string{
 		"Health       = stalled since " + formatTime(since) + ": no progress report for more than 30s (the last at step 10)",
 		"Retries      = 1 (requeued when the cluster ended or stalled its run)",
-		"GPUs Now\nNode                                  Host   GPUs\n" + n2 + "  gpu-2  2\n" + n1 + "  gpu-1  4",
+		"GPUs Now\nNode   GPUs\ngpu-1  4\ngpu-2  2\n",
 		"gpu-1:4, gpu-2:2  fifo    start",
 	} {
 		must.StrContains(t, out, want)
 	}
+	must.StrNotContains(t, out, n1)
+	must.Eq(t, ExitOK, h.run("job", "status", "-verbose", id))
+	must.StrContains(t, h.out.String(), "GPUs Now\nNode   ID                                    GPUs\ngpu-1  "+n1+"  4\ngpu-2  "+n2+"  2\n")
 
 	must.Eq(t, ExitOK, h.run("job", "list"))
 	lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
@@ -434,12 +461,15 @@ func TestJobStatus_Target(t *testing.T) {
 	must.Eq(t, "/models/"+id+"/tier1/ckpt-120.pt", rec.Deliveries[0].Location)
 	must.Eq(t, structs.DeliveryFailed, rec.Deliveries[1].State)
 
-	// The planner's outlook, and a gpus = "auto" job's assessment.
+	// The planner's outlook, and a gpus = "auto" job's assessment. The
+	// time left is counted from the ETA to now (issue 28: the estimate
+	// made 3 s ago is not "about 8s" any more).
+	eta := time.Now().Add(7*time.Hour + 30*time.Second)
 	h.backend.Update(id, func(j *structs.Job) {
 		j.Outlook = &structs.Outlook{
 			GPUs: &structs.GPUAssessment{Choice: 4, Reason: "4 GPUs: a 5th would add 0.38x of one GPU's throughput"},
-			Target: &structs.TargetOutlook{Status: structs.OutlookEstimated, Reachable: "no", ETA: j.Submitted.Add(7 * time.Hour),
-				Reason: "about 7h to accuracy 0.93 at 2 GPUs (curve fit)"}}
+			Target: &structs.TargetOutlook{Status: structs.OutlookEstimated, Reachable: "no", ETA: eta,
+				Reason: "at 2 GPUs: 900 samples to go (curve fit)"}}
 	})
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	out = h.out.String()
@@ -460,8 +490,8 @@ func TestJobStatus_Target(t *testing.T) {
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	must.StrContains(t, h.out.String(), "Batch         = 64..4096, at most 256 a GPU; advised 128 on 4 GPUs (32 a GPU x 1 micro-batches), efficiency 0.94, exploring: measuring a second per-GPU batch (noise scale 900)\n")
 	out = h.out.String()
-	must.StrContains(t, out, "Outlook  = estimated: about 7h to accuracy 0.93 at 2 GPUs (curve fit), at "+
-		formatTime(job.Submitted.Add(7*time.Hour))+"; the deadline looks unreachable\n")
+	must.StrContains(t, out, "Outlook  = estimated: accuracy 0.93 in about 7h 0m (at "+formatTime(eta)+
+		"), at 2 GPUs: 900 samples to go (curve fit); the deadline looks unreachable\n")
 
 	// The deadline admission.
 	h.backend.Update(id, func(j *structs.Job) {
@@ -584,4 +614,18 @@ func TestJobStatus_FollowUsesEventStream(t *testing.T) {
 	// The poll interval is 1ms: polling would have read the job hundreds
 	// of times in 200ms.
 	must.Less(t, 6, h.backend.Calls()["Job"]-before)
+}
+
+// The time left to a target is counted from the estimate's ETA to the
+// moment it is shown, in the dashboard's words (issue 28).
+func TestFormatLeft(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		5 * time.Second:                "in about 5s",
+		4*time.Minute + 10*time.Second: "in about 4m 10s",
+		7*time.Hour + 30*time.Second:   "in about 7h 0m",
+		-3 * time.Second:               "about 3s overdue",
+		-(2*time.Minute + time.Second): "about 2m 1s overdue",
+	} {
+		must.Eq(t, want, formatLeft(d))
+	}
 }

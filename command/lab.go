@@ -151,13 +151,11 @@ func (c *LabCommand) Run(args []string) int {
 		fmt.Fprintf(c.Err, "Error: failed to start the lab: %v\n", err)
 		return ExitError
 	}
-	var tokens labTokens
-	for _, t := range []*string{&tokens.write, &tokens.read} {
-		if *t, err = randomToken(); err != nil {
-			l.Stop()
-			fmt.Fprintf(c.Err, "Error: %v\n", err)
-			return ExitError
-		}
+	tokens, err := newLabTokens()
+	if err != nil {
+		l.Stop()
+		fmt.Fprintf(c.Err, "Error: %v\n", err)
+		return ExitError
 	}
 	if l.ACL != nil {
 		if tokens.nomad, tokens.consul, err = plannerACLTokens(ctx, l, root); err != nil {
@@ -188,7 +186,8 @@ func (c *LabCommand) Run(args []string) int {
 }
 
 // labTokens are the lab planner's tokens: write (writes and reads) and
-// read (reads only); with ACLs, the planner's own Nomad and Consul tokens.
+// read (reads only; "" for none); with ACLs, the planner's own Nomad and
+// Consul tokens.
 type labTokens struct{ write, read, nomad, consul string }
 
 // plannerACLTokens makes the planner's Nomad and Consul tokens from the
@@ -215,6 +214,32 @@ func plannerACLTokens(ctx context.Context, l *lab.Lab, root string) (nomad, cons
 		return "", "", err
 	}
 	return nomad, consul, nil
+}
+
+// newLabTokens makes a lab run's two tokens.
+func newLabTokens() (labTokens, error) {
+	var t labTokens
+	var err error
+	for _, s := range []*string{&t.write, &t.read} {
+		if *s, err = randomToken(); err != nil {
+			return labTokens{}, err
+		}
+	}
+	return t, nil
+}
+
+// labAccess is what a lab prints of its planner at addr (its API, or the
+// proxy in front of several) and tokens: both tokens, and the dashboard's
+// line. Both labs print it.
+func labAccess(addr string, t labTokens) string {
+	return fmt.Sprintf(`    Tokens:     %[2]s (writes and reads), %[3]s (reads only)
+    Dashboard:  %[1]s/ui/   (metrics: %[1]s/v1/metrics, events: %[1]s/v1/events; the read token shows it)
+`, addr, t.write, t.read)
+}
+
+// labExports is the line that points the CLI at a lab's planner at addr.
+func labExports(addr string, t labTokens) string {
+	return fmt.Sprintf("    export SCHEDULEARN_ADDR=%s SCHEDULEARN_TOKEN=%s   # read only: SCHEDULEARN_TOKEN=%s\n", addr, t.write, t.read)
 }
 
 // startPlanner runs the planner on the lab until ctx ends: the config in
@@ -308,22 +333,19 @@ func (c *LabCommand) printReady(l *lab.Lab, cfg lab.Config, root, plannerAddr st
     Nomad:      %[1]s   (UI: %[1]s/ui)
     Consul:     http://%[2]s   (UI: http://%[2]s/ui)
     Planner:    %[6]s   (API: %[6]s/v1/openapi.json)
-    Tokens:     %[7]s (writes and reads), %[9]s (reads only)
-    Dashboard:  %[6]s/ui/   (metrics: %[6]s/v1/metrics, events: %[6]s/v1/events)
-    Plugins:    %[3]s
+%[7]s    Plugins:    %[3]s
     Logs:       %[4]s/nomad.log, consul.log, planner.log
 
   Next, in another terminal:
     export NOMAD_ADDR=%[1]s CONSUL_HTTP_ADDR=%[2]s%[10]s
-    export SCHEDULEARN_ADDR=%[6]s SCHEDULEARN_TOKEN=%[7]s   # read only: SCHEDULEARN_TOKEN=%[9]s
-    %[8]s/bin/schedulearn node list                                   # the GPUs the planner sees
+%[9]s    %[8]s/bin/schedulearn node list                                   # the GPUs the planner sees
     %[8]s/bin/schedulearn job run %[8]s/jobspecs/examples/train.hcl   # an elastic training job
     %[8]s/bin/schedulearn job status                                  # the queue
     %[5]s/nomad job status                                             # what runs in Nomad
 
   Press Ctrl-C to stop the lab; it removes everything it started.
 ==> Lab ready.
-`, l.NomadAddr, l.ConsulAddr, cfg.PluginDir, l.RunDir(), bin, plannerAddr, tokens.write, root, tokens.read, agentTokens(l))
+`, l.NomadAddr, l.ConsulAddr, cfg.PluginDir, l.RunDir(), bin, plannerAddr, labAccess(plannerAddr, tokens), root, labExports(plannerAddr, tokens), agentTokens(l))
 }
 
 // agentTokens is the export of the agents' management tokens for a lab

@@ -75,23 +75,23 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 }
 
 // labPlanners are the multi-host lab's planners as `schedulearn lab` runs
-// them: their token, the planners, which leads, and the proxy in front.
+// them: their tokens, the planners, which leads, and the proxy in front.
 type labPlanners struct {
-	token    string
+	tokens   labTokens
 	planners []ClusterPlanner
 	leader   int
 	proxy    string
 }
 
-// startLabPlanners starts the lab's planners with a new token and waits
-// until one leads.
+// startLabPlanners starts the lab's planners with new tokens (write and
+// read, as the one-host lab's) and waits until one leads.
 func startLabPlanners(ctx context.Context, cl *lab.Cluster, bin, deliveryDir string) (*labPlanners, error) {
-	token, err := randomToken()
+	tokens, err := newLabTokens()
 	if err != nil {
 		return nil, err
 	}
-	run := &labPlanners{token: token}
-	if run.planners, err = StartClusterPlanners(ctx, cl, bin, token, deliveryDir); err != nil {
+	run := &labPlanners{tokens: tokens}
+	if run.planners, err = startClusterPlanners(ctx, cl, bin, tokens, deliveryDir); err != nil {
 		return nil, err
 	}
 	if run.leader, err = WaitClusterLeader(ctx, run.planners, 30*time.Second); err != nil {
@@ -111,14 +111,18 @@ type ClusterPlanner struct {
 // StartClusterPlanners runs `schedulearn agent` (bin) on each of the lab's
 // planner hosts (lab.Cluster.Planners: on the Consul store, one leads) with
 // the configuration Terraform rendered for it, its data in its host's
-// directory, token, and deliveries in deliveryDir: one after the other,
-// each once the one before answers. The lab stops them.
+// directory, token (no read token), and deliveries in deliveryDir: one
+// after the other, each once the one before answers. The lab stops them.
 func StartClusterPlanners(ctx context.Context, cl *lab.Cluster, bin, token, deliveryDir string) ([]ClusterPlanner, error) {
+	return startClusterPlanners(ctx, cl, bin, labTokens{write: token}, deliveryDir)
+}
+
+func startClusterPlanners(ctx context.Context, cl *lab.Cluster, bin string, tokens labTokens, deliveryDir string) ([]ClusterPlanner, error) {
 	var out []ClusterPlanner
 	for _, spec := range cl.Planners() {
-		p, err := StartClusterPlanner(ctx, cl, spec, bin, token, deliveryDir, "")
+		p, err := startClusterPlanner(ctx, cl, spec, bin, tokens, deliveryDir, "")
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("failed to start the planner on %s: %w", spec.Host.Name, err)
 		}
 		out = append(out, ClusterPlanner{Host: spec.Host.Name, Addr: spec.Address, Proc: p})
 	}
@@ -130,20 +134,20 @@ func StartClusterPlanners(ctx context.Context, cl *lab.Cluster, bin, token, deli
 // appended to its configuration (queue blocks, a recovery block; empty:
 // none), and waits until it answers.
 func StartClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin, token, deliveryDir, extra string) (*lab.Process, error) {
-	p, err := startClusterPlanner(ctx, cl, spec, bin, token, deliveryDir, extra)
+	p, err := startClusterPlanner(ctx, cl, spec, bin, labTokens{write: token}, deliveryDir, extra)
 	if err != nil {
 		return nil, fmt.Errorf("failed to start the planner on %s: %w", spec.Host.Name, err)
 	}
 	return p, nil
 }
 
-func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin, token, deliveryDir, extra string) (*lab.Process, error) {
+func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin string, tokens labTokens, deliveryDir, extra string) (*lab.Process, error) {
 	dir := cl.HostDir(spec.Host)
 	var allocDirs []string
 	for _, h := range cl.Hosts {
 		allocDirs = append(allocDirs, filepath.Join(cl.NomadDataDir(h), "alloc"))
 	}
-	config := clusterPlannerConfig(spec.Config, filepath.Join(dir, "planner"), deliveryDir, token, allocDirs) + extra
+	config := clusterPlannerConfig(spec.Config, filepath.Join(dir, "planner"), deliveryDir, tokens, allocDirs) + extra
 	path := filepath.Join(dir, "planner.hcl")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		return nil, fmt.Errorf("failed to write the planner config: %w", err)
@@ -174,21 +178,26 @@ func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerS
 }
 
 // clusterPlannerConfig is a lab planner's configuration: Terraform's
-// rendering (rendered) with what the lab adds for this run: its data dir,
-// deliveries, token, and checkpoint_dirs, the hosts' Nomad allocation
+// rendering (rendered) with what the lab adds for this run, as the
+// one-host lab does: its data dir, deliveries, tokens (the read token
+// where there is one), and checkpoint_dirs, the hosts' Nomad allocation
 // dirs (allocDirs), where the example script checkpoints, each job from
-// its own allocations only (nomad_alloc_dirs). The hosts share
-// this machine's filesystem, so a job the planner requeues (its run ended
-// by the cluster) resumes from its last checkpoint, as in the one-host lab.
-func clusterPlannerConfig(rendered, dataDir, deliveryDir, token string, allocDirs []string) string {
+// its own allocations only (nomad_alloc_dirs). The hosts share this
+// machine's filesystem, so a job reaching a target has its model
+// delivered, and a job the planner requeues (its run ended by the
+// cluster) resumes from its last checkpoint, as in the one-host lab.
+func clusterPlannerConfig(rendered, dataDir, deliveryDir string, tokens labTokens, allocDirs []string) string {
 	quoted := make([]string, len(allocDirs))
 	for i, d := range allocDirs {
 		quoted[i] = strconv.Quote(d)
 	}
 	dirs := strings.Join(quoted, ", ")
-	return rendered + fmt.Sprintf("\n# Added by the lab for this run.\ndata_dir        = %q\ndelivery_dir    = %q\ntoken           = %q\n"+
-		"checkpoint_dirs = [%s]\n# A job delivers only from its own allocations, never from secrets/.\nnomad_alloc_dirs = [%s]\n",
-		dataDir, deliveryDir, token, dirs, dirs)
+	out := rendered + fmt.Sprintf("\n# Added by the lab for this run.\ndata_dir        = %q\ndelivery_dir    = %q\ntoken           = %q\n",
+		dataDir, deliveryDir, tokens.write)
+	if tokens.read != "" {
+		out += fmt.Sprintf("read_token      = %q\n", tokens.read)
+	}
+	return out + fmt.Sprintf("checkpoint_dirs = [%s]\n# A job delivers only from its own allocations, never from secrets/.\nnomad_alloc_dirs = [%s]\n", dirs, dirs)
 }
 
 // WaitClusterLeader waits until one of planners leads and returns its
@@ -211,6 +220,18 @@ func WaitClusterLeader(ctx context.Context, planners []ClusterPlanner, timeout t
 }
 
 func (c *LabCommand) printClusterReady(cl *lab.Cluster, root string, run *labPlanners) {
+	pids := make([]int, len(run.planners))
+	for i, p := range run.planners {
+		pids[i] = p.Proc.Pid()
+	}
+	fmt.Fprint(c.Out, clusterReady(cl, root, run, pids))
+}
+
+// clusterReady is what the multi-host lab prints once its planners run
+// (pids: theirs): its hosts, agents, planners and proxy, the tokens and
+// the dashboard as the one-host lab prints them (labAccess), and what to
+// run next.
+func clusterReady(cl *lab.Cluster, root string, run *labPlanners, pids []int) string {
 	planners, leader := run.planners, run.leader
 	var hosts strings.Builder
 	for _, h := range cl.Hosts {
@@ -236,34 +257,35 @@ func (c *LabCommand) printClusterReady(cl *lab.Cluster, root string, run *labPla
 		if i > 0 {
 			ps.WriteString("\n                ")
 		}
-		fmt.Fprintf(&ps, "%-26s %-8s pid %-8d %s", p.Addr, p.Host, p.Proc.Pid(), state)
+		fmt.Fprintf(&ps, "%-26s %-8s pid %-8d %s", p.Addr, p.Host, pids[i], state)
 	}
 	lead := planners[leader]
 	other := planners[(leader+1)%len(planners)]
-	fmt.Fprintf(c.Out, `
+	var b strings.Builder
+	fmt.Fprintf(&b, `
 %[1]s
     Nomad:      %[2]s   (UI: %[2]s/ui)
     Consul:     http://%[3]s   (UI: http://%[3]s/ui)
     Planners:   %[4]s
     Proxy:      %[5]s   (forwards to the leading planner)
-    Logs:       %[6]s/<host>/{nomad,consul,planner}.log
+%[7]s    Logs:       %[6]s/<host>/{nomad,consul,planner}.log
 
   Next, in another terminal:
     export NOMAD_ADDR=%[2]s CONSUL_HTTP_ADDR=%[3]s
-    export SCHEDULEARN_ADDR=%[5]s SCHEDULEARN_TOKEN=%[7]s
-    %[8]s/bin/schedulearn node list                                   # every host's GPUs and pool
+%[9]s    %[8]s/bin/schedulearn node list                                   # every host's GPUs and pool
     %[8]s/bin/schedulearn job run %[8]s/jobspecs/examples/train.hcl   # an elastic training job
-`, hosts.String(), cl.NomadAddr, cl.ConsulAddr, ps.String(), run.proxy, cl.RunDir(), run.token, root)
+`, hosts.String(), cl.NomadAddr, cl.ConsulAddr, ps.String(), run.proxy, cl.RunDir(), labAccess(run.proxy, run.tokens), root, labExports(run.proxy, run.tokens))
 	if len(planners) > 1 {
-		fmt.Fprintf(c.Out, `
+		fmt.Fprintf(&b, `
   Failover: the planners share the Consul store; one leads, the others stand by. Kill the leader
   and another leads within about 7 s (docs/architecture.md, Leadership and failover):
     sudo kill -9 %[1]d                          # the leading planner, on %[2]s
     curl -s %[3]s/v1/status      # "is_leader": true once it leads
-`, lead.Proc.Pid(), lead.Host, other.Addr)
+`, pids[leader], lead.Host, other.Addr)
 	}
-	fmt.Fprint(c.Out, `
+	b.WriteString(`
   Press Ctrl-C to stop the lab; it removes every process, namespace, link and directory it made.
 ==> Lab ready.
 `)
+	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // maxPollFailures is how many polls in a row may fail (the planner
@@ -175,8 +176,8 @@ func (m *monitor) done(j *structs.Job) (int, bool) {
 		if m.untilEnd {
 			return 0, false
 		}
-		fmt.Fprintf(m.out, "==> Job %q is running with %d GPUs (%s); Nomad job %q\n",
-			j.ID, j.GPUs(), formatNodes(byName(j.Allocation, m.nodeNames())), j.NomadJobID)
+		fmt.Fprintf(m.out, "==> Job %q is running with %s (%s); Nomad job %q\n",
+			j.ID, policy.GPUs(j.GPUs()), formatNodes(byName(j.Allocation, m.nodeNames())), j.NomadJobID)
 		fmt.Fprintf(m.out, "    The monitor ends here; follow the job with: schedulearn job status %s\n", j.ID)
 		return ExitOK, true
 	case structs.JobComplete:

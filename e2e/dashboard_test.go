@@ -70,14 +70,25 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	must.NoError(t, err)
 
 	ui := startBrowser(t, chromium, hs.URL)
-	// The open status shows; the rest waits for a token.
+	// The open status shows; the rest waits for a token, and a reader
+	// without one is told where it comes from (issue 28).
 	ui.waitText("#status", "policy fifo")
-	ui.waitText("#error", "enter its token")
+	ui.waitText("#error", "needs a token")
+	must.StrContains(t, ui.text("#error"), "read_token in the planner's config")
+	must.StrContains(t, ui.text("#error"), "schedulearn lab prints both")
 	ui.typeAndSubmit("#token", apitest.ReadToken, "#token-form button")
 	ui.waitVisible(fmt.Sprintf(`#queue tbody tr[data-job=%q]`, q.ID))
 	must.Eq(t, 2, ui.count(fmt.Sprintf(`#gpu-map .gpu[data-job=%q]`, a.ID)))
 	must.Eq(t, 10, ui.count(`#gpu-map .gpu.free`))
 	ui.waitText("#live", "live")
+	// The map's cells name their job (its name, not its ID), with its user
+	// and GPUs in the tooltip, and a legend names the jobs on the map.
+	cell := fmt.Sprintf(`#gpu-map .gpu[data-job=%q]`, a.ID)
+	must.Eq(t, "vit", ui.text(cell))
+	var title string
+	must.NoError(t, ui.eval(`document.querySelector(`+jsString(cell)+`).title`, &title))
+	must.Eq(t, "vit ("+a.ID+"): 2 of its 2 GPUs on gpu-1", title)
+	ui.waitText(fmt.Sprintf(`#gpu-legend [data-job=%q]`, a.ID), "vit "+a.ID)
 
 	// The queues: each queue's quota and use as the API says, GPU-hours
 	// over the window picked (24 hours, then the last hour); the jobs'
@@ -111,9 +122,19 @@ func TestDashboard_FakePlanner(t *testing.T) {
 		}
 		return nil
 	})
+	// Two jobs of one name are told apart on the map: each its own label
+	// and colour (issue 28: three letters of the ID before).
+	var keys [][2]string
+	must.NoError(t, ui.eval(`[`+jsString(a.ID)+`, `+jsString(q.ID)+`].map(id => { const c = document.querySelector('#gpu-map .gpu[data-job="' + id + '"]'); return [c.textContent, c.style.background]; })`, &keys))
+	must.Eq(t, [][2]string{{"vi1", keys[0][1]}, {"vi2", keys[1][1]}}, keys)
+	must.NotEq(t, keys[0][1], keys[1][1])
 	ui.screenshot("fake-overview.png")
 
 	ui.navigate(hs.URL + "/ui/#/jobs/" + a.ID)
+	// Its name, user and command (issue 28).
+	ui.waitText(`#job-facts dd[data-fact="name"]`, "vit")
+	must.Eq(t, "—", ui.text(`#job-facts dd[data-fact="user"]`))
+	must.Eq(t, "python3", ui.text(`#job-facts dd[data-fact="command"]`))
 	ui.waitText(`#job-facts dd[data-fact="preemptions"]`, "2; last ")
 	ui.waitText(`#job-facts dd[data-fact="preemptions"]`, fmt.Sprintf("job %s of queue nlp took its GPUs, resumed from step 40", q.ID))
 	ui.waitText(`#job-facts dd[data-fact="queue"]`, "vision")
@@ -121,6 +142,13 @@ func TestDashboard_FakePlanner(t *testing.T) {
 	ui.waitVisible(`#job-metric-chart line.tier1`)
 	ui.waitText(`#job-metric-chart .deadline-note`, "deadline") // 6h away: named, not drawn
 	must.Eq(t, len(acc), ui.int(`document.querySelector("#job-metric-chart path.series").getAttribute("data-points")`))
+	// The job's two charts share one time range (issue 28): its reports
+	// began before its GPUs, and both charts start there.
+	var ranges [][]string
+	must.NoError(t, ui.eval(`["#job-gpus-chart svg", "#job-metric-chart svg"].map(s => { const e = document.querySelector(s); return [e.dataset.x0, e.dataset.x1]; })`, &ranges))
+	must.Len(t, 2, ranges)
+	must.Eq(t, ranges[0], ranges[1])
+	must.Eq(t, fmt.Sprint(reports[0].Time.UnixMilli()), ranges[0][0])
 	ui.screenshot("fake-job.png")
 
 	// The policy switch: refused with the read token, done with the write token.

@@ -65,8 +65,8 @@ func (p *Planner) admit(ctx context.Context, j *structs.Job, nodes []policy.Node
 	estimate := fmt.Sprintf("about %s of one-GPU training (%s)", at(work), from)
 	if d.Admit {
 		a.Decision, a.GPUs = policy.AdmissionAdmitted, d.Share.GPUs
-		a.Reason = fmt.Sprintf("admitted: meets its deadline (%s) at a share of %d GPUs, done in about %s beside %d admitted jobs; %s",
-			deadline.Format(time.RFC3339), d.Share.GPUs, at(d.Share.Finish), len(admitted), estimate)
+		a.Reason = fmt.Sprintf("admitted: meets its deadline (%s) at a share of %s, done in about %s beside %d admitted jobs; %s",
+			deadline.Format(time.RFC3339), policy.GPUs(d.Share.GPUs), at(d.Share.Finish), len(admitted), estimate)
 		j.Admission = a
 		j.AddEvents(structs.Event{Time: now, Type: "admission", Message: a.Reason})
 		return nil
@@ -74,11 +74,11 @@ func (p *Planner) admit(ctx context.Context, j *structs.Job, nodes []policy.Node
 	var short string
 	switch {
 	case !d.Share.OK && d.Late > 0 && d.Late < 1e15:
-		short = fmt.Sprintf("even at its max of %d GPUs, beside the %d admitted jobs at their minimum shares, it would finish about %s after it",
-			cand.Max, len(admitted), at(d.Late))
+		short = fmt.Sprintf("even at its max of %s, beside the %d admitted jobs at their minimum shares, it would finish about %s after it",
+			policy.GPUs(cand.Max), len(admitted), at(d.Late))
 	case !d.Share.OK:
-		short = fmt.Sprintf("even at its max of %d GPUs, beside the %d admitted jobs at their minimum shares, it would not finish within %s",
-			cand.Max, len(admitted), at(admission.NewLedger(0, admission.Options{}).Horizon()))
+		short = fmt.Sprintf("even at its max of %s, beside the %d admitted jobs at their minimum shares, it would not finish within %s",
+			policy.GPUs(cand.Max), len(admitted), at(admission.NewLedger(0, admission.Options{}).Horizon()))
 	default:
 		names := make([]string, 0, 3)
 		for _, i := range d.Displaced[:min(3, len(d.Displaced))] {

@@ -65,7 +65,7 @@ func (p *Planner) releaseDeparted(ctx context.Context, d Departures, live []*str
 			continue
 		}
 		reason := strings.Join(why, "; ")
-		msg := fmt.Sprintf("%s: %d GPUs lost, %d left", reason, lostGPUs, keep.Total())
+		msg := fmt.Sprintf("%s: %s lost, %d left", reason, policy.GPUs(lostGPUs), keep.Total())
 		if keep.Total() == 0 {
 			msg += "; the job is queued again"
 		} else {

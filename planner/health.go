@@ -64,7 +64,7 @@ type verdict struct {
 // judge is running job j's health at now; watching is when this planner
 // began to watch.
 func (w *HealthWatch) judge(j *structs.Job, now, watching time.Time) verdict {
-	changed := lastChange(j)
+	changed := j.LastChange()
 	if pr := j.Progress; pr != nil && pr.Reports > 0 {
 		from := latest(pr.Updated, changed, watching)
 		if bound := w.stallBound(pr); now.Sub(from) > bound {
@@ -74,7 +74,7 @@ func (w *HealthWatch) judge(j *structs.Job, now, watching time.Time) verdict {
 		gpus := j.GPUs()
 		if pr.WorldSize > 0 && pr.WorldSize < gpus && pr.Updated.After(changed) && now.Sub(changed) > w.DegradedAfter {
 			return verdict{cause: causeWorldSize, health: structs.Health{State: structs.HealthDegraded, Since: changed.Add(w.DegradedAfter),
-				Reason: fmt.Sprintf("trains at world size %d on %d GPUs", pr.WorldSize, gpus)}}
+				Reason: fmt.Sprintf("trains at world size %d on %s", pr.WorldSize, policy.GPUs(gpus))}}
 		}
 	}
 	if msg, at := lastUnplacedAt(j); msg != "" {
@@ -241,7 +241,7 @@ func (p *Planner) shrinkDegraded(ctx context.Context, j *structs.Job, keep polic
 		j.Health = nil
 		j.AddChange(structs.GPUChange{Time: now, GPUs: keep.Total(), Nodes: j.Allocation, Reason: reason})
 		j.AddEvents(structs.Event{Time: now, Type: string(policy.Shrink),
-			Message: fmt.Sprintf("shrink: %d -> %d GPUs (%s)", from, keep.Total(), reason)})
+			Message: fmt.Sprintf("shrink: %d -> %s (%s)", from, policy.GPUs(keep.Total()), reason)})
 		return nil
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -130,7 +131,7 @@ func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
 	for _, n := range nodes {
 		if _, ok := prev[n.ID]; !ok {
 			evs = append(evs, structs.StreamEvent{Time: now, Type: structs.StreamNodeJoined, Node: n.ID,
-				Message: fmt.Sprintf("node %s (%s) offers %d GPUs", n.Name, n.ID, n.GPUs)})
+				Message: fmt.Sprintf("node %s (%s) offers %s", n.Name, n.ID, policy.GPUs(n.GPUs))})
 		}
 	}
 	p.Events.Publish(evs...)
@@ -177,12 +178,14 @@ func (p *Planner) Waits() map[string]structs.Wait {
 		}
 		p.obs.mu.Unlock()
 	}()
-	return waits(snap, plan, queue())
+	return waits(snap, plan, queue(), p.Policies != nil && p.Policies.IgnoresPriority(plan.Policy))
 }
 
 // waits works out Waits from a round's snapshot, plan and queue places
-// (none changes once the round is over).
-func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait) map[string]structs.Wait {
+// (none changes once the round is over). ignoresPriority says that the
+// plan's policy does not order jobs by priority: a job whose priority is
+// not the default and that waits for the policy is told so.
+func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait, ignoresPriority bool) map[string]structs.Wait {
 	free := map[string]int{}
 	for _, n := range snap.Nodes {
 		free[n.ID] = n.GPUs - n.Reserved
@@ -208,6 +211,9 @@ func waits(snap *policy.Snapshot, plan *policy.Plan, queue map[string]quota.Wait
 		default:
 			w.Cause, w.Reason = freeFor(j, snap.Nodes, free, plan.Policy)
 		}
+		if ignoresPriority && j.Priority != jobspec.DefaultPriority && w.Cause == structs.WaitPolicy {
+			w.Reason += "; " + structs.PriorityIgnored(plan.Policy, j.Priority)
+		}
 		waits[j.ID] = w
 	}
 	return waits
@@ -224,8 +230,8 @@ func freeFor(j *policy.Job, nodes []policy.Node, free map[string]int, policyName
 		}
 	}
 	if usable < j.GPUs.Min {
-		return structs.WaitGPUs, fmt.Sprintf("needs %d GPUs; %d free that it may use", j.GPUs.Min, usable)
+		return structs.WaitGPUs, fmt.Sprintf("needs %s; %d free that it may use", policy.GPUs(j.GPUs.Min), usable)
 	}
-	return structs.WaitPolicy, fmt.Sprintf("%d GPUs free that it may use, but policy %s did not start it this round (order, fairness or placement rules)",
-		usable, policyName)
+	return structs.WaitPolicy, fmt.Sprintf("%s free that it may use, but policy %s did not start it this round (order, fairness or placement rules)",
+		policy.GPUs(usable), policyName)
 }

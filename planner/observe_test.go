@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,7 +148,7 @@ func TestWaits_Causes(t *testing.T) {
 		"big":  {Queue: "a", Position: 1, Of: 2},
 		"held": {Queue: "b", Position: 1, Of: 1, Reason: "queue b at 0 of 0 GPUs; may borrow 0 more"},
 	}
-	got := waits(snap, plan, queue)
+	got := waits(snap, plan, queue, false)
 	must.MapNotContainsKey(t, got, "run")
 	must.Eq(t, structs.Wait{Cause: structs.WaitGPUs, Reason: "needs 4 GPUs; 2 free that it may use", Queue: "a", Position: 1, Of: 2}, got["big"])
 	must.Eq(t, "needs 4 GPUs; 2 free that it may use; 1st of 2 waiting in queue a", got["big"].String())
@@ -195,4 +196,58 @@ func TestObserve_BoundedRecordStillStreamsEveryEvent(t *testing.T) {
 	for i, m := range msgs {
 		must.Eq(t, fmt.Sprint("change ", i), m)
 	}
+}
+
+// A job with a priority under a policy that does not order by priority
+// (every builtin) is told so when it is submitted and while it waits for
+// the policy, rather than left to read "waiting behind job X (first come,
+// first served)" as its priority at work (issue 28); a job without one
+// is not.
+func TestWaits_PriorityIgnoredIsSaid(t *testing.T) {
+	ctx := context.Background()
+	p, _, _, now := newPlanner(t, "fifo", node("n1", 4), node("n2", 4))
+	submit(t, p, now, spec(t, "a", 4, 4))
+	must.NoError(t, p.Round(ctx)) // a runs
+	big := submit(t, p, now, spec(t, "big", 8, 8))
+	s := spec(t, "urgent", 2, 2)
+	s.Priority = 100
+	urgent := submit(t, p, now, s)
+	plain := submit(t, p, now, spec(t, "plain", 2, 2))
+
+	const said = "policy fifo does not order jobs by priority: this job's (100)"
+	warned := func(e structs.Event, want string) bool {
+		return e.Type == structs.EventWarning && strings.Contains(e.Message, want)
+	}
+	must.SliceContainsFunc(t, urgent.Events, said, warned)
+	must.SliceNotContainsFunc(t, plain.Events, "priority", warned)
+
+	must.NoError(t, p.Round(ctx)) // big does not fit; the others wait behind it
+	w := p.Waits()
+	must.StrContains(t, w[urgent.ID].Reason, "waiting behind job "+big.ID)
+	must.StrContains(t, w[urgent.ID].Reason, said)
+	must.StrNotContains(t, w[plain.ID].Reason, "priority")
+}
+
+// A planner that configures no queues holds every job in one line, but
+// a job's wait speaks of the queue its jobspec names: not "of queue
+// default" or "2nd of 2 waiting in queue default" beside its own queue
+// team2 (issue 28).
+func TestWaits_QueueAsTheJobNamesIt(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "fifo", node("n1", 4))
+	// A job stored naming a queue no configuration holds: one submitted
+	// before submissions were refused for it (N3 of issue 28).
+	a := submit(t, p, now, spec(t, "a", 4, 4))
+	stored := state(t, st, a.ID)
+	stored.Spec.Queue = "team2"
+	must.NoError(t, st.UpdateJob(ctx, stored))
+	s := spec(t, "urgent", 4, 4)
+	s.Priority = 100
+	urgent := submit(t, p, now, s)
+	must.NoError(t, p.Round(ctx)) // urgent goes first: a higher priority
+
+	w := p.Waits()[a.ID]
+	must.Eq(t, "team2", w.Queue)
+	must.Eq(t, "not started: job "+urgent.ID+" has a higher priority (100 > 50) and takes the GPUs", w.String())
+	must.StrNotContains(t, w.String(), "default")
 }

@@ -117,13 +117,15 @@ func targetOutlook(j *structs.Job, t *jobspec.Target, prev *structs.Outlook, spe
 			return time.Duration(out.RemainingWork / policy.SpeedupAt(speedup, g) * float64(time.Second))
 		}
 		out.ETA = now.Add(at(g))
-		out.Reason = fmt.Sprintf("about %s to %s %g at %d GPUs (%s)", at(g).Round(time.Second), t.Metric, t.Goal, g, est.Reason)
+		// The time left is ETA's alone: a reason written now would say
+		// "about 8s" while the same estimate read 3 s later is 5 s away.
+		out.Reason = fmt.Sprintf("at %s: %s", policy.GPUs(g), est.Reason)
 		if !deadline.IsZero() {
 			out.Reachable = "yes"
 			if now.Add(at(maxG)).After(deadline) {
 				out.Reachable = "no"
-				out.Reason = fmt.Sprintf("about %s to %s %g even at %d GPUs, %s to the deadline (%s)",
-					at(maxG).Round(time.Second), t.Metric, t.Goal, maxG, deadline.Sub(now).Round(time.Second), est.Reason)
+				out.Reason = fmt.Sprintf("about %s to %s %g even at %s, %s to the deadline (%s)",
+					at(maxG).Round(time.Second), t.Metric, t.Goal, policy.GPUs(maxG), deadline.Sub(now).Round(time.Second), est.Reason)
 			}
 		}
 	}

@@ -78,6 +78,13 @@ func TestOutlook_Target(t *testing.T) {
 			must.Between(t, 0.9*truth, o.RemainingWork, 1.1*truth)
 			must.Eq(t, 2, o.GPUs)
 			must.Eq(t, tc.reachable, o.Reachable, must.Sprint(o.Reason))
+			// The time left is the ETA's alone: a reason that says "about
+			// 5m" next to an ETA read later disagrees with it (issue 28).
+			must.Between(t, o.RemainingWork/2-1, o.ETA.Sub(*now).Seconds(), o.RemainingWork/2+1)
+			if tc.reachable == "yes" {
+				must.StrHasPrefix(t, "at 2 GPUs: ", o.Reason)
+				must.StrNotContains(t, o.Reason, "about")
+			}
 			warnings := 0
 			for _, e := range rec.Events {
 				if e.Type == structs.EventWarning && strings.Contains(e.Message, "unreachable by the deadline") {

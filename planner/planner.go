@@ -261,6 +261,11 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 	if err := p.admit(ctx, j, nodes); err != nil {
 		return nil, false, err
 	}
+	if spec.Priority != jobspec.DefaultPriority && p.Policies != nil {
+		if name, _ := p.Policies.Active(); p.Policies.IgnoresPriority(name) {
+			j.WarnOnce(now, structs.PriorityIgnored(name, spec.Priority))
+		}
+	}
 	if err := p.Store.CreateJob(ctx, j); err != nil {
 		if errors.Is(err, store.ErrKeyExists) {
 			// A retry that raced the first request: the first one won.
@@ -301,7 +306,7 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 		if spec.GPUs.Model != "" || spec.GPUs.MinMemoryMiB > 0 {
 			where += " (with the job's GPU model/memory constraints)"
 		}
-		return structs.Inputf("job %s needs at least %d GPUs but %s has %d that it could use", spec.Name, req.Min, where, total)
+		return structs.Inputf("job %s needs at least %s but %s has %d that it could use", spec.Name, policy.GPUs(req.Min), where, total)
 	}
 	return nil
 }
@@ -575,7 +580,7 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 		accrue(j, now)
 		j.Allocation = maps.Clone(map[string]int(ch.To))
 		events := []structs.Event{{Time: now, Type: string(ch.Kind),
-			Message: fmt.Sprintf("%s: %d -> %d GPUs (%s)", ch.Kind, ch.From.Total(), ch.To.Total(), policyName)}}
+			Message: fmt.Sprintf("%s: %d -> %s (%s)", ch.Kind, ch.From.Total(), policy.GPUs(ch.To.Total()), policyName)}}
 		switch {
 		case ch.To.Total() == 0:
 			j.State = structs.JobQueued // preempted: back in the queue
@@ -766,13 +771,6 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	}
 	p.Kick()
 	return j, nil
-}
-
-func lastChange(j *structs.Job) time.Time {
-	if n := len(j.History); n > 0 {
-		return j.History[n-1].Time
-	}
-	return j.Submitted
 }
 
 func randomSuffix() string {

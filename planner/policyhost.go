@@ -103,6 +103,14 @@ func (h *PolicyHost) Describe(name string) (policy.Info, bool, error) {
 	return policy.Info{Name: name, Description: "external plugin"}, false, nil
 }
 
+// IgnoresPriority reports whether policy name says it does not order jobs
+// by priority (policy.Info.IgnoresPriority): the active one, or a builtin.
+// An external plugin that is not active is not asked: false.
+func (h *PolicyHost) IgnoresPriority(name string) bool {
+	info, _, err := h.Describe(name)
+	return err == nil && info.IgnoresPriority
+}
+
 // Active returns the active policy's name and configuration.
 func (h *PolicyHost) Active() (string, map[string]string) {
 	h.mu.Lock()

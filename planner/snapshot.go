@@ -146,7 +146,7 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 				case t.gpus == 0: // a queued job's view does not change with the time
 				case t.plain: // timed's sum, without a read of the record
 					v := &s.Jobs[k+m]
-					v.AttainedGPUSeconds = attainedAt(t.attained, int(t.gpus), v.LastResized, now)
+					v.AttainedGPUSeconds = structs.Attained(t.attained, int(t.gpus), v.LastResized, now)
 				default:
 					timed(&s.Jobs[k+m], jobs[k+m], now, int(t.gpus))
 				}
@@ -251,7 +251,7 @@ func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]i
 		Locality:     localityOf(&j.Spec),
 		Allocation:   alloc,
 		Held:         slotsOf(alloc, known),
-		LastResized:  lastChange(j),
+		LastResized:  j.LastChange(),
 	}
 	timed(pj, j, now, held)
 	return held
@@ -264,7 +264,7 @@ func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]i
 // must not be plain (see plain, and viewTime: the snapshot renews a plain
 // job's copied view without it).
 func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
-	pj.AttainedGPUSeconds = attainedAt(j.AttainedGPUSeconds, held, pj.LastResized, now)
+	pj.AttainedGPUSeconds = structs.Attained(j.AttainedGPUSeconds, held, pj.LastResized, now)
 	pj.Progress, pj.Speedup = policy.Progress{}, nil
 	if t := j.Spec.Target; t != nil {
 		pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
@@ -277,17 +277,11 @@ func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
 	applyAdmission(pj, j)
 }
 
-// attainedAt is a job's attained service at now: what its record counts
-// (attained, up to its last change, since) and held GPUs since.
-func attainedAt(attained float64, held int, since, now time.Time) float64 {
-	return attained + float64(held)*now.Sub(since).Seconds()
-}
-
 // accrue adds to record j's attained service the GPUs it holds since its
 // last change, up to now: what a write that changes its GPUs or ends it
 // first does.
 func accrue(j *structs.Job, now time.Time) {
-	j.AttainedGPUSeconds = attainedAt(j.AttainedGPUSeconds, j.GPUs(), lastChange(j), now)
+	j.AttainedGPUSeconds = j.AttainedAt(now)
 }
 
 // heldOn is the part of allocation a on known nodes, and its GPUs: a

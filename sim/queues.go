@@ -49,7 +49,7 @@ func VCQueues(jobs []TraceJob, gpus int) (*Queues, error) {
 		return nil, fmt.Errorf("failed to build the VC queues: no jobs")
 	}
 	if len(names) > gpus {
-		return nil, fmt.Errorf("failed to build the VC queues: %d VCs for %d GPUs", len(names), gpus)
+		return nil, fmt.Errorf("failed to build the VC queues: %d VCs for %s", len(names), policy.GPUs(gpus))
 	}
 	nominal := proportional(names, hours, gpus)
 	defs := make([]quota.Def, 0, len(names))

@@ -122,7 +122,7 @@ func TestVCQueues_Proportional(t *testing.T) {
 		})
 	}
 	_, err := sim.VCQueues([]sim.TraceJob{job("a", 1), job("b", 1)}, 1)
-	must.ErrorContains(t, err, "2 VCs for 1 GPUs")
+	must.ErrorContains(t, err, "2 VCs for 1 GPU")
 }
 
 // A config's tree: the leaves (queues that hold jobs) with their nominal

@@ -265,7 +265,7 @@ func (r *Report) WriteFiles(dir string) error {
 		}
 		d := filepath.Join(dir, t.Dir)
 		if err := write(filepath.Join(d, "jct-cdf.svg"), func(w io.Writer) error {
-			return JCTCDF(w, fmt.Sprintf("%s: JCT CDF on %d GPUs", t.Name, gpus), runs)
+			return JCTCDF(w, fmt.Sprintf("%s: JCT CDF on %s", t.Name, policy.GPUs(gpus)), runs)
 		}); err != nil {
 			return err
 		}
@@ -346,8 +346,8 @@ func (r *Report) WriteMarkdown(w io.Writer, plots bool) error {
 	if r.Command != "" {
 		fmt.Fprintf(b, "Made by:\n\n```\n%s\n```\n\n", r.Command)
 	}
-	fmt.Fprintf(b, "Cluster: %d nodes x %d GPUs = %d GPUs; %g s rounds%s; a (re)start costs %g s",
-		c.Nodes, c.GPUsPerNode, c.Nodes*c.GPUsPerNode, c.RoundSeconds, map[bool]string{true: " plus a round at every arrival and completion"}[c.EventRounds], c.RestartSeconds)
+	fmt.Fprintf(b, "Cluster: %s x %s = %s; %g s rounds%s; a (re)start costs %g s",
+		policy.Count(c.Nodes, "node"), policy.GPUs(c.GPUsPerNode), policy.GPUs(c.Nodes*c.GPUsPerNode), c.RoundSeconds, map[bool]string{true: " plus a round at every arrival and completion"}[c.EventRounds], c.RestartSeconds)
 	if c.Launcher == LauncherInPlace {
 		fmt.Fprintf(b, ", an in-place grow or shrink %g s", c.InPlaceSeconds)
 	}

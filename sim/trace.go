@@ -436,11 +436,11 @@ func (t *Trace) Specs(o JobOptions) ([]JobSpec, []Skipped) {
 		switch {
 		case s.GPUs.Min > o.ClusterGPUs:
 			skipped = append(skipped, Skipped{ID: j.ID, Line: j.Line, GPUs: s.GPUs.Min,
-				Reason: fmt.Sprintf("needs %d GPUs, the cluster has %d", s.GPUs.Min, o.ClusterGPUs)})
+				Reason: fmt.Sprintf("needs %s, the cluster has %d", policy.GPUs(s.GPUs.Min), o.ClusterGPUs)})
 			continue
 		case s.GPUs.PerWorker > o.GPUsPerNode:
 			skipped = append(skipped, Skipped{ID: j.ID, Line: j.Line, GPUs: s.GPUs.Min,
-				Reason: fmt.Sprintf("a worker needs %d GPUs on one node, nodes have %d", s.GPUs.PerWorker, o.GPUsPerNode)})
+				Reason: fmt.Sprintf("a worker needs %s on one node, nodes have %d", policy.GPUs(s.GPUs.PerWorker), o.GPUsPerNode)})
 			continue
 		}
 		specs = append(specs, s)

@@ -469,6 +469,8 @@ func (s *Server) getJob(_ http.ResponseWriter, r *http.Request) (int, any, error
 	if w := waitOf(job, s.waits()); w != nil {
 		out.Waiting = w.String()
 	}
+	// Up to now: the record counts a job's GPU time only at its changes.
+	out.AttainedGPUSeconds = job.AttainedAt(s.now())
 	return http.StatusOK, out, nil
 }
 

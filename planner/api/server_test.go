@@ -539,6 +539,29 @@ func TestServer_SubmitLocation(t *testing.T) {
 	must.Eq(t, decodeAs[structs.Job](t, raw).ID, decodeAs[structs.Job](t, raw2).ID)
 }
 
+// A read of a running job counts its GPU time up to the read: a job on
+// the GPUs it started with 50 s ago has 50 GPU-seconds per GPU, not the
+// 0 its record holds until its GPUs change or it ends (issue 28).
+func TestServer_JobAttainedUpToTheRead(t *testing.T) {
+	t.Parallel()
+	b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8))
+	started := time.Now().Add(-50 * time.Second)
+	b.Now = func() time.Time { return started }
+	srv := apitest.NewServer(t, b)
+	j, _, err := b.Submit(context.Background(), mustSpec(t), goodSpec, nil)
+	must.NoError(t, err)
+	b.Start(j.ID, map[string]int{"node-1": 2}, "enough free GPUs")
+	code, raw := do(t, srv, call{method: "GET", path: "/v1/jobs/" + j.ID, header: withRead})
+	must.Eq(t, http.StatusOK, code)
+	must.Between(t, 100.0, decodeAs[structs.Job](t, raw).AttainedGPUSeconds, 110.0)
+
+	// An ended job's figure is its record's: it holds no GPUs.
+	b.Update(j.ID, func(j *structs.Job) { j.AttainedGPUSeconds = 96 })
+	b.Finish(j.ID, structs.JobComplete, "done")
+	_, raw = do(t, srv, call{method: "GET", path: "/v1/jobs/" + j.ID, header: withRead})
+	must.Eq(t, 96.0, decodeAs[structs.Job](t, raw).AttainedGPUSeconds)
+}
+
 // POST /v1/jobs/{id}/progress: a batch of reports with the planner's token
 // or the job's own report token (for that job only), 204; bad reports 400;
 // an unknown job 404; a metric that is not the target's is kept, with one

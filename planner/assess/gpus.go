@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // MaxSpeedupTable bounds a speedup table's length (ChooseGPUs,
@@ -129,7 +130,7 @@ func ChooseGPUs(obs []Observation, allowed Counts, threshold float64) Scaling {
 		case 0:
 			res.Reason = "measuring: no throughput measured yet"
 		default:
-			res.Reason = fmt.Sprintf("measuring: only %s measured so far (%s samples/s)", gpus(pts[0].GPUs), num(pts[0].Throughput))
+			res.Reason = fmt.Sprintf("measuring: only %s measured so far (%s samples/s)", policy.GPUs(pts[0].GPUs), num(pts[0].Throughput))
 		}
 		return res
 	}
@@ -150,16 +151,16 @@ func ChooseGPUs(obs []Observation, allowed Counts, threshold float64) Scaling {
 	c := res.GPUs
 	switch {
 	case lo == hi:
-		res.Reason = fmt.Sprintf("%s, the only count allowed (%s)", gpus(c), from)
+		res.Reason = fmt.Sprintf("%s, the only count allowed (%s)", policy.GPUs(c), from)
 	case c == hi:
 		res.Reason = fmt.Sprintf("%s, the most allowed: %s still adds %.2fx of one GPU's throughput%s (>= %g; %s)",
-			gpus(c), lastWorker(c, pw), gain(c), each(pw), threshold, from)
+			policy.GPUs(c), lastWorker(c, pw), gain(c), each(pw), threshold, from)
 	default:
 		res.Reason = fmt.Sprintf("%s: %s would add %.2fx of one GPU's throughput%s (< %g; %s)",
-			gpus(c), nextWorker(c, pw), gain(c+pw), each(pw), threshold, from)
+			policy.GPUs(c), nextWorker(c, pw), gain(c+pw), each(pw), threshold, from)
 	}
 	if top := pts[len(pts)-1].GPUs; c > top {
-		res.Reason += fmt.Sprintf("; extrapolated beyond %s", gpus(top))
+		res.Reason += fmt.Sprintf("; extrapolated beyond %s", policy.GPUs(top))
 	}
 	return res
 }
@@ -232,14 +233,6 @@ func fitted(pts []Point) string {
 		ts[i] = num(p.Throughput)
 	}
 	return fmt.Sprintf("fit from %s GPUs: %s samples/s", strings.Join(gs, ", "), strings.Join(ts, ", "))
-}
-
-// gpus is "1 GPU", "4 GPUs".
-func gpus(n int) string {
-	if n == 1 {
-		return "1 GPU"
-	}
-	return fmt.Sprintf("%d GPUs", n)
 }
 
 // nextWorker names the worker after count c: "a 5th", or "2 more (GPUs 9-10)".

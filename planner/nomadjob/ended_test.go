@@ -134,7 +134,7 @@ func TestOutcome_LostLauncherIsInfrastructure(t *testing.T) {
 
 // A worker group whose node is down or cut off does not wait for room
 // there (no unplaced note: the node's loss is the departures' to say);
-// one on a ready node does.
+// one on a ready node does, naming the node by its name (issue 28).
 func TestOutcome_WorkersOfAGoneNodeAreNotUnplaced(t *testing.T) {
 	for status, unplaced := range map[string]bool{
 		nomadapi.NodeStatusDown:         false,
@@ -152,7 +152,7 @@ func TestOutcome_WorkersOfAGoneNodeAreNotUnplaced(t *testing.T) {
 						{ID: "w2", TaskGroup: WorkerGroup("n2"), DesiredStatus: "run", ClientStatus: nomadapi.AllocClientStatusLost},
 					})
 				case "/v1/node/n2":
-					_ = json.NewEncoder(w).Encode(&nomadapi.Node{ID: "n2", Status: status})
+					_ = json.NewEncoder(w).Encode(&nomadapi.Node{ID: "n2", Name: "gpu-2", Status: status})
 				case "/v1/job/" + JobID(j) + "/evaluations":
 					_ = json.NewEncoder(w).Encode([]*nomadapi.Evaluation{{ID: "e1", Status: nomadapi.EvalStatusBlocked, CreateIndex: 5,
 						FailedTGAllocs: map[string]*nomadapi.AllocationMetric{WorkerGroup("n2"): {NodesEvaluated: 1, ConstraintFiltered: map[string]int{"${node.unique.id} = n2": 1}}}}})
@@ -167,6 +167,9 @@ func TestOutcome_WorkersOfAGoneNodeAreNotUnplaced(t *testing.T) {
 			must.NoError(t, err)
 			must.False(t, out.Done)
 			must.Eq(t, unplaced, out.Unplaced != "", must.Sprintf("unplaced: %q", out.Unplaced))
+			if unplaced {
+				must.StrContains(t, out.Unplaced, "1 of 1 workers on node gpu-2: ")
+			}
 		})
 	}
 }

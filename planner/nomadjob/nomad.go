@@ -284,6 +284,7 @@ func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi
 		}
 	}
 	short := false
+	names := map[string]string{} // the nodes' names, for Unplaced's words
 	for g, c := range want {
 		if have[g] >= c {
 			continue
@@ -291,9 +292,13 @@ func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi
 		// The workers of a node that is down or cut off do not wait for
 		// room there: the node is gone, which the planner's departures
 		// say (node-lost), and they leave the job.
-		if node, ok := strings.CutPrefix(g, workerGroupStem); ok && n.nodeGone(ctx, node) {
-			delete(want, g)
-			continue
+		if node, ok := strings.CutPrefix(g, workerGroupStem); ok {
+			gone, name := n.nodeState(ctx, node)
+			if gone {
+				delete(want, g)
+				continue
+			}
+			names[node] = name
 		}
 		short = true
 	}
@@ -316,7 +321,7 @@ func (n *Nomad) unplaced(ctx context.Context, j *structs.Job, allocs []*nomadapi
 	if !blocked || failed == nil {
 		return planner.Outcome{}
 	}
-	out := planner.Outcome{Unplaced: Unplaced(failed.FailedTGAllocs, want, have)}
+	out := planner.Outcome{Unplaced: Unplaced(failed.FailedTGAllocs, want, have, names)}
 	if out.Unplaced != "" {
 		out.UnplacedGPUs, out.UnplacedLauncher = Missing(want, have, max(j.Spec.GPUs.PerWorker, 1))
 	}
@@ -339,20 +344,23 @@ func Missing(want, have map[string]int, per int) (map[string]int, bool) {
 // maxUnplaced bounds the message Unplaced makes (it goes into a job's events).
 const maxUnplaced = 500
 
-// nodeGone says whether Nomad has the node down or disconnected (or no
-// longer knows it); a node it cannot be asked about is not gone.
-func (n *Nomad) nodeGone(ctx context.Context, nodeID string) bool {
+// nodeState says whether Nomad has the node down or disconnected (or no
+// longer knows it), and its name ("" where not known); a node it cannot
+// be asked about is not gone.
+func (n *Nomad) nodeState(ctx context.Context, nodeID string) (gone bool, name string) {
 	node, _, err := n.Client.Nodes().Info(nodeID, n.query(ctx))
 	if err != nil {
-		return isNotFound(err)
+		return isNotFound(err), ""
 	}
-	return node.Status == nomadapi.NodeStatusDown || node.Status == nomadapi.NodeStatusDisconnected
+	return node.Status == nomadapi.NodeStatusDown || node.Status == nomadapi.NodeStatusDisconnected, node.Name
 }
 
 // Unplaced says in one line which of a job's groups Nomad could not place
 // and why, from an evaluation's failed placements (failed: by group), with
-// the allocations the planner wants and Nomad runs of each group.
-func Unplaced(failed map[string]*nomadapi.AllocationMetric, want, have map[string]int) string {
+// the allocations the planner wants and Nomad runs of each group. A node
+// is named by its name (names, by ID), as node list and the dashboard
+// name it; by its short ID where names does not know it.
+func Unplaced(failed map[string]*nomadapi.AllocationMetric, want, have map[string]int, names map[string]string) string {
 	var parts []string
 	for _, g := range slices.Sorted(maps.Keys(failed)) {
 		m := failed[g]
@@ -361,7 +369,7 @@ func Unplaced(failed map[string]*nomadapi.AllocationMetric, want, have map[strin
 		}
 		what := "the launcher"
 		if node, ok := strings.CutPrefix(g, workerGroupStem); ok {
-			what = fmt.Sprintf("%d of %d workers on node %s", want[g]-have[g], want[g], shortID(node))
+			what = fmt.Sprintf("%d of %d workers on node %s", want[g]-have[g], want[g], cmp.Or(names[node], shortID(node)))
 		}
 		parts = append(parts, what+": "+placementFailure(m))
 	}
@@ -376,12 +384,7 @@ func Unplaced(failed map[string]*nomadapi.AllocationMetric, want, have map[strin
 // words (as `nomad job status` prints a failed placement).
 func placementFailure(m *nomadapi.AllocationMetric) string {
 	var why []string
-	nodes := func(n int) string {
-		if n == 1 {
-			return "1 node"
-		}
-		return fmt.Sprintf("%d nodes", n)
-	}
+	nodes := func(n int) string { return policy.Count(n, "node") }
 	for _, d := range slices.Sorted(maps.Keys(m.DimensionExhausted)) {
 		why = append(why, fmt.Sprintf("%s exhausted on %s", d, nodes(m.DimensionExhausted[d])))
 	}

@@ -53,8 +53,8 @@ func (t *Tree) CheckJob(j *policy.Job, nodes []policy.Node) error {
 		return nil
 	}
 	return &AdmitError{Queue: name, Err: ErrOverLimit,
-		Msg: fmt.Sprintf("job %s needs at least %d GPUs but queue %q may never hold more than %d of those it may use (%s)",
-			j.Name, j.GPUs.Min, name, most, v.describeLimit(q, allowed))}
+		Msg: fmt.Sprintf("job %s needs at least %s but queue %q may never hold more than %d of those it may use (%s)",
+			j.Name, policy.GPUs(j.GPUs.Min), name, most, v.describeLimit(q, allowed))}
 }
 
 // describeLimit says what bounds queue q: its nominal quota and borrowing

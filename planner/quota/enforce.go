@@ -211,7 +211,7 @@ func (e *enforcer) trim() bool {
 			case e.tgt[k].Equal(j.Allocation):
 				e.out.Reasons[j.ID] = append(e.out.Reasons[j.ID], "not grown: "+cut[k])
 			case e.tgt[k].Total() > 0:
-				e.out.Reasons[j.ID] = append(e.out.Reasons[j.ID], fmt.Sprintf("cut to %d GPUs: %s", e.tgt[k].Total(), cut[k]))
+				e.out.Reasons[j.ID] = append(e.out.Reasons[j.ID], fmt.Sprintf("cut to %s: %s", policy.GPUs(e.tgt[k].Total()), cut[k]))
 			}
 		}
 	}()
@@ -325,8 +325,8 @@ func (v *View) describeBreach(x violation) string {
 		return fmt.Sprintf("the other queues' idle GPUs%s are not free to lend (the cluster's queues would use or guard %d of %d)", m, x.have, x.bound)
 	}
 	q := &v.t.queues[x.q]
-	return fmt.Sprintf("queue %s would hold %d GPUs%s, above its limit of %d (nominal %s + borrowing limit %s)",
-		q.name, x.have, m, x.bound, amount(v.nominal[x.q][x.r]), amount(v.limit[x.q][x.r]-v.nominal[x.q][x.r]))
+	return fmt.Sprintf("queue %s would hold %s%s, above its limit of %d (nominal %s + borrowing limit %s)",
+		q.name, policy.GPUs(x.have), m, x.bound, amount(v.nominal[x.q][x.r]), amount(v.limit[x.q][x.r]-v.nominal[x.q][x.r]))
 }
 
 // decreasesOnly keeps of the plan only what frees GPUs: each job holds

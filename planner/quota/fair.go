@@ -308,7 +308,7 @@ func (v *View) borrowed(eff [][]int, q int) int {
 func (v *View) fairWhy(eff [][]int, q, y int, id string) string {
 	top := v.meet(q, y)
 	x, g := v.branch(q, top), v.branch(y, top)
-	return fmt.Sprintf("fair share: queue %s borrows %d GPUs per weight %g (%.2f per unit) after giving these back, no less than queue %s with job %s started: %d per weight %g (%.2f)",
-		v.t.queues[g].name, v.borrowed(eff, g), v.t.queues[g].weight, v.share(eff, g),
+	return fmt.Sprintf("fair share: queue %s borrows %s per weight %g (%.2f per unit) after giving these back, no less than queue %s with job %s started: %d per weight %g (%.2f)",
+		v.t.queues[g].name, policy.GPUs(v.borrowed(eff, g)), v.t.queues[g].weight, v.share(eff, g),
 		v.t.queues[x].name, id, v.borrowed(eff, x), v.t.queues[x].weight, v.share(eff, x))
 }

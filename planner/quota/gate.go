@@ -118,13 +118,13 @@ func (v *View) describeWait(q int, j *policy.Job, allowed []bool, avail []int, e
 		room := v.headroom(v.cur, e, q, r)
 		borrow := max(0, room-max(0, v.nominal[q][r]-v.cur[q][r]))
 		if v.nominal[q][r] >= Unlimited {
-			parts = append(parts, fmt.Sprintf("queue %s at %d GPUs%s (no quota)", v.t.queues[q].name, st[q][r], modelSuffix(m)))
+			parts = append(parts, fmt.Sprintf("queue %s at %s%s (no quota)", v.t.queues[q].name, policy.GPUs(st[q][r]), modelSuffix(m)))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("queue %s at %d of %d GPUs%s; may borrow %d more",
-			v.t.queues[q].name, st[q][r], v.nominal[q][r], modelSuffix(m), borrow))
+		parts = append(parts, fmt.Sprintf("queue %s at %d of %s%s; may borrow %d more",
+			v.t.queues[q].name, st[q][r], policy.GPUs(v.nominal[q][r]), modelSuffix(m), borrow))
 	}
-	why := fmt.Sprintf("needs %d GPUs; %s", j.GPUs.Min, strings.Join(parts, "; "))
+	why := fmt.Sprintf("needs %s; %s", policy.GPUs(j.GPUs.Min), strings.Join(parts, "; "))
 	left := 0
 	for r, a := range avail {
 		if allowed[r] {
@@ -143,7 +143,7 @@ func (v *View) describeWait(q int, j *policy.Job, allowed []bool, avail []int, e
 	for x := v.t.queues[q].parent; x != -1; x = v.t.queues[x].parent {
 		for r := range v.res {
 			if allowed[r] && e[x][r] >= v.limit[x][r] {
-				why += fmt.Sprintf("; parent queue %s at its limit of %d GPUs%s", v.t.queues[x].name, v.limit[x][r], modelSuffix(v.res[r]))
+				why += fmt.Sprintf("; parent queue %s at its limit of %s%s", v.t.queues[x].name, policy.GPUs(v.limit[x][r]), modelSuffix(v.res[r]))
 			}
 		}
 	}

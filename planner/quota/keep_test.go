@@ -58,7 +58,7 @@ func TestEnforce_KeepsNominalAgainstBorrowers(t *testing.T) {
 			}
 		}
 		if round == 0 {
-			must.Eq(t, []string{"kept at 1 GPUs within queue b's nominal quota, whose GPUs the plan gave to queues that borrow; GPUs taken back: held a2"},
+			must.Eq(t, []string{"kept at 1 GPU within queue b's nominal quota, whose GPUs the plan gave to queues that borrow; GPUs taken back: held a2"},
 				plan.Reasons["b3"], must.Sprint(log))
 		}
 		s = s.Apply(plan, at(160+60*round))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // prioritize keeps priority first within each queue: where the plan
@@ -60,8 +62,12 @@ func (e *enforcer) prioritize() {
 				e.set(h, a)
 				lj, hj := &v.s.Jobs[l], &v.s.Jobs[h]
 				delete(e.out.Reasons, lj.ID)
-				v.why[lj.ID] = fmt.Sprintf("not started: job %s of queue %s has a higher priority (%d > %d) and takes the GPUs", hj.ID, v.t.queues[q].name, hj.Priority, lj.Priority)
-				e.out.Reasons[hj.ID] = []string{fmt.Sprintf("started at %d GPUs before job %s of its queue, which has a lower priority (%d < %d)", a.Total(), lj.ID, lj.Priority, hj.Priority)}
+				its := " of its queue"
+				if v.t.implicit {
+					its = ""
+				}
+				v.why[lj.ID] = fmt.Sprintf("not started: job %s%s has a higher priority (%d > %d) and takes the GPUs", hj.ID, v.ofQueue(q), hj.Priority, lj.Priority)
+				e.out.Reasons[hj.ID] = []string{fmt.Sprintf("started at %s before job %s%s, which has a lower priority (%d < %d)", policy.GPUs(a.Total()), lj.ID, its, lj.Priority, hj.Priority)}
 				hs[x] = -1
 				break
 			}

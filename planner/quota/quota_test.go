@@ -89,7 +89,7 @@ func TestGate(t *testing.T) {
 				{Name: "d", Nominal: gpus(4)}},
 			jobs: []policy.Job{job("c1", "c", 50, 4, 4, policy.Allocation{"n1": 4}), job("c2", "c", 50, 1, 1, nil)},
 			want: []string{"c1"},
-			held: map[string]string{"c2": "needs 1 GPUs; queue c at 4 of 2 GPUs; may borrow 0 more; parent queue p at its limit of 4 GPUs"},
+			held: map[string]string{"c2": "needs 1 GPU; queue c at 4 of 2 GPUs; may borrow 0 more; parent queue p at its limit of 4 GPUs"},
 		},
 		{
 			name: "queue not configured",
@@ -212,7 +212,7 @@ func TestGate_PerModel(t *testing.T) {
 		job("a1", "a", 50, 4, 4, policy.Allocation{"n1": 4}), job("a2", "a", 50, 1, 1, nil)}}
 	v := quota.NewView(tr, s)
 	must.Eq(t, []string{"a1"}, ids(v.Gate()))
-	must.Eq(t, "needs 1 GPUs; queue a at 4 of 4 GPUs of A100; may borrow 0 more; queue a at 0 of 0 GPUs of H100; may borrow 0 more",
+	must.Eq(t, "needs 1 GPU; queue a at 4 of 4 GPUs of A100; may borrow 0 more; queue a at 0 of 0 GPUs of H100; may borrow 0 more",
 		v.Waits(&policy.Plan{})["a2"].Reason)
 }
 
@@ -249,7 +249,9 @@ func TestCheckJob(t *testing.T) {
 // A planner without queues refuses a submission naming a queue other
 // than "default" (N3 of issue 28: on main any name was taken, and became
 // a metric label), and holds every stored job in its one queue, whatever
-// queue its jobspec names: a job stored before the rule is not stranded.
+// queue its jobspec names: a job stored before the rule is not stranded,
+// and waits in the queue it names, with no place in a queue "default"
+// beside its own (issue 28).
 func TestDefault_HoldsEveryJob(t *testing.T) {
 	tr := quota.Default()
 	j := job("j", "research", 50, 4, 4, nil)
@@ -261,7 +263,7 @@ func TestDefault_HoldsEveryJob(t *testing.T) {
 	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: []policy.Job{j}}
 	v := quota.NewView(tr, s)
 	must.Eq(t, []string{"j"}, ids(v.Gate()))
-	must.Eq(t, quota.Wait{Queue: quota.DefaultQueue, Position: 1, Of: 1}, v.Waits(&policy.Plan{})["j"])
+	must.Eq(t, quota.Wait{Queue: "research"}, v.Waits(&policy.Plan{})["j"])
 }
 
 // The default tree shows the policy every queued job some node may run,
@@ -280,7 +282,7 @@ func TestDefault_HoldsBackOnlyJobsNoNodeAllows(t *testing.T) {
 	s = &policy.Snapshot{Now: at(100), Nodes: nodes("n1", "n2"), Jobs: []policy.Job{ok1, ok2, ok3, h100}}
 	v = quota.NewView(tr, s)
 	must.Eq(t, []string{"a", "b", "c"}, ids(v.Gate()))
-	must.StrContains(t, v.Waits(&policy.Plan{})["dd"].Reason, "needs 1 GPUs")
+	must.StrContains(t, v.Waits(&policy.Plan{})["dd"].Reason, "needs 1 GPU;")
 }
 
 // Tree definitions that cannot hold are refused, each saying which queue

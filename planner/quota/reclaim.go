@@ -427,11 +427,11 @@ func (e *enforcer) claimFor(c claim) outcome {
 			// The plan's stop or shrink stands: the GPUs went to jobs
 			// reclaim may not take them from.
 		case c.fair:
-			v.why[j.ID] = fmt.Sprintf("fair share: queue %s may borrow, but the queues that borrow more per weight could not give %d GPUs and still borrow at least as much per weight as it would",
-				v.t.queues[q].name, c.need)
+			v.why[j.ID] = fmt.Sprintf("fair share: queue %s may borrow, but the queues that borrow more per weight could not give %s and still borrow at least as much per weight as it would",
+				v.t.queues[q].name, policy.GPUs(c.need))
 		default:
-			v.why[j.ID] = fmt.Sprintf("queue %s is below its nominal quota, but taking GPUs back from the queues that borrow would not make room for %d GPUs (placement: model, pool, per-node and anti-affinity rules)",
-				v.t.queues[q].name, j.GPUs.Min)
+			v.why[j.ID] = fmt.Sprintf("queue %s is below its nominal quota, but taking GPUs back from the queues that borrow would not make room for %s (placement: model, pool, per-node and anti-affinity rules)",
+				v.t.queues[q].name, policy.GPUs(j.GPUs.Min))
 		}
 		return failed
 	}
@@ -477,13 +477,13 @@ func (e *enforcer) claimFor(c claim) outcome {
 		took = append(took, fmt.Sprintf("%s %s", kind[k], vk.ID))
 		kind[k] = ""
 	}
-	reason := fmt.Sprintf("started at %d GPUs within queue %s's nominal quota", alloc.Total(), v.t.queues[q].name)
+	reason := fmt.Sprintf("started at %s within queue %s's nominal quota", policy.GPUs(alloc.Total()), v.t.queues[q].name)
 	switch {
 	case c.fair:
-		reason = fmt.Sprintf("started at %d GPUs by fair share: queue %s borrows %d GPUs per weight %g with it", alloc.Total(),
-			v.t.queues[q].name, v.borrowed(eff, q), v.t.queues[q].weight)
+		reason = fmt.Sprintf("started at %s by fair share: queue %s borrows %s per weight %g with it", policy.GPUs(alloc.Total()),
+			v.t.queues[q].name, policy.GPUs(v.borrowed(eff, q)), v.t.queues[q].weight)
 	case c.keep != nil:
-		reason = fmt.Sprintf("kept at %d GPUs within queue %s's nominal quota, whose GPUs the plan gave to queues that borrow", alloc.Total(), v.t.queues[q].name)
+		reason = fmt.Sprintf("kept at %s within queue %s's nominal quota, whose GPUs the plan gave to queues that borrow", policy.GPUs(alloc.Total()), v.t.queues[q].name)
 	}
 	if len(took) > 0 && c.keep != nil {
 		reason += "; GPUs taken back: " + strings.Join(took, ", ")

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // AnyModel is the key of an Amount that counts GPUs of every model (a
@@ -210,7 +212,7 @@ func New(defs []Def) (*Tree, error) {
 		}{{"nominal", d.Nominal}, {"borrowing_limit", d.BorrowingLimit}, {"lending_limit", d.LendingLimit}} {
 			for _, m := range slices.Sorted(maps.Keys(a.amt)) {
 				if g := a.amt[m]; g < 0 || g > MaxGPUs && !(a.field == "nominal" && g == Unlimited) {
-					bad(d.Name, a.field, "%d GPUs: give 0 to %d", g, MaxGPUs)
+					bad(d.Name, a.field, "%s: give 0 to %d", policy.GPUs(g), MaxGPUs)
 				}
 				if m != AnyModel {
 					models[m] = true
@@ -279,7 +281,7 @@ func New(defs []Def) (*Tree, error) {
 				sum += t.nominal(c, m)
 			}
 			if n := lookup(q.nominal, m, 0); sum > n {
-				bad(q.name, "nominal", "%d GPUs%s, less than its children's %d: a parent's nominal quota holds its children's", n, modelSuffix(m), sum)
+				bad(q.name, "nominal", "%s%s, less than its children's %d: a parent's nominal quota holds its children's", policy.GPUs(n), modelSuffix(m), sum)
 			}
 		}
 	}

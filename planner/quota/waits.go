@@ -28,7 +28,10 @@ func (v *View) Waits(p *policy.Plan) map[string]Wait {
 		if p.Target(j).Total() > 0 {
 			continue
 		}
-		if q := v.leaf[i]; q != -1 {
+		// The implicit tree's one queue is no queue the job named: the job
+		// waits in the queue its jobspec names, which is not configured
+		// (no place), not "2nd of 5 in default" beside its own (issue 28).
+		if q := v.leaf[i]; q != -1 && !v.t.implicit {
 			byQueue[q] = append(byQueue[q], i)
 			continue
 		}
@@ -42,6 +45,17 @@ func (v *View) Waits(p *policy.Plan) map[string]Wait {
 		}
 	}
 	return out
+}
+
+// ofQueue names queue q after a job, " of queue vision"; "" for the
+// implicit tree's one queue, which holds every job whatever queue its
+// jobspec names, so that no reason says "of queue default" of a job whose
+// queue is team2.
+func (v *View) ofQueue(q int) string {
+	if v.t.implicit {
+		return ""
+	}
+	return " of queue " + v.t.queues[q].name
 }
 
 // reason is why quota holds job id back: Enforce's word, else Gate's.

@@ -68,7 +68,11 @@ type TargetOutlook struct {
 	// one GPU; set when the goal is reached. The next job of the same name
 	// is judged by it at submission.
 	WorkToGoal float64 `json:"work_to_goal,omitempty"`
-	// Reason says how the estimate was made, in one line.
+	// Reason says how the estimate was made, in one line ("at 4 GPUs:
+	// 1200 samples to go (...)"). It holds no time left: that is ETA's
+	// alone, which readers count from now (job status, the dashboard).
+	// Where the deadline looks unreachable it says how late even the
+	// job's max GPUs would be.
 	Reason string `json:"reason"`
 }
 

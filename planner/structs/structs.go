@@ -68,7 +68,9 @@ type Job struct {
 	// Preemptions dropped to keep the record within its bounds (Bound).
 	Dropped Dropped `json:"dropped,omitzero"`
 
-	// AttainedGPUSeconds is the service the job has received.
+	// AttainedGPUSeconds is the service the job has received: in the
+	// store, up to its last GPU change or its end (AttainedAt counts on
+	// to a time); in a read of the job (GET /v1/jobs/{id}), up to the read.
 	AttainedGPUSeconds float64 `json:"attained_gpu_seconds"`
 	// ExitCode is the launcher's, once the job has ended.
 	ExitCode *int `json:"exit_code,omitempty"`
@@ -138,6 +140,30 @@ func (j *Job) GPUs() int {
 		n += g
 	}
 	return n
+}
+
+// LastChange is when job j's GPUs last changed (its latest GPU change),
+// or its submission.
+func (j *Job) LastChange() time.Time {
+	if n := len(j.History); n > 0 {
+		return j.History[n-1].Time
+	}
+	return j.Submitted
+}
+
+// AttainedAt is the service job j has received up to now: its record's
+// AttainedGPUSeconds, which the planner counts up to the job's last GPU
+// change (it adds what the job held at each change and at its end), and
+// the GPUs it holds since. Reads show this: the record's figure alone
+// stays 0 for a job that runs on the GPUs it started with.
+func (j *Job) AttainedAt(now time.Time) float64 {
+	return Attained(j.AttainedGPUSeconds, j.GPUs(), j.LastChange(), now)
+}
+
+// Attained is attained service (GPU-seconds) and held GPUs held from since
+// to now.
+func Attained(attained float64, held int, since, now time.Time) float64 {
+	return attained + float64(held)*now.Sub(since).Seconds()
 }
 
 // GPUChange is one change of a job's GPUs.

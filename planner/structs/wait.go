@@ -55,6 +55,16 @@ func (w Wait) Place() string {
 	return fmt.Sprintf("%s of %d in %s", Ordinal(w.Position), w.Of, w.Queue)
 }
 
+// PriorityIgnored says that policy name, which does not order jobs by
+// priority (policy.Info.IgnoresPriority), leaves a job of priority prio
+// where the policy puts it: the queues' layer starts a job before lower
+// ones of its queue only when the policy starts one of those
+// (planner/quota). The planner tells a job so at submission (a warning
+// event) and while it waits for the policy (its Wait's reason).
+func PriorityIgnored(name string, prio int) string {
+	return fmt.Sprintf("policy %s does not order jobs by priority: this job's (%d) puts it before lower ones of its queue only when the policy starts one of them", name, prio)
+}
+
 // Ordinal is n as "1st", "2nd", "3rd", "4th", ...
 func Ordinal(n int) string {
 	suffix := "th"

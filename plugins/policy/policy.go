@@ -10,6 +10,13 @@ type Info struct {
 	Name        string `json:"name"`
 	Version     string `json:"version,omitempty"`
 	Description string `json:"description,omitempty"`
+	// IgnoresPriority says that the policy does not order jobs by
+	// Job.Priority (every builtin). The planner then tells a job that has
+	// a priority so, at submission and while it waits, rather than let
+	// "waiting behind job X (first come, first served)" be read as its
+	// priority at work. A policy that leaves it unset is not said to
+	// ignore priority, nor to honour it.
+	IgnoresPriority bool `json:"ignores_priority,omitempty"`
 }
 
 // Base is what every plugin of the project has, as in nomad-autoscaler.

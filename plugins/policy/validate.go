@@ -165,10 +165,10 @@ func violations(s *Snapshot, p *Plan) error {
 				add(RuleUnknownNode, j.ID, n, "node is not in the snapshot")
 				continue
 			case g < 0:
-				add(RuleWholeWorkers, j.ID, n, "%d GPUs is negative", g)
+				add(RuleWholeWorkers, j.ID, n, "%s is negative", GPUs(g))
 				continue
 			case g%w != 0:
-				add(RuleWholeWorkers, j.ID, n, "%d GPUs is not a whole number of %d-GPU workers", g, w)
+				add(RuleWholeWorkers, j.ID, n, "%s is not a whole number of %d-GPU workers", GPUs(g), w)
 			}
 			used[n] += g
 			if anti {
@@ -181,18 +181,18 @@ func violations(s *Snapshot, p *Plan) error {
 				add(RuleConstraint, j.ID, n, "%s", why)
 			}
 			if c := j.Constraints.MaxGPUsPerNode; c > 0 && g > c {
-				add(RuleConstraint, j.ID, n, "%d GPUs exceeds max_gpus_per_node %d", g, c)
+				add(RuleConstraint, j.ID, n, "%s exceeds max_gpus_per_node %d", GPUs(g), c)
 			}
 		}
 		if total != 0 && (total < j.GPUs.Min || total > j.GPUs.Max || total%w != 0) {
-			add(RuleGangSize, j.ID, "", "%d GPUs is not 0 or a multiple of %d in [%d, %d]", total, w, j.GPUs.Min, j.GPUs.Max)
+			add(RuleGangSize, j.ID, "", "%s is not 0 or a multiple of %d in [%d, %d]", GPUs(total), w, j.GPUs.Min, j.GPUs.Max)
 		}
 	}
 
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		if have := n.GPUs - n.Reserved; used[n.ID] > have {
-			add(RuleCapacity, "", n.ID, "%d GPUs planned, %d available (%d reserved)", used[n.ID], have, n.Reserved)
+			add(RuleCapacity, "", n.ID, "%s planned, %d available (%d reserved)", GPUs(used[n.ID]), have, n.Reserved)
 		}
 	}
 

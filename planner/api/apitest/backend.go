@@ -21,6 +21,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
@@ -151,7 +152,7 @@ func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string, i
 		return nil, false, &api.InputError{Diags: hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Not enough GPUs in the cluster",
-			Detail:   fmt.Sprintf("The job needs at least %d GPUs; the largest node has %d.", spec.GPUs.Min, largest),
+			Detail:   fmt.Sprintf("The job needs at least %s; the largest node has %d.", policy.GPUs(spec.GPUs.Min), largest),
 			Subject:  spec.Range.Ptr(),
 		}}}
 	}
@@ -165,6 +166,9 @@ func (b *Backend) Submit(_ context.Context, spec *jobspec.Spec, source string, i
 		Submitted: now,
 		Events:    []structs.Event{{Time: now, Type: "submitted", Message: "Job submitted; queued"}},
 		Version:   1,
+	}
+	if f := b.policies[b.active.Name]; f != nil && f().PluginInfo().IgnoresPriority && spec.Priority != jobspec.DefaultPriority {
+		j.WarnOnce(now, structs.PriorityIgnored(b.active.Name, spec.Priority))
 	}
 	if idem != nil {
 		c := *idem

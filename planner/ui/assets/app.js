@@ -3,6 +3,9 @@
 "use strict";
 
 const TOKEN_KEY = "schedulearn-token";
+// TOKEN_HINT says where a token comes from, for a reader who has none.
+const TOKEN_HINT = "enter it at the top right. The read token is read_token in the planner's config (or SCHEDULEARN_READ_TOKEN where it runs); " +
+  "token, the write token, reads too. schedulearn lab prints both on its Tokens line; ask whoever runs the planner for one.";
 const state = { lastEventId: "", refreshTimer: null, route: "", policies: [] };
 
 // ---------------------------------------------------------------- helpers
@@ -45,10 +48,22 @@ function fmtDur(sec) {
   return Math.floor(sec / 3600) + "h " + Math.floor((sec % 3600) / 60) + "m";
 }
 function asked(j) { return j.auto ? "auto" + (j.max_gpus ? " ≤" + j.max_gpus : "") : (j.min_gpus === j.max_gpus ? String(j.min_gpus) : j.min_gpus + "–" + j.max_gpus); }
-function jobColor(id) {
-  let h = 2166136261; // FNV-1a, then spread over the hue circle
-  for (const c of id) h = Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0;
-  return "hsl(" + (Math.imul(h, 2654435761) >>> 0) % 360 + ", 60%, 42%)";
+// jobName is a job's name: its stub's, else its ID without the
+// planner's "-<8 hex>" suffix.
+function jobName(id, stub) { return (stub && stub.name) || id.replace(/-[0-9a-f]{8}$/, ""); }
+// mapKeys gives each job on the GPU map (ids, sorted) a colour and a
+// label that tell it apart from the others there: hues a golden angle
+// apart in that order (no two alike, however many), and the first
+// letters of its name, numbered where two names start alike.
+function mapKeys(ids, stubs) {
+  const keys = new Map(), seen = new Map();
+  ids.forEach((id, i) => {
+    const short = jobName(id, stubs.get(id)).slice(0, 3);
+    seen.set(short, (seen.get(short) || 0) + 1);
+    keys.set(id, { color: `hsl(${Math.round(i * 137.508) % 360}, 62%, 40%)`, label: short, n: seen.get(short) });
+  });
+  for (const k of keys.values()) if (seen.get(k.label) > 1) k.label = k.label.slice(0, 2) + k.n;
+  return keys;
 }
 function jobLink(id) { return el("a", { href: "#/jobs/" + encodeURIComponent(id), "data-job": id }, id); }
 function fill(tbody, rows) { tbody.replaceChildren(...rows); }
@@ -70,7 +85,7 @@ function chart(container, opts) {
   for (const v of opts.vlines || []) xs.push(v.x);
   for (const h of opts.hlines || []) ys.push(h.y);
   if (xs.length === 0) { container.replaceChildren(el("p", { class: "muted" }, opts.empty || "No data yet.")); return; }
-  let x0 = Math.min(...xs), x1 = Math.max(...xs, opts.xMax || -Infinity);
+  let x0 = Math.min(...xs, opts.xMin ?? Infinity), x1 = Math.max(...xs, opts.xMax ?? -Infinity);
   if (x1 === x0) x1 = x0 + 1000;
   let y0 = opts.yMin !== undefined ? opts.yMin : Math.min(...ys), y1 = Math.max(...ys, opts.yMax || -Infinity);
   if (y1 === y0) y1 = y0 + 1;
@@ -105,6 +120,8 @@ function chart(container, opts) {
     if (se.extendTo !== undefined) d += `H${px(se.extendTo)}`;
     s.append(svg("path", { class: se.cls, d: d, "data-points": se.points.length }));
   }
+  s.setAttribute("data-x0", x0);
+  s.setAttribute("data-x1", x1);
   container.replaceChildren(s);
 }
 
@@ -120,16 +137,22 @@ async function renderOverview() {
     el("td", {}, q.position), el("td", {}, jobLink(q.job.id)), el("td", {}, [q.job.user, q.job.queue].filter(Boolean).join(" / ")),
     el("td", { "data-field": "place" }, place(q.job.wait)),
     el("td", {}, asked(q.job)), el("td", {}, fmtDur(q.waiting_seconds)), el("td", { class: "reason" }, q.reason))));
-  // GPU map.
+  // GPU map: each job's cells in its own colour and label, its name,
+  // user and GPUs in the tooltip, and a legend of the jobs on the map.
   let total = 0, used = 0, free = 0;
   const map = $("#gpu-map");
+  const stubs = new Map(jobs.map(j => [j.id, j]));
+  const held = [...new Set(nodes.flatMap(n => Object.keys(n.jobs || {})))].sort();
+  const keys = mapKeys(held, stubs);
   map.replaceChildren(...nodes.map(n => {
     total += n.gpus_total; used += n.gpus_used; free += n.gpus_free;
     const cells = [];
     for (const id of Object.keys(n.jobs || {}).sort()) {
+      const st = stubs.get(id), k = keys.get(id);
+      const title = `${jobName(id, st)} (${id})` + (st && st.user ? ", user " + st.user : "") + `: ${n.jobs[id]} of its ${st ? st.gpus : "?"} GPUs on ${n.name}`;
       for (let i = 0; i < n.jobs[id]; i++) {
-        const a = el("a", { class: "gpu held", href: "#/jobs/" + encodeURIComponent(id), "data-job": id, title: id }, id.slice(0, 3));
-        a.style.background = jobColor(id);
+        const a = el("a", { class: "gpu held", href: "#/jobs/" + encodeURIComponent(id), "data-job": id, "data-label": k.label, title: title }, k.label);
+        a.style.background = k.color;
         cells.push(a);
       }
     }
@@ -142,6 +165,12 @@ async function renderOverview() {
   }));
   if (nodes.length === 0) map.replaceChildren(el("p", { class: "muted" }, "No GPU nodes."));
   $("#gpu-summary").textContent = `${used} of ${total} held, ${free} idle`;
+  fill($("#gpu-legend"), held.map(id => {
+    const sw = el("span", { class: "legend job" }, keys.get(id).label);
+    sw.style.background = keys.get(id).color;
+    return el("span", { class: "legend-job", "data-job": id }, sw, " ", el("a", { href: "#/jobs/" + encodeURIComponent(id) }, jobName(id, stubs.get(id))),
+      el("span", { class: "muted" }, " " + id));
+  }));
   // Jobs.
   fill($("#jobs tbody"), jobs.slice().reverse().slice(0, 200).map(j => el("tr", { "data-job": j.id },
     el("td", {}, jobLink(j.id)), el("td", {}, j.queue || "default"), el("td", {}, j.priority), el("td", { class: "state " + j.state }, j.state, healthMark(j)),
@@ -223,7 +252,8 @@ async function renderJob(id) {
   const t = j.spec.Target;
   const deadline = t ? (t.Deadline && !t.Deadline.startsWith("0001") ? Date.parse(t.Deadline) : (t.Within ? Date.parse(j.submitted) + t.Within / 1e6 : null)) : null;
   const out = j.outlook && j.outlook.target;
-  const facts = [["State", j.state], ["GPUs", String(Object.values(j.allocation || {}).reduce((a, b) => a + b, 0))],
+  const facts = [["Name", j.spec.Name], ["User", j.spec.User || "—"], ["Command", [j.spec.Command, ...(j.spec.Args || [])].join(" ")],
+    ["State", j.state], ["GPUs", String(Object.values(j.allocation || {}).reduce((a, b) => a + b, 0))],
     ["Asked", j.spec.GPUs.Auto ? "auto" : j.spec.GPUs.Min + "–" + j.spec.GPUs.Max], ["Submitted", fmtTime(j.submitted)]];
   facts.push(["Queue", j.spec.Queue || "default"], ["Priority", String(j.spec.Priority)]);
   if (j.waiting) facts.push(["Waiting", j.waiting]);
@@ -239,9 +269,14 @@ async function renderJob(id) {
   if (j.finished) facts.push(["Finished", fmtTime(j.finished)]);
   if (t) facts.push(["Target", `${t.Metric} ${t.Lower ? "≤" : "≥"} ${t.Goal}` + (t.Tier1 != null ? ` (tier 1: ${t.Tier1})` : "") + (deadline ? " by " + new Date(deadline).toLocaleString() : "")]);
   if (out) {
-    let left = out.status;
-    if (out.eta && !out.eta.startsWith("0001")) left = fmtDur((Date.parse(out.eta) - Date.now()) / 1000) + " left (ETA " + fmtTime(out.eta) + ")";
-    facts.push(["Estimate", out.reason && out.reason.startsWith(left) ? out.reason : left + (out.reason ? " — " + out.reason : "")]);
+    // The time left is the ETA's, counted to now (the reason holds none):
+    // one estimate, as job status shows it.
+    let est = out.status;
+    if (out.status === "estimated" && out.eta && !out.eta.startsWith("0001")) {
+      const s = (Date.parse(out.eta) - Date.now()) / 1000;
+      est = `${t.Metric} ${t.Goal} ` + (s >= 0 ? "in about " + fmtDur(s) : "about " + fmtDur(-s) + " overdue") + " (ETA " + fmtTime(out.eta) + ")";
+    }
+    facts.push(["Estimate", est + (out.reason ? " — " + out.reason : "")]);
   }
   if (j.progress) facts.push(["Progress", `step ${j.progress.step}, ${j.progress.reports} reports`]);
   $("#job-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k.toLowerCase() }, v)]));
@@ -251,20 +286,23 @@ async function renderJob(id) {
   // ones): the chart then starts at the oldest kept, not at submission.
   const dropped = j.dropped || {};
   const gp = [...(dropped.history ? [] : [[Date.parse(j.submitted), 0]]), ...(j.history || []).map(h => [Date.parse(h.time), h.gpus])];
-  chart($("#job-gpus-chart"), { series: [{ points: gp, step: true, cls: "series", extendTo: now }], yMin: 0, xMax: now });
-
   const metric = t ? t.Metric : (j.progress && j.progress.metric ? j.progress.metric.name : "");
   $("#job-metric-title").textContent = metric ? "Metric: " + metric : "Metric";
   const mp = ((j.progress && j.progress.history) || []).filter(r => r.metric && r.metric.name === metric).map(r => [Date.parse(r.time), r.metric.value]);
   const hl = [];
   if (t && t.Tier1 != null) hl.push({ y: t.Tier1, cls: "tier1", label: "tier 1 " + t.Tier1 });
   if (t) hl.push({ y: t.Goal, cls: "goal", label: "goal " + t.Goal });
-  // The deadline is drawn where it fits the curve's time scale; a far one
-  // is named at the right edge instead of squeezing the curve.
-  const span = mp.length ? Math.max(now, mp[mp.length - 1][0]) - mp[0][0] : 0;
-  const near = deadline && mp.length && deadline - mp[0][0] <= 3 * Math.max(span, 60000);
+  // Both charts share one time range, from the first GPU change or report
+  // to now (the end), so that a point in one lines up with the other. The
+  // deadline is drawn where it fits that scale; a far one is named at the
+  // right edge instead of squeezing the curves.
+  const x0 = Math.min(...gp.map(p => p[0]), ...mp.map(p => p[0]), now);
+  const x1 = Math.max(now, ...mp.map(p => p[0]));
+  const near = deadline && mp.length && deadline >= x0 && deadline - x0 <= 3 * Math.max(x1 - x0, 60000);
+  const xMax = near ? Math.max(x1, deadline) : x1;
+  chart($("#job-gpus-chart"), { series: [{ points: gp, step: true, cls: "series", extendTo: now }], yMin: 0, xMin: x0, xMax: xMax });
   chart($("#job-metric-chart"), { series: [{ points: mp, cls: "series metric" }], hlines: mp.length ? hl : [],
-    vlines: near ? [{ x: deadline, cls: "deadline", label: "deadline" }] : [], xMax: near ? undefined : now,
+    vlines: near ? [{ x: deadline, cls: "deadline", label: "deadline" }] : [], xMin: x0, xMax: xMax,
     notes: deadline && mp.length && !near ? [{ cls: "deadline-note", text: "deadline " + new Date(deadline).toLocaleString() + " →" }] : [],
     empty: metric ? "No " + metric + " reported yet." : "The job reports no metric." });
 
@@ -285,7 +323,7 @@ async function refresh() {
     if (m) await renderJob(decodeURIComponent(m[1])); else await renderOverview();
     showError("");
   } catch (e) {
-    showError(e.status === 403 ? "The planner refused the read: enter its token (top right)." : "Failed to load: " + e.message);
+    showError(e.status === 403 ? (token() ? "The planner refused the read with this token: " : "The planner needs a token to show its jobs: ") + TOKEN_HINT : "Failed to load: " + e.message);
   }
 }
 function scheduleRefresh() {

@@ -37,7 +37,7 @@ func NewEDF() *EDF { return &EDF{} }
 
 // PluginInfo implements policy.Base.
 func (p *EDF) PluginInfo() policy.Info {
-	return policy.Info{Name: EDFName, Version: Version,
+	return policy.Info{Name: EDFName, Version: Version, IgnoresPriority: true,
 		Description: "earliest deadline first at each job's minimum; idle GPUs grow the earliest deadlines; shrinks the latest to admit"}
 }
 

@@ -51,7 +51,7 @@ func NewElasticFIFO() *ElasticFIFO { return &ElasticFIFO{} }
 
 // PluginInfo implements policy.Base.
 func (p *ElasticFIFO) PluginInfo() policy.Info {
-	return policy.Info{Name: ElasticFIFOName, Version: Version,
+	return policy.Info{Name: ElasticFIFOName, Version: Version, IgnoresPriority: true,
 		Description: "first come, first served at each job's minimum; idle GPUs grow running jobs; shrinks them to admit"}
 }
 

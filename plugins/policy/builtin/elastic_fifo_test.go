@@ -91,3 +91,22 @@ func TestElasticFIFO(t *testing.T) {
 		})
 	}
 }
+
+// A job admitted at its minimum and grown into idle GPUs in the same round
+// has one reason, which says what the plan's change says (start: 0 -> 4),
+// not "started with 1 GPUs" beside "grown from 1 to 4" (issue 28); a
+// running job grown says from what.
+func TestElasticFIFO_StartedAndGrownInOneReason(t *testing.T) {
+	for _, name := range []string{builtin.ElasticFIFOName, builtin.EDFName} {
+		t.Run(name, func(t *testing.T) {
+			s := &policy.Snapshot{Now: at(100), Nodes: []policy.Node{node("n1", 4, 0)}, Jobs: []policy.Job{queued("a", 1, 1, 4, 1)}}
+			p := plan(t, configured(t, name, nil), s)
+			must.Eq(t, map[string]A{"a": {"n1": 4}}, targets(s, p))
+			must.Eq(t, []string{"started with 4 GPUs on 1 node (its minimum: 1 GPU, then grown into idle GPUs)"}, p.Reasons["a"])
+
+			s = &policy.Snapshot{Now: at(100), Nodes: []policy.Node{node("n1", 2, 0)}, Jobs: []policy.Job{running("b", 2, 1, 2, 1, A{"n1": 1}, 10)}}
+			p = plan(t, configured(t, name, nil), s)
+			must.Eq(t, []string{"grown from 1 to 2 GPUs into idle GPUs"}, p.Reasons["b"])
+		})
+	}
+}

@@ -45,7 +45,7 @@ func NewFIFO() *FIFO {
 
 // PluginInfo implements policy.Base.
 func (p *FIFO) PluginInfo() policy.Info {
-	return policy.Info{Name: FIFOName, Version: Version,
+	return policy.Info{Name: FIFOName, Version: Version, IgnoresPriority: true,
 		Description: "first come, first served; fixed sizes; packed placement; no resizing"}
 }
 

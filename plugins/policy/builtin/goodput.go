@@ -61,7 +61,7 @@ func NewGoodput() *Goodput {
 
 // PluginInfo implements policy.Base.
 func (p *Goodput) PluginInfo() policy.Info {
-	return policy.Info{Name: GoodputName, Version: Version,
+	return policy.Info{Name: GoodputName, Version: Version, IgnoresPriority: true,
 		Description: "greedy on marginal goodput per GPU (Pollux's idea) from each job's speedup table; preemptive, elastic"}
 }
 
@@ -263,7 +263,7 @@ func (g *goodputRound) place() {
 			got = g.fit(jj, t)
 		}
 		if got > cur {
-			c.Notef(jj, "grown from %d to %d GPUs: best marginal goodput per GPU", cur, got)
+			c.Notef(jj, "grown from %d to %s: best marginal goodput per GPU", cur, policy.GPUs(got))
 		}
 	}
 	// Queued jobs start in the order their first step was taken: by score,
@@ -278,7 +278,7 @@ func (g *goodputRound) place() {
 			got = g.fit(j, g.target[j])
 		}
 		if got > 0 {
-			c.Notef(j, "started with %d GPUs on %d node(s): best marginal goodput per GPU", got, c.NodesHeld(j))
+			c.NoteStarted(j, "best marginal goodput per GPU", "")
 		}
 	}
 	g.undoShrinks(undo, held)
@@ -286,9 +286,9 @@ func (g *goodputRound) place() {
 		switch cur, now := g.cur[j], c.Held(j); {
 		case now == cur:
 		case now == 0:
-			c.Notef(j, "preempted: its %d GPUs add more goodput to other jobs", cur)
+			c.Notef(j, "preempted: its %s add more goodput to other jobs", policy.GPUs(cur))
 		default:
-			c.Notef(j, "shrunk from %d to %d GPUs: the rest add more goodput to other jobs", cur, now)
+			c.Notef(j, "shrunk from %d to %s: the rest add more goodput to other jobs", cur, policy.GPUs(now))
 		}
 	}
 	g.fill()
@@ -304,7 +304,7 @@ func (g *goodputRound) place() {
 		case held == 0 && g.cur[j] == 0:
 			c.Wait(int32(j), goodputNoRoom)
 		case held == g.cur[j] && c.Moved(int32(j)):
-			c.Notef(int32(j), "kept its %d GPUs", g.cur[j])
+			c.Notef(int32(j), "kept its %s", policy.GPUs(g.cur[j]))
 		}
 	}
 }
@@ -345,6 +345,10 @@ func (g *goodputRound) fill() {
 		}
 	}
 	g.h.Init()
+	// grown is what each job grown here held before, in the order first
+	// grown: one reason a job, however many steps it took.
+	var grown map[int32]int
+	var order []int32
 	for g.h.Len() > 0 && c.FreeGPUs() > 0 {
 		st := &g.h[0]
 		from := c.Held(st.Job)
@@ -352,16 +356,25 @@ func (g *goodputRound) fill() {
 			g.h.Take()
 			continue
 		}
-		if from == 0 {
-			c.Notef(st.Job, "started with %d GPUs into GPUs left free", st.To)
-		} else {
-			c.Notef(st.Job, "grown from %d to %d GPUs into GPUs left free", from, st.To)
+		if _, ok := grown[st.Job]; !ok {
+			if grown == nil {
+				grown = make(map[int32]int)
+			}
+			grown[st.Job] = from
+			order = append(order, st.Job)
 		}
 		if to, score, ok := g.next(st.Job, st.To); ok {
 			st.From, st.To, st.Score = st.To, to, score
 			g.h.Fix(0)
 		} else {
 			g.h.Take()
+		}
+	}
+	for _, j := range order {
+		if from := grown[j]; from == 0 {
+			c.NoteStarted(j, "into GPUs left free", "")
+		} else {
+			c.NoteGrown(j, from, "into GPUs left free", "")
 		}
 	}
 }

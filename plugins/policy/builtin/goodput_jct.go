@@ -128,7 +128,7 @@ func NewGoodputJCT() *GoodputJCT {
 
 // PluginInfo implements policy.Base.
 func (p *GoodputJCT) PluginInfo() policy.Info {
-	return policy.Info{Name: GoodputJCTName, Version: Version,
+	return policy.Info{Name: GoodputJCTName, Version: Version, IgnoresPriority: true,
 		Description: "goodput for the average JCT: least-attained-service weights down to a floor, aging at 0 GPUs, restarts priced in, packed placements, one node where one will do; preemptive, elastic"}
 }
 

@@ -47,6 +47,7 @@ func TestProperty_PlansAreValid(t *testing.T) {
 				must.Eq(t, plan.Reasons, again.Reasons, why)
 
 				checkPromises(t, name, s, plan, why)
+				checkStartReasons(t, s, plan, why)
 				checkPreemptive(t, name, s, plan, why)
 
 				// A plan carried out is a consistent snapshot, and the
@@ -61,6 +62,30 @@ func TestProperty_PlansAreValid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkStartReasons: a job that plan p starts has one reason for its
+// start, and it names the GPUs the job starts with, as the plan's change
+// does (start: 0 -> n); a job started and grown in one round is not
+// "started with 1 GPU" beside "grown from 1 to 4" (issue 28).
+func checkStartReasons(t *testing.T, s *policy.Snapshot, p *policy.Plan, why must.Setting) {
+	t.Helper()
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		to := p.Target(j).Total()
+		if j.Allocation.Total() > 0 || to == 0 {
+			continue
+		}
+		var starts []string
+		for _, r := range p.Why(j) {
+			must.False(t, strings.HasPrefix(r, "grown from"), why, must.Sprintf("job %s started with a growth: %q", j.ID, p.Why(j)))
+			if strings.HasPrefix(r, "started with") {
+				starts = append(starts, r)
+			}
+		}
+		must.Len(t, 1, starts, why, must.Sprintf("job %s: %q", j.ID, p.Why(j)))
+		must.StrHasPrefix(t, "started with "+policy.GPUs(to)+" ", starts[0], why)
 	}
 }
 

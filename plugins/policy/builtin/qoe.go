@@ -93,7 +93,7 @@ func NewQoE() *QoE {
 
 // PluginInfo implements policy.Base.
 func (p *QoE) PluginInfo() policy.Info {
-	return policy.Info{Name: QoEName, Version: Version,
+	return policy.Info{Name: QoEName, Version: Version, IgnoresPriority: true,
 		Description: "deadline-aware (DQoES's idea): moves GPUs from jobs ahead of their targets to jobs behind them; the rest share idle GPUs"}
 }
 
@@ -184,9 +184,9 @@ func (p *QoE) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 			continue
 		}
 		if from == 0 {
-			c.Notef(j, "started with %d GPUs: %s", c.Held(j), q.outlook(j, c.Held(j)))
+			c.NoteStarted(j, "what its target needs", q.outlook(j, c.Held(j)))
 		} else {
-			c.Notef(j, "grown from %d to %d GPUs: behind its target at %d; %s", from, c.Held(j), from, q.outlook(j, c.Held(j)))
+			c.Notef(j, "grown from %d to %s: behind its target at %d; %s", from, policy.GPUs(c.Held(j)), from, q.outlook(j, c.Held(j)))
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -215,7 +215,7 @@ func (p *QoE) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error
 			c.Wait(j, qoeNoRoom)
 			continue
 		}
-		c.Notef(j, "started with %d GPUs (its minimum): %s", job.GPUs.Min, q.outlook(j, job.GPUs.Min))
+		c.NoteStarted(j, "its minimum", q.outlook(j, job.GPUs.Min))
 	}
 
 	// 3. Growth into idle GPUs, a worker at a time, where it adds the most
@@ -267,7 +267,7 @@ func (q *qoeRound) fill(cooldown time.Duration) {
 	}
 	for j := range q.jobs {
 		if f, ok := from[int32(j)]; ok {
-			c.Notef(int32(j), "grown from %d to %d GPUs into idle GPUs", f, c.Held(int32(j)))
+			c.NoteGrown(int32(j), f, "into idle GPUs", q.outlook(int32(j), c.Held(int32(j))))
 		}
 	}
 }
@@ -468,14 +468,14 @@ func (q *qoeRound) grow(b int32, gain int, why string) bool {
 			// Below its min it cannot run: stopped (preempted), and the
 			// rest of its GPUs are free.
 			c.Shrink(t.Job, tot)
-			c.Notef(t.Job, "preempted (%d GPUs) for job %s, %s; this job: %s", t.GPUs+tot, q.jobs[b].ID, why, q.outlook(t.Job, 0))
+			c.Notef(t.Job, "preempted (%s) for job %s, %s; this job: %s", policy.GPUs(t.GPUs+tot), q.jobs[b].ID, why, q.outlook(t.Job, 0))
 			continue
 		}
 		if !q.preempt {
 			q.surplus -= t.GPUs
 		}
-		c.Notef(t.Job, "shrunk from %d to %d GPUs for job %s, %s; this job: %s",
-			c.Held(t.Job)+t.GPUs, c.Held(t.Job), q.jobs[b].ID, why, q.outlook(t.Job, c.Held(t.Job)))
+		c.Notef(t.Job, "shrunk from %d to %s for job %s, %s; this job: %s",
+			c.Held(t.Job)+t.GPUs, policy.GPUs(c.Held(t.Job)), q.jobs[b].ID, why, q.outlook(t.Job, c.Held(t.Job)))
 	}
 	return ok
 }
@@ -560,18 +560,18 @@ func (q *qoeRound) outlook(j int32, g int) string {
 	}
 	if g <= 0 {
 		if q.class[j] == qoeBehind {
-			return fmt.Sprintf("behind: even %d GPUs miss its deadline (with the headroom)", job.GPUs.Max)
+			return fmt.Sprintf("behind: misses its deadline even at %s (with the headroom)", policy.GPUs(job.GPUs.Max))
 		}
 		return "on track"
 	}
 	sec := pr.RemainingWork / policy.SpeedupAt(job.Speedup, g)
 	eta := time.Duration(sec * float64(time.Second)).Round(time.Second)
-	est := fmt.Sprintf("about %s to its target at %d GPUs, %s to the deadline", eta, g, left.Round(time.Second))
+	est := fmt.Sprintf("about %s to its target at %s, %s to the deadline", eta, policy.GPUs(g), left.Round(time.Second))
 	switch {
 	case sec <= left.Seconds()*(1-q.headroom):
 		return "on track: " + est
 	case q.class[j] == qoeBehind:
-		return fmt.Sprintf("behind: %s; even %d GPUs miss it (with the headroom)", est, job.GPUs.Max)
+		return fmt.Sprintf("behind: %s; misses it even at %s (with the headroom)", est, policy.GPUs(job.GPUs.Max))
 	}
 	return fmt.Sprintf("behind: %s; it needs %d", est, q.need[j])
 }

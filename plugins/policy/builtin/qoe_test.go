@@ -115,7 +115,7 @@ func TestQoE(t *testing.T) {
 		want: map[string]A{"a": {"n1": 2}, "late": {"n1": 6}},
 		reasons: map[string]string{
 			"a":    "shrunk from 6 to 2 GPUs for job late",
-			"late": "started with 6 GPUs: on track"},
+			"late": "started with 6 GPUs on 1 node (what its target needs): on track"},
 	}, {
 		name:  "among jobs due at the same time the one the planner admitted keeps its share",
 		nodes: []policy.Node{node("n1", 8, 0)},
@@ -139,7 +139,7 @@ func TestQoE(t *testing.T) {
 			admitted(withTarget(queued("c", 3, 1, 8, 1), 2000, 100), policy.AdmissionUnadmitted)},
 		want: map[string]A{"a": {"n1": 4}, "b": {"n1": 4}},
 		reasons: map[string]string{
-			"a": "started with 4 GPUs: on track",
+			"a": "started with 4 GPUs on 1 node (what its target needs): on track",
 			"c": "queued"},
 	}, {
 		name:  "a job that misses its deadline even at max takes nothing an on-track job needs",
@@ -160,8 +160,8 @@ func TestQoE(t *testing.T) {
 			withTarget(queued("ontrack", 2, 4, 4, 4), 1000, 1000)},
 		want: map[string]A{"ontrack": {"n1": 4}},
 		reasons: map[string]string{
-			"hopeless": "preempted (8 GPUs) for job ontrack, which is behind its target; this job: behind: even 8 GPUs miss its deadline (with the headroom)",
-			"ontrack":  "started with 4 GPUs: on track"},
+			"hopeless": "preempted (8 GPUs) for job ontrack, which is behind its target; this job: behind: misses its deadline even at 8 GPUs (with the headroom)",
+			"ontrack":  "started with 4 GPUs on 1 node (what its target needs): on track"},
 	}, {
 		// late: 8000 s of work, at 8 GPUs 1000 s, due in 99,900 s. soon
 		// needs 4 for 250 s; late can wait that long and still be on track
@@ -209,6 +209,8 @@ func TestQoE(t *testing.T) {
 		nodes: []policy.Node{node("n1", 8, 2)},
 		jobs:  []policy.Job{queued("big", 1, 8, 8, 1), queued("small", 2, 2, 4, 1)},
 		want:  map[string]A{"small": {"n1": 4}},
+		reasons: map[string]string{
+			"small": "started with 4 GPUs on 1 node (its minimum: 2 GPUs, then grown into idle GPUs)"},
 	}, {
 		name:  "jobs of unknown progress and jobs that reached their target are admitted at min",
 		nodes: []policy.Node{node("n1", 8, 0)},
@@ -216,7 +218,7 @@ func TestQoE(t *testing.T) {
 			reached(withTarget(running("done", 1, 2, 8, 2, A{"n1": 8}, 10), 500, 0)),
 			withTarget(queued("unknown", 2, 2, 8, 2), 400, 0)},
 		want:    map[string]A{"done": {"n1": 6}, "unknown": {"n1": 2}},
-		reasons: map[string]string{"unknown": "started with 2 GPUs (its minimum): no estimate of its progress yet"},
+		reasons: map[string]string{"unknown": "started with 2 GPUs on 1 node (its minimum): no estimate of its progress yet"},
 	}, {
 		name:  "a deadline already passed",
 		nodes: []policy.Node{node("n1", 8, 0)},

@@ -44,7 +44,7 @@ func NewRoundRobin() *RoundRobin {
 
 // PluginInfo implements policy.Base.
 func (p *RoundRobin) PluginInfo() policy.Info {
-	return policy.Info{Name: RoundRobinName, Version: Version,
+	return policy.Info{Name: RoundRobinName, Version: Version, IgnoresPriority: true,
 		Description: "first come, first served; workers spread round the nodes; no resizing"}
 }
 

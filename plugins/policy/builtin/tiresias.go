@@ -78,7 +78,7 @@ func NewTiresias() *Tiresias {
 
 // PluginInfo implements policy.Base.
 func (p *Tiresias) PluginInfo() policy.Info {
-	return policy.Info{Name: TiresiasName, Version: Version,
+	return policy.Info{Name: TiresiasName, Version: Version, IgnoresPriority: true,
 		Description: "discretized 2D least-attained-service (Tiresias): queues by attained GPU-seconds, preemptive"}
 }
 
@@ -194,8 +194,7 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 			}
 			job := jobs[j]
 			if grow(c, j, job.GPUs.Min) {
-				c.Notef(j, "started with %d GPUs: queue %d of %d (attained %.0f GPU-s)",
-					job.GPUs.Min, queue[j], len(th)+1, job.AttainedGPUSeconds)
+				c.NoteStarted(j, "", fmt.Sprintf("queue %d of %d (attained %.0f GPU-s)", queue[j], len(th)+1, job.AttainedGPUSeconds))
 				continue
 			}
 			if !selected[j] {
@@ -206,8 +205,8 @@ func (p *Tiresias) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, 
 				c.Wait(j, tiresiasBehind)
 				continue
 			}
-			c.Notef(j, "queued: queue %d of %d (attained %.0f GPU-s), needs %d GPUs; its workers do not fit on the free GPUs of any node",
-				queue[j], len(th)+1, job.AttainedGPUSeconds, job.GPUs.Min)
+			c.Notef(j, "queued: queue %d of %d (attained %.0f GPU-s), needs %s; its workers do not fit on the free GPUs of any node",
+				queue[j], len(th)+1, job.AttainedGPUSeconds, policy.GPUs(job.GPUs.Min))
 		}
 	}
 

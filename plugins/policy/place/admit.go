@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // AdmitInOrder starts queued jobs in submission order with place (Grow, or
@@ -29,11 +31,11 @@ func (c *Board) AdmitInOrder(ctx context.Context, largest bool, place func(j int
 			g = min(r.Max, room/r.PerWorker*r.PerWorker)
 		}
 		if g >= r.Min && g <= room && place(jj, g) {
-			c.Notef(jj, "started with %d GPUs on %d node(s)", g, len(c.alloc[j]))
+			c.NoteStarted(jj, "", "")
 			continue
 		}
-		c.Notef(jj, "queued: needs at least %d GPUs in %d-GPU workers, room for %d now; later jobs wait behind it",
-			r.Min, r.PerWorker, room)
+		c.Notef(jj, "queued: needs at least %s in %d-GPU workers, room for %d now; later jobs wait behind it",
+			policy.GPUs(r.Min), r.PerWorker, room)
 		c.waitBehind(jj, []string{fmt.Sprintf("queued: waiting behind job %s, which does not fit yet (first come, first served)", job.ID)})
 		return nil
 	}

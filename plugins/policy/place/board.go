@@ -65,7 +65,9 @@ type Board struct {
 	// waiting is the reason of the jobs without notes that wait (wait):
 	// the plan's Waiting.
 	waiting []string
-	undo    []change
+	// starts are the starts noted this round (NoteStarted), by job.
+	starts map[int32]startNote
+	undo   []change
 
 	// Scratch space for one placement at a time.
 	cand, aux bitset
@@ -120,7 +122,7 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 			return nil, fmt.Errorf("invalid snapshot: node ID %q is empty or listed twice", n.ID)
 		}
 		if n.Reserved < 0 || n.GPUs-n.Reserved < 0 {
-			return nil, fmt.Errorf("invalid snapshot: node %s has %d GPUs, %d reserved", n.ID, n.GPUs, n.Reserved)
+			return nil, fmt.Errorf("invalid snapshot: node %s has %s, %d reserved", n.ID, policy.GPUs(n.GPUs), n.Reserved)
 		}
 		c.nodeIdx[n.ID] = int32(i)
 		c.free[i] = n.GPUs - n.Reserved
@@ -341,13 +343,13 @@ func (c *Board) Resize(id string, total int) error {
 	}
 	r := c.jobs[j].GPUs
 	if total != 0 && (total < r.Min || total > r.Max || total%r.PerWorker != 0) {
-		return fmt.Errorf("failed to resize job %s to %d GPUs: not 0 or a multiple of %d in [%d, %d]",
-			id, total, r.PerWorker, r.Min, r.Max)
+		return fmt.Errorf("failed to resize job %s to %s: not 0 or a multiple of %d in [%d, %d]",
+			id, policy.GPUs(total), r.PerWorker, r.Min, r.Max)
 	}
 	switch d := total - c.total[j]; {
 	case d > 0:
 		if !c.Grow(j, d) {
-			return fmt.Errorf("failed to resize job %s to %d GPUs: %w", id, total, ErrNoRoom)
+			return fmt.Errorf("failed to resize job %s to %s: %w", id, policy.GPUs(total), ErrNoRoom)
 		}
 	case d < 0:
 		c.Shrink(j, -d)
@@ -371,6 +373,82 @@ func (c *Board) Note(id, reason string) {
 // the plan.
 func (c *Board) Notef(j int32, format string, args ...any) {
 	c.note(j, fmt.Sprintf(format, args...))
+}
+
+// NoteStarted notes that job j, queued in the snapshot, starts with what
+// it holds now: "started with 1 GPU on 1 node (how)", detail, if not
+// empty, following after a colon. A growth of j later in the round
+// (NoteGrown) folds into this reason while it is j's latest, so that a
+// job admitted at its minimum and grown in the same round has one reason
+// that agrees with the plan's one change (start: 0 -> 4): "started with
+// 4 GPUs on 1 node (its minimum: 1 GPU, then grown into idle GPUs)", not
+// "started with 1 GPU" beside "grown from 1 to 4".
+func (c *Board) NoteStarted(j int32, how, detail string) {
+	st := startNote{first: c.total[j], how: how, detail: detail}
+	c.note(j, c.startReason(j, st))
+	st.at = len(c.notesOf(j)) - 1
+	if c.starts == nil {
+		c.starts = make(map[int32]startNote)
+	}
+	c.starts[j] = st
+}
+
+// NoteGrown notes that job j grew from from GPUs to what it holds now,
+// how saying how ("into idle GPUs"): "grown from 2 to 4 GPUs into idle
+// GPUs", detail, if not empty, following after a colon. If j's latest
+// reason is its start this round (NoteStarted), it is folded into that
+// one, and detail, if not empty, replaces the start's.
+func (c *Board) NoteGrown(j int32, from int, how, detail string) {
+	if st, ok := c.starts[j]; ok && st.at == len(c.notesOf(j))-1 {
+		st.grown = how
+		if detail != "" {
+			st.detail = detail
+		}
+		c.starts[j] = st
+		c.notesOf(j)[st.at] = c.startReason(j, st)
+		return
+	}
+	s := fmt.Sprintf("grown from %d to %s %s", from, policy.GPUs(c.total[j]), how)
+	if detail != "" {
+		s += ": " + detail
+	}
+	c.note(j, s)
+}
+
+// startNote is a start noted this round (NoteStarted).
+type startNote struct {
+	at     int // its index in the job's notes
+	first  int // the GPUs the job started with
+	how    string
+	grown  string // how it grew after, if it did (NoteGrown)
+	detail string
+}
+
+// startReason is job j's start reason st, with what j holds now.
+func (c *Board) startReason(j int32, st startNote) string {
+	held := c.total[j]
+	s := "started with " + policy.GPUs(held) + " on " + policy.Count(len(c.alloc[j]), "node")
+	switch {
+	case st.grown != "" && held != st.first:
+		s += " (" + st.how + ": " + policy.GPUs(st.first) + ", then grown " + st.grown + ")"
+	case st.how != "":
+		s += " (" + st.how + ")"
+	}
+	if st.detail != "" {
+		s += ": " + st.detail
+	}
+	return s
+}
+
+// notesOf are job j's notes so far.
+func (c *Board) notesOf(j int32) []string {
+	if c.notes != nil {
+		return c.notes[j]
+	}
+	if i := c.fewAt(j); i >= 0 {
+		return c.few[i].why
+	}
+	return nil
 }
 
 // fewNotes is how many jobs' notes a board keeps in a list before it
@@ -453,7 +531,7 @@ func (c *Board) Plan(name string) *policy.Plan {
 	}
 	clear(c.notes)
 	p := &policy.Plan{Policy: name, Allocations: make(map[string]policy.Allocation), Reasons: reasons, Waiting: c.waiting}
-	c.noted, c.extra, c.waiting = 0, nil, nil
+	c.noted, c.extra, c.waiting, c.starts = 0, nil, nil, nil
 	for j, job := range c.jobs {
 		if c.unchanged(int32(j)) {
 			continue

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // Elastic is the round of the elastic builtins: Elastic FIFO's, and EDF's,
@@ -68,10 +70,10 @@ func (e *elasticRound) run(ctx context.Context, now time.Time, rule string) erro
 			continue
 		}
 		if c.Grow(jj, job.GPUs.Min) || e.shrinkToAdmit(jj) {
-			c.Notef(jj, "started with %d GPUs (its minimum) on %d node(s)", job.GPUs.Min, len(c.alloc[jj]))
+			c.NoteStarted(jj, "its minimum", "")
 			continue
 		}
-		c.Notef(jj, "queued: needs %d GPUs, which do not fit even with running jobs at their minimum; later jobs wait behind it", job.GPUs.Min)
+		c.Notef(jj, "queued: needs %s, which do not fit even with running jobs at their minimum; later jobs wait behind it", policy.GPUs(job.GPUs.Min))
 		waiting = []string{fmt.Sprintf("queued: waiting behind job %s, which does not fit yet (%s)", job.ID, rule)}
 	}
 
@@ -90,7 +92,7 @@ func (e *elasticRound) run(ctx context.Context, now time.Time, rule string) erro
 		}
 		g := min(r.Max-t, c.room(jj)) / r.PerWorker * r.PerWorker
 		if g > 0 && c.Grow(jj, g) {
-			c.Notef(jj, "grown from %d to %d GPUs into idle GPUs", t, t+g)
+			c.NoteGrown(jj, t, "into idle GPUs", "")
 		}
 	}
 	return nil
@@ -126,7 +128,7 @@ func (e *elasticRound) shrinkToAdmit(b int32) bool {
 	taken, ok := c.TakeFor(b, job.GPUs.Min, e.donors, func(d int32) int { return c.jobs[d].GPUs.Min })
 	for _, t := range taken {
 		e.shrunk[t.Job] = true
-		c.Notef(t.Job, "shrunk from %d to %d GPUs to admit job %s", c.total[t.Job]+t.GPUs, c.total[t.Job], job.ID)
+		c.Notef(t.Job, "shrunk from %d to %s to admit job %s", c.total[t.Job]+t.GPUs, policy.GPUs(c.total[t.Job]), job.ID)
 	}
 	return ok
 }

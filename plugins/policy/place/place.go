@@ -1,6 +1,10 @@
 package place
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
 
 // This file holds the placement stages. Their order matters:
 //
@@ -341,11 +345,11 @@ func (c *Board) repair() {
 		}
 		if t := c.total[j]; t > 0 && t < r.Min && !c.Grow(jj, r.Min-t) {
 			c.Shrink(jj, t)
-			c.Notef(jj, "stopped: held %d GPUs, below its minimum %d, and could not grow back", t, r.Min)
+			c.Notef(jj, "stopped: held %s, below its minimum %d, and could not grow back", policy.GPUs(t), r.Min)
 			continue
 		}
 		if len(c.undo) > mark {
-			c.Notef(jj, "repaired: held %d GPUs in a shape the gang rule forbids; now %d", before, c.total[j])
+			c.Notef(jj, "repaired: held %s in a shape the gang rule forbids; now %d", policy.GPUs(before), c.total[j])
 		}
 	}
 	c.undo = c.undo[:0]

@@ -35,7 +35,7 @@ output "consul_address" {
 }
 
 output "planners" {
-  description = "The lab's planners, in order: the host each runs on, its API address, and its configuration (HCL; the lab adds its data dir and token). They share the Consul store: one leads, the others stand by and take over."
+  description = "The lab's planners, in order: the host each runs on, its API address, and its configuration (HCL; the lab adds its data dir, tokens, delivery dir and checkpoint_dirs). They share the Consul store: one leads, the others stand by and take over."
   value = [for h in local.planner_hosts : {
     host    = h
     address = "http://${local.addresses[h]}:${var.planner.port}"

@@ -37,7 +37,7 @@ func New() *Policy { return &Policy{} }
 
 // PluginInfo implements policy.Base.
 func (*Policy) PluginInfo() policy.Info {
-	return policy.Info{Name: Name, Version: "0.1.0", Description: "largest queued job first, with backfill"}
+	return policy.Info{Name: Name, Version: "0.1.0", Description: "largest queued job first, with backfill", IgnoresPriority: true}
 }
 
 // SetConfig implements policy.Base; any key is an error.
@@ -69,11 +69,11 @@ func (*Policy) Plan(_ context.Context, s *policy.Snapshot) (*policy.Plan, error)
 		room := r.room(j)
 		g := min(j.GPUs.Max, room.total/w*w)
 		if w < 1 || g < j.GPUs.Min || g == 0 {
-			plan.Reasons[j.ID] = []string{fmt.Sprintf("queued: needs %d GPUs, %d fit now", j.GPUs.Min, room.total)}
+			plan.Reasons[j.ID] = []string{fmt.Sprintf("queued: needs %s, %d fit now", policy.GPUs(j.GPUs.Min), room.total)}
 			continue
 		}
 		plan.Allocations[j.ID] = r.take(j, room, g)
-		plan.Reasons[j.ID] = []string{fmt.Sprintf("started with %d GPUs (largest first)", g)}
+		plan.Reasons[j.ID] = []string{fmt.Sprintf("started with %s (largest first)", policy.GPUs(g))}
 	}
 	return plan, nil
 }
