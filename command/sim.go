@@ -46,9 +46,21 @@ Usage: schedulearn sim -trace <file> [options]
   Prints a Markdown table; with -out also writes results.json, results.md and
   SVG plots (JCT CDF, GPUs held over time, a Gantt chart per policy).
 
+  With -model elasticflow it replays ElasticFlow's deadline traces under
+  ElasticFlow's own job model instead (package sim/elasticflow: iterations
+  at the measured throughput of model, batch and power-of-two GPU count,
+  buddy placement, its overhead rule and 60 s slots) with ElasticFlow's
+  schedulers (edf, dlas-gpu), and prints each trace's deadline
+  satisfaction ratio beside ElasticFlow's published Figure 8(b).
+
 Options:
 
   -trace=<file>          A trace; repeat for several (each gets a subfolder).
+  -model=default|elasticflow
+                         The job model (default: the project's own, above).
+  -cluster=<file>        With -model elasticflow: a cluster_specs/ file, one
+                         for all traces or one per -trace, in order.
+  -throughputs=<dir>     With -model elasticflow: throughputs_A100/.
   -format=philly|pollux  The traces' format (default: from the header).
   -apps=<dir>            Pollux applications (default: <trace dir>/../apps).
   -nodes=16              Nodes.
@@ -197,9 +209,24 @@ func (c *SimCommand) Run(args []string) int {
 	fs.StringVar(&queues, "queues", "", "")
 	fs.BoolVar(&enforceQueues, "queues-enforce", true, "")
 	fs.StringVar(&cfg.DeadlineAdmission, "deadline-admission", "", "")
+	var model, throughputs string
+	var clusters repeatFlag
+	fs.StringVar(&model, "model", "", "")
+	fs.Var(&clusters, "cluster", "")
+	fs.StringVar(&throughputs, "throughputs", "", "")
 	pos, ok := parseFlags(fs, args, c.Err, "sim")
 	if !ok || !checkArgs(c.Err, "sim", pos) {
 		return ExitUsage
+	}
+	switch model {
+	case "", "default":
+	case "elasticflow":
+		if len(traces) == 0 {
+			return usageError(c.Err, "sim", "no -trace given")
+		}
+		return c.runElasticFlow(traces, clusters, policies, throughputs, out)
+	default:
+		return usageError(c.Err, "sim", fmt.Sprintf("-model %q is not default or elasticflow", model))
 	}
 	// usage: a flag's value is wrong (exit 2); fail: the run failed (1).
 	usage := func(err error) int { return usageError(c.Err, "sim", err.Error()) }

@@ -1,0 +1,138 @@
+package elasticflow
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Slot is ElasticFlow's scheduling slot in seconds (run_fig8b.sh,
+// --scheduling_slot=60).
+const Slot = 60
+
+// Model names the job model a run used, for the report.
+const Model = "elasticflow (iterations at the measured throughput of model, batch and power-of-two GPU count; ElasticFlow ASPLOS'23 simulator)"
+
+// Config is one replay.
+type Config struct {
+	Spec        Spec
+	Throughputs *Throughputs
+	Policy      string // see Policies
+}
+
+// Policies are the schedulers Run knows.
+var Policies = []string{"edf", "dlas-gpu"}
+
+// JobResult is how one job fared.
+type JobResult struct {
+	ID string
+	// Finish is when its last iteration ran (seconds); -1 if never.
+	Finish int64
+	Met    bool
+}
+
+// Result is a replay's outcome.
+type Result struct {
+	Policy, Model string
+	Jobs          []JobResult
+	// Met is the number of jobs done by their deadline; Ratio is Met over
+	// all jobs (ElasticFlow's deadline satisfaction ratio: a refused job
+	// counts as missed).
+	Met   int
+	Ratio float64
+}
+
+// job is a job's state during a replay.
+type job struct {
+	*Job
+	idx      int
+	maxGPUs  int
+	iterLeft float64
+	gpus     int
+	overhead float64 // seconds without progress at the start of the next interval
+	arrived  bool
+	done     bool
+	finish   int64
+	endEvent int64 // when the loop takes its GPUs back; 0 none
+	// Tiresias
+	executed int64 // seconds run, for the queues
+	total    int64 // seconds run in all
+	queue    int
+	lastSeen int64
+}
+
+func (j *job) rate(tp *Throughputs, g int) float64 { return tp.Rate(j.Model, j.Batch, g) }
+
+// progress runs j for the interval [from, to) on its GPUs: the first
+// j.overhead seconds make no progress, then iterations at the table's
+// rate. A job whose last iteration falls in the interval finishes at
+// from + ceil(iterations left / rate), as ElasticFlow's simulator counts it
+// (jobs.py, run_all_jobs, which leaves the overhead out of that time).
+func (j *job) progress(tp *Throughputs, from, to int64) {
+	if j.done || j.gpus == 0 {
+		return
+	}
+	r := j.rate(tp, j.gpus)
+	run := math.Max(0, float64(to-from)-j.overhead)
+	j.overhead = 0
+	if it := run * r; it >= j.iterLeft {
+		j.finish = from + int64(math.Ceil(j.iterLeft/r))
+		j.done, j.iterLeft = true, 0
+		return
+	}
+	j.iterLeft -= run * r
+}
+
+// Run replays tr under cfg.
+func Run(tr *Trace, cfg Config) (*Result, error) {
+	if len(tr.Jobs) == 0 {
+		return nil, fmt.Errorf("failed to replay %s: no jobs", tr.Name)
+	}
+	jobs := make([]*job, len(tr.Jobs))
+	for i := range tr.Jobs {
+		j := &tr.Jobs[i]
+		if cfg.Throughputs.Rate(j.Model, j.Batch, 1) <= 0 {
+			return nil, fmt.Errorf("failed to replay %s: job %s: no throughput for %s at batch %d", tr.Name, j.ID, j.Model, j.Batch)
+		}
+		jobs[i] = &job{Job: j, idx: i, iterLeft: float64(j.Iterations), finish: -1,
+			maxGPUs: min(cfg.Throughputs.MaxGPUsBaseline(j.Model, j.Batch), cfg.Spec.GPUs())}
+	}
+	var err error
+	switch cfg.Policy {
+	case "edf":
+		err = runEDF(jobs, cfg)
+	case "dlas-gpu":
+		err = runTiresias(jobs, cfg)
+	default:
+		return nil, fmt.Errorf("failed to replay %s: unknown policy %q (known: %v)", tr.Name, cfg.Policy, Policies)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to replay %s under %s: %w", tr.Name, cfg.Policy, err)
+	}
+	res := &Result{Policy: cfg.Policy, Model: Model}
+	for _, j := range jobs {
+		met := j.done && j.finish <= j.Deadline
+		if met {
+			res.Met++
+		}
+		res.Jobs = append(res.Jobs, JobResult{ID: j.ID, Finish: j.finish, Met: met})
+	}
+	res.Ratio = float64(res.Met) / float64(len(jobs))
+	return res, nil
+}
+
+// nextEvent is ElasticFlow's step from one scheduling event to the next
+// (scheduler.py, one_queue_edf_sim_jobs and ef_sim_jobs_access_control):
+// the earliest pending event, but when it is at most a slot after now and
+// another event is pending, it moves to now + Slot, with every event up
+// to then. times are the pending events' times, all after now.
+func nextEvent(now int64, times []int64) int64 {
+	if len(times) == 0 {
+		return -1
+	}
+	first := slices.Min(times)
+	if first-now <= Slot && len(times) > 1 {
+		return now + Slot
+	}
+	return first
+}

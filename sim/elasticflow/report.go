@@ -1,0 +1,53 @@
+package elasticflow
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// Published is ElasticFlow's Figure 8(b), deadline satisfaction ratio by
+// trace and scheduler (plot_figure/scripts/plot_fig8b.py;
+// ../shared/traces/elasticflow/README.md).
+var Published = map[string]map[string]float64{
+	"cluster01":     {"edf": 0.182, "gandiva": 0.246, "dlas-gpu": 0.478, "themis": 0.464, "chronus": 0.474, "ef-accessctrl": 0.788},
+	"cluster02":     {"edf": 0.228, "gandiva": 0.286, "dlas-gpu": 0.470, "themis": 0.431, "chronus": 0.445, "ef-accessctrl": 0.822},
+	"cluster03":     {"edf": 0.095, "gandiva": 0.314, "dlas-gpu": 0.401, "themis": 0.389, "chronus": 0.426, "ef-accessctrl": 0.455},
+	"cluster04":     {"edf": 0.007, "gandiva": 0.228, "dlas-gpu": 0.120, "themis": 0.432, "chronus": 0.450, "ef-accessctrl": 0.631},
+	"cluster05":     {"edf": 0.375, "gandiva": 0.228, "dlas-gpu": 0.420, "themis": 0.430, "chronus": 0.453, "ef-accessctrl": 0.832},
+	"philly_103959": {"edf": 0.01, "gandiva": 0.15, "dlas-gpu": 0.32, "themis": 0.33, "chronus": 0.324, "ef-accessctrl": 0.87},
+}
+
+// Row is one replay in a fidelity table.
+type Row struct {
+	Trace string
+	Spec  Spec
+	Jobs  int
+	*Result
+	// Seconds is the replay's wall time.
+	Seconds float64
+}
+
+// WriteTable writes the fidelity table: each replay's ratio beside the
+// published one, bold where they are more than 0.03 apart (the goal).
+func WriteTable(w io.Writer, rows []Row) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Job model: %s.\n\n", Model)
+	b.WriteString("| trace | GPUs | jobs | policy | ours | published | ours - published | replay (s) |\n|---|---:|---:|---|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		pub, ok := Published[r.Trace][r.Policy]
+		ps, ds := "", ""
+		if ok {
+			ps = fmt.Sprintf("%.3f", pub)
+			d := r.Ratio - pub
+			ds = fmt.Sprintf("%+.3f", d)
+			if math.Abs(d) > 0.03+1e-9 {
+				ds = "**" + ds + "**"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %.3f | %s | %s | %.1f |\n", r.Trace, r.Spec.GPUs(), r.Jobs, r.Policy, r.Ratio, ps, ds, r.Seconds)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

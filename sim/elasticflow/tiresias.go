@@ -1,0 +1,164 @@
+package elasticflow
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Tiresias' queues in ElasticFlow's simulator (jobs.py, _TFJobs: three
+// queues; a job moves down when its executed GPU-seconds reach its queue's
+// limit).
+var tiresiasLimits = []int64{3250, 7200, 18000}
+
+// Overhead is the seconds without progress ElasticFlow's simulator charges
+// a job of g GPUs at a scheduling event (utils.py, estimate_overhead): 2,
+// or 7 on clusters of 256 GPUs or more; nothing more when its placement's
+// GPUs ran it at the last events (cached); else, at a restart event (every
+// 60th), 27 more (47 on 256 GPUs or more); and 2 x (log2 g + 1) more.
+func Overhead(clusterGPUs, g int, restart, cached bool) float64 {
+	o := 2.0
+	if clusterGPUs >= 256 {
+		o = 7
+	}
+	if cached {
+		return o
+	}
+	if restart {
+		o += 27
+		if clusterGPUs >= 256 {
+			o += 20
+		}
+	}
+	return o + (math.Log2(float64(g))+1)*2
+}
+
+// runTiresias is ElasticFlow's Tiresias baseline, dlas-gpu (scheduler.py,
+// dlas_sim_jobs(gputime=True)): jobs are rigid, each on its recorded GPU
+// count for its recorded duration (the throughput tables play no part);
+// at every event the queues are walked in order, each job in a queue in
+// order, and a job runs if its GPUs are free (later, smaller jobs may pass
+// a blocked one); a running job that no longer fits is preempted; the
+// pending jobs of each queue then go to its end. A job that starts pays
+// Overhead (no cache), and at every 60th event every running job does
+// (restart). Events are arrivals, the earliest completion (never sooner
+// than a slot after now) and the earliest time a running job reaches its
+// queue's limit, computed as ElasticFlow does: now + ceil((limit -
+// executed seconds) / GPUs).
+func runTiresias(jobs []*job, cfg Config) error {
+	n := cfg.Spec.GPUs()
+	for _, j := range jobs {
+		if j.GPUs > n {
+			return fmt.Errorf("job %s asks for %d GPUs, the cluster has %d", j.ID, j.GPUs, n)
+		}
+	}
+	queues := make([][]*job, len(tiresiasLimits))
+	var runnable []*job
+	next := 0
+	count := 0
+	var endAt int64 = -1 // the earliest end event, and its jobs
+	var endJobs []*job
+	jump := int64(math.MaxInt64)
+	for next < len(jobs) || len(runnable) > 0 {
+		start := int64(math.MaxInt64)
+		if next < len(jobs) {
+			start = jobs[next].Submit
+		}
+		now := start
+		ending := endAt >= 0 && endAt <= start
+		if ending {
+			now = endAt
+		}
+		if now > jump {
+			now, ending = jump, false
+		}
+		if now == math.MaxInt64 {
+			return fmt.Errorf("%d jobs left and no event", len(runnable))
+		}
+		if ending {
+			for _, e := range endJobs {
+				e.done = true
+				queues[e.queue] = slices.DeleteFunc(queues[e.queue], func(x *job) bool { return x == e })
+				runnable = slices.DeleteFunc(runnable, func(x *job) bool { return x == e })
+			}
+		}
+		for next < len(jobs) && jobs[next].Submit == now {
+			j := jobs[next]
+			j.lastSeen = now
+			runnable = append(runnable, j)
+			queues[0] = append(queues[0], j)
+			next++
+		}
+		for _, j := range runnable {
+			if j.gpus > 0 { // running
+				ran := math.Max(float64(now-j.lastSeen)-j.overhead, 0)
+				j.executed = int64(float64(j.executed) + ran)
+				j.total = int64(float64(j.total) + ran)
+				j.lastSeen, j.overhead = now, 0
+				if q := j.queue; q < len(tiresiasLimits)-1 && j.executed*int64(j.gpus) >= tiresiasLimits[q] {
+					j.queue = q + 1
+					queues[q+1] = append(queues[q+1], j)
+					queues[q] = slices.DeleteFunc(queues[q], func(x *job) bool { return x == j })
+				}
+			} else {
+				j.lastSeen = now
+			}
+		}
+		restart := count > 0 && count%Slot == 0
+		count++
+		free := n
+		for _, q := range queues {
+			for _, j := range q {
+				if free >= j.GPUs {
+					if j.gpus == 0 {
+						j.gpus = j.GPUs
+						j.overhead = Overhead(n, j.GPUs, restart, false)
+					}
+					free -= j.GPUs
+				} else {
+					j.gpus = 0
+				}
+			}
+		}
+		for qi, q := range queues {
+			running := slices.DeleteFunc(slices.Clone(q), func(x *job) bool { return x.gpus == 0 })
+			queues[qi] = append(running, slices.DeleteFunc(slices.Clone(q), func(x *job) bool { return x.gpus > 0 })...)
+		}
+		if _, err := Place(cfg.Spec, gpuCounts(runnable)); err != nil {
+			return fmt.Errorf("at %d s: %w", now, err)
+		}
+		endAt, endJobs = -1, nil
+		jump = math.MaxInt64
+		for _, j := range runnable {
+			if j.gpus == 0 {
+				continue
+			}
+			remaining := float64(j.Duration - j.total)
+			if restart {
+				j.overhead = Overhead(n, j.gpus, true, false)
+				remaining += j.overhead
+			}
+			end := int64(float64(now) + remaining)
+			ev := max(now+Slot, end)
+			switch {
+			case endAt < 0 || ev < endAt:
+				endAt, endJobs = ev, []*job{j}
+				j.endEvent = end
+			case ev == endAt:
+				endJobs = append(endJobs, j)
+				j.endEvent = end
+			}
+			if q := j.queue; q < len(tiresiasLimits)-1 {
+				jump = min(jump, now+int64(math.Ceil(float64(tiresiasLimits[q]-j.executed)/float64(j.gpus))))
+			}
+		}
+	}
+	for _, j := range jobs {
+		if j.done {
+			j.finish = j.endEvent
+		} else {
+			j.finish = -1
+		}
+	}
+	return nil
+}
