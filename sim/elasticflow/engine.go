@@ -21,7 +21,7 @@ type Config struct {
 }
 
 // Policies are the schedulers Run knows.
-var Policies = []string{"edf", "dlas-gpu"}
+var Policies = []string{"edf", "dlas-gpu", "ef-accessctrl"}
 
 // JobResult is how one job fared.
 type JobResult struct {
@@ -103,6 +103,8 @@ func Run(tr *Trace, cfg Config) (*Result, error) {
 		err = runEDF(jobs, cfg)
 	case "dlas-gpu":
 		err = runTiresias(jobs, cfg)
+	case "ef-accessctrl":
+		err = runAccessCtrl(jobs, cfg)
 	default:
 		return nil, fmt.Errorf("failed to replay %s: unknown policy %q (known: %v)", tr.Name, cfg.Policy, Policies)
 	}

@@ -1,0 +1,119 @@
+package elasticflow
+
+import "slices"
+
+// A timeline is a step function of time: at each point's T the value
+// becomes V, until the next point. ElasticFlow keeps its plans this way
+// (scheduler.py: CLUSTER.future_free_gpus, the free GPUs from each time
+// on; a job's 'allocations', its GPUs from each time on), as ordered
+// dicts whose keys are the only times a plan may change.
+//
+// The points matter, not only the function: ElasticFlow's planner
+// (ef_sim_allocation) walks the keys as periods, so a key that repeats its
+// predecessor's value still splits a period. Points are kept in time
+// order, one per time.
+type timeline []point
+
+type point struct {
+	T int64
+	V int
+}
+
+// find is the index of t's point, or where it would go, and whether it
+// is there.
+func (tl timeline) find(t int64) (int, bool) {
+	i, ok := slices.BinarySearchFunc(tl, t, func(p point, t int64) int {
+		switch {
+		case p.T < t:
+			return -1
+		case p.T > t:
+			return 1
+		}
+		return 0
+	})
+	return i, ok
+}
+
+func (tl timeline) has(t int64) bool { _, ok := tl.find(t); return ok }
+
+// before is the value of the last point before t, and whether there is
+// one.
+func (tl timeline) before(t int64) (int, bool) {
+	i, _ := tl.find(t)
+	if i == 0 {
+		return 0, false
+	}
+	return tl[i-1].V, true
+}
+
+// at is the value in force at t (the last point at or before it); def if
+// there is none (utils.py's get_available_gpu gives the cluster's size).
+func (tl timeline) at(t int64, def int) int {
+	i, ok := tl.find(t)
+	if ok {
+		return tl[i].V
+	}
+	if i == 0 {
+		return def
+	}
+	return tl[i-1].V
+}
+
+// set gives t the value v, adding its point if needed.
+func (tl *timeline) set(t int64, v int) {
+	i, ok := tl.find(t)
+	if ok {
+		(*tl)[i].V = v
+		return
+	}
+	*tl = slices.Insert(*tl, i, point{t, v})
+}
+
+// setDefault adds t with value v unless t has a point.
+func (tl *timeline) setDefault(t int64, v int) {
+	if i, ok := tl.find(t); !ok {
+		*tl = slices.Insert(*tl, i, point{t, v})
+	}
+}
+
+// merged drops every point whose value repeats the previous point's
+// (utils.py, merge_dict), into a new timeline.
+func (tl timeline) merged() timeline {
+	out := make(timeline, 0, len(tl))
+	last := -1
+	for _, p := range tl {
+		if p.V == last {
+			continue
+		}
+		out = append(out, p)
+		last = p.V
+	}
+	return out
+}
+
+// gpuTime is the GPU-seconds of an allocation timeline up to end
+// (utils.py, get_allocation_time): each point's GPUs until the next
+// point, and the last point's until end (which may be before it: the
+// sum is ElasticFlow's, points after end included).
+func (tl timeline) gpuTime(end int64) float64 {
+	var s float64
+	for i, p := range tl {
+		if i+1 < len(tl) {
+			s += float64(p.V) * float64(tl[i+1].T-p.T)
+		} else {
+			s += float64(p.V) * float64(end-p.T)
+		}
+	}
+	return s
+}
+
+// alignUp is the first slot boundary counted from start at or after t
+// (utils.py, align_to_time_slot; t may be before start).
+func alignUp(start, t int64) int64 {
+	d := t - start
+	n := d / Slot
+	if d%Slot != 0 && d > 0 {
+		n++
+	}
+	return start + n*Slot
+}
