@@ -19,34 +19,48 @@ import (
 func runEDF(jobs []*job, cfg Config) error {
 	tp, n := cfg.Throughputs, cfg.Spec.GPUs()
 	next := 0 // next arrival
-	var runnable []*job
+	// runnable is kept in EDF_estimate_all_jobs' order: by deadline, ties
+	// in arrival order (Python's stable sort of the runnable jobs, in
+	// arrival order, then the arrivals), so each event inserts its
+	// arrivals instead of sorting every job again; running are the jobs
+	// with GPUs, the only ones whose progress, end events and GPUs change.
+	var runnable, running []*job
+	edfLess := func(a, b *job) int {
+		if c := cmp.Compare(a.Deadline, b.Deadline); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	}
 	now := jobs[0].Submit
 	prev := now
 	for next < len(jobs) || len(runnable) > 0 {
-		for _, j := range runnable {
+		ended := false
+		for _, j := range running {
 			j.progress(tp, prev, now)
-		}
-		// End events: the jobs whose GPUs come back now leave.
-		runnable = slices.DeleteFunc(runnable, func(j *job) bool {
-			if j.endEvent != 0 && j.endEvent <= now {
-				if !j.done { // the estimate was the event, so it is done (see Run)
-					return false
-				}
-				return true
+			// End events: the jobs whose GPUs come back now leave (the
+			// estimate was the event, so they are done: see Run).
+			if j.endEvent != 0 && j.endEvent <= now && j.done {
+				ended = true
 			}
-			return false
-		})
-		var arrivals []*job
+		}
+		if ended {
+			runnable = slices.DeleteFunc(runnable, func(j *job) bool { return j.endEvent != 0 && j.endEvent <= now && j.done })
+		}
 		for next < len(jobs) && jobs[next].Submit <= now {
-			arrivals = append(arrivals, jobs[next])
+			j := jobs[next]
+			i, _ := slices.BinarySearchFunc(runnable, j, edfLess)
+			runnable = slices.Insert(runnable, i, j)
 			next++
 		}
-		// EDF_estimate_all_jobs sorts runnable + arrivals by deadline
-		// (stable, Python's sort).
-		order := append(slices.Clone(runnable), arrivals...)
-		slices.SortStableFunc(order, func(a, b *job) int { return cmp.Compare(a.Deadline, b.Deadline) })
+		for _, j := range running {
+			j.gpus, j.endEvent = 0, 0
+		}
+		running = running[:0]
 		free := n
-		for _, j := range order {
+		for _, j := range runnable {
+			if free == 0 {
+				break // every later job gets Pow2Floor(0) = 0
+			}
 			g := 0
 			if free >= j.maxGPUs {
 				g = j.maxGPUs
@@ -55,23 +69,24 @@ func runEDF(jobs []*job, cfg Config) error {
 			}
 			free -= g
 			j.gpus = g
-			j.endEvent = 0
-			if g > 0 && !j.done {
-				j.endEvent = now + int64(math.Ceil(j.iterLeft/j.rate(tp, g)))
+			if g > 0 {
+				running = append(running, j)
+				if !j.done {
+					j.endEvent = now + int64(math.Ceil(j.iterLeft/j.rate(tp, g)))
+				}
 			}
 		}
-		runnable = append(runnable, arrivals...)
-		if _, err := Place(cfg.Spec, gpuCounts(runnable)); err != nil {
+		if _, err := Place(cfg.Spec, gpuCounts(running)); err != nil {
 			return fmt.Errorf("at %d s: %w", now, err)
 		}
 		var times []int64
 		if next < len(jobs) {
 			times = append(times, jobs[next].Submit)
 		}
-		for _, j := range runnable {
+		for _, j := range running {
 			if j.endEvent > now {
 				times = append(times, j.endEvent)
-			} else if j.done && j.gpus > 0 {
+			} else if j.done {
 				times = append(times, now+Slot)
 			}
 		}
