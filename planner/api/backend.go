@@ -33,6 +33,10 @@ type Backend interface {
 	Job(ctx context.Context, id string) (*structs.Job, error)
 	// Jobs returns every job the store holds, in submission order.
 	Jobs(ctx context.Context) ([]*structs.Job, error)
+	// JobPage returns the page of jobs q selects, with how many it
+	// selects in all (the store's ListJobsPage): what GET /v1/jobs and
+	// GET /v1/queue answer, without reading every job.
+	JobPage(ctx context.Context, q structs.JobQuery) (*structs.JobPage, error)
 	// Stop stops a job (queued or running) and returns it as stored after
 	// the stop was recorded. ErrNotFound for an unknown ID; ErrConflict
 	// for a job that has already ended.
