@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,7 +145,7 @@ func (c *Client) Submit(ctx context.Context, source, filename, key string) (*str
 	body := api.SubmitRequest{Source: source, Filename: filename}
 	for attempt := 1; ; attempt++ {
 		var job structs.Job
-		err := c.doHeader(ctx, http.MethodPost, "/v1/jobs", header, body, &job)
+		_, err := c.doHeader(ctx, http.MethodPost, "/v1/jobs", header, body, &job)
 		if err == nil {
 			return &job, nil
 		}
@@ -203,13 +204,57 @@ func (c *Client) Job(ctx context.Context, id string) (*structs.Job, error) {
 	return &job, nil
 }
 
-// Jobs lists the jobs.
-func (c *Client) Jobs(ctx context.Context) ([]api.JobStub, error) {
-	var jobs []api.JobStub
-	if err := c.do(ctx, http.MethodGet, "/v1/jobs", nil, &jobs); err != nil {
+// JobPage is one page of a listing of jobs.
+type JobPage struct {
+	Jobs []api.JobStub
+	// Total counts the jobs the query's filters select, on every page.
+	Total int
+	// NextToken is where the next page starts (the query's NextToken);
+	// "" on the last page.
+	NextToken string
+}
+
+// ListJobs reads one page of the jobs q selects (GET /v1/jobs). From a
+// planner that does not page, the page holds every job.
+func (c *Client) ListJobs(ctx context.Context, q api.ListQuery) (*JobPage, error) {
+	var p JobPage
+	path := "/v1/jobs"
+	if v := q.Values(); len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	h, err := c.doHeader(ctx, http.MethodGet, path, nil, nil, &p.Jobs)
+	if err != nil {
 		return nil, err
 	}
-	return jobs, nil
+	p.NextToken = h.Get(api.NextTokenHeader)
+	p.Total, err = strconv.Atoi(h.Get(api.TotalHeader))
+	if err != nil {
+		p.Total = len(p.Jobs)
+	}
+	return &p, nil
+}
+
+// AllJobs reads every page of the jobs q selects, from q.NextToken on,
+// api.MaxPerPage at a time unless q.PerPage says otherwise.
+func (c *Client) AllJobs(ctx context.Context, q api.ListQuery) ([]api.JobStub, error) {
+	q.PerPage = cmp.Or(q.PerPage, api.MaxPerPage)
+	var out []api.JobStub
+	for {
+		p, err := c.ListJobs(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Jobs...)
+		if p.NextToken == "" || p.NextToken == q.NextToken {
+			return out, nil
+		}
+		q.NextToken = p.NextToken
+	}
+}
+
+// Jobs lists every job, reading every page.
+func (c *Client) Jobs(ctx context.Context) ([]api.JobStub, error) {
+	return c.AllJobs(ctx, api.ListQuery{})
 }
 
 // Stop stops a job.
@@ -292,16 +337,17 @@ func (c *Client) Status(ctx context.Context) (*api.Status, error) {
 // An answer that is not 2xx is an *Error carrying the server's message,
 // which already says what failed ("failed to stop job ...").
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	return c.doHeader(ctx, method, path, nil, body, out)
+	_, err := c.doHeader(ctx, method, path, nil, body, out)
+	return err
 }
 
-// doHeader is do with extra request headers.
-func (c *Client) doHeader(ctx context.Context, method, path string, header http.Header, body, out any) error {
+// doHeader is do with extra request headers; it returns the answer's.
+func (c *Client) doHeader(ctx context.Context, method, path string, header http.Header, body, out any) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		buf, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("failed to encode the request: %w", err)
+			return nil, fmt.Errorf("failed to encode the request: %w", err)
 		}
 		rd = bytes.NewReader(buf)
 	}
@@ -311,7 +357,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, header http.
 	u.RawQuery = query
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return fmt.Errorf("failed to build the request: %w", err)
+		return nil, fmt.Errorf("failed to build the request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -325,12 +371,12 @@ func (c *Client) doHeader(ctx context.Context, method, path string, header http.
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("failed to reach the planner at %s: %w", c.base, &transportError{err})
+		return nil, fmt.Errorf("failed to reach the planner at %s: %w", c.base, &transportError{err})
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return fmt.Errorf("failed to read the answer to %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("failed to read the answer to %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := &Error{StatusCode: resp.StatusCode}
@@ -340,15 +386,15 @@ func (c *Client) doHeader(ctx context.Context, method, path string, header http.
 		} else {
 			e.Message = strings.TrimSpace(http.StatusText(resp.StatusCode) + " " + firstLine(raw))
 		}
-		return e
+		return nil, e
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("failed to decode the answer to %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("failed to decode the answer to %s %s: %w", method, path, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 func firstLine(b []byte) string {
