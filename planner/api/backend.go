@@ -65,7 +65,8 @@ type Backend interface {
 	// crashes is a plain error. Either way the previous policy stays.
 	SetPolicy(ctx context.Context, name string, config map[string]string) (*structs.PolicyState, error)
 
-	// Nodes lists the cluster's nodes and their GPUs.
+	// Nodes lists the cluster's nodes and their GPUs, ordered by ID (the
+	// order GET /v1/nodes pages them in).
 	Nodes(ctx context.Context) ([]NodeInfo, error)
 	// Queues lists the queues, parents first, with their quotas and what
 	// their jobs hold now, and, where window is above 0, the GPU-hours

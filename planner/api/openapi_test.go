@@ -217,13 +217,17 @@ func jsonFields(t *testing.T, typ reflect.Type) []string {
 }
 
 // The list routes document the query parameters a client sends
-// (api.ListQuery), and the headers of a page.
+// (api.ListQuery; the nodes' pages only), and the headers of a page.
 func TestOpenAPI_ListParameters(t *testing.T) {
 	doc := loadDoc(t)
 	full := api.ListQuery{States: []structs.JobState{structs.JobQueued}, Queues: []string{"q"}, User: "u", Prefix: "p",
 		PerPage: 1, NextToken: "t", Reverse: true}
 	sent := slices.Sorted(maps.Keys(full.Values()))
-	for path, drop := range map[string]string{"/v1/jobs": "", "/v1/queue": "state"} {
+	for path, want := range map[string][]string{
+		"/v1/jobs":  sent,
+		"/v1/queue": slices.DeleteFunc(slices.Clone(sent), func(s string) bool { return s == "state" }),
+		"/v1/nodes": {"next_token", "per_page"},
+	} {
 		var op struct {
 			Parameters []struct {
 				Ref string `json:"$ref"`
@@ -244,7 +248,7 @@ func TestOpenAPI_ListParameters(t *testing.T) {
 			names = append(names, param.Name)
 		}
 		slices.Sort(names)
-		must.Eq(t, slices.DeleteFunc(slices.Clone(sent), func(s string) bool { return s == drop }), names, must.Sprint(path))
+		must.Eq(t, want, names, must.Sprint(path))
 		must.Eq(t, []string{api.NextTokenHeader, api.TotalHeader}, slices.Sorted(maps.Keys(op.Responses["200"].Headers)), must.Sprint(path))
 	}
 }

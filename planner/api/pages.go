@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,12 +100,9 @@ func parseListQuery(r *http.Request) (structs.JobQuery, error) {
 			q.Queues = append(q.Queues, "") // a jobspec that names none
 		}
 	}
-	if s := v.Get("per_page"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxPerPage {
-			return q, Inputf("invalid per_page %q: a number from 1 to %d", s, MaxPerPage)
-		}
-		q.Limit = n
+	var err error
+	if q.Limit, err = perPage(v); err != nil {
+		return q, err
 	}
 	if s := v.Get("next_token"); s != "" {
 		k, err := parsePageToken(s)
@@ -122,6 +120,55 @@ func parseListQuery(r *http.Request) (structs.JobQuery, error) {
 	}
 	return q, nil
 }
+
+// perPage is a request's per_page: DefaultPerPage when it names none.
+func perPage(v url.Values) (int, error) {
+	s := v.Get("per_page")
+	if s == "" {
+		return DefaultPerPage, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxPerPage {
+		return 0, Inputf("invalid per_page %q: a number from 1 to %d", s, MaxPerPage)
+	}
+	return n, nil
+}
+
+// pageNodes is the page of nodes (in the backend's order: by ID) that a
+// request asks for with per_page and next_token, as the lists of jobs
+// page; it sets the page's headers.
+func pageNodes(w http.ResponseWriter, r *http.Request, nodes []NodeInfo) ([]NodeInfo, error) {
+	v := r.URL.Query()
+	limit, err := perPage(v)
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	if s := v.Get("next_token"); s != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(s)
+		id, ok := strings.CutPrefix(string(raw), nodeTokenPrefix)
+		if err != nil || !ok || id == "" {
+			return nil, Inputf("invalid next_token %q: send back the %s header of the page before, as it came", s, NextTokenHeader)
+		}
+		// The node the token names, else (it is gone) the first after it.
+		start = slices.IndexFunc(nodes, func(n NodeInfo) bool { return n.ID == id })
+		if start < 0 {
+			start = len(nodes)
+			if i := slices.IndexFunc(nodes, func(n NodeInfo) bool { return n.ID > id }); i >= 0 {
+				start = i
+			}
+		}
+	}
+	end := min(len(nodes), start+limit)
+	w.Header().Set(TotalHeader, strconv.Itoa(len(nodes)))
+	if end < len(nodes) {
+		w.Header().Set(NextTokenHeader, base64.RawURLEncoding.EncodeToString([]byte(nodeTokenPrefix+nodes[end].ID)))
+	}
+	return nodes[start:end], nil
+}
+
+// nodeTokenPrefix tells a node page's token from a job page's.
+const nodeTokenPrefix = "node "
 
 // listParam yields the values of a comma-separated list parameter,
 // without blanks.

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -236,4 +237,37 @@ func TestListQuery_Values(t *testing.T) {
 		User: "u", Prefix: "p", PerPage: 10, NextToken: "tok", Reverse: true}
 	must.Eq(t, "next_token=tok&per_page=10&prefix=p&queue=a%2Cb&reverse=true&state=queued%2Crunning&user=u", q.Values().Encode())
 	must.Eq(t, "", api.ListQuery{}.Values().Encode())
+}
+
+// GET /v1/nodes pages as the job lists do (a cluster of thousands of
+// nodes): per_page, the total, and the next page's token; a token that
+// is not a node page's is a 400.
+func TestListNodes_Pages(t *testing.T) {
+	var nodes []api.NodeInfo
+	for i := range 5 {
+		nodes = append(nodes, apitest.Node(fmt.Sprintf("n%d", i), fmt.Sprintf("gpu-%d", i), 8))
+	}
+	srv := apitest.NewServer(t, apitest.NewBackend(nodes...))
+	var got []string
+	q := url.Values{"per_page": {"2"}}
+	for {
+		code, h, raw := doHeader(t, srv, call{method: http.MethodGet, path: "/v1/nodes?" + q.Encode(), header: withRead})
+		must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))
+		must.Eq(t, "5", h.Get(api.TotalHeader))
+		page := decodeAs[[]api.NodeInfo](t, raw)
+		must.LessEq(t, 2, len(page))
+		for _, n := range page {
+			got = append(got, n.ID)
+		}
+		if h.Get(api.NextTokenHeader) == "" {
+			break
+		}
+		q.Set("next_token", h.Get(api.NextTokenHeader))
+	}
+	must.Eq(t, []string{"n0", "n1", "n2", "n3", "n4"}, got)
+
+	for _, bad := range []string{"next_token=bm9kZSA", "next_token=!!", "per_page=0"} {
+		code, raw := do(t, srv, call{method: http.MethodGet, path: "/v1/nodes?" + bad, header: withRead})
+		must.Eq(t, http.StatusBadRequest, code, must.Sprintf("%s: %s", bad, raw))
+	}
 }

@@ -631,10 +631,14 @@ func (s *Server) setQueues(_ http.ResponseWriter, r *http.Request) (int, any, er
 	return http.StatusOK, queues, nil
 }
 
-func (s *Server) listNodes(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+// listNodes answers a page of the nodes (pages.go).
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	nodes, err := s.backend.Nodes(r.Context())
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to list nodes: %w", err)
+	}
+	if nodes, err = pageNodes(w, r, nodes); err != nil {
+		return 0, nil, err
 	}
 	if nodes == nil {
 		nodes = []NodeInfo{}

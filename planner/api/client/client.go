@@ -218,18 +218,10 @@ type JobPage struct {
 // planner that does not page, the page holds every job.
 func (c *Client) ListJobs(ctx context.Context, q api.ListQuery) (*JobPage, error) {
 	var p JobPage
-	path := "/v1/jobs"
-	if v := q.Values(); len(v) > 0 {
-		path += "?" + v.Encode()
-	}
-	h, err := c.doHeader(ctx, http.MethodGet, path, nil, nil, &p.Jobs)
+	var err error
+	p.Jobs, p.Total, p.NextToken, err = page[api.JobStub](ctx, c, "/v1/jobs", q.Values())
 	if err != nil {
 		return nil, err
-	}
-	p.NextToken = h.Get(api.NextTokenHeader)
-	p.Total, err = strconv.Atoi(h.Get(api.TotalHeader))
-	if err != nil {
-		p.Total = len(p.Jobs)
 	}
 	return &p, nil
 }
@@ -237,18 +229,45 @@ func (c *Client) ListJobs(ctx context.Context, q api.ListQuery) (*JobPage, error
 // AllJobs reads every page of the jobs q selects, from q.NextToken on,
 // api.MaxPerPage at a time unless q.PerPage says otherwise.
 func (c *Client) AllJobs(ctx context.Context, q api.ListQuery) ([]api.JobStub, error) {
-	q.PerPage = cmp.Or(q.PerPage, api.MaxPerPage)
-	var out []api.JobStub
+	return allPages[api.JobStub](ctx, c, "/v1/jobs", q.Values())
+}
+
+// page reads one page of a list route (api.ListQuery's parameters in v):
+// its items, how many there are in all, and the next page's token ("" on
+// the last page). From a planner that does not page, every item.
+func page[T any](ctx context.Context, c *Client, path string, v url.Values) ([]T, int, string, error) {
+	if len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	var items []T
+	h, err := c.doHeader(ctx, http.MethodGet, path, nil, nil, &items)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	total, err := strconv.Atoi(h.Get(api.TotalHeader))
+	if err != nil {
+		total = len(items)
+	}
+	return items, total, h.Get(api.NextTokenHeader), nil
+}
+
+// allPages reads every page of a list route from v's next_token on,
+// api.MaxPerPage items at a time unless v's per_page says otherwise.
+func allPages[T any](ctx context.Context, c *Client, path string, v url.Values) ([]T, error) {
+	if v.Get("per_page") == "" {
+		v.Set("per_page", strconv.Itoa(api.MaxPerPage))
+	}
+	var out []T
 	for {
-		p, err := c.ListJobs(ctx, q)
+		items, _, next, err := page[T](ctx, c, path, v)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, p.Jobs...)
-		if p.NextToken == "" || p.NextToken == q.NextToken {
+		out = append(out, items...)
+		if next == "" || next == v.Get("next_token") {
 			return out, nil
 		}
-		q.NextToken = p.NextToken
+		v.Set("next_token", next)
 	}
 }
 
@@ -314,13 +333,13 @@ func (c *Client) SetQueues(ctx context.Context, source, filename string) ([]stru
 	return queues, nil
 }
 
-// Nodes lists the nodes.
+// Nodes lists the nodes, reading every page.
 func (c *Client) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
-	var nodes []api.NodeInfo
-	if err := c.do(ctx, http.MethodGet, "/v1/nodes", nil, &nodes); err != nil {
-		return nil, err
+	nodes, err := allPages[api.NodeInfo](ctx, c, "/v1/nodes", url.Values{})
+	if nodes == nil && err == nil {
+		nodes = []api.NodeInfo{}
 	}
-	return nodes, nil
+	return nodes, err
 }
 
 // Status reads the planner's status.
