@@ -114,6 +114,7 @@ func Open(path string) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("failed to initialise store %s: %w", path, err)
 	}
+	db.MaxBatchDelay = batchDelay
 	b := &Bolt{db: db, path: path}
 	if b.sums, err = b.readSummaries(); err != nil {
 		db.Close()
@@ -139,7 +140,7 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
 	}
-	err = b.write(&c, nil, func(tx *bolt.Tx) error {
+	err = b.create(&c, func(tx *bolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
 		if jobs.Get([]byte(j.ID)) != nil {
 			return fmt.Errorf("job %q: %w", j.ID, ErrExists)
@@ -343,6 +344,41 @@ func (b *Bolt) write(c *structs.Job, gone *structs.JobKey, fn func(*bolt.Tx) err
 		refused = err != nil
 		return err
 	})
+	b.cacheWrite(c, gone, err, refused)
+	return err
+}
+
+// batchDelay is how long a new job's write waits for others to share its
+// commit (bbolt's DB.Batch; its default is 10ms).
+const batchDelay = 2 * time.Millisecond
+
+// create is write for a new job's record: its transaction may hold the
+// writes of other jobs created at the same time (DB.Batch: one commit and
+// one fsync for all of them, acknowledged to none before it), so that
+// concurrent submissions do not queue for an fsync each. No write of the
+// job can come before create returns (nothing knows its ID), so its
+// cache entry, made after the commit outside the writers' order, is
+// never older than the record.
+func (b *Bolt) create(c *structs.Job, fn func(*bolt.Tx) error) error {
+	var refused bool
+	err := b.db.Batch(func(tx *bolt.Tx) error {
+		err := fn(tx) // once per try: bbolt may try a batch again
+		refused = err != nil
+		return err
+	})
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		err = errClosed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cacheWrite(c, nil, err, refused)
+	return err
+}
+
+// cacheWrite brings the cache and the summaries in line with a write of
+// record c, or the deletion of the job with key gone (c nil), that ended
+// with err (refused: fn's own error, nothing written); b.mu is held.
+func (b *Bolt) cacheWrite(c *structs.Job, gone *structs.JobKey, err error, refused bool) {
 	switch {
 	case err != nil && !refused:
 		b.cache, b.sums = nil, nil
@@ -366,7 +402,6 @@ func (b *Bolt) write(c *structs.Job, gone *structs.JobKey, fn func(*bolt.Tx) err
 			}
 		}
 	}
-	return err
 }
 
 // ListJobsPage implements Store: the page is chosen from the summaries,

@@ -55,6 +55,7 @@ func runConformance(t *testing.T, h harness) {
 		{"calls after close fail", testClosed},
 		{"idempotency keys: one job per key, kept across a reopen", testIdempotencyKeys},
 		{"racing creates with one idempotency key: exactly one wins", testRacingKeys},
+		{"concurrent creates: each stored, listed and paged", testConcurrentCreates},
 		{"writes under a leadership term's fence", testFence},
 		{"delete: finished jobs only, at their version, with their key", testDelete},
 	}
@@ -414,6 +415,50 @@ func testListPage(t *testing.T, h harness) {
 		s = h.reopen(t, s)
 		check(t, queued, want{[]string{"j7", "j8"}, 6, 4, nil})
 	})
+}
+
+// Submissions come at once (Bolt may commit them together): each one
+// acknowledged is stored, among the active jobs a round lists, and in the
+// pages; one refused is in none.
+func testConcurrentCreates(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	_, err := s.ListActiveJobs(ctx) // a round has listed them: the stores keep them
+	must.NoError(t, err)
+	must.NoError(t, s.CreateJob(ctx, newJob("taken", t0)))
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("j-%02d", i)
+			if i%10 == 9 {
+				id = "taken"
+			}
+			errs[i] = s.CreateJob(ctx, newJob(id, t0.Add(time.Duration(i+1)*time.Second)))
+		}()
+	}
+	wg.Wait()
+	want := []string{"taken"}
+	for i, err := range errs {
+		if i%10 == 9 {
+			must.ErrorIs(t, err, ErrExists)
+			continue
+		}
+		must.NoError(t, err)
+		want = append(want, fmt.Sprintf("j-%02d", i))
+	}
+	active, err := s.ListActiveJobs(ctx)
+	must.NoError(t, err)
+	must.Eq(t, want, jobIDs(active))
+	p, err := s.ListJobsPage(ctx, structs.JobQuery{})
+	must.NoError(t, err)
+	must.Eq(t, want, jobIDs(p.Jobs))
+	taken, err := s.GetJob(ctx, "taken")
+	must.NoError(t, err)
+	must.Eq(t, t0, taken.Submitted, must.Sprint("the first record of an ID stays"))
 }
 
 func testPolicy(t *testing.T, h harness) {
