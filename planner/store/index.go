@@ -20,14 +20,25 @@ type jobIndex struct{ sums []structs.JobSummary }
 // put stores s, in place of the summary with its key if there is one (a
 // job keeps its key for life; most new jobs go last).
 func (x *jobIndex) put(s structs.JobSummary) {
-	// Few names, users and queues among many jobs: one copy of each.
-	s.Name, s.User, s.Queue = intern(s.Name), intern(s.User), intern(s.Queue)
 	i, found := slices.BinarySearchFunc(x.sums, s.JobKey, func(e structs.JobSummary, k structs.JobKey) int { return e.Compare(k) })
 	if found {
+		// A job's names seldom change: its summary's copies stay.
+		old := &x.sums[i]
+		s.ID, s.Name, s.User, s.Queue = old.ID, same(old.Name, s.Name), same(old.User, s.User), same(old.Queue, s.Queue)
 		x.sums[i] = s
 		return
 	}
+	// Few names, users and queues among many jobs: one copy of each.
+	s.Name, s.User, s.Queue = intern(s.Name), intern(s.User), intern(s.Queue)
 	x.sums = slices.Insert(x.sums, i, s)
+}
+
+// same is old where it is s, else s interned.
+func same(old, s string) string {
+	if old == s {
+		return old
+	}
+	return intern(s)
 }
 
 // remove takes the summary with key k out, if there is one.
