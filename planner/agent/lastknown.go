@@ -33,16 +33,20 @@ type lastKnown struct {
 	at    time.Time      // when it was read
 	stale bool           // answering from jobs since the last warning
 	// pages are the last page read of each query, by queryKey; queries
-	// its least recently read first. They hold maxKnownPageJobs records
-	// at most (kept counts them): the oldest pages go first.
+	// its least recently read first. They are maxKnownPages at most and
+	// hold maxKnownPageJobs records at most (kept counts them): the
+	// least recently read go first.
 	pages   map[string]*structs.JobPage
 	queries []string
 	kept    int
 }
 
-// maxKnownPageJobs bounds the records lastKnown keeps of pages: twenty
-// pages of api.DefaultPerPage.
-const maxKnownPageJobs = 10_000
+// Bounds of the pages lastKnown keeps: the records (twenty pages of
+// api.DefaultPerPage), and the queries (each job status <prefix> is one).
+const (
+	maxKnownPageJobs = 10_000
+	maxKnownPages    = 256
+)
 
 func newLastKnown(logger hclog.Logger) *lastKnown {
 	return &lastKnown{logger: logger, timeout: cluster.DefaultTimeout}
@@ -119,7 +123,7 @@ func (k *lastKnown) keepPage(q structs.JobQuery, p *structs.JobPage) {
 	}
 	k.pages[key], k.kept = p, k.kept+len(p.Jobs)
 	k.queries = append(k.queries, key)
-	for k.kept > maxKnownPageJobs && len(k.queries) > 1 {
+	for (k.kept > maxKnownPageJobs || len(k.queries) > maxKnownPages) && len(k.queries) > 1 {
 		k.kept -= len(k.pages[k.queries[0]].Jobs)
 		delete(k.pages, k.queries[0])
 		k.queries = k.queries[1:]

@@ -142,4 +142,12 @@ func TestLastKnown_AnswersPages(t *testing.T) {
 	p, err = k.page(context.Background(), structs.JobQuery{User: "many"}, failPage)
 	must.NoError(t, err)
 	must.Len(t, maxKnownPageJobs, p.Jobs)
+
+	// Pages of few jobs (or none: a prefix nothing has) are bounded too.
+	for i := range maxKnownPages + 10 {
+		_, err = k.page(context.Background(), structs.JobQuery{Prefix: fmt.Sprint("x", i)}, answer(&structs.JobPage{}))
+		must.NoError(t, err)
+	}
+	must.MapLen(t, maxKnownPages, k.pages)
+	must.Len(t, maxKnownPages, k.queries)
 }
