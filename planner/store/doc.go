@@ -48,9 +48,9 @@
 // SIGKILL of the planner (tested) and a machine crash. The records of jobs
 // created at the same time may share one (bbolt's DB.Batch, which waits
 // 2ms for company): one fsync for eight concurrent submissions, not one
-// each (at 20,000 queued jobs with a dashboard reading, the p99 of eight
-// concurrent submissions went from 300-520 ms to 48-59 ms; BenchmarkReads
-// in planner/agent). A Consul write is
+// each (at 100,000 queued jobs with a dashboard open, the p99 of eight
+// concurrent submissions went from 129-395 ms to 67-134 ms, with the
+// paged reads; BenchmarkReads in planner/agent). A Consul write is
 // acknowledged once Raft has committed it; Consul reads are consistent
 // (RequireConsistent), so a new leader sees its predecessor's writes.
 //
