@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"slices"
@@ -56,15 +57,23 @@ Usage: schedulearn job list [options]
   priority first, then submission), the cause in a word (quota, policy,
   gpus, unplanned) and why they wait as of the planner's last round, cut
   to 80 characters (-verbose, or job status <id>, shows it whole). The
-  same as job status without an ID.`,
+  same as job status without an ID.
+
+  It shows a page of the jobs, the oldest first: the first 50 unless
+  -per-page says otherwise. When more jobs match, the last line says how
+  many, and the command that shows the next page (-next); -all shows
+  every one.`,
 			generalHelp, `List Options:
 
   -json
     Print the jobs as JSON (a list of job stubs, each queued one with
-    its wait: cause, reason, queue, position and of).
+    its wait: cause, reason, queue, position and of). The line saying
+    that more jobs match goes to stderr.
 
   -verbose
-    Show each wait reason whole.`, exitHelp)
+    Show each wait reason whole.
+
+`+listHelp, exitHelp)
 	}
 	return helpText(`
 Usage: schedulearn job status [options] [<job-id>]
@@ -75,7 +84,9 @@ Usage: schedulearn job status [options] [<job-id>]
   whether reached, and where their models were delivered), the GPUs it
   holds now and where (the nodes by name, as node list names them), its
   GPU history (time, GPUs, nodes, policy, reason), its events and its
-  Nomad job ID. A unique prefix of an ID will do.`,
+  Nomad job ID. A unique prefix of an ID will do. Without an ID, it takes
+  job list's options too (-state, -queue, -user, -prefix, -per-page,
+  -next, -all).`,
 		generalHelp, `Status Options:
 
   -json
@@ -96,9 +107,11 @@ Usage: schedulearn job status [options] [<job-id>]
 
 func (c *JobStatusCommand) Run(args []string) int {
 	var asJSON, verbose, follow bool
+	var lo listOptions
 	fs := c.flagSet(c.name())
 	fs.BoolVar(&asJSON, "json", false, "")
 	fs.BoolVar(&verbose, "verbose", false, "")
+	lo.flags(fs)
 	if !c.list {
 		fs.BoolVar(&follow, "follow", false, "")
 	}
@@ -118,15 +131,17 @@ func (c *JobStatusCommand) Run(args []string) int {
 	ctx := context.Background()
 
 	if len(pos) == 0 {
-		jobs, err := cl.Jobs(ctx)
-		if err != nil {
-			return c.apiError(err)
+		return c.runList(ctx, cl, &lo, asJSON, verbose)
+	}
+	listFlag := ""
+	fs.Visit(func(f *flag.Flag) {
+		if isListFlag(f.Name) {
+			listFlag = f.Name
 		}
-		if asJSON {
-			return c.printJSON(jobs)
-		}
-		fmt.Fprintln(c.Out, formatJobList(jobs, verbose))
-		return ExitOK
+	})
+	if listFlag != "" {
+		c.usageError(c.name(), "-"+listFlag+" lists jobs: give no job ID with it")
+		return ExitUsage
 	}
 
 	job, err := resolveJob(ctx, cl, pos[0])
@@ -544,6 +559,10 @@ func formatTier(j *structs.Job, tier string, threshold float64) string {
 	return out
 }
 
+// maxPrefixMatches is how many of the jobs a prefix selects job status
+// reads to find the one it means, or to name a few it could mean.
+const maxPrefixMatches = 20
+
 // resolveJob reads the job with id, or with the one ID that id is a
 // prefix of, as Nomad's commands do.
 func resolveJob(ctx context.Context, cl *client.Client, id string) (*structs.Job, error) {
@@ -551,21 +570,24 @@ func resolveJob(ctx context.Context, cl *client.Client, id string) (*structs.Job
 	if err == nil || !errors.Is(err, api.ErrNotFound) {
 		return job, err
 	}
-	stubs, lerr := cl.Jobs(ctx)
+	// The jobs whose name or ID starts with id; IDs start with the name.
+	p, lerr := cl.ListJobs(ctx, api.ListQuery{Prefix: id, PerPage: maxPrefixMatches})
 	if lerr != nil {
 		return nil, err
 	}
 	var matches []string
-	for _, s := range stubs {
+	for _, s := range p.Jobs {
 		if strings.HasPrefix(s.ID, id) {
 			matches = append(matches, s.ID)
 		}
 	}
-	switch len(matches) {
-	case 0:
+	switch {
+	case len(matches) == 0 && p.NextToken == "":
 		return nil, fmt.Errorf("no job with ID or ID prefix %q", id)
-	case 1:
+	case len(matches) == 1 && p.NextToken == "":
 		return cl.Job(ctx, matches[0])
+	case p.NextToken != "":
+		return nil, fmt.Errorf("prefix %q matches %d jobs, say which: %s, ... (job list -prefix %s lists them)", id, p.Total, strings.Join(matches, ", "), id)
 	default:
 		return nil, fmt.Errorf("prefix %q matches %d jobs, say which: %s", id, len(matches), strings.Join(matches, ", "))
 	}

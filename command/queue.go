@@ -175,7 +175,7 @@ func (c *QueueStatusCommand) Run(args []string) int {
 	if asJSON {
 		return c.printJSON(q)
 	}
-	jobs, err := cl.Jobs(ctx)
+	jobs, err := cl.AllJobs(ctx, api.ListQuery{States: []structs.JobState{structs.JobQueued}})
 	if err != nil {
 		return c.apiError(err)
 	}

@@ -84,6 +84,12 @@ type observer struct {
 	// (a snapshot's Jobs, by its array): a round writes over a buffer of
 	// views only when it is neither snap's nor read (unread).
 	reading map[*policy.Job]int
+	// waits is Waits' answer for the round noted last, once worked out
+	// (nil before): every read of a page of jobs asks for it, and working
+	// it out costs a pass over every queued job. round counts the rounds
+	// noted, so that an answer worked out for an older one is not kept.
+	waits map[string]structs.Wait
+	round uint64
 }
 
 // viewsOf is the array of views under jobs (nil: none).
@@ -141,6 +147,8 @@ func (p *Planner) noteNodesSeen(nodes []policy.Node, now time.Time) {
 func (p *Planner) noteWaits(snap *policy.Snapshot, plan *policy.Plan, queue func() map[string]quota.Wait) {
 	p.obs.mu.Lock()
 	p.obs.snap, p.obs.plan, p.obs.queue = snap, plan, queue
+	p.obs.waits = nil
+	p.obs.round++
 	p.obs.mu.Unlock()
 }
 
@@ -157,13 +165,15 @@ func (p *Planner) LastSnapshot() *policy.Snapshot {
 // a job queued since has no entry yet: its queue's reason when the queue
 // holds it back, else the policy's own reason when it gave one, else how
 // many GPUs the job needs against how many the plan left free that it may
-// use; with its place in its queue (from planner/quota).
+// use; with its place in its queue (from planner/quota). It is worked
+// out once a round, at the first call: the map is shared by every caller
+// until the next round, and none may change it.
 func (p *Planner) Waits() map[string]structs.Wait {
 	p.obs.mu.Lock()
-	snap, plan, queue := p.obs.snap, p.obs.plan, p.obs.queue
-	if snap == nil {
-		p.obs.mu.Unlock()
-		return nil
+	snap, plan, queue, round := p.obs.snap, p.obs.plan, p.obs.queue, p.obs.round
+	if snap == nil || p.obs.waits != nil {
+		defer p.obs.mu.Unlock()
+		return p.obs.waits
 	}
 	v := viewsOf(snap.Jobs)
 	if p.obs.reading == nil {
@@ -171,14 +181,16 @@ func (p *Planner) Waits() map[string]structs.Wait {
 	}
 	p.obs.reading[v]++
 	p.obs.mu.Unlock()
-	defer func() {
-		p.obs.mu.Lock()
-		if p.obs.reading[v]--; p.obs.reading[v] == 0 {
-			delete(p.obs.reading, v)
-		}
-		p.obs.mu.Unlock()
-	}()
-	return waits(snap, plan, queue(), p.Policies != nil && p.Policies.IgnoresPriority(plan.Policy))
+	w := waits(snap, plan, queue(), p.Policies != nil && p.Policies.IgnoresPriority(plan.Policy))
+	p.obs.mu.Lock()
+	defer p.obs.mu.Unlock()
+	if p.obs.reading[v]--; p.obs.reading[v] == 0 {
+		delete(p.obs.reading, v)
+	}
+	if p.obs.round == round {
+		p.obs.waits = w
+	}
+	return w
 }
 
 // waits works out Waits from a round's snapshot, plan and queue places

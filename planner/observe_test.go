@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -250,4 +251,23 @@ func TestWaits_QueueAsTheJobNamesIt(t *testing.T) {
 	must.Eq(t, "team2", w.Queue)
 	must.Eq(t, "not started: job "+urgent.ID+" has a higher priority (100 > 50) and takes the GPUs", w.String())
 	must.StrNotContains(t, w.String(), "default")
+}
+
+// Waits is worked out once a round, for every reader until the next
+// round (each page of GET /v1/jobs and /v1/queue asks for it), and
+// again after that round.
+func TestWaits_OncePerRound(t *testing.T) {
+	ctx := context.Background()
+	p, _, _, now := newPlanner(t, "fifo", node("n1", 4))
+	submit(t, p, now, spec(t, "a", 4, 4))
+	b := submit(t, p, now, spec(t, "b", 4, 4))
+	must.Nil(t, p.Waits(), must.Sprint("no round yet"))
+	must.NoError(t, p.Round(ctx)) // a starts; b waits
+	first := p.Waits()
+	must.MapContainsKey(t, first, b.ID)
+	must.Eq(t, reflect.ValueOf(first).UnsafePointer(), reflect.ValueOf(p.Waits()).UnsafePointer(), must.Sprint("the same answer, not worked out again"))
+	c := submit(t, p, now, spec(t, "c", 4, 4))
+	must.MapNotContainsKey(t, p.Waits(), c.ID)
+	must.NoError(t, p.Round(ctx))
+	must.MapContainsKey(t, p.Waits(), c.ID)
 }

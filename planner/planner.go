@@ -245,12 +245,8 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 	}
 	p.noteNodes(nodes)
 	now := p.now()
-	id := spec.Name + "-" + randomSuffix()
-	if p.NewJobID != nil {
-		id = p.NewJobID(spec)
-	}
 	j := &structs.Job{
-		ID:          id,
+		ID:          p.newJobID(spec),
 		Spec:        *spec,
 		Source:      source,
 		State:       structs.JobQueued,
@@ -266,7 +262,14 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 			j.WarnOnce(now, structs.PriorityIgnored(name, spec.Priority))
 		}
 	}
-	if err := p.Store.CreateJob(ctx, j); err != nil {
+	err = p.Store.CreateJob(ctx, j)
+	for try := 1; errors.Is(err, store.ErrExists) && try < idAttempts; try++ {
+		// Another job has the ID: a random suffix of 32 bits meets one of
+		// 100,000 jobs once in 43,000 submissions.
+		j.ID = p.newJobID(spec)
+		err = p.Store.CreateJob(ctx, j)
+	}
+	if err != nil {
 		if errors.Is(err, store.ErrKeyExists) {
 			// A retry that raced the first request: the first one won.
 			first, gerr := p.Store.JobByIdempotencyKey(ctx, idem.Key)
@@ -771,6 +774,19 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	}
 	p.Kick()
 	return j, nil
+}
+
+// idAttempts is how many IDs Submit tries for a job before it gives up:
+// an ID taken twice running means the IDs are not random.
+const idAttempts = 3
+
+// newJobID names a job at submission: NewJobID's, else its name and a
+// random suffix.
+func (p *Planner) newJobID(spec *jobspec.Spec) string {
+	if p.NewJobID != nil {
+		return p.NewJobID(spec)
+	}
+	return spec.Name + "-" + randomSuffix()
 }
 
 func randomSuffix() string {

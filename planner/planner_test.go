@@ -215,6 +215,26 @@ func TestSubmit_RefusesWhatCanNeverRun(t *testing.T) {
 	must.Eq(t, ok.ID, jobs[0].ID)
 }
 
+// A submission whose ID another job has (the random suffix met one) gets
+// another ID, not a failure; an ID taken every time is a failure that
+// says so.
+func TestSubmit_TakenIDIsDrawnAgain(t *testing.T) {
+	ctx := context.Background()
+	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
+	ids := []string{"a-1", "a-1", "a-2"}
+	p.NewJobID = func(*jobspec.Spec) string { id := ids[0]; ids = ids[1:]; return id }
+	submit(t, p, now, spec(t, "a", 1, 1))
+	j := submit(t, p, now, spec(t, "a", 1, 1))
+	must.Eq(t, "a-2", j.ID)
+	jobs, err := st.ListJobs(ctx)
+	must.NoError(t, err)
+	must.Len(t, 2, jobs)
+
+	p.NewJobID = func(*jobspec.Spec) string { return "a-1" }
+	_, _, err = p.Submit(ctx, spec(t, "a", 1, 1), "", nil)
+	must.ErrorIs(t, err, store.ErrExists)
+}
+
 // An unknown policy is refused and the active one stays.
 func TestSetPolicy_UnknownKeepsActive(t *testing.T) {
 	p, _, _, _ := newPlanner(t, "fifo", node("n1", 8))

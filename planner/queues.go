@@ -23,7 +23,7 @@ func (p *Planner) SetQueues(t *quota.Tree) { p.queueTree.Store(t) }
 // names a queue t lacks or gives children (structs.ErrOrphanedJobs, with
 // the first few such jobs): a change of the queues never strands a job.
 func (p *Planner) ReplaceQueues(ctx context.Context, t *quota.Tree) error {
-	jobs, err := p.Store.ListJobs(ctx)
+	jobs, err := p.activeJobs(ctx) // read only
 	if err != nil {
 		return fmt.Errorf("failed to list jobs: %w", err)
 	}
@@ -100,17 +100,12 @@ func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*polic
 
 // QueueStatus is every queue's quota and usage now, parents first, and,
 // where window is above 0, the GPU-hours each used over the window up to
-// now.
+// now. It reads the live jobs, and for a window the jobs that held GPUs
+// in it, not every job stored.
 func (p *Planner) QueueStatus(ctx context.Context, window time.Duration) ([]structs.QueueStatus, error) {
-	all, err := p.Store.ListJobs(ctx)
+	live, err := p.activeJobs(ctx) // read only
 	if err != nil {
 		return nil, fmt.Errorf("failed to list jobs: %w", err)
-	}
-	var live []*structs.Job
-	for _, j := range all {
-		if !j.State.Terminal() {
-			live = append(live, j)
-		}
 	}
 	nodes, err := p.Cluster.Nodes(ctx)
 	if err != nil {
@@ -128,7 +123,12 @@ func (p *Planner) QueueStatus(ctx context.Context, window time.Duration) ([]stru
 		out = append(out, qs)
 	}
 	if window > 0 {
-		p.windowUsage(out, all, now.Add(-window), now)
+		since := now.Add(-window)
+		held, err := p.Store.ListJobsPage(ctx, structs.JobQuery{HeldSince: since})
+		if err != nil {
+			return nil, fmt.Errorf("failed to list jobs: %w", err)
+		}
+		p.windowUsage(out, held.Jobs, since, now)
 	}
 	return out, nil
 }

@@ -131,7 +131,8 @@ func TestQueueStatus(t *testing.T) {
 }
 
 // With a window, each queue reports the GPU-hours its jobs held within
-// it, from their GPU histories (a stopped job's up to its stop), a parent
+// it, from their GPU histories (a stopped job's up to its stop; one
+// holding GPUs since before the window, for the whole window), a parent
 // its children's; without one, none.
 func TestQueueStatus_Window(t *testing.T) {
 	ctx := context.Background()
@@ -165,6 +166,8 @@ func TestQueueStatus_Window(t *testing.T) {
 		must.Sprint("a: 2 GPUs for 1.5 h; b: 6 GPUs for the half hour before its stop"))
 	must.Eq(t, map[string]float64{"ml": 18, "a": 6, "b": 12, "c": 0}, hours(24*time.Hour),
 		must.Sprint("a: 2 GPUs for 3 h; b: 6 GPUs for 2 h"))
+	must.Eq(t, map[string]float64{"ml": 1, "a": 1, "b": 0, "c": 0}, hours(30*time.Minute),
+		must.Sprint("a: 2 GPUs since before the window; b ended before it (QueueStatus reads only the jobs that held GPUs in the window)"))
 
 	qs, err := p.QueueStatus(ctx, 0)
 	must.NoError(t, err)

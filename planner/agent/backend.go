@@ -41,6 +41,10 @@ func (b *backend) Jobs(ctx context.Context) ([]*structs.Job, error) {
 	return b.a.known.list(ctx, b.a.store.ListJobs)
 }
 
+func (b *backend) JobPage(ctx context.Context, q structs.JobQuery) (*structs.JobPage, error) {
+	return b.a.known.page(ctx, q, b.a.store.ListJobsPage)
+}
+
 func (b *backend) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	if !b.a.isLeading() {
 		return nil, b.a.errNotLeader()
@@ -166,10 +170,12 @@ func (b *backend) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := b.a.store.ListJobs(ctx)
+	// Only running jobs hold GPUs (a job requeued gives them all back).
+	running, err := b.a.store.ListJobsPage(ctx, structs.JobQuery{States: []structs.JobState{structs.JobRunning}})
 	if err != nil {
 		return nil, err
 	}
+	jobs := running.Jobs
 	out := make([]api.NodeInfo, 0, len(r.Nodes))
 	for _, n := range r.Nodes {
 		info := api.NodeInfo{ID: n.ID, Name: n.Name, Pool: n.Pool, Status: "ready", Eligible: true, GPUModel: n.GPUModel, GPUsTotal: n.GPUs,

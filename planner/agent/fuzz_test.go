@@ -42,8 +42,14 @@ func (n fixedNodes) Nodes(context.Context) ([]policy.Node, error) { return slice
 // nodes of 8 GPUs; it is not running.
 func newTestAgent(t testing.TB) *Agent {
 	t.Helper()
+	return newTestAgentIn(t, t.TempDir())
+}
+
+// newTestAgentIn is newTestAgent with its data (the store) in dir.
+func newTestAgentIn(t testing.TB, dir string) *Agent {
+	t.Helper()
 	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = dir
 	cfg.Token, cfg.ReadToken = fuzzToken, fuzzReadToken
 	cfg.CheckpointDirs = []string{cfg.DataDir}
 	if diags := cfg.Validate(); diags.HasErrors() {

@@ -19,9 +19,11 @@ import (
 // a frozen Consul agent accepts the request and never answers), and a
 // read that fails or times out is answered with the records of the last
 // list the store gave, as the cluster's reads answer with the nodes read
-// last. The first such answer of an outage logs a warning; the dependency
-// watch says when Consul is down and back. Rounds never read it: they
-// plan from the store or not at all.
+// last. A page of jobs is answered with the last page the store gave for
+// the same query, else with that page of the last list; a job with its
+// record in either. The first such answer of an outage logs a warning; the
+// dependency watch says when Consul is down and back. Rounds never read
+// it: they plan from the store or not at all.
 type lastKnown struct {
 	logger  hclog.Logger
 	timeout time.Duration
@@ -30,7 +32,21 @@ type lastKnown struct {
 	jobs  []*structs.Job // the last list, in the store's order
 	at    time.Time      // when it was read
 	stale bool           // answering from jobs since the last warning
+	// pages are the last page read of each query, by queryKey; queries
+	// its least recently read first. They are maxKnownPages at most and
+	// hold maxKnownPageJobs records at most (kept counts them): the
+	// least recently read go first.
+	pages   map[string]*structs.JobPage
+	queries []string
+	kept    int
 }
+
+// Bounds of the pages lastKnown keeps: the records (twenty pages of
+// api.DefaultPerPage), and the queries (each job status <prefix> is one).
+const (
+	maxKnownPageJobs = 10_000
+	maxKnownPages    = 256
+)
 
 func newLastKnown(logger hclog.Logger) *lastKnown {
 	return &lastKnown{logger: logger, timeout: cluster.DefaultTimeout}
@@ -45,13 +61,88 @@ func (k *lastKnown) list(ctx context.Context, read func(context.Context) ([]*str
 		k.keep(jobs)
 		return jobs, nil
 	}
-	if cached, ok := k.fallback(ctx, err); ok {
-		return cached, nil
+	if !k.failing(ctx, err) {
+		return nil, err
 	}
-	return nil, err
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.jobs == nil {
+		return nil, err
+	}
+	return clones(k.jobs), nil
 }
 
-// job reads one job with read, or answers its record from the last list.
+// page reads the page of jobs q selects with read, or answers the last
+// such page read, or that page of the last list.
+func (k *lastKnown) page(ctx context.Context, q structs.JobQuery, read func(context.Context, structs.JobQuery) (*structs.JobPage, error)) (*structs.JobPage, error) {
+	rctx, cancel := context.WithTimeout(ctx, k.timeout)
+	defer cancel()
+	p, err := read(rctx, q)
+	if err == nil {
+		k.keepPage(q, p)
+		return p, nil
+	}
+	if !k.failing(ctx, err) {
+		return nil, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if kept, ok := k.pages[queryKey(&q)]; ok {
+		c := *kept
+		c.Jobs = clones(kept.Jobs)
+		return &c, nil
+	}
+	if k.jobs == nil {
+		return nil, err
+	}
+	sums := make([]structs.JobSummary, len(k.jobs))
+	for i, j := range k.jobs {
+		sums[i] = structs.SummaryOf(j)
+	}
+	pg := structs.PageOf(len(sums), func(i int) *structs.JobSummary { return &sums[i] }, &q)
+	out := &structs.JobPage{Total: pg.Total, Before: pg.Before, Next: pg.Next}
+	for _, i := range pg.Index {
+		out.Jobs = append(out.Jobs, k.jobs[i].Clone())
+	}
+	return out, nil
+}
+
+// keepPage remembers the page the store gave for q, forgetting the least
+// recently read pages beyond maxKnownPageJobs records.
+func (k *lastKnown) keepPage(q structs.JobQuery, p *structs.JobPage) {
+	key := queryKey(&q)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.fresh()
+	if old, ok := k.pages[key]; ok {
+		k.kept -= len(old.Jobs)
+		k.queries = slices.DeleteFunc(k.queries, func(s string) bool { return s == key })
+	}
+	if k.pages == nil {
+		k.pages = map[string]*structs.JobPage{}
+	}
+	k.pages[key], k.kept = p, k.kept+len(p.Jobs)
+	k.queries = append(k.queries, key)
+	for (k.kept > maxKnownPageJobs || len(k.queries) > maxKnownPages) && len(k.queries) > 1 {
+		k.kept -= len(k.pages[k.queries[0]].Jobs)
+		delete(k.pages, k.queries[0])
+		k.queries = k.queries[1:]
+	}
+}
+
+// queryKey tells queries apart: two with the same key select the same
+// page.
+func queryKey(q *structs.JobQuery) string {
+	var from structs.JobKey
+	if q.From != nil {
+		from = *q.From
+	}
+	return fmt.Sprintf("%q|%q|%q|%q|%s|%t|%s|%q|%t|%d", q.States, q.Queues, q.User, q.Prefix, q.HeldSince.Format(time.RFC3339Nano),
+		q.From != nil, from.Submitted.Format(time.RFC3339Nano), from.ID, q.Reverse, q.Limit)
+}
+
+// job reads one job with read, or answers its record from the last list
+// or a page kept.
 func (k *lastKnown) job(ctx context.Context, id string, read func(context.Context, string) (*structs.Job, error)) (*structs.Job, error) {
 	rctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
@@ -59,13 +150,21 @@ func (k *lastKnown) job(ctx context.Context, id string, read func(context.Contex
 	if err == nil || errors.Is(err, structs.ErrNotFound) {
 		return j, err
 	}
-	cached, ok := k.fallback(ctx, err)
-	if !ok {
+	if !k.failing(ctx, err) {
 		return nil, err
 	}
-	for _, c := range cached {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, c := range k.jobs {
 		if c.ID == id {
-			return c, nil
+			return c.Clone(), nil
+		}
+	}
+	for _, p := range k.pages {
+		for _, c := range p.Jobs {
+			if c.ID == id {
+				return c.Clone(), nil
+			}
 		}
 	}
 	return nil, err
@@ -75,31 +174,43 @@ func (k *lastKnown) job(ctx context.Context, id string, read func(context.Contex
 func (k *lastKnown) keep(jobs []*structs.Job) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.jobs, k.at = jobs, time.Now()
+	k.jobs = jobs
+	k.fresh()
+}
+
+// fresh notes a read the store answered; k.mu is held.
+func (k *lastKnown) fresh() {
+	k.at = time.Now()
 	if k.stale {
 		k.logger.Info("the store answers job reads again")
 		k.stale = false
 	}
 }
 
-// fallback is a copy of the last list, when there is one and the read
-// failed for the store's sake (not the caller's, who gave up).
-func (k *lastKnown) fallback(ctx context.Context, err error) ([]*structs.Job, bool) {
+// failing reports whether a read failed for the store's sake (not the
+// caller's, who gave up) with something read before to answer from,
+// and warns of the first such answer of an outage.
+func (k *lastKnown) failing(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
-		return nil, false
+		return false
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.jobs == nil {
-		return nil, false
+	if k.jobs == nil && len(k.pages) == 0 {
+		return false
 	}
 	if !k.stale {
 		k.logger.Warn("the store does not answer; job reads answer the records read last", "as_of", k.at, "error", fmt.Sprint(err))
 		k.stale = true
 	}
-	out := slices.Clone(k.jobs)
-	for i, j := range out {
+	return true
+}
+
+// clones are copies of jobs.
+func clones(jobs []*structs.Job) []*structs.Job {
+	out := make([]*structs.Job, len(jobs))
+	for i, j := range jobs {
 		out[i] = j.Clone()
 	}
-	return out, true
+	return out
 }

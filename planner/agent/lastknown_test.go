@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,4 +76,78 @@ func TestLastKnown_AnswersTheLastListWhileTheStoreDoesNot(t *testing.T) {
 			tc.run(t, k)
 		})
 	}
+}
+
+// A page of jobs (GET /v1/jobs?...) the store does not answer is the last
+// page it gave for the same query, else that page of the last list read
+// whole, else the store's error; a job on a page kept is answered too;
+// pages kept hold maxKnownPageJobs records at most, the least recently
+// read going first.
+func TestLastKnown_AnswersPages(t *testing.T) {
+	down := errors.New("Unexpected response code: 500 (No known Consul servers)")
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	job := func(i int, state structs.JobState) *structs.Job {
+		return &structs.Job{ID: fmt.Sprintf("j%d", i), State: state, Submitted: t0.Add(time.Duration(i) * time.Second)}
+	}
+	answer := func(p *structs.JobPage) func(context.Context, structs.JobQuery) (*structs.JobPage, error) {
+		return func(context.Context, structs.JobQuery) (*structs.JobPage, error) { return p, nil }
+	}
+	failPage := func(context.Context, structs.JobQuery) (*structs.JobPage, error) { return nil, down }
+	getFail := func(context.Context, string) (*structs.Job, error) { return nil, down }
+	queued := structs.JobQuery{States: []structs.JobState{structs.JobQueued}, Limit: 2}
+	ids := func(p *structs.JobPage) []string {
+		var out []string
+		for _, j := range p.Jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+
+	k := newLastKnown(hclog.NewNullLogger())
+	_, err := k.page(context.Background(), queued, failPage)
+	must.ErrorIs(t, err, down, must.Sprint("nothing read before"))
+
+	kept := &structs.JobPage{Jobs: []*structs.Job{job(7, structs.JobQueued)}, Total: 9}
+	_, err = k.page(context.Background(), queued, answer(kept))
+	must.NoError(t, err)
+	p, err := k.page(context.Background(), queued, failPage)
+	must.NoError(t, err)
+	must.Eq(t, []string{"j7"}, ids(p))
+	must.Eq(t, 9, p.Total)
+	p.Jobs[0].State = structs.JobFailed // a copy
+	j, err := k.job(context.Background(), "j7", getFail)
+	must.NoError(t, err)
+	must.Eq(t, structs.JobQueued, j.State)
+
+	other := queued
+	other.Reverse = true
+	_, err = k.page(context.Background(), other, failPage)
+	must.ErrorIs(t, err, down, must.Sprint("another query, and no list read whole"))
+	k.keep([]*structs.Job{job(0, structs.JobRunning), job(1, structs.JobQueued), job(2, structs.JobQueued), job(3, structs.JobQueued)})
+	p, err = k.page(context.Background(), other, failPage)
+	must.NoError(t, err)
+	must.Eq(t, []string{"j3", "j2"}, ids(p), must.Sprint("that page of the last list"))
+	must.Eq(t, 3, p.Total)
+	must.Eq(t, "j1", p.Next.ID)
+
+	big := &structs.JobPage{}
+	for i := range maxKnownPageJobs {
+		big.Jobs = append(big.Jobs, job(100+i, structs.JobQueued))
+	}
+	_, err = k.page(context.Background(), structs.JobQuery{User: "many"}, answer(big))
+	must.NoError(t, err)
+	p, err = k.page(context.Background(), queued, failPage)
+	must.NoError(t, err)
+	must.Eq(t, []string{"j1", "j2"}, ids(p), must.Sprint("the page kept first was forgotten: the last list's"))
+	p, err = k.page(context.Background(), structs.JobQuery{User: "many"}, failPage)
+	must.NoError(t, err)
+	must.Len(t, maxKnownPageJobs, p.Jobs)
+
+	// Pages of few jobs (or none: a prefix nothing has) are bounded too.
+	for i := range maxKnownPages + 10 {
+		_, err = k.page(context.Background(), structs.JobQuery{Prefix: fmt.Sprint("x", i)}, answer(&structs.JobPage{}))
+		must.NoError(t, err)
+	}
+	must.MapLen(t, maxKnownPages, k.pages)
+	must.Len(t, maxKnownPages, k.queries)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/cluster"
+	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 // oneNodeNomad is Nomad's HTTP API with one GPU node.
@@ -88,4 +89,34 @@ func TestNodes_NeverReadAnswersUnavailable(t *testing.T) {
 	})
 	_, err := (&backend{a: a}).Nodes(context.Background())
 	must.ErrorIs(t, err, api.ErrUnavailable)
+}
+
+// A node's GPUs held are those of the running jobs on it (read as a page
+// of running jobs, not as every record): a queued job holds none, and an
+// ended one none, whatever allocation its record kept.
+func TestNodes_CountRunningJobs(t *testing.T) {
+	a := newTestAgent(t)
+	t.Cleanup(func() {
+		a.planner.Policies.Close()
+		_ = a.store.Close()
+	})
+	ctx := context.Background()
+	now := time.Now()
+	for i, j := range []*structs.Job{
+		{ID: "run-1", State: structs.JobRunning, Allocation: map[string]int{"n1": 4, "n2": 1}},
+		{ID: "run-2", State: structs.JobRunning, Allocation: map[string]int{"n1": 2}},
+		{ID: "done-1", State: structs.JobComplete, Allocation: map[string]int{"n1": 2}},
+		{ID: "wait-1", State: structs.JobQueued},
+	} {
+		j.Submitted = now.Add(time.Duration(i) * time.Second)
+		must.NoError(t, a.store.CreateJob(ctx, j))
+	}
+	nodes, err := (&backend{a: a}).Nodes(ctx)
+	must.NoError(t, err)
+	must.Len(t, 2, nodes)
+	must.Eq(t, map[string]int{"run-1": 4, "run-2": 2}, nodes[0].Jobs)
+	must.Eq(t, 6, nodes[0].GPUsUsed)
+	must.Eq(t, 2, nodes[0].GPUsFree)
+	must.Eq(t, map[string]int{"run-1": 1}, nodes[1].Jobs)
+	must.Eq(t, 7, nodes[1].GPUsFree)
 }

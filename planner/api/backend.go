@@ -33,6 +33,10 @@ type Backend interface {
 	Job(ctx context.Context, id string) (*structs.Job, error)
 	// Jobs returns every job the store holds, in submission order.
 	Jobs(ctx context.Context) ([]*structs.Job, error)
+	// JobPage returns the page of jobs q selects, with how many it
+	// selects in all (the store's ListJobsPage): what GET /v1/jobs and
+	// GET /v1/queue answer, without reading every job.
+	JobPage(ctx context.Context, q structs.JobQuery) (*structs.JobPage, error)
 	// Stop stops a job (queued or running) and returns it as stored after
 	// the stop was recorded. ErrNotFound for an unknown ID; ErrConflict
 	// for a job that has already ended.
@@ -61,7 +65,8 @@ type Backend interface {
 	// crashes is a plain error. Either way the previous policy stays.
 	SetPolicy(ctx context.Context, name string, config map[string]string) (*structs.PolicyState, error)
 
-	// Nodes lists the cluster's nodes and their GPUs.
+	// Nodes lists the cluster's nodes and their GPUs, ordered by ID (the
+	// order GET /v1/nodes pages them in).
 	Nodes(ctx context.Context) ([]NodeInfo, error)
 	// Queues lists the queues, parents first, with their quotas and what
 	// their jobs hold now, and, where window is above 0, the GPU-hours

@@ -94,20 +94,33 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) (int, any, erro
 	return 0, written{}, nil
 }
 
-func (s *Server) queue(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	jobs, err := s.backend.Jobs(r.Context())
+// queue answers a page of the queued jobs, paged and filtered as GET
+// /v1/jobs is (pages.go), but for the state: only queued jobs.
+func (s *Server) queue(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	q, err := parseListQuery(r)
 	if err != nil {
 		return 0, nil, err
 	}
+	if len(q.States) > 0 {
+		return 0, nil, Inputf("the queue lists queued jobs only: ask GET /v1/jobs?state= for others")
+	}
+	q.States = []structs.JobState{structs.JobQueued}
+	page, err := s.backend.JobPage(r.Context(), q)
+	if err != nil {
+		return 0, nil, err
+	}
+	setPageHeaders(w, page)
 	waits := s.waits()
 	now := s.now()
-	out := []QueueEntry{}
-	for _, j := range jobs {
-		if j.State != structs.JobQueued {
-			continue
-		}
+	out := make([]QueueEntry, 0, len(page.Jobs))
+	for i, j := range page.Jobs {
 		stub := stubWithWait(j, waits)
-		out = append(out, QueueEntry{Position: len(out) + 1, Job: stub,
+		// The place among the jobs selected, oldest first, either way.
+		pos := page.Before + i + 1
+		if q.Reverse {
+			pos = page.Total - page.Before - i
+		}
+		out = append(out, QueueEntry{Position: pos, Job: stub,
 			WaitingSeconds: max(0, now.Sub(j.Submitted).Seconds()), Reason: stub.Waiting})
 	}
 	return http.StatusOK, out, nil
@@ -122,7 +135,12 @@ func (s *Server) utilization(_ http.ResponseWriter, r *http.Request) (int, any, 
 		}
 		window = d
 	}
-	jobs, err := s.backend.Jobs(r.Context())
+	// The jobs that held GPUs since the window began: the others add
+	// nothing to it. (Asked from the minute before, so that the reads of
+	// a minute are one query to the backend's last known pages.)
+	now := s.now()
+	since := now.Add(-window)
+	held, err := s.backend.JobPage(r.Context(), structs.JobQuery{HeldSince: since.Truncate(time.Minute)})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -134,8 +152,7 @@ func (s *Server) utilization(_ http.ResponseWriter, r *http.Request) (int, any, 
 	for _, n := range nodes {
 		total += n.GPUsTotal
 	}
-	now := s.now()
-	return http.StatusOK, utilizationOf(jobs, total, now.Add(-window), now), nil
+	return http.StatusOK, utilizationOf(held.Jobs, total, since, now), nil
 }
 
 // utilizationOf sums the jobs' GPU histories into the GPUs held over

@@ -24,6 +24,8 @@ type openAPIDoc struct {
 	Components struct {
 		Schemas         map[string]schema          `json:"schemas"`
 		Responses       map[string]json.RawMessage `json:"responses"`
+		Parameters      map[string]json.RawMessage `json:"parameters"`
+		Headers         map[string]json.RawMessage `json:"headers"`
 		SecuritySchemes map[string]json.RawMessage `json:"securitySchemes"`
 	} `json:"components"`
 }
@@ -103,9 +105,11 @@ func TestOpenAPI_RefsResolve(t *testing.T) {
 					must.True(t, found, must.Sprintf("dangling $ref %s", ref))
 					return
 				}
-				name, ok = strings.CutPrefix(ref, "#/components/responses/")
+				kind, name, _ := strings.Cut(strings.TrimPrefix(ref, "#/components/"), "/")
+				held, ok := map[string]map[string]json.RawMessage{"responses": doc.Components.Responses,
+					"parameters": doc.Components.Parameters, "headers": doc.Components.Headers}[kind]
 				must.True(t, ok, must.Sprintf("unexpected $ref %s", ref))
-				_, found := doc.Components.Responses[name]
+				_, found := held[name]
 				must.True(t, found, must.Sprintf("dangling $ref %s", ref))
 			}
 			for _, x := range v {
@@ -210,4 +214,41 @@ func jsonFields(t *testing.T, typ reflect.Type) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// The list routes document the query parameters a client sends
+// (api.ListQuery; the nodes' pages only), and the headers of a page.
+func TestOpenAPI_ListParameters(t *testing.T) {
+	doc := loadDoc(t)
+	full := api.ListQuery{States: []structs.JobState{structs.JobQueued}, Queues: []string{"q"}, User: "u", Prefix: "p",
+		PerPage: 1, NextToken: "t", Reverse: true}
+	sent := slices.Sorted(maps.Keys(full.Values()))
+	for path, want := range map[string][]string{
+		"/v1/jobs":  sent,
+		"/v1/queue": slices.DeleteFunc(slices.Clone(sent), func(s string) bool { return s == "state" }),
+		"/v1/nodes": {"next_token", "per_page"},
+	} {
+		var op struct {
+			Parameters []struct {
+				Ref string `json:"$ref"`
+			} `json:"parameters"`
+			Responses map[string]struct {
+				Headers map[string]json.RawMessage `json:"headers"`
+			} `json:"responses"`
+		}
+		must.NoError(t, json.Unmarshal(doc.Paths[path]["get"], &op))
+		var names []string
+		for _, p := range op.Parameters {
+			var param struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			}
+			must.NoError(t, json.Unmarshal(doc.Components.Parameters[strings.TrimPrefix(p.Ref, "#/components/parameters/")], &param))
+			must.Eq(t, "query", param.In)
+			names = append(names, param.Name)
+		}
+		slices.Sort(names)
+		must.Eq(t, want, names, must.Sprint(path))
+		must.Eq(t, []string{api.NextTokenHeader, api.TotalHeader}, slices.Sorted(maps.Keys(op.Responses["200"].Headers)), must.Sprint(path))
+	}
 }

@@ -388,14 +388,21 @@ func decode(r *http.Request, v any) error {
 	}
 }
 
-func (s *Server) listJobs(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	jobs, err := s.backend.Jobs(r.Context())
+// listJobs answers a page of the jobs the query's filters select
+// (pages.go).
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	q, err := parseListQuery(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := s.backend.JobPage(r.Context(), q)
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to list jobs: %w", err)
 	}
+	setPageHeaders(w, page)
 	waits := s.waits()
-	stubs := make([]JobStub, 0, len(jobs))
-	for _, j := range jobs {
+	stubs := make([]JobStub, 0, len(page.Jobs))
+	for _, j := range page.Jobs {
 		stubs = append(stubs, stubWithWait(j, waits))
 	}
 	return http.StatusOK, stubs, nil
@@ -624,10 +631,14 @@ func (s *Server) setQueues(_ http.ResponseWriter, r *http.Request) (int, any, er
 	return http.StatusOK, queues, nil
 }
 
-func (s *Server) listNodes(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+// listNodes answers a page of the nodes (pages.go).
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	nodes, err := s.backend.Nodes(r.Context())
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to list nodes: %w", err)
+	}
+	if nodes, err = pageNodes(w, r, nodes); err != nil {
+		return 0, nil, err
 	}
 	if nodes == nil {
 		nodes = []NodeInfo{}

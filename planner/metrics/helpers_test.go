@@ -35,6 +35,9 @@ func (storeStub) ListActiveJobs(context.Context) ([]*structs.Job, error) {
 func (storeStub) ListJobsNamed(context.Context, string) ([]*structs.Job, error) {
 	return nil, nil
 }
+func (storeStub) ListJobsPage(context.Context, structs.JobQuery) (*structs.JobPage, error) {
+	return &structs.JobPage{}, nil
+}
 func (storeStub) JobByIdempotencyKey(context.Context, string) (*structs.Job, error) {
 	return nil, store.ErrNotFound
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // storeOps are the operations the store wrapper times (the op label).
-var storeOps = []string{"create_job", "update_job", "delete_job", "get_job", "job_by_idempotency_key", "list_jobs", "list_active_jobs", "list_jobs_named", "get_policy", "put_policy"}
+var storeOps = []string{"create_job", "update_job", "delete_job", "get_job", "job_by_idempotency_key", "list_jobs", "list_active_jobs", "list_jobs_named", "list_jobs_page", "get_policy", "put_policy"}
 
 // Store returns s with every operation's latency recorded in r. Where s
 // lists the active jobs without copying them (store.SharedLister), so
@@ -82,6 +82,11 @@ func (t *timedStore) ListActiveJobs(ctx context.Context) ([]*structs.Job, error)
 func (t *timedStore) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
 	defer t.r.storeOp("list_jobs_named", time.Now())
 	return t.s.ListJobsNamed(ctx, name)
+}
+
+func (t *timedStore) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.JobPage, error) {
+	defer t.r.storeOp("list_jobs_page", time.Now())
+	return t.s.ListJobsPage(ctx, q)
 }
 
 func (t *timedStore) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {

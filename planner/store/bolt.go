@@ -43,10 +43,12 @@ const boltLockTimeout = time.Second
 //
 // It keeps the active jobs' records decoded in memory besides (a write
 // stores a new one there after its transaction commits, as Memory does),
-// so a round reads them without decoding every one (SharedLister); the
-// file lock makes this process the file's only writer. The cache is built
-// by the first listing, and dropped by a write whose outcome is not known
-// (a failed commit), to be built again from the file.
+// so a round reads them without decoding every one (SharedLister), and a
+// summary of every job (structs.JobSummary), so a page of jobs decodes
+// its own records only (ListJobsPage); the file lock makes this process
+// the file's only writer. The active records are read by the first
+// listing, the summaries by Open; both are dropped by a write whose
+// outcome is not known (a failed commit), to be read again from the file.
 type Bolt struct {
 	db   *bolt.DB
 	path string
@@ -55,6 +57,7 @@ type Bolt struct {
 	// (bbolt runs one write transaction at a time), and guards cache.
 	mu     sync.Mutex
 	cache  *boltCache
+	sums   *jobIndex // nil after a failed commit, until read again
 	closed bool
 }
 
@@ -111,7 +114,13 @@ func Open(path string) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("failed to initialise store %s: %w", path, err)
 	}
-	return &Bolt{db: db, path: path}, nil
+	db.MaxBatchDelay = batchDelay
+	b := &Bolt{db: db, path: path}
+	if b.sums, err = b.readSummaries(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("failed to index store %s: %w", path, err)
+	}
+	return b, nil
 }
 
 // Path is the store's file.
@@ -131,7 +140,7 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
 	}
-	err = b.write(&c, func(tx *bolt.Tx) error {
+	err = b.create(&c, func(tx *bolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
 		if jobs.Get([]byte(j.ID)) != nil {
 			return fmt.Errorf("job %q: %w", j.ID, ErrExists)
@@ -172,7 +181,7 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode job %q: %w", j.ID, err)
 	}
-	err = b.write(&c, func(tx *bolt.Tx) error {
+	err = b.write(&c, nil, func(tx *bolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
 		old := jobs.Get([]byte(j.ID))
 		if old == nil {
@@ -206,7 +215,8 @@ func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return b.write(nil, func(tx *bolt.Tx) error {
+	var gone structs.JobKey
+	return b.write(nil, &gone, func(tx *bolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
 		v := jobs.Get([]byte(id))
 		if v == nil {
@@ -219,6 +229,7 @@ func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
 		if err := deletable(&old, version); err != nil {
 			return err
 		}
+		gone = structs.KeyOf(&old)
 		if k := old.Idempotency; k != nil {
 			keys, idx := tx.Bucket(bucketKeys), []byte(keyIndex(k.Key))
 			if string(keys.Get(idx)) == id {
@@ -318,12 +329,13 @@ func (b *Bolt) ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error)
 }
 
 // write runs fn in a write transaction that stores record c (nil: one
-// that stores no active record), and then puts c (the record as stored,
-// Version included) into the cache. When fn
+// that deletes the job whose key fn sets in gone), and then puts c (the
+// record as stored, Version included) into the cache and summaries, or
+// takes the deleted job out of them. When fn
 // fails (a conflict, a job that exists or does not) the transaction is
 // rolled back and nothing was written; when the commit fails, what the
 // file holds is not known, and the cache is built again from it.
-func (b *Bolt) write(c *structs.Job, fn func(*bolt.Tx) error) error {
+func (b *Bolt) write(c *structs.Job, gone *structs.JobKey, fn func(*bolt.Tx) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	refused := false
@@ -332,19 +344,139 @@ func (b *Bolt) write(c *structs.Job, fn func(*bolt.Tx) error) error {
 		refused = err != nil
 		return err
 	})
-	switch {
-	case err == nil && b.cache != nil && c != nil:
-		c = copyJob(c)
-		b.cache.index.replace(b.cache.byID[c.ID], c)
-		if active(c.State) {
-			b.cache.byID[c.ID] = c
-		} else {
-			delete(b.cache.byID, c.ID)
-		}
-	case err != nil && !refused:
-		b.cache = nil
-	}
+	b.cacheWrite(c, gone, err, refused)
 	return err
+}
+
+// batchDelay is how long a new job's write waits for others to share its
+// commit (bbolt's DB.Batch; its default is 10ms).
+const batchDelay = 2 * time.Millisecond
+
+// create is write for a new job's record: its transaction may hold the
+// writes of other jobs created at the same time (DB.Batch: one commit and
+// one fsync for all of them, acknowledged to none before it), so that
+// concurrent submissions do not queue for an fsync each. No write of the
+// job can come before create returns (nothing knows its ID), so its
+// cache entry, made after the commit outside the writers' order, is
+// never older than the record.
+func (b *Bolt) create(c *structs.Job, fn func(*bolt.Tx) error) error {
+	var refused bool
+	err := b.db.Batch(func(tx *bolt.Tx) error {
+		err := fn(tx) // once per try: bbolt may try a batch again
+		refused = err != nil
+		return err
+	})
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		err = errClosed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cacheWrite(c, nil, err, refused)
+	return err
+}
+
+// cacheWrite brings the cache and the summaries in line with a write of
+// record c, or the deletion of the job with key gone (c nil), that ended
+// with err (refused: fn's own error, nothing written); b.mu is held.
+func (b *Bolt) cacheWrite(c *structs.Job, gone *structs.JobKey, err error, refused bool) {
+	switch {
+	case err != nil && !refused:
+		b.cache, b.sums = nil, nil
+	case err != nil:
+	case c == nil:
+		// A deleted job is a finished one: in no cache, in the summaries.
+		if b.sums != nil && gone != nil {
+			b.sums.remove(*gone)
+		}
+	default:
+		if b.sums != nil {
+			b.sums.put(structs.SummaryOf(c))
+		}
+		if b.cache != nil {
+			c = copyJob(c)
+			b.cache.index.replace(b.cache.byID[c.ID], c)
+			if active(c.State) {
+				b.cache.byID[c.ID] = c
+			} else {
+				delete(b.cache.byID, c.ID)
+			}
+		}
+	}
+}
+
+// ListJobsPage implements Store: the page is chosen from the summaries,
+// and its records are the active ones cached (copied) and the others
+// decoded from the file. A record written since the page was chosen is
+// read as it is now.
+func (b *Bolt) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.JobPage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errClosed
+	}
+	if b.sums == nil {
+		sums, err := b.readSummaries()
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		b.sums = sums
+	}
+	p := b.sums.page(&q)
+	out := &structs.JobPage{Jobs: make([]*structs.Job, len(p.Index)), Total: p.Total, Before: p.Before, Next: p.Next}
+	ids := make([]string, len(p.Index))
+	for k, i := range p.Index {
+		ids[k] = b.sums.sums[i].ID
+		if b.cache != nil {
+			out.Jobs[k] = b.cache.byID[ids[k]] // shared: copied below
+		}
+	}
+	b.mu.Unlock()
+	err := b.view(func(tx *bolt.Tx) error {
+		jobs := tx.Bucket(bucketJobs)
+		for k, id := range ids {
+			if out.Jobs[k] != nil {
+				out.Jobs[k] = copyJob(out.Jobs[k])
+				continue
+			}
+			v := jobs.Get([]byte(id))
+			if v == nil {
+				return fmt.Errorf("job %q is in the index but not stored", id)
+			}
+			j, err := decodeWhere(v, nil)
+			if err != nil {
+				return fmt.Errorf("failed to decode job %q: %w", id, err)
+			}
+			out.Jobs[k] = j
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readSummaries reads every job's summary from the file.
+func (b *Bolt) readSummaries() (*jobIndex, error) {
+	var sums []structs.JobSummary
+	err := b.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+			s, err := decodeSummary(v)
+			if err != nil {
+				return fmt.Errorf("failed to decode job %q: %w", k, err)
+			}
+			sums = append(sums, s)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newJobIndex(sums), nil
 }
 
 // readActive decodes the active jobs' records from the file, through the
@@ -469,7 +601,7 @@ func (b *Bolt) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 // Close implements Store.
 func (b *Bolt) Close() error {
 	b.mu.Lock()
-	b.cache, b.closed = nil, true
+	b.cache, b.sums, b.closed = nil, nil, true
 	b.mu.Unlock()
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("failed to close store %s: %w", b.path, err)

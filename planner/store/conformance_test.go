@@ -46,6 +46,7 @@ func runConformance(t *testing.T, h harness) {
 		{"list an empty store", testListEmpty},
 		{"list active: queued and running, ordered, kept up to date", testListActive},
 		{"list by jobspec name", testListNamed},
+		{"list a page: filters, order, cursor, kept up to date", testListPage},
 		{"policy get and put", testPolicy},
 		{"records survive close and reopen", testPersistence},
 		{"racing updates: exactly one wins", testRacingUpdates},
@@ -54,6 +55,7 @@ func runConformance(t *testing.T, h harness) {
 		{"calls after close fail", testClosed},
 		{"idempotency keys: one job per key, kept across a reopen", testIdempotencyKeys},
 		{"racing creates with one idempotency key: exactly one wins", testRacingKeys},
+		{"concurrent creates: each stored, listed and paged", testConcurrentCreates},
 		{"writes under a leadership term's fence", testFence},
 		{"delete: finished jobs only, at their version, with their key", testDelete},
 	}
@@ -320,6 +322,145 @@ func testListNamed(t *testing.T, h harness) {
 	must.EqOp(t, structs.JobComplete, jobs[1].State)
 }
 
+// A page of jobs (GET /v1/jobs): those a query selects, in the queue's
+// order or its reverse, from a key on, with how many it selects in all,
+// how many come before the page and where the next page starts; every
+// write keeps it true, a reopen too, and its records are the stored ones.
+func testListPage(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	// j3 and j4 were submitted at the same instant: the ID orders them.
+	at := func(i int) time.Time { return t0.Add(time.Duration(min(i, max(i-1, 3))) * time.Second) }
+	for _, i := range []int{5, 0, 7, 3, 1, 6, 2, 4} { // stored out of order
+		j := newJob(fmt.Sprintf("j%d", i), at(i))
+		j.Spec.Name = []string{"resnet50", "bert"}[i%2]
+		j.Spec.User = map[bool]string{true: "bob", false: "alice"}[i%3 == 0]
+		j.Spec.Queue = map[bool]string{true: "", false: "vision"}[i < 4]
+		switch i {
+		case 1:
+			j.State = structs.JobRunning
+			j.History = []structs.GPUChange{{Time: t0.Add(10 * time.Second), GPUs: 4}}
+		case 2:
+			j.State = structs.JobComplete
+			j.History = []structs.GPUChange{{Time: t0.Add(2 * time.Second), GPUs: 2}, {Time: t0.Add(4 * time.Second), GPUs: 0}}
+		}
+		must.NoError(t, s.CreateJob(ctx, j))
+	}
+	key := func(i int) *structs.JobKey { return &structs.JobKey{Submitted: at(i), ID: fmt.Sprintf("j%d", i)} }
+	type want struct {
+		ids           []string
+		total, before int
+		next          *structs.JobKey
+	}
+	check := func(t *testing.T, q structs.JobQuery, w want) {
+		t.Helper()
+		p, err := s.ListJobsPage(ctx, q)
+		must.NoError(t, err)
+		var ids []string
+		for _, j := range p.Jobs {
+			ids = append(ids, j.ID)
+			stored, err := s.GetJob(ctx, j.ID)
+			must.NoError(t, err)
+			must.Eq(t, stored, j)
+		}
+		must.Eq(t, w.ids, ids)
+		must.EqOp(t, w.total, p.Total)
+		must.EqOp(t, w.before, p.Before)
+		must.Eq(t, w.next, p.Next)
+	}
+	all := []string{"j0", "j1", "j2", "j3", "j4", "j5", "j6", "j7"}
+	cases := []struct {
+		name string
+		q    structs.JobQuery
+		want want
+	}{
+		{"every job", structs.JobQuery{}, want{all, 8, 0, nil}},
+		{"a first page", structs.JobQuery{Limit: 3}, want{all[:3], 8, 0, key(3)}},
+		{"a middle page", structs.JobQuery{From: key(3), Limit: 3}, want{all[3:6], 8, 3, key(6)}},
+		{"the last page", structs.JobQuery{From: key(6), Limit: 3}, want{all[6:], 8, 6, nil}},
+		{"from a key no job has", structs.JobQuery{From: &structs.JobKey{Submitted: at(5).Add(time.Millisecond)}, Limit: 3}, want{all[6:], 8, 6, nil}},
+		{"newest first", structs.JobQuery{Reverse: true, Limit: 3}, want{[]string{"j7", "j6", "j5"}, 8, 0, key(4)}},
+		{"newest first, from a key", structs.JobQuery{Reverse: true, From: key(4)}, want{[]string{"j4", "j3", "j2", "j1", "j0"}, 8, 3, nil}},
+		{"queued", structs.JobQuery{States: []structs.JobState{structs.JobQueued}}, want{[]string{"j0", "j3", "j4", "j5", "j6", "j7"}, 6, 0, nil}},
+		{"queued, a middle page", structs.JobQuery{States: []structs.JobState{structs.JobQueued}, From: key(2), Limit: 2},
+			want{[]string{"j3", "j4"}, 6, 1, key(5)}},
+		{"queued, newest first", structs.JobQuery{States: []structs.JobState{structs.JobQueued}, Reverse: true, From: key(4), Limit: 2},
+			want{[]string{"j4", "j3"}, 6, 3, key(0)}},
+		{"two states", structs.JobQuery{States: []structs.JobState{structs.JobRunning, structs.JobComplete}}, want{[]string{"j1", "j2"}, 2, 0, nil}},
+		{"no queue named", structs.JobQuery{Queues: []string{""}}, want{all[:4], 4, 0, nil}},
+		{"a queue", structs.JobQuery{Queues: []string{"vision"}}, want{all[4:], 4, 0, nil}},
+		{"a user", structs.JobQuery{User: "bob"}, want{[]string{"j0", "j3", "j6"}, 3, 0, nil}},
+		{"a name prefix", structs.JobQuery{Prefix: "be"}, want{[]string{"j1", "j3", "j5", "j7"}, 4, 0, nil}},
+		{"an ID prefix", structs.JobQuery{Prefix: "j5"}, want{[]string{"j5"}, 1, 0, nil}},
+		{"held GPUs since", structs.JobQuery{HeldSince: t0.Add(5 * time.Second)}, want{[]string{"j1"}, 1, 0, nil}},
+		{"held GPUs since, earlier", structs.JobQuery{HeldSince: t0.Add(3 * time.Second)}, want{[]string{"j1", "j2"}, 2, 0, nil}},
+		{"filters together", structs.JobQuery{User: "alice", Queues: []string{"vision"}, States: []structs.JobState{structs.JobQueued}},
+			want{[]string{"j4", "j5", "j7"}, 3, 0, nil}},
+		{"none selected", structs.JobQuery{User: "carol", Limit: 3}, want{nil, 0, 0, nil}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { check(t, tc.q, tc.want) })
+	}
+
+	t.Run("writes keep it true", func(t *testing.T) {
+		j, err := s.GetJob(ctx, "j0")
+		must.NoError(t, err)
+		j.State = structs.JobRunning
+		must.NoError(t, s.UpdateJob(ctx, j))
+		must.NoError(t, s.CreateJob(ctx, newJob("j8", at(8))))
+		queued := structs.JobQuery{States: []structs.JobState{structs.JobQueued}, Limit: 2}
+		check(t, queued, want{[]string{"j3", "j4"}, 6, 0, key(5)})
+		queued.From = key(7)
+		check(t, queued, want{[]string{"j7", "j8"}, 6, 4, nil})
+		s = h.reopen(t, s)
+		check(t, queued, want{[]string{"j7", "j8"}, 6, 4, nil})
+	})
+}
+
+// Submissions come at once (Bolt may commit them together): each one
+// acknowledged is stored, among the active jobs a round lists, and in the
+// pages; one refused is in none.
+func testConcurrentCreates(t *testing.T, h harness) {
+	s := h.open(t)
+	ctx := context.Background()
+	_, err := s.ListActiveJobs(ctx) // a round has listed them: the stores keep them
+	must.NoError(t, err)
+	must.NoError(t, s.CreateJob(ctx, newJob("taken", t0)))
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("j-%02d", i)
+			if i%10 == 9 {
+				id = "taken"
+			}
+			errs[i] = s.CreateJob(ctx, newJob(id, t0.Add(time.Duration(i+1)*time.Second)))
+		}()
+	}
+	wg.Wait()
+	want := []string{"taken"}
+	for i, err := range errs {
+		if i%10 == 9 {
+			must.ErrorIs(t, err, ErrExists)
+			continue
+		}
+		must.NoError(t, err)
+		want = append(want, fmt.Sprintf("j-%02d", i))
+	}
+	active, err := s.ListActiveJobs(ctx)
+	must.NoError(t, err)
+	must.Eq(t, want, jobIDs(active))
+	p, err := s.ListJobsPage(ctx, structs.JobQuery{})
+	must.NoError(t, err)
+	must.Eq(t, want, jobIDs(p.Jobs))
+	taken, err := s.GetJob(ctx, "taken")
+	must.NoError(t, err)
+	must.Eq(t, t0, taken.Submitted, must.Sprint("the first record of an ID stays"))
+}
+
 func testPolicy(t *testing.T, h harness) {
 	s := h.open(t)
 	ctx := context.Background()
@@ -463,6 +604,8 @@ func testClosed(t *testing.T, h harness) {
 	must.Error(t, err)
 	_, err = s.ListJobsNamed(ctx, "resnet50")
 	must.Error(t, err)
+	_, err = s.ListJobsPage(ctx, structs.JobQuery{})
+	must.Error(t, err)
 	must.Error(t, s.PutPolicy(ctx, &structs.PolicyState{Name: "fifo"}))
 	must.Error(t, s.DeleteJob(ctx, "a", 1))
 }
@@ -576,6 +719,14 @@ func testDelete(t *testing.T, h harness) {
 	must.ErrorIs(t, err, ErrNotFound)
 	for _, list := range []func(context.Context) ([]*structs.Job, error){
 		s.ListJobs, s.ListActiveJobs, func(ctx context.Context) ([]*structs.Job, error) { return s.ListJobsNamed(ctx, "resnet50") },
+		func(ctx context.Context) ([]*structs.Job, error) {
+			p, err := s.ListJobsPage(ctx, structs.JobQuery{})
+			if err != nil {
+				return nil, err
+			}
+			must.Eq(t, 1, p.Total)
+			return p.Jobs, nil
+		},
 	} {
 		jobs, err := list(ctx)
 		must.NoError(t, err)

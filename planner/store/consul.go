@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -264,6 +265,41 @@ func (c *Consul) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
 // ListJobsNamed implements Store as ListActiveJobs does.
 func (c *Consul) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
 	return c.listWhere(ctx, named(name))
+}
+
+// ListJobsPage implements Store with one prefix read of every job, each
+// decoded as far as its summary; only the page's records are decoded
+// whole. (Every planner sharing the store writes it, so none holds its
+// summaries: each page reads them, as a round reads the active jobs.)
+func (c *Consul) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.JobPage, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	pairs, _, err := c.kv.List(c.jobsPrefix(), c.queryOpts(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("failed to list jobs: %w", err)
+	}
+	type entry struct {
+		sum  structs.JobSummary
+		pair *api.KVPair
+	}
+	all := make([]entry, 0, len(pairs))
+	for _, p := range pairs {
+		s, err := decodeSummary(p.Value)
+		if err != nil {
+			return nil, fmt.Errorf("failed to decode job at %s: %w", p.Key, err)
+		}
+		all = append(all, entry{s, p})
+	}
+	slices.SortFunc(all, func(a, b entry) int { return a.sum.Compare(b.sum.JobKey) })
+	p := structs.PageOf(len(all), func(i int) *structs.JobSummary { return &all[i].sum }, &q)
+	out := &structs.JobPage{Jobs: make([]*structs.Job, len(p.Index)), Total: p.Total, Before: p.Before, Next: p.Next}
+	for k, i := range p.Index {
+		if out.Jobs[k], err = decodeWhere(all[i].pair.Value, nil); err != nil {
+			return nil, fmt.Errorf("failed to decode job at %s: %w", all[i].pair.Key, err)
+		}
+	}
+	return out, nil
 }
 
 func (c *Consul) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job, error) {

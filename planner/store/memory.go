@@ -34,6 +34,7 @@ type memoryDB struct {
 	mu     sync.RWMutex
 	jobs   map[string]*structs.Job
 	active activeIndex         // the queued and running jobs, in the queue's order
+	all    jobIndex            // every job's summary, in the queue's order
 	names  map[string][]string // jobspec name -> job IDs
 	keys   map[string]string   // Idempotency key -> job ID
 	policy *structs.PolicyState
@@ -100,6 +101,7 @@ func (m *Memory) write(ctx context.Context, j *structs.Job) (*memoryDB, error) {
 // search: (Submitted, ID) is unique).
 func (db *memoryDB) put(c *structs.Job) {
 	db.active.replace(db.jobs[c.ID], c)
+	db.all.put(structs.SummaryOf(c))
 	db.jobs[c.ID] = c
 }
 
@@ -147,6 +149,7 @@ func (m *Memory) DeleteJob(ctx context.Context, id string, version uint64) error
 		return err
 	}
 	delete(db.jobs, id)
+	db.all.remove(structs.KeyOf(old))
 	if ids := slices.DeleteFunc(db.names[old.Spec.Name], func(n string) bool { return n == id }); len(ids) > 0 {
 		db.names[old.Spec.Name] = ids
 	} else {
@@ -246,6 +249,23 @@ func (m *Memory) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job
 		out = append(out, copyJob(db.jobs[id]))
 	}
 	sortJobs(out)
+	return out, nil
+}
+
+// ListJobsPage implements Store from the summaries of every job: a page
+// copies its own records only.
+func (m *Memory) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.JobPage, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	db := m.db
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	p := db.all.page(&q)
+	out := &structs.JobPage{Jobs: make([]*structs.Job, len(p.Index)), Total: p.Total, Before: p.Before, Next: p.Next}
+	for k, i := range p.Index {
+		out.Jobs[k] = copyJob(db.jobs[db.all.sums[i].ID])
+	}
 	return out, nil
 }
 

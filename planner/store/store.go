@@ -53,6 +53,12 @@ type Store interface {
 	// ErrNotFinished, deleting nothing, if the job is queued or running:
 	// no deletion ever touches a live job.
 	DeleteJob(ctx context.Context, id string, version uint64) error
+	// ListJobsPage returns the page of jobs that q selects, in the order
+	// of (Submitted, ID) or its reverse, with how many q selects in all.
+	// It decodes the page's records only: Bolt and Memory choose them
+	// from a summary of every job they keep in memory (structs.JobSummary),
+	// Consul from one read of every record, each decoded in part.
+	ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.JobPage, error)
 	// GetPolicy returns the stored policy state, or ErrNotFound if it was
 	// never set.
 	GetPolicy(ctx context.Context) (*structs.PolicyState, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api/apitest"
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/events"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/ui"
 )
 
@@ -97,4 +99,54 @@ func TestN5_DashboardSaysWhyOffline(t *testing.T) {
 	srv.Close()
 	p = follow(t, node, srv.URL, apitest.ReadToken, "offline")
 	must.StrContains(t, p.Reason, "the planner does not answer")
+}
+
+// Issue 28 (the dashboard reloaded every job, 10.3 MB, on every event):
+// the page reads pages. Its readers, run in Node against the API: every
+// node, over as many pages as there are (5,001 nodes are two); a page of
+// the newest jobs with the count of all of them for its heading; every
+// running job (those the GPU map names).
+func TestDashboard_ReadsPages(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the dashboard is tested in Chromium by the e2e tier")
+	}
+	var nodes []api.NodeInfo
+	for i := range api.MaxPerPage + 1 {
+		nodes = append(nodes, apitest.Node(fmt.Sprintf("n%05d", i), fmt.Sprintf("gpu-%d", i), 8))
+	}
+	b := apitest.NewBackend(nodes...)
+	var ids []string
+	for _, name := range []string{"a", "b", "c", "d"} {
+		j, _, err := b.Submit(context.Background(), &jobspec.Spec{Name: name, GPUs: jobspec.GPUs{Min: 1, Max: 1, PerWorker: 1}}, "", nil)
+		must.NoError(t, err)
+		ids = append(ids, j.ID)
+	}
+	b.Start(ids[0], map[string]int{"n00000": 1}, "fifo")
+	b.Start(ids[2], map[string]int{"n00001": 1}, "fifo")
+	srv := apitest.NewServer(t, b)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, filepath.Join("testdata", "pages.js"), filepath.Join("assets", "app.js"), srv.URL, apitest.ReadToken).Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		t.Fatalf("node: %v: %s", err, ee.Stderr)
+	}
+	must.NoError(t, err)
+	var got struct {
+		Nodes, Newest, Running, Asked []string
+		Total                         int
+		More                          bool
+		Heading                       string
+	}
+	must.NoError(t, json.Unmarshal(out, &got), must.Sprint(string(out)))
+	must.Len(t, api.MaxPerPage+1, got.Nodes)
+	must.Eq(t, "n05000", got.Nodes[api.MaxPerPage])
+	must.Eq(t, []string{ids[3], ids[2]}, got.Newest)
+	must.Eq(t, 4, got.Total)
+	must.True(t, got.More)
+	must.Eq(t, "(the newest 2 of 4)", got.Heading)
+	must.Eq(t, []string{ids[0], ids[2]}, got.Running)
+	must.Len(t, 4, got.Asked, must.Sprint("two pages of nodes, one of jobs, one of running jobs"))
 }

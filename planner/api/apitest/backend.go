@@ -224,6 +224,27 @@ func (b *Backend) Jobs(context.Context) ([]*structs.Job, error) {
 	return out, nil
 }
 
+// JobPage pages the jobs as the stores do (structs.PageOf), in the order
+// of their keys (Submitted, ID).
+func (b *Backend) JobPage(_ context.Context, q structs.JobQuery) (*structs.JobPage, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.enter("JobPage"); err != nil {
+		return nil, err
+	}
+	sums := make([]structs.JobSummary, 0, len(b.order))
+	for _, id := range b.order {
+		sums = append(sums, structs.SummaryOf(b.jobs[id]))
+	}
+	slices.SortFunc(sums, func(a, b structs.JobSummary) int { return a.Compare(b.JobKey) })
+	p := structs.PageOf(len(sums), func(i int) *structs.JobSummary { return &sums[i] }, &q)
+	out := &structs.JobPage{Total: p.Total, Before: p.Before, Next: p.Next}
+	for _, i := range p.Index {
+		out.Jobs = append(out.Jobs, clone(b.jobs[sums[i].ID]))
+	}
+	return out, nil
+}
+
 // Stop stops a queued or running job; an ended one is api.ErrConflict.
 func (b *Backend) Stop(_ context.Context, id string) (*structs.Job, error) {
 	b.mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,7 +145,7 @@ func (c *Client) Submit(ctx context.Context, source, filename, key string) (*str
 	body := api.SubmitRequest{Source: source, Filename: filename}
 	for attempt := 1; ; attempt++ {
 		var job structs.Job
-		err := c.doHeader(ctx, http.MethodPost, "/v1/jobs", header, body, &job)
+		_, err := c.doHeader(ctx, http.MethodPost, "/v1/jobs", header, body, &job)
 		if err == nil {
 			return &job, nil
 		}
@@ -203,13 +204,76 @@ func (c *Client) Job(ctx context.Context, id string) (*structs.Job, error) {
 	return &job, nil
 }
 
-// Jobs lists the jobs.
-func (c *Client) Jobs(ctx context.Context) ([]api.JobStub, error) {
-	var jobs []api.JobStub
-	if err := c.do(ctx, http.MethodGet, "/v1/jobs", nil, &jobs); err != nil {
+// JobPage is one page of a listing of jobs.
+type JobPage struct {
+	Jobs []api.JobStub
+	// Total counts the jobs the query's filters select, on every page.
+	Total int
+	// NextToken is where the next page starts (the query's NextToken);
+	// "" on the last page.
+	NextToken string
+}
+
+// ListJobs reads one page of the jobs q selects (GET /v1/jobs). From a
+// planner that does not page, the page holds every job.
+func (c *Client) ListJobs(ctx context.Context, q api.ListQuery) (*JobPage, error) {
+	var p JobPage
+	var err error
+	p.Jobs, p.Total, p.NextToken, err = page[api.JobStub](ctx, c, "/v1/jobs", q.Values())
+	if err != nil {
 		return nil, err
 	}
-	return jobs, nil
+	return &p, nil
+}
+
+// AllJobs reads every page of the jobs q selects, from q.NextToken on,
+// api.MaxPerPage at a time unless q.PerPage says otherwise.
+func (c *Client) AllJobs(ctx context.Context, q api.ListQuery) ([]api.JobStub, error) {
+	return allPages[api.JobStub](ctx, c, "/v1/jobs", q.Values())
+}
+
+// page reads one page of a list route (api.ListQuery's parameters in v):
+// its items, how many there are in all, and the next page's token ("" on
+// the last page). From a planner that does not page, every item.
+func page[T any](ctx context.Context, c *Client, path string, v url.Values) ([]T, int, string, error) {
+	if len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	var items []T
+	h, err := c.doHeader(ctx, http.MethodGet, path, nil, nil, &items)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	total, err := strconv.Atoi(h.Get(api.TotalHeader))
+	if err != nil {
+		total = len(items)
+	}
+	return items, total, h.Get(api.NextTokenHeader), nil
+}
+
+// allPages reads every page of a list route from v's next_token on,
+// api.MaxPerPage items at a time unless v's per_page says otherwise.
+func allPages[T any](ctx context.Context, c *Client, path string, v url.Values) ([]T, error) {
+	if v.Get("per_page") == "" {
+		v.Set("per_page", strconv.Itoa(api.MaxPerPage))
+	}
+	var out []T
+	for {
+		items, _, next, err := page[T](ctx, c, path, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+		if next == "" || next == v.Get("next_token") {
+			return out, nil
+		}
+		v.Set("next_token", next)
+	}
+}
+
+// Jobs lists every job, reading every page.
+func (c *Client) Jobs(ctx context.Context) ([]api.JobStub, error) {
+	return c.AllJobs(ctx, api.ListQuery{})
 }
 
 // Stop stops a job.
@@ -269,13 +333,13 @@ func (c *Client) SetQueues(ctx context.Context, source, filename string) ([]stru
 	return queues, nil
 }
 
-// Nodes lists the nodes.
+// Nodes lists the nodes, reading every page.
 func (c *Client) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
-	var nodes []api.NodeInfo
-	if err := c.do(ctx, http.MethodGet, "/v1/nodes", nil, &nodes); err != nil {
-		return nil, err
+	nodes, err := allPages[api.NodeInfo](ctx, c, "/v1/nodes", url.Values{})
+	if nodes == nil && err == nil {
+		nodes = []api.NodeInfo{}
 	}
-	return nodes, nil
+	return nodes, err
 }
 
 // Status reads the planner's status.
@@ -292,16 +356,17 @@ func (c *Client) Status(ctx context.Context) (*api.Status, error) {
 // An answer that is not 2xx is an *Error carrying the server's message,
 // which already says what failed ("failed to stop job ...").
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	return c.doHeader(ctx, method, path, nil, body, out)
+	_, err := c.doHeader(ctx, method, path, nil, body, out)
+	return err
 }
 
-// doHeader is do with extra request headers.
-func (c *Client) doHeader(ctx context.Context, method, path string, header http.Header, body, out any) error {
+// doHeader is do with extra request headers; it returns the answer's.
+func (c *Client) doHeader(ctx context.Context, method, path string, header http.Header, body, out any) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		buf, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("failed to encode the request: %w", err)
+			return nil, fmt.Errorf("failed to encode the request: %w", err)
 		}
 		rd = bytes.NewReader(buf)
 	}
@@ -311,7 +376,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, header http.
 	u.RawQuery = query
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return fmt.Errorf("failed to build the request: %w", err)
+		return nil, fmt.Errorf("failed to build the request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -325,12 +390,12 @@ func (c *Client) doHeader(ctx context.Context, method, path string, header http.
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("failed to reach the planner at %s: %w", c.base, &transportError{err})
+		return nil, fmt.Errorf("failed to reach the planner at %s: %w", c.base, &transportError{err})
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return fmt.Errorf("failed to read the answer to %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("failed to read the answer to %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := &Error{StatusCode: resp.StatusCode}
@@ -340,15 +405,15 @@ func (c *Client) doHeader(ctx context.Context, method, path string, header http.
 		} else {
 			e.Message = strings.TrimSpace(http.StatusText(resp.StatusCode) + " " + firstLine(raw))
 		}
-		return e
+		return nil, e
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("failed to decode the answer to %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("failed to decode the answer to %s %s: %w", method, path, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 func firstLine(b []byte) string {

@@ -187,3 +187,55 @@ func TestClient_SubmitRetriesWithTheKey(t *testing.T) {
 	must.Error(t, err)
 	must.Eq(t, int32(1), posts.Load())
 }
+
+// ListJobs reads one page, its total and the next page's token; AllJobs
+// follows the tokens to the last page; from a planner that does not page
+// (no headers), the answer is every job and the last page.
+func TestClient_Pages(t *testing.T) {
+	b := apitest.NewBackend(apitest.Node("node-1", "gpu-1", 8))
+	srv := apitest.NewServer(t, b)
+	ctx := context.Background()
+	c, err := client.New(client.Config{Address: srv.URL, Token: apitest.Token, HTTPClient: srv.Client()})
+	must.NoError(t, err)
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		_, err := c.Submit(ctx, "training \""+name+"\" {\n  command = \"x\"\n  gpus = 1\n}\n", name+".hcl", "")
+		must.NoError(t, err)
+	}
+	ids := b.IDs()
+	b.Start(ids[3], map[string]int{"node-1": 1}, "fifo")
+
+	p, err := c.ListJobs(ctx, api.ListQuery{PerPage: 2, States: []structs.JobState{structs.JobQueued}})
+	must.NoError(t, err)
+	must.Eq(t, 4, p.Total)
+	must.Eq(t, []string{ids[0], ids[1]}, stubIDs(p.Jobs))
+	must.NotEq(t, "", p.NextToken)
+
+	all, err := c.AllJobs(ctx, api.ListQuery{PerPage: 2, States: []structs.JobState{structs.JobQueued}})
+	must.NoError(t, err)
+	must.Eq(t, []string{ids[0], ids[1], ids[2], ids[4]}, stubIDs(all))
+	all, err = c.Jobs(ctx)
+	must.NoError(t, err)
+	must.Eq(t, ids, stubIDs(all))
+
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`[{"id":"x-1","state":"queued"},{"id":"x-2","state":"running"}]`))
+	}))
+	t.Cleanup(old.Close)
+	c, err = client.New(client.Config{Address: old.URL})
+	must.NoError(t, err)
+	p, err = c.ListJobs(ctx, api.ListQuery{PerPage: 1})
+	must.NoError(t, err)
+	must.Eq(t, 2, p.Total)
+	must.Eq(t, "", p.NextToken)
+	all, err = c.AllJobs(ctx, api.ListQuery{})
+	must.NoError(t, err)
+	must.Eq(t, []string{"x-1", "x-2"}, stubIDs(all))
+}
+
+func stubIDs(stubs []api.JobStub) []string {
+	var out []string
+	for _, s := range stubs {
+		out = append(out, s.ID)
+	}
+	return out
+}

@@ -25,7 +25,8 @@ function headers(extra) {
   if (token()) h["X-Schedulearn-Token"] = token();
   return h;
 }
-async function api(path, opts) {
+// request calls the API: the answer's body (JSON) and headers.
+async function request(path, opts) {
   opts = opts || {};
   const resp = await fetch(path, { method: opts.method || "GET", headers: headers(opts.body ? { "Content-Type": "application/json" } : {}),
     body: opts.body ? JSON.stringify(opts.body) : undefined, cache: "no-store" });
@@ -37,7 +38,30 @@ async function api(path, opts) {
     err.status = resp.status;
     throw err;
   }
-  return body;
+  return { body: body, headers: resp.headers };
+}
+async function api(path, opts) { return (await request(path, opts)).body; }
+// apiPage reads one page of a list route (GET /v1/jobs, /v1/queue,
+// /v1/nodes): its items, how many there are in all, and the next page's
+// token ("" on the last).
+async function apiPage(path) {
+  const r = await request(path);
+  const items = r.body || [];
+  const total = parseInt(r.headers.get("X-Schedulearn-Total"), 10);
+  return { items: items, total: isNaN(total) ? items.length : total, next: r.headers.get("X-Schedulearn-Next-Token") || "" };
+}
+// apiAll reads every page of a list route, the largest pages the API
+// serves.
+async function apiAll(path) {
+  const sep = path.includes("?") ? "&" : "?";
+  let items = [], next = "";
+  do {
+    const p = await apiPage(path + sep + "per_page=5000" + (next ? "&next_token=" + encodeURIComponent(next) : ""));
+    items = items.concat(p.items);
+    if (p.next === next) break;
+    next = p.next;
+  } while (next);
+  return items;
 }
 function showError(msg) { const e = $("#error"); e.textContent = msg || ""; e.hidden = !msg; }
 function fmtTime(t) { if (!t || t.startsWith("0001")) return ""; return new Date(t).toLocaleString(); }
@@ -128,12 +152,15 @@ function chart(container, opts) {
 // ---------------------------------------------------------------- overview
 async function renderOverview() {
   const win = $("#queues-window").value;
-  const [queue, nodes, jobs, util, queues] = await Promise.all([api("/v1/queue"), api("/v1/nodes"), api("/v1/jobs"),
-    api("/v1/utilization?window=1h"), api("/v1/queues?window=" + encodeURIComponent(win))]);
+  // The first 200 waiting jobs and the 200 newest jobs, a page each (a
+  // long queue is for the CLI's job list); every node and every running
+  // job (those holding GPUs), for the map.
+  const [queue, nodes, running, jobs, util, queues] = await Promise.all([apiPage("/v1/queue?per_page=" + SHOWN), apiAll("/v1/nodes"),
+    apiAll("/v1/jobs?state=running"), apiPage("/v1/jobs?reverse=true&per_page=" + SHOWN), api("/v1/utilization?window=1h"),
+    api("/v1/queues?window=" + encodeURIComponent(win))]);
   renderQueues(queues, win);
-  // Waiting jobs (the first 200: a long queue is for the CLI's -json).
-  $("#queue-count").textContent = queue.length ? `(${queue.length})` : "(empty)";
-  fill($("#queue tbody"), queue.slice(0, 200).map(q => el("tr", { "data-job": q.job.id },
+  $("#queue-count").textContent = shownOf(queue, "first");
+  fill($("#queue tbody"), queue.items.map(q => el("tr", { "data-job": q.job.id },
     el("td", {}, q.position), el("td", {}, jobLink(q.job.id)), el("td", {}, [q.job.user, q.job.queue].filter(Boolean).join(" / ")),
     el("td", { "data-field": "place" }, place(q.job.wait)),
     el("td", {}, asked(q.job)), el("td", {}, fmtDur(q.waiting_seconds)), el("td", { class: "reason" }, q.reason))));
@@ -141,7 +168,7 @@ async function renderOverview() {
   // user and GPUs in the tooltip, and a legend of the jobs on the map.
   let total = 0, used = 0, free = 0;
   const map = $("#gpu-map");
-  const stubs = new Map(jobs.map(j => [j.id, j]));
+  const stubs = new Map(running.map(j => [j.id, j]));
   const held = [...new Set(nodes.flatMap(n => Object.keys(n.jobs || {})))].sort();
   const keys = mapKeys(held, stubs);
   map.replaceChildren(...nodes.map(n => {
@@ -172,7 +199,8 @@ async function renderOverview() {
       el("span", { class: "muted" }, " " + id));
   }));
   // Jobs.
-  fill($("#jobs tbody"), jobs.slice().reverse().slice(0, 200).map(j => el("tr", { "data-job": j.id },
+  $("#jobs-count").textContent = shownOf(jobs, "newest");
+  fill($("#jobs tbody"), jobs.items.map(j => el("tr", { "data-job": j.id },
     el("td", {}, jobLink(j.id)), el("td", {}, j.queue || "default"), el("td", {}, j.priority), el("td", { class: "state " + j.state }, j.state, healthMark(j)),
     el("td", {}, j.gpus), el("td", {}, asked(j)), el("td", { "data-field": "preemptions", class: j.preemptions ? "preempted" : "" }, j.preemptions || 0),
     el("td", {}, fmtTime(j.submitted)))));
@@ -188,6 +216,15 @@ async function renderOverview() {
   }
   chart($("#util-chart"), { series: [{ points: pts, step: true, cls: "series", extendTo: now }], hlines: [{ y: util.total_gpus, cls: "total", label: "total " + util.total_gpus }], yMin: 0, xMax: now });
   $("#util-summary").textContent = util.total_gpus ? `(last hour: ${(100 * avg / util.total_gpus).toFixed(0)}% on average)` : "";
+}
+// SHOWN is how many jobs a table of the overview shows.
+const SHOWN = 200;
+// shownOf counts a page's items for a heading: "(12)", or "(the first
+// 200 of 9000)" where the page holds only some; "(empty)" for none.
+function shownOf(page, which) {
+  if (page.total === 0) return "(empty)";
+  if (page.items.length < page.total) return `(the ${which} ${page.items.length} of ${page.total})`;
+  return `(${page.total})`;
 }
 // renderQueues fills the queues' table: per queue its quota (per GPU model
 // where quotas are), what its jobs hold now and borrow, its waiting jobs,
