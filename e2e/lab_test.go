@@ -144,17 +144,22 @@ func TestLabCommand_CtrlCStopsEverything(t *testing.T) {
 			must.Eq(t, http.StatusOK, resp.StatusCode)
 			resp.Body.Close()
 
-			// Nomad enforces ACLs (issue 28, N11): without a token no one
-			// reads the jobs or a job's secrets (its variable).
-			anon, err := nomadapi.NewClient(&nomadapi.Config{Address: nomadAddr})
-			must.NoError(t, err)
-			_, _, err = anon.Variables().List(nil)
-			must.ErrorContains(t, err, "403", must.Sprint("variables are readable without a token"))
-			_, _, err = anon.Jobs().List(nil)
-			must.ErrorContains(t, err, "403", must.Sprint("jobs are readable without a token"))
 			nomad, err := nomadapi.NewClient(&nomadapi.Config{Address: nomadAddr, SecretID: exported(t, out, "NOMAD_TOKEN")})
 			must.NoError(t, err)
 			allocID := runSleepJob(t, nomad)
+			// Nomad enforces ACLs (issue 28, N11): without a token no one
+			// reads a job or a job's secrets (its variable, as the planner
+			// writes one for each job). Nomad's lists filter what a token
+			// may see rather than refuse, so the reads name what they read.
+			secret := &nomadapi.Variable{Path: "nomad/jobs/train-acl-probe", Items: nomadapi.VariableItems{"K": "v"}}
+			_, _, err = nomad.Variables().Create(secret, nil)
+			must.NoError(t, err)
+			anon, err := nomadapi.NewClient(&nomadapi.Config{Address: nomadAddr})
+			must.NoError(t, err)
+			_, _, err = anon.Variables().Read(secret.Path, nil)
+			must.ErrorContains(t, err, "403", must.Sprint("a job's variable is readable without a token"))
+			_, _, err = anon.Jobs().Info("sleeper", nil)
+			must.ErrorContains(t, err, "403", must.Sprint("a job is readable without a token"))
 			dirs := labDirs(t, stateDir)
 			sleepers := processes(t, dirs, "/bin/sleep\x003600")
 			must.Len(t, 1, sleepers, must.Sprintf("the task of alloc %s is not among the lab's processes", allocID))

@@ -61,7 +61,7 @@ policy {
 	ui := startBrowser(t, chromium, p.addr)
 	ui.waitText("#status", "policy elastic-fifo")
 	// Reads need a token: the page says so until it has the read token.
-	ui.waitText("#error", "enter its token")
+	ui.waitText("#error", "needs a token to show its jobs: enter it at the top right")
 	ui.typeAndSubmit("#token", plannerReadToken, "#token-form button")
 
 	hog := p.submit(exampleSpec(t, dir, "hog", "gpus {\n    min = 8\n    max = 8\n    per_worker = 8\n  }", "", map[string]string{
