@@ -157,6 +157,16 @@ type Job struct {
 	// fills it from its job models; the builtins other than goodput ignore
 	// it.
 	Speedup []float64 `json:"speedup,omitempty"`
+	// ByModel is the job's goodput on each GPU model (Node.GPUModel) it has
+	// a figure for, on clusters of more than one model: ByModel[m][g-1] is
+	// its goodput with g GPUs of model m packed onto as few nodes as
+	// possible, in one unit for all models of the job (so ByModel["A100"][0]
+	// / ByModel["V100"][0] is how much faster one A100 is for this job);
+	// the unit itself means nothing across jobs. A model missing from the
+	// map is one the job has not been measured or estimated on. Nil on
+	// clusters of one model and for jobs with no figure; policies that do
+	// not place by model ignore it.
+	ByModel map[string][]float64 `json:"by_model,omitempty"`
 }
 
 // GPURequest is the gang rule's input: a job holds 0 GPUs, or a total in
