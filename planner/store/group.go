@@ -69,6 +69,7 @@ func (g *groupCommit) commit(update func(func(*bolt.Tx) error) error) {
 // where its outcome is its own (as with DB.Batch: a create refused for an
 // ID or key that another of the group took sees that job).
 func commitGroup(update func(func(*bolt.Tx) error) error, calls []*groupCall) {
+	calls = slices.Clone(calls) // taken apart below
 	var alone []*groupCall
 	for len(calls) > 0 {
 		failed := -1
