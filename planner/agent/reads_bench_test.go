@@ -74,12 +74,13 @@ const benchSpec = "../../jobspecs/examples/train.hcl"
 //	  dashboard-queues         4.17 s           152 ms (the live jobs' views)
 //	  dashboard-utilization    8.20 s           7.0 ms
 //
-// Submissions at 100,000, the binaries alternating three times (600 each,
-// eight at a time, a dashboard refreshing): p50 48, 81, 35 -> 14, 16, 11
-// ms; p99 266, 395, 129 -> 67, 134, 78 ms (bbolt's batched commits; the
-// dashboard's reads no longer decode every record). One at a time, a
-// commit waits up to 2 ms for company: p50 1.9 -> 6.7 ms in the run
-// above, 15, 4.7, 2.1 -> 7.2, 5.5, 5.3 ms in the alternating ones.
+// Submissions at 100,000, eight at a time with a dashboard refreshing,
+// the binaries alternating three times (1,000 each, at a load of 2-7):
+// p50 94, 65, 28 -> 14, 8.6, 5.3 ms; p99 851, 517, 252 -> 153, 123, 42
+// ms; 200 of them in 3.9, 2.9, 1.0 -> 0.67, 0.39, 0.19 s (the creates
+// committed together, store.groupCommit; the dashboard's reads no longer
+// decode every record). One at a time at 20,000 (300 each, alternating,
+// load 2.5): p50 2.2, 2.5, 2.1 -> 2.3, 2.5, 2.6 ms, the same.
 func BenchmarkReads(b *testing.B) {
 	for _, n := range []int{20_000, 100_000} {
 		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {

@@ -59,6 +59,8 @@ type Bolt struct {
 	cache  *boltCache
 	sums   *jobIndex // nil after a failed commit, until read again
 	closed bool
+
+	group groupCommit // the creates' shared commits
 }
 
 // boltCache is the decoded active records: by ID, and in the queue's order.
@@ -114,7 +116,6 @@ func Open(path string) (*Bolt, error) {
 		db.Close()
 		return nil, fmt.Errorf("failed to initialise store %s: %w", path, err)
 	}
-	db.MaxBatchDelay = batchDelay
 	b := &Bolt{db: db, path: path}
 	if b.sums, err = b.readSummaries(); err != nil {
 		db.Close()
@@ -348,31 +349,19 @@ func (b *Bolt) write(c *structs.Job, gone *structs.JobKey, fn func(*bolt.Tx) err
 	return err
 }
 
-// batchDelay is how long a new job's write waits for others to share its
-// commit (bbolt's DB.Batch; its default is 10ms).
-const batchDelay = 2 * time.Millisecond
-
 // create is write for a new job's record: its transaction may hold the
-// writes of other jobs created at the same time (DB.Batch: one commit and
-// one fsync for all of them, acknowledged to none before it), so that
+// records of other jobs created at the same time (groupCommit: one commit
+// and one fsync for all of them, acknowledged to none before it), so that
 // concurrent submissions do not queue for an fsync each. No write of the
 // job can come before create returns (nothing knows its ID), so its
 // cache entry, made after the commit outside the writers' order, is
 // never older than the record.
 func (b *Bolt) create(c *structs.Job, fn func(*bolt.Tx) error) error {
-	var refused bool
-	err := b.db.Batch(func(tx *bolt.Tx) error {
-		err := fn(tx) // once per try: bbolt may try a batch again
-		refused = err != nil
-		return err
-	})
-	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
-		err = errClosed
-	}
+	call := b.group.do(b.update, fn)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.cacheWrite(c, nil, err, refused)
-	return err
+	b.cacheWrite(c, nil, call.err, call.refused)
+	return call.err
 }
 
 // cacheWrite brings the cache and the summaries in line with a write of
