@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,12 @@ import (
 // script stops there), checkpointing into dir/<name>-ckpt.
 func targetSpecFile(t *testing.T, dir, name string, maxGPUs int, tier1, goal float64, deadline string) string {
 	t.Helper()
+	return targetSpecFileSteps(t, dir, name, maxGPUs, tier1, goal, deadline, 1)
+}
+
+// targetSpecFileSteps is targetSpecFile with steps of stepSleep seconds.
+func targetSpecFileSteps(t *testing.T, dir, name string, maxGPUs int, tier1, goal float64, deadline string, stepSleep float64) string {
+	t.Helper()
 	return exampleSpec(t, dir, name, gpuRange(1, maxGPUs), fmt.Sprintf(`
   target {
     metric   = "accuracy"
@@ -27,7 +35,7 @@ func targetSpecFile(t *testing.T, dir, name string, maxGPUs int, tier1, goal flo
     goal     = %g
     deadline = %q
   }`, tier1, goal, deadline), map[string]string{
-		"TOTAL_STEPS": "100000", "STEP_SLEEP": "1", "COMMIT_EVERY": "2", "CHECKPOINT_EVERY": "2",
+		"TOTAL_STEPS": "100000", "STEP_SLEEP": strconv.FormatFloat(stepSleep, 'f', -1, 64), "COMMIT_EVERY": "2", "CHECKPOINT_EVERY": "2",
 		"CHECKPOINT_DIR": filepath.Join(dir, name+"-ckpt")})
 }
 
@@ -51,10 +59,20 @@ policy {
 }
 `, dir))
 	const tier1, goal = 0.3, 0.42
-	relaxed := p.submit(targetSpecFile(t, dir, "relaxed", 6, tier1, goal, "1h"))
+	// relaxed's steps take twice urgent's, so that it trains twice as long
+	// for the same goal: at 1 s steps it had about 20 s left at 6 GPUs when
+	// urgent came, and QoE judges urgent behind 16-23 s after it comes; in
+	// one run of five relaxed ended first, and urgent grew into its GPUs
+	// without ever being behind.
+	relaxed := p.submit(targetSpecFileSteps(t, dir, "relaxed", 6, tier1, goal, "1h", 2))
 
-	// relaxed holds 6 GPUs and has an estimate of the training it needs.
+	// relaxed holds 6 GPUs and has an estimate of the training it needs,
+	// one that has settled: the same within 10% for 5 s. (That run's
+	// first estimate read 447 one-GPU seconds where the others read
+	// 123-146, and gave urgent a deadline that 2 GPUs met.)
 	var total float64 // one-GPU seconds to the goal
+	var first float64
+	var firstAt time.Time
 	waitUntil(t, 3*time.Minute, func() error {
 		j := p.job(relaxed)
 		o := j.Outlook
@@ -70,12 +88,20 @@ policy {
 			done += hist[i].Time.Sub(hist[i-1].Time).Seconds() * float64(max(1, hist[i].WorldSize))
 		}
 		total = done + o.Target.RemainingWork
+		if first == 0 || math.Abs(total-first) > 0.1*first {
+			first, firstAt = total, time.Now()
+			return errorf("relaxed's estimate is %.0f one-GPU seconds; waiting for it to settle", total)
+		}
+		if since := time.Since(firstAt); since < 5*time.Second {
+			return errorf("relaxed's estimate is %.0f one-GPU seconds, the same for %s", total, since.Round(time.Second))
+		}
 		return nil
 	})
-	// urgent can start on the 2 free GPUs; its deadline needs about 2.2
-	// of them all along (with QoE's 10% headroom), more once it has spent
+	// urgent can start on the 2 free GPUs; its work is about half of
+	// relaxed's (steps half as long), and its deadline needs about 2.2 of
+	// them all along (with QoE's 10% headroom), more once it has spent
 	// some of its time.
-	deadline := time.Duration(total / 2 * float64(time.Second)).Round(time.Second)
+	deadline := time.Duration(total / 4 * float64(time.Second)).Round(time.Second)
 	t.Logf("relaxed: about %.0f one-GPU seconds to the goal; urgent's deadline: %s", total, deadline)
 	urgent := p.submit(targetSpecFile(t, dir, "urgent", 6, tier1, goal, deadline.String()))
 	submitted := time.Now()

@@ -352,3 +352,50 @@ func TestRound_UnplacedSaysWhyOnce(t *testing.T) {
 	}
 	must.Eq(t, []string{EventUnplaced + ": " + why, EventPlaced + ": Nomad has placed all of the job"}, events(EventUnplaced, EventPlaced))
 }
+
+// recentCluster is a cluster that counts its reads and answers Recent
+// with its last read while fresh is set.
+type recentCluster struct {
+	nodes []policy.Node
+	last  []policy.Node
+	reads int
+	fresh bool
+}
+
+func (c *recentCluster) Nodes(context.Context) ([]policy.Node, error) {
+	c.reads++
+	c.last = slices.Clone(c.nodes)
+	return slices.Clone(c.last), nil
+}
+
+func (c *recentCluster) Recent(time.Duration) ([]policy.Node, bool) {
+	return slices.Clone(c.last), c.fresh && c.last != nil
+}
+
+// Submissions are checked against a recent read of the cluster instead
+// of reading it again each (a burst of them listed Nomad's allocations
+// once each, and timed out); a job that the recent read refuses is
+// checked against a read made for it, so a node that came since takes it.
+func TestSubmit_RecentNodes(t *testing.T) {
+	p, _, _, now := newPlanner(t, "fifo")
+	c := &recentCluster{nodes: []policy.Node{node("n1", 4)}, fresh: true}
+	p.Cluster = c
+	submit(t, p, now, spec(t, "first", 1, 4))
+	must.Eq(t, 1, c.reads, must.Sprint("nothing recent yet: read"))
+	for i := range 5 {
+		submit(t, p, now, spec(t, "j"+strconv.Itoa(i), 2, 4))
+	}
+	must.Eq(t, 1, c.reads, must.Sprint("the recent read served them"))
+
+	c.nodes = append(c.nodes, node("n2", 8))
+	submit(t, p, now, spec(t, "big", 8, 8))
+	must.Eq(t, 2, c.reads, must.Sprint("the recent read has no room for 8: read again, and n2 takes it"))
+	_, _, err := p.Submit(context.Background(), spec(t, "huge", 16, 16), "", nil)
+	var ie *structs.InputError
+	must.True(t, errors.As(err, &ie), must.Sprint(err))
+	must.Eq(t, 3, c.reads, must.Sprint("refused on a read made for it"))
+
+	c.fresh = false
+	submit(t, p, now, spec(t, "late", 1, 1))
+	must.Eq(t, 4, c.reads, must.Sprint("no recent read: read"))
+}

@@ -64,6 +64,17 @@ func (v *View) Known(ctx context.Context) (Reading, error) {
 	return r, nil
 }
 
+// Recent returns the nodes the view read less than maxAge ago, when
+// every dependency answered then and since; ok is false otherwise (read
+// them again with Nodes).
+func (v *View) Recent(maxAge time.Duration) (nodes []policy.Node, ok bool) {
+	r, ok := v.known.reading()
+	if !ok || !r.StaleSince.IsZero() || v.now().Sub(r.AsOf) >= maxAge {
+		return nil, false
+	}
+	return r.Nodes, true
+}
+
 // known is what a View last read, and which of its dependencies fail
 // since when.
 type known struct {

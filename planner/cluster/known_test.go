@@ -175,3 +175,26 @@ func TestKnown_CallerCancelIsNoOutage(t *testing.T) {
 	must.True(t, ok)
 	must.True(t, r.StaleSince.IsZero())
 }
+
+// Recent answers the nodes last read while that read is younger than the
+// age asked and every dependency answered; never before a read, never
+// once a read failed.
+func TestRecent(t *testing.T) {
+	v, nomad, _ := testView(t)
+	_, ok := v.Recent(time.Hour)
+	must.False(t, ok, must.Sprint("nothing read yet"))
+
+	first, err := v.Nodes(context.Background()) // read at 1001
+	must.NoError(t, err)
+	nodes, ok := v.Recent(5 * time.Second) // asked at 1002
+	must.True(t, ok)
+	must.Eq(t, first, nodes)
+	_, ok = v.Recent(time.Second) // asked at 1003: 2 s old
+	must.False(t, ok, must.Sprint("older than asked"))
+
+	nomad.Set(fakeagent.Fail)
+	_, err = v.Nodes(context.Background())
+	must.Error(t, err)
+	_, ok = v.Recent(time.Hour)
+	must.False(t, ok, must.Sprint("Nomad fails: the last read is no answer for now"))
+}
