@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,11 +40,28 @@ func targetSpecFileSteps(t *testing.T, dir, name string, maxGPUs int, tier1, goa
 
 // Two jobs with targets under the QoE policy, on the lab's 8 GPUs with the
 // real horovodrun: "relaxed" (deadline in an hour) grows into all it may
-// hold (6); "urgent", submitted later with a deadline it can only meet
-// with more GPUs than are free, is judged behind its target from its own
-// reports, and QoE moves GPUs from relaxed (ahead of its target) to it, in
-// place. Both reach their goals and stop there; each one's tier-1 model is
-// delivered (copied to the delivery directory) while it still trains.
+// hold (7); "urgent", submitted later with a deadline it can only meet
+// with more GPUs than the one free, is judged behind its target from its
+// own reports, and QoE moves GPUs from relaxed to it, in place. Both reach
+// their goals and stop there; each one's tier-1 model is delivered
+// (copied to the delivery directory) while it still trains.
+//
+// urgent's deadline is fixed, not read from relaxed's estimate: the
+// planner's estimates of this script's accuracy (a fast rise, a plateau,
+// a slower climb, and validation noise of about 0.01) swing by 3-4x from
+// one report to the next early on (60-280 one-GPU seconds left, and at
+// times "unreachable", on the reports of a run at 2 GPUs replayed through
+// assess.ToGoal), and a deadline made from one of relaxed's estimates was
+// one that 2 GPUs met in one run of five (447 one-GPU seconds read where
+// the others read 123-146). The script's accuracy is a function of its
+// seeds and the world size: it reaches 0.42 after 258-304 steps of one
+// GPU's batch (at 1-6 workers), about 300 one-GPU seconds at 1 s steps.
+// So 90 s needs about 4 GPUs all along (with QoE's 10% headroom), and at
+// 1 GPU urgent is on track only while its estimate is below 0.9 x the
+// time left, at 6 GPUs while below 5.4 x: a window of 6 that the swings
+// pass through in some round while relaxed trains. relaxed's steps take
+// twice urgent's so that it still trains then (at 1 s steps, one run in
+// five it ended first and urgent grew into idle GPUs, never behind).
 func TestPlanner_Targets(t *testing.T) {
 	h := startHorovodLab(t, horovodConfig(t))
 	dir := t.TempDir()
@@ -59,50 +75,16 @@ policy {
 }
 `, dir))
 	const tier1, goal = 0.3, 0.42
-	// relaxed's steps take twice urgent's, so that it trains twice as long
-	// for the same goal: at 1 s steps it had about 20 s left at 6 GPUs when
-	// urgent came, and QoE judges urgent behind 16-23 s after it comes; in
-	// one run of five relaxed ended first, and urgent grew into its GPUs
-	// without ever being behind.
-	relaxed := p.submit(targetSpecFileSteps(t, dir, "relaxed", 6, tier1, goal, "1h", 2))
-
-	// relaxed holds 6 GPUs and has an estimate of the training it needs,
-	// one that has settled: the same within 10% for 5 s. (That run's
-	// first estimate read 447 one-GPU seconds where the others read
-	// 123-146, and gave urgent a deadline that 2 GPUs met.)
-	var total float64 // one-GPU seconds to the goal
-	var first float64
-	var firstAt time.Time
+	relaxed := p.submit(targetSpecFileSteps(t, dir, "relaxed", 7, tier1, goal, "1h", 2))
 	waitUntil(t, 3*time.Minute, func() error {
-		j := p.job(relaxed)
-		o := j.Outlook
-		switch {
-		case j.GPUs() != 6:
-			return errorf("relaxed holds %d GPUs, want 6", j.GPUs())
-		case o == nil || o.Target == nil || o.Target.Status != structs.OutlookEstimated:
-			return errorf("relaxed has no estimate yet: %+v", o)
-		}
-		done := 0.0
-		hist := j.Progress.History
-		for i := 1; i < len(hist); i++ {
-			done += hist[i].Time.Sub(hist[i-1].Time).Seconds() * float64(max(1, hist[i].WorldSize))
-		}
-		total = done + o.Target.RemainingWork
-		if first == 0 || math.Abs(total-first) > 0.1*first {
-			first, firstAt = total, time.Now()
-			return errorf("relaxed's estimate is %.0f one-GPU seconds; waiting for it to settle", total)
-		}
-		if since := time.Since(firstAt); since < 5*time.Second {
-			return errorf("relaxed's estimate is %.0f one-GPU seconds, the same for %s", total, since.Round(time.Second))
+		if g := p.job(relaxed).GPUs(); g != 7 {
+			return errorf("relaxed holds %d GPUs, want 7", g)
 		}
 		return nil
 	})
-	// urgent can start on the 2 free GPUs; its work is about half of
-	// relaxed's (steps half as long), and its deadline needs about 2.2 of
-	// them all along (with QoE's 10% headroom), more once it has spent
-	// some of its time.
-	deadline := time.Duration(total / 4 * float64(time.Second)).Round(time.Second)
-	t.Logf("relaxed: about %.0f one-GPU seconds to the goal; urgent's deadline: %s", total, deadline)
+
+	// urgent starts on the one free GPU.
+	const deadline = 90 * time.Second
 	urgent := p.submit(targetSpecFile(t, dir, "urgent", 6, tier1, goal, deadline.String()))
 	submitted := time.Now()
 	h.dumpTaskLogs(t, p.waitState(urgent, structs.JobRunning, 2*time.Minute).NomadJobID)
