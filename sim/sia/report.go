@@ -17,7 +17,7 @@ import (
 // Published is one row of Sia's Table 3 (SOSP'23): averages over a trace
 // family's workloads, hours.
 type Published struct {
-	Family, Policy string
+	Family, Policy    string
 	AvgJCT, AvgJCTStd float64
 	P99JCT, P99JCTStd float64
 	Makespan          float64
@@ -48,10 +48,10 @@ func published(family, pol string) (Published, bool) {
 // its heterogeneity-unaware baselines (Config's unaware), and the row of
 // Table3 it is compared with.
 type Entry struct {
-	Policy   string
-	Config   map[string]string
-	Unaware  bool
-	Anchor   string
+	Policy  string
+	Config  map[string]string
+	Unaware bool
+	Anchor  string
 	New     func() (policy.Policy, error) `json:"-"`
 }
 

@@ -115,6 +115,7 @@ type goodputRound struct {
 	// GPUs nobody took (undoShrinks); nodes are the snapshot's.
 	oneNode bool
 	nodes   []policy.Node
+	caps    map[nodeCapKey]int // nodeCap's answers
 	// hp, if set, confines each job's steps to one GPU model (goodput-
 	// hetero): its speedup is its table there, its scores are scaled by
 	// that model's price, and a model's GPUs are counted apart.
@@ -496,6 +497,36 @@ func (g *goodputRound) growOneNode(j int32, t, lo int) int {
 func (g *goodputRound) nodeCap(j int32) int {
 	job := g.jobs[j]
 	w, capN := max(job.GPUs.PerWorker, 1), job.Constraints.MaxGPUsPerNode
+	// Jobs constrained by GPU model alone (goodput-hetero sets it on
+	// every job) share the answer: a pass over every node a job was most
+	// of a round at 10,000 nodes.
+	cons := &job.Constraints
+	key := nodeCapKey{cons.GPUModel, w, capN}
+	simple := cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0
+	if simple {
+		if v, ok := g.caps[key]; ok {
+			return v
+		}
+	}
+	v := g.capOf(job, w, capN)
+	if simple {
+		if g.caps == nil {
+			g.caps = make(map[nodeCapKey]int)
+		}
+		g.caps[key] = v
+	}
+	return v
+}
+
+// nodeCapKey is what nodeCap's answer depends on for a job constrained by
+// GPU model alone.
+type nodeCapKey struct {
+	model   string
+	w, capN int
+}
+
+// capOf is nodeCap's pass over the nodes.
+func (g *goodputRound) capOf(job *policy.Job, w, capN int) int {
 	most := 0
 	for i := range g.nodes {
 		nd := &g.nodes[i]

@@ -17,10 +17,12 @@ import (
 const GoodputHeteroName = "goodput-hetero"
 
 // DefaultGoodputHeteroMoveCost is goodput-hetero's default price of a move
-// between GPU models: a checkpoint and a restart on other nodes (Sia
-// measured 25 s to 250 s a model; its simulator charges them, and so does
-// ours).
-const DefaultGoodputHeteroMoveCost = 60 * time.Second
+// between GPU models, and of a restart (goodput-jct's restart_cost, whose
+// own default is Pollux's 30 s): a checkpoint and a restart (Sia measured
+// 25 s to 250 s by model; its simulator charges them, and so does ours).
+// Four minutes was the best of 30 s, 60 s, 120 s and 240 s on four of
+// Sia's Philly and Helios workloads (docs/sim/hetero).
+const DefaultGoodputHeteroMoveCost = 240 * time.Second
 
 // GoodputHetero is goodput-jct on a cluster of several GPU models: it
 // chooses for each job a GPU model and a count together, after Sia
@@ -62,8 +64,9 @@ const DefaultGoodputHeteroMoveCost = 60 * time.Second
 // map lookup a model) and a copy of the snapshot's jobs.
 //
 // Config: goodput-jct's keys (stickiness, attained_scale, attained_floor,
-// restart_cost, aging), and move_cost = a duration from 0s to
-// MaxResizeCooldown (default 60s; 0: any gain moves a job).
+// restart_cost, whose default here is 4m, aging), and move_cost = a
+// duration from 0s to MaxResizeCooldown (default 4m; 0: any gain moves a
+// job).
 type GoodputHetero struct {
 	jct  *GoodputJCT
 	move atomic.Int64 // time.Duration
@@ -73,6 +76,7 @@ type GoodputHetero struct {
 // configuration.
 func NewGoodputHetero() *GoodputHetero {
 	p := &GoodputHetero{jct: NewGoodputJCT()}
+	p.jct.restart.Store(int64(DefaultGoodputHeteroMoveCost))
 	p.move.Store(int64(DefaultGoodputHeteroMoveCost))
 	return p
 }
@@ -95,6 +99,9 @@ func (p *GoodputHetero) SetConfig(config map[string]string) error {
 	if err != nil {
 		return err
 	}
+	if _, ok := rest["restart_cost"]; !ok {
+		rest["restart_cost"] = DefaultGoodputHeteroMoveCost.String()
+	}
 	jct := NewGoodputJCT()
 	if err := jct.SetConfig(rest); err != nil {
 		return fmt.Errorf("failed to configure %s: %w", GoodputHeteroName, err)
@@ -115,24 +122,41 @@ func (p *GoodputHetero) Plan(ctx context.Context, s *policy.Snapshot) (*policy.P
 		return plan, err
 	}
 	// The jobs are copied so that each one's GPU model constraint can be
-	// set to the model chosen for it: the board places by constraints.
+	// set to the model chosen for it (the board places by constraints),
+	// in the board's order (submission, then ID), so that a job's index
+	// is the same here and there.
 	view := &policy.Snapshot{Now: s.Now, Nodes: s.Nodes, Jobs: slices.Clone(s.Jobs)}
 	if s.Vouched() {
 		view.Vouch()
+	} else {
+		slices.SortStableFunc(view.Jobs, func(a, b policy.Job) int {
+			if x := a.Submitted.Compare(b.Submitted); x != 0 {
+				return x
+			}
+			return cmp.Compare(a.ID, b.ID)
+		})
+	}
+	jobs := make([]*policy.Job, len(view.Jobs))
+	for i := range view.Jobs {
+		jobs[i] = &view.Jobs[i]
+	}
+	hp := newHeteroPools(jobs, models, nodeModel, s)
+	// Running jobs stay on their model (moves are step 4), their repairs
+	// too: set before the board is built.
+	for j, job := range jobs {
+		if m := hp.pool[j]; m >= 0 && hp.running[j] {
+			job.Constraints.GPUModel = models[m]
+		}
 	}
 	c, err := place.NewBoard(view)
 	if err != nil {
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
-	g := p.jct.round(c, view)
-	hp := newHeteroPools(g.jobs, models, nodeModel, s)
-	g.hp = hp
-	// Running jobs stay on their model (moves are step 4).
-	for j, job := range g.jobs {
-		if m := hp.pool[j]; m >= 0 && c.Held(int32(j)) > 0 {
-			job.Constraints.GPUModel = models[m]
-		}
+	if b := c.Jobs(); len(b) > 0 && (b[0] != jobs[0] || b[len(b)-1] != jobs[len(jobs)-1]) {
+		return nil, fmt.Errorf("failed to plan: the board's order of the jobs is not the snapshot's")
 	}
+	g := p.jct.round(c, view)
+	g.hp = hp
 	if err := g.counts(ctx, p.jct.setup(&g, view)); err != nil {
 		return nil, err
 	}
@@ -153,7 +177,7 @@ func (p *GoodputHetero) Plan(ctx context.Context, s *policy.Snapshot) (*policy.P
 		}
 	}
 	plan := c.Plan(GoodputHeteroName)
-	oneModelPlan(s, plan, nodeModel)
+	cutToOneModel(s, plan, nodeModel) // a guard: the placement confines each job
 	return plan, nil
 }
 
@@ -173,38 +197,18 @@ func gpuModels(s *policy.Snapshot) ([]string, map[string]string) {
 	return models, byNode
 }
 
-// oneModelPlan cuts each job that plan would give GPUs of two models to
-// the model holding most of them (oneModel): the placement confines every
-// job to one model, so this is a guard, not a step.
-func oneModelPlan(s *policy.Snapshot, plan *policy.Plan, model map[string]string) {
-	for i := range s.Jobs {
-		j := &s.Jobs[i]
-		a, ok := plan.Allocations[j.ID]
-		if !ok || len(a) < 2 {
-			continue
-		}
-		if kept, why := oneModel(j, a, model); why != "" {
-			plan.Allocations[j.ID] = kept
-			if plan.Reasons == nil {
-				plan.Reasons = make(map[string][]string)
-			}
-			plan.Reasons[j.ID] = append(slices.Clip(plan.Reasons[j.ID]), why)
-		}
-	}
-}
-
 // heteroPools is goodput-hetero's state of one round (see goodputRound.hp).
 type heteroPools struct {
-	jobs   []*policy.Job
-	models []string
-	price  []float64 // per model: pi_m
-	rem    []int     // per model: GPUs not yet counted in step 3
-	pool   []int8    // per job: its model (index in models), -1 for none
-	tried  []uint64  // per job: the models it has tried (bits)
-	allow  []uint64  // per job: the models it may use (bits)
-	tab    [][]float64
-	inv    []float64 // per job: 1 / its least one-GPU goodput
-	ref    [][]float64
+	jobs    []*policy.Job
+	models  []string
+	price   []float64 // per model: pi_m
+	rem     []int     // per model: GPUs not yet counted in step 3
+	pool    []int8    // per job: its model (index in models), -1 for none
+	tried   []uint64  // per job: the models it has tried (bits)
+	allow   []uint64  // per job: the models it may use (bits)
+	tab     [][]float64
+	inv     []float64 // per job: 1 / its least one-GPU goodput
+	running []bool    // per job: it holds GPUs in the snapshot
 }
 
 // maxModels bounds the GPU models goodput-hetero tells apart (a bit each).
@@ -213,7 +217,7 @@ const maxModels = 64
 func newHeteroPools(jobs []*policy.Job, models []string, nodeModel map[string]string, s *policy.Snapshot) *heteroPools {
 	n := len(jobs)
 	hp := &heteroPools{jobs: jobs, models: models, price: make([]float64, len(models)), rem: make([]int, len(models)),
-		pool: make([]int8, n), tried: make([]uint64, n), allow: make([]uint64, n), tab: make([][]float64, n), inv: make([]float64, n)}
+		pool: make([]int8, n), running: make([]bool, n), tried: make([]uint64, n), allow: make([]uint64, n), tab: make([][]float64, n), inv: make([]float64, n)}
 	index := make(map[string]int8, len(models))
 	for i, m := range models {
 		if i < maxModels {
@@ -233,7 +237,7 @@ func newHeteroPools(jobs []*policy.Job, models []string, nodeModel map[string]st
 			byNodeIdx[i] = m
 		}
 	}
-	vouched := s.Vouched()
+	vouched := s.Vouched() // the jobs' Held are the snapshot's
 	sums := make([]float64, len(models))
 	counted := 0
 	first := make([]float64, len(models)) // scratch: one job's one-GPU goodputs
@@ -287,8 +291,11 @@ func newHeteroPools(jobs []*policy.Job, models []string, nodeModel map[string]st
 			}
 		}
 		// Its model: the one it holds most GPUs of, if it runs.
-		if cur := currentModel(job, vouched, byNodeIdx, nodeModel, index); cur >= 0 && allow&(1<<cur) != 0 {
-			hp.pool[j] = cur
+		if cur := currentModel(job, vouched, byNodeIdx, nodeModel, index); cur >= 0 {
+			hp.running[j] = true
+			if allow&(1<<cur) != 0 {
+				hp.pool[j] = cur
+			}
 		}
 	}
 	for mi := range hp.price {

@@ -19,7 +19,9 @@ const GoodputUnawareName = "goodput-unaware"
 // Semantics, one round:
 //  1. The view. Every node of more GPUs than the cluster's smallest node
 //     is seen as whole nodes of that size (an 8-GPU node as two 4-GPU
-//     nodes), its reserved GPUs on the first of them; a running job's GPUs
+//     nodes), its reserved GPUs on the first of them (not where a job has
+//     anti-affinity or a cap of GPUs a node: the base cannot see that two
+//     parts are one node); a running job's GPUs
 //     on a node fill the node's parts in submission order. The jobs'
 //     goodput by model (Job.ByModel) is dropped: the base policy reads only
 //     the speedup table (Job.Speedup), which is for one model.
@@ -95,12 +97,6 @@ func (p *GoodputUnaware) Plan(ctx context.Context, s *policy.Snapshot) (*policy.
 	for i := range s.Nodes {
 		model[s.Nodes[i].ID] = s.Nodes[i].GPUModel
 	}
-	byID := make(map[string]*policy.Job, len(vp.Allocations))
-	for i := range s.Jobs {
-		if _, ok := vp.Allocations[s.Jobs[i].ID]; ok {
-			byID[s.Jobs[i].ID] = &s.Jobs[i]
-		}
-	}
 	for id, va := range vp.Allocations {
 		a := make(policy.Allocation, len(va))
 		for vn, g := range va {
@@ -108,30 +104,60 @@ func (p *GoodputUnaware) Plan(ctx context.Context, s *policy.Snapshot) (*policy.
 				a[parts[vn]] += g
 			}
 		}
-		j := byID[id]
-		if j == nil {
-			out.Allocations[id] = a
-			continue
-		}
-		if kept, dropped := oneModel(j, a, model); dropped != "" {
-			a = kept
-			if out.Reasons == nil {
-				out.Reasons = make(map[string][]string)
-			}
-			out.Reasons[id] = append(slices.Clip(out.Reasons[id]), dropped)
-		}
-		if a.Equal(j.Allocation) {
-			a = j.Allocation
-		}
 		out.Allocations[id] = a
 	}
+	cutToOneModel(s, out, model)
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		if a, ok := out.Allocations[j.ID]; ok && a.Equal(j.Allocation) {
+			out.Allocations[j.ID] = j.Allocation
+		}
+	}
 	return out, nil
+}
+
+// cutToOneModel cuts each job whose target in plan spans GPU models
+// (oneModel), whether the plan changes it or leaves it as it holds. A
+// job that starts so gets one start reason, for what it keeps.
+func cutToOneModel(s *policy.Snapshot, plan *policy.Plan, model map[string]string) {
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		a := plan.Target(j)
+		if len(a) < 2 {
+			continue
+		}
+		kept, why := oneModel(j, a, model)
+		if why == "" {
+			continue
+		}
+		if plan.Allocations == nil {
+			plan.Allocations = make(map[string]policy.Allocation)
+		}
+		plan.Allocations[j.ID] = kept
+		if plan.Reasons == nil {
+			plan.Reasons = make(map[string][]string)
+		}
+		if j.Allocation.Total() == 0 && kept.Total() > 0 {
+			plan.Reasons[j.ID] = []string{fmt.Sprintf("started with %s on %s (%s)", policy.GPUs(kept.Total()), policy.Count(len(kept.Nodes()), "node"), why)}
+			continue
+		}
+		plan.Reasons[j.ID] = append(slices.Clip(plan.Reasons[j.ID]), why)
+	}
 }
 
 // unawareView returns s as the unaware base sees it (see GoodputUnaware)
 // and the real node of each part, by part ID.
 func unawareView(s *policy.Snapshot) (*policy.Snapshot, map[string]string) {
-	unit := 0
+	// A node is cut into parts unless a job has anti-affinity or a cap
+	// of GPUs a node: the base would take two parts of one node for two
+	// nodes.
+	unit, anti := 0, false
+	for i := range s.Jobs {
+		if !s.Jobs[i].AntiAffinity.IsZero() || s.Jobs[i].Constraints.MaxGPUsPerNode > 0 {
+			anti = true
+			break
+		}
+	}
 	for i := range s.Nodes {
 		if g := s.Nodes[i].GPUs; g > 0 && (unit == 0 || g < unit) {
 			unit = g
@@ -144,7 +170,7 @@ func unawareView(s *policy.Snapshot) (*policy.Snapshot, map[string]string) {
 	for i := range s.Nodes {
 		n := s.Nodes[i]
 		k := 1
-		if unit > 0 && n.GPUs > unit && n.GPUs%unit == 0 {
+		if !anti && unit > 0 && n.GPUs > unit && n.GPUs%unit == 0 {
 			k = n.GPUs / unit
 		}
 		reserved := n.Reserved
@@ -218,11 +244,15 @@ func oneModel(j *policy.Job, a policy.Allocation, model map[string]string) (poli
 	if len(per) < 2 {
 		return a, ""
 	}
-	now := ""
-	for id, g := range j.Allocation {
-		if g > 0 {
-			now = model[id]
-			break
+	// The model it runs on now: the one holding most of its GPUs (ties:
+	// that of its lowest node ID).
+	now, nowGPUs := "", 0
+	held := make(map[string]int, 2)
+	for _, id := range j.Allocation.Nodes() {
+		m := model[id]
+		held[m] += j.Allocation[id]
+		if held[m] > nowGPUs {
+			now, nowGPUs = m, held[m]
 		}
 	}
 	first := model[a.Nodes()[0]]
