@@ -191,6 +191,7 @@ func applyOutlook(pj *policy.Job, j *structs.Job, now time.Time) {
 		return
 	}
 	pj.Speedup = o.Speedup
+	pj.ByModel = o.ByModel
 	t := o.Target
 	if t == nil {
 		return

@@ -265,7 +265,7 @@ func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]i
 // job's copied view without it).
 func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
 	pj.AttainedGPUSeconds = structs.Attained(j.AttainedGPUSeconds, held, pj.LastResized, now)
-	pj.Progress, pj.Speedup = policy.Progress{}, nil
+	pj.Progress, pj.Speedup, pj.ByModel = policy.Progress{}, nil, nil
 	if t := j.Spec.Target; t != nil {
 		pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
 		if t.Tier1 != nil {

@@ -20,6 +20,9 @@ import (
 // batch size. It is read-only once loaded and shared by all its jobs.
 type App struct {
 	Name string
+	// GPU is the GPU model whose profile this is (LoadAppProfile); "" for
+	// a Pollux application's one profile.
+	GPU string
 	// InitBatch is the smallest validated batch size, the reference of the
 	// statistical efficiency; MaxBatch the largest.
 	InitBatch, MaxBatch float64
@@ -95,7 +98,34 @@ func LoadApps(dir string) (map[string]*App, error) {
 // LoadApp loads one application folder: placements.csv, scalability.csv
 // and validation-<batch>.csv.
 func LoadApp(dir string) (*App, error) {
-	a := &App{Name: filepath.Base(dir), placements: make(map[string][]perfPoint)}
+	a, err := loadApp(dir, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// LoadAppProfile loads one application folder's profile of GPU model gpu,
+// as Sia's simulator reads them: placements-<gpu>.csv,
+// scalability-<gpu>.csv (their columns in any order) and the shared
+// validation-<batch>.csv. maxLocal, if above 0, caps the per-GPU batch
+// below the largest of placements-<gpu>.csv (Sia's deepspeech2 on rtx: 57).
+func LoadAppProfile(dir, gpu string, maxLocal float64) (*App, error) {
+	if err := checkModelName(gpu); err != nil {
+		return nil, fmt.Errorf("failed to load application %s: %w", filepath.Base(dir), err)
+	}
+	if !(maxLocal >= 0 && maxLocal <= MaxBatch) {
+		return nil, fmt.Errorf("failed to load application %s: per-GPU batch cap %g is not from 0 to %d", filepath.Base(dir), maxLocal, MaxBatch)
+	}
+	return loadApp(dir, gpu, maxLocal)
+}
+
+func loadApp(dir, gpu string, maxLocal float64) (*App, error) {
+	a := &App{Name: filepath.Base(dir), GPU: gpu, placements: make(map[string][]perfPoint)}
+	suffix := ""
+	if gpu != "" {
+		suffix = "-" + gpu
+	}
 	// The mean over placements of one shape (nodes, replicas) at one local
 	// batch size, as Pollux's simulator interpolates between shapes.
 	type sum struct {
@@ -110,7 +140,7 @@ func LoadApp(dir string) (*App, error) {
 		return int64(v)
 	}
 	placementsMax := 0.0
-	err := readCSV(filepath.Join(dir, "placements.csv"), []string{"placement", "local_bsz", "step_time", "sync_time"},
+	err := readCSV(filepath.Join(dir, "placements"+suffix+".csv"), []string{"placement", "local_bsz", "step_time", "sync_time"},
 		func(_ int, f []string) error {
 			id := f[0]
 			nodes, replicas := 0, 0
@@ -155,7 +185,7 @@ func LoadApp(dir string) (*App, error) {
 		a.shapes.points = append(a.shapes.points, k)
 		a.shapes.vals = append(a.shapes.vals, perfPoint{float64(k[2]), s.step / float64(s.n), s.sync / float64(s.n)})
 	}
-	err = readCSV(filepath.Join(dir, "scalability.csv"), []string{"num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"},
+	err = readCSV(filepath.Join(dir, "scalability"+suffix+".csv"), []string{"num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"},
 		func(_ int, f []string) error {
 			v, err := floats(f)
 			if err != nil {
@@ -182,8 +212,11 @@ func LoadApp(dir string) (*App, error) {
 	// As Pollux's simulator (applications.py): the largest local batch
 	// size of placements.csv, unless it sets one for the application.
 	a.MaxLocal = placementsMax
-	if m, ok := polluxMaxLocal[a.Name]; ok {
+	if m, ok := polluxMaxLocal[a.Name]; ok && gpu == "" {
 		a.MaxLocal = min(placementsMax, m)
+	}
+	if maxLocal > 0 {
+		a.MaxLocal = min(placementsMax, maxLocal)
 	}
 	for _, pts := range a.placements {
 		slices.SortFunc(pts, func(x, y perfPoint) int { return cmp.Compare(x.bsz, y.bsz) })

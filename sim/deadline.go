@@ -251,7 +251,7 @@ func (s *simulator) deadlines() *DeadlineResult {
 		if sp.ChargeStart {
 			start += s.cfg.RestartDelay.Seconds()
 		}
-		if t, _ := sp.Model.Best(sp.GPUs, s.cfg.GPUsPerNode); start+t <= sp.Deadline+deadlineSlack {
+		if t, _ := sp.Model.Best(sp.GPUs, s.cfg.LargestNode()); start+t <= sp.Deadline+deadlineSlack {
 			d.Feasible++
 		}
 	}

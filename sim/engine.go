@@ -30,7 +30,23 @@ const (
 
 // Config is the simulated cluster and its costs.
 type Config struct {
+	// Nodes x GPUsPerNode is a cluster of one GPU model, unless Groups
+	// is set.
 	Nodes, GPUsPerNode int
+	// Groups, if set, is the cluster instead: groups of nodes, each of
+	// one GPU model (policy.Node.GPUModel), in this order (node IDs
+	// follow it). Jobs whose model is a TypedModel run at the speed of
+	// the model of their GPUs.
+	Groups []NodeGroup
+	// SpeedupNodeGPUs, if above 0, is the node size for which the jobs'
+	// speedup tables (policy.Job.Speedup) are made, instead of the size
+	// of the nodes of the job's GPU model: Sia's heterogeneity-unaware
+	// baseline sees 8-GPU nodes as two of 4.
+	SpeedupNodeGPUs int
+	// SpeedupModel, if set, is the GPU model whose speedup tables every
+	// job of a TypedModel reports, wherever it runs (a policy blind to
+	// models learns one curve a job).
+	SpeedupModel string
 	// Round is the time between scheduling rounds (60 s by default).
 	Round time.Duration
 	// EventRounds adds a round at every arrival and completion; without it
@@ -74,8 +90,21 @@ type Config struct {
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Nodes < 1 || c.GPUsPerNode < 1 {
+	switch {
+	case len(c.Groups) > 0:
+		for _, g := range c.Groups {
+			if g.Nodes < 1 || g.Nodes > MaxNodes || g.GPUsPerNode < 1 || g.GPUsPerNode > MaxGPUsPerNode {
+				errs = append(errs, fmt.Errorf("node group %s: nodes must be 1 to %d, GPUs a node 1 to %d", g, MaxNodes, MaxGPUsPerNode))
+			}
+		}
+		if err := checkGroups(c.Groups); err != nil {
+			errs = append(errs, err)
+		}
+	case c.Nodes < 1 || c.GPUsPerNode < 1:
 		errs = append(errs, fmt.Errorf("the cluster must have nodes (%d) and GPUs per node (%d)", c.Nodes, c.GPUsPerNode))
+	}
+	if c.SpeedupNodeGPUs < 0 || c.SpeedupNodeGPUs > MaxGPUsPerNode {
+		errs = append(errs, fmt.Errorf("speedup node size %d is not 0 to %d", c.SpeedupNodeGPUs, MaxGPUsPerNode))
 	}
 	if c.Round < MinRound {
 		errs = append(errs, fmt.Errorf("round %s is shorter than %s", c.Round, MinRound))
@@ -92,6 +121,33 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("deadline admission %q is not %s or %s", c.DeadlineAdmission, quota.AdmissionWarn, quota.AdmissionReject))
 	}
 	return errors.Join(errs...)
+}
+
+// ClusterGroups returns the cluster's node groups: Groups, or one group of
+// Nodes x GPUsPerNode of no model.
+func (c *Config) ClusterGroups() []NodeGroup {
+	if len(c.Groups) > 0 {
+		return c.Groups
+	}
+	return []NodeGroup{{Nodes: c.Nodes, GPUsPerNode: c.GPUsPerNode}}
+}
+
+// TotalGPUs returns the cluster's GPUs.
+func (c *Config) TotalGPUs() int {
+	n := 0
+	for _, g := range c.ClusterGroups() {
+		n += g.Nodes * g.GPUsPerNode
+	}
+	return n
+}
+
+// LargestNode returns the GPUs of the cluster's largest node.
+func (c *Config) LargestNode() int {
+	n := 0
+	for _, g := range c.ClusterGroups() {
+		n = max(n, g.GPUsPerNode)
+	}
+	return n
 }
 
 // Bounds of a run: they keep its clock within time.Duration (292 years)
@@ -149,6 +205,18 @@ type simJob struct {
 	remaining remainingWorker // the model, if it knows its remaining work
 	whole     bool            // WholeSecondModel: its events fall on whole seconds
 	queue     int             // index in simulator.queues (Config.Queues)
+
+	// On a heterogeneous cluster (Config.Groups): typed is the model if
+	// it is a TypedModel; gpu is the GPU model of the job's GPUs (the
+	// one it last held, or the cluster's default before its first
+	// start), mixed whether its GPUs are of more than one model;
+	// byModel is its goodput by model (policy.Job.ByModel), up to
+	// progress byTo.
+	typed   TypedModel
+	gpu     string
+	mixed   []string
+	byModel map[string][]float64
+	byTo    float64
 }
 
 // event is a job reaching a point where its rate changes or it is done.
@@ -221,6 +289,12 @@ type simulator struct {
 	owner    [][]int32 // per node, per GPU: the job holding it, or -1
 	since    [][]float64
 	segments []Segment
+
+	gpus     int            // the cluster's
+	gpuBase  []int32        // per node: the index of its first GPU (Gantt)
+	perNode  map[string]int // per GPU model: the GPUs of its nodes
+	capacity map[string]int // per GPU model: its GPUs
+	defModel string         // the GPU model of the largest group
 }
 
 // Run simulates specs (in submission order, as Trace.Specs returns them) on
@@ -234,20 +308,7 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 	s := &simulator{cfg: cfg, policy: p, start: start, round: cfg.Round.Seconds(),
 		nodeIdx: make(map[string]int, cfg.Nodes), byID: make(map[string]*simJob, len(specs)), ended: map[string]bool{}, until: math.Inf(1)}
 	s.steady, _ = p.(policy.Steady)
-	width := len(fmt.Sprint(cfg.Nodes - 1))
-	for i := range cfg.Nodes {
-		id := fmt.Sprintf("node-%0*d", width, i)
-		s.nodes = append(s.nodes, policy.Node{ID: id, Name: id, GPUs: cfg.GPUsPerNode})
-		s.nodeIdx[id] = i
-	}
-	if cfg.Gantt {
-		s.owner = make([][]int32, cfg.Nodes)
-		s.since = make([][]float64, cfg.Nodes)
-		for i := range s.owner {
-			s.owner[i] = slices.Repeat([]int32{-1}, cfg.GPUsPerNode)
-			s.since[i] = make([]float64, cfg.GPUsPerNode)
-		}
-	}
+	s.buildCluster()
 	for i := range specs {
 		sp := &specs[i]
 		if _, dup := s.byID[sp.ID]; dup {
@@ -266,6 +327,8 @@ func Run(ctx context.Context, cfg Config, start time.Time, specs []JobSpec, p po
 		if w, ok := sp.Model.(WholeSecondModel); ok {
 			j.whole = w.WholeSeconds()
 		}
+		j.typed, _ = sp.Model.(TypedModel)
+		j.gpu = s.defModel
 		s.jobs = append(s.jobs, j)
 		s.byID[sp.ID] = j
 	}
@@ -288,6 +351,9 @@ func checkSpec(sp *JobSpec) error {
 		return fmt.Errorf("job %s: submission time %g is not from 0 to %d s", sp.ID, sp.Submit, MaxTraceSeconds)
 	case sp.HasDeadline && !finite(sp.Deadline):
 		return fmt.Errorf("job %s: deadline %g is not a finite time", sp.ID, sp.Deadline)
+	}
+	if !finite(sp.RestartDelay) || sp.RestartDelay < 0 || sp.RestartDelay > MaxTraceSeconds {
+		return fmt.Errorf("job %s: restart delay %g is not from 0 to %d s", sp.ID, sp.RestartDelay, MaxTraceSeconds)
 	}
 	if w := sp.Model.Work(); !finite(w) || w < 0 {
 		return fmt.Errorf("job %s: work %g is not a finite, non-negative amount", sp.ID, w)
@@ -470,7 +536,7 @@ func (s *simulator) reach(j *simJob) {
 		s.complete(j)
 		return
 	}
-	j.rate, j.until = j.spec.Model.Rate(j.placement, j.done)
+	j.rate, j.until = s.rateOf(j)
 	s.plan(j)
 }
 
@@ -590,9 +656,12 @@ func (s *simulator) change(j *simJob, kind policy.ChangeKind, a policy.Allocatio
 		j.restarts++
 	}
 	s.setAllocation(j, a)
+	if j.spec.RestartDelay > 0 && delay == restart {
+		delay = j.spec.RestartDelay
+	}
 	if j.gpus > 0 {
 		j.pause = s.now + delay
-		j.rate, j.until = j.spec.Model.Rate(j.placement, j.done)
+		j.rate, j.until = s.rateOf(j)
 	}
 	s.plan(j)
 }
@@ -625,6 +694,7 @@ func (s *simulator) setAllocation(j *simJob, a policy.Allocation) {
 			total += g
 		}
 	}
+	s.setGPUModel(j, counts)
 	// Largest first, the order in which the Tiresias port of Pollux's
 	// simulator hands GPUs out (the node with the most free first), which
 	// its placement-specific step times depend on (App.Throughput).
@@ -653,7 +723,7 @@ func (s *simulator) gantt(j *simJob, n, d int) {
 	for g := len(own) - 1; g >= 0 && d < 0; g-- {
 		if own[g] == j.idx {
 			if s.now > since[g] {
-				s.segments = append(s.segments, Segment{GPU: int32(n*s.cfg.GPUsPerNode + g), Job: j.idx, Start: since[g], End: s.now})
+				s.segments = append(s.segments, Segment{GPU: s.gpuBase[n] + int32(g), Job: j.idx, Start: since[g], End: s.now})
 			}
 			own[g] = -1
 			d++

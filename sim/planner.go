@@ -108,8 +108,9 @@ func (s *simulator) report(ctx context.Context, j *simJob) error {
 		// Tables change at epoch boundaries, which are events; a table
 		// holds (nil too: a rigid job's, for good) up to speedTo, which
 		// is 0 before the first.
-		j.speedup, j.speedTo = j.spec.Model.Speedup(j.done, j.spec.GPUs.Max, s.cfg.GPUsPerNode)
+		j.speedup, j.speedTo = s.speedupOf(j)
 	}
+	s.byModelOf(j)
 	if j.speedup == nil && !j.deadline {
 		return nil
 	}
@@ -118,7 +119,7 @@ func (s *simulator) report(ctx context.Context, j *simJob) error {
 		rate = j.rate
 	}
 	r := &j.reported
-	if r.ok && r.rate == rate && sameTable(r.speedup, j.speedup) && !s.drifted(j) {
+	if r.ok && r.rate == rate && sameTable(r.speedup, j.speedup) && sameByModel(r.byModel, j.byModel) && !s.drifted(j) {
 		return nil
 	}
 	value := 1.0
@@ -127,7 +128,7 @@ func (s *simulator) report(ctx context.Context, j *simJob) error {
 	}
 	rep := structs.ProgressReport{Step: int64(j.done), SamplesPerSec: &rate,
 		WorldSize: j.gpus, Metric: &structs.Metric{Name: ProgressMetric, Value: value}}
-	*r = lastReport{ok: true, at: s.now, rate: rate, speedup: j.speedup, remaining: s.remainingWork(j), done: j.done}
+	*r = lastReport{ok: true, at: s.now, rate: rate, speedup: j.speedup, byModel: j.byModel, remaining: s.remainingWork(j), done: j.done}
 	if err := s.planner.ReportProgress(ctx, j.spec.ID, []structs.ProgressReport{rep}); err != nil {
 		return fmt.Errorf("failed to simulate: progress of job %s: %w", j.spec.ID, err)
 	}
@@ -140,6 +141,7 @@ type lastReport struct {
 	at        float64
 	rate      float64
 	speedup   []float64
+	byModel   map[string][]float64
 	remaining float64
 	done      float64 // the job's progress then
 }
@@ -195,12 +197,13 @@ func (s *simulator) amendOutlook(rec *structs.Job) {
 			return
 		}
 		if j.speedup == nil {
-			j.speedup, j.speedTo = j.spec.Model.Speedup(j.done, j.spec.GPUs.Max, s.cfg.GPUsPerNode)
+			j.speedup, j.speedTo = s.speedupOf(j)
 		}
 		speedup, remaining = j.speedup, s.remainingWork(j)
 		rec.Outlook = &structs.Outlook{Updated: s.at(s.now)}
 	}
 	rec.Outlook.Speedup = speedup
+	rec.Outlook.ByModel = j.reported.byModel
 	if !j.deadline {
 		return
 	}

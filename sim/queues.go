@@ -261,7 +261,7 @@ func (s *simulator) tickQueues() {
 	if dt <= 0 || !s.queueOn {
 		return
 	}
-	gpus := float64(s.cfg.Nodes * s.cfg.GPUsPerNode)
+	gpus := float64(s.gpus)
 	for i := range s.queues {
 		q := &s.queues[i]
 		q.gpuSec += float64(q.held) * dt
@@ -281,7 +281,7 @@ func (s *simulator) queueResults(makespan float64) ([]QueueResult, *QueueSummary
 	if s.queues == nil {
 		return nil, nil
 	}
-	gpus := s.cfg.Nodes * s.cfg.GPUsPerNode
+	gpus := s.gpus
 	jcts := make([][]float64, len(s.queues))
 	rhos := make([][]float64, len(s.queues))
 	out := make([]QueueResult, len(s.queues))
@@ -306,7 +306,7 @@ func (s *simulator) queueResults(makespan float64) ([]QueueResult, *QueueSummary
 		r.Preemptions += j.preemptions
 		jct := j.end - j.spec.Submit
 		jcts[j.queue] = append(jcts[j.queue], jct)
-		if ideal := idealJCT(j.spec, s.queues[j.queue].nominal, s.cfg.GPUsPerNode); ideal > 0 {
+		if ideal := idealJCT(j.spec, s.queues[j.queue].nominal, s.cfg.LargestNode()); ideal > 0 {
 			rhos[j.queue] = append(rhos[j.queue], jct/ideal)
 		}
 	}

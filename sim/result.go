@@ -18,10 +18,13 @@ type Result struct {
 	Queueing    Stats   `json:"queueing"`
 	Makespan    float64 `json:"makespan"`
 	Utilization float64 `json:"utilization"` // GPU-seconds held / (GPUs x makespan)
-	Restarts    Stats   `json:"restarts"`    // per job: re-allocations after the first start
-	Preemptions int     `json:"preemptions"` // total
-	Bounds      Bounds  `json:"bounds"`
-	Rounds      int     `json:"rounds"`
+	// GPUSecondsPerJob is the GPU-seconds a job held, on average (Sia's
+	// "GPU hours a job", restarts included).
+	GPUSecondsPerJob float64 `json:"gpu_seconds_per_job"`
+	Restarts         Stats   `json:"restarts"`    // per job: re-allocations after the first start
+	Preemptions      int     `json:"preemptions"` // total
+	Bounds           Bounds  `json:"bounds"`
+	Rounds           int     `json:"rounds"`
 	// SkippedRounds are quiet rounds not planned (Config.SkipQuietRounds).
 	SkippedRounds int     `json:"skipped_rounds"`
 	PlanMs        Stats   `json:"plan_ms"` // time the policy took per round
@@ -89,7 +92,7 @@ type Segment struct {
 }
 
 func (s *simulator) result(wall time.Duration) *Result {
-	gpus := s.cfg.Nodes * s.cfg.GPUsPerNode
+	gpus := s.gpus
 	r := &Result{Policy: s.policy.PluginInfo().Name, GPUs: gpus, Rounds: s.rounds, SkippedRounds: s.skipped,
 		Steps: s.steps, WallSeconds: wall.Seconds(), Util: s.util, Segments: s.segments}
 	ran := make([]*simJob, 0, len(s.jobs))
@@ -128,7 +131,8 @@ func (s *simulator) result(wall time.Duration) *Result {
 	r.Queueing = summarize(queue)
 	r.Restarts = summarize(restarts)
 	r.PlanMs = summarize(s.planMs)
-	r.Bounds = bounds(ran, gpus, s.cfg.GPUsPerNode)
+	r.GPUSecondsPerJob = held / float64(len(ran))
+	r.Bounds = bounds(ran, gpus, s.cfg.LargestNode())
 	r.Queues, r.QueueSummary = s.queueResults(r.Makespan)
 	return r
 }

@@ -184,6 +184,13 @@ func loadPhilly(path string) (*Trace, error) {
 	return t, t.finish()
 }
 
+// LoadPolluxTrace reads a workload in the Pollux format
+// (name,time,application,num_replicas,batch_size) whose applications are
+// apps, by name (Sia's workloads are in this format).
+func LoadPolluxTrace(path string, apps map[string]*App) (*Trace, error) {
+	return loadPollux(path, apps)
+}
+
 func loadPollux(path string, apps map[string]*App) (*Trace, error) {
 	t := &Trace{Name: traceName(path), Path: path, Format: FormatPollux,
 		Start: time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -270,10 +277,11 @@ func (t *Trace) finish() error {
 	return nil
 }
 
-// readCSV reads a CSV file with the given header (exactly, after trimming),
-// calling row for every non-empty line with its number and fields; an error from row
-// becomes a ParseError naming the file and line. Fields are plain (no
-// quoting: the traces have none).
+// readCSV reads a CSV file with the given header (its columns in any
+// order, after trimming), calling row for every non-empty line with its
+// number and fields in the header's order; an error from row becomes a
+// ParseError naming the file and line. Fields are plain (no quoting: the
+// traces have none).
 func readCSV(path string, header []string, row func(line int, fields []string) error) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -283,21 +291,26 @@ func readCSV(path string, header []string, row func(line int, fields []string) e
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	line := 0
+	var order []int // order[i]: the column of header[i]
+	fields := make([]string, len(header))
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
 		if line == 1 {
-			if got := splitCSV(text); !slices.Equal(got, header) {
-				return &ParseError{Path: path, Line: 1, Err: fmt.Errorf("header is %q, want %q", text, strings.Join(header, ","))}
+			if order = columns(splitCSV(text), header); order == nil {
+				return &ParseError{Path: path, Line: 1, Err: fmt.Errorf("header is %q, want %q (in any order)", text, strings.Join(header, ","))}
 			}
 			continue
 		}
 		if text == "" {
 			continue
 		}
-		fields := splitCSV(text)
-		if len(fields) != len(header) {
-			return &ParseError{Path: path, Line: line, Err: fmt.Errorf("%d fields, want %d (%s)", len(fields), len(header), strings.Join(header, ","))}
+		got := splitCSV(text)
+		if len(got) != len(header) {
+			return &ParseError{Path: path, Line: line, Err: fmt.Errorf("%d fields, want %d (%s)", len(got), len(header), strings.Join(header, ","))}
+		}
+		for i, c := range order {
+			fields[i] = got[c]
 		}
 		if err := row(line, fields); err != nil {
 			return &ParseError{Path: path, Line: line, Err: err}
@@ -310,6 +323,22 @@ func readCSV(path string, header []string, row func(line int, fields []string) e
 		return &ParseError{Path: path, Err: errors.New("empty file")}
 	}
 	return nil
+}
+
+// columns returns where each of want's names is in got, or nil unless got
+// is want in some order.
+func columns(got, want []string) []int {
+	if len(got) != len(want) {
+		return nil
+	}
+	order := make([]int, len(want))
+	for i, w := range want {
+		order[i] = slices.Index(got, w)
+		if order[i] < 0 {
+			return nil
+		}
+	}
+	return order
 }
 
 func splitCSV(line string) []string {
@@ -372,6 +401,10 @@ type JobSpec struct {
 	// Queue is the job's queue (its trace job's VC; "" for the default
 	// queue), which it names when Config.Queues is set.
 	Queue string
+	// RestartDelay, if above 0, is what a (re)start costs this job,
+	// instead of Config.RestartDelay (Sia's checkpoint-restore delays
+	// differ by model).
+	RestartDelay float64
 }
 
 // Skipped is a job that cannot run on the cluster.

@@ -15,6 +15,9 @@ type Outlook struct {
 	// Speedup is the measured speedup table (policy.Job.Speedup's format),
 	// once the job has run at two GPU counts or more; nil before.
 	Speedup []float64 `json:"speedup,omitempty"`
+	// ByModel is the job's goodput by GPU model and count
+	// (policy.Job.ByModel's format) where it is known; nil elsewhere.
+	ByModel map[string][]float64 `json:"by_model,omitempty"`
 	// GPUs is the assessment of a gpus = "auto" job; nil for others.
 	GPUs *GPUAssessment `json:"gpus,omitempty"`
 	// Target is the outlook of the job's target; nil without one.
@@ -119,6 +122,12 @@ func (o *Outlook) Clone() *Outlook {
 	}
 	c := *o
 	c.Speedup = slices.Clone(o.Speedup)
+	if o.ByModel != nil {
+		c.ByModel = make(map[string][]float64, len(o.ByModel))
+		for m, t := range o.ByModel {
+			c.ByModel[m] = slices.Clone(t)
+		}
+	}
 	c.GPUs = clonePtr(o.GPUs)
 	c.Target = clonePtr(o.Target)
 	return &c

@@ -115,6 +115,11 @@ type goodputRound struct {
 	// GPUs nobody took (undoShrinks); nodes are the snapshot's.
 	oneNode bool
 	nodes   []policy.Node
+	caps    map[nodeCapKey]int // nodeCap's answers
+	// hp, if set, confines each job's steps to one GPU model (goodput-
+	// hetero): its speedup is its table there, its scores are scaled by
+	// that model's price, and a model's GPUs are counted apart.
+	hp *heteroPools
 }
 
 // speedup returns job j's speedup with n GPUs.
@@ -124,7 +129,10 @@ func (g *goodputRound) speedup(j int32, n int) float64 {
 	}
 	tab := g.jobs[j].Speedup
 	v := float64(n)
-	if !g.linear[j] {
+	switch {
+	case g.hp != nil:
+		v = g.hp.speedup(j, n)
+	case !g.linear[j]:
 		v = tab[min(n, len(tab))-1]
 	}
 	if g.bump != nil && n == g.cur[j] {
@@ -153,9 +161,9 @@ func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 	base := g.speedup(j, n)
 	gain := g.speedup(j, to) - base
 	score = gain / float64(to-n)
-	if !g.linear[j] {
+	if last := g.tableLen(j); last > 0 {
 		// Beyond the table more GPUs add nothing, so look no further.
-		for m := to + r.PerWorker; m <= min(r.Max, len(g.jobs[j].Speedup)); m += r.PerWorker {
+		for m := to + r.PerWorker; m <= min(r.Max, last); m += r.PerWorker {
 			if sc := (g.speedup(j, m) - base) / float64(m-n); sc > score*(1+1e-9) {
 				to, gain, score = m, g.speedup(j, m)-base, sc
 			}
@@ -171,10 +179,25 @@ func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 	if g.weight != nil {
 		score *= g.weight[j]
 	}
+	if g.hp != nil {
+		score *= g.hp.scale(j)
+	}
 	if to <= g.cur[j] {
 		score *= g.bonus
 	}
 	return to, score, true
+}
+
+// tableLen returns the length of job j's speedup table, 0 if it scales
+// linearly.
+func (g *goodputRound) tableLen(j int32) int {
+	switch {
+	case g.hp != nil:
+		return g.hp.tableLen(j)
+	case g.linear[j]:
+		return 0
+	}
+	return len(g.jobs[j].Speedup)
 }
 
 // counts is step 1: target counts by greedy marginal speedup per GPU.
@@ -211,11 +234,22 @@ func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 		}
 		st := &g.h[0]
 		cost := st.To - g.target[st.Job]
-		if cost > rem {
+		if cost > rem || (g.hp != nil && !g.hp.fits(st.Job, cost)) {
+			if g.hp != nil && g.target[st.Job] == 0 && g.hp.switchPool(st.Job) {
+				// Its model is full: its next choice of model.
+				if to, score, ok := g.next(st.Job, 0); ok {
+					st.From, st.To, st.Score = 0, to, score
+					g.h.Fix(0)
+					continue
+				}
+			}
 			g.h.Take()
 			continue
 		}
 		rem -= cost
+		if g.hp != nil {
+			g.hp.take(st.Job, cost)
+		}
 		g.target[st.Job] = st.To
 		if to, score, ok := g.next(st.Job, st.To); ok {
 			st.From, st.To, st.Score = st.To, to, score
@@ -463,6 +497,36 @@ func (g *goodputRound) growOneNode(j int32, t, lo int) int {
 func (g *goodputRound) nodeCap(j int32) int {
 	job := g.jobs[j]
 	w, capN := max(job.GPUs.PerWorker, 1), job.Constraints.MaxGPUsPerNode
+	// Jobs constrained by GPU model alone (goodput-hetero sets it on
+	// every job) share the answer: a pass over every node a job was most
+	// of a round at 10,000 nodes.
+	cons := &job.Constraints
+	key := nodeCapKey{cons.GPUModel, w, capN}
+	simple := cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0
+	if simple {
+		if v, ok := g.caps[key]; ok {
+			return v
+		}
+	}
+	v := g.capOf(job, w, capN)
+	if simple {
+		if g.caps == nil {
+			g.caps = make(map[nodeCapKey]int)
+		}
+		g.caps[key] = v
+	}
+	return v
+}
+
+// nodeCapKey is what nodeCap's answer depends on for a job constrained by
+// GPU model alone.
+type nodeCapKey struct {
+	model   string
+	w, capN int
+}
+
+// capOf is nodeCap's pass over the nodes.
+func (g *goodputRound) capOf(job *policy.Job, w, capN int) int {
 	most := 0
 	for i := range g.nodes {
 		nd := &g.nodes[i]

@@ -174,13 +174,29 @@ func (p *GoodputJCT) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan
 	if err != nil {
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
+	g := p.round(c, s)
+	if err := g.counts(ctx, p.setup(&g, s)); err != nil {
+		return nil, err
+	}
+	g.place()
+	return c.Plan(GoodputJCTName), nil
+}
+
+// round returns the goodput round of goodput-jct's options on board c of
+// snapshot s.
+func (p *GoodputJCT) round(c *place.Board, s *policy.Snapshot) goodputRound {
+	return goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load()), repack: true,
+		oneNode: true, nodes: s.Nodes}
+}
+
+// setup returns the counts' setup of round g of snapshot s: the weights
+// and restart prices (1., 2. and 4. of GoodputJCT).
+func (p *GoodputJCT) setup(g *goodputRound, s *policy.Snapshot) func() {
 	scale := math.Float64frombits(p.scale.Load())
 	floor := math.Float64frombits(p.floor.Load())
 	rc := time.Duration(p.restart.Load()).Seconds()
 	aging := time.Duration(p.aging.Load()).Seconds()
-	g := goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load()), repack: true,
-		oneNode: true, nodes: s.Nodes}
-	setup := func() {
+	return func() {
 		g.weight = make([]float64, len(g.jobs))
 		g.bump = make([]float64, len(g.jobs))
 		for j, job := range g.jobs {
@@ -210,9 +226,4 @@ func (p *GoodputJCT) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan
 			}
 		}
 	}
-	if err := g.counts(ctx, setup); err != nil {
-		return nil, err
-	}
-	g.place()
-	return c.Plan(GoodputJCTName), nil
 }

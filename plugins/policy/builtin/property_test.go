@@ -103,7 +103,8 @@ func wellFormed(j *policy.Job) bool {
 
 func checkPromises(t *testing.T, name string, s *policy.Snapshot, p *policy.Plan, why must.Setting) {
 	t.Helper()
-	if name == builtin.TiresiasName || name == builtin.GoodputName || name == builtin.GoodputJCTName {
+	if name == builtin.TiresiasName || name == builtin.GoodputName || name == builtin.GoodputJCTName ||
+		name == builtin.GoodputHeteroName || name == builtin.GoodputUnawareName {
 		return // preemptive, no head-of-line blocking; their promises: checkPreemptive
 	}
 	order := make([]*policy.Job, len(s.Jobs))

@@ -193,7 +193,7 @@ func TestRegistry_Open(t *testing.T) {
 
 	names, err := reg.Names()
 	must.NoError(t, err)
-	must.Eq(t, []string{"edf", "elastic-fifo", "fifo", "goodput", "goodput-jct", "misbehaving", "qoe", "round-robin", "tiresias"}, names)
+	must.Eq(t, []string{"edf", "elastic-fifo", "fifo", "goodput", "goodput-hetero", "goodput-jct", "goodput-unaware", "misbehaving", "qoe", "round-robin", "tiresias"}, names)
 
 	cases := []struct {
 		name, policy string
@@ -204,7 +204,7 @@ func TestRegistry_Open(t *testing.T) {
 		{name: "builtin with config", policy: builtin.ElasticFIFOName, config: map[string]string{"resize_cooldown": "1m"}},
 		{name: "builtin with bad config", policy: builtin.RoundRobinName, config: map[string]string{"x": "y"},
 			err: "failed to configure policy round-robin"},
-		{name: "unknown", policy: "nope", err: `failed to open policy "nope": not a builtin (edf, elastic-fifo, fifo, goodput, goodput-jct, qoe, round-robin, tiresias) nor a plugin`},
+		{name: "unknown", policy: "nope", err: `failed to open policy "nope": not a builtin (edf, elastic-fifo, fifo, goodput, goodput-hetero, goodput-jct, goodput-unaware, qoe, round-robin, tiresias) nor a plugin`},
 		{name: "not executable", policy: "not-executable", err: "is not an executable file"},
 		{name: "path traversal", policy: "../misbehaving", err: "not a valid policy name"},
 	}

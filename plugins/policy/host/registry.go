@@ -25,14 +25,16 @@ type Factory func() policy.Policy
 // Builtins returns the policies compiled into the project, by name.
 func Builtins() map[string]Factory {
 	return map[string]Factory{
-		builtin.FIFOName:        func() policy.Policy { return builtin.NewFIFO() },
-		builtin.ElasticFIFOName: func() policy.Policy { return builtin.NewElasticFIFO() },
-		builtin.RoundRobinName:  func() policy.Policy { return builtin.NewRoundRobin() },
-		builtin.TiresiasName:    func() policy.Policy { return builtin.NewTiresias() },
-		builtin.GoodputName:     func() policy.Policy { return builtin.NewGoodput() },
-		builtin.GoodputJCTName:  func() policy.Policy { return builtin.NewGoodputJCT() },
-		builtin.EDFName:         func() policy.Policy { return builtin.NewEDF() },
-		builtin.QoEName:         func() policy.Policy { return builtin.NewQoE() },
+		builtin.FIFOName:           func() policy.Policy { return builtin.NewFIFO() },
+		builtin.ElasticFIFOName:    func() policy.Policy { return builtin.NewElasticFIFO() },
+		builtin.RoundRobinName:     func() policy.Policy { return builtin.NewRoundRobin() },
+		builtin.TiresiasName:       func() policy.Policy { return builtin.NewTiresias() },
+		builtin.GoodputName:        func() policy.Policy { return builtin.NewGoodput() },
+		builtin.GoodputJCTName:     func() policy.Policy { return builtin.NewGoodputJCT() },
+		builtin.GoodputUnawareName: func() policy.Policy { return builtin.NewGoodputUnaware() },
+		builtin.GoodputHeteroName:  func() policy.Policy { return builtin.NewGoodputHetero() },
+		builtin.EDFName:            func() policy.Policy { return builtin.NewEDF() },
+		builtin.QoEName:            func() policy.Policy { return builtin.NewQoE() },
 	}
 }
 

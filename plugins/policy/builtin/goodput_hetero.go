@@ -1,0 +1,538 @@
+package builtin
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/place"
+)
+
+// GoodputHeteroName is the name of the goodput-hetero builtin.
+const GoodputHeteroName = "goodput-hetero"
+
+// DefaultGoodputHeteroMoveCost is goodput-hetero's default price of a move
+// between GPU models, and of a restart (goodput-jct's restart_cost, whose
+// own default is Pollux's 30 s): a checkpoint and a restart (Sia measured
+// 25 s to 250 s by model; its simulator charges them, and so does ours).
+// Four minutes was the best of 30 s, 60 s, 120 s and 240 s on four of
+// Sia's Philly and Helios workloads (docs/sim/hetero).
+const DefaultGoodputHeteroMoveCost = 240 * time.Second
+
+// GoodputHetero is goodput-jct on a cluster of several GPU models: it
+// chooses for each job a GPU model and a count together, after Sia
+// (Jayaram Subramanya et al., SOSP'23), as one greedy instead of Sia's
+// integer program, and never mixes models in one job.
+//
+// Semantics, one round, on a cluster whose nodes have two GPU models or
+// more (on one model it is goodput-jct):
+//  1. Tables. A job's goodput on model m with g GPUs is Job.ByModel[m][g-1]
+//     (a job without ByModel: its speedup table, or linear, the same on
+//     every model; a model missing from its ByModel: the table of the
+//     slowest model it has). Each job's tables are divided by its least
+//     one-GPU goodput over the models it may use (a job's GPU model
+//     constraint allows one), Sia's normalised goodput: 1 on one GPU of
+//     its slowest model.
+//  2. Prices. A GPU of model m costs pi_m, the mean over the jobs with
+//     ByModel of their normalised one-GPU goodput on m: what a GPU of m is
+//     worth to the average job. A step's score (goodput-jct's: weight x
+//     gain in speedup per GPU) is divided by its model's price, so the
+//     jobs that gain more than the average on a fast model get it first
+//     (comparative advantage), and a model nobody prefers still fills.
+//  3. Counts. goodput-jct's greedy, each job's steps on one model: a
+//     running job's its own; a queued job's the model of greatest
+//     normalised one-GPU goodput over price (ties: the faster, then the
+//     name), and when a step there no longer fits, its next model. Each
+//     model's GPUs are counted apart.
+//  4. Moves. A running job moves to another model only where that
+//     model's GPUs left after step 3 give it goodput g' against the g it
+//     would have where it is, with g'/g > 1 + move_cost / max(age,
+//     move_cost), age being the time since its allocation last changed
+//     (an allocation that has lasted t is expected to last about t more:
+//     the gain must pay the restart). Largest gain first.
+//  5. Placement: goodput-jct's, each job confined to its model's nodes;
+//     a job that moves is stopped and started on the new model's nodes.
+//     A plan never gives one job GPUs of two models (a job that holds
+//     GPUs of two models, from before, is cut to the one holding most).
+//
+// The round costs goodput-jct's plus a pass over each job's tables (one
+// map lookup a model) and a copy of the snapshot's jobs.
+//
+// Config: goodput-jct's keys (stickiness, attained_scale, attained_floor,
+// restart_cost, whose default here is 4m, aging), and move_cost = a
+// duration from 0s to MaxResizeCooldown (default 4m; 0: any gain moves a
+// job).
+type GoodputHetero struct {
+	jct  *GoodputJCT
+	move atomic.Int64 // time.Duration
+}
+
+// NewGoodputHetero returns a goodput-hetero policy with the default
+// configuration.
+func NewGoodputHetero() *GoodputHetero {
+	p := &GoodputHetero{jct: NewGoodputJCT()}
+	p.jct.restart.Store(int64(DefaultGoodputHeteroMoveCost))
+	p.move.Store(int64(DefaultGoodputHeteroMoveCost))
+	return p
+}
+
+// PluginInfo implements policy.Base.
+func (p *GoodputHetero) PluginInfo() policy.Info {
+	return policy.Info{Name: GoodputHeteroName, Version: Version, IgnoresPriority: true,
+		Description: "goodput-jct choosing each job's GPU model and count together (Sia's idea, greedy): normalised goodput over model prices, one model a job, moves only when the gain pays the restart; preemptive, elastic"}
+}
+
+// SetConfig implements policy.Base.
+func (p *GoodputHetero) SetConfig(config map[string]string) error {
+	rest := make(map[string]string, len(config))
+	for k, v := range config {
+		if k != "move_cost" {
+			rest[k] = v
+		}
+	}
+	mc, err := durationConfig(GoodputHeteroName, config, "move_cost", DefaultGoodputHeteroMoveCost, MaxResizeCooldown)
+	if err != nil {
+		return err
+	}
+	if _, ok := rest["restart_cost"]; !ok {
+		rest["restart_cost"] = DefaultGoodputHeteroMoveCost.String()
+	}
+	jct := NewGoodputJCT()
+	if err := jct.SetConfig(rest); err != nil {
+		return fmt.Errorf("failed to configure %s: %w", GoodputHeteroName, err)
+	}
+	p.jct = jct
+	p.move.Store(int64(mc))
+	return nil
+}
+
+// Plan implements policy.Policy.
+func (p *GoodputHetero) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	models, nodeModel := gpuModels(s)
+	if len(models) < 2 {
+		plan, err := p.jct.Plan(ctx, s)
+		if err == nil {
+			plan.Policy = GoodputHeteroName
+		}
+		return plan, err
+	}
+	// The jobs are copied so that each one's GPU model constraint can be
+	// set to the model chosen for it (the board places by constraints),
+	// in the board's order (submission, then ID), so that a job's index
+	// is the same here and there.
+	view := &policy.Snapshot{Now: s.Now, Nodes: s.Nodes, Jobs: slices.Clone(s.Jobs)}
+	if s.Vouched() {
+		view.Vouch()
+	} else {
+		slices.SortStableFunc(view.Jobs, func(a, b policy.Job) int {
+			if x := a.Submitted.Compare(b.Submitted); x != 0 {
+				return x
+			}
+			return cmp.Compare(a.ID, b.ID)
+		})
+	}
+	jobs := make([]*policy.Job, len(view.Jobs))
+	for i := range view.Jobs {
+		jobs[i] = &view.Jobs[i]
+	}
+	hp := newHeteroPools(jobs, models, nodeModel, s)
+	// Running jobs stay on their model (moves are step 4), their repairs
+	// too: set before the board is built.
+	for j, job := range jobs {
+		if m := hp.pool[j]; m >= 0 && hp.running[j] {
+			job.Constraints.GPUModel = models[m]
+		}
+	}
+	c, err := place.NewBoard(view)
+	if err != nil {
+		return nil, fmt.Errorf("failed to plan: %w", err)
+	}
+	if b := c.Jobs(); len(b) > 0 && (b[0] != jobs[0] || b[len(b)-1] != jobs[len(jobs)-1]) {
+		return nil, fmt.Errorf("failed to plan: the board's order of the jobs is not the snapshot's")
+	}
+	g := p.jct.round(c, view)
+	g.hp = hp
+	if err := g.counts(ctx, p.jct.setup(&g, view)); err != nil {
+		return nil, err
+	}
+	moved := hp.moves(&g, time.Duration(p.move.Load()).Seconds(), s.Now)
+	for j, job := range g.jobs {
+		if m := hp.pool[j]; m >= 0 {
+			job.Constraints.GPUModel = models[m]
+		}
+	}
+	for _, mv := range moved {
+		c.Shrink(mv.job, c.Held(mv.job))
+		g.cur[mv.job] = 0
+	}
+	g.place()
+	for _, mv := range moved {
+		if c.Held(mv.job) > 0 {
+			c.Notef(mv.job, "moved from %s to %s of %s: %.2fx its goodput, worth its restart", policy.GPUs(mv.from), policy.GPUs(c.Held(mv.job)), models[mv.to], mv.gain)
+		}
+	}
+	plan := c.Plan(GoodputHeteroName)
+	cutToOneModel(s, plan, nodeModel) // a guard: the placement confines each job
+	return plan, nil
+}
+
+// gpuModels returns the GPU models of the snapshot's nodes that have
+// GPUs, sorted, and each node's model by ID.
+func gpuModels(s *policy.Snapshot) ([]string, map[string]string) {
+	var models []string
+	byNode := make(map[string]string, len(s.Nodes))
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		byNode[n.ID] = n.GPUModel
+		if n.GPUs > 0 && !slices.Contains(models, n.GPUModel) {
+			models = append(models, n.GPUModel)
+		}
+	}
+	slices.Sort(models)
+	return models, byNode
+}
+
+// heteroPools is goodput-hetero's state of one round (see goodputRound.hp).
+type heteroPools struct {
+	jobs    []*policy.Job
+	models  []string
+	price   []float64 // per model: pi_m
+	rem     []int     // per model: GPUs not yet counted in step 3
+	pool    []int8    // per job: its model (index in models), -1 for none
+	tried   []uint64  // per job: the models it has tried (bits)
+	allow   []uint64  // per job: the models it may use (bits)
+	tab     [][]float64
+	inv     []float64 // per job: 1 / its least one-GPU goodput
+	running []bool    // per job: it holds GPUs in the snapshot
+}
+
+// maxModels bounds the GPU models goodput-hetero tells apart (a bit each).
+const maxModels = 64
+
+func newHeteroPools(jobs []*policy.Job, models []string, nodeModel map[string]string, s *policy.Snapshot) *heteroPools {
+	n := len(jobs)
+	hp := &heteroPools{jobs: jobs, models: models, price: make([]float64, len(models)), rem: make([]int, len(models)),
+		pool: make([]int8, n), running: make([]bool, n), tried: make([]uint64, n), allow: make([]uint64, n), tab: make([][]float64, n), inv: make([]float64, n)}
+	index := make(map[string]int8, len(models))
+	for i, m := range models {
+		if i < maxModels {
+			index[m] = int8(i)
+		}
+	}
+	for i := range s.Nodes {
+		nd := &s.Nodes[i]
+		if m, ok := index[nd.GPUModel]; ok {
+			hp.rem[m] += max(0, nd.GPUs-nd.Reserved)
+		}
+	}
+	byNodeIdx := make([]int8, len(s.Nodes))
+	for i := range s.Nodes {
+		byNodeIdx[i] = -1
+		if m, ok := index[s.Nodes[i].GPUModel]; ok {
+			byNodeIdx[i] = m
+		}
+	}
+	vouched := s.Vouched() // the jobs' Held are the snapshot's
+	sums := make([]float64, len(models))
+	counted := 0
+	first := make([]float64, len(models)) // scratch: one job's one-GPU goodputs
+	for j, job := range jobs {
+		hp.pool[j] = -1
+		allow := uint64(1)<<len(index) - 1
+		if c := job.Constraints.GPUModel; c != "" {
+			allow = 0
+			if m, ok := index[c]; ok {
+				allow = 1 << m
+			}
+		}
+		hp.allow[j] = allow
+		// Its one-GPU goodput on each model, the least, and the slowest.
+		least, slow := math.Inf(1), -1
+		known := len(job.ByModel) > 0
+		for mi := range len(index) {
+			first[mi] = 0
+			if allow&(1<<mi) == 0 {
+				continue
+			}
+			if known {
+				if t := job.ByModel[models[mi]]; policy.UsableSpeedup(t) && t[0] > 0 {
+					first[mi] = t[0]
+					if t[0] < least {
+						least, slow = t[0], mi
+					}
+				}
+			} else {
+				first[mi] = 1
+			}
+		}
+		switch {
+		case !known:
+			hp.inv[j] = 1
+		case slow < 0:
+			known = false
+			hp.inv[j] = 1
+			for mi := range len(index) {
+				if allow&(1<<mi) != 0 {
+					first[mi] = 1
+				}
+			}
+		default:
+			hp.inv[j] = 1 / least
+			counted++
+			for mi := range len(index) {
+				if first[mi] > 0 {
+					sums[mi] += first[mi] / least
+				}
+			}
+		}
+		// Its model: the one it holds most GPUs of, if it runs.
+		if cur := currentModel(job, vouched, byNodeIdx, nodeModel, index); cur >= 0 {
+			hp.running[j] = true
+			if allow&(1<<cur) != 0 {
+				hp.pool[j] = cur
+			}
+		}
+	}
+	for mi := range hp.price {
+		hp.price[mi] = 1
+		if counted > 0 && sums[mi] > 0 {
+			hp.price[mi] = sums[mi] / float64(counted)
+		}
+	}
+	for j := range jobs {
+		if hp.pool[j] < 0 {
+			hp.pool[j] = hp.best(int32(j))
+		}
+		if hp.pool[j] >= 0 {
+			hp.tried[j] |= 1 << hp.pool[j]
+			hp.tab[j] = hp.table(int32(j), hp.pool[j])
+		}
+	}
+	return hp
+}
+
+// currentModel returns the model job j holds most GPUs of (ties: the
+// lowest index), or -1 if it holds none.
+func currentModel(job *policy.Job, vouched bool, byNodeIdx []int8, nodeModel map[string]string, index map[string]int8) int8 {
+	var per [maxModels]int
+	best := int8(-1)
+	add := func(m int8, g int) {
+		if m < 0 || g <= 0 {
+			return
+		}
+		per[m] += g
+		if best < 0 || per[m] > per[best] || (per[m] == per[best] && m < best) {
+			best = m
+		}
+	}
+	if vouched {
+		for _, sl := range job.Held {
+			add(byNodeIdx[sl.Node], sl.GPUs)
+		}
+		return best
+	}
+	for id, g := range job.Allocation {
+		m, ok := index[nodeModel[id]]
+		if !ok {
+			m = -1
+		}
+		add(m, g)
+	}
+	return best
+}
+
+// table returns job j's goodput table on model m (nil: linear).
+func (hp *heteroPools) table(j int32, m int8) []float64 {
+	job := hp.jobs[j]
+	if len(job.ByModel) == 0 {
+		if policy.UsableSpeedup(job.Speedup) {
+			return job.Speedup
+		}
+		return nil
+	}
+	if t := job.ByModel[hp.models[m]]; policy.UsableSpeedup(t) && t[0] > 0 {
+		return t
+	}
+	// Unknown there: its slowest known model's.
+	var slow []float64
+	for _, t := range job.ByModel {
+		if policy.UsableSpeedup(t) && t[0] > 0 && (slow == nil || t[0] < slow[0]) {
+			slow = t
+		}
+	}
+	return slow
+}
+
+// best returns job j's model of greatest one-GPU goodput over price among
+// those it may use and has not tried (ties: the faster, then the first),
+// or -1.
+func (hp *heteroPools) best(j int32) int8 {
+	best, bestAdv, bestG := int8(-1), 0.0, 0.0
+	for mi := range hp.models {
+		if mi >= maxModels {
+			break
+		}
+		m := int8(mi)
+		if hp.allow[j]&(1<<m) == 0 || hp.tried[j]&(1<<m) != 0 {
+			continue
+		}
+		g1 := 1.0
+		if t := hp.table(j, m); t != nil {
+			g1 = t[0] * hp.inv[j]
+		}
+		adv := g1 / hp.price[m]
+		if best < 0 || adv > bestAdv*(1+1e-9) || (adv >= bestAdv*(1-1e-9) && g1 > bestG) {
+			best, bestAdv, bestG = m, adv, g1
+		}
+	}
+	return best
+}
+
+// speedup is goodputRound.speedup's table read for job j: its normalised
+// goodput with n GPUs on its model.
+func (hp *heteroPools) speedup(j int32, n int) float64 {
+	if hp.pool[j] < 0 {
+		return 0
+	}
+	t := hp.tab[j]
+	if t == nil {
+		return float64(n)
+	}
+	return t[min(n, len(t))-1] * hp.inv[j]
+}
+
+func (hp *heteroPools) tableLen(j int32) int { return len(hp.tab[j]) }
+
+// scale is the factor of job j's scores: 1 / its model's price.
+func (hp *heteroPools) scale(j int32) float64 {
+	if hp.pool[j] < 0 {
+		return 0
+	}
+	return 1 / hp.price[hp.pool[j]]
+}
+
+// fits reports whether cost more GPUs of job j's model are left.
+func (hp *heteroPools) fits(j int32, cost int) bool {
+	return hp.pool[j] >= 0 && cost <= hp.rem[hp.pool[j]]
+}
+
+func (hp *heteroPools) take(j int32, cost int) { hp.rem[hp.pool[j]] -= cost }
+
+// switchPool moves job j, which has no GPUs counted yet, to its next
+// model; false if it has none left.
+func (hp *heteroPools) switchPool(j int32) bool {
+	m := hp.best(j)
+	if m < 0 {
+		return false
+	}
+	hp.pool[j] = m
+	hp.tried[j] |= 1 << m
+	hp.tab[j] = hp.table(j, m)
+	return true
+}
+
+// heteroMove is a running job's move to another model (step 4).
+type heteroMove struct {
+	job      int32
+	from, to int // from: the GPUs it held; to: the model (index)
+	count    int
+	gain     float64
+}
+
+// moves is step 4: running jobs whose goodput on another model's GPUs
+// left over beats what they would have where they are by more than the
+// price of a restart move there, largest gain first.
+func (hp *heteroPools) moves(g *goodputRound, moveCost float64, now time.Time) []heteroMove {
+	var cands []heteroMove
+	for j := range hp.jobs {
+		jj := int32(j)
+		cur := g.cur[j]
+		if cur == 0 || hp.pool[j] < 0 {
+			continue
+		}
+		here := 0.0
+		if t := g.target[j]; t > 0 {
+			here = hp.speedup(jj, t)
+		}
+		age := now.Sub(hp.jobs[j].LastResized).Seconds()
+		if hp.jobs[j].LastResized.IsZero() {
+			age = math.Inf(1)
+		}
+		need := 1 + moveCost/max(age, moveCost, 1e-9)
+		if moveCost == 0 {
+			need = 1
+		}
+		bestM, bestN, bestGain := int8(-1), 0, need
+		for mi := range hp.models {
+			m := int8(mi)
+			if mi >= maxModels || m == hp.pool[j] || hp.allow[j]&(1<<m) == 0 {
+				continue
+			}
+			n, v := hp.bestCount(jj, m, hp.rem[m])
+			if n == 0 {
+				continue
+			}
+			gain := math.Inf(1)
+			if here > 0 {
+				gain = v / here
+			}
+			if gain > bestGain*(1+1e-9) {
+				bestM, bestN, bestGain = m, n, gain
+			}
+		}
+		if bestM >= 0 {
+			cands = append(cands, heteroMove{job: jj, from: cur, to: int(bestM), count: bestN, gain: bestGain})
+		}
+	}
+	slices.SortFunc(cands, func(a, b heteroMove) int {
+		if c := cmp.Compare(b.gain, a.gain); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.job, b.job)
+	})
+	var out []heteroMove
+	for _, mv := range cands {
+		m := int8(mv.to)
+		n, _ := hp.bestCount(mv.job, m, hp.rem[m])
+		if n < mv.count {
+			continue // taken by a larger gain: judged again next round
+		}
+		n = mv.count
+		hp.rem[hp.pool[mv.job]] += g.target[mv.job]
+		hp.rem[m] -= n
+		hp.pool[mv.job] = m
+		hp.tab[mv.job] = hp.table(mv.job, m)
+		g.target[mv.job] = n
+		out = append(out, mv)
+	}
+	return out
+}
+
+// bestCount returns the count in whole workers within the job's request
+// and at most room of greatest goodput for job j on model m, and that
+// goodput (normalised); 0 if none fits.
+func (hp *heteroPools) bestCount(j int32, m int8, room int) (int, float64) {
+	r := hp.jobs[j].GPUs
+	w := max(1, r.PerWorker)
+	t := hp.table(j, m)
+	hi := min(r.Max, room)
+	if t != nil {
+		hi = min(hi, len(t))
+	}
+	best, bestV := 0, 0.0
+	for n := r.Min; n <= hi; n += w {
+		v := float64(n)
+		if t != nil {
+			v = t[n-1] * hp.inv[j]
+		}
+		if v > bestV*(1+1e-9) {
+			best, bestV = n, v
+		}
+	}
+	return best, bestV
+}

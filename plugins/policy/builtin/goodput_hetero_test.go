@@ -1,0 +1,164 @@
+package builtin_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/shoenig/test/must"
+)
+
+// withByModel gives each job of s a random goodput table on each model of
+// its nodes (some jobs none), as the simulator fills Job.ByModel.
+func withByModel(r *rand.Rand, s *policy.Snapshot) {
+	models := map[string]bool{}
+	for _, n := range s.Nodes {
+		models[n.GPUModel] = true
+	}
+	for i := range s.Jobs {
+		if r.IntN(4) == 0 {
+			continue
+		}
+		j := &s.Jobs[i]
+		j.ByModel = map[string][]float64{}
+		for m := range models {
+			base, tab := 0.5+2*r.Float64(), make([]float64, j.GPUs.Max)
+			for g := range tab {
+				tab[g] = base * float64(g+1) / (1 + 0.1*r.Float64()*float64(g))
+			}
+			j.ByModel[m] = tab
+		}
+	}
+}
+
+// modelsOf returns the GPU models an allocation's nodes are of.
+func modelsOf(s *policy.Snapshot, a policy.Allocation) map[string]bool {
+	out := map[string]bool{}
+	for i := range s.Nodes {
+		if a[s.Nodes[i].ID] > 0 {
+			out[s.Nodes[i].GPUModel] = true
+		}
+	}
+	return out
+}
+
+// TestProperty_HeteroNeverMixesModels: on random snapshots of two GPU
+// models, with and without goodput by model, and on the round after, the
+// plans of goodput-hetero and goodput-unaware are valid and give no job
+// GPUs of two models (a job that held two models before is cut to one).
+func TestProperty_HeteroNeverMixesModels(t *testing.T) {
+	iterations := 300
+	if testing.Short() {
+		iterations = 40
+	}
+	ctx := context.Background()
+	for _, p := range []policy.Policy{builtin.NewGoodputHetero(), builtin.NewGoodputUnaware()} {
+		t.Run(p.PluginInfo().Name, func(t *testing.T) {
+			for seed := range uint64(iterations) {
+				r := rand.New(rand.NewPCG(seed, 29))
+				s := randomSnapshot(r)
+				if seed%2 == 0 {
+					withByModel(r, s)
+				}
+				why := must.Sprintf("seed %d", seed)
+				for round := range 2 {
+					plan, err := p.Plan(ctx, s)
+					must.NoError(t, err, why)
+					must.NoError(t, policy.Validate(s, plan), why)
+					for i := range s.Jobs {
+						j := &s.Jobs[i]
+						must.LessEq(t, 1, len(modelsOf(s, plan.Target(j))), why,
+							must.Sprintf("round %d: job %s on %v: %v", round, j.ID, plan.Target(j), plan.Why(j)))
+					}
+					s = s.Apply(plan, at(120+60*round))
+				}
+			}
+		})
+	}
+}
+
+// heteroPair is a running job on the slow model with the fast model's
+// node free: its goodput there is gain times its goodput where it is.
+func heteroPair(gain float64, resized int) *policy.Snapshot {
+	s := &policy.Snapshot{Now: at(3600), Nodes: []policy.Node{node("slow-0", 4, 0), node("fast-0", 4, 0)}}
+	s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
+	j := running("j", 0, 1, 4, 1, policy.Allocation{"slow-0": 4}, resized)
+	j.ByModel = map[string][]float64{"T4": {1, 2, 3, 4}, "A100": {gain, 2 * gain, 3 * gain, 4 * gain}}
+	s.Jobs = []policy.Job{j}
+	return s
+}
+
+// TestGoodputHetero_MovesOnlyWhenTheGainPaysTheRestart: a job moves to a
+// faster model only when its gain exceeds 1 + move_cost / the time since
+// its allocation last changed.
+func TestGoodputHetero_MovesOnlyWhenTheGainPaysTheRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gain    float64
+		resized int // second of the last change; now is 3600
+		moves   bool
+	}{
+		// A 240 s move cost: an allocation of 3600 s needs a gain above 1 + 1/15.
+		{"long allocation, small gain", 1.05, 0, false},
+		{"long allocation, gain above the price", 1.1, 0, true},
+		// An allocation of 240 s: the gain must be above 2.
+		{"fresh allocation, large gain below the price", 1.9, 3360, false},
+		{"fresh allocation, gain above the price", 2.2, 3360, true},
+		{"slower elsewhere", 0.5, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := heteroPair(tc.gain, tc.resized)
+			p := plan(t, builtin.NewGoodputHetero(), s)
+			to := p.Target(&s.Jobs[0])
+			if tc.moves {
+				must.Eq(t, policy.Allocation{"fast-0": 4}, to.Clone(), must.Sprintf("%v", p.Reasons))
+				must.StrContains(t, p.Why(&s.Jobs[0])[len(p.Why(&s.Jobs[0]))-1], "moved from 4 GPUs to 4 GPUs of A100")
+			} else {
+				must.Eq(t, policy.Allocation{"slow-0": 4}, to.Clone(), must.Sprintf("%v", p.Reasons))
+			}
+		})
+	}
+}
+
+// TestGoodputHetero_ComparativeAdvantage: of two queued jobs and one GPU
+// of each model, the fast GPU goes to the job it speeds up more, though
+// both are faster there and the other was submitted first.
+func TestGoodputHetero_ComparativeAdvantage(t *testing.T) {
+	s := &policy.Snapshot{Now: at(60), Nodes: []policy.Node{node("slow-0", 1, 0), node("fast-0", 1, 0)}}
+	s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
+	a, b := queued("a", 0, 1, 1, 1), queued("b", 1, 1, 1, 1)
+	a.ByModel = map[string][]float64{"T4": {1}, "A100": {1.3}}
+	b.ByModel = map[string][]float64{"T4": {2}, "A100": {8}}
+	s.Jobs = []policy.Job{a, b}
+	p := plan(t, builtin.NewGoodputHetero(), s)
+	must.Eq(t, policy.Allocation{"slow-0": 1}, p.Target(&s.Jobs[0]).Clone())
+	must.Eq(t, policy.Allocation{"fast-0": 1}, p.Target(&s.Jobs[1]).Clone())
+}
+
+// TestGoodputHetero_Constrained: a job constrained to a model runs only
+// there, though the other model is free and faster for it.
+func TestGoodputHetero_Constrained(t *testing.T) {
+	s := &policy.Snapshot{Now: at(60), Nodes: []policy.Node{node("slow-0", 2, 0), node("fast-0", 2, 0)}}
+	s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
+	a := queued("a", 0, 1, 2, 1)
+	a.Constraints.GPUModel = "T4"
+	a.ByModel = map[string][]float64{"T4": {1, 2}, "A100": {5, 10}}
+	s.Jobs = []policy.Job{a}
+	p := plan(t, builtin.NewGoodputHetero(), s)
+	must.Eq(t, policy.Allocation{"slow-0": 2}, p.Target(&s.Jobs[0]).Clone())
+}
+
+// TestGoodputUnaware_CutsToTheModelHoldingMost: the unaware base spreads a
+// job over two models; it keeps the model holding most of its GPUs.
+func TestGoodputUnaware_CutsToTheModelHoldingMost(t *testing.T) {
+	s := &policy.Snapshot{Now: at(60), Nodes: []policy.Node{node("a-0", 4, 0), node("b-0", 8, 4)}}
+	s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
+	j := queued("j", 0, 1, 6, 1)
+	j.Speedup = []float64{1, 2, 3, 4, 5, 6}
+	s.Jobs = []policy.Job{j}
+	p := plan(t, builtin.NewGoodputUnaware(), s)
+	must.Eq(t, 1, len(modelsOf(s, p.Target(&s.Jobs[0]))), must.Sprintf("%v %v", p.Target(&s.Jobs[0]), p.Reasons))
+	must.Eq(t, 4, p.Target(&s.Jobs[0]).Total())
+}
