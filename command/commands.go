@@ -47,6 +47,8 @@ func Commands(m Meta) map[string]cli.CommandFactory {
 		"agent": func() (cli.Command, error) { return &AgentCommand{Out: m.Out, Err: m.Err}, nil },
 		"sim":   func() (cli.Command, error) { return &SimCommand{Out: m.Out, Err: m.Err}, nil },
 
+		"sim hetero": func() (cli.Command, error) { return &SimHeteroCommand{Out: m.Out, Err: m.Err}, nil },
+
 		"job run":    func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
 		"job status": func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },
 		"job list":   func() (cli.Command, error) { return &JobStatusCommand{Meta: m, list: true}, nil },

@@ -16,7 +16,7 @@ import (
 // lab or agent starts). On the old code sim and lab exited 1.
 func TestCommands_BadFlagIsUsage(t *testing.T) {
 	names := slices.Sorted(maps.Keys(Commands(Meta{})))
-	must.SliceContainsAll(t, names, []string{"agent", "lab", "sim", "job run", "job status", "job list", "job stop",
+	must.SliceContainsAll(t, names, []string{"agent", "lab", "sim", "sim hetero", "job run", "job status", "job list", "job stop",
 		"policy list", "policy set", "node list", "queue list", "queue status", "queue apply", "job", "policy", "node", "queue"}, must.Sprint("every command is tried"))
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {

@@ -1,9 +1,9 @@
 package sia
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,59 +27,60 @@ func DefaultEntries() []Entry {
 	}
 }
 
-// Main is the sim-hetero command: it replays Sia's workloads on a
-// heterogeneous cluster with each policy and writes the table beside Sia's
-// Table 3 (to stdout, and to <out>/README.md's generated part with -out).
-// It returns the exit code.
-func Main(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim-hetero", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	traces := fs.String("traces", "", "Sia's traces: the folder holding profiles/ and workloads/<family>/")
-	famList := fs.String("families", "philly,helios", "trace families (folders of workloads/), comma-separated")
-	clusterSpec := fs.String("cluster", sim.ClusterString(sim.SiaCluster()), "cluster: <nodes>x<gpus a node>:<model>,... (models of the profiles)")
-	clusterFile := fs.String("cluster-file", "", "cluster file: one <nodes>x<gpus a node>:<model> a line (instead of -cluster)")
-	policies := fs.String("policy", "", "policies, comma-separated, each name[:unaware] (default: goodput-unaware:unaware,goodput-hetero)")
-	out := fs.String("out", "", "write the table into <out>/results.md")
-	verbose := fs.Bool("v", false, "print each replay's figures")
-	if err := fs.Parse(args); err != nil {
-		return 2
+// Options are the `schedulearn sim hetero` command's (package command
+// parses them).
+type Options struct {
+	// Traces is Sia's traces folder: profiles/ and workloads/<family>/.
+	Traces string
+	// Families are the folders of workloads/ to replay.
+	Families []string
+	// Cluster is a cluster spec (ParseCluster's form), ClusterFile a
+	// cluster file (LoadClusterFile) that replaces it when set.
+	Cluster, ClusterFile string
+	// Policies are name[:unaware] entries; empty: DefaultEntries.
+	Policies []string
+	// Out, when set, is where results.md goes.
+	Out string
+	// Progress, when set, gets each replay's figures.
+	Progress io.Writer
+}
+
+// Run replays Sia's workloads on a heterogeneous cluster with each policy
+// and writes the table beside Sia's Table 3 to stdout, and to
+// <Out>/results.md when Out is set.
+func Run(o Options, stdout io.Writer) error {
+	if o.Traces == "" {
+		return errors.New("no traces folder given")
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "Error: %v\n", err)
-		return 1
-	}
-	if *traces == "" {
-		fmt.Fprintln(stderr, "Error: -traces <dir> is required")
-		return 2
-	}
-	known, err := ProfileGPUs(filepath.Join(*traces, "profiles"))
+	clusterSpec, clusterFile := cmp.Or(o.Cluster, sim.ClusterString(sim.SiaCluster())), o.ClusterFile
+	known, err := ProfileGPUs(filepath.Join(o.Traces, "profiles"))
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	var groups []sim.NodeGroup
-	if *clusterFile != "" {
-		groups, err = sim.LoadClusterFile(*clusterFile, known)
+	if clusterFile != "" {
+		groups, err = sim.LoadClusterFile(clusterFile, known)
 	} else {
-		groups, err = sim.ParseCluster(*clusterSpec, known)
+		groups, err = sim.ParseCluster(clusterSpec, known)
 	}
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	var gpus []string
 	for _, g := range groups {
 		gpus = append(gpus, g.Model)
 	}
-	prof, err := LoadProfiles(filepath.Join(*traces, "profiles"), gpus)
+	prof, err := LoadProfiles(filepath.Join(o.Traces, "profiles"), gpus)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	entries := DefaultEntries()
-	if *policies != "" {
+	if len(o.Policies) > 0 {
 		entries = nil
-		for _, p := range strings.Split(*policies, ",") {
+		for _, p := range o.Policies {
 			name, mode, _ := strings.Cut(p, ":")
 			if mode != "" && mode != "unaware" {
-				return fail(fmt.Errorf("-policy %q: %q is not \"unaware\"", p, mode))
+				return fmt.Errorf("-policy %q: %q is not \"unaware\"", p, mode)
 			}
 			anchor := "Sia"
 			if mode == "unaware" {
@@ -92,7 +93,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		name := entries[i].Policy
 		f, ok := host.Builtins()[name]
 		if !ok {
-			return fail(fmt.Errorf("policy %q is not a builtin", name))
+			return fmt.Errorf("policy %q is not a builtin", name)
 		}
 		cfg := entries[i].Config
 		entries[i].New = func() (policy.Policy, error) {
@@ -105,24 +106,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return p, nil
 		}
 	}
-	var progress io.Writer
-	if *verbose {
-		progress = stderr
-	}
 	start := time.Now()
-	rows, err := Compare(context.Background(), filepath.Join(*traces, "workloads"), strings.Split(*famList, ","), prof, groups, entries, progress)
+	rows, err := Compare(context.Background(), filepath.Join(o.Traces, "workloads"), o.Families, prof, groups, entries, o.Progress)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	if err := WriteTable(stdout, rows); err != nil {
-		return fail(err)
+		return err
 	}
-	if *out != "" {
-		if err := writeResults(*out, groups, rows, time.Since(start)); err != nil {
-			return fail(err)
+	if o.Out != "" {
+		if err := writeResults(o.Out, groups, rows, time.Since(start)); err != nil {
+			return err
 		}
 	}
-	return 0
+	return nil
 }
 
 // writeResults writes <out>/results.md: the table and how it was made.
