@@ -254,6 +254,11 @@ func jobSecret(cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
 //     preloaded) rather than spawned, so starting a worker's process does
 //     not wait for a Python interpreter to start and import Horovod.
 //
+//   - its elastic driver's own log lines (a reset, a worker started, a
+//     host blacklisted, which rendezvous each worker joined), which
+//     horovodrun shows only with --log-level, go to the launcher's stderr
+//     with the time, so a job's log says what the driver did and when.
+//
 // Each change is made only where Horovod has what it replaces.
 //
 // Before all that it runs the port guard (pyhooks.Ports): the launcher's
@@ -284,6 +289,8 @@ class _Multiprocessing:
 if getattr(safe_shell_exec, "multiprocessing", None) is multiprocessing and "forkserver" in multiprocessing.get_all_start_methods():
     multiprocessing.set_forkserver_preload([safe_shell_exec.__name__])
     safe_shell_exec.multiprocessing = _Multiprocessing()
+import logging
+logging.basicConfig(level=logging.INFO, format="%(asctime)s horovodrun: %(message)s")
 sys.path[0] = os.path.dirname(sys.argv[2])
 sys.argv = [sys.argv[2]] + sys.argv[3:]
 from horovod.runner.launch import run_commandline
