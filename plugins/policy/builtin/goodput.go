@@ -131,7 +131,7 @@ func (g *goodputRound) speedup(j int32, n int) float64 {
 	v := float64(n)
 	switch {
 	case g.hp != nil:
-		v = g.hp.speedup(j, n)
+		v = g.hp.value(j, n)
 	case !g.linear[j]:
 		v = tab[min(n, len(tab))-1]
 	}

@@ -162,3 +162,26 @@ func TestGoodputUnaware_CutsToTheModelHoldingMost(t *testing.T) {
 	must.Eq(t, 1, len(modelsOf(s, p.Target(&s.Jobs[0]))), must.Sprintf("%v %v", p.Target(&s.Jobs[0]), p.Reasons))
 	must.Eq(t, 4, p.Target(&s.Jobs[0]).Total())
 }
+
+// TestGoodputHetero_FairnessConfig: fairness is a number in [-4, 0]; 0
+// turns Sia's utility off.
+func TestGoodputHetero_FairnessConfig(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{{"-0.5", true}, {"0", true}, {"-4", true}, {"0.5", false}, {"-5", false}, {"NaN", false}} {
+		err := builtin.NewGoodputHetero().SetConfig(map[string]string{"fairness": tc.value})
+		if tc.ok {
+			must.NoError(t, err, must.Sprint(tc.value))
+		} else {
+			must.ErrorContains(t, err, "fairness", must.Sprint(tc.value))
+		}
+	}
+	// Either way a plan on two models keeps each job on one.
+	for _, v := range []string{"0", "-0.5"} {
+		p := builtin.NewGoodputHetero()
+		must.NoError(t, p.SetConfig(map[string]string{"fairness": v}))
+		s := heteroPair(3, 0)
+		must.Eq(t, policy.Allocation{"fast-0": 4}, plan(t, p, s).Target(&s.Jobs[0]).Clone())
+	}
+}

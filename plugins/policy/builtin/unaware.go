@@ -121,28 +121,32 @@ func (p *GoodputUnaware) Plan(ctx context.Context, s *policy.Snapshot) (*policy.
 // job that starts so gets one start reason, for what it keeps.
 func cutToOneModel(s *policy.Snapshot, plan *policy.Plan, model map[string]string) {
 	for i := range s.Jobs {
-		j := &s.Jobs[i]
-		a := plan.Target(j)
-		if len(a) < 2 {
-			continue
-		}
-		kept, why := oneModel(j, a, model)
-		if why == "" {
-			continue
-		}
-		if plan.Allocations == nil {
-			plan.Allocations = make(map[string]policy.Allocation)
-		}
-		plan.Allocations[j.ID] = kept
-		if plan.Reasons == nil {
-			plan.Reasons = make(map[string][]string)
-		}
-		if j.Allocation.Total() == 0 && kept.Total() > 0 {
-			plan.Reasons[j.ID] = []string{fmt.Sprintf("started with %s on %s (%s)", policy.GPUs(kept.Total()), policy.Count(len(kept.Nodes()), "node"), why)}
-			continue
-		}
-		plan.Reasons[j.ID] = append(slices.Clip(plan.Reasons[j.ID]), why)
+		cutJobToOneModel(&s.Jobs[i], plan, model)
 	}
+}
+
+// cutJobToOneModel is cutToOneModel for job j.
+func cutJobToOneModel(j *policy.Job, plan *policy.Plan, model map[string]string) {
+	a := plan.Target(j)
+	if len(a) < 2 {
+		return
+	}
+	kept, why := oneModel(j, a, model)
+	if why == "" {
+		return
+	}
+	if plan.Allocations == nil {
+		plan.Allocations = make(map[string]policy.Allocation)
+	}
+	plan.Allocations[j.ID] = kept
+	if plan.Reasons == nil {
+		plan.Reasons = make(map[string][]string)
+	}
+	if j.Allocation.Total() == 0 && kept.Total() > 0 {
+		plan.Reasons[j.ID] = []string{fmt.Sprintf("started with %s on %s (%s)", policy.GPUs(kept.Total()), policy.Count(len(kept.Nodes()), "node"), why)}
+		return
+	}
+	plan.Reasons[j.ID] = append(slices.Clip(plan.Reasons[j.ID]), why)
 }
 
 // unawareView returns s as the unaware base sees it (see GoodputUnaware)
