@@ -318,9 +318,8 @@ var efInf = float64(math.MaxInt64)
 // The plan is made only when the value needs it (allocateFree makes it
 // again for the job it steps up): a job without GPUs comes first whatever
 // its plan, and a job valued earlier in the event keeps its value when the
-// free GPUs without its plan are, up to what that plan read (its horizon),
-// the same points offering it the same levels (see planOut.horizon), since
-// its plan is then the same.
+// free GPUs without its plan offer it, where that plan read them, what
+// they offered then (see readSet), since its plan is then the same.
 func (p *efPolicy) marginal(j *efJob, left int, now int64) {
 	if j.next-j.num > left || j.next == j.num {
 		j.marginal = -efInf
@@ -332,50 +331,20 @@ func (p *efPolicy) marginal(j *efJob, left int, now int64) {
 		return
 	}
 	w := p.without.start(j, p.free, p.n)
-	if j.valued && j.sameView(w) {
+	if j.valued && j.sameView(w, now) {
 		return
 	}
 	// The plan reads the points up to the deadline and the first after it
-	// (see planOut.horizon) unless it finds the deadline cannot be met and
-	// walks on past them all: then it is made again on the whole.
+	// (see readSet) unless it finds the deadline cannot be met and walks
+	// on past them all: then it is made again on the whole.
 	tmp := w.past(alignUp(now, j.Deadline))
 	out := p.plan(j, now, tmp, j.next, false)
-	if out.horizon == math.MaxInt64 && w.step(math.MaxInt64) {
+	if out.read.hi == math.MaxInt64 && w.step(math.MaxInt64) {
 		tmp = w.to(math.MaxInt64)
 		out = p.plan(j, now, tmp, j.next, false)
 	}
 	j.marginal = (out.gpuTime - j.alloc.gpuTime(j.end)) / float64(j.next-j.num)
-	j.keepView(tmp, out.horizon)
-}
-
-// keepView records what j's plan read of free: its points up to horizon,
-// each with the level j could take there.
-func (j *efJob) keepView(free timeline, horizon int64) {
-	j.view = j.view[:0]
-	for _, pt := range free {
-		if pt.T > horizon {
-			break
-		}
-		j.view = append(j.view, point{pt.T, j.lastLevel(pt.V + 1)})
-	}
-	j.horizon, j.valued = horizon, true
-}
-
-// sameView says whether the free GPUs w walks offer j what its last plan
-// read, walking them only as far as they do (on a difference, no
-// further).
-func (j *efJob) sameView(w *freeWalk) bool {
-	for n := 0; ; n++ {
-		for len(w.out) == n && w.step(j.horizon) {
-		}
-		if len(w.out) == n {
-			return n == len(j.view)
-		}
-		pt := w.out[n]
-		if n == len(j.view) || j.view[n] != (point{pt.T, j.lastLevel(pt.V + 1)}) {
-			return false
-		}
-	}
+	j.keepView(tmp, out.read, now)
 }
 
 // place places the jobs with GPUs (largest first, then each size below a

@@ -22,11 +22,10 @@ type efJob struct {
 	next         int // the next level up ('next_level_gpu')
 	marginal     float64
 	// valued: marginal is the value of a plan made this event at the next
-	// level (get_marginal), which read view (the free GPUs' points up to
-	// horizon, with the level j could take at each).
+	// level (get_marginal), which read what view holds (see viewOf).
 	valued          bool
+	read            readSet
 	view            []point
-	horizon         int64
 	inCache, placed bool
 }
 
@@ -86,11 +85,9 @@ type planOut struct {
 	// GPUs free after it (the only case where a marginal of a job that
 	// does not grow is defined, as -inf).
 	fallback bool
-	// horizon bounds what the plan read of the free GPUs it was given:
-	// its alloc and end depend only on that timeline's points at or
-	// before horizon (their times, and at each the most the job could
-	// take there, lastLevel(V+1)); math.MaxInt64 when it read them all.
-	horizon int64
+	// read is what a plan with assign > 0 read of the free GPUs it was
+	// given: its alloc and end depend on nothing else (see readSet).
+	read readSet
 	// gpuTime is alloc's (alloc.gpuTime(end)) where the plan was made
 	// without the free GPUs after it, which leaves alloc out.
 	gpuTime float64
@@ -131,12 +128,16 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 		}
 		return float64(to - from)
 	}
-	// What the plan reads: the points up to the aligned deadline (the
-	// backward fill, the forward pass), up to assign's next point, and in
-	// the fallback the points it walks past the deadline.
-	horizon := ad
-	if ad < start {
-		horizon = math.MaxInt64
+	// What the plan reads (with assign > 0; see readSet): assign's next
+	// point; the points from there to the aligned deadline (the levels'
+	// backward fills, the forward pass) up to the level found (from the
+	// point found if the first level is enough: nothing before it then
+	// gives the job GPUs); none if the job is done before the next point;
+	// the points the fallback walks past the deadline; everything if the
+	// deadline was before start.
+	read := readSet{f1: math.MaxInt64, lo: math.MinInt64, hi: math.MaxInt64, cap: j.maxLevel()}
+	if ad >= start {
+		read.hi = ad
 	}
 	allocOut := func() timeline {
 		if withFree {
@@ -152,7 +153,7 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 	}
 	finish := func(out planOut) planOut {
 		out.ok = out.realEnd <= ddl
-		out.horizon = horizon
+		out.read = read
 		if !withFree {
 			out.gpuTime, out.alloc = out.alloc.mergedGPUTime(out.end), nil
 		}
@@ -170,9 +171,7 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 		future := ad
 		if fi < len(free) {
 			future = free[fi].T
-			horizon = max(horizon, future)
-		} else {
-			horizon = math.MaxInt64
+			read.f1 = future
 		}
 		alloc.set(evt, q)
 		realEnd := int64(math.Ceil(float64(evt) + iterLeft/j.rate(q)))
@@ -187,12 +186,18 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 			if !free.has(end) {
 				nf.set(end, last)
 			}
+			if ad >= start {
+				read.lo, read.hi = math.MaxInt64, math.MinInt64
+			}
 			return finish(planOut{alloc: allocOut(), free: freeOut(), end: end, realEnd: realEnd})
 		}
 		iterLeft -= dur(evt, future) * j.rate(q)
 		nf.set(evt, nf.at(evt, n)-q)
 		evt = future
 		alloc.set(evt, 0)
+		if ad >= start {
+			read.lo = future
+		}
 	}
 
 	// The least level whose backward fill from the deadline suffices.
@@ -222,6 +227,10 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 			}
 			acc += dur(t, periodEnd) * j.rate(a)
 			if acc >= iterLeft {
+				if lastQ == 0 {
+					read.lo = max(read.lo, t)
+				}
+				read.cap = q
 				return finish(p.planForward(j, evt, ad, t, q, lastQ, iterLeft, free, nf, alloc, withFree))
 			}
 			periodEnd = t
@@ -261,7 +270,7 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 		}
 		alloc.set(last, qd)
 		if it := float64(t-last) * j.rate(qd); it >= iterLeft {
-			horizon = max(horizon, t)
+			read.hi = max(read.hi, t)
 			realEnd := int64(math.Ceil(float64(last) + iterLeft/j.rate(qd)))
 			end := alignUp(start, realEnd)
 			orig := free.at(last, n)
@@ -279,7 +288,7 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 		last = t
 	}
 	// ...and past every point, the whole cluster is free.
-	horizon = math.MaxInt64
+	read.hi = math.MaxInt64
 	qf := min(n, j.maxGPU)
 	if assign > 0 {
 		qf = assign
