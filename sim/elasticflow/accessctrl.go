@@ -337,6 +337,9 @@ func (p *efPolicy) marginal(j *efJob, left int, now int64) {
 	// The plan reads the points up to the deadline and the first after it
 	// (see readSet) unless it finds the deadline cannot be met and walks
 	// on past them all: then it is made again on the whole.
+	if w.jumped {
+		w.start(j, p.free, p.n)
+	}
 	tmp := w.past(alignUp(now, j.Deadline))
 	out := p.plan(j, now, tmp, j.next, false)
 	if out.read.hi == math.MaxInt64 && w.step(math.MaxInt64) {

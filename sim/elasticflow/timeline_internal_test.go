@@ -67,6 +67,31 @@ func TestFreeWalk_AsByOps(t *testing.T) {
 		if got := w.to(math.MaxInt64); !slices.Equal(want, got) {
 			t.Fatalf("case %d: after until %d: got %v, want %v", i, until, got, want)
 		}
+		// Jumping to until from the start, or from the first point: the
+		// points from until on are as walked.
+		for _, first := range []bool{false, true} {
+			w.start(j, free, n)
+			if first {
+				t0 := j.end
+				if len(free) > 0 {
+					t0 = min(t0, free[0].T)
+				}
+				if len(j.alloc) > 0 {
+					t0 = min(t0, j.alloc[0].T)
+				}
+				if t0 >= until {
+					continue
+				}
+				w.step(math.MaxInt64)
+			}
+			at := len(w.out)
+			w.jump(until)
+			got := w.to(math.MaxInt64)[at:]
+			k, _ := want.find(until)
+			if !slices.Equal(want[k:], got) {
+				t.Fatalf("case %d: free %v alloc %v end %d: jump to %d (first %v): got %v, want %v", i, free, j.alloc, j.end, until, first, got, want[k:])
+			}
+		}
 		// Past until: up to the first point after it.
 		k, _ = want.find(until + 1)
 		w.start(j, free, n)

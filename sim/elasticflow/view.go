@@ -36,33 +36,41 @@ func (j *efJob) keepView(free timeline, r readSet, now int64) {
 }
 
 // sameView says whether the free GPUs w walks offer j what its last plan
-// read, walking them only as far as needed (on a difference, no further).
+// read, walking them only as far as needed (on a difference, no further),
+// and jumping from their first point after now to the first j's plan read
+// the level at (so that out may lack points: w.jumped).
 func (j *efJob) sameView(w *freeWalk, now int64) bool {
-	n, f1 := 0, false
-	for i := 0; ; i++ {
+	i := 0
+	for ; ; i++ {
 		for len(w.out) == i && w.step(math.MaxInt64) {
 		}
-		if len(w.out) == i { // walked them all
-			return (f1 || j.read.f1 == math.MaxInt64) && n == len(j.view)
+		if len(w.out) == i { // no point after now
+			return j.read.f1 == math.MaxInt64 && len(j.view) == 0
+		}
+		if w.out[i].T > now {
+			break
+		}
+	}
+	if w.out[i].T != j.read.f1 {
+		return false
+	}
+	if j.read.lo > w.out[i].T {
+		w.jump(j.read.lo)
+		i = len(w.out)
+	}
+	for n := 0; ; i++ {
+		for len(w.out) == i && w.step(j.read.hi) {
+		}
+		if len(w.out) == i {
+			return n == len(j.view)
 		}
 		pt := w.out[i]
-		if !f1 && pt.T > now {
-			if pt.T != j.read.f1 {
-				return false
-			}
-			f1 = true
-		}
-		if pt.T > j.read.hi {
-			if f1 {
-				return n == len(j.view)
-			}
+		if pt.T < j.read.lo {
 			continue
 		}
-		if pt.T >= j.read.lo {
-			if n == len(j.view) || j.view[n] != j.seen(pt) {
-				return false
-			}
-			n++
+		if n == len(j.view) || j.view[n] != j.seen(pt) {
+			return false
 		}
+		n++
 	}
 }

@@ -22,12 +22,15 @@ type freeWalk struct {
 	gpus        int  // the job's allocation in force
 	raw         int  // the last point's value before the job's GPUs
 	some        bool // a point was walked
-	out         timeline
+	last        int  // the last point's value kept (-1 none yet)
+	// out is the timeline walked, less what jump skipped if jumped.
+	out    timeline
+	jumped bool
 }
 
 // start walks the free GPUs without j's plan from the beginning.
 func (w *freeWalk) start(j *efJob, free timeline, n int) *freeWalk {
-	*w = freeWalk{free: free, alloc: j.alloc, end: j.end, n: n, out: w.out[:0]}
+	*w = freeWalk{free: free, alloc: j.alloc, end: j.end, n: n, last: -1, out: w.out[:0]}
 	return w
 }
 
@@ -91,14 +94,79 @@ func (w *freeWalk) step(until int64) bool {
 		}
 		// Merged as merged does: a point repeating the last kept value
 		// goes (and a first point of -1, as its start value has it).
-		last := -1
-		if len(w.out) > 0 {
-			last = w.out[len(w.out)-1].V
-		}
-		if v != last {
+		if v != w.last {
 			w.out = append(w.out, point{t, v})
+			w.last = v
 		}
 		return true
 	}
 	return false
+}
+
+// jump moves the walk on to the first time at or after to, which it has
+// not reached, without walking the times before it: out then lacks their
+// points (jumped), and the walk goes on from to as if it had walked them.
+// The state at to is the last time before it: its value before the job's
+// GPUs is the free GPUs' there, or for the end's point the free GPUs'
+// before it (0 if none), or for an allocation time's the value of the time
+// before it (the cluster if none); its value kept is that plus the job's
+// GPUs in force if it is before the end.
+func (w *freeWalk) jump(to int64) {
+	fi := w.fi + searchT(w.free[w.fi:], to)
+	ai := w.ai + searchT(w.alloc[w.ai:], to)
+	endDone := w.endDone || w.end < to
+	if fi == w.fi && ai == w.ai && endDone == w.endDone {
+		return
+	}
+	if ai > 0 {
+		w.gpus = w.alloc[ai-1].V
+	}
+	w.fi, w.ai, w.endDone, w.jumped = fi, ai, endDone, true
+	// The last time before to, and its value before the job's GPUs,
+	// found from the latest back (allocation times take the value before).
+	fk, ak, endIn := fi, ai, endDone
+	last := int64(math.MinInt64)
+	for {
+		tf, ta, te := int64(math.MinInt64), int64(math.MinInt64), int64(math.MinInt64)
+		if fk > 0 {
+			tf = w.free[fk-1].T
+		}
+		if ak > 0 {
+			ta = w.alloc[ak-1].T
+		}
+		if endIn {
+			te = w.end
+		}
+		t := max(tf, ta, te)
+		if last == math.MinInt64 {
+			last = t
+		}
+		if t == math.MinInt64 { // only allocation times before
+			w.raw = w.n
+			break
+		}
+		if t == tf {
+			w.raw = w.free[fk-1].V
+			break
+		}
+		if t == te {
+			w.raw = 0
+			if fk > 0 {
+				w.raw = w.free[fk-1].V
+			}
+			break
+		}
+		ak--
+	}
+	w.some = true
+	w.last = w.raw
+	if last < w.end {
+		w.last += w.gpus
+	}
+}
+
+// searchT is the index of tl's first point at or after t.
+func searchT(tl timeline, t int64) int {
+	i, _ := tl.find(t)
+	return i
 }
