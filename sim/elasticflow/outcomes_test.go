@@ -52,7 +52,7 @@ func outcomeLines(r *elasticflow.Result) string {
 // TestAccessCtrl_OutcomesUnchanged replays ef-accessctrl on the shared
 // traces and compares each job's outcome with the recorded digests. Philly
 // (under a second) always runs when the shared traces are there; the
-// others take a minute or more each, so they run only with
+// others take 5-10 s of CPU each (trace 4 about 70), so they run only with
 // EF_OUTCOMES=all (or a comma-separated list of traces). With
 // EF_OUTCOMES_DIR set, each trace's outcome lines are written there too, to
 // diff job by job.
