@@ -42,7 +42,9 @@ type efPolicy struct {
 	times    timeHeap
 	cache    map[[2]int]bool
 	count    int
-	active   int // admitted and not yet out
+	active   int         // admitted and not yet out
+	bufs     [3]timeline // plan's scratch: nf, alloc and withZeros's
+	without  freeWalk    // marginal's scratch
 }
 
 type efEvent struct {
@@ -110,8 +112,7 @@ func (p *efPolicy) moveEnd(j *efJob, old, now int64) {
 func runAccessCtrl(jobs []*job, cfg Config) error {
 	p := &efPolicy{n: cfg.Spec.GPUs(), spec: cfg.Spec, events: map[int64]*efEvent{}, cache: map[[2]int]bool{}}
 	for _, j := range jobs {
-		e := &efJob{job: j, maxGPU: MaxGPUsElastic(j.Model, j.Batch)}
-		e.rates = cfg.Throughputs.rates[j.Model][j.Batch]
+		e := newEFJob(j, cfg.Throughputs)
 		p.jobs = append(p.jobs, e)
 		ev := p.event(j.Submit)
 		ev.starts = append(ev.starts, e)
@@ -184,7 +185,7 @@ func (p *efPolicy) estimate(list []*efJob, now int64) bool {
 	slices.SortStableFunc(list, func(a, b *efJob) int { return cmp.Compare(a.Deadline, b.Deadline) })
 	ok := true
 	for _, j := range list {
-		out := p.plan(j, now, p.free, 0)
+		out := p.plan(j, now, p.free, 0, true)
 		p.free = out.free
 		j.alloc, j.end, j.realEnd = out.alloc, out.end, out.realEnd
 		ok = ok && out.ok
@@ -269,6 +270,7 @@ func (p *efPolicy) allocateFree(now int64) {
 		return
 	}
 	for _, j := range p.runnable {
+		j.valued = false
 		p.marginal(j, left, now)
 	}
 	byMarginal := func(a, b *efJob) int { return cmp.Compare(b.marginal, a.marginal) }
@@ -279,9 +281,12 @@ func (p *efPolicy) allocateFree(now int64) {
 			if j.next-j.num > left || j.next == j.num {
 				continue
 			}
-			p.free = j.prop.free
+			// The plan marginal valued j by, made again (now with the free
+			// GPUs after it): nothing it read has changed since.
+			prop := p.plan(j, now, p.without.start(j, p.free, p.n).to(math.MaxInt64), j.next, true)
+			p.free = prop.free
 			old := j.end
-			j.alloc, j.end, j.realEnd = j.prop.alloc, j.prop.end, j.prop.realEnd
+			j.alloc, j.end, j.realEnd = prop.alloc, prop.end, prop.realEnd
 			left -= j.next - j.num
 			j.num = j.next
 			if j.state == efPending {
@@ -289,6 +294,7 @@ func (p *efPolicy) allocateFree(now int64) {
 			}
 			p.moveEnd(j, old, j.end)
 			j.next = j.nextLevel(j.num)
+			j.valued = false
 			grown = true
 			break
 		}
@@ -308,33 +314,40 @@ var efInf = float64(math.MaxInt64)
 // of the free GPUs without j's own plan, against its plan now, in
 // GPU-seconds per GPU added; a job without GPUs comes first, one that
 // cannot step up within left last.
+//
+// The plan is made only when the value needs it (allocateFree makes it
+// again for the job it steps up): a job without GPUs comes first whatever
+// its plan, and a job valued earlier in the event keeps its value when the
+// free GPUs without its plan offer it, where that plan read them, what
+// they offered then (see readSet), since its plan is then the same.
 func (p *efPolicy) marginal(j *efJob, left int, now int64) {
 	if j.next-j.num > left || j.next == j.num {
 		j.marginal = -efInf
+		j.valued = false
 		return
 	}
-	tmp := slices.Clone(p.free)
-	if !tmp.has(j.end) {
-		v, _ := tmp.before(j.end)
-		tmp.set(j.end, v)
-	}
-	last := 0
-	for _, a := range j.alloc {
-		if !tmp.has(a.T) {
-			tmp.set(a.T, tmp.at(a.T, p.n))
-		}
-		i, _ := tmp.find(a.T)
-		for ; i < len(tmp) && tmp[i].T < j.end; i++ {
-			tmp[i].V += a.V - last
-		}
-		last = a.V
-	}
-	out := p.plan(j, now, tmp.merged(), j.next)
-	j.prop = out
-	j.marginal = (out.alloc.gpuTime(out.end) - j.alloc.gpuTime(j.end)) / float64(j.next-j.num)
 	if j.num == 0 {
-		j.marginal = efInf
+		j.marginal, j.valued = efInf, false
+		return
 	}
+	w := p.without.start(j, p.free, p.n)
+	if j.valued && j.sameView(w, now) {
+		return
+	}
+	// The plan reads the points up to the deadline and the first after it
+	// (see readSet) unless it finds the deadline cannot be met and walks
+	// on past them all: then it is made again on the whole.
+	if w.jumped {
+		w.start(j, p.free, p.n)
+	}
+	tmp := w.past(alignUp(now, j.Deadline))
+	out := p.plan(j, now, tmp, j.next, false)
+	if out.read.hi == math.MaxInt64 && w.step(math.MaxInt64) {
+		tmp = w.to(math.MaxInt64)
+		out = p.plan(j, now, tmp, j.next, false)
+	}
+	j.marginal = (out.gpuTime - j.alloc.gpuTime(j.end)) / float64(j.next-j.num)
+	j.keepView(tmp, out.read, now)
 }
 
 // place places the jobs with GPUs (largest first, then each size below a

@@ -76,6 +76,41 @@ func (tl *timeline) setDefault(t int64, v int) {
 	}
 }
 
+// setFrom is set for a t after every point before *c, searching from *c
+// on and leaving it at t's point: a pass that sets times in order walks the
+// timeline once.
+func (tl *timeline) setFrom(c *int, t int64, v int) {
+	for *c < len(*tl) && (*tl)[*c].T < t {
+		*c++
+	}
+	if *c < len(*tl) && (*tl)[*c].T == t {
+		(*tl)[*c].V = v
+		return
+	}
+	*tl = slices.Insert(*tl, *c, point{t, v})
+}
+
+// withZeros is tl with a point of value 0 at each of ref's times that tl
+// lacks (setDefault(t, 0) for each, in one pass), into *buf, which it
+// takes as its scratch; tl's array becomes *buf.
+func (tl timeline) withZeros(ref timeline, buf *timeline) timeline {
+	out := (*buf)[:0]
+	i := 0
+	for _, r := range ref {
+		for i < len(tl) && tl[i].T < r.T {
+			out = append(out, tl[i])
+			i++
+		}
+		if i < len(tl) && tl[i].T == r.T {
+			continue
+		}
+		out = append(out, point{r.T, 0})
+	}
+	out = append(out, tl[i:]...)
+	*buf = tl[:0]
+	return out
+}
+
 // merged drops every point whose value repeats the previous point's
 // (utils.py, merge_dict), into a new timeline.
 func (tl timeline) merged() timeline {
@@ -103,6 +138,26 @@ func (tl timeline) gpuTime(end int64) float64 {
 		} else {
 			s += float64(p.V) * float64(end-p.T)
 		}
+	}
+	return s
+}
+
+// mergedGPUTime is tl.merged().gpuTime(end), without making the merged
+// timeline.
+func (tl timeline) mergedGPUTime(end int64) float64 {
+	var s float64
+	last, lastT, some := -1, int64(0), false
+	for _, p := range tl {
+		if p.V == last {
+			continue
+		}
+		if some {
+			s += float64(last) * float64(p.T-lastT)
+		}
+		last, lastT, some = p.V, p.T, true
+	}
+	if some {
+		s += float64(last) * float64(end-lastT)
 	}
 	return s
 }

@@ -1,0 +1,97 @@
+package elasticflow_test
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/sim/elasticflow"
+)
+
+// outcomeDigests are ef-accessctrl's outcomes on the shared traces, job by
+// job, as recorded in testdata/accessctrl_outcomes.txt: a trace, its
+// cluster spec, the jobs met, and the SHA-256 of its outcome lines (see
+// outcomeLines). Work that makes the policy faster must leave them as they
+// are.
+func outcomeDigests(t *testing.T) map[string][3]string {
+	t.Helper()
+	f, err := os.Open("testdata/accessctrl_outcomes.txt")
+	must.NoError(t, err)
+	defer f.Close()
+	out := map[string][3]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		must.Len(t, 4, f, must.Sprintf("line %q", line))
+		out[f[0]] = [3]string{f[1], f[2], f[3]}
+	}
+	must.NoError(t, sc.Err())
+	return out
+}
+
+// outcomeLines are a replay's outcomes, one line a job in trace order: its
+// ID, its finish (-1 if never) and whether it met its deadline.
+func outcomeLines(r *elasticflow.Result) string {
+	var b strings.Builder
+	for _, j := range r.Jobs {
+		fmt.Fprintf(&b, "%s %d %t\n", j.ID, j.Finish, j.Met)
+	}
+	return b.String()
+}
+
+// TestAccessCtrl_OutcomesUnchanged replays ef-accessctrl on the shared
+// traces and compares each job's outcome with the recorded digests. Philly
+// (under a second) always runs when the shared traces are there; the
+// others take 5-10 s of CPU each (trace 4 about 70), so they run only with
+// EF_OUTCOMES=all (or a comma-separated list of traces). With
+// EF_OUTCOMES_DIR set, each trace's outcome lines are written there too, to
+// diff job by job.
+func TestAccessCtrl_OutcomesUnchanged(t *testing.T) {
+	if _, err := os.Stat(shared); err != nil {
+		t.Skip("no shared ElasticFlow traces")
+	}
+	want := outcomeDigests(t)
+	names := []string{"philly_103959"}
+	switch v := os.Getenv("EF_OUTCOMES"); v {
+	case "":
+	case "all":
+		names = nil
+		for name := range want {
+			names = append(names, name)
+		}
+	default:
+		names = strings.Split(v, ",")
+	}
+	tp, err := elasticflow.LoadThroughputs(filepath.Join(shared, "throughputs_A100"))
+	must.NoError(t, err)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			w, ok := want[name]
+			must.True(t, ok, must.Sprintf("no recorded outcome for %s", name))
+			tr, err := elasticflow.LoadTrace(filepath.Join(shared, "traces", name+".csv"), tp)
+			must.NoError(t, err)
+			spec, err := elasticflow.LoadSpec(filepath.Join(shared, "cluster_specs", w[0]+".csv"))
+			must.NoError(t, err)
+			r, err := elasticflow.Run(tr, elasticflow.Config{Spec: spec, Throughputs: tp, Policy: "ef-accessctrl"})
+			must.NoError(t, err)
+			lines := outcomeLines(r)
+			if dir := os.Getenv("EF_OUTCOMES_DIR"); dir != "" {
+				must.NoError(t, os.WriteFile(filepath.Join(dir, name+".txt"), []byte(lines), 0o644))
+			}
+			got := fmt.Sprintf("%x", sha256.Sum256([]byte(lines)))
+			t.Logf("%s %s %d %s (ratio %.3f)", name, w[0], r.Met, got, r.Ratio)
+			must.Eq(t, w[1], fmt.Sprint(r.Met))
+			must.Eq(t, w[2], got)
+		})
+	}
+}
