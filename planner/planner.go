@@ -411,6 +411,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	p.noteWaits(snap, plan, waits)
 
 	changes, at := plan.AllAt(snap) // snap.Jobs[i] is live[i]'s
+	models := nodeModels{nodes: nodes}
 	var errs []error
 	for k, ch := range changes {
 		// A copy of the record (the store's own where shared) for the
@@ -423,6 +424,8 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 			// A start: a job that ran before resumes from its checkpoint.
 			j.Resume = p.resumePoint(j)
 		}
+		// The model of its GPUs, to which the executor pins its workers.
+		j.GPUModel = models.of(ch.To)
 		applyStart := time.Now()
 		err := p.Executor.Apply(ctx, j, ch.To)
 		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
@@ -578,12 +581,16 @@ func lastUnplacedAt(j *structs.Job) (string, time.Time) {
 func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, by *quota.Taken, now time.Time) error {
 	nomadJobID := j.NomadJobID // the executor's, not yet stored
 	resume := j.Resume         // what the start was told (round), not yet stored
+	model := j.GPUModel        // the round's, of ch.To's nodes
 	err := p.update(ctx, j, func(j *structs.Job) error {
 		j.NomadJobID = nomadJobID
 		accrue(j, now)
 		j.Allocation = maps.Clone(map[string]int(ch.To))
 		events := []structs.Event{{Time: now, Type: string(ch.Kind),
 			Message: fmt.Sprintf("%s: %d -> %s (%s)", ch.Kind, ch.From.Total(), policy.GPUs(ch.To.Total()), policyName)}}
+		if e, ok := modelEvent(j, model, ch.To.Total(), reason, now); ok {
+			events = append(events, e)
+		}
 		switch {
 		case ch.To.Total() == 0:
 			j.State = structs.JobQueued // preempted: back in the queue
@@ -607,7 +614,7 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 				events = append(events, resumeEvent(now, resume))
 			}
 		}
-		j.AddChange(structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Policy: policyName, Reason: reason})
+		j.AddChange(structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Model: model, Policy: policyName, Reason: reason})
 		j.AddEvents(events...)
 		return nil
 	})

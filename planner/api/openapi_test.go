@@ -145,6 +145,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Status":           reflect.TypeFor[api.Status](),
 		"Job":              reflect.TypeFor[structs.Job](),
 		"GPUChange":        reflect.TypeFor[structs.GPUChange](),
+		"ModelRun":         reflect.TypeFor[structs.ModelRun](),
 		"Event":            reflect.TypeFor[structs.Event](),
 		"ProgressReport":   reflect.TypeFor[api.ProgressReport](),
 		"Metric":           reflect.TypeFor[structs.Metric](),
