@@ -173,16 +173,25 @@ func (c *Board) restrict(m int) {
 // chooseModel returns the model that g GPUs of job, which holds none, go
 // to, among those with room for them (modelRoom, which room filled): the
 // one where the job is fastest at g GPUs by its measured or estimated
-// goodput (policy.Job.ByModel), a model with a figure before one without;
-// among equals the one with the most room, so that the job leaves the
-// tighter model to others; then the first by name.
+// goodput (policy.Job.ByModel); among equals the one with the most room,
+// so that the job leaves the tighter model to others; then the first by
+// name. A model without a figure counts as good as the job's best model
+// with one (optimism: a job measured on V100s only is not kept from
+// A100s it has never tried; it explores them where they have more room).
 func (c *Board) chooseModel(job *policy.Job, g int) int {
+	known := 0.0
+	for m := range c.modelRoom {
+		known = max(known, modelRate(job, c.models[m], g))
+	}
 	best, bestRate := -1, 0.0
 	for m, r := range c.modelRoom {
 		if r < g {
 			continue
 		}
 		rate := modelRate(job, c.models[m], g)
+		if rate == 0 {
+			rate = known
+		}
 		switch {
 		case best < 0, rate > bestRate, rate == bestRate && r > c.modelRoom[best]:
 			best, bestRate = m, rate

@@ -92,7 +92,7 @@ func TestBoard_ChoosesModel(t *testing.T) {
 	fastOnA100 := queued("s", 2, 2, 2, 1)
 	fastOnA100.ByModel = map[string][]float64{"A100": {3}, "V100": {1, 1}} // short table: its last entry
 	known := queued("k", 3, 2, 2, 1)
-	known.ByModel = map[string][]float64{"V100": {1, 1}} // V100 known, A100 not
+	known.ByModel = map[string][]float64{"A100": {1, 1}} // A100 known, V100 not
 	bad := queued("n", 4, 2, 2, 1)
 	bad.ByModel = map[string][]float64{"V100": {nan(), nan()}}
 	s := &policy.Snapshot{Nodes: lab(), Jobs: []policy.Job{fastOnV100, fastOnA100, known, bad}}
@@ -104,12 +104,24 @@ func TestBoard_ChoosesModel(t *testing.T) {
 	must.True(t, c.Grow(1, 2))
 	must.Eq(t, "A100", c.ModelOf(1))
 
+	s.Nodes[2].Reserved = 2 // the V100s are taken
 	c, err = place.NewBoard(s)
 	must.NoError(t, err)
-	must.True(t, c.Grow(2, 2))
-	must.Eq(t, A{"node3": 2}, c.Allocation("k"), must.Sprint("a model with a figure before one without"))
 	must.True(t, c.Grow(0, 2))
 	must.Eq(t, "A100", c.ModelOf(0), must.Sprint("its faster model is full: the other"))
+	s.Nodes[2].Reserved = 0
+
+	// A model without a figure counts as good as the job's best: a tie,
+	// to the model with the most room.
+	explorer := queued("e", 5, 2, 2, 1)
+	explorer.ByModel = map[string][]float64{"V100": {1, 1}}
+	s.Jobs = append(s.Jobs, explorer)
+	c, err = place.NewBoard(s)
+	must.NoError(t, err)
+	must.True(t, c.Grow(4, 2))
+	must.Eq(t, "A100", c.ModelOf(4), must.Sprint("measured on V100 only: it explores the A100s, which have more room"))
+	must.True(t, c.Grow(2, 2))
+	must.Eq(t, "A100", c.ModelOf(2))
 	must.True(t, c.Grow(3, 2))
 	must.Eq(t, "A100", c.ModelOf(3), must.Sprint("a NaN figure is no figure: the most room"))
 
