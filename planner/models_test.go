@@ -2,12 +2,14 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/planner/assess"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -80,4 +82,120 @@ func TestRound_GPUModels(t *testing.T) {
 	must.Eq(t, structs.JobComplete, s.State)
 	must.Eq(t, "", s.GPUModel)
 	must.Eq(t, *now, s.Models[1].Until)
+}
+
+// The planner keeps a job's speed per GPU model: reports are stamped with
+// the model the job runs on, its outlook keeps each model's speed per GPU
+// across runs, and the policies see its goodput by model
+// (policy.Job.ByModel): measured where it ran, estimated for a job of the
+// same application from what that job showed between the models, and
+// missing (to explore) for a job of another application. A cluster of one
+// model has no ByModel.
+func TestRound_SpeedByModel(t *testing.T) {
+	ctx := context.Background()
+	nodes := []policy.Node{typedNode("a100", "A100", 4), typedNode("v100", "V100", 2)}
+	p, st, exec, now := newPlanner(t, "fifo", nodes...)
+	exec.infra = map[string]string{}
+	p.Retries = 3
+	report := func(id string, sps float64) {
+		t.Helper()
+		*now = now.Add(10 * time.Second)
+		must.NoError(t, p.ReportProgress(ctx, id, []structs.ProgressReport{{Step: 1, SamplesPerSec: f64(sps), WorldSize: 2}}))
+	}
+	submit(t, p, now, spec(t, "filler", 4, 4))
+	first := submit(t, p, now, spec(t, "resnet", 2, 2))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, "V100", state(t, st, first.ID).GPUModel)
+	for range 3 {
+		report(first.ID, 200)
+	}
+	rec := state(t, st, first.ID)
+	must.Eq(t, "V100", rec.Progress.History[0].GPUModel, must.Sprint("stamped by the planner"))
+	must.Eq(t, 100.0, rec.Outlook.ByModel["V100"].PerGPU, must.Sprint("2 GPUs at 200 samples/s, linear while the table is unknown"))
+
+	// It runs again on the A100s, three times as fast.
+	exec.done["filler"], exec.done["resnet"], exec.infra["resnet"] = 0, 1, "node lost"
+	*now = now.Add(time.Minute)
+	must.NoError(t, p.Round(ctx))
+	delete(exec.done, "resnet")
+	delete(exec.infra, "resnet")
+	must.Eq(t, "A100", state(t, st, first.ID).GPUModel)
+	for range 3 {
+		report(first.ID, 600)
+	}
+	rec = state(t, st, first.ID)
+	must.Eq(t, 100.0, rec.Outlook.ByModel["V100"].PerGPU, must.Sprint("kept from its run on V100"))
+	must.Eq(t, 300.0, rec.Outlook.ByModel["A100"].PerGPU)
+
+	// A second resnet and a bert, each measured on V100 only (queued:
+	// their outlooks as a run on V100 left them).
+	second := submit(t, p, now, spec(t, "resnet", 2, 2))
+	bert := submit(t, p, now, spec(t, "bert", 2, 2))
+	for id, perGPU := range map[string]float64{second.ID: 60, bert.ID: 40} {
+		j := state(t, st, id).Clone()
+		j.Outlook = &structs.Outlook{ByModel: map[string]structs.ModelRate{"V100": {PerGPU: perGPU, Measured: 2, Reports: 1, Updated: *now}}}
+		must.NoError(t, p.Store.UpdateJob(ctx, j))
+	}
+	live, err := st.ListActiveJobsShared(ctx)
+	must.NoError(t, err)
+	snap := p.snapshot(*now, nodes, live, false)
+	views := map[string]policy.Job{}
+	for _, j := range snap.Jobs {
+		views[j.ID] = j
+	}
+	must.Eq(t, map[string][]float64{"V100": {100, 200}, "A100": {300, 600}}, views[first.ID].ByModel)
+	must.Eq(t, map[string][]float64{"V100": {60, 120}, "A100": {180, 360}}, views[second.ID].ByModel,
+		must.Sprint("A100 estimated: its V100 speed times the 3x the first resnet showed"))
+	must.Eq(t, map[string][]float64{"V100": {40, 80}}, views[bert.ID].ByModel, must.Sprint("no bert has run on A100: left to explore"))
+
+	one := p.snapshot(*now, nodes[:1], live, false)
+	for _, j := range one.Jobs {
+		must.Nil(t, j.ByModel, must.Sprint("one model: no choice to make"))
+	}
+}
+
+// A job's outlook keeps at most structs.MaxOutlookModels models, the most
+// recently measured; only the model it runs on counts as measured now.
+func TestModelRates_Bounded(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	var o *structs.Outlook
+	for i := range structs.MaxOutlookModels + 3 {
+		m := fmt.Sprintf("M%02d", i)
+		o = &structs.Outlook{ByModel: modelRates(o, map[string]assess.Rate{m: {PerGPU: float64(i + 1), Measured: 1, N: 1}}, m, t0.Add(time.Duration(i)*time.Minute))}
+	}
+	must.MapLen(t, structs.MaxOutlookModels, o.ByModel)
+	must.MapNotContainsKey(t, o.ByModel, "M00")
+	must.MapContainsKey(t, o.ByModel, fmt.Sprintf("M%02d", structs.MaxOutlookModels+2))
+	// Re-measured while running on another model: the old time stays.
+	got := modelRates(o, map[string]assess.Rate{"M05": {PerGPU: 9, Measured: 2, N: 4}}, "M10", t0.Add(time.Hour))
+	must.Eq(t, structs.ModelRate{PerGPU: 9, Measured: 2, Reports: 4, Updated: t0.Add(5 * time.Minute)}, got["M05"])
+}
+
+// What jobs of an application showed between models is the median over
+// the jobs measured on both, each job once (its latest), at most
+// maxPriorJobs of them; applications beyond maxPriorNames are forgotten,
+// the least recently reported first; a job on one model teaches nothing.
+func TestModelPriors(t *testing.T) {
+	var p modelPriors
+	rates := func(v, a float64) map[string]structs.ModelRate {
+		return map[string]structs.ModelRate{"V100": {PerGPU: v}, "A100": {PerGPU: a}}
+	}
+	p.observe("resnet", "j1", rates(100, 300))
+	p.observe("resnet", "j1", rates(100, 250)) // j1 again: its latest only
+	p.observe("resnet", "j2", rates(100, 200))
+	p.observe("resnet", "j3", rates(100, 400))
+	p.observe("bert", "j4", map[string]structs.ModelRate{"V100": {PerGPU: 1}})
+	r := p.ratios()
+	must.Eq(t, 2.5, r[priorKey{"resnet", "V100", "A100"}])
+	must.Eq(t, 0.4, r[priorKey{"resnet", "A100", "V100"}])
+	must.MapNotContainsKey(t, r, priorKey{"bert", "V100", "A100"})
+	for i := range 2 * maxPriorJobs {
+		p.observe("resnet", fmt.Sprint("k", i), rates(100, 1000))
+	}
+	must.Eq(t, 10.0, p.ratios()[priorKey{"resnet", "V100", "A100"}], must.Sprint("only the last jobs count"))
+	for i := range maxPriorNames {
+		p.observe(fmt.Sprint("app", i), "x", rates(1, 2))
+	}
+	must.MapLen(t, maxPriorNames, p.names)
+	must.MapNotContainsKey(t, p.names, "resnet", must.Sprint("the least recently reported application forgotten"))
 }

@@ -154,6 +154,9 @@ type Planner struct {
 	roundMu  sync.Mutex // one round at a time
 	rounds   atomic.Uint64
 	snaps    snapCache // the last round's snapshot (roundMu)
+	// priors are what jobs of each application showed between GPU
+	// models, for the estimates of jobs new to one (byModel).
+	priors modelPriors
 	// largest is the GPUs of the largest node seen last (for gpus =
 	// "auto" jobs without a max, between rounds).
 	largest atomic.Int64
@@ -455,9 +458,9 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 // says whether a selector of one of jobs names jobs (namesJobs).
 func (p *Planner) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool) *policy.Snapshot {
 	if _, ok := p.Store.(store.SharedLister); ok {
-		return p.snaps.snapshot(now, nodes, jobs, named, p.unread)
+		return p.snaps.snapshot(now, nodes, jobs, named, p.unread, p.priors.ratios())
 	}
-	return (*snapCache)(nil).snapshot(now, nodes, jobs, named, nil)
+	return (*snapCache)(nil).snapshot(now, nodes, jobs, named, nil, p.priors.ratios())
 }
 
 // activeJobs lists the round's jobs, without copies where the store can
@@ -700,6 +703,9 @@ func (p *Planner) ReportProgressAdvice(ctx context.Context, id string, reports [
 		advice = j.Batch
 		return nil
 	})
+	if err == nil && j.Outlook != nil {
+		p.priors.observe(j.Spec.Name, j.ID, j.Outlook.ByModel)
+	}
 	if err == nil {
 		p.metrics().ProgressReports(len(reports))
 	}

@@ -146,6 +146,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"Job":              reflect.TypeFor[structs.Job](),
 		"GPUChange":        reflect.TypeFor[structs.GPUChange](),
 		"ModelRun":         reflect.TypeFor[structs.ModelRun](),
+		"ModelRate":        reflect.TypeFor[structs.ModelRate](),
 		"Event":            reflect.TypeFor[structs.Event](),
 		"ProgressReport":   reflect.TypeFor[api.ProgressReport](),
 		"Metric":           reflect.TypeFor[structs.Metric](),

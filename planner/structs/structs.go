@@ -462,6 +462,10 @@ type ProgressReport struct {
 	// NoiseScale is the gradient noise scale tr(Sigma)/|G|^2, in samples,
 	// as the script estimates it (the SDK's noise_scale; 0: not reported).
 	NoiseScale float64 `json:"noise_scale,omitempty"`
+	// GPUModel is the model of the GPUs the job held when the planner
+	// received the report (Job.GPUModel), which stamps it: what a script
+	// sends is ignored. The planner keeps its throughput fit per model.
+	GPUModel string `json:"gpu_model,omitempty"`
 }
 
 // BatchAdvice is the batch a job's script should train at on GPUs GPUs:
@@ -631,6 +635,7 @@ func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
 		if r.Time.IsZero() {
 			r.Time = now
 		}
+		r.GPUModel = j.GPUModel
 		p.Time, p.Step = r.Time, r.Step
 		if r.SamplesPerSec != nil {
 			p.SamplesPerSec = clonePtr(r.SamplesPerSec)
