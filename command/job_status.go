@@ -290,6 +290,9 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 	if len(j.Models) > 0 {
 		pairs = append(pairs, [2]string{"GPU model", orNone(j.GPUModel)})
 	}
+	if m := j.Moving; m != nil {
+		pairs = append(pairs, [2]string{"Moving", formatMove(m)})
+	}
 	pairs = append(pairs,
 		[2]string{"Nomad job ID", orNone(j.NomadJobID)},
 		[2]string{"Submitted", formatTime(j.Submitted)},
@@ -357,6 +360,18 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 		b.WriteString("\n\nJobspec\n" + termtext.EscapeText(strings.TrimRight(j.Source, "\n")))
 	}
 	return b.String()
+}
+
+// formatMove says where a moving job goes and what it waits for.
+func formatMove(m *structs.Move) string {
+	s := fmt.Sprintf("from %s to %s since %s", m.From, m.To, formatTime(m.Since))
+	if m.Reason != "" {
+		s += ": " + m.Reason
+	}
+	if m.Stopped {
+		return s + " (its run on " + m.From + " has ended; it starts where the policy places it)"
+	}
+	return s + " (stopped with a checkpoint; waiting for its run on " + m.From + " to end)"
 }
 
 // formatModels is a table of the job's runs on each GPU model (its type

@@ -656,6 +656,13 @@ func TestJobStatus_GPUModels(t *testing.T) {
 		must.StrContains(t, out, want)
 	}
 
+	h.backend.Update(id, func(j *structs.Job) {
+		j.Moving = &structs.Move{From: "NVIDIA A100-SXM4-40GB", To: "Tesla V100-SXM2-16GB", Since: t0.Add(3 * time.Hour), Reason: "A100s reclaimed"}
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrContains(t, h.out.String(), "Moving       = from NVIDIA A100-SXM4-40GB to Tesla V100-SXM2-16GB since "+formatTime(t0.Add(3*time.Hour))+
+		": A100s reclaimed (stopped with a checkpoint; waiting for its run on NVIDIA A100-SXM4-40GB to end)")
+
 	// A job with no model history (a cluster whose nodes name no model)
 	// shows neither.
 	other := h.submit(fourGPUs)

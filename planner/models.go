@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -69,9 +70,91 @@ func modelEvent(j *structs.Job, model string, gpus int, reason string, now time.
 	if gpus <= 0 || model == "" || last == "" || last == model {
 		return structs.Event{}, false
 	}
+	if m := j.Moving; m != nil && m.To == model && m.Reason != "" {
+		reason = m.Reason // why the policy moved it, not how it started
+	}
 	msg := fmt.Sprintf("moved from %s to %s", last, model)
 	if reason != "" {
 		msg += ": " + structs.Clip(reason, structs.MaxModelReason)
 	}
 	return structs.Event{Time: now, Type: EventModel, Message: msg}, true
+}
+
+// MoveHold bounds how long a job moving to another GPU model waits for
+// its run on the old model to end (the launcher's kill timeout, in which
+// the training commits its checkpoint, and Nomad's stop) before the
+// planner offers it to the policy again anyway.
+const MoveHold = 2 * time.Minute
+
+// moveModel carries out change ch of job j (a copy of its record) from
+// GPUs of model from to GPUs of model to, which the policy named called
+// policyName planned for reason: it stops the run (SIGTERM: the training
+// commits a checkpoint), and records the job queued and moving (Moving).
+// The job starts again, from that checkpoint, once the run has ended
+// (holdMove), where the policy then places it.
+func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Change, from, to, policyName, reason string, now time.Time) error {
+	applyStart := time.Now()
+	err := p.Executor.Apply(ctx, j, nil)
+	p.metrics().Change(policy.Stop, time.Since(applyStart), err != nil)
+	if err != nil {
+		return fmt.Errorf("failed to stop job %s to move it from %s to %s: %w", j.ID, from, to, err)
+	}
+	why := fmt.Sprintf("moving from %s to %s", from, to)
+	if reason != "" {
+		why += ": " + structs.Clip(reason, structs.MaxModelReason)
+	}
+	nomadJobID := j.NomadJobID
+	err = p.update(ctx, j, func(j *structs.Job) error {
+		j.NomadJobID = nomadJobID
+		accrue(j, now)
+		j.Allocation = nil
+		j.State = structs.JobQueued
+		j.Moving = &structs.Move{From: from, To: to, Since: now, Reason: structs.Clip(reason, structs.MaxModelReason)}
+		j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Policy: policyName, Reason: why})
+		j.AddEvents(structs.Event{Time: now, Type: string(policy.Stop), Message: fmt.Sprintf("stop: %d -> 0 GPUs (%s)", ch.From.Total(), policyName)},
+			structs.Event{Time: now, Type: EventModel, Message: why + "; stopped with a checkpoint, it starts again from it once its run has ended"})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failed to record the move of job %s: %w", j.ID, err)
+	}
+	p.Logger.Info("job moving between GPU models", "job", j.ID, "from", from, "to", to, "policy", policyName)
+	return nil
+}
+
+// holdMove reports whether job j, queued and moving to another GPU model
+// (Moving), is still held: its run on the old model has not ended (the
+// executor's Outcome) and MoveHold has not passed since it was stopped.
+// Once the run has ended, or MoveHold has passed, it records the move's
+// stop as over (Move.Stopped) and returns the record as stored: the
+// policy may start the job, from its checkpoint, this round.
+func (p *Planner) holdMove(ctx context.Context, j *structs.Job, now time.Time) (*structs.Job, bool) {
+	out, err := p.Executor.Outcome(ctx, j)
+	if err != nil {
+		p.Logger.Warn("failed to read the outcome of a moving job", "job", j.ID, "error", err)
+	}
+	ended := err == nil && out.Done
+	if !ended && now.Sub(j.Moving.Since) < MoveHold {
+		return j, true
+	}
+	msg := fmt.Sprintf("its run on %s has ended: it may start on %s", j.Moving.From, j.Moving.To)
+	if !ended {
+		msg = fmt.Sprintf("its run on %s has not ended within %s: it may start on %s anyway", j.Moving.From, MoveHold, j.Moving.To)
+	}
+	next := j.Clone() // the store's own where shared
+	err = p.update(ctx, next, func(j *structs.Job) error {
+		if j.Moving == nil || j.State != structs.JobQueued {
+			return nil
+		}
+		m := *j.Moving
+		m.Stopped = true
+		j.Moving = &m
+		j.AddEvents(structs.Event{Time: now, Type: EventModel, Message: msg})
+		return nil
+	})
+	if err != nil {
+		p.Logger.Warn("failed to record the end of a moving job's run", "job", j.ID, "error", err)
+		return j, true
+	}
+	return next, next.State != structs.JobQueued
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/assess"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/place"
 )
 
 // typedNode is node of GPU model model.
@@ -198,4 +199,132 @@ func TestModelPriors(t *testing.T) {
 	}
 	must.MapLen(t, maxPriorNames, p.names)
 	must.MapNotContainsKey(t, p.names, "resnet", must.Sprint("the least recently reported application forgotten"))
+}
+
+// mover is a test policy that moves running jobs from V100s to free A100s
+// (a heterogeneity-aware policy's decision) and starts queued ones on the
+// A100s, else anywhere.
+type mover struct{}
+
+func (mover) PluginInfo() policy.Info           { return policy.Info{Name: "mover"} }
+func (mover) SetConfig(map[string]string) error { return nil }
+func (mover) Plan(_ context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	c, err := place.NewBoard(s)
+	if err != nil {
+		return nil, err
+	}
+	for j, job := range c.Jobs() {
+		jj := int32(j)
+		switch {
+		case c.Held(jj) > 0 && c.ModelOf(jj) == "V100" && c.ModelRoom(jj, "A100") == 0:
+			held := c.Held(jj)
+			h := c.Preempt(jj)
+			if c.GrowOn(jj, held, "A100") {
+				c.Note(job.ID, "3x faster on A100")
+			} else {
+				c.Restore(jj, h)
+			}
+		case c.Held(jj) == 0:
+			if !c.GrowOn(jj, job.GPUs.Min, "A100") {
+				c.Grow(jj, job.GPUs.Min)
+			}
+		}
+	}
+	return c.Plan("mover"), nil
+}
+
+// A policy that moves a running job to GPUs of another model gets a move
+// in the real system: the run is stopped (SIGTERM: the training commits
+// its checkpoint), the job waits, held from the policy, until that run
+// has ended, and then starts on the new model from the checkpoint it
+// reported; events say why and when. A run that does not end within
+// MoveHold is not waited for longer.
+func TestRound_MoveBetweenModels(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))
+	p.Policies = NewFixedPolicyHost(mover{}, p.Logger)
+	ckpts := t.TempDir()
+	p.CheckpointDirs = []string{ckpts}
+	var mu sync.Mutex
+	type told struct {
+		model  string
+		resume *structs.Resume
+	}
+	var applied []told
+	exec.onApply = func(j *structs.Job) {
+		mu.Lock()
+		defer mu.Unlock()
+		if j.Spec.Name == "m" {
+			applied = append(applied, told{j.GPUModel, j.Resume})
+		}
+	}
+	submit(t, p, now, spec(t, "blocker", 2, 2))
+	m := submit(t, p, now, spec(t, "m", 2, 2))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"blocker:2", "m:2"}, exec.take())
+	must.Eq(t, "V100", state(t, st, m.ID).GPUModel)
+	ckpt := ckpts + "/m-50.pt"
+	must.NoError(t, p.ReportProgress(ctx, m.ID, []structs.ProgressReport{{Step: 50, Checkpoint: ckpt}}))
+
+	// The A100s free up: the policy moves m. Its run is stopped, and it
+	// is queued, moving.
+	exec.done["blocker"] = 0
+	*now = now.Add(time.Minute)
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"m:0"}, exec.take())
+	rec := state(t, st, m.ID)
+	must.Eq(t, structs.JobQueued, rec.State)
+	must.Eq(t, &structs.Move{From: "V100", To: "A100", Since: *now, Reason: "3x faster on A100"}, rec.Moving)
+	must.Eq(t, "moving from V100 to A100: 3x faster on A100", rec.History[len(rec.History)-1].Reason)
+	must.Eq(t, *now, rec.Models[0].Until)
+
+	// Its run has not ended: it is held, though the A100s are free.
+	*now = now.Add(10 * time.Second)
+	must.NoError(t, p.Round(ctx))
+	must.SliceEmpty(t, exec.take())
+	must.Eq(t, structs.JobQueued, state(t, st, m.ID).State)
+	// It reports the checkpoint its SIGTERM saved; then its run ends.
+	saved := ckpts + "/m-64.pt"
+	must.NoError(t, p.ReportProgress(ctx, m.ID, []structs.ProgressReport{{Step: 64, Checkpoint: saved}}))
+	exec.done["m"] = 0
+	*now = now.Add(10 * time.Second)
+	must.NoError(t, p.Round(ctx))
+	delete(exec.done, "m")
+	must.Eq(t, []string{"m:2"}, exec.take())
+	rec = state(t, st, m.ID)
+	must.Eq(t, structs.JobRunning, rec.State)
+	must.Nil(t, rec.Moving)
+	must.Eq(t, "A100", rec.GPUModel)
+	must.Eq(t, told{"A100", &structs.Resume{Checkpoint: saved, Step: 64}}, applied[len(applied)-1],
+		must.Sprint("started on the A100s from the checkpoint its stop saved"))
+	var moves []string
+	for _, e := range rec.Events {
+		if e.Type == EventModel {
+			moves = append(moves, e.Message)
+		}
+	}
+	must.Eq(t, []string{
+		"moving from V100 to A100: 3x faster on A100; stopped with a checkpoint, it starts again from it once its run has ended",
+		"its run on V100 has ended: it may start on A100",
+		"moved from V100 to A100: 3x faster on A100",
+	}, moves)
+	must.SliceLen(t, 2, rec.Models)
+	must.Eq(t, "moved from V100 to A100: 3x faster on A100", rec.Models[1].Reason, must.Sprint("the run on A100 says why"))
+
+	// A run that never says it ended is waited for MoveHold at most.
+	j := state(t, st, m.ID).Clone()
+	must.NoError(t, p.Store.UpdateJob(ctx, func() *structs.Job {
+		j.State, j.Allocation = structs.JobQueued, nil
+		j.AddChange(structs.GPUChange{Time: *now, GPUs: 0})
+		j.Moving = &structs.Move{From: "A100", To: "V100", Since: *now}
+		return j
+	}()))
+	exec.done["blocker"] = 0
+	held, stillHeld := p.holdMove(ctx, state(t, st, m.ID), now.Add(MoveHold-time.Second))
+	must.True(t, stillHeld)
+	must.False(t, held.Moving.Stopped)
+	released, stillHeld := p.holdMove(ctx, state(t, st, m.ID), now.Add(MoveHold))
+	must.False(t, stillHeld)
+	must.True(t, released.Moving.Stopped)
+	must.Eq(t, "its run on A100 has not ended within 2m0s: it may start on V100 anyway", released.Events[len(released.Events)-1].Message)
 }

@@ -20,6 +20,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -350,6 +351,14 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	// known, and it names no jobs if none did then.
 	w := p.snaps.walk()
 	for _, j := range active {
+		if m := j.Moving; m != nil && !m.Stopped && j.State == structs.JobQueued {
+			// Moving to another GPU model: not offered to the policy
+			// until its run on the old one has ended (its checkpoint).
+			var held bool
+			if j, held = p.holdMove(ctx, j, now); held {
+				continue
+			}
+		}
 		running, whole, seen := w.known(j)
 		if !seen {
 			running, whole = j.State == structs.JobRunning, false
@@ -427,8 +436,18 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 			// A start: a job that ran before resumes from its checkpoint.
 			j.Resume = p.resumePoint(j)
 		}
+		// A change from GPUs of one model to another's is a move: the
+		// run is stopped with a checkpoint, and started again on the new
+		// model from it once it has ended (holdMove).
+		from, to := cmp.Or(j.GPUModel, models.of(ch.From)), models.of(ch.To)
+		if ch.From.Total() > 0 && ch.To.Total() > 0 && from != "" && to != "" && from != to {
+			if err := p.moveModel(ctx, j, ch, from, to, plan.Policy, strings.Join(plan.Reasons[j.ID], "; "), now); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		// The model of its GPUs, to which the executor pins its workers.
-		j.GPUModel = models.of(ch.To)
+		j.GPUModel = to
 		applyStart := time.Now()
 		err := p.Executor.Apply(ctx, j, ch.To)
 		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
@@ -591,8 +610,13 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 		j.Allocation = maps.Clone(map[string]int(ch.To))
 		events := []structs.Event{{Time: now, Type: string(ch.Kind),
 			Message: fmt.Sprintf("%s: %d -> %s (%s)", ch.Kind, ch.From.Total(), policy.GPUs(ch.To.Total()), policyName)}}
+		changeReason := reason
 		if e, ok := modelEvent(j, model, ch.To.Total(), reason, now); ok {
 			events = append(events, e)
+			if m := j.Moving; m != nil && m.To == model {
+				// The start of a move: its history says why it moved.
+				changeReason = strings.TrimPrefix(reason+"; "+e.Message, "; ")
+			}
 		}
 		switch {
 		case ch.To.Total() == 0:
@@ -603,6 +627,7 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 			}
 		case j.State == structs.JobQueued:
 			j.State = structs.JobRunning
+			j.Moving = nil // moved (or started elsewhere)
 			if j.Started.IsZero() {
 				j.Started = now
 			}
@@ -617,7 +642,7 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 				events = append(events, resumeEvent(now, resume))
 			}
 		}
-		j.AddChange(structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Model: model, Policy: policyName, Reason: reason})
+		j.AddChange(structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Model: model, Policy: policyName, Reason: changeReason})
 		j.AddEvents(events...)
 		return nil
 	})

@@ -147,6 +147,7 @@ func TestOpenAPI_SchemasMatchTypes(t *testing.T) {
 		"GPUChange":        reflect.TypeFor[structs.GPUChange](),
 		"ModelRun":         reflect.TypeFor[structs.ModelRun](),
 		"ModelRate":        reflect.TypeFor[structs.ModelRate](),
+		"Move":             reflect.TypeFor[structs.Move](),
 		"Event":            reflect.TypeFor[structs.Event](),
 		"ProgressReport":   reflect.TypeFor[api.ProgressReport](),
 		"Metric":           reflect.TypeFor[structs.Metric](),

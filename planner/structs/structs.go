@@ -60,6 +60,11 @@ type Job struct {
 	// nodes report none. The executor pins the job's workers to it.
 	// AddChange keeps it.
 	GPUModel string `json:"gpu_model,omitempty"`
+	// Moving is set while the job moves to GPUs of another model: the
+	// planner stopped its run on From (SIGTERM: the training commits a
+	// checkpoint) and starts it again, from that checkpoint, once the run
+	// has ended; nil otherwise.
+	Moving *Move `json:"moving,omitempty"`
 	// Models is the job's GPU model history, oldest first: a run for each
 	// stretch on one model (a job moved from V100s to A100s has two), the
 	// last MaxModels of them (Dropped.Models counts those dropped).
@@ -188,6 +193,19 @@ type GPUChange struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// Move is a job's move between GPU models (Job.Moving).
+type Move struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Since is when its run on From was stopped, and Reason why it moves
+	// (the policy's reason).
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason,omitempty"`
+	// Stopped is set once the run on From has ended (or the planner
+	// stopped waiting for it): the job may start again.
+	Stopped bool `json:"stopped,omitempty"`
+}
+
 // ModelRun is a stretch of a job's run on GPUs of one model.
 type ModelRun struct {
 	Model string    `json:"model"`
@@ -272,6 +290,7 @@ func (j *Job) Clone() *Job {
 	c.Idempotency = clonePtr(j.Idempotency)
 	c.Batch = clonePtr(j.Batch)
 	c.Health = clonePtr(j.Health)
+	c.Moving = clonePtr(j.Moving)
 	return &c
 }
 

@@ -191,4 +191,9 @@ func TestDashboard_JobGPUModels(t *testing.T) {
 	must.Eq(t, "GPU models", got[1][0])
 	must.RegexMatch(t, regexp.MustCompile(`^V100 .+–.+ → A100 .+–now \(312\.5 samples/s a GPU\)$`), got[1][1])
 	must.SliceEmpty(t, facts(&structs.Job{ID: "b"}))
+	j.Moving = &structs.Move{From: "A100", To: "V100", Since: t0.Add(2 * time.Hour), Reason: "A100s reclaimed"}
+	got = facts(j)
+	must.Len(t, 3, got)
+	must.Eq(t, "Moving", got[2][0])
+	must.RegexMatch(t, regexp.MustCompile(`^from A100 to V100 since .+: A100s reclaimed \(stopped with a checkpoint; waiting for its run to end\)$`), got[2][1])
 }

@@ -297,7 +297,11 @@ function modelFacts(j) {
     return `${r.model} ${fmtTime(r.since)}–${until}` + (rate ? ` (${Number(rate.per_gpu.toPrecision(4))} samples/s a GPU)` : "");
   });
   const dropped = (j.dropped && j.dropped.models) ? `${j.dropped.models} older not kept; ` : "";
-  return [["GPU model", j.gpu_model || "—"], ["GPU models", dropped + hist.join(" → ")]];
+  const facts = [["GPU model", j.gpu_model || "—"], ["GPU models", dropped + hist.join(" → ")]];
+  const m = j.moving;
+  if (m) facts.push(["Moving", `from ${m.from} to ${m.to} since ${fmtTime(m.since)}` + (m.reason ? ": " + m.reason : "") +
+    (m.stopped ? " (its run has ended; it starts where the policy places it)" : " (stopped with a checkpoint; waiting for its run to end)")]);
+  return facts;
 }
 
 async function renderJob(id) {
