@@ -3,6 +3,8 @@ package planner
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/structs"
@@ -109,7 +111,8 @@ func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Chang
 		accrue(j, now)
 		j.Allocation = nil
 		j.State = structs.JobQueued
-		j.Moving = &structs.Move{From: from, To: to, Since: now, Reason: structs.Clip(reason, structs.MaxModelReason)}
+		j.Moving = &structs.Move{From: from, To: to, Since: now, Reason: structs.Clip(reason, structs.MaxModelReason),
+			Target: maps.Clone(map[string]int(ch.To))}
 		j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Policy: policyName, Reason: why})
 		j.AddEvents(structs.Event{Time: now, Type: string(policy.Stop), Message: fmt.Sprintf("stop: %d -> 0 GPUs (%s)", ch.From.Total(), policyName)},
 			structs.Event{Time: now, Type: EventModel, Message: why + "; stopped with a checkpoint, it starts again from it once its run has ended"})
@@ -147,7 +150,7 @@ func (p *Planner) holdMove(ctx context.Context, j *structs.Job, now time.Time) (
 			return nil
 		}
 		m := *j.Moving
-		m.Stopped = true
+		m.Stopped, m.Target = true, nil // its GPUs are no longer held
 		j.Moving = &m
 		j.AddEvents(structs.Event{Time: now, Type: EventModel, Message: msg})
 		return nil
@@ -157,4 +160,41 @@ func (p *Planner) holdMove(ctx context.Context, j *structs.Job, now time.Time) (
 		return j, true
 	}
 	return next, next.State != structs.JobQueued
+}
+
+// holdTargets returns nodes with the GPUs that held moving jobs (holding)
+// were moved to reserved for them (policy.Node.Reserved), so that no
+// other job is given them while each waits for its run on the old model
+// to end: a copy of nodes where there is any, else nodes itself. A node's
+// reservation is capped at its GPUs free of live's allocations and of
+// what it reserves already, so the snapshot stays consistent (a node
+// that shrank, or work from outside the planner, may have taken some).
+func holdTargets(nodes []policy.Node, holding, live []*structs.Job) []policy.Node {
+	want := map[string]int{}
+	for _, j := range holding {
+		for n, g := range j.Moving.Target {
+			if g > 0 {
+				want[n] += g
+			}
+		}
+	}
+	if len(want) == 0 {
+		return nodes
+	}
+	used := map[string]int{}
+	for _, j := range live {
+		for n, g := range j.Allocation {
+			if _, ok := want[n]; ok && g > 0 {
+				used[n] += g
+			}
+		}
+	}
+	out := slices.Clone(nodes)
+	for i := range out {
+		n := &out[i]
+		if g, ok := want[n.ID]; ok {
+			n.Reserved += max(0, min(g, n.GPUs-n.Reserved-used[n.ID]))
+		}
+	}
+	return out
 }

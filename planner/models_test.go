@@ -274,14 +274,18 @@ func TestRound_MoveBetweenModels(t *testing.T) {
 	must.Eq(t, []string{"m:0"}, exec.take())
 	rec := state(t, st, m.ID)
 	must.Eq(t, structs.JobQueued, rec.State)
-	must.Eq(t, &structs.Move{From: "V100", To: "A100", Since: *now, Reason: "3x faster on A100"}, rec.Moving)
+	must.Eq(t, &structs.Move{From: "V100", To: "A100", Since: *now, Reason: "3x faster on A100", Target: map[string]int{"a100": 2}}, rec.Moving)
 	must.Eq(t, "moving from V100 to A100: 3x faster on A100", rec.History[len(rec.History)-1].Reason)
 	must.Eq(t, *now, rec.Models[0].Until)
 
-	// Its run has not ended: it is held, though the A100s are free.
+	// Its run has not ended: it is held, and the A100s with it: a job
+	// submitted meanwhile, which the policy would put on them, gets the
+	// V100s m left.
+	intruder := submit(t, p, now, spec(t, "intruder", 2, 2))
 	*now = now.Add(10 * time.Second)
 	must.NoError(t, p.Round(ctx))
-	must.SliceEmpty(t, exec.take())
+	must.Eq(t, []string{"intruder:2"}, exec.take())
+	must.Eq(t, "V100", state(t, st, intruder.ID).GPUModel)
 	must.Eq(t, structs.JobQueued, state(t, st, m.ID).State)
 	// It reports the checkpoint its SIGTERM saved; then its run ends.
 	saved := ckpts + "/m-64.pt"
@@ -295,6 +299,7 @@ func TestRound_MoveBetweenModels(t *testing.T) {
 	must.Eq(t, structs.JobRunning, rec.State)
 	must.Nil(t, rec.Moving)
 	must.Eq(t, "A100", rec.GPUModel)
+	must.Eq(t, map[string]int{"a100": 2}, rec.Allocation)
 	must.Eq(t, told{"A100", &structs.Resume{Checkpoint: saved, Step: 64}}, applied[len(applied)-1],
 		must.Sprint("started on the A100s from the checkpoint its stop saved"))
 	var moves []string
@@ -327,4 +332,23 @@ func TestRound_MoveBetweenModels(t *testing.T) {
 	must.False(t, stillHeld)
 	must.True(t, released.Moving.Stopped)
 	must.Eq(t, "its run on A100 has not ended within 2m0s: it may start on V100 anyway", released.Events[len(released.Events)-1].Message)
+}
+
+// The GPUs held for a moving job are reserved on its target nodes, never
+// more than are free there (what the jobs hold and what the node reserves
+// already), so the snapshot stays consistent; the nodes themselves are not
+// written.
+func TestHoldTargets(t *testing.T) {
+	nodes := []policy.Node{typedNode("a", "A100", 4), typedNode("b", "A100", 4), typedNode("c", "V100", 2)}
+	nodes[0].Reserved = 1
+	moving := &structs.Job{ID: "m", Moving: &structs.Move{Target: map[string]int{"a": 2, "b": 2, "gone": 2}}}
+	other := &structs.Job{ID: "o", Allocation: map[string]int{"a": 2, "c": 2}}
+	got := holdTargets(nodes, []*structs.Job{moving}, []*structs.Job{other})
+	must.Eq(t, []int{2, 2, 0}, []int{got[0].Reserved, got[1].Reserved, got[2].Reserved}, must.Sprint("a: 1 free of 4 (1 reserved, 2 held)"))
+	must.Eq(t, 1, nodes[0].Reserved)
+	must.Eq(t, 0, nodes[1].Reserved)
+	must.Eq(t, nodes, holdTargets(nodes, nil, []*structs.Job{other}))
+	s := snapshot(time.Now(), got, []*structs.Job{{ID: "o", State: structs.JobRunning, Allocation: other.Allocation, Spec: *spec(t, "o", 4, 4)}})
+	_, err := place.NewBoard(s)
+	must.NoError(t, err, must.Sprint("a consistent snapshot"))
 }

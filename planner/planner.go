@@ -350,12 +350,15 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	// A record that was the last round's is not read again: its state is
 	// known, and it names no jobs if none did then.
 	w := p.snaps.walk()
+	var holding []*structs.Job // moving jobs held this round (holdMove)
 	for _, j := range active {
 		if m := j.Moving; m != nil && !m.Stopped && j.State == structs.JobQueued {
 			// Moving to another GPU model: not offered to the policy
-			// until its run on the old one has ended (its checkpoint).
+			// until its run on the old one has ended (its checkpoint);
+			// the GPUs it moves to are held for it (holdTargets).
 			var held bool
 			if j, held = p.holdMove(ctx, j, now); held {
+				holding = append(holding, j)
 				continue
 			}
 		}
@@ -408,6 +411,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	p.noteNodes(nodes)
 	p.noteNodesSeen(nodes, now)
+	nodes = holdTargets(nodes, holding, live)
 	snap := p.snapshot(now, nodes, live, named)
 	p.snaps.ran, p.snaps.placed = ran, placed // beside the records the snapshot keeps (snapCache.recs)
 	planStart := time.Now()

@@ -201,6 +201,10 @@ type Move struct {
 	// (the policy's reason).
 	Since  time.Time `json:"since"`
 	Reason string    `json:"reason,omitempty"`
+	// Target is the GPUs per node the policy moved it to: held for it
+	// (no other job is given them) while it waits for its run on From
+	// to end.
+	Target map[string]int `json:"target,omitempty"`
 	// Stopped is set once the run on From has ended (or the planner
 	// stopped waiting for it): the job may start again.
 	Stopped bool `json:"stopped,omitempty"`
@@ -290,7 +294,11 @@ func (j *Job) Clone() *Job {
 	c.Idempotency = clonePtr(j.Idempotency)
 	c.Batch = clonePtr(j.Batch)
 	c.Health = clonePtr(j.Health)
-	c.Moving = clonePtr(j.Moving)
+	if j.Moving != nil {
+		m := *j.Moving
+		m.Target = maps.Clone(m.Target)
+		c.Moving = &m
+	}
 	return &c
 }
 
