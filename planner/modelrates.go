@@ -32,7 +32,11 @@ func modelRates(prev *structs.Outlook, measured map[string]assess.Rate, cur stri
 		if old, ok := out[m]; ok && m != cur {
 			at = old.Updated
 		}
-		out[m] = structs.ModelRate{PerGPU: r.PerGPU, Measured: r.Measured, Reports: r.N, Updated: at}
+		rate := structs.ModelRate{PerGPU: r.PerGPU, Measured: r.Measured, Reports: r.N, Updated: at}
+		if r.Fitted {
+			rate.Serial = &r.Serial
+		}
+		out[m] = rate
 	}
 	for len(out) > structs.MaxOutlookModels {
 		order := assess.ByRecency(out, func(r structs.ModelRate) int64 { return r.Updated.UnixNano() })
@@ -165,11 +169,12 @@ func median(xs []float64) float64 {
 
 // byModel is job j's goodput by GPU model for the policies
 // (policy.Job.ByModel) on a cluster of models (sorted; at least two), at
-// up to n GPUs: its measured speed per GPU on each model it has run on,
-// and on a model it has not, an estimate from its speed on another scaled
-// by what jobs of its application showed between the two (ratios); a
-// model with neither is absent (the job explores it). Nil without a
-// measured speed on any model.
+// up to n GPUs: its measured speed per GPU on each model it has run on
+// (scaled by the model's own step-time fit where it has one, else by the
+// job's speedup table), and on a model it has not, an estimate from its
+// speed on another scaled by what jobs of its application showed between
+// the two (ratios); a model with neither is absent (the job explores it).
+// Nil without a measured speed on any model.
 func byModel(j *structs.Job, models []string, n int, ratios map[priorKey]float64) map[string][]float64 {
 	o := j.Outlook
 	if o == nil || len(o.ByModel) == 0 || len(models) < 2 {
@@ -178,6 +183,12 @@ func byModel(j *structs.Job, models []string, n int, ratios map[priorKey]float64
 	rates := make(map[string]float64, len(o.ByModel))
 	for m, r := range o.ByModel {
 		rates[m] = r.PerGPU
+	}
+	table := func(m string, perGPU float64) []float64 {
+		if r, ok := o.ByModel[m]; ok && r.Serial != nil {
+			return assess.ModelTable(perGPU, true, *r.Serial, o.Speedup, n)
+		}
+		return assess.Table(perGPU, o.Speedup, n) // measured at one count, or estimated
 	}
 	order := assess.ByRecency(o.ByModel, func(r structs.ModelRate) int64 { return r.Updated.UnixNano() })
 	out := make(map[string][]float64, len(models))
@@ -189,7 +200,7 @@ func byModel(j *structs.Job, models []string, n int, ratios map[priorKey]float64
 				return r, ok
 			})
 		}
-		if tab := assess.Table(perGPU, o.Speedup, n); ok && tab != nil {
+		if tab := table(m, perGPU); ok && tab != nil {
 			out[m] = tab
 		}
 	}

@@ -352,3 +352,15 @@ func TestHoldTargets(t *testing.T) {
 	_, err := place.NewBoard(s)
 	must.NoError(t, err, must.Sprint("a consistent snapshot"))
 }
+
+// A model with a step-time fit of its own is read on its own curve; one
+// measured at a single count, and an estimate, on the job's table.
+func TestByModel_OwnFit(t *testing.T) {
+	half := 0.5
+	j := &structs.Job{Spec: *spec(t, "resnet", 1, 3), Outlook: &structs.Outlook{ByModel: map[string]structs.ModelRate{
+		"A100": {PerGPU: 300, Serial: &half}, "V100": {PerGPU: 100}}}}
+	got := byModel(j, []string{"A100", "T4", "V100"}, 3, map[priorKey]float64{{"resnet", "V100", "T4"}: 0.5})
+	must.Eq(t, map[string][]float64{"A100": {300, 400, 450}, "V100": {100, 200, 300}, "T4": {50, 100, 150}}, got)
+	must.Nil(t, byModel(j, []string{"A100"}, 3, nil), must.Sprint("one model: none"))
+	must.Nil(t, byModel(&structs.Job{Spec: j.Spec}, []string{"A100", "V100"}, 3, nil), must.Sprint("nothing measured: none"))
+}

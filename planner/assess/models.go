@@ -65,6 +65,12 @@ type Rate struct {
 	PerGPU   float64
 	Measured int // the largest GPU count observed
 	N        int // the observations read
+	// Fitted is whether the model's own observations, at two GPU counts
+	// or more, fit its scaling (Amdahl's law, Serial as ChooseGPUs's):
+	// then PerGPU is the fit's one-GPU throughput, and the model's table
+	// is PerGPU times amdahl(Serial, g) (see ModelTable).
+	Fitted bool
+	Serial float64
 }
 
 // PerGPU returns, for each GPU model of obs, the job's throughput on one
@@ -87,9 +93,29 @@ func PerGPU(obs []Observation, speedup []float64) map[string]Rate {
 	}
 	out := make(map[string]Rate, len(by))
 	for m, xs := range by {
-		out[m] = Rate{PerGPU: median(xs), Measured: most[m], N: len(xs)}
+		r := Rate{PerGPU: median(xs), Measured: most[m], N: len(xs)}
+		// A model measured at two counts or more has a step-time fit
+		// of its own: its scaling need not be the table's model's.
+		if sc := ChooseGPUs(OfModel(obs, m), Counts{Min: 1, Max: most[m], PerWorker: 1}, DefaultThreshold); !sc.Measuring && positive(sc.T1) {
+			r.PerGPU, r.Fitted, r.Serial = sc.T1, true, sc.Serial
+		}
+		out[m] = r
 	}
 	return out
+}
+
+// ModelTable is Table for a model whose speed r carries its own fit
+// (Fitted: PerGPU times its Amdahl speedup), else Table on the job's
+// speedup table.
+func ModelTable(perGPU float64, fitted bool, serial float64, speedup []float64, n int) []float64 {
+	if !fitted || !finite(serial) || serial < 0 || serial > 1 {
+		return Table(perGPU, speedup, n)
+	}
+	own := make([]float64, min(max(n, 0), MaxSpeedupTable))
+	for g := range own {
+		own[g] = amdahl(serial, g+1)
+	}
+	return Table(perGPU, own, n)
 }
 
 // Table is a job's goodput table on a model whose one GPU does perGPU

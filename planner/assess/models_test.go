@@ -81,3 +81,29 @@ func TestBootstrap(t *testing.T) {
 	_, _, ok = Bootstrap(rates, []string{"V100"}, "L4", ratio)
 	must.False(t, ok)
 }
+
+// A model the job was measured on at two counts or more has a step-time
+// fit of its own: its speed per GPU is the fit's one-GPU throughput and
+// its table its own Amdahl curve, whatever the job's table (fitted on
+// another model) says.
+func TestPerGPU_OwnFit(t *testing.T) {
+	var obs []Observation
+	for _, o := range observe(300, 0.2, []int{1, 2, 4}, 5, 0, 3) {
+		o.Model = "A100"
+		obs = append(obs, o)
+	}
+	obs = append(obs, Observation{2, 200, 0, "V100"})
+	linear := []float64{1, 2, 3, 4}
+	got := PerGPU(obs, linear)
+	a := got["A100"]
+	must.True(t, a.Fitted)
+	must.Less(t, 1e-6, math.Abs(a.PerGPU-300))
+	must.Less(t, 1e-6, math.Abs(a.Serial-0.2))
+	must.False(t, got["V100"].Fitted)
+	must.Eq(t, 100.0, got["V100"].PerGPU)
+
+	tab := ModelTable(a.PerGPU, a.Fitted, a.Serial, linear, 4)
+	must.Less(t, 1e-6, math.Abs(tab[3]-300*4/(1+0.2*3)), must.Sprint("its own curve, not the linear table"))
+	must.Eq(t, []float64{100, 200, 300, 400}, ModelTable(100, false, 0, linear, 4))
+	must.Eq(t, []float64{100, 200}, ModelTable(100, true, math.NaN(), nil, 2), must.Sprint("a bad fit is none"))
+}

@@ -41,6 +41,12 @@ type ModelRate struct {
 	// and Reports how many of its reports were read.
 	Measured int `json:"measured"`
 	Reports  int `json:"reports"`
+	// Serial is the model's own step-time fit, where the job reported
+	// from two GPU counts or more on it: the serial fraction of Amdahl's
+	// law (0: linear scaling, 1: no gain from more GPUs), and PerGPU its
+	// one-GPU throughput; nil where the job's speedup table stands for
+	// the model's scaling.
+	Serial *float64 `json:"serial,omitempty"`
 	// Updated is when it was last measured.
 	Updated time.Time `json:"updated"`
 }
