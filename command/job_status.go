@@ -286,8 +286,14 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 	if j.Waiting != "" {
 		pairs = append(pairs, [2]string{"Waiting", j.Waiting})
 	}
+	pairs = append(pairs, [2]string{"GPUs", fmt.Sprint(j.GPUs())})
+	if len(j.Models) > 0 {
+		pairs = append(pairs, [2]string{"GPU model", orNone(j.GPUModel)})
+	}
+	if m := j.Moving; m != nil {
+		pairs = append(pairs, [2]string{"Moving", formatMove(m)})
+	}
 	pairs = append(pairs,
-		[2]string{"GPUs", fmt.Sprint(j.GPUs())},
 		[2]string{"Nomad job ID", orNone(j.NomadJobID)},
 		[2]string{"Submitted", formatTime(j.Submitted)},
 		[2]string{"Started", formatTime(j.Started)},
@@ -323,6 +329,11 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 		b.WriteString(formatPreemptions(recent(j.Preemptions, verbose)))
 	}
 
+	if len(j.Models) > 0 {
+		b.WriteString("\n\n" + heading("GPU Models", len(j.Models), j.Dropped.Models, verbose) + "\n")
+		b.WriteString(formatModels(j, recent(j.Models, verbose)))
+	}
+
 	b.WriteString("\n\n" + heading("GPU History", len(j.History), j.Dropped.History, verbose) + "\n")
 	if len(j.History) == 0 {
 		b.WriteString("No GPU changes")
@@ -349,6 +360,39 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 		b.WriteString("\n\nJobspec\n" + termtext.EscapeText(strings.TrimRight(j.Source, "\n")))
 	}
 	return b.String()
+}
+
+// formatMove says where a moving job goes and what it waits for.
+func formatMove(m *structs.Move) string {
+	s := fmt.Sprintf("from %s to %s since %s", m.From, m.To, formatTime(m.Since))
+	if m.Reason != "" {
+		s += ": " + m.Reason
+	}
+	if m.Stopped {
+		return s + " (its run on " + m.From + " has ended; it starts where the policy places it)"
+	}
+	return s + " (stopped with a checkpoint; waiting for its run on " + m.From + " to end)"
+}
+
+// formatModels is a table of the job's runs on each GPU model (its type
+// history): the model, when it ran there, its measured speed on one GPU
+// of the model, and why it went there.
+func formatModels(j *structs.Job, runs []structs.ModelRun) string {
+	rows := [][]string{{"Model", "Since", "Until", "Speed a GPU", "Reason"}}
+	for _, r := range runs {
+		until := "<now>"
+		if !r.Until.IsZero() {
+			until = formatTime(r.Until)
+		}
+		speed := "<not measured>"
+		if o := j.Outlook; o != nil {
+			if m, ok := o.ByModel[r.Model]; ok {
+				speed = fmt.Sprintf("%.4g samples/s", m.PerGPU)
+			}
+		}
+		rows = append(rows, []string{r.Model, formatTime(r.Since), until, speed, orNone(r.Reason)})
+	}
+	return formatList(rows)
 }
 
 // formatPreemptions is a table of the job's preemptions: when, the job and

@@ -629,3 +629,44 @@ func TestFormatLeft(t *testing.T) {
 		must.Eq(t, want, formatLeft(d))
 	}
 }
+
+// Issue 29: job status shows the GPU model a job runs on and its model
+// history, each run with the job's measured speed on one GPU of the model
+// and why it went there; the move's event says why.
+func TestJobStatus_GPUModels(t *testing.T) {
+	h := newHarness(t)
+	id := h.submit(elastic)
+	h.backend.Start(id, map[string]int{"gpu-1": 2}, "start")
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	h.backend.Update(id, func(j *structs.Job) {
+		j.AddChange(structs.GPUChange{Time: t0, GPUs: 2, Model: "Tesla V100-SXM2-16GB", Reason: "started with 2 GPUs on 1 node"})
+		j.AddChange(structs.GPUChange{Time: t0.Add(time.Hour), GPUs: 0, Reason: "preempted"})
+		j.AddChange(structs.GPUChange{Time: t0.Add(2 * time.Hour), GPUs: 2, Model: "NVIDIA A100-SXM4-40GB", Reason: "moved: 3x faster on A100"})
+		j.Outlook = &structs.Outlook{ByModel: map[string]structs.ModelRate{"Tesla V100-SXM2-16GB": {PerGPU: 100}, "NVIDIA A100-SXM4-40GB": {PerGPU: 312.5}}}
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	out := h.out.String()
+	for _, want := range []string{
+		"GPU model    = NVIDIA A100-SXM4-40GB",
+		"GPU Models\nModel                  Since",
+		"Tesla V100-SXM2-16GB   " + formatTime(t0) + "  " + formatTime(t0.Add(time.Hour)) + "  100 samples/s    started with 2 GPUs on 1 node",
+		"NVIDIA A100-SXM4-40GB  " + formatTime(t0.Add(2*time.Hour)) + "  <now>",
+		"312.5 samples/s  moved: 3x faster on A100",
+	} {
+		must.StrContains(t, out, want)
+	}
+
+	h.backend.Update(id, func(j *structs.Job) {
+		j.Moving = &structs.Move{From: "NVIDIA A100-SXM4-40GB", To: "Tesla V100-SXM2-16GB", Since: t0.Add(3 * time.Hour), Reason: "A100s reclaimed"}
+	})
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrContains(t, h.out.String(), "Moving       = from NVIDIA A100-SXM4-40GB to Tesla V100-SXM2-16GB since "+formatTime(t0.Add(3*time.Hour))+
+		": A100s reclaimed (stopped with a checkpoint; waiting for its run on NVIDIA A100-SXM4-40GB to end)")
+
+	// A job with no model history (a cluster whose nodes name no model)
+	// shows neither.
+	other := h.submit(fourGPUs)
+	must.Eq(t, ExitOK, h.run("job", "status", other))
+	must.StrNotContains(t, h.out.String(), "GPU model")
+	must.StrNotContains(t, h.out.String(), "GPU Models")
+}

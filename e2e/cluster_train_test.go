@@ -139,6 +139,7 @@ func TestCluster(t *testing.T) {
 	t.Run("GangAcrossHosts", func(t *testing.T) { testGangAcrossHosts(t, cl) })
 	t.Run("InPlaceAcrossHosts", func(t *testing.T) { testInPlaceAcrossHosts(t, cl) })
 	t.Run("Locality", func(t *testing.T) { testLocality(t, cl) })
+	t.Run("GPUModels", func(t *testing.T) { testGPUModels(t, cl) })
 	t.Run("Pools", func(t *testing.T) { testPools(t, cl) })
 	t.Run("GrowLatencyAcrossHosts", func(t *testing.T) { testGrowLatencyAcrossHosts(t, cl) })
 	t.Run("Drain", func(t *testing.T) { testDrain(t, cl) })
@@ -282,6 +283,52 @@ func testPools(t *testing.T, cl *clusterLab) {
 		}
 		return nil
 	})
+}
+
+// Issue 29 (on `make lab HOSTS=3` a job that named no pool ran on 2 V100s
+// and 2 A100s at once): a two-GPU job that names no pool runs on GPUs of
+// one model, the two A100 hosts (node2, node3), never node1's V100 beside
+// an A100; Nomad's placement agrees with the plan (each worker's device
+// request is pinned to the A100 model, its launcher runs on an A100
+// host); the job's record and job status name the model.
+func testGPUModels(t *testing.T, cl *clusterLab) {
+	p := cl.planner(t)
+	progress, stop := filepath.Join(cl.dir, "typed.jsonl"), filepath.Join(cl.dir, "typed.stop")
+	t.Cleanup(func() { _ = os.WriteFile(stop, nil, 0o644) })
+	id := p.submit(exampleSpec(t, cl.dir, "typed", gpuRange(2, 2), "", map[string]string{
+		"TOTAL_STEPS": "100000", "STEP_SLEEP": "0.2", "PROGRESS_FILE": progress, "STOP_FILE": stop}))
+	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
+	must.Eq(t, map[string]int{"node2": 1, "node3": 1}, cl.hostsOf(j))
+
+	node2, _, err := cl.nomad.Nodes().Info(cl.nodeIDs["node2"], nil)
+	must.NoError(t, err)
+	must.SliceNotEmpty(t, node2.NodeResources.Devices)
+	a100 := node2.NodeResources.Devices[0].Name
+	must.Eq(t, a100, j.GPUModel)
+
+	job, _, err := cl.nomad.Jobs().Info(j.NomadJobID, nil)
+	must.NoError(t, err)
+	workers := 0
+	for _, tg := range job.TaskGroups {
+		if !strings.HasPrefix(*tg.Name, "worker-") {
+			continue
+		}
+		workers++
+		dev := tg.Tasks[0].Resources.Devices[0]
+		must.SliceContains(t, dev.Constraints, nomadapi.NewConstraint("${device.model}", "=", a100), must.Sprint(*tg.Name))
+	}
+	must.Eq(t, 2, workers)
+	must.SliceContains(t, []string{"node2", "node3"}, cl.launcherHost(t, j.NomadJobID))
+	waitWorldSize(t, progress, 2, 4*time.Minute)
+
+	out, code := p.cli("job", "status", id)
+	must.Zero(t, code, must.Sprint(out))
+	must.StrContains(t, out, "GPU model    = "+a100)
+	must.StrContains(t, out, "GPU Models\n")
+
+	touch(t, stop)
+	done := p.waitState(id, structs.JobComplete, 3*time.Minute)
+	must.Eq(t, 0, *done.ExitCode)
 }
 
 // startTwoHostJob submits name, an a100 job of 1 to 2 GPUs, and waits until

@@ -28,7 +28,10 @@ func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 	pw := max(1, spec.PerWorker)
 	maxG := maxGPUs(&j.Spec, largest)
 	o := &structs.Outlook{Updated: now}
-	obs := assess.Throughputs(hist)
+	all := assess.Throughputs(hist)
+	// The scaling is fitted on one GPU model's reports (see
+	// assess.FitModel), the speed per GPU kept for each model.
+	obs := assess.OfModel(all, assess.FitModel(all, j.GPUModel))
 	sc := assess.ChooseGPUs(obs, assess.Counts{Min: spec.Min, Max: maxG, PerWorker: pw}, assess.DefaultThreshold)
 	if !sc.Measuring {
 		o.Speedup = sc.Speedup
@@ -40,6 +43,7 @@ func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 	if tab != nil {
 		o.Speedup = tab
 	}
+	o.ByModel = modelRates(prev, assess.PerGPU(all, o.Speedup), j.GPUModel, now)
 	if spec.Auto {
 		o.GPUs = &structs.GPUAssessment{Choice: sc.GPUs, Measuring: sc.Measuring, Reason: sc.Reason}
 		if n := len(sc.Points); n > 0 {

@@ -20,6 +20,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -166,6 +167,9 @@ type Planner struct {
 	roundMu  sync.Mutex // one round at a time
 	rounds   atomic.Uint64
 	snaps    snapCache // the last round's snapshot (roundMu)
+	// priors are what jobs of each application showed between GPU
+	// models, for the estimates of jobs new to one (byModel).
+	priors modelPriors
 	// largest is the GPUs of the largest node seen last (for gpus =
 	// "auto" jobs without a max, between rounds).
 	largest atomic.Int64
@@ -374,7 +378,18 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	// A record that was the last round's is not read again: its state is
 	// known, and it names no jobs if none did then.
 	w := p.snaps.walk()
+	var holding []*structs.Job // moving jobs held this round (holdMove)
 	for _, j := range active {
+		if m := j.Moving; m != nil && !m.Stopped && j.State == structs.JobQueued {
+			// Moving to another GPU model: not offered to the policy
+			// until its run on the old one has ended (its checkpoint);
+			// the GPUs it moves to are held for it (holdTargets).
+			var held bool
+			if j, held = p.holdMove(ctx, j, now); held {
+				holding = append(holding, j)
+				continue
+			}
+		}
 		running, whole, seen := w.known(j)
 		if !seen {
 			running, whole = j.State == structs.JobRunning, false
@@ -424,6 +439,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	p.noteNodes(nodes)
 	p.noteNodesSeen(nodes, now)
+	nodes = holdTargets(nodes, holding, live)
 	snap := p.snapshot(now, nodes, live, named)
 	p.snaps.ran, p.snaps.placed = ran, placed // beside the records the snapshot keeps (snapCache.recs)
 	planStart := time.Now()
@@ -439,6 +455,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	p.noteWaits(snap, plan, waits)
 
 	changes, at := plan.AllAt(snap) // snap.Jobs[i] is live[i]'s
+	models := nodeModels{nodes: nodes}
 	var errs []error
 	for k, ch := range changes {
 		// A copy of the record (the store's own where shared) for the
@@ -451,6 +468,18 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 			// A start: a job that ran before resumes from its checkpoint.
 			j.Resume = p.resumePoint(j)
 		}
+		// A change from GPUs of one model to another's is a move: the
+		// run is stopped with a checkpoint, and started again on the new
+		// model from it once it has ended (holdMove).
+		from, to := cmp.Or(j.GPUModel, models.of(ch.From)), models.of(ch.To)
+		if ch.From.Total() > 0 && ch.To.Total() > 0 && from != "" && to != "" && from != to {
+			if err := p.moveModel(ctx, j, ch, from, to, plan.Policy, strings.Join(plan.Reasons[j.ID], "; "), now); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		// The model of its GPUs, to which the executor pins its workers.
+		j.GPUModel = to
 		applyStart := time.Now()
 		err := p.Executor.Apply(ctx, j, ch.To)
 		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
@@ -480,9 +509,9 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 // says whether a selector of one of jobs names jobs (namesJobs).
 func (p *Planner) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool) *policy.Snapshot {
 	if _, ok := p.Store.(store.SharedLister); ok {
-		return p.snaps.snapshot(now, nodes, jobs, named, p.unread)
+		return p.snaps.snapshot(now, nodes, jobs, named, p.unread, p.priors.ratios())
 	}
-	return (*snapCache)(nil).snapshot(now, nodes, jobs, named, nil)
+	return (*snapCache)(nil).snapshot(now, nodes, jobs, named, nil, p.priors.ratios())
 }
 
 // activeJobs lists the round's jobs, without copies where the store can
@@ -606,12 +635,21 @@ func lastUnplacedAt(j *structs.Job) (string, time.Time) {
 func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, by *quota.Taken, now time.Time) error {
 	nomadJobID := j.NomadJobID // the executor's, not yet stored
 	resume := j.Resume         // what the start was told (round), not yet stored
+	model := j.GPUModel        // the round's, of ch.To's nodes
 	err := p.update(ctx, j, func(j *structs.Job) error {
 		j.NomadJobID = nomadJobID
 		accrue(j, now)
 		j.Allocation = maps.Clone(map[string]int(ch.To))
 		events := []structs.Event{{Time: now, Type: string(ch.Kind),
 			Message: fmt.Sprintf("%s: %d -> %s (%s)", ch.Kind, ch.From.Total(), policy.GPUs(ch.To.Total()), policyName)}}
+		changeReason := reason
+		if e, ok := modelEvent(j, model, ch.To.Total(), reason, now); ok {
+			events = append(events, e)
+			if m := j.Moving; m != nil && m.To == model {
+				// The start of a move: its history says why it moved.
+				changeReason = strings.TrimPrefix(reason+"; "+e.Message, "; ")
+			}
+		}
 		switch {
 		case ch.To.Total() == 0:
 			j.State = structs.JobQueued // preempted: back in the queue
@@ -621,6 +659,7 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 			}
 		case j.State == structs.JobQueued:
 			j.State = structs.JobRunning
+			j.Moving = nil // moved (or started elsewhere)
 			if j.Started.IsZero() {
 				j.Started = now
 			}
@@ -635,7 +674,7 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 				events = append(events, resumeEvent(now, resume))
 			}
 		}
-		j.AddChange(structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Policy: policyName, Reason: reason})
+		j.AddChange(structs.GPUChange{Time: now, GPUs: ch.To.Total(), Nodes: j.Allocation, Model: model, Policy: policyName, Reason: changeReason})
 		j.AddEvents(events...)
 		return nil
 	})
@@ -721,6 +760,9 @@ func (p *Planner) ReportProgressAdvice(ctx context.Context, id string, reports [
 		advice = j.Batch
 		return nil
 	})
+	if err == nil && j.Outlook != nil {
+		p.priors.observe(j.Spec.Name, j.ID, j.Outlook.ByModel)
+	}
 	if err == nil {
 		p.metrics().ProgressReports(len(reports))
 	}

@@ -17,7 +17,7 @@ import (
 // what each job holds; GPUs on nodes that are gone (down, drained, no longer
 // offering GPUs) are dropped, so the policy never plans on a lost node.
 func snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job) *policy.Snapshot {
-	return (*snapCache)(nil).snapshot(now, nodes, jobs, slices.ContainsFunc(jobs, namesJobs), nil)
+	return (*snapCache)(nil).snapshot(now, nodes, jobs, slices.ContainsFunc(jobs, namesJobs), nil, nil)
 }
 
 // namesJobs reports whether a selector of job j names jobs (by name or
@@ -97,13 +97,18 @@ func (w *recWalk) known(j *structs.Job) (ran, placed, ok bool) {
 // a selector of one of jobs names jobs (namesJobs: the caller's pass over
 // the records tells, so that this one reads only the records it views
 // anew). unread (nil: none) reports whether nobody reads the views of a
-// buffer any more, so that this round may write over them.
-func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool, unread func([]policy.Job) bool) *policy.Snapshot {
+// buffer any more, so that this round may write over them. ratios are what
+// jobs of each application showed between GPU models (modelPriors; nil:
+// none), from which a job's speed on a model it has not run on is
+// estimated (byModel).
+func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs.Job, named bool, unread func([]policy.Job) bool,
+	ratios map[priorKey]float64) *policy.Snapshot {
 	known := make(map[string]int32, len(nodes)) // node ID -> index in nodes
 	for i, n := range nodes {
 		known[n.ID] = int32(i)
 	}
 	largest := largestNode(nodes)
+	v := views{known: known, largest: largest, models: clusterModels(nodes), ratios: ratios}
 	var idsByName map[string][]string // only when a selector names jobs
 	if named {
 		idsByName = map[string][]string{}
@@ -111,6 +116,7 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 			idsByName[j.Spec.Name] = append(idsByName[j.Spec.Name], j.ID)
 		}
 	}
+	v.idsByName = idsByName
 	var prev []*structs.Job
 	if c != nil && !c.named && idsByName == nil && sameNodes(c.nodes, nodes) {
 		prev = c.recs
@@ -154,7 +160,7 @@ func (c *snapCache) snapshot(now time.Time, nodes []policy.Node, jobs []*structs
 			k, i = k+n, i+n
 			continue
 		}
-		h := policyJob(&s.Jobs[k], j, now, known, largest, idsByName)
+		h := v.policyJob(&s.Jobs[k], j, now)
 		if held != nil {
 			held[k] = viewTime{gpus: int32(h), plain: plain(j), attained: j.AttainedGPUSeconds}
 		}
@@ -222,10 +228,24 @@ func sameNodes(a, b []policy.Node) bool {
 	return slices.EqualFunc(a, b, func(x, y policy.Node) bool { return x.ID == y.ID && x.GPUs == y.GPUs })
 }
 
+// views is what a round's views of jobs are made on (policyJob).
+type views struct {
+	known   map[string]int32 // node ID -> index in the nodes
+	largest int              // the GPUs of the largest node
+	// models are the cluster's GPU models, where there are at least two
+	// (clusterModels), and ratios what jobs showed between them.
+	models []string
+	ratios map[priorKey]float64
+	// idsByName is the IDs of each job name when a selector names jobs.
+	idsByName map[string][]string
+}
+
 // policyJob sets *pj to job j as the policy sees it at now, on the nodes
-// of known (the largest with largest GPUs), and returns the GPUs it holds
-// there; idsByName is the IDs of each job name when a selector names jobs.
-func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]int32, largest int, idsByName map[string][]string) int {
+// of v, and returns the GPUs it holds there. Its goodput by GPU model
+// (ByModel) is set here, not by timed: it changes with the record (its
+// progress), not with the time, and a copied view keeps it.
+func (v *views) policyJob(pj *policy.Job, j *structs.Job, now time.Time) int {
+	known, largest, idsByName := v.known, v.largest, v.idsByName
 	alloc, held := heldOn(j.Allocation, known)
 	state := policy.Queued
 	if held > 0 {
@@ -254,6 +274,9 @@ func policyJob(pj *policy.Job, j *structs.Job, now time.Time, known map[string]i
 		LastResized:  j.LastChange(),
 	}
 	timed(pj, j, now, held)
+	if v.models != nil {
+		pj.ByModel = byModel(j, v.models, req.Max, v.ratios)
+	}
 	return held
 }
 

@@ -28,6 +28,8 @@ type Observation struct {
 	GPUs       int
 	Throughput float64
 	Batch      int
+	// Model is the GPU model the job ran on ("": not known).
+	Model string
 }
 
 // Point is the throughput measured at one GPU count: the median of the
@@ -75,21 +77,22 @@ type Scaling struct {
 // (> 0) and world_size, at GPUs = world_size (the training processes, one
 // a GPU: the driver runs a worker's GPUs as that many slots). The first
 // report after each change of world size is skipped, since its throughput
-// straddles the rescale (the job's very first report is kept). Reports
-// without world_size neither give an observation nor mark a change.
+// straddles the rescale (the job's very first report is kept); so is the
+// first after a change of GPU model (a move). Reports without world_size
+// neither give an observation nor mark a change.
 func Throughputs(history []structs.ProgressReport) []Observation {
 	var out []Observation
-	last := 0
+	last, model := 0, ""
 	for _, r := range history {
 		if r.WorldSize <= 0 {
 			continue
 		}
-		changed := last != 0 && r.WorldSize != last
-		last = r.WorldSize
+		changed := last != 0 && (r.WorldSize != last || r.GPUModel != model)
+		last, model = r.WorldSize, r.GPUModel
 		if changed || r.SamplesPerSec == nil || !positive(*r.SamplesPerSec) {
 			continue
 		}
-		out = append(out, Observation{GPUs: r.WorldSize, Throughput: *r.SamplesPerSec, Batch: r.BatchSize})
+		out = append(out, Observation{GPUs: r.WorldSize, Throughput: *r.SamplesPerSec, Batch: r.BatchSize, Model: r.GPUModel})
 	}
 	return out
 }

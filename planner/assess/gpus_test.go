@@ -50,7 +50,7 @@ func TestThroughputs(t *testing.T) {
 		rep(13, 2, f64(math.Inf(1))),
 	}
 	got := Throughputs(h)
-	want := []Observation{{1, 100, 0}, {1, 104, 0}, {2, 190, 0}, {4, 350, 0}, {2, 185, 0}}
+	want := []Observation{{1, 100, 0, ""}, {1, 104, 0, ""}, {2, 190, 0, ""}, {4, 350, 0, ""}, {2, 185, 0, ""}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Throughputs = %v, want %v (GPUs = world size)", got, want)
 	}
@@ -175,9 +175,9 @@ func TestChooseGPUsMeasuring(t *testing.T) {
 	}{
 		{"none", nil, "measuring: no throughput measured yet"},
 		{"one count", observe(150, 0.1, []int{2}, 9, 0.02, 3), "measuring: only 2 GPUs measured so far ("},
-		{"one GPU", []Observation{{1, 150, 0}}, "measuring: only 1 GPU measured so far (150 samples/s)"},
+		{"one GPU", []Observation{{1, 150, 0, ""}}, "measuring: only 1 GPU measured so far (150 samples/s)"},
 		// Unusable observations do not count as measured.
-		{"bad", []Observation{{1, 150, 0}, {0, 90, 0}, {-1, 90, 0}, {3, math.NaN(), 0}, {3, 0, 0}, {3, -5, 0}, {3, math.Inf(1), 0}}, "measuring: only 1 GPU measured so far"},
+		{"bad", []Observation{{1, 150, 0, ""}, {0, 90, 0, ""}, {-1, 90, 0, ""}, {3, math.NaN(), 0, ""}, {3, 0, 0, ""}, {3, -5, 0, ""}, {3, math.Inf(1), 0, ""}}, "measuring: only 1 GPU measured so far"},
 	} {
 		got := ChooseGPUs(tc.obs, Counts{Min: 1, Max: 8, PerWorker: 1}, 0.5)
 		if !got.Measuring || got.GPUs != 8 || got.Speedup != nil || got.T1 != 0 {
@@ -192,7 +192,7 @@ func TestChooseGPUsMeasuring(t *testing.T) {
 // A few wild observations (a straggler, a warm-up) do not move a median.
 func TestChooseGPUsOutliers(t *testing.T) {
 	obs := observe(200, 0.25, []int{1, 2, 4}, 9, 0.01, 7)
-	obs = append(obs, Observation{1, 2000, 0}, Observation{2, 20, 0}, Observation{4, 5, 0}, Observation{4, 3000, 0})
+	obs = append(obs, Observation{1, 2000, 0, ""}, Observation{2, 20, 0, ""}, Observation{4, 5, 0, ""}, Observation{4, 3000, 0, ""})
 	got := ChooseGPUs(obs, Counts{Min: 1, Max: 8, PerWorker: 1}, 0)
 	if got.GPUs != 2 || math.Abs(got.Serial-0.25) > 0.02 {
 		t.Errorf("with outliers: GPUs %d, s %.3f, want 2, 0.25: %s", got.GPUs, got.Serial, got.Reason)

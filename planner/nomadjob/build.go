@@ -15,9 +15,10 @@
 //     two torchrun jobs on one host never clash on torchrun's 29400.
 //   - one group per node of the plan, "worker-<node>": count = the GPUs the
 //     plan gives the job on that node / per_worker, pinned to that node, each
-//     worker asking for device "nvidia/gpu" { count = per_worker } with the
-//     job's GPU model and memory constraints, and registering the worker
-//     service that the launcher discovers.
+//     worker asking for device "nvidia/gpu" { count = per_worker } of the
+//     GPU model the plan chose (structs.Job.GPUModel, a constraint on
+//     ${device.model}) and the job's memory constraint, and registering the
+//     worker service that the launcher discovers.
 //
 // The launcher's environment (which horovodrun copies onto every worker's
 // command line, sealed by the driver's agent protocol, and torchrun's
@@ -50,6 +51,7 @@
 package nomadjob
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
@@ -326,8 +328,12 @@ func workerGroup(j *structs.Job, node string, count int) *nomadapi.TaskGroup {
 	worker.Identity = &nomadapi.WorkloadIdentity{Env: true}
 	sigterm(worker)
 	device := &nomadapi.RequestedDevice{Name: gpuDevice, Count: ptr(uint64(spec.GPUs.PerWorker))}
-	if spec.GPUs.Model != "" {
-		device.Constraints = append(device.Constraints, nomadapi.NewConstraint("${device.model}", "=", spec.GPUs.Model))
+	// The GPU model the plan chose (structs.Job.GPUModel), else the
+	// jobspec's: Nomad gives the worker GPUs of that model only, so its
+	// placement agrees with the plan's, and a worker never starts on a
+	// node's GPUs of another model.
+	if model := cmp.Or(j.GPUModel, spec.GPUs.Model); model != "" {
+		device.Constraints = append(device.Constraints, nomadapi.NewConstraint("${device.model}", "=", model))
 	}
 	if spec.GPUs.MinMemoryMiB > 0 {
 		device.Constraints = append(device.Constraints, nomadapi.NewConstraint("${device.attr.memory}", ">=", fmt.Sprintf("%d MiB", spec.GPUs.MinMemoryMiB)))

@@ -257,3 +257,28 @@ func TestBuild_WorkerResources(t *testing.T) {
 		must.Eq(t, 200, *l.CPU)
 	}
 }
+
+// The plan's GPU model (structs.Job.GPUModel) pins every worker's device
+// request to it, so Nomad gives a worker GPUs of that model only and its
+// placement agrees with the plan's (issue 29: one job on 2 V100s and 2
+// A100s); the launcher runs on a node of the job's workers, never on
+// another pool's host. Without a model (the nodes report none) the
+// jobspec's model, if any, is the constraint.
+func TestBuild_PinsTheGPUModel(t *testing.T) {
+	j := &structs.Job{ID: "bert-1", GPUModel: "Tesla V100-SXM2-16GB", Spec: jobspec.Spec{
+		Name: "bert", Command: "python3", Launcher: jobspec.LauncherHorovod, Pool: "v100",
+		GPUs: jobspec.GPUs{Min: 2, Max: 4, PerWorker: 1},
+	}}
+	job := Build(j, policy.Allocation{"node3": 2}, Options{})
+	must.Eq(t, []*nomadapi.Constraint{nomadapi.NewConstraint("${node.unique.id}", "set_contains_any", "node3")}, job.TaskGroups[0].Constraints)
+	must.Eq(t, []*nomadapi.Constraint{nomadapi.NewConstraint("${device.model}", "=", "Tesla V100-SXM2-16GB")},
+		job.TaskGroups[1].Tasks[0].Resources.Devices[0].Constraints)
+
+	j.GPUModel = ""
+	job = Build(j, policy.Allocation{"node3": 2}, Options{})
+	must.SliceEmpty(t, job.TaskGroups[1].Tasks[0].Resources.Devices[0].Constraints)
+	j.Spec.GPUs.Model = "Tesla V100-SXM2-16GB"
+	job = Build(j, policy.Allocation{"node3": 2}, Options{})
+	must.Eq(t, []*nomadapi.Constraint{nomadapi.NewConstraint("${device.model}", "=", "Tesla V100-SXM2-16GB")},
+		job.TaskGroups[1].Tasks[0].Resources.Devices[0].Constraints)
+}

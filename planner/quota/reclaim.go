@@ -3,6 +3,7 @@ package quota
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -538,7 +539,8 @@ func (e *enforcer) gainsAny(k int) bool {
 // place finds nodes for job i's smallest valid GPU count among the free
 // GPUs, within room per resource, honouring its constraints and
 // anti-affinity: the fullest single node that holds it all, else the
-// nodes with the most free GPUs first. nil when it does not fit.
+// nodes with the most free GPUs first, all of one GPU model. nil when it
+// does not fit.
 func (e *enforcer) place(i int, room []int) policy.Allocation {
 	v, j := e.v, &e.v.s.Jobs[i]
 	w := max(1, j.GPUs.PerWorker)
@@ -558,9 +560,10 @@ func (e *enforcer) place(i int, room []int) policy.Allocation {
 	}
 	left := slices.Clone(room)
 	type cand struct {
-		id  string
-		cap int
-		r   int
+		id    string
+		model string
+		cap   int
+		r     int
 	}
 	var cands []cand
 	for x := range v.s.Nodes {
@@ -573,7 +576,7 @@ func (e *enforcer) place(i int, room []int) policy.Allocation {
 			c = min(c, m)
 		}
 		if c -= c % w; c > 0 {
-			cands = append(cands, cand{n.ID, c, v.nodeRes[n.ID]})
+			cands = append(cands, cand{n.ID, n.GPUModel, c, v.nodeRes[n.ID]})
 		}
 	}
 	best := -1
@@ -585,18 +588,34 @@ func (e *enforcer) place(i int, room []int) policy.Allocation {
 	if best != -1 {
 		return policy.Allocation{cands[best].id: need}
 	}
+	// Across nodes, all of one GPU model (policy.Validate's one-model
+	// rule): the models by their room for the job, most first (then by
+	// name), each tried on its own.
 	slices.SortFunc(cands, func(a, b cand) int { return cmp.Or(cmp.Compare(b.cap, a.cap), cmp.Compare(a.id, b.id)) })
-	out := policy.Allocation{}
-	rem := need
+	byModel := map[string]int{}
 	for _, c := range cands {
-		g := min(c.cap, left[c.r], rem)
-		if g -= g % w; g > 0 {
-			out[c.id] = g
-			left[c.r] -= g
-			rem -= g
-		}
-		if rem == 0 {
-			return out
+		byModel[c.model] += c.cap
+	}
+	models := slices.SortedFunc(maps.Keys(byModel), func(a, b string) int {
+		return cmp.Or(cmp.Compare(byModel[b], byModel[a]), cmp.Compare(a, b))
+	})
+	for _, m := range models {
+		left := slices.Clone(room)
+		out := policy.Allocation{}
+		rem := need
+		for _, c := range cands {
+			if c.model != m {
+				continue
+			}
+			g := min(c.cap, left[c.r], rem)
+			if g -= g % w; g > 0 {
+				out[c.id] = g
+				left[c.r] -= g
+				rem -= g
+			}
+			if rem == 0 {
+				return out
+			}
 		}
 	}
 	return nil

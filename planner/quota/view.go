@@ -360,16 +360,17 @@ func (v *View) allowedOn(c *policy.Constraints) []bool {
 	return out
 }
 
-// fits reports whether j's minimum fits in avail over the resources it
-// may use.
+// fits reports whether j's minimum fits in avail in one of the resources
+// it may use: a job's GPUs are all of one model (policy.Validate's
+// one-model rule), and the resources are the GPU models where quotas are
+// per model (else there is one, AnyModel).
 func fits(j *policy.Job, avail []int, allowed []bool) bool {
-	sum := 0
 	for r, a := range avail {
-		if allowed[r] && a > 0 {
-			sum += a
+		if allowed[r] && a >= j.GPUs.Min {
+			return true
 		}
 	}
-	return sum >= j.GPUs.Min
+	return false
 }
 
 // take subtracts n GPUs from avail over the allowed resources, most

@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -22,6 +23,35 @@ type Outlook struct {
 	GPUs *GPUAssessment `json:"gpus,omitempty"`
 	// Target is the outlook of the job's target; nil without one.
 	Target *TargetOutlook `json:"target,omitempty"`
+	// ByModel is the job's measured speed on each GPU model it has run
+	// on and reported from (at most MaxOutlookModels, the most recently
+	// measured), kept across runs; nil before any report on a known
+	// model. The policies' snapshot reads it (policy.Job.ByModel).
+	ByModel map[string]ModelRate `json:"by_model,omitempty"`
+}
+
+// MaxOutlookModels bounds Outlook.ByModel.
+const MaxOutlookModels = 8
+
+// ModelRate is a job's measured speed on one GPU model.
+type ModelRate struct {
+	// PerGPU is its throughput on one GPU of the model, samples/s: what
+	// it reported on the model, each report divided by the speedup of
+	// the GPUs it then held (the job's speedup table; linear where
+	// unknown), the median of those.
+	PerGPU float64 `json:"per_gpu"`
+	// Measured is the largest GPU count it reported from on the model,
+	// and Reports how many of its reports were read.
+	Measured int `json:"measured"`
+	Reports  int `json:"reports"`
+	// Serial is the model's own step-time fit, where the job reported
+	// from two GPU counts or more on it: the serial fraction of Amdahl's
+	// law (0: linear scaling, 1: no gain from more GPUs), and PerGPU its
+	// one-GPU throughput; nil where the job's speedup table stands for
+	// the model's scaling.
+	Serial *float64 `json:"serial,omitempty"`
+	// Updated is when it was last measured.
+	Updated time.Time `json:"updated"`
 }
 
 // GPUAssessment is the count a gpus = "auto" job is worth.
@@ -130,6 +160,7 @@ func (o *Outlook) Clone() *Outlook {
 	}
 	c.GPUs = clonePtr(o.GPUs)
 	c.Target = clonePtr(o.Target)
+	c.ByModel = maps.Clone(o.ByModel)
 	return &c
 }
 

@@ -55,6 +55,21 @@ type Job struct {
 	// Allocation is the GPUs per node the job holds now (as the planner
 	// last applied it).
 	Allocation map[string]int `json:"allocation,omitempty"`
+	// GPUModel is the GPU model (Nomad's device name) of the GPUs the job
+	// holds now, all of one model; "" while it holds none, or where the
+	// nodes report none. The executor pins the job's workers to it.
+	// AddChange keeps it.
+	GPUModel string `json:"gpu_model,omitempty"`
+	// Moving is set while the job moves to GPUs of another model: the
+	// planner stopped its run on From (SIGTERM: the training commits a
+	// checkpoint) and starts it again, from that checkpoint, once the run
+	// has ended; nil otherwise.
+	Moving *Move `json:"moving,omitempty"`
+	// Models is the job's GPU model history, oldest first: a run for each
+	// stretch on one model (a job moved from V100s to A100s has two), the
+	// last MaxModels of them (Dropped.Models counts those dropped).
+	// AddChange keeps it; never write an entry in place.
+	Models []ModelRun `json:"models,omitempty"`
 	// History is the changes of the job's GPUs, oldest first: the last
 	// MaxHistory of them (Dropped.History counts those dropped before).
 	// Add to it with AddChange; never write an entry in place (copies of
@@ -168,11 +183,43 @@ func Attained(attained float64, held int, since, now time.Time) float64 {
 
 // GPUChange is one change of a job's GPUs.
 type GPUChange struct {
-	Time   time.Time      `json:"time"`
-	GPUs   int            `json:"gpus"`
-	Nodes  map[string]int `json:"nodes,omitempty"`
-	Policy string         `json:"policy"`
-	Reason string         `json:"reason,omitempty"`
+	Time  time.Time      `json:"time"`
+	GPUs  int            `json:"gpus"`
+	Nodes map[string]int `json:"nodes,omitempty"`
+	// Model is the GPU model of the GPUs after the change; "" for none,
+	// or where the change keeps the job's model without naming it.
+	Model  string `json:"gpu_model,omitempty"`
+	Policy string `json:"policy"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Move is a job's move between GPU models (Job.Moving).
+type Move struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Since is when its run on From was stopped, and Reason why it moves
+	// (the policy's reason).
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason,omitempty"`
+	// Target is the GPUs per node the policy moved it to: held for it
+	// (no other job is given them) while it waits for its run on From
+	// to end.
+	Target map[string]int `json:"target,omitempty"`
+	// Stopped is set once the run on From has ended (or the planner
+	// stopped waiting for it): the job may start again.
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+// ModelRun is a stretch of a job's run on GPUs of one model.
+type ModelRun struct {
+	Model string    `json:"model"`
+	Since time.Time `json:"since"`
+	// Until is when the job left the model (stopped, ended, moved); zero
+	// while it runs on it.
+	Until time.Time `json:"until,omitzero"`
+	// Reason is why the job started on the model (the policy's reason of
+	// the change that put it there).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Event is something that happened to a job, for `job status`.
@@ -233,6 +280,7 @@ func (j *Job) Clone() *Job {
 	c.Allocation = maps.Clone(j.Allocation)
 	c.History = slices.Clip(j.History)
 	c.Events = slices.Clip(j.Events)
+	c.Models = slices.Clip(j.Models)
 	if j.ExitCode != nil {
 		code := *j.ExitCode
 		c.ExitCode = &code
@@ -246,6 +294,11 @@ func (j *Job) Clone() *Job {
 	c.Idempotency = clonePtr(j.Idempotency)
 	c.Batch = clonePtr(j.Batch)
 	c.Health = clonePtr(j.Health)
+	if j.Moving != nil {
+		m := *j.Moving
+		m.Target = maps.Clone(m.Target)
+		c.Moving = &m
+	}
 	return &c
 }
 
@@ -265,6 +318,10 @@ const (
 	MaxEvents = 100
 	// MaxPreemptions bounds Job.Preemptions.
 	MaxPreemptions = 50
+	// MaxModels bounds Job.Models, and MaxModelReason the length of a
+	// run's reason.
+	MaxModels      = 20
+	MaxModelReason = 512
 )
 
 // Dropped counts the entries of a job's lists dropped by Bound, oldest
@@ -273,13 +330,51 @@ type Dropped struct {
 	History     int `json:"history,omitempty"`
 	Events      int `json:"events,omitempty"`
 	Preemptions int `json:"preemptions,omitempty"`
+	Models      int `json:"models,omitempty"`
 }
 
 // AddChange appends c to j's GPU history, dropping the oldest change
 // beyond MaxHistory (counted in j.Dropped). The history is copied once,
 // to an array of its new length: the old one may be another copy's.
+//
+// It keeps the job's GPU model (GPUModel) and model history (Models): a
+// change to 0 GPUs ends the open run; one that names a model other than
+// the open run's, or any model while none is open, ends the open run and
+// starts one on it.
 func (j *Job) AddChange(c GPUChange) {
 	j.History = addBounded(j.History, []GPUChange{c}, MaxHistory, &j.Dropped.History)
+	open := len(j.Models) > 0 && j.Models[len(j.Models)-1].Until.IsZero()
+	switch {
+	case c.GPUs <= 0:
+		j.GPUModel = ""
+		if open {
+			j.closeModelRun(c.Time)
+		}
+	case c.Model != "" && (!open || j.Models[len(j.Models)-1].Model != c.Model):
+		if open {
+			j.closeModelRun(c.Time)
+		}
+		j.GPUModel = c.Model
+		run := ModelRun{Model: c.Model, Since: c.Time, Reason: Clip(c.Reason, MaxModelReason)}
+		j.Models = addBounded(j.Models, []ModelRun{run}, MaxModels, &j.Dropped.Models)
+	}
+}
+
+// closeModelRun ends j's open model run at t, in a new array (the old one
+// may be another copy's).
+func (j *Job) closeModelRun(t time.Time) {
+	runs := slices.Clone(j.Models)
+	runs[len(runs)-1].Until = t
+	j.Models = runs
+}
+
+// LastModel is the model of j's latest model run, open or not; "" if it
+// has none.
+func (j *Job) LastModel() string {
+	if n := len(j.Models); n > 0 {
+		return j.Models[n-1].Model
+	}
+	return ""
 }
 
 // AddEvents appends es to j's events, dropping the oldest beyond
@@ -314,6 +409,8 @@ func (j *Job) Bound() {
 	j.Dropped.Events += n
 	j.Preemptions, n = dropOldest(j.Preemptions, MaxPreemptions)
 	j.Dropped.Preemptions += n
+	j.Models, n = dropOldest(j.Models, MaxModels)
+	j.Dropped.Models += n
 	if h := j.Health; h != nil && len(h.Reason) > MaxHealthReason {
 		c := *h
 		c.Reason = Clip(c.Reason, MaxHealthReason)
@@ -392,6 +489,10 @@ type ProgressReport struct {
 	// NoiseScale is the gradient noise scale tr(Sigma)/|G|^2, in samples,
 	// as the script estimates it (the SDK's noise_scale; 0: not reported).
 	NoiseScale float64 `json:"noise_scale,omitempty"`
+	// GPUModel is the model of the GPUs the job held when the planner
+	// received the report (Job.GPUModel), which stamps it: what a script
+	// sends is ignored. The planner keeps its throughput fit per model.
+	GPUModel string `json:"gpu_model,omitempty"`
 }
 
 // BatchAdvice is the batch a job's script should train at on GPUs GPUs:
@@ -561,6 +662,7 @@ func (j *Job) AddProgress(reports []ProgressReport, now time.Time) error {
 		if r.Time.IsZero() {
 			r.Time = now
 		}
+		r.GPUModel = j.GPUModel
 		p.Time, p.Step = r.Time, r.Step
 		if r.SamplesPerSec != nil {
 			p.SamplesPerSec = clonePtr(r.SamplesPerSec)

@@ -2,6 +2,7 @@ package structs
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,4 +177,43 @@ func TestBound_KeepsNewestAndCounts(t *testing.T) {
 	small.Bound()
 	must.Eq(t, Dropped{}, small.Dropped)
 	must.Len(t, 1, small.Events)
+}
+
+// AddChange keeps a job's GPU model and model history: a run opens on
+// the first model named, stays open through changes on it (named or not),
+// closes at 0 GPUs, and a move to another model closes one run and opens
+// the next; the history is bounded, and a copy's is its own.
+func TestJob_ModelHistory(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	j := &Job{ID: "a"}
+	j.AddChange(GPUChange{Time: at(0), GPUs: 2, Model: "V100", Reason: "started"})
+	j.AddChange(GPUChange{Time: at(1), GPUs: 4, Model: "V100", Reason: "grown"})
+	j.AddChange(GPUChange{Time: at(2), GPUs: 2, Reason: "a node left"}) // keeps its model, unnamed
+	must.Eq(t, "V100", j.GPUModel)
+	must.Eq(t, []ModelRun{{Model: "V100", Since: at(0), Reason: "started"}}, j.Models)
+
+	kept := j.Clone()
+	j.AddChange(GPUChange{Time: at(3), GPUs: 0, Reason: "preempted"})
+	must.Eq(t, "", j.GPUModel)
+	must.Eq(t, "V100", j.LastModel())
+	must.Eq(t, at(3), j.Models[0].Until)
+	must.True(t, kept.Models[0].Until.IsZero(), must.Sprint("the copy's run is as it was"))
+
+	j.AddChange(GPUChange{Time: at(4), GPUs: 2, Model: "A100", Reason: "faster"})
+	j.AddChange(GPUChange{Time: at(5), GPUs: 2, Model: "V100", Reason: "moved back"}) // a move in one change
+	must.Eq(t, "V100", j.GPUModel)
+	must.Eq(t, []ModelRun{
+		{Model: "V100", Since: at(0), Until: at(3), Reason: "started"},
+		{Model: "A100", Since: at(4), Until: at(5), Reason: "faster"},
+		{Model: "V100", Since: at(5), Reason: "moved back"},
+	}, j.Models)
+
+	for i := range 2 * MaxModels {
+		j.AddChange(GPUChange{Time: at(10 + i), GPUs: 1, Model: []string{"A100", "T4"}[i%2], Reason: strings.Repeat("x", 2*MaxModelReason)})
+	}
+	must.Len(t, MaxModels, j.Models)
+	must.Eq(t, 3+2*MaxModels-MaxModels, j.Dropped.Models)
+	must.Eq(t, MaxModelReason, len(j.Models[0].Reason))
+	must.Eq(t, "T4", j.GPUModel)
 }

@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api/client"
 	"github.com/schedulearn/schedulearn/planner/events"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/planner/ui"
 )
 
@@ -149,4 +152,48 @@ func TestDashboard_ReadsPages(t *testing.T) {
 	must.Eq(t, "(the newest 2 of 4)", got.Heading)
 	must.Eq(t, []string{ids[0], ids[2]}, got.Running)
 	must.Len(t, 4, got.Asked, must.Sprint("two pages of nodes, one of jobs, one of running jobs"))
+}
+
+// Issue 29: the job page shows the GPU model a job runs on and its model
+// history with its speed on each, from the API's job record (run in Node
+// on a record as the API sends it); nothing for a job without models.
+func TestDashboard_JobGPUModels(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the dashboard is tested in Chromium by the e2e tier")
+	}
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	j := &structs.Job{ID: "a"}
+	j.AddChange(structs.GPUChange{Time: t0, GPUs: 2, Model: "V100"})
+	j.AddChange(structs.GPUChange{Time: t0.Add(time.Hour), GPUs: 2, Model: "A100"})
+	j.Outlook = &structs.Outlook{ByModel: map[string]structs.ModelRate{"A100": {PerGPU: 312.5}}}
+	facts := func(j *structs.Job) [][2]string {
+		t.Helper()
+		in, err := json.Marshal(j)
+		must.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "models.js"), filepath.Join("assets", "app.js"))
+		cmd.Stdin = bytes.NewReader(in)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("node: %v: %s", err, ee.Stderr)
+		}
+		must.NoError(t, err)
+		var got [][2]string
+		must.NoError(t, json.Unmarshal(out, &got), must.Sprint(string(out)))
+		return got
+	}
+	got := facts(j)
+	must.Len(t, 2, got)
+	must.Eq(t, [2]string{"GPU model", "A100"}, got[0])
+	must.Eq(t, "GPU models", got[1][0])
+	must.RegexMatch(t, regexp.MustCompile(`^V100 .+–.+ → A100 .+–now \(312\.5 samples/s a GPU\)$`), got[1][1])
+	must.SliceEmpty(t, facts(&structs.Job{ID: "b"}))
+	j.Moving = &structs.Move{From: "A100", To: "V100", Since: t0.Add(2 * time.Hour), Reason: "A100s reclaimed"}
+	got = facts(j)
+	must.Len(t, 3, got)
+	must.Eq(t, "Moving", got[2][0])
+	must.RegexMatch(t, regexp.MustCompile(`^from A100 to V100 since .+: A100s reclaimed \(stopped with a checkpoint; waiting for its run to end\)$`), got[2][1])
 }

@@ -70,8 +70,10 @@
 // node holds more than it has; GPUs a job gains on a node honour its
 // constraints (GPU model, GPU memory, pool, node attributes,
 // MaxGPUsPerNode) and its anti-affinity, which is symmetric (if either job's
-// selector matches the other, they do not share a node). GPUs a job already
-// holds are not judged again against constraints and anti-affinity. The
+// selector matches the other, they do not share a node); a job that gains
+// GPUs holds GPUs of one model only (Node.GPUModel: never A100s and V100s
+// in one job). GPUs a job already holds are not judged again against
+// constraints, anti-affinity and the one-model rule. The
 // host rejects a plan that fails Validate; a plugin's own tests can run it
 // too.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Rule names a rule of Validate.
@@ -29,6 +30,10 @@ const (
 	// RuleAntiAffinity: GPUs added on a node that holds a job the job must
 	// not share a node with.
 	RuleAntiAffinity Rule = "anti-affinity"
+	// RuleOneModel: a job gains GPUs and its target then spans nodes of
+	// more than one GPU model (Node.GPUModel): a job runs on one model at
+	// a time.
+	RuleOneModel Rule = "one-model"
 )
 
 // Violation is one broken rule. Validate returns them joined
@@ -93,7 +98,10 @@ func Violations(err error) []*Violation {
 //     honour its constraints (model, memory, pool, node attributes,
 //     MaxGPUsPerNode) and anti-affinity. GPUs a running job already holds
 //     are not judged again, so a node that changed pool under a running job
-//     does not make every later plan invalid.
+//     does not make every later plan invalid;
+//   - a job that gains GPUs anywhere holds GPUs of one model only in its
+//     target (one-model): never an A100 and a V100 in one job. A target
+//     that only keeps or shrinks what the job holds is not judged again.
 //
 // A plan that passes costs one pass over the jobs and their allocations
 // (see valid); only a plan that fails is checked again in full, to list
@@ -154,12 +162,18 @@ func violations(s *Snapshot, p *Plan) error {
 			w = 1
 		}
 		total := 0
+		var models []string // the models of the target's nodes, for one-model
+		gains := false
 		for _, n := range target.Nodes() {
 			g := target[n]
 			if g > 0 {
 				total += g
 			}
 			node := nodes[n]
+			if node != nil && g > 0 && !slices.Contains(models, node.GPUModel) {
+				models = append(models, node.GPUModel)
+			}
+			gains = gains || (node != nil && g > 0 && g > j.Allocation[n])
 			switch {
 			case node == nil:
 				add(RuleUnknownNode, j.ID, n, "node is not in the snapshot")
@@ -186,6 +200,10 @@ func violations(s *Snapshot, p *Plan) error {
 		}
 		if total != 0 && (total < j.GPUs.Min || total > j.GPUs.Max || total%w != 0) {
 			add(RuleGangSize, j.ID, "", "%s is not 0 or a multiple of %d in [%d, %d]", GPUs(total), w, j.GPUs.Min, j.GPUs.Max)
+		}
+		if gains && len(models) > 1 {
+			slices.Sort(models)
+			add(RuleOneModel, j.ID, "", "GPUs of %d models (%s) in one job", len(models), strings.Join(models, ", "))
 		}
 	}
 

@@ -29,9 +29,13 @@ func valid(s *Snapshot, p *Plan) bool {
 	}()
 	clear(c.nodeIdx)
 	c.used = c.used[:0]
+	// models: the nodes are of more than one GPU model, so a job that
+	// gains GPUs must be checked for the one-model rule.
+	models := false
 	for i := range s.Nodes {
 		c.nodeIdx[s.Nodes[i].ID] = int32(i)
 		c.used = append(c.used, 0)
+		models = models || s.Nodes[i].GPUModel != s.Nodes[0].GPUModel
 	}
 	if len(c.nodeIdx) != len(s.Nodes) {
 		return false // duplicate node IDs: let the full check judge
@@ -78,6 +82,10 @@ func valid(s *Snapshot, p *Plan) bool {
 		}
 		total := 0
 		held := target.same(j.Allocation) // every GPU of it held already
+		// model is the GPU model of the target's first node, mixed
+		// whether another node's differs, gains whether the job gains
+		// GPUs anywhere (one-model).
+		model, mixed, gains := int32(-1), false, false
 		for id, g := range target {
 			if g == 0 {
 				continue
@@ -88,9 +96,17 @@ func valid(s *Snapshot, p *Plan) bool {
 			}
 			total += g
 			c.used[n] += g
+			if models && g > 0 {
+				if model < 0 {
+					model = n
+				} else if s.Nodes[n].GPUModel != s.Nodes[model].GPUModel {
+					mixed = true
+				}
+			}
 			if held || g <= j.Allocation[id] {
 				continue // held already; not judged again
 			}
+			gains = true
 			if !j.Constraints.allows(&s.Nodes[n]) {
 				return false
 			}
@@ -99,6 +115,9 @@ func valid(s *Snapshot, p *Plan) bool {
 			}
 		}
 		if total != 0 && (total < j.GPUs.Min || total > j.GPUs.Max || total%w != 0) {
+			return false
+		}
+		if mixed && gains {
 			return false
 		}
 	}

@@ -75,13 +75,18 @@ func randomCase(r *rand.Rand) (*Snapshot, *Plan) {
 			j.Labels = map[string]string{"team": "x"}
 			j.AntiAffinity.Labels = map[string]string{"team": "x"}
 		}
-		// Running jobs hold a whole-worker allocation where it fits.
+		// Running jobs hold a whole-worker allocation where it fits,
+		// some of them on two nodes (of one GPU model or of two).
 		if r.IntN(2) == 0 && w > 0 {
 			n := r.IntN(len(nodes))
 			if free[n] >= lo {
 				j.Allocation = Allocation{nodes[n].ID: lo}
 				free[n] -= lo
 				j.State = Running
+			}
+			if m := r.IntN(len(nodes)); j.State == Running && m != n && r.IntN(3) == 0 && free[m] >= w {
+				j.Allocation[nodes[m].ID] = w
+				free[m] -= w
 			}
 		}
 		jobs[i] = j

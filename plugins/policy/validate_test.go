@@ -52,12 +52,12 @@ func TestValidate(t *testing.T) {
 		want: []v{{policy.RuleGangSize, "b", ""}},
 	}, {
 		name: "total above max",
-		plan: map[string]A{"b": {"n2": 8, "h1": 2}},
+		plan: map[string]A{"b": {"n2": 8, "n1": 2}},
 		want: []v{{policy.RuleGangSize, "b", ""}},
 	}, {
 		name: "partial worker on a node",
-		plan: map[string]A{"b": {"n2": 3, "h1": 3}},
-		want: []v{{policy.RuleWholeWorkers, "b", "h1"}, {policy.RuleWholeWorkers, "b", "n2"}},
+		plan: map[string]A{"b": {"n2": 3, "n1": 3}},
+		want: []v{{policy.RuleWholeWorkers, "b", "n1"}, {policy.RuleWholeWorkers, "b", "n2"}},
 	}, {
 		name: "negative count",
 		plan: map[string]A{"b": {"n2": 6, "h1": -2}},
@@ -95,6 +95,23 @@ func TestValidate(t *testing.T) {
 		name:  "held GPUs are not judged again",
 		setup: func(s *policy.Snapshot) { s.Jobs[0].Constraints.Pool = "fast" },
 		plan:  map[string]A{"a": {"n1": 2}},
+	}, {
+		name: "a new job on two GPU models",
+		plan: map[string]A{"b": {"n2": 2, "h1": 2}},
+		want: []v{{policy.RuleOneModel, "b", ""}},
+	}, {
+		name: "a running job grown onto another GPU model",
+		plan: map[string]A{"a": {"n1": 2, "h1": 2}},
+		want: []v{{policy.RuleOneModel, "a", ""}},
+	}, {
+		name:  "a running job on two models that keeps or sheds GPUs is not judged again",
+		setup: func(s *policy.Snapshot) { s.Jobs[0].Allocation = A{"n1": 2, "h1": 4}; s.Jobs[0].GPUs.Max = 8 },
+		plan:  map[string]A{"a": {"n1": 2, "h1": 2}},
+	}, {
+		name:  "a running job on two models may not gain GPUs",
+		setup: func(s *policy.Snapshot) { s.Jobs[0].Allocation = A{"n1": 2, "h1": 2} },
+		plan:  map[string]A{"a": {"n1": 4, "h1": 2}},
+		want:  []v{{policy.RuleOneModel, "a", ""}},
 	}, {
 		name:  "anti-affinity by job ID",
 		setup: func(s *policy.Snapshot) { s.Jobs[1].AntiAffinity.Jobs = []string{"a"} },

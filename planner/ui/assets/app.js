@@ -286,6 +286,27 @@ function healthMark(j) {
   return el("span", { class: "health " + h.state, "data-field": "health", title: h.reason }, " · " + h.state);
 }
 
+// modelFacts are a job's GPU model facts (issue 29): the model it runs
+// on and its model history, each run with when, and its measured speed on
+// one GPU of the model; none for a job without model history (its nodes
+// name no model).
+function modelFacts(j) {
+  const runs = j.models || [];
+  if (!runs.length) return [];
+  const rates = (j.outlook && j.outlook.by_model) || {};
+  const hist = runs.map(r => {
+    const until = r.until && !r.until.startsWith("0001") ? fmtTime(r.until) : "now";
+    const rate = rates[r.model];
+    return `${r.model} ${fmtTime(r.since)}–${until}` + (rate ? ` (${Number(rate.per_gpu.toPrecision(4))} samples/s a GPU)` : "");
+  });
+  const dropped = (j.dropped && j.dropped.models) ? `${j.dropped.models} older not kept; ` : "";
+  const facts = [["GPU model", j.gpu_model || "—"], ["GPU models", dropped + hist.join(" → ")]];
+  const m = j.moving;
+  if (m) facts.push(["Moving", `from ${m.from} to ${m.to} since ${fmtTime(m.since)}` + (m.reason ? ": " + m.reason : "") +
+    (m.stopped ? " (its run has ended; it starts where the policy places it)" : " (stopped with a checkpoint; waiting for its run to end)")]);
+  return facts;
+}
+
 async function renderJob(id) {
   const j = await api("/v1/jobs/" + encodeURIComponent(id));
   $("#job-title").textContent = j.id;
@@ -305,6 +326,7 @@ async function renderJob(id) {
     facts.push(["Preemptions", `${pre.length}; last ${fmtTime(last.time)}: job ${last.job} of queue ${last.queue} took its GPUs` +
       (last.resumed && !last.resumed.startsWith("0001") ? `, resumed from step ${last.resumed_step}` : ", requeued")]);
   }
+  facts.push(...modelFacts(j));
   if (j.started) facts.push(["Started", fmtTime(j.started)]);
   if (j.finished) facts.push(["Finished", fmtTime(j.finished)]);
   if (t) facts.push(["Target", `${t.Metric} ${t.Lower ? "≤" : "≥"} ${t.Goal}` + (t.Tier1 != null ? ` (tier 1: ${t.Tier1})` : "") + (deadline ? " by " + new Date(deadline).toLocaleString() : "")]);

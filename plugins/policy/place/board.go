@@ -69,9 +69,17 @@ type Board struct {
 	starts map[int32]startNote
 	undo   []change
 
+	// The GPU models, where the nodes with GPUs are of more than one
+	// (models.go): their names sorted, each node's, and the nodes of each;
+	// all nil on a board of one model.
+	models    []string
+	modelOf   []int16
+	modelMask []bitset
+
 	// Scratch space for one placement at a time.
 	cand, aux bitset
 	own       []slot
+	modelRoom []int // per model: the room of the job last asked (room)
 }
 
 // slot is a job's GPUs on one node (or, in Board.own, its room there).
@@ -161,6 +169,7 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 	c.all = newBitset(len(c.nodes))
 	c.cand = newBitset(len(c.nodes))
 	c.aux = newBitset(len(c.nodes))
+	c.modelIndex()
 	for i, f := range c.free {
 		if f < 0 {
 			n := c.nodes[i]

@@ -30,9 +30,13 @@ func nodeRoom(free, held, w, capN int) int {
 }
 
 // candidates fills c.cand with the nodes job j may gain GPUs on: eligible,
-// and not holding a job it conflicts with.
+// of its GPU model where it holds GPUs (models.go), and not holding a job
+// it conflicts with.
 func (c *Board) candidates(j int32) {
 	copy(c.cand, c.eligible(j))
+	if m := c.heldModel(j); m >= 0 {
+		c.restrict(m)
+	}
 	job := c.jobs[j]
 	if len(c.antiJobs) == 0 {
 		return
@@ -76,15 +80,22 @@ func (c *Board) capacity(mask bitset, w, capN int) int {
 
 // room returns what job j can gain now. It leaves c.cand holding the
 // candidate nodes other than j's own, and c.own the room on j's own nodes.
+// On a board of several GPU models, a job that holds none can gain GPUs of
+// one model only: room is the most it can gain on any one, and it leaves
+// the room on each in c.modelRoom (see settle).
 func (c *Board) room(j int32) int {
 	job := c.jobs[j]
 	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
 	c.own = c.own[:0]
 	if c.totalFree < w {
 		clear(c.cand)
+		clear(c.modelRoom)
 		return 0
 	}
 	c.candidates(j)
+	if c.modelMask != nil && len(c.alloc[j]) == 0 {
+		return c.roomByModel(w, capN)
+	}
 	r := 0
 	for _, s := range c.alloc[j] {
 		if !c.cand.has(s.node) {
@@ -110,6 +121,7 @@ func (c *Board) Grow(j int32, g int) bool {
 	if c.room(j) < g {
 		return false
 	}
+	c.settle(j, g)
 	mark := len(c.undo)
 	rem := g
 	for _, s := range c.own {
@@ -240,6 +252,7 @@ func (c *Board) GrowMostFree(j int32, g int) bool {
 	if c.room(j) < g {
 		return false
 	}
+	c.settle(j, g)
 	return c.growNew(j, g, len(c.undo), true)
 }
 
@@ -251,6 +264,7 @@ func (c *Board) Spread(j int32, g int, from int32) int32 {
 	if c.room(j) < g || g <= 0 || c.total[j] != 0 {
 		return -1
 	}
+	c.settle(j, g)
 	mark := len(c.undo)
 	job := c.jobs[j]
 	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
@@ -333,6 +347,10 @@ func (c *Board) repair() {
 			continue
 		}
 		r := c.jobs[j].GPUs
+		if d := c.repairModels(jj); d > 0 {
+			c.Notef(jj, "repaired: held GPUs of more than one model; kept those of %s, dropped %s",
+				c.ModelOf(jj), policy.GPUs(d))
+		}
 		before, mark := c.total[j], len(c.undo)
 		nodes = append(nodes[:0], c.alloc[j]...)
 		for _, s := range nodes {

@@ -9,7 +9,8 @@
 // Semantics: queued jobs are taken by Max, largest first (then submission
 // order, then ID); each starts with the largest multiple of PerWorker in
 // [Min, Max] that fits, placed on the nodes with the most room first (ties
-// by node ID), or is skipped if Min does not fit (there is no head-of-line
+// by node ID) of one GPU model (policy.Validate's one-model rule: the model
+// with the most room for it, ties by name), or is skipped if Min does not fit (there is no head-of-line
 // blocking: smaller jobs fill in behind a large one). Running jobs are left
 // alone, except those whose allocation breaks the gang rule (a node lost a
 // GPU under a worker): those are stopped, and start again as queued jobs in
@@ -20,6 +21,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -142,14 +144,34 @@ type nodeRoom struct {
 }
 
 // room returns the GPUs, in whole workers, that job j may take on each node
-// that its constraints allow and that holds no job it conflicts with.
+// that its constraints allow and that holds no job it conflicts with, of
+// the one GPU model with the most such room (a job's GPUs are all of one
+// model).
 func (r *round) room(j *policy.Job) room {
+	models := map[string]bool{}
+	for _, n := range r.nodes {
+		models[n.GPUModel] = true
+	}
+	best := room{}
+	for _, m := range slices.Sorted(maps.Keys(models)) {
+		if x := r.roomOn(j, m); x.total > best.total {
+			best = x
+		}
+	}
+	return best
+}
+
+// roomOn is room on the nodes of GPU model model.
+func (r *round) roomOn(j *policy.Job, model string) room {
 	var out room
 	w, capN := j.GPUs.PerWorker, j.Constraints.MaxGPUsPerNode
 	if w < 1 {
 		return out
 	}
 	for _, n := range r.nodes {
+		if n.GPUModel != model {
+			continue
+		}
 		u := r.free[n.ID]
 		if capN > 0 {
 			u = min(u, capN)

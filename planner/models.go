@@ -1,0 +1,200 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// nodeModels reads the GPU model of an allocation from a round's nodes: a
+// job's GPUs are all of one model (policy.Validate's one-model rule), so
+// the model of any one of its nodes is the job's. The index by node ID is
+// built on the first look-up, and only where the nodes are of more than
+// one model.
+type nodeModels struct {
+	nodes []policy.Node
+	built bool
+	one   string            // the model of every node, where there is one
+	byID  map[string]string // node ID -> model, where there are several
+}
+
+// of returns the GPU model of allocation a's nodes, which must be the
+// round's (a plan's are: Validate); "" for an empty allocation, or nodes
+// that report no model.
+func (m *nodeModels) of(a policy.Allocation) string {
+	if !m.built {
+		m.build()
+	}
+	for id, g := range a {
+		if g <= 0 {
+			continue
+		}
+		if m.byID == nil {
+			return m.one // a plan's nodes are the round's (Validate)
+		}
+		return m.byID[id]
+	}
+	return ""
+}
+
+func (m *nodeModels) build() {
+	m.built = true
+	if len(m.nodes) == 0 {
+		return
+	}
+	m.one = m.nodes[0].GPUModel
+	for i := range m.nodes {
+		if m.nodes[i].GPUModel != m.one {
+			m.byID = make(map[string]string, len(m.nodes))
+			for k := range m.nodes {
+				m.byID[m.nodes[k].ID] = m.nodes[k].GPUModel
+			}
+			return
+		}
+	}
+}
+
+// EventModel is the type of the event that says a job moved from GPUs of
+// one model to another's, and why.
+const EventModel = "gpu-model"
+
+// modelEvent is the event of job j (its record before the change) taking
+// gpus GPUs of model where it last ran on another model: "moved from
+// V100 to A100: <the policy's reason>". None for a first start, a change
+// on the same model, or a model unknown.
+func modelEvent(j *structs.Job, model string, gpus int, reason string, now time.Time) (structs.Event, bool) {
+	last := j.LastModel()
+	if gpus <= 0 || model == "" || last == "" || last == model {
+		return structs.Event{}, false
+	}
+	if m := j.Moving; m != nil && m.To == model && m.Reason != "" {
+		reason = m.Reason // why the policy moved it, not how it started
+	}
+	msg := fmt.Sprintf("moved from %s to %s", last, model)
+	if reason != "" {
+		msg += ": " + structs.Clip(reason, structs.MaxModelReason)
+	}
+	return structs.Event{Time: now, Type: EventModel, Message: msg}, true
+}
+
+// MoveHold bounds how long a job moving to another GPU model waits for
+// its run on the old model to end (the launcher's kill timeout, in which
+// the training commits its checkpoint, and Nomad's stop) before the
+// planner offers it to the policy again anyway.
+const MoveHold = 2 * time.Minute
+
+// moveModel carries out change ch of job j (a copy of its record) from
+// GPUs of model from to GPUs of model to, which the policy named called
+// policyName planned for reason: it stops the run (SIGTERM: the training
+// commits a checkpoint), and records the job queued and moving (Moving).
+// The job starts again, from that checkpoint, once the run has ended
+// (holdMove), where the policy then places it.
+func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Change, from, to, policyName, reason string, now time.Time) error {
+	applyStart := time.Now()
+	err := p.Executor.Apply(ctx, j, nil)
+	p.metrics().Change(policy.Stop, time.Since(applyStart), err != nil)
+	if err != nil {
+		return fmt.Errorf("failed to stop job %s to move it from %s to %s: %w", j.ID, from, to, err)
+	}
+	why := fmt.Sprintf("moving from %s to %s", from, to)
+	if reason != "" {
+		why += ": " + structs.Clip(reason, structs.MaxModelReason)
+	}
+	nomadJobID := j.NomadJobID
+	err = p.update(ctx, j, func(j *structs.Job) error {
+		j.NomadJobID = nomadJobID
+		accrue(j, now)
+		j.Allocation = nil
+		j.State = structs.JobQueued
+		j.Moving = &structs.Move{From: from, To: to, Since: now, Reason: structs.Clip(reason, structs.MaxModelReason),
+			Target: maps.Clone(map[string]int(ch.To))}
+		j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Policy: policyName, Reason: why})
+		j.AddEvents(structs.Event{Time: now, Type: string(policy.Stop), Message: fmt.Sprintf("stop: %d -> 0 GPUs (%s)", ch.From.Total(), policyName)},
+			structs.Event{Time: now, Type: EventModel, Message: why + "; stopped with a checkpoint, it starts again from it once its run has ended"})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failed to record the move of job %s: %w", j.ID, err)
+	}
+	p.Logger.Info("job moving between GPU models", "job", j.ID, "from", from, "to", to, "policy", policyName)
+	return nil
+}
+
+// holdMove reports whether job j, queued and moving to another GPU model
+// (Moving), is still held: its run on the old model has not ended (the
+// executor's Outcome) and MoveHold has not passed since it was stopped.
+// Once the run has ended, or MoveHold has passed, it records the move's
+// stop as over (Move.Stopped) and returns the record as stored: the
+// policy may start the job, from its checkpoint, this round.
+func (p *Planner) holdMove(ctx context.Context, j *structs.Job, now time.Time) (*structs.Job, bool) {
+	out, err := p.Executor.Outcome(ctx, j)
+	if err != nil {
+		p.Logger.Warn("failed to read the outcome of a moving job", "job", j.ID, "error", err)
+	}
+	ended := err == nil && out.Done
+	if !ended && now.Sub(j.Moving.Since) < MoveHold {
+		return j, true
+	}
+	msg := fmt.Sprintf("its run on %s has ended: it may start on %s", j.Moving.From, j.Moving.To)
+	if !ended {
+		msg = fmt.Sprintf("its run on %s has not ended within %s: it may start on %s anyway", j.Moving.From, MoveHold, j.Moving.To)
+	}
+	next := j.Clone() // the store's own where shared
+	err = p.update(ctx, next, func(j *structs.Job) error {
+		if j.Moving == nil || j.State != structs.JobQueued {
+			return nil
+		}
+		m := *j.Moving
+		m.Stopped, m.Target = true, nil // its GPUs are no longer held
+		j.Moving = &m
+		j.AddEvents(structs.Event{Time: now, Type: EventModel, Message: msg})
+		return nil
+	})
+	if err != nil {
+		p.Logger.Warn("failed to record the end of a moving job's run", "job", j.ID, "error", err)
+		return j, true
+	}
+	return next, next.State != structs.JobQueued
+}
+
+// holdTargets returns nodes with the GPUs that held moving jobs (holding)
+// were moved to reserved for them (policy.Node.Reserved), so that no
+// other job is given them while each waits for its run on the old model
+// to end: a copy of nodes where there is any, else nodes itself. A node's
+// reservation is capped at its GPUs free of live's allocations and of
+// what it reserves already, so the snapshot stays consistent (a node
+// that shrank, or work from outside the planner, may have taken some).
+func holdTargets(nodes []policy.Node, holding, live []*structs.Job) []policy.Node {
+	want := map[string]int{}
+	for _, j := range holding {
+		for n, g := range j.Moving.Target {
+			if g > 0 {
+				want[n] += g
+			}
+		}
+	}
+	if len(want) == 0 {
+		return nodes
+	}
+	used := map[string]int{}
+	for _, j := range live {
+		for n, g := range j.Allocation {
+			if _, ok := want[n]; ok && g > 0 {
+				used[n] += g
+			}
+		}
+	}
+	out := slices.Clone(nodes)
+	for i := range out {
+		n := &out[i]
+		if g, ok := want[n.ID]; ok {
+			n.Reserved += max(0, min(g, n.GPUs-n.Reserved-used[n.ID]))
+		}
+	}
+	return out
+}
