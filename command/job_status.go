@@ -386,7 +386,7 @@ func formatModels(j *structs.Job, runs []structs.ModelRun) string {
 		}
 		speed := "<not measured>"
 		if o := j.Outlook; o != nil {
-			if m, ok := o.ByModel[r.Model]; ok {
+			if m, ok := o.Rates[r.Model]; ok {
 				speed = fmt.Sprintf("%.4g samples/s", m.PerGPU)
 			}
 		}

@@ -642,7 +642,7 @@ func TestJobStatus_GPUModels(t *testing.T) {
 		j.AddChange(structs.GPUChange{Time: t0, GPUs: 2, Model: "Tesla V100-SXM2-16GB", Reason: "started with 2 GPUs on 1 node"})
 		j.AddChange(structs.GPUChange{Time: t0.Add(time.Hour), GPUs: 0, Reason: "preempted"})
 		j.AddChange(structs.GPUChange{Time: t0.Add(2 * time.Hour), GPUs: 2, Model: "NVIDIA A100-SXM4-40GB", Reason: "moved: 3x faster on A100"})
-		j.Outlook = &structs.Outlook{ByModel: map[string]structs.ModelRate{"Tesla V100-SXM2-16GB": {PerGPU: 100}, "NVIDIA A100-SXM4-40GB": {PerGPU: 312.5}}}
+		j.Outlook = &structs.Outlook{Rates: map[string]structs.ModelRate{"Tesla V100-SXM2-16GB": {PerGPU: 100}, "NVIDIA A100-SXM4-40GB": {PerGPU: 312.5}}}
 	})
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	out := h.out.String()

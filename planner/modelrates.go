@@ -12,7 +12,7 @@ import (
 )
 
 // modelRates is a job's outlook's speed per GPU model (structs.Outlook.
-// ByModel) after a batch of reports received at now while the job ran on
+// Rates) after a batch of reports received at now while the job ran on
 // cur: measured, the speeds its progress history shows per model, replaces
 // the last outlook's (prev) for those models, and the others are kept (a
 // history thinned to its bound may no longer hold a model's reports). A
@@ -21,8 +21,8 @@ import (
 // recently measured.
 func modelRates(prev *structs.Outlook, measured map[string]assess.Rate, cur string, now time.Time) map[string]structs.ModelRate {
 	var out map[string]structs.ModelRate
-	if prev != nil && len(prev.ByModel) > 0 {
-		out = maps.Clone(prev.ByModel)
+	if prev != nil && len(prev.Rates) > 0 {
+		out = maps.Clone(prev.Rates)
 	}
 	for m, r := range measured {
 		if out == nil {
@@ -177,20 +177,20 @@ func median(xs []float64) float64 {
 // Nil without a measured speed on any model.
 func byModel(j *structs.Job, models []string, n int, ratios map[priorKey]float64) map[string][]float64 {
 	o := j.Outlook
-	if o == nil || len(o.ByModel) == 0 || len(models) < 2 {
+	if o == nil || len(o.Rates) == 0 || len(models) < 2 {
 		return nil
 	}
-	rates := make(map[string]float64, len(o.ByModel))
-	for m, r := range o.ByModel {
+	rates := make(map[string]float64, len(o.Rates))
+	for m, r := range o.Rates {
 		rates[m] = r.PerGPU
 	}
 	table := func(m string, perGPU float64) []float64 {
-		if r, ok := o.ByModel[m]; ok && r.Serial != nil {
+		if r, ok := o.Rates[m]; ok && r.Serial != nil {
 			return assess.ModelTable(perGPU, true, *r.Serial, o.Speedup, n)
 		}
 		return assess.Table(perGPU, o.Speedup, n) // measured at one count, or estimated
 	}
-	order := assess.ByRecency(o.ByModel, func(r structs.ModelRate) int64 { return r.Updated.UnixNano() })
+	order := assess.ByRecency(o.Rates, func(r structs.ModelRate) int64 { return r.Updated.UnixNano() })
 	out := make(map[string][]float64, len(models))
 	for _, m := range models {
 		perGPU, ok := rates[m]

@@ -112,7 +112,7 @@ func TestRound_SpeedByModel(t *testing.T) {
 	}
 	rec := state(t, st, first.ID)
 	must.Eq(t, "V100", rec.Progress.History[0].GPUModel, must.Sprint("stamped by the planner"))
-	must.Eq(t, 100.0, rec.Outlook.ByModel["V100"].PerGPU, must.Sprint("2 GPUs at 200 samples/s, linear while the table is unknown"))
+	must.Eq(t, 100.0, rec.Outlook.Rates["V100"].PerGPU, must.Sprint("2 GPUs at 200 samples/s, linear while the table is unknown"))
 
 	// It runs again on the A100s, three times as fast.
 	exec.done["filler"], exec.done["resnet"], exec.infra["resnet"] = 0, 1, "node lost"
@@ -125,8 +125,8 @@ func TestRound_SpeedByModel(t *testing.T) {
 		report(first.ID, 600)
 	}
 	rec = state(t, st, first.ID)
-	must.Eq(t, 100.0, rec.Outlook.ByModel["V100"].PerGPU, must.Sprint("kept from its run on V100"))
-	must.Eq(t, 300.0, rec.Outlook.ByModel["A100"].PerGPU)
+	must.Eq(t, 100.0, rec.Outlook.Rates["V100"].PerGPU, must.Sprint("kept from its run on V100"))
+	must.Eq(t, 300.0, rec.Outlook.Rates["A100"].PerGPU)
 
 	// A second resnet and a bert, each measured on V100 only (queued:
 	// their outlooks as a run on V100 left them).
@@ -134,7 +134,7 @@ func TestRound_SpeedByModel(t *testing.T) {
 	bert := submit(t, p, now, spec(t, "bert", 2, 2))
 	for id, perGPU := range map[string]float64{second.ID: 60, bert.ID: 40} {
 		j := state(t, st, id).Clone()
-		j.Outlook = &structs.Outlook{ByModel: map[string]structs.ModelRate{"V100": {PerGPU: perGPU, Measured: 2, Reports: 1, Updated: *now}}}
+		j.Outlook = &structs.Outlook{Rates: map[string]structs.ModelRate{"V100": {PerGPU: perGPU, Measured: 2, Reports: 1, Updated: *now}}}
 		must.NoError(t, p.Store.UpdateJob(ctx, j))
 	}
 	live, err := st.ListActiveJobsShared(ctx)
@@ -162,11 +162,11 @@ func TestModelRates_Bounded(t *testing.T) {
 	var o *structs.Outlook
 	for i := range structs.MaxOutlookModels + 3 {
 		m := fmt.Sprintf("M%02d", i)
-		o = &structs.Outlook{ByModel: modelRates(o, map[string]assess.Rate{m: {PerGPU: float64(i + 1), Measured: 1, N: 1}}, m, t0.Add(time.Duration(i)*time.Minute))}
+		o = &structs.Outlook{Rates: modelRates(o, map[string]assess.Rate{m: {PerGPU: float64(i + 1), Measured: 1, N: 1}}, m, t0.Add(time.Duration(i)*time.Minute))}
 	}
-	must.MapLen(t, structs.MaxOutlookModels, o.ByModel)
-	must.MapNotContainsKey(t, o.ByModel, "M00")
-	must.MapContainsKey(t, o.ByModel, fmt.Sprintf("M%02d", structs.MaxOutlookModels+2))
+	must.MapLen(t, structs.MaxOutlookModels, o.Rates)
+	must.MapNotContainsKey(t, o.Rates, "M00")
+	must.MapContainsKey(t, o.Rates, fmt.Sprintf("M%02d", structs.MaxOutlookModels+2))
 	// Re-measured while running on another model: the old time stays.
 	got := modelRates(o, map[string]assess.Rate{"M05": {PerGPU: 9, Measured: 2, N: 4}}, "M10", t0.Add(time.Hour))
 	must.Eq(t, structs.ModelRate{PerGPU: 9, Measured: 2, Reports: 4, Updated: t0.Add(5 * time.Minute)}, got["M05"])
@@ -357,7 +357,7 @@ func TestHoldTargets(t *testing.T) {
 // measured at a single count, and an estimate, on the job's table.
 func TestByModel_OwnFit(t *testing.T) {
 	half := 0.5
-	j := &structs.Job{Spec: *spec(t, "resnet", 1, 3), Outlook: &structs.Outlook{ByModel: map[string]structs.ModelRate{
+	j := &structs.Job{Spec: *spec(t, "resnet", 1, 3), Outlook: &structs.Outlook{Rates: map[string]structs.ModelRate{
 		"A100": {PerGPU: 300, Serial: &half}, "V100": {PerGPU: 100}}}}
 	got := byModel(j, []string{"A100", "T4", "V100"}, 3, map[priorKey]float64{{"resnet", "V100", "T4"}: 0.5})
 	must.Eq(t, map[string][]float64{"A100": {300, 400, 450}, "V100": {100, 200, 300}, "T4": {50, 100, 150}}, got)

@@ -43,7 +43,7 @@ func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 	if tab != nil {
 		o.Speedup = tab
 	}
-	o.ByModel = modelRates(prev, assess.PerGPU(all, o.Speedup), j.GPUModel, now)
+	o.Rates = modelRates(prev, assess.PerGPU(all, o.Speedup), j.GPUModel, now)
 	if spec.Auto {
 		o.GPUs = &structs.GPUAssessment{Choice: sc.GPUs, Measuring: sc.Measuring, Reason: sc.Reason}
 		if n := len(sc.Points); n > 0 {
@@ -195,7 +195,9 @@ func applyOutlook(pj *policy.Job, j *structs.Job, now time.Time) {
 		return
 	}
 	pj.Speedup = o.Speedup
-	pj.ByModel = o.ByModel
+	if o.ByModel != nil {
+		pj.ByModel = o.ByModel
+	}
 	t := o.Target
 	if t == nil {
 		return

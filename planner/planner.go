@@ -761,7 +761,7 @@ func (p *Planner) ReportProgressAdvice(ctx context.Context, id string, reports [
 		return nil
 	})
 	if err == nil && j.Outlook != nil {
-		p.priors.observe(j.Spec.Name, j.ID, j.Outlook.ByModel)
+		p.priors.observe(j.Spec.Name, j.ID, j.Outlook.Rates)
 	}
 	if err == nil {
 		p.metrics().ProgressReports(len(reports))

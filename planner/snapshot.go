@@ -274,7 +274,9 @@ func (v *views) policyJob(pj *policy.Job, j *structs.Job, now time.Time) int {
 		LastResized:  j.LastChange(),
 	}
 	timed(pj, j, now, held)
-	if v.models != nil {
+	// Tables the simulator gives (Outlook.ByModel, its job models) are
+	// taken as they are; else the estimate from the measured rates.
+	if v.models != nil && (j.Outlook == nil || j.Outlook.ByModel == nil) {
 		pj.ByModel = byModel(j, v.models, req.Max, v.ratios)
 	}
 	return held
@@ -288,7 +290,7 @@ func (v *views) policyJob(pj *policy.Job, j *structs.Job, now time.Time) int {
 // job's copied view without it).
 func timed(pj *policy.Job, j *structs.Job, now time.Time, held int) {
 	pj.AttainedGPUSeconds = structs.Attained(j.AttainedGPUSeconds, held, pj.LastResized, now)
-	pj.Progress, pj.Speedup, pj.ByModel = policy.Progress{}, nil, nil
+	pj.Progress, pj.Speedup = policy.Progress{}, nil
 	if t := j.Spec.Target; t != nil {
 		pj.Progress = policy.Progress{Metric: t.Metric, Target: t.Goal, Deadline: j.Deadline()}
 		if t.Tier1 != nil {

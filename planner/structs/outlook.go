@@ -16,21 +16,23 @@ type Outlook struct {
 	// Speedup is the measured speedup table (policy.Job.Speedup's format),
 	// once the job has run at two GPU counts or more; nil before.
 	Speedup []float64 `json:"speedup,omitempty"`
-	// ByModel is the job's goodput by GPU model and count
-	// (policy.Job.ByModel's format) where it is known; nil elsewhere.
+	// ByModel is the job's goodput by GPU model and count in
+	// policy.Job.ByModel's format, where the simulator gives it (its job
+	// models, through Planner.AmendOutlook); the planner's own estimate
+	// comes from Rates, in the policies' snapshot. Nil elsewhere.
 	ByModel map[string][]float64 `json:"by_model,omitempty"`
 	// GPUs is the assessment of a gpus = "auto" job; nil for others.
 	GPUs *GPUAssessment `json:"gpus,omitempty"`
 	// Target is the outlook of the job's target; nil without one.
 	Target *TargetOutlook `json:"target,omitempty"`
-	// ByModel is the job's measured speed on each GPU model it has run
-	// on and reported from (at most MaxOutlookModels, the most recently
+	// Rates is the job's measured speed on each GPU model it has run on
+	// and reported from (at most MaxOutlookModels, the most recently
 	// measured), kept across runs; nil before any report on a known
 	// model. The policies' snapshot reads it (policy.Job.ByModel).
-	ByModel map[string]ModelRate `json:"by_model,omitempty"`
+	Rates map[string]ModelRate `json:"rates,omitempty"`
 }
 
-// MaxOutlookModels bounds Outlook.ByModel.
+// MaxOutlookModels bounds Outlook.Rates.
 const MaxOutlookModels = 8
 
 // ModelRate is a job's measured speed on one GPU model.
@@ -160,7 +162,7 @@ func (o *Outlook) Clone() *Outlook {
 	}
 	c.GPUs = clonePtr(o.GPUs)
 	c.Target = clonePtr(o.Target)
-	c.ByModel = maps.Clone(o.ByModel)
+	c.Rates = maps.Clone(o.Rates)
 	return &c
 }
 

@@ -166,7 +166,7 @@ func TestDashboard_JobGPUModels(t *testing.T) {
 	j := &structs.Job{ID: "a"}
 	j.AddChange(structs.GPUChange{Time: t0, GPUs: 2, Model: "V100"})
 	j.AddChange(structs.GPUChange{Time: t0.Add(time.Hour), GPUs: 2, Model: "A100"})
-	j.Outlook = &structs.Outlook{ByModel: map[string]structs.ModelRate{"A100": {PerGPU: 312.5}}}
+	j.Outlook = &structs.Outlook{Rates: map[string]structs.ModelRate{"A100": {PerGPU: 312.5}}}
 	facts := func(j *structs.Job) [][2]string {
 		t.Helper()
 		in, err := json.Marshal(j)

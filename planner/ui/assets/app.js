@@ -293,7 +293,7 @@ function healthMark(j) {
 function modelFacts(j) {
   const runs = j.models || [];
   if (!runs.length) return [];
-  const rates = (j.outlook && j.outlook.by_model) || {};
+  const rates = (j.outlook && j.outlook.rates) || {};
   const hist = runs.map(r => {
     const until = r.until && !r.until.startsWith("0001") ? fmtTime(r.until) : "now";
     const rate = rates[r.model];
