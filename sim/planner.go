@@ -253,10 +253,18 @@ func changeKind(from, to policy.Allocation) policy.ChangeKind {
 }
 
 // Outcome implements planner.Executor: a job has ended once its model's
-// work is done.
+// work is done; the run of a job the planner stopped to move it to
+// another GPU model (structs.Job.Moving) ends at once, as it holds
+// nothing here (the move's cost is the restart delay the simulator
+// charges when it starts again).
 func (e simExecutor) Outcome(_ context.Context, job *structs.Job) (planner.Outcome, error) {
 	if e.s.ended[job.ID] {
 		return planner.Outcome{Done: true, Message: "simulated: work done"}, nil
+	}
+	if m := job.Moving; m != nil && !m.Stopped {
+		if j := e.s.byID[job.ID]; j != nil && j.alloc.Total() == 0 {
+			return planner.Outcome{Done: true, Message: "simulated: the run stopped to move"}, nil
+		}
 	}
 	return planner.Outcome{}, nil
 }
