@@ -92,8 +92,9 @@ const MoveHold = 2 * time.Minute
 // GPUs of model from to GPUs of model to, which the policy named called
 // policyName planned for reason: it stops the run (SIGTERM: the training
 // commits a checkpoint), and records the job queued and moving (Moving).
-// The job starts again, from that checkpoint, once the run has ended
-// (holdMove), where the policy then places it.
+// The job starts again, from that checkpoint, on the GPUs the policy
+// moved it to (held for it meanwhile: holdTargets) once the run has ended
+// (holdMove, startMove).
 func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Change, from, to, policyName, reason string, now time.Time) error {
 	applyStart := time.Now()
 	err := p.Executor.Apply(ctx, j, nil)
@@ -112,7 +113,7 @@ func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Chang
 		j.Allocation = nil
 		j.State = structs.JobQueued
 		j.Moving = &structs.Move{From: from, To: to, Since: now, Reason: structs.Clip(reason, structs.MaxModelReason),
-			Target: maps.Clone(map[string]int(ch.To))}
+			Target: maps.Clone(map[string]int(ch.To)), Policy: policyName}
 		j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Policy: policyName, Reason: why})
 		j.AddEvents(structs.Event{Time: now, Type: string(policy.Stop), Message: fmt.Sprintf("stop: %d -> 0 GPUs (%s)", ch.From.Total(), policyName)},
 			structs.Event{Time: now, Type: EventModel, Message: why + "; stopped with a checkpoint, it starts again from it once its run has ended"})
@@ -128,24 +129,93 @@ func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Chang
 // holdMove reports whether job j, queued and moving to another GPU model
 // (Moving), is still held: its run on the old model has not ended (the
 // executor's Outcome) and MoveHold has not passed since it was stopped.
-// Once the run has ended, or MoveHold has passed, it records the move's
-// stop as over (Move.Stopped) and returns the record as stored: the
-// policy may start the job, from its checkpoint, this round.
-func (p *Planner) holdMove(ctx context.Context, j *structs.Job, now time.Time) (*structs.Job, bool) {
+// Once the run has ended, or MoveHold has passed, the job is no longer
+// held: the round starts it on the GPUs it was moved to (startMove).
+// ended says whether the run has ended.
+func (p *Planner) holdMove(ctx context.Context, j *structs.Job, now time.Time) (held, ended bool) {
 	out, err := p.Executor.Outcome(ctx, j)
 	if err != nil {
 		p.Logger.Warn("failed to read the outcome of a moving job", "job", j.ID, "error", err)
 	}
-	ended := err == nil && out.Done
-	if !ended && now.Sub(j.Moving.Since) < MoveHold {
-		return j, true
-	}
-	msg := fmt.Sprintf("its run on %s has ended: it may start on %s", j.Moving.From, j.Moving.To)
+	ended = err == nil && out.Done
+	return !ended && now.Sub(j.Moving.Since) < MoveHold, ended
+}
+
+// startMove starts job j, queued and moving to another GPU model, whose
+// run on the old model has ended (ended) or who waited MoveHold for it (holdMove),
+// on the GPUs it was moved to (Move.Target), from its checkpoint, where
+// those are still free on nodes (the round's, less what live's jobs hold):
+// the plan that moved it is carried out, and the policy does not place it
+// again, elsewhere. Where they are not (a node left, or the move's record
+// holds no target), or the start fails, it records the move's stop as over
+// (Move.Stopped) and the job waits in the queue like any other. It returns
+// the job's record as stored and whether it runs.
+func (p *Planner) startMove(ctx context.Context, j *structs.Job, ended bool, nodes []policy.Node, live []*structs.Job, now time.Time) (*structs.Job, bool) {
+	m := j.Moving
+	why := fmt.Sprintf("its run on %s has ended", m.From)
 	if !ended {
-		msg = fmt.Sprintf("its run on %s has not ended within %s: it may start on %s anyway", j.Moving.From, MoveHold, j.Moving.To)
+		why = fmt.Sprintf("its run on %s has not ended within %s", m.From, MoveHold)
 	}
+	target := policy.Allocation(maps.Clone(m.Target))
+	if miss := targetMiss(target, m.To, nodes, live); miss != "" {
+		return p.releaseMove(ctx, j, fmt.Sprintf("%s, but %s: it waits to be placed again", why, miss), now), false
+	}
+	rec := *j // the store's own where shared: record copies before it changes it
+	next := &rec
+	next.Resume = p.resumePoint(next)
+	next.GPUModel = m.To
+	applyStart := time.Now()
+	err := p.Executor.Apply(ctx, next, target)
+	p.metrics().Change(policy.Start, time.Since(applyStart), err != nil)
+	if err != nil {
+		p.Logger.Warn("failed to start a moved job on its new GPUs", "job", j.ID, "to", m.To, "error", err)
+		return p.releaseMove(ctx, j, fmt.Sprintf("%s, but its start on %s failed: it waits to be placed again", why, m.To), now), false
+	}
+	ch := policy.Change{Job: j.ID, Kind: policy.Start, To: target}
+	reason := "" // the move's own reason says why (modelEvent)
+	if !ended {
+		reason = why
+	}
+	if err := p.record(ctx, next, ch, m.Policy, reason, nil, now); err != nil {
+		p.Logger.Warn("failed to record the start of a moved job", "job", j.ID, "error", err)
+		return next, next.State == structs.JobRunning
+	}
+	return next, true
+}
+
+// targetMiss says why GPUs a, of model, are not all free on nodes less
+// what live's jobs hold; "" when they are.
+func targetMiss(a policy.Allocation, model string, nodes []policy.Node, live []*structs.Job) string {
+	if a.Total() == 0 {
+		return "it was moved to no GPUs"
+	}
+	used := make(map[string]int, len(a))
+	for _, j := range live {
+		for n, g := range j.Allocation {
+			if _, ok := a[n]; ok && g > 0 {
+				used[n] += g
+			}
+		}
+	}
+	for id, g := range a {
+		i := slices.IndexFunc(nodes, func(n policy.Node) bool { return n.ID == id })
+		switch {
+		case i < 0:
+			return fmt.Sprintf("node %s is gone", id)
+		case nodes[i].GPUModel != model:
+			return fmt.Sprintf("node %s's GPUs are no longer %s", id, model)
+		case nodes[i].GPUs-nodes[i].Reserved-used[id] < g:
+			return fmt.Sprintf("node %s has %d of the %d GPUs it was moved to free", id, max(0, nodes[i].GPUs-nodes[i].Reserved-used[id]), g)
+		}
+	}
+	return ""
+}
+
+// releaseMove records that moving job j is no longer held (Move.Stopped),
+// saying msg, and returns its record as stored: the policy places it.
+func (p *Planner) releaseMove(ctx context.Context, j *structs.Job, msg string, now time.Time) *structs.Job {
 	next := j.Clone() // the store's own where shared
-	err = p.update(ctx, next, func(j *structs.Job) error {
+	err := p.update(ctx, next, func(j *structs.Job) error {
 		if j.Moving == nil || j.State != structs.JobQueued {
 			return nil
 		}
@@ -156,10 +226,10 @@ func (p *Planner) holdMove(ctx context.Context, j *structs.Job, now time.Time) (
 		return nil
 	})
 	if err != nil {
-		p.Logger.Warn("failed to record the end of a moving job's run", "job", j.ID, "error", err)
-		return j, true
+		p.Logger.Warn("failed to record the end of a moving job's hold", "job", j.ID, "error", err)
+		return j
 	}
-	return next, next.State != structs.JobQueued
+	return next
 }
 
 // holdTargets returns nodes with the GPUs that held moving jobs (holding)

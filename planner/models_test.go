@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -274,7 +275,7 @@ func TestRound_MoveBetweenModels(t *testing.T) {
 	must.Eq(t, []string{"m:0"}, exec.take())
 	rec := state(t, st, m.ID)
 	must.Eq(t, structs.JobQueued, rec.State)
-	must.Eq(t, &structs.Move{From: "V100", To: "A100", Since: *now, Reason: "3x faster on A100", Target: map[string]int{"a100": 2}}, rec.Moving)
+	must.Eq(t, &structs.Move{From: "V100", To: "A100", Since: *now, Reason: "3x faster on A100", Target: map[string]int{"a100": 2}, Policy: "mover"}, rec.Moving)
 	must.Eq(t, "moving from V100 to A100: 3x faster on A100", rec.History[len(rec.History)-1].Reason)
 	must.Eq(t, *now, rec.Models[0].Until)
 
@@ -310,9 +311,10 @@ func TestRound_MoveBetweenModels(t *testing.T) {
 	}
 	must.Eq(t, []string{
 		"moving from V100 to A100: 3x faster on A100; stopped with a checkpoint, it starts again from it once its run has ended",
-		"its run on V100 has ended: it may start on A100",
 		"moved from V100 to A100: 3x faster on A100",
 	}, moves)
+	must.Eq(t, "moved from V100 to A100: 3x faster on A100", rec.History[len(rec.History)-1].Reason)
+	must.Eq(t, "mover", rec.History[len(rec.History)-1].Policy, must.Sprint("started where the policy moved it, not placed again"))
 	must.SliceLen(t, 2, rec.Models)
 	must.Eq(t, "moved from V100 to A100: 3x faster on A100", rec.Models[1].Reason, must.Sprint("the run on A100 says why"))
 
@@ -325,13 +327,79 @@ func TestRound_MoveBetweenModels(t *testing.T) {
 		return j
 	}()))
 	exec.done["blocker"] = 0
-	held, stillHeld := p.holdMove(ctx, state(t, st, m.ID), now.Add(MoveHold-time.Second))
-	must.True(t, stillHeld)
-	must.False(t, held.Moving.Stopped)
-	released, stillHeld := p.holdMove(ctx, state(t, st, m.ID), now.Add(MoveHold))
-	must.False(t, stillHeld)
-	must.True(t, released.Moving.Stopped)
-	must.Eq(t, "its run on A100 has not ended within 2m0s: it may start on V100 anyway", released.Events[len(released.Events)-1].Message)
+	held, ended := p.holdMove(ctx, state(t, st, m.ID), now.Add(MoveHold-time.Second))
+	must.True(t, held)
+	must.False(t, ended)
+	held, ended = p.holdMove(ctx, state(t, st, m.ID), now.Add(MoveHold))
+	must.False(t, held)
+	must.False(t, ended)
+
+	// Once the hold is over, a job whose target is gone (here: none was
+	// recorded) is no longer held and waits for the policy, which places
+	// it again.
+	*now = now.Add(MoveHold)
+	must.NoError(t, p.Round(ctx))
+	rec = state(t, st, m.ID)
+	must.True(t, slices.ContainsFunc(rec.Events, func(e structs.Event) bool {
+		return e.Message == "its run on A100 has not ended within 2m0s, but it was moved to no GPUs: it waits to be placed again"
+	}), must.Sprint(rec.Events))
+	must.Eq(t, []string{"m:2"}, exec.take(), must.Sprint("the policy placed it again"))
+}
+
+// A move whose run on the old model has ended by the end of the round
+// that stopped it (the simulator's runs end at once) starts on the new
+// model in that round, on the GPUs the plan moved it to, as a change of
+// the plan would: the move costs the restart, not a round more.
+func TestRound_MoveEndedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))
+	p.Policies = NewFixedPolicyHost(mover{}, p.Logger)
+	applies := 0
+	exec.onApply = func(j *structs.Job) {
+		if j.Spec.Name == "m" {
+			applies++
+		}
+		if j.Spec.Name == "m" && applies == 2 { // the stop of the move
+			exec.mu.Lock()
+			exec.done["m"] = 0 // its run ends as it is stopped
+			exec.mu.Unlock()
+		}
+	}
+	submit(t, p, now, spec(t, "blocker", 2, 2))
+	m := submit(t, p, now, spec(t, "m", 2, 2))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"blocker:2", "m:2"}, exec.take())
+
+	exec.done["blocker"] = 0
+	*now = now.Add(time.Minute)
+	must.NoError(t, p.Round(ctx))
+	exec.mu.Lock()
+	delete(exec.done, "m")
+	exec.mu.Unlock()
+	must.Eq(t, []string{"m:0", "m:2"}, exec.take(), must.Sprint("stopped and started on the A100s in one round"))
+	rec := state(t, st, m.ID)
+	must.Eq(t, structs.JobRunning, rec.State)
+	must.Nil(t, rec.Moving)
+	must.Eq(t, map[string]int{"a100": 2}, rec.Allocation)
+	must.Eq(t, "moved from V100 to A100: 3x faster on A100", rec.History[len(rec.History)-1].Reason)
+}
+
+// A job moving between GPU models starts, once its run on the old model
+// has ended, on the GPUs it was moved to, in the round that sees the run
+// end; where those are taken meanwhile (here by work from outside the
+// planner: the node reserves them), it waits for the policy instead.
+func TestStartMove_TargetTaken(t *testing.T) {
+	nodes := []policy.Node{typedNode("a", "A100", 4), typedNode("b", "V100", 2)}
+	live := []*structs.Job{{ID: "o", Allocation: map[string]int{"a": 2}}}
+	must.Eq(t, "", targetMiss(policy.Allocation{"a": 2}, "A100", nodes, live))
+	must.Eq(t, "node a has 1 of the 2 GPUs it was moved to free", targetMiss(policy.Allocation{"a": 2}, "A100", func() []policy.Node {
+		n := slices.Clone(nodes)
+		n[0].Reserved = 1
+		return n
+	}(), live))
+	must.Eq(t, "node b's GPUs are no longer A100", targetMiss(policy.Allocation{"b": 2}, "A100", nodes, nil))
+	must.Eq(t, "node c is gone", targetMiss(policy.Allocation{"c": 1}, "A100", nodes, nil))
+	must.Eq(t, "it was moved to no GPUs", targetMiss(nil, "A100", nodes, nil))
 }
 
 // The GPUs held for a moving job are reserved on its target nodes, never

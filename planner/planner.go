@@ -379,16 +379,22 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	// known, and it names no jobs if none did then.
 	w := p.snaps.walk()
 	var holding []*structs.Job // moving jobs held this round (holdMove)
+	var moved map[string]bool  // moving jobs the round starts where they were moved (startMove): ID -> run ended
 	for _, j := range active {
 		if m := j.Moving; m != nil && !m.Stopped && j.State == structs.JobQueued {
 			// Moving to another GPU model: not offered to the policy
 			// until its run on the old one has ended (its checkpoint);
-			// the GPUs it moves to are held for it (holdTargets).
-			var held bool
-			if j, held = p.holdMove(ctx, j, now); held {
+			// the GPUs it moves to are held for it (holdTargets), and
+			// it starts on them then (startMove).
+			held, ended := p.holdMove(ctx, j, now)
+			if held {
 				holding = append(holding, j)
 				continue
 			}
+			if moved == nil {
+				moved = map[string]bool{}
+			}
+			moved[j.ID] = ended
 		}
 		running, whole, seen := w.known(j)
 		if !seen {
@@ -440,6 +446,12 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	p.noteNodes(nodes)
 	p.noteNodesSeen(nodes, now)
 	nodes = holdTargets(nodes, holding, live)
+	for i := 0; i < len(live) && len(moved) > 0; i++ {
+		if ended, ok := moved[live[i].ID]; ok {
+			delete(moved, live[i].ID)
+			live[i], ran[i] = p.startMove(ctx, live[i], ended, nodes, live, now)
+		}
+	}
 	snap := p.snapshot(now, nodes, live, named)
 	p.snaps.ran, p.snaps.placed = ran, placed // beside the records the snapshot keeps (snapCache.recs)
 	planStart := time.Now()
@@ -454,7 +466,9 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	}
 	p.noteWaits(snap, plan, waits)
 
-	changes, at := plan.AllAt(snap) // snap.Jobs[i] is live[i]'s
+	changes, at := plan.AllAt(snap)                  // snap.Jobs[i] is live[i]'s
+	var moving []int                                 // live's jobs this round moved between GPU models (moveModel)
+	done := make(map[int]*structs.Job, len(changes)) // live's index -> its record after its change
 	models := nodeModels{nodes: nodes}
 	var errs []error
 	for k, ch := range changes {
@@ -475,6 +489,9 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		if ch.From.Total() > 0 && ch.To.Total() > 0 && from != "" && to != "" && from != to {
 			if err := p.moveModel(ctx, j, ch, from, to, plan.Policy, strings.Join(plan.Reasons[j.ID], "; "), now); err != nil {
 				errs = append(errs, err)
+			} else {
+				moving = append(moving, at[k])
+				done[at[k]] = j
 			}
 			continue
 		}
@@ -499,6 +516,22 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 		}
 		if err := p.record(ctx, j, ch, plan.Policy, reason, by, now); err != nil {
 			errs = append(errs, err)
+		} else {
+			done[at[k]] = j
+		}
+	}
+	// A moved job whose run has ended already (in the simulator, at once)
+	// starts on its new model this round, on the GPUs the plan moved it
+	// to where the changes carried out have left them free.
+	if len(moving) > 0 {
+		after := slices.Clone(live)
+		for i, j := range done {
+			after[i] = j
+		}
+		for _, i := range moving {
+			if held, ended := p.holdMove(ctx, after[i], now); !held {
+				after[i], _ = p.startMove(ctx, after[i], ended, nodes, after, now)
+			}
 		}
 	}
 	return errors.Join(append(lossErrs, errs...)...)

@@ -205,8 +205,11 @@ type Move struct {
 	// (no other job is given them) while it waits for its run on From
 	// to end.
 	Target map[string]int `json:"target,omitempty"`
+	// Policy is the policy that planned the move.
+	Policy string `json:"policy,omitempty"`
 	// Stopped is set once the run on From has ended (or the planner
-	// stopped waiting for it): the job may start again.
+	// stopped waiting for it) and Target was no longer free: the job
+	// waits to be placed again.
 	Stopped bool `json:"stopped,omitempty"`
 }
 

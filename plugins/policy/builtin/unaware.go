@@ -22,7 +22,8 @@ const GoodputUnawareName = "goodput-unaware"
 //     nodes), its reserved GPUs on the first of them (not where a job has
 //     anti-affinity or a cap of GPUs a node: the base cannot see that two
 //     parts are one node); a running job's GPUs
-//     on a node fill the node's parts in submission order. The jobs'
+//     on a node fill the node's parts in submission order. The nodes' GPU
+//     models are hidden (unless a job pins a model), and the jobs'
 //     goodput by model (Job.ByModel) is dropped: the base policy reads only
 //     the speedup table (Job.Speedup), which is for one model.
 //  2. The base policy (goodput, or goodput-jct with base = goodput-jct)
@@ -155,12 +156,11 @@ func unawareView(s *policy.Snapshot) (*policy.Snapshot, map[string]string) {
 	// A node is cut into parts unless a job has anti-affinity or a cap
 	// of GPUs a node: the base would take two parts of one node for two
 	// nodes.
-	unit, anti := 0, false
+	unit, anti, pinned := 0, false, false
 	for i := range s.Jobs {
-		if !s.Jobs[i].AntiAffinity.IsZero() || s.Jobs[i].Constraints.MaxGPUsPerNode > 0 {
-			anti = true
-			break
-		}
+		c := &s.Jobs[i].Constraints
+		anti = anti || !s.Jobs[i].AntiAffinity.IsZero() || c.MaxGPUsPerNode > 0
+		pinned = pinned || c.GPUModel != ""
 	}
 	for i := range s.Nodes {
 		if g := s.Nodes[i].GPUs; g > 0 && (unit == 0 || g < unit) {
@@ -187,6 +187,9 @@ func unawareView(s *policy.Snapshot) (*policy.Snapshot, map[string]string) {
 			}
 			v.Reserved = min(reserved, v.GPUs)
 			reserved -= v.Reserved
+			if !pinned {
+				v.GPUModel = "" // blind: the base may span models (step 3 repairs)
+			}
 			parts[v.ID] = n.ID
 			partsOf[n.ID] = append(partsOf[n.ID], len(view.Nodes))
 			free = append(free, v.GPUs-v.Reserved)
