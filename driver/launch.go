@@ -252,8 +252,7 @@ func jobSecret(cfg *drivers.TaskConfig, tc *TaskConfig) (string, error) {
 //   - the middlemen safe_shell_exec starts for the workers' processes are
 //     forked from a fork server ("forkserver", with safe_shell_exec
 //     preloaded) rather than spawned, so starting a worker's process does
-//     not wait for a Python interpreter to start and import Horovod.
-//
+//     not wait for a Python interpreter to start and import Horovod;
 //   - its elastic driver's own log lines (a reset, a worker started, a
 //     host blacklisted, which rendezvous each worker joined), which
 //     horovodrun shows only with --log-level, go to the launcher's stderr

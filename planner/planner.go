@@ -253,12 +253,6 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 	if err != nil {
 		return nil, false, err
 	}
-	if err := fits(spec, nodes); err != nil {
-		return nil, false, err
-	}
-	if err := p.checkQueue(spec, nodes); err != nil {
-		return nil, false, err
-	}
 	p.noteNodes(nodes)
 	now := p.now()
 	j := &structs.Job{
@@ -303,20 +297,31 @@ func (p *Planner) Submit(ctx context.Context, spec *jobspec.Spec, source string,
 	return j, false, nil
 }
 
-// submitNodes returns the nodes a submission of spec is checked
-// against: the cluster as read within submitNodesAge (by a round or
-// another submission) where that read takes the job, else a read now. A
+// submitNodes returns the nodes a submission of spec is checked against,
+// or why no node or queue could ever take it (fits, checkQueue): the
+// cluster as read within submitNodesAge (by a round or another
+// submission) where that read takes the job, else a read now. A
 // burst of submissions then does not list Nomad's allocations once each
 // (eight at a time against the lab's Nomad agent, at 1,300 jobs, timed
 // out and failed submissions), and a job is refused only on a read made
 // for it (a node that came since the last read may take it).
 func (p *Planner) submitNodes(ctx context.Context, spec *jobspec.Spec) ([]policy.Node, error) {
+	check := func(nodes []policy.Node) error {
+		if err := fits(spec, nodes); err != nil {
+			return err
+		}
+		return p.checkQueue(spec, nodes)
+	}
 	if r, ok := p.Cluster.(RecentNodes); ok {
-		if nodes, ok := r.Recent(submitNodesAge); ok && fits(spec, nodes) == nil && p.checkQueue(spec, nodes) == nil {
+		if nodes, ok := r.Recent(submitNodesAge); ok && check(nodes) == nil {
 			return nodes, nil
 		}
 	}
-	return p.Cluster.Nodes(ctx)
+	nodes, err := p.Cluster.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return nodes, check(nodes)
 }
 
 // fits says why no node or pool could ever run the job, if none could: the

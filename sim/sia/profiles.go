@@ -59,10 +59,8 @@ type Profiles struct {
 // maxApps bounds the applications a profiles folder may hold.
 const maxApps = 256
 
-// LoadProfiles reads dir/<app>/ for every application folder, each GPU
-// model's profile of gpus (nil: every model that every application has a
-// placements-<model>.csv of).
-func LoadProfiles(dir string, gpus []string) (*Profiles, error) {
+// appDirs lists the application folders under dir: 1 to maxApps of them.
+func appDirs(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read profiles: %w", err)
@@ -75,6 +73,17 @@ func LoadProfiles(dir string, gpus []string) (*Profiles, error) {
 	}
 	if len(apps) == 0 || len(apps) > maxApps {
 		return nil, fmt.Errorf("failed to read profiles: %s has %d application folders, want 1 to %d", dir, len(apps), maxApps)
+	}
+	return apps, nil
+}
+
+// LoadProfiles reads dir/<app>/ for every application folder, each GPU
+// model's profile of gpus (nil: every model that every application has a
+// placements-<model>.csv of).
+func LoadProfiles(dir string, gpus []string) (*Profiles, error) {
+	apps, err := appDirs(dir)
+	if err != nil {
+		return nil, err
 	}
 	if gpus == nil {
 		if gpus, err = commonGPUs(dir, apps); err != nil {
@@ -134,18 +143,9 @@ func (p *Profiles) Known() map[string]bool {
 // ProfileGPUs returns the GPU models every application under dir has a
 // profile of (to check a cluster against before loading them).
 func ProfileGPUs(dir string) (map[string]bool, error) {
-	entries, err := os.ReadDir(dir)
+	apps, err := appDirs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("failed to read profiles: %w", err)
-	}
-	var apps []string
-	for _, e := range entries {
-		if e.IsDir() {
-			apps = append(apps, e.Name())
-		}
-	}
-	if len(apps) == 0 || len(apps) > maxApps {
-		return nil, fmt.Errorf("failed to read profiles: %s has %d application folders, want 1 to %d", dir, len(apps), maxApps)
+		return nil, err
 	}
 	gpus, err := commonGPUs(dir, apps)
 	if err != nil {
