@@ -42,14 +42,21 @@ type clusterLab struct {
 
 func startClusterLab(t *testing.T) *clusterLab {
 	t.Helper()
-	bin := venvBin(t)
-	cfg := testlab.ClusterConfig(t, []lab.NodeSpec{
+	return startClusterLabWith(t, "elastic-fifo", "", []lab.NodeSpec{
 		{Name: "node1", Pool: "v100", GPU: lab.GPUSpec{Count: 1, Model: "Tesla V100-SXM2-16GB", MemoryMiB: 16384}},
 		{Name: "node2", Pool: "a100", GPU: lab.GPUSpec{Count: 1}},
 		{Name: "node3", Pool: "a100", GPU: lab.GPUSpec{Count: 1}, Datasets: []string{"imagenet"}},
 	})
+}
+
+// startClusterLabWith starts a lab of nodes with one planner, on node1,
+// running policy with extra appended to its configuration (empty: none).
+func startClusterLabWith(t *testing.T, policy, extra string, nodes []lab.NodeSpec) *clusterLab {
+	t.Helper()
+	bin := venvBin(t)
+	cfg := testlab.ClusterConfig(t, nodes)
 	cfg.BinDirs = []string{bin}
-	cfg.PlannerPolicy = "elastic-fifo"
+	cfg.PlannerPolicy = policy
 	cfg.PlannerRound = "1s"
 	// One planner (on the Consul store): PlannerFailover stops it and runs
 	// the planner-job module's two (TestClusterLab_PlannerFailover kills
@@ -58,9 +65,9 @@ func startClusterLab(t *testing.T) *clusterLab {
 	c := testlab.StartCluster(t, cfg)
 	root := testlab.Root(t)
 	dir := t.TempDir()
-	planners, err := command.StartClusterPlanners(context.Background(), c, filepath.Join(root, "bin", "schedulearn"), plannerToken, filepath.Join(dir, "deliveries"))
+	proc, err := command.StartClusterPlanner(context.Background(), c, c.Planners()[0], filepath.Join(root, "bin", "schedulearn"), plannerToken,
+		filepath.Join(dir, "deliveries"), extra)
 	must.NoError(t, err)
-	proc := planners[0].Proc
 	t.Cleanup(func() {
 		testlab.DumpLog(t, "planner", proc.Logs())
 	})
