@@ -22,6 +22,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
 // storeBackend serves the reads the dashboard makes from the store, and
@@ -72,7 +73,7 @@ func benchRound(b *testing.B, dashboard bool) {
 	rec := metrics.New(nil)
 	st := rec.Store(bolt)
 	b.Cleanup(func() { st.Close() })
-	host, err := NewPolicyHost(b.TempDir(), logger, builtin.ElasticFIFOName, nil, time.Minute)
+	host, err := NewPolicyHost(host.Policies{Registry: host.NewRegistry(b.TempDir(), nil)}, logger, builtin.ElasticFIFOName, nil, time.Minute)
 	must.NoError(b, err)
 	b.Cleanup(host.Close)
 	var nodes staticCluster

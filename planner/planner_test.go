@@ -17,6 +17,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
 // memStore is the in-memory store (store.Memory, which passes the store
@@ -113,7 +114,7 @@ func spec(t testing.TB, name string, min, max int) *jobspec.Spec {
 func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*Planner, *memStore, *fakeExecutor, *time.Time) {
 	t.Helper()
 	logger := hclog.NewNullLogger()
-	host, err := NewPolicyHost(t.TempDir(), logger, policyName, nil, 5*time.Second)
+	host, err := NewPolicyHost(host.Policies{Registry: host.NewRegistry(t.TempDir(), nil)}, logger, policyName, nil, 5*time.Second)
 	must.NoError(t, err)
 	t.Cleanup(host.Close)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)

@@ -12,8 +12,23 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
-	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
+
+// PolicyRegistry opens policies by name: the builtins, and the policy
+// plugins' executables. The agent wires in plugins/policy/host's
+// (host.Policies), which launches plugins through go-plugin: the core
+// itself starts no process.
+type PolicyRegistry interface {
+	// Open returns the policy called name, configured with config (nil:
+	// the defaults). One with Name, Builtin and Close methods (as the
+	// host's is) is hosted as it is; another counts as a builtin.
+	Open(name string, config map[string]string) (policy.Policy, error)
+	// Names lists the policies that can be opened.
+	Names() ([]string, error)
+	// Builtin describes the builtin called name without opening it for
+	// good; false when there is none.
+	Builtin(name string) (policy.Info, bool)
+}
 
 // PolicyHost holds the active scheduling policy and swaps it at run time.
 // It also keeps the last policy that planned successfully: when the active
@@ -21,7 +36,7 @@ import (
 // plan), the round is planned by the last good policy instead, and the
 // failure is reported, so scheduling never stops on a bad plugin.
 type PolicyHost struct {
-	registry *host.Registry // nil: a fixed policy
+	registry PolicyRegistry // nil: a fixed policy
 	logger   hclog.Logger
 	timeout  time.Duration
 
@@ -32,8 +47,9 @@ type PolicyHost struct {
 	lastErr  error
 }
 
-// openPolicy is an open policy as the host holds it: a *host.Instance,
-// or what NewFixedPolicyHost was given.
+// openPolicy is an open policy as the host holds it: what the registry
+// opened (a host.Instance: named, builtin or not, closed by the host) or
+// NewFixedPolicyHost was given, or either wrapped (fixedPolicy).
 type openPolicy interface {
 	policy.Policy
 	Name() string
@@ -41,22 +57,27 @@ type openPolicy interface {
 	Close()
 }
 
+// hosted is p as the host holds it.
+func hosted(p policy.Policy) openPolicy {
+	if o, ok := p.(openPolicy); ok {
+		return o
+	}
+	return fixedPolicy{p}
+}
+
 // NewFixedPolicyHost hosts p, already open, for good: the simulator's
 // host, one policy per run. Set fails, and Close leaves p open (the
-// caller's). A *host.Instance is hosted as it is, and checks its plans;
-// another policy's plans are taken as they come (the simulator's own test
-// policies check theirs).
+// caller's), unless p closes itself (a host.Instance: the host's own
+// Close is then the caller's to call, as before). A host.Instance checks
+// its plans; another policy's plans are taken as they come (the
+// simulator's own test policies check theirs).
 func NewFixedPolicyHost(p policy.Policy, logger hclog.Logger) *PolicyHost {
-	var active openPolicy
-	if i, ok := p.(*host.Instance); ok {
-		active = i
-	} else {
-		active = fixedPolicy{p}
-	}
+	active := hosted(p)
 	return &PolicyHost{logger: logger, active: active, lastGood: active}
 }
 
-// fixedPolicy is a policy that NewFixedPolicyHost hosts.
+// fixedPolicy is a policy without Name, Builtin and Close of its own:
+// named by its PluginInfo, a builtin, closed by nobody.
 type fixedPolicy struct{ policy.Policy }
 
 func (f fixedPolicy) Name() string { return f.PluginInfo().Name }
@@ -70,9 +91,10 @@ func (f fixedPolicy) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan
 	return plan, nil
 }
 
-// NewPolicyHost opens the named policy from the builtins or pluginDir.
-func NewPolicyHost(pluginDir string, logger hclog.Logger, name string, config map[string]string, timeout time.Duration) (*PolicyHost, error) {
-	h := &PolicyHost{registry: host.NewRegistry(pluginDir, logger.Named("policy")), logger: logger, timeout: timeout}
+// NewPolicyHost opens the named policy from registry, and gives each
+// plan timeout (0: none).
+func NewPolicyHost(registry PolicyRegistry, logger hclog.Logger, name string, config map[string]string, timeout time.Duration) (*PolicyHost, error) {
+	h := &PolicyHost{registry: registry, logger: logger, timeout: timeout}
 	if _, err := h.Set(name, config); err != nil {
 		return nil, err
 	}
@@ -96,8 +118,10 @@ func (h *PolicyHost) Describe(name string) (policy.Info, bool, error) {
 	if active != nil && active.Name() == name {
 		return active.PluginInfo(), active.Builtin(), nil
 	}
-	if f, ok := host.Builtins()[name]; ok {
-		return f().PluginInfo(), true, nil
+	if h.registry != nil {
+		if info, ok := h.registry.Builtin(name); ok {
+			return info, true, nil
+		}
 	}
 	// External plugins describe themselves only once launched.
 	return policy.Info{Name: name, Description: "external plugin"}, false, nil
@@ -133,10 +157,11 @@ func (h *PolicyHost) Set(name string, config map[string]string) (policy.Info, er
 	if h.registry == nil {
 		return policy.Info{}, fmt.Errorf("failed to set policy %s: this host holds one policy for good", name)
 	}
-	next, err := h.registry.Open(name, config)
+	p, err := h.registry.Open(name, config)
 	if err != nil {
 		return policy.Info{}, err
 	}
+	next := hosted(p)
 	h.mu.Lock()
 	old, oldGood := h.active, h.lastGood
 	h.active, h.config, h.lastErr = next, maps.Clone(config), nil

@@ -15,13 +15,14 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
+	policyplugin "github.com/schedulearn/schedulearn/plugins/policy/plugin"
 )
 
 // TestMain lets the test binary serve as an external policy plugin that
 // crashes in Plan (SCHEDULEARN_TEST_POLICY=crash).
 func TestMain(m *testing.M) {
 	if os.Getenv("SCHEDULEARN_TEST_POLICY") == "crash" {
-		policy.Serve(crashing{})
+		policyplugin.Serve(crashing{})
 		return
 	}
 	os.Exit(leakcheck.Main(m))
@@ -45,7 +46,7 @@ func TestPolicyHost_CrashFallsBackToLastGood(t *testing.T) {
 	script := fmt.Sprintf("#!/bin/sh\nSCHEDULEARN_TEST_POLICY=crash exec %q \"$@\"\n", self)
 	must.NoError(t, os.WriteFile(filepath.Join(dir, "crashy"), []byte(script), 0o755))
 
-	host, err := NewPolicyHost(dir, hclog.NewNullLogger(), "fifo", nil, 10*time.Second)
+	host, err := NewPolicyHost(host.Policies{Registry: host.NewRegistry(dir, nil)}, hclog.NewNullLogger(), "fifo", nil, 10*time.Second)
 	must.NoError(t, err)
 	t.Cleanup(host.Close)
 	snap := &policy.Snapshot{Now: time.Now(),

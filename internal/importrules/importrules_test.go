@@ -39,22 +39,24 @@ var components = []component{
 		why: "what the planner and the driver both speak: the drain protocol (in-place resize) and the job's secret variable"},
 	{name: "plugin-sdk", packages: []string{"internal/nomadplugin/..."},
 		why: "our own SDK of Nomad's plugin protocol (go-plugin, gRPC): the driver's and the device plugin's lower layer"},
-	{name: "policy-api", packages: []string{"plugins/policy", "plugins/policy/internal/wire"},
-		why: "the policy plugin interface (snapshot, plan, validation) every policy and the planner share"},
+	{name: "policy-api", packages: []string{"plugins/policy"},
+		why: "the policy contract (snapshot, plan, validation) every policy and the planner share; no go-plugin, no gRPC"},
+	{name: "policy-wire", packages: []string{"plugins/policy/plugin", "plugins/policy/internal/wire"}, may: []string{"policy-api"},
+		why: "the policy plugins' wire (go-plugin over gRPC): plugin.Serve, a plugin's main"},
 	{name: "policy-kits", packages: []string{"plugins/policy/place", "plugins/policy/admission"}, may: []string{"policy-api"},
 		why: "the placement kit and the admission estimates that policies build on"},
 	{name: "policy-builtins", packages: []string{"plugins/policy/builtin"}, may: []string{"policy-api", "policy-kits"},
 		why: "FIFO, Elastic FIFO, Tiresias, goodput, deadline/QoE and the others: policies, blind to the planner"},
-	{name: "policy-plugins", packages: []string{"plugins/policy/examples/..."}, may: []string{"policy-api", "policy-kits"},
+	{name: "policy-plugins", packages: []string{"plugins/policy/examples/..."}, may: []string{"policy-api", "policy-kits", "policy-wire"},
 		why: "external policy plugins: what a team writes, against the policy API only"},
-	{name: "policy-host", packages: []string{"plugins/policy/host"}, may: []string{"policy-api", "policy-builtins"},
+	{name: "policy-host", packages: []string{"plugins/policy/host"}, may: []string{"policy-api", "policy-builtins", "policy-wire"},
 		why: "runs policies: builtins in-process, plugin executables through go-plugin"},
 	{name: "records", packages: []string{"planner/structs", "planner/jobspec"}, may: []string{"helpers"},
 		why: "the job's records, errors and jobspec: what every planner layer passes around"},
-	// The core holds the store's and the policy host's implementations
-	// until they are split from their contracts (issue 31).
+	// The core holds the store's bbolt and Consul implementations until
+	// they are split from its contract (issue 31).
 	{name: "core", packages: []string{"planner", "planner/assess", "planner/quota", "planner/store"},
-		may: []string{"records", "policy-api", "policy-kits", "policy-host"},
+		may: []string{"records", "policy-api", "policy-kits"},
 		why: "deciding: the rounds, estimates, queues and quotas, the store"},
 	{name: "adapters", packages: []string{"planner/cluster", "planner/nomadjob", "planner/delivery", "planner/depwatch", "planner/events", "planner/config"},
 		may: []string{"core", "records", "contract", "policy-api", "helpers"},
@@ -62,8 +64,8 @@ var components = []component{
 	{name: "http", packages: []string{"planner/api/...", "planner/ui", "planner/metrics"},
 		may: []string{"core", "adapters", "records", "policy-api", "helpers"},
 		why: "the planner's HTTP API and its Go client, the dashboard's assets, the Prometheus collector"},
-	{name: "daemon", packages: []string{"planner/agent"}, may: []string{"core", "adapters", "http", "records", "helpers"},
-		why: "the planner daemon: wires the core, its adapters and the HTTP layer (as Nomad's command/agent)"},
+	{name: "daemon", packages: []string{"planner/agent"}, may: []string{"core", "adapters", "http", "policy-host", "records", "helpers"},
+		why: "the planner daemon: wires the core, its adapters, the policy host and the HTTP layer (as Nomad's command/agent)"},
 	{name: "simulator", packages: []string{"sim/..."}, may: []string{"core", "records", "policy-api", "policy-kits", "policy-builtins", "policy-host"},
 		why: "the trace-driven simulator: the real core and policies on simulated time, no adapters"},
 	{name: "lab", packages: []string{"internal/lab"},
@@ -310,4 +312,33 @@ func markdown(cs []component) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.name, strings.Join(pkgs, " "), may, c.why)
 	}
 	return b.String()
+}
+
+// The core decides; it starts no process and speaks no plugin wire: the
+// planner package links no go-plugin, gRPC or os/exec (the policy host's
+// go-plugin launcher is wired in by the agent, and the policy contract
+// holds no wire), and the rest of the core and the policies' contract,
+// kits and builtins link no store or Consul client either. The planner
+// still links bbolt and Consul's client through planner/store, whose
+// contract and implementations are not yet apart (issue 31).
+func TestCoreLinks(t *testing.T) {
+	wire := []string{"github.com/hashicorp/go-plugin", "google.golang.org/grpc", "os/exec"}
+	adapters := append(slices.Clone(wire), "go.etcd.io/bbolt", "github.com/hashicorp/consul/api", "github.com/hashicorp/nomad/api")
+	for _, c := range []struct {
+		pkgs      []string
+		forbidden []string
+	}{
+		{[]string{"planner"}, wire},
+		{[]string{"planner/assess", "planner/quota", "planner/structs", "planner/jobspec",
+			"plugins/policy", "plugins/policy/place", "plugins/policy/admission", "plugins/policy/builtin"}, adapters},
+	} {
+		for _, pkg := range c.pkgs {
+			out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+			must.NoError(t, err, must.Sprint(pkg))
+			deps := strings.Fields(string(out))
+			for _, f := range c.forbidden {
+				must.SliceNotContains(t, deps, f, must.Sprintf("%s links %s", pkg, f))
+			}
+		}
+	}
 }

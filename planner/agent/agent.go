@@ -35,6 +35,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/nomadjob"
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/ui"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
 // Version is the planner's version, reported by the API.
@@ -136,12 +137,13 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	if stored {
 		name, pcfg = st.Name, st.Config
 	}
-	host, err := planner.NewPolicyHost(cfg.PluginDir, logger, name, pcfg, policyTimeout)
+	policies := host.Policies{Registry: host.NewRegistry(cfg.PluginDir, logger.Named("policy"))}
+	ph, err := planner.NewPolicyHost(policies, logger, name, pcfg, policyTimeout)
 	if err != nil && stored {
 		logger.Error("the stored policy does not open; the config's policy is active until `schedulearn policy set` sets one",
 			"stored", name, "error", err, "policy", cfg.Policy.Name)
 		name = cfg.Policy.Name
-		host, err = planner.NewPolicyHost(cfg.PluginDir, logger, name, cfg.Policy.Config, policyTimeout)
+		ph, err = planner.NewPolicyHost(policies, logger, name, cfg.Policy.Config, policyTimeout)
 	}
 	if err != nil {
 		a.store.Close()
@@ -158,7 +160,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	deliveryOpts, err := deliveryOptions(cfg)
 	if err != nil {
 		a.store.Close()
-		host.Close()
+		ph.Close()
 		return nil, err
 	}
 	a.watch = &depwatch.Watcher{Deps: []depwatch.Dependency{
@@ -168,7 +170,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Store:    a.store,
 		Cluster:  &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
 		Executor: a.exec,
-		Policies: host,
+		Policies: ph,
 		Logger:   logger.Named("planner"),
 		Events:   a.events,
 		Metrics:  rec,

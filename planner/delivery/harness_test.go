@@ -17,6 +17,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
+	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
 // The tests run the Worker as the agent wires it: a real planner takes
@@ -58,7 +59,7 @@ func (c staticCluster) Nodes(context.Context) ([]policy.Node, error) { return sl
 func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*planner.Planner, *testStore, *Worker, *time.Time) {
 	t.Helper()
 	logger := hclog.NewNullLogger()
-	host, err := planner.NewPolicyHost(t.TempDir(), logger, policyName, nil, 5*time.Second)
+	host, err := planner.NewPolicyHost(host.Policies{Registry: host.NewRegistry(t.TempDir(), nil)}, logger, policyName, nil, 5*time.Second)
 	must.NoError(t, err)
 	t.Cleanup(host.Close)
 	bolt, err := store.Open(filepath.Join(t.TempDir(), "state.db"))

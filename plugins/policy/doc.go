@@ -1,9 +1,10 @@
 // Package policy is the scheduling-policy contract of Schedulearn for Nomad:
-// the types a policy sees and answers with, the gang rule that every answer
-// must keep, and Serve, which runs a policy as an external go-plugin gRPC
-// plugin. It is all an external plugin needs, and it imports nothing else of
-// the project but its own internal/wire (the protocol's names); it needs no
-// Nomad.
+// the types a policy sees and answers with, and the gang rule that every
+// answer must keep. It imports nothing else of the project, no go-plugin and
+// no gRPC, and needs no Nomad: the planner's core and the simulator read it
+// without linking a plugin's wire. policy/plugin's Serve runs a policy as an
+// external go-plugin gRPC plugin; with it, this is all an external plugin
+// needs.
 //
 // The rest stands apart, each package importing this one:
 //
@@ -79,13 +80,15 @@
 //
 // # External plugins
 //
-// An external policy is a binary whose main calls Serve with its Policy.
+// An external policy is a binary whose main calls policy/plugin's Serve
+// with its Policy.
 // The wire carries JSON in google.protobuf.BytesValue messages (the service
 // is described in package internal/wire), so no generated code is needed,
 // in Go or in another language. The planner finds the binary by its file
-// name in its plugin directory, launches it with go-plugin (Handshake) and
-// calls it with a deadline; see package policy/host.
+// name in its plugin directory, launches it with go-plugin (policy/plugin's
+// Handshake) and calls it with a deadline; see package policy/host.
 //
 // The example in examples/largestfirst is a complete external policy that
-// imports this package alone; a Go policy may also plan on policy/place.
+// imports this package and policy/plugin alone; a Go policy may also plan
+// on policy/place.
 package policy

@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/place"
+	policyplugin "github.com/schedulearn/schedulearn/plugins/policy/plugin"
 )
 
 type mover struct{}
@@ -59,4 +60,4 @@ func (mover) Plan(_ context.Context, s *policy.Snapshot) (*policy.Plan, error) {
 	return c.Plan("mover"), nil
 }
 
-func main() { policy.Serve(mover{}) }
+func main() { policyplugin.Serve(mover{}) }

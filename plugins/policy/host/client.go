@@ -19,7 +19,7 @@ import (
 )
 
 // clientPlugin is the go-plugin glue of the host: it dispenses a client that
-// is a Policy. Serving is the plugin's part (policy.Serve), so GRPCServer
+// is a Policy. Serving is the plugin's part (policy/plugin.Serve), so GRPCServer
 // refuses.
 type clientPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
@@ -27,7 +27,7 @@ type clientPlugin struct {
 
 // GRPCServer implements plugin.GRPCPlugin; the host serves no policy.
 func (p *clientPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
-	return errors.New("failed to serve a policy: the host only calls plugins; a plugin serves with policy.Serve")
+	return errors.New("failed to serve a policy: the host only calls plugins; a plugin serves with plugin.Serve")
 }
 
 // GRPCClient implements plugin.GRPCPlugin. ctx ends when the plugin process

@@ -6,7 +6,7 @@
 // process; Builtins is their list) or to an executable of that name in the
 // plugin directory, as nomad-autoscaler's plugin manager does, and Open
 // returns an Instance, which is a policy.Policy either way. Launch starts a
-// binary with go-plugin (policy.Handshake) and returns a policy.Policy that
+// binary with go-plugin (policy/plugin.Handshake) and returns a policy.Policy that
 // calls it over gRPC (the wire is described in package
 // policy/internal/wire). Every call has a deadline (the context's, or the
 // launch's call timeout) and ends when the plugin process exits, so a

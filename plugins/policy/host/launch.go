@@ -13,6 +13,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/internal/wire"
+	policyplugin "github.com/schedulearn/schedulearn/plugins/policy/plugin"
 )
 
 const (
@@ -58,7 +59,7 @@ func Launch(path string, logger hclog.Logger, opts ...LaunchOption) (policy.Poli
 		logger = hclog.NewNullLogger()
 	}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  policy.Handshake,
+		HandshakeConfig:  policyplugin.Handshake,
 		Plugins:          plugin.PluginSet{wire.PluginKey: &clientPlugin{}},
 		Cmd:              exec.Command(path),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},

@@ -9,14 +9,15 @@ import (
 	"github.com/schedulearn/schedulearn/internal/leakcheck"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
+	policyplugin "github.com/schedulearn/schedulearn/plugins/policy/plugin"
 )
 
 // TestMain lets the test binary be an external policy plugin: started by
 // go-plugin (which sets the magic cookie), it serves testPlugin instead of
 // running the tests. The tests link the binary into a temporary plugin_dir.
 func TestMain(m *testing.M) {
-	if os.Getenv(policy.Handshake.MagicCookieKey) == policy.Handshake.MagicCookieValue {
-		policy.Serve(&testPlugin{inner: builtin.NewElasticFIFO()})
+	if os.Getenv(policyplugin.Handshake.MagicCookieKey) == policyplugin.Handshake.MagicCookieValue {
+		policyplugin.Serve(&testPlugin{inner: builtin.NewElasticFIFO()})
 		os.Exit(0)
 	}
 	os.Exit(leakcheck.Main(m))

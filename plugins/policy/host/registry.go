@@ -257,3 +257,26 @@ func (i *Instance) launch() error {
 	i.policy, i.kill = p, kill
 	return nil
 }
+
+// Policies is a Registry as a planner's policy host asks it
+// (planner.PolicyRegistry): Open returns the Instance as a policy.Policy,
+// and Builtin describes a builtin without keeping it open.
+type Policies struct{ *Registry }
+
+// Open is Registry.Open.
+func (p Policies) Open(name string, config map[string]string) (policy.Policy, error) {
+	i, err := p.Registry.Open(name, config)
+	if err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// Builtin describes the builtin called name; false when there is none.
+func (p Policies) Builtin(name string) (policy.Info, bool) {
+	f, ok := p.builtins[name]
+	if !ok {
+		return policy.Info{}, false
+	}
+	return f().PluginInfo(), true
+}

@@ -2,7 +2,7 @@
 // in one go: each round it starts the queued jobs that ask for the most GPUs
 // first. It imports the contract (package policy) alone, as a plugin in any
 // language could be written from it; its binary, cmd/largest-first, serves
-// it with policy.Serve. A Go policy that wants the builtins' placement
+// it with plugin.Serve (plugins/policy/plugin). A Go policy that wants the builtins' placement
 // (best-fit packing, affinity, repairs, shrinking donors) can plan on
 // package policy/place instead.
 //

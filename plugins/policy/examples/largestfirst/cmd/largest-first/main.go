@@ -3,8 +3,8 @@
 package main
 
 import (
-	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/examples/largestfirst"
+	"github.com/schedulearn/schedulearn/plugins/policy/plugin"
 )
 
-func main() { policy.Serve(largestfirst.New()) }
+func main() { plugin.Serve(largestfirst.New()) }

@@ -1,27 +1,31 @@
-package policy
+// Package plugin runs a policy as an external policy plugin: a plugin's
+// main calls Serve with its policy.Policy, and nothing else. It holds the
+// plugin side of the wire protocol (go-plugin over gRPC, described in
+// package internal/wire); the host side, which launches plugins and calls
+// them, is package policy/host. It stands apart from package policy, the
+// contract, so that what only reads the contract (the planner's core, the
+// simulator, the builtins) links no go-plugin and no gRPC.
+package plugin
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 
-	"github.com/hashicorp/go-plugin"
+	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/internal/wire"
 )
-
-// The plugin side of the wire protocol (described in package
-// internal/wire): a plugin process serves its Policy with Serve. The host
-// side, which launches plugins and calls them, is package policy/host.
 
 // Handshake is the handshake between the planner and a policy plugin
 // binary. ProtocolVersion changes when the wire protocol or the meaning of
 // Snapshot or Plan changes incompatibly.
-var Handshake = plugin.HandshakeConfig{
+var Handshake = goplugin.HandshakeConfig{
 	ProtocolVersion:  1,
 	MagicCookieKey:   "SCHEDULEARN_POLICY_PLUGIN",
 	MagicCookieValue: "9d3b1c6e-policy-7f0a2e44",
@@ -30,10 +34,10 @@ var Handshake = plugin.HandshakeConfig{
 // Serve serves policy p over go-plugin gRPC; an external plugin's main calls
 // it and nothing else. It returns when the host kills the plugin; run
 // directly (not by the planner), it prints that it is a plugin and exits.
-func Serve(p Policy) {
-	plugin.Serve(&plugin.ServeConfig{
+func Serve(p policy.Policy) {
+	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
-		Plugins:         plugin.PluginSet{wire.PluginKey: &servedPlugin{impl: p}},
+		Plugins:         goplugin.PluginSet{wire.PluginKey: &servedPlugin{impl: p}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(wire.MaxMessage), grpc.MaxSendMsgSize(wire.MaxMessage))...)
 		},
@@ -76,7 +80,7 @@ func handler(method string) grpc.MethodHandler {
 }
 
 // wireServer serves a Policy in the plugin process.
-type wireServer struct{ impl Policy }
+type wireServer struct{ impl policy.Policy }
 
 func (s *wireServer) call(ctx context.Context, method string, in []byte) ([]byte, error) {
 	var out any
@@ -93,7 +97,7 @@ func (s *wireServer) call(ctx context.Context, method string, in []byte) ([]byte
 		}
 		out = struct{}{}
 	case wire.MethodPlan:
-		var snap Snapshot
+		var snap policy.Snapshot
 		if err := json.Unmarshal(in, &snap); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "failed to decode snapshot: %v", err)
 		}
@@ -119,18 +123,18 @@ func (s *wireServer) call(ctx context.Context, method string, in []byte) ([]byte
 // the service for impl. Dispensing a client is the host's part
 // (policy/host), so GRPCClient refuses.
 type servedPlugin struct {
-	plugin.NetRPCUnsupportedPlugin
-	impl Policy
+	goplugin.NetRPCUnsupportedPlugin
+	impl policy.Policy
 }
 
-// GRPCServer implements plugin.GRPCPlugin.
-func (p *servedPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+// GRPCServer implements goplugin.GRPCPlugin.
+func (p *servedPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 	s.RegisterService(&serviceDesc, &wireServer{impl: p.impl})
 	return nil
 }
 
-// GRPCClient implements plugin.GRPCPlugin; a plugin process dispenses no
+// GRPCClient implements goplugin.GRPCPlugin; a plugin process dispenses no
 // clients.
-func (p *servedPlugin) GRPCClient(context.Context, *plugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+func (p *servedPlugin) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
 	return nil, errors.New("failed to dispense a policy client: a plugin only serves; clients are package policy/host's")
 }
