@@ -232,6 +232,49 @@ func (l *lockedBuilder) String() string {
 	return l.b.String()
 }
 
+// A command that starts while Serve ends (between its start and its
+// tracking, where a loaded machine once left one: the fence's stop found
+// no command to stop, and the command ran its 300 s, exit 0, instead of
+// ending with the fence's code) is stopped too.
+func TestRun_CommandStartedWhileStopping(t *testing.T) {
+	var fenced atomic.Bool
+	srv := &Server{Token: "tok", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger(),
+		Fenced: fenced.Load}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	started := filepath.Join(t.TempDir(), "started")
+	srv.afterStart = func() {
+		// The command runs (its trap is set); the fence comes and
+		// Serve ends before the command is tracked.
+		waitFor(t, started)
+		fenced.Store(true)
+		cancel()
+		<-srv.stopping
+	}
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ctx, l)
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	done := make(chan int, 1)
+	go func() {
+		var out strings.Builder
+		code, _ := Run(context.Background(), l.Addr().String(), "tok",
+			`trap 'exit 1' TERM; touch `+started+`; sleep 300 & wait`, nil, &out, &out, time.Second)
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		must.Eq(t, drain.ExitInfrastructure, code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command started while the agent stopped runs on")
+	}
+	<-served
+	must.Zero(t, srv.Running())
+}
+
 // A command that the agent stops because its fence fired is reported as
 // drain.ExitInfrastructure, whatever it exited with (a training process
 // exits 1 on SIGTERM): the chaos run saw a Nomad server restart fence

@@ -58,6 +58,9 @@ type Server struct {
 
 	// random is where nonces come from (crypto/rand unless a test sets it).
 	random io.Reader
+	// afterStart, if set (by a test), runs between a command's start and
+	// its tracking: the window in which Serve may end.
+	afterStart func()
 
 	mu      sync.Mutex
 	running map[int]process // by pgid
@@ -65,6 +68,10 @@ type Server struct {
 	// finished is closed when a client asks the agent to finish.
 	finished     chan struct{}
 	finishedOnce sync.Once
+	// stopping is closed when Serve ends: every command's watcher stops
+	// its command then, one started after it was closed too.
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // Finished is closed once a launcher has told the agent training is over.
@@ -81,6 +88,9 @@ func (s *Server) init() {
 	}
 	if s.finished == nil {
 		s.finished = make(chan struct{})
+	}
+	if s.stopping == nil {
+		s.stopping = make(chan struct{})
 	}
 	if s.random == nil {
 		s.random = rand.Reader
@@ -254,6 +264,9 @@ func (s *Server) handle(conn net.Conn, leave func() bool) error {
 		proc = &started{cmd}
 	}
 	pgid := proc.processID()
+	if s.afterStart != nil {
+		s.afterStart()
+	}
 	s.track(pgid, proc)
 	defer s.untrack(pgid)
 	s.Logger.Info("command started", "pid", pgid, "remote", conn.RemoteAddr().String(), "standby", warm)
@@ -282,6 +295,12 @@ func (s *Server) handle(conn net.Conn, leave func() bool) error {
 		select {
 		case <-dropped:
 			s.Logger.Info("connection dropped, stopping command", "pid", pgid)
+			killGroup(pgid, exited)
+		case <-s.stopping:
+			// Serve ends, whether this command started before or after
+			// it began to (a command started in that window would be in
+			// no list of the running ones that Serve stops).
+			s.Logger.Info("agent stopping, stopping command", "pid", pgid)
 			killGroup(pgid, exited)
 		case <-exited:
 		}
@@ -396,24 +415,13 @@ func (s *Server) Running() int {
 	return len(s.running)
 }
 
-// killAll stops every running command's process group.
+// killAll stops every running command's process group (SIGTERM, SIGKILL
+// after KillGrace), and every command started later: each command's
+// watcher does (handle), so that none escapes in the window between its
+// start and its tracking. Serve's wait for its connections then waits for
+// them to end.
 func (s *Server) killAll() {
-	s.mu.Lock()
-	pgids := make([]int, 0, len(s.running))
-	for pgid := range s.running {
-		pgids = append(pgids, pgid)
-	}
-	s.mu.Unlock()
-	for _, pgid := range pgids {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(KillGrace)
-	for time.Now().Before(deadline) && s.Running() > 0 {
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, pgid := range pgids {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	}
+	s.stopOnce.Do(func() { close(s.stopping) })
 }
 
 // setKeepAlive makes a dead peer on another node show within about 20s.
