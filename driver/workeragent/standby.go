@@ -1,6 +1,7 @@
 package workeragent
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,52 +37,9 @@ var standbyScript = "import sys\nmodules = sys.argv[1:]\n" + standbyBody
 var standbyBody = pyhooks.Ports + standbyProgram
 
 // standbyProgram is standbyBody after the port guard.
-const standbyProgram = `import importlib, io, json, os, sys
-for name in modules:
-    try:
-        importlib.import_module(name)
-    except BaseException:
-        pass
-try:
-    os.write(3, b"ready\n")
-    os.close(3)
-except OSError:
-    pass
-line = b""
-while not line.endswith(b"\n"):
-    c = os.read(0, 1)
-    if not c:
-        sys.exit(0)
-    line += c
-req = json.loads(line)
-os.environ.clear()
-os.environ.update(req["env"])
-os.chdir(req["dir"])
-if os.environ.get("PYTHONUNBUFFERED"):
-    sys.stdout.flush()
-    sys.stderr.flush()
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "wb", closefd=False), encoding=sys.stdout.encoding, errors=sys.stdout.errors, write_through=True)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), encoding=sys.stderr.encoding, errors=sys.stderr.errors, write_through=True)
-sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
-torch = sys.modules.get("torch")
-threads = os.environ.get("OMP_NUM_THREADS") or os.environ.get("MKL_NUM_THREADS")
-if torch is not None and threads and threads.isdigit() and int(threads) > 0:
-    torch.set_num_threads(int(threads))
-import runpy
-argv = req["argv"]
-try:
-    with open("/proc/self/comm", "w") as comm:
-        comm.write(os.path.basename(argv[1] if argv[0] == "-m" else argv[0])[:15])
-except OSError:
-    pass
-if argv[0] == "-m":
-    sys.argv = argv[1:]
-    runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-else:
-    sys.argv = argv
-    sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
-    runpy.run_path(argv[0], run_name="__main__")
-`
+//
+//go:embed standby.py
+var standbyProgram string
 
 // Standby is a Python interpreter started ahead of the first command, with
 // the modules the training imports (torch, horovod.torch) already
