@@ -55,7 +55,7 @@ var components = []component{
 		why: "the job's records, errors and jobspec: what every planner layer passes around"},
 	// The core holds the store's bbolt and Consul implementations until
 	// they are split from its contract (issue 31).
-	{name: "core", packages: []string{"planner", "planner/assess", "planner/quota", "planner/store"},
+	{name: "core", packages: []string{"planner", "planner/assess", "planner/quota", "planner/store", "planner/store/internal/recs"},
 		may: []string{"records", "policy-api", "policy-kits"},
 		why: "deciding: the rounds, estimates, queues and quotas, the store"},
 	{name: "adapters", packages: []string{"planner/cluster", "planner/nomadjob", "planner/delivery", "planner/depwatch", "planner/events", "planner/config"},

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -21,7 +22,7 @@ import (
 var (
 	bucketJobs = []byte("jobs")
 	bucketMeta = []byte("meta")
-	// bucketKeys maps keyIndex(Idempotency key) to the job's ID.
+	// bucketKeys maps recs.KeyIndex(Idempotency key) to the job's ID.
 	bucketKeys = []byte("idempotency")
 	// bucketActive holds the IDs of the queued and running jobs (empty
 	// values): the index ListActiveJobs reads, kept in the transaction
@@ -57,7 +58,7 @@ type Bolt struct {
 	// (bbolt runs one write transaction at a time), and guards cache.
 	mu     sync.Mutex
 	cache  *boltCache
-	sums   *jobIndex // nil after a failed commit, until read again
+	sums   *recs.JobIndex // nil after a failed commit, until read again
 	closed bool
 
 	group groupCommit // the creates' shared commits
@@ -66,7 +67,7 @@ type Bolt struct {
 // boltCache is the decoded active records: by ID, and in the queue's order.
 type boltCache struct {
 	byID  map[string]*structs.Job
-	index activeIndex
+	index recs.ActiveIndex
 }
 
 var (
@@ -129,7 +130,7 @@ func (b *Bolt) Path() string { return b.path }
 
 // CreateJob implements Store.
 func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
-	if err := checkJob(j); err != nil {
+	if err := recs.CheckJob(j); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -148,7 +149,7 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 		}
 		if k := j.Idempotency; k != nil {
 			keys := tx.Bucket(bucketKeys)
-			idx := []byte(keyIndex(k.Key))
+			idx := []byte(recs.KeyIndex(k.Key))
 			if keys.Get(idx) != nil {
 				return fmt.Errorf("job %q: %w", j.ID, ErrKeyExists)
 			}
@@ -170,7 +171,7 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 
 // UpdateJob implements Store.
 func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
-	if err := checkJob(j); err != nil {
+	if err := recs.CheckJob(j); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -188,12 +189,12 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 		if old == nil {
 			return fmt.Errorf("job %q: %w", j.ID, ErrNotFound)
 		}
-		v, err := storedVersion(old)
+		v, err := recs.StoredVersion(old)
 		if err != nil {
 			return fmt.Errorf("failed to decode job %q: %w", j.ID, err)
 		}
 		if v != j.Version {
-			return conflict(j.ID, j.Version, v)
+			return recs.Conflict(j.ID, j.Version, v)
 		}
 		if err := setActive(tx, j.ID, j.State); err != nil {
 			return err
@@ -210,7 +211,7 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 // DeleteJob implements Store. A finished job is in no index but the
 // Idempotency key's, nor in the cache.
 func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -227,12 +228,12 @@ func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
 		if err := json.Unmarshal(v, &old); err != nil {
 			return fmt.Errorf("failed to decode job %q: %w", id, err)
 		}
-		if err := deletable(&old, version); err != nil {
+		if err := recs.Deletable(&old, version); err != nil {
 			return err
 		}
 		gone = structs.KeyOf(&old)
 		if k := old.Idempotency; k != nil {
-			keys, idx := tx.Bucket(bucketKeys), []byte(keyIndex(k.Key))
+			keys, idx := tx.Bucket(bucketKeys), []byte(recs.KeyIndex(k.Key))
 			if string(keys.Get(idx)) == id {
 				if err := keys.Delete(idx); err != nil {
 					return err
@@ -245,7 +246,7 @@ func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
 
 // GetJob implements Store.
 func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -268,7 +269,7 @@ func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 
 // JobByIdempotencyKey implements Store.
 func (b *Bolt) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error) {
-	if err := checkKey(key); err != nil {
+	if err := recs.CheckKey(key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -276,7 +277,7 @@ func (b *Bolt) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Jo
 	}
 	var id []byte
 	err := b.view(func(tx *bolt.Tx) error {
-		id = append(id, tx.Bucket(bucketKeys).Get([]byte(keyIndex(key)))...)
+		id = append(id, tx.Bucket(bucketKeys).Get([]byte(recs.KeyIndex(key)))...)
 		return nil
 	})
 	if err != nil {
@@ -298,7 +299,7 @@ func (b *Bolt) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 func (b *Bolt) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
 	jobs, err := b.ListActiveJobsShared(ctx)
 	for i, j := range jobs {
-		jobs[i] = copyJob(j)
+		jobs[i] = recs.CopyJob(j)
 	}
 	return jobs, err
 }
@@ -313,7 +314,7 @@ func (b *Bolt) ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, errClosed
+		return nil, recs.ErrClosed
 	}
 	if b.cache == nil {
 		jobs, err := b.readActive()
@@ -375,16 +376,16 @@ func (b *Bolt) cacheWrite(c *structs.Job, gone *structs.JobKey, err error, refus
 	case c == nil:
 		// A deleted job is a finished one: in no cache, in the summaries.
 		if b.sums != nil && gone != nil {
-			b.sums.remove(*gone)
+			b.sums.Remove(*gone)
 		}
 	default:
 		if b.sums != nil {
-			b.sums.put(structs.SummaryOf(c))
+			b.sums.Put(structs.SummaryOf(c))
 		}
 		if b.cache != nil {
-			c = copyJob(c)
-			b.cache.index.replace(b.cache.byID[c.ID], c)
-			if active(c.State) {
+			c = recs.CopyJob(c)
+			b.cache.index.Replace(b.cache.byID[c.ID], c)
+			if recs.Active(c.State) {
 				b.cache.byID[c.ID] = c
 			} else {
 				delete(b.cache.byID, c.ID)
@@ -404,7 +405,7 @@ func (b *Bolt) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.J
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil, errClosed
+		return nil, recs.ErrClosed
 	}
 	if b.sums == nil {
 		sums, err := b.readSummaries()
@@ -414,11 +415,11 @@ func (b *Bolt) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.J
 		}
 		b.sums = sums
 	}
-	p := b.sums.page(&q)
+	p := b.sums.Page(&q)
 	out := &structs.JobPage{Jobs: make([]*structs.Job, len(p.Index)), Total: p.Total, Before: p.Before, Next: p.Next}
 	ids := make([]string, len(p.Index))
 	for k, i := range p.Index {
-		ids[k] = b.sums.sums[i].ID
+		ids[k] = b.sums.ID(i)
 		if b.cache != nil {
 			out.Jobs[k] = b.cache.byID[ids[k]] // shared: copied below
 		}
@@ -428,14 +429,14 @@ func (b *Bolt) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.J
 		jobs := tx.Bucket(bucketJobs)
 		for k, id := range ids {
 			if out.Jobs[k] != nil {
-				out.Jobs[k] = copyJob(out.Jobs[k])
+				out.Jobs[k] = recs.CopyJob(out.Jobs[k])
 				continue
 			}
 			v := jobs.Get([]byte(id))
 			if v == nil {
 				return fmt.Errorf("job %q is in the index but not stored", id)
 			}
-			j, err := decodeWhere(v, nil)
+			j, err := recs.DecodeWhere(v, nil)
 			if err != nil {
 				return fmt.Errorf("failed to decode job %q: %w", id, err)
 			}
@@ -450,11 +451,11 @@ func (b *Bolt) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.J
 }
 
 // readSummaries reads every job's summary from the file.
-func (b *Bolt) readSummaries() (*jobIndex, error) {
+func (b *Bolt) readSummaries() (*recs.JobIndex, error) {
 	var sums []structs.JobSummary
 	err := b.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-			s, err := decodeSummary(v)
+			s, err := recs.DecodeSummary(v)
 			if err != nil {
 				return fmt.Errorf("failed to decode job %q: %w", k, err)
 			}
@@ -465,7 +466,7 @@ func (b *Bolt) readSummaries() (*jobIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newJobIndex(sums), nil
+	return recs.NewJobIndex(sums), nil
 }
 
 // readActive decodes the active jobs' records from the file, through the
@@ -479,7 +480,7 @@ func (b *Bolt) readActive() ([]*structs.Job, error) {
 			if v == nil {
 				return fmt.Errorf("job %q is in the active index but not stored", k)
 			}
-			j, err := decodeWhere(v, nil)
+			j, err := recs.DecodeWhere(v, nil)
 			if err != nil {
 				return fmt.Errorf("failed to decode job %q: %w", k, err)
 			}
@@ -490,13 +491,13 @@ func (b *Bolt) readActive() ([]*structs.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	sortJobs(jobs)
+	recs.SortJobs(jobs)
 	return jobs, nil
 }
 
 // setActive keeps job id in the active index, or out of it, by its state.
 func setActive(tx *bolt.Tx, id string, state structs.JobState) error {
-	if active(state) {
+	if recs.Active(state) {
 		return tx.Bucket(bucketActive).Put([]byte(id), nil)
 	}
 	return tx.Bucket(bucketActive).Delete([]byte(id))
@@ -510,7 +511,7 @@ func indexActive(tx *bolt.Tx) error {
 		return err
 	}
 	return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-		j, err := decodeWhere(v, activeJobs)
+		j, err := recs.DecodeWhere(v, recs.ActiveJobs)
 		if err != nil {
 			return fmt.Errorf("failed to decode job %q: %w", k, err)
 		}
@@ -523,17 +524,17 @@ func indexActive(tx *bolt.Tx) error {
 
 // ListJobsNamed implements Store as ListActiveJobs does.
 func (b *Bolt) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
-	return b.listWhere(ctx, named(name))
+	return b.listWhere(ctx, recs.Named(name))
 }
 
-func (b *Bolt) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job, error) {
+func (b *Bolt) listWhere(ctx context.Context, keep recs.JobFilter) ([]*structs.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var jobs []*structs.Job
 	err := b.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-			j, err := decodeWhere(v, keep)
+			j, err := recs.DecodeWhere(v, keep)
 			if err != nil {
 				return fmt.Errorf("failed to decode job %q: %w", k, err)
 			}
@@ -546,7 +547,7 @@ func (b *Bolt) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job, e
 	if err != nil {
 		return nil, err
 	}
-	sortJobs(jobs)
+	recs.SortJobs(jobs)
 	return jobs, nil
 }
 
@@ -603,7 +604,7 @@ func (b *Bolt) Close() error {
 func (b *Bolt) update(fn func(*bolt.Tx) error) error {
 	err := b.db.Update(fn)
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
-		return errClosed
+		return recs.ErrClosed
 	}
 	return err
 }
@@ -611,7 +612,7 @@ func (b *Bolt) update(fn func(*bolt.Tx) error) error {
 func (b *Bolt) view(fn func(*bolt.Tx) error) error {
 	err := b.db.View(fn)
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
-		return errClosed
+		return recs.ErrClosed
 	}
 	return err
 }

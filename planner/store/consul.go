@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -61,7 +62,7 @@ func (c *Consul) Prefix() string { return c.prefix }
 func (c *Consul) jobsPrefix() string       { return c.prefix + "jobs/" }
 func (c *Consul) jobKey(id string) string  { return c.jobsPrefix() + id }
 func (c *Consul) policyKey() string        { return c.prefix + "meta/policy" }
-func (c *Consul) keyKey(key string) string { return c.prefix + "idempotency/" + keyIndex(key) }
+func (c *Consul) keyKey(key string) string { return c.prefix + "idempotency/" + recs.KeyIndex(key) }
 
 // CreateJob implements Store: a check-and-set with index 0, which Consul
 // applies only if the key does not exist.
@@ -69,7 +70,7 @@ func (c *Consul) CreateJob(ctx context.Context, j *structs.Job) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := checkJob(j); err != nil {
+	if err := recs.CheckJob(j); err != nil {
 		return err
 	}
 	cp := *j
@@ -125,7 +126,7 @@ func (c *Consul) JobByIdempotencyKey(ctx context.Context, key string) (*structs.
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := recs.CheckKey(key); err != nil {
 		return nil, err
 	}
 	pair, _, err := c.kv.Get(c.keyKey(key), c.queryOpts(ctx))
@@ -146,7 +147,7 @@ func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := checkJob(j); err != nil {
+	if err := recs.CheckJob(j); err != nil {
 		return err
 	}
 	key := c.jobKey(j.ID)
@@ -157,12 +158,12 @@ func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
 	if pair == nil {
 		return fmt.Errorf("job %q: %w", j.ID, ErrNotFound)
 	}
-	v, err := storedVersion(pair.Value)
+	v, err := recs.StoredVersion(pair.Value)
 	if err != nil {
 		return fmt.Errorf("failed to decode job %q: %w", j.ID, err)
 	}
 	if v != j.Version {
-		return conflict(j.ID, j.Version, v)
+		return recs.Conflict(j.ID, j.Version, v)
 	}
 	cp := *j
 	cp.Version = j.Version + 1
@@ -191,7 +192,7 @@ func (c *Consul) DeleteJob(ctx context.Context, id string, version uint64) error
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return err
 	}
 	key := c.jobKey(id)
@@ -206,7 +207,7 @@ func (c *Consul) DeleteJob(ctx context.Context, id string, version uint64) error
 	if err := json.Unmarshal(pair.Value, &old); err != nil {
 		return fmt.Errorf("failed to decode job %q: %w", id, err)
 	}
-	if err := deletable(&old, version); err != nil {
+	if err := recs.Deletable(&old, version); err != nil {
 		return err
 	}
 	ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: pair.ModifyIndex}}}
@@ -234,7 +235,7 @@ func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return nil, err
 	}
 	pair, _, err := c.kv.Get(c.jobKey(id), c.queryOpts(ctx))
@@ -259,12 +260,12 @@ func (c *Consul) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 // ListActiveJobs implements Store: one prefix read of every job, of which
 // only the active ones are decoded whole.
 func (c *Consul) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
-	return c.listWhere(ctx, activeJobs)
+	return c.listWhere(ctx, recs.ActiveJobs)
 }
 
 // ListJobsNamed implements Store as ListActiveJobs does.
 func (c *Consul) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
-	return c.listWhere(ctx, named(name))
+	return c.listWhere(ctx, recs.Named(name))
 }
 
 // ListJobsPage implements Store with one prefix read of every job, each
@@ -285,7 +286,7 @@ func (c *Consul) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs
 	}
 	all := make([]entry, 0, len(pairs))
 	for _, p := range pairs {
-		s, err := decodeSummary(p.Value)
+		s, err := recs.DecodeSummary(p.Value)
 		if err != nil {
 			return nil, fmt.Errorf("failed to decode job at %s: %w", p.Key, err)
 		}
@@ -295,14 +296,14 @@ func (c *Consul) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs
 	p := structs.PageOf(len(all), func(i int) *structs.JobSummary { return &all[i].sum }, &q)
 	out := &structs.JobPage{Jobs: make([]*structs.Job, len(p.Index)), Total: p.Total, Before: p.Before, Next: p.Next}
 	for k, i := range p.Index {
-		if out.Jobs[k], err = decodeWhere(all[i].pair.Value, nil); err != nil {
+		if out.Jobs[k], err = recs.DecodeWhere(all[i].pair.Value, nil); err != nil {
 			return nil, fmt.Errorf("failed to decode job at %s: %w", all[i].pair.Key, err)
 		}
 	}
 	return out, nil
 }
 
-func (c *Consul) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job, error) {
+func (c *Consul) listWhere(ctx context.Context, keep recs.JobFilter) ([]*structs.Job, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -312,7 +313,7 @@ func (c *Consul) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job,
 	}
 	jobs := make([]*structs.Job, 0, len(pairs))
 	for _, p := range pairs {
-		j, err := decodeWhere(p.Value, keep)
+		j, err := recs.DecodeWhere(p.Value, keep)
 		if err != nil {
 			return nil, fmt.Errorf("failed to decode job at %s: %w", p.Key, err)
 		}
@@ -320,7 +321,7 @@ func (c *Consul) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job,
 			jobs = append(jobs, j)
 		}
 	}
-	sortJobs(jobs)
+	recs.SortJobs(jobs)
 	return jobs, nil
 }
 
@@ -373,7 +374,7 @@ func (c *Consul) Close() error {
 
 func (c *Consul) check() error {
 	if c.closed.Load() {
-		return errClosed
+		return recs.ErrClosed
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/internal/testlab"
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -201,7 +202,7 @@ func TestConsulLeadership_Acquire(t *testing.T) {
 			_, err := a.Acquire(context.Background())
 			must.NoError(t, err)
 			_, err = a.Acquire(context.Background())
-			must.ErrorIs(t, err, errLeaderHeld)
+			must.ErrorIs(t, err, recs.ErrLeaderHeld)
 		}},
 		{"release abandons a pending acquire", func(t *testing.T, prefix string) {
 			a := newCandidate(t, l, prefix, "planner-a")

@@ -15,6 +15,8 @@ import (
 
 	"github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 )
 
 // The leader lock's defaults; see the package doc for the takeover times
@@ -163,7 +165,7 @@ func (l *ConsulLeadership) Acquire(ctx context.Context) (<-chan struct{}, error)
 	}
 	if l.cur != nil {
 		l.mu.Unlock()
-		return nil, errLeaderHeld
+		return nil, recs.ErrLeaderHeld
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	t := newTerm(l.client, &l.opts, cancel)

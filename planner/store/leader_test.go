@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 )
 
 func TestAlwaysLeader(t *testing.T) {
@@ -23,7 +25,7 @@ func TestAlwaysLeader(t *testing.T) {
 			_, err := a.Acquire(context.Background())
 			must.NoError(t, err)
 			_, err = a.Acquire(context.Background())
-			must.ErrorIs(t, err, errLeaderHeld)
+			must.ErrorIs(t, err, recs.ErrLeaderHeld)
 		}},
 		{"acquire again after release", func(t *testing.T, a *AlwaysLeader) {
 			_, err := a.Acquire(context.Background())
