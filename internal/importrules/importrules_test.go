@@ -53,14 +53,16 @@ var components = []component{
 		why: "runs policies: builtins in-process, plugin executables through go-plugin"},
 	{name: "records", packages: []string{"planner/structs", "planner/jobspec"}, may: []string{"helpers"},
 		why: "the job's records, errors and jobspec: what every planner layer passes around"},
-	// The core holds the store's bbolt and Consul implementations until
-	// they are split from its contract (issue 31).
+	// The core holds the store's contract and its in-memory store, with
+	// the helpers every store shares (planner/store/internal/recs); the
+	// bbolt and Consul stores are adapters (issue 31).
 	{name: "core", packages: []string{"planner", "planner/assess", "planner/quota", "planner/store", "planner/store/internal/recs"},
 		may: []string{"records", "policy-api", "policy-kits"},
-		why: "deciding: the rounds, estimates, queues and quotas, the store"},
-	{name: "adapters", packages: []string{"planner/cluster", "planner/nomadjob", "planner/delivery", "planner/depwatch", "planner/events", "planner/config"},
+		why: "deciding: the rounds, estimates, queues and quotas, the store's contract and its in-memory store"},
+	{name: "adapters", packages: []string{"planner/cluster", "planner/nomadjob", "planner/delivery", "planner/depwatch", "planner/events", "planner/config",
+		"planner/store/boltstore", "planner/store/consulstore"},
 		may: []string{"core", "records", "contract", "policy-api", "helpers"},
-		why: "the core's ties to the world: Nomad's nodes and jobs, model delivery, dependency health, the event broker, the agent's configuration"},
+		why: "the core's ties to the world: Nomad's nodes and jobs, model delivery, dependency health, the event broker, the agent's configuration, the bbolt and Consul stores (with Consul's leader election)"},
 	{name: "http", packages: []string{"planner/api/...", "planner/ui", "planner/metrics"},
 		may: []string{"core", "adapters", "records", "policy-api", "helpers"},
 		why: "the planner's HTTP API and its Go client, the dashboard's assets, the Prometheus collector"},
@@ -78,7 +80,7 @@ var components = []component{
 	{name: "device-plugin", packages: []string{"plugins/device/...", "cmd/schedulearn-gpu"}, may: []string{"plugin-sdk"},
 		why: "the GPU device plugin (NVML): stands alone, nothing of the planner or the driver"},
 	{name: "test-kits", packages: []string{"internal/testlab", "internal/fakeagent", "internal/testcgroup", "internal/leakcheck",
-		"internal/importrules", "internal/nomadplugin/plugintest", "planner/api/apitest", "plugins/policy/internal/policytest", "e2e", "tools/pluginbench"},
+		"internal/importrules", "internal/nomadplugin/plugintest", "planner/api/apitest", "planner/store/storetest", "plugins/policy/internal/policytest", "e2e", "tools/pluginbench"},
 		may: []string{"*"},
 		why: "what tests and benchmarks build on: no component above imports one"},
 }

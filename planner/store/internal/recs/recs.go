@@ -5,11 +5,11 @@
 // in-memory indexes of the active jobs and of every job's summary, with
 // the store's errors these return.
 //
-// It is apart from package store so that the bbolt and Consul stores can
-// leave that package, for the contract to link neither bbolt nor Consul's
-// client, and every implementation still use one copy of each rule
-// (issue 31); it is internal to planner/store because it is no one else's
-// API.
+// It is apart from package store so that the contract and its in-memory
+// store (store.Memory), the bbolt store (boltstore) and the Consul store
+// (consulstore) use one copy of each rule while the contract links neither
+// bbolt nor Consul's client (issue 31); it is internal to planner/store
+// because it is no one else's API.
 package recs
 
 import (

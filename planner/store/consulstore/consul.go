@@ -1,4 +1,4 @@
-package store
+package consulstore
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -25,7 +26,7 @@ const DefaultPrefix = "schedulearn/"
 // A job's Version lives in its JSON record, as in the bolt store; each write
 // is additionally a KV check-and-set on the ModifyIndex read with the record,
 // so two planners that read the same version cannot both write. Writes are
-// transactions, so a leader's carry its term's fence check (WithFence).
+// transactions, so a leader's carry its term's fence check (store.WithFence).
 type Consul struct {
 	kv     *api.KV
 	txn    *api.Txn
@@ -33,7 +34,7 @@ type Consul struct {
 	closed atomic.Bool
 }
 
-var _ Store = (*Consul)(nil)
+var _ store.Store = (*Consul)(nil)
 
 // NewConsul returns a store that keeps its records in client's KV under
 // prefix (DefaultPrefix if empty; a trailing '/' is added if missing). It
@@ -64,7 +65,7 @@ func (c *Consul) jobKey(id string) string  { return c.jobsPrefix() + id }
 func (c *Consul) policyKey() string        { return c.prefix + "meta/policy" }
 func (c *Consul) keyKey(key string) string { return c.prefix + "idempotency/" + recs.KeyIndex(key) }
 
-// CreateJob implements Store: a check-and-set with index 0, which Consul
+// CreateJob implements store.Store: a check-and-set with index 0, which Consul
 // applies only if the key does not exist.
 func (c *Consul) CreateJob(ctx context.Context, j *structs.Job) error {
 	if err := c.check(); err != nil {
@@ -93,7 +94,7 @@ func (c *Consul) CreateJob(ctx context.Context, j *structs.Job) error {
 		return fmt.Errorf("failed to create job %q: %w", j.ID, err)
 	}
 	if !ok {
-		return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+		return fmt.Errorf("job %q: %w", j.ID, store.ErrExists)
 	}
 	j.Version = 1
 	return nil
@@ -115,13 +116,13 @@ func (c *Consul) createWithKey(ctx context.Context, j *structs.Job, buf []byte) 
 	}
 	for _, e := range errs {
 		if e.OpIndex == 1 {
-			return fmt.Errorf("job %q: %w", j.ID, ErrKeyExists)
+			return fmt.Errorf("job %q: %w", j.ID, store.ErrKeyExists)
 		}
 	}
-	return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+	return fmt.Errorf("job %q: %w", j.ID, store.ErrExists)
 }
 
-// JobByIdempotencyKey implements Store.
+// JobByIdempotencyKey implements store.Store.
 func (c *Consul) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -134,12 +135,12 @@ func (c *Consul) JobByIdempotencyKey(ctx context.Context, key string) (*structs.
 		return nil, fmt.Errorf("failed to read idempotency key: %w", err)
 	}
 	if pair == nil {
-		return nil, fmt.Errorf("idempotency key: %w", ErrNotFound)
+		return nil, fmt.Errorf("idempotency key: %w", store.ErrNotFound)
 	}
 	return c.GetJob(ctx, string(pair.Value))
 }
 
-// UpdateJob implements Store: it reads the record and its ModifyIndex,
+// UpdateJob implements store.Store: it reads the record and its ModifyIndex,
 // compares the versions, and writes with a check-and-set on that index. A
 // failed check-and-set means another write came between (any write raises
 // the version), so it is a conflict too.
@@ -156,7 +157,7 @@ func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
 		return fmt.Errorf("failed to read job %q: %w", j.ID, err)
 	}
 	if pair == nil {
-		return fmt.Errorf("job %q: %w", j.ID, ErrNotFound)
+		return fmt.Errorf("job %q: %w", j.ID, store.ErrNotFound)
 	}
 	v, err := recs.StoredVersion(pair.Value)
 	if err != nil {
@@ -178,13 +179,13 @@ func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
 		return fmt.Errorf("failed to update job %q: %w", j.ID, err)
 	}
 	if !ok {
-		return fmt.Errorf("failed to update job %q at version %d (written concurrently): %w", j.ID, j.Version, ErrConflict)
+		return fmt.Errorf("failed to update job %q at version %d (written concurrently): %w", j.ID, j.Version, store.ErrConflict)
 	}
 	j.Version++
 	return nil
 }
 
-// DeleteJob implements Store: it reads the record and its ModifyIndex,
+// DeleteJob implements store.Store: it reads the record and its ModifyIndex,
 // checks them, and deletes with a check-and-set on that index, in one
 // transaction with the Idempotency key (if it still names the job, on
 // its own index).
@@ -201,7 +202,7 @@ func (c *Consul) DeleteJob(ctx context.Context, id string, version uint64) error
 		return fmt.Errorf("failed to read job %q: %w", id, err)
 	}
 	if pair == nil {
-		return fmt.Errorf("job %q: %w", id, ErrNotFound)
+		return fmt.Errorf("job %q: %w", id, store.ErrNotFound)
 	}
 	var old structs.Job
 	if err := json.Unmarshal(pair.Value, &old); err != nil {
@@ -225,12 +226,12 @@ func (c *Consul) DeleteJob(ctx context.Context, id string, version uint64) error
 		return fmt.Errorf("failed to delete job %q: %w", id, err)
 	}
 	if !ok {
-		return fmt.Errorf("failed to delete job %q at version %d (written concurrently): %w", id, version, ErrConflict)
+		return fmt.Errorf("failed to delete job %q at version %d (written concurrently): %w", id, version, store.ErrConflict)
 	}
 	return nil
 }
 
-// GetJob implements Store.
+// GetJob implements store.Store.
 func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -243,7 +244,7 @@ func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 		return nil, fmt.Errorf("failed to read job %q: %w", id, err)
 	}
 	if pair == nil {
-		return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("job %q: %w", id, store.ErrNotFound)
 	}
 	j := new(structs.Job)
 	if err := json.Unmarshal(pair.Value, j); err != nil {
@@ -252,23 +253,23 @@ func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	return j, nil
 }
 
-// ListJobs implements Store, with one prefix read of every job.
+// ListJobs implements store.Store, with one prefix read of every job.
 func (c *Consul) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 	return c.listWhere(ctx, nil)
 }
 
-// ListActiveJobs implements Store: one prefix read of every job, of which
+// ListActiveJobs implements store.Store: one prefix read of every job, of which
 // only the active ones are decoded whole.
 func (c *Consul) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
 	return c.listWhere(ctx, recs.ActiveJobs)
 }
 
-// ListJobsNamed implements Store as ListActiveJobs does.
+// ListJobsNamed implements store.Store as ListActiveJobs does.
 func (c *Consul) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
 	return c.listWhere(ctx, recs.Named(name))
 }
 
-// ListJobsPage implements Store with one prefix read of every job, each
+// ListJobsPage implements store.Store with one prefix read of every job, each
 // decoded as far as its summary; only the page's records are decoded
 // whole. (Every planner sharing the store writes it, so none holds its
 // summaries: each page reads them, as a round reads the active jobs.)
@@ -325,7 +326,7 @@ func (c *Consul) listWhere(ctx context.Context, keep recs.JobFilter) ([]*structs
 	return jobs, nil
 }
 
-// GetPolicy implements Store.
+// GetPolicy implements store.Store.
 func (c *Consul) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -335,7 +336,7 @@ func (c *Consul) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 		return nil, fmt.Errorf("failed to read policy: %w", err)
 	}
 	if pair == nil {
-		return nil, fmt.Errorf("policy: %w", ErrNotFound)
+		return nil, fmt.Errorf("policy: %w", store.ErrNotFound)
 	}
 	p := new(structs.PolicyState)
 	if err := json.Unmarshal(pair.Value, p); err != nil {
@@ -344,7 +345,7 @@ func (c *Consul) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	return p, nil
 }
 
-// PutPolicy implements Store.
+// PutPolicy implements store.Store.
 func (c *Consul) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 	if err := c.check(); err != nil {
 		return err
@@ -366,7 +367,7 @@ func (c *Consul) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 	return nil
 }
 
-// Close implements Store. The Consul client is the caller's and stays open.
+// Close implements store.Store. The Consul client is the caller's and stays open.
 func (c *Consul) Close() error {
 	c.closed.Store(true)
 	return nil
@@ -386,15 +387,15 @@ func (c *Consul) queryOpts(ctx context.Context) *api.QueryOptions {
 }
 
 // write applies ops in one transaction, after the check of ctx's fence
-// (WithFence) if it carries one: a check-session on the leader lock, so
+// (store.WithFence) if it carries one: a check-session on the leader lock, so
 // the ops apply only while the term's session holds the lock, atomically
 // with them. ok is false when an op's check failed (errs says which, its
-// OpIndex counting ops alone); a failed fence check is ErrFenced instead.
+// OpIndex counting ops alone); a failed fence check is store.ErrFenced instead.
 func (c *Consul) write(ctx context.Context, ops api.TxnOps) (ok bool, errs api.TxnErrors, err error) {
-	f := FenceFrom(ctx)
+	f := store.FenceFrom(ctx)
 	if !f.IsZero() {
 		if f.Session == "" {
-			return false, nil, fmt.Errorf("no leadership term holds the lock %s: %w", f.Key, ErrFenced)
+			return false, nil, fmt.Errorf("no leadership term holds the lock %s: %w", f.Key, store.ErrFenced)
 		}
 		ops = append(api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: f.Key, Session: f.Session}}}, ops...)
 	}
@@ -407,7 +408,7 @@ func (c *Consul) write(ctx context.Context, ops api.TxnOps) (ok bool, errs api.T
 	}
 	for _, e := range resp.Errors {
 		if e.OpIndex == 0 {
-			return false, nil, fmt.Errorf("the leader lock %s is no longer held by session %s (%s): %w", f.Key, f.Session, e.What, ErrFenced)
+			return false, nil, fmt.Errorf("the leader lock %s is no longer held by session %s (%s): %w", f.Key, f.Session, e.What, store.ErrFenced)
 		}
 	}
 	for _, e := range resp.Errors {

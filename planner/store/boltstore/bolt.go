@@ -1,4 +1,4 @@
-package store
+package boltstore
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -43,8 +44,8 @@ const boltLockTimeout = time.Second
 // Bolt is the embedded store: one bbolt file, for a single planner.
 //
 // It keeps the active jobs' records decoded in memory besides (a write
-// stores a new one there after its transaction commits, as Memory does),
-// so a round reads them without decoding every one (SharedLister), and a
+// stores a new one there after its transaction commits, as store.Memory does),
+// so a round reads them without decoding every one (store.SharedLister), and a
 // summary of every job (structs.JobSummary), so a page of jobs decodes
 // its own records only (ListJobsPage); the file lock makes this process
 // the file's only writer. The active records are read by the first
@@ -71,8 +72,8 @@ type boltCache struct {
 }
 
 var (
-	_ Store        = (*Bolt)(nil)
-	_ SharedLister = (*Bolt)(nil)
+	_ store.Store        = (*Bolt)(nil)
+	_ store.SharedLister = (*Bolt)(nil)
 )
 
 // Open opens (creating if needed) the bolt store at path. Only one process
@@ -128,7 +129,7 @@ func Open(path string) (*Bolt, error) {
 // Path is the store's file.
 func (b *Bolt) Path() string { return b.path }
 
-// CreateJob implements Store.
+// CreateJob implements store.Store.
 func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 	if err := recs.CheckJob(j); err != nil {
 		return err
@@ -145,13 +146,13 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 	err = b.create(&c, func(tx *bolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
 		if jobs.Get([]byte(j.ID)) != nil {
-			return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+			return fmt.Errorf("job %q: %w", j.ID, store.ErrExists)
 		}
 		if k := j.Idempotency; k != nil {
 			keys := tx.Bucket(bucketKeys)
 			idx := []byte(recs.KeyIndex(k.Key))
 			if keys.Get(idx) != nil {
-				return fmt.Errorf("job %q: %w", j.ID, ErrKeyExists)
+				return fmt.Errorf("job %q: %w", j.ID, store.ErrKeyExists)
 			}
 			if err := keys.Put(idx, []byte(j.ID)); err != nil {
 				return err
@@ -169,7 +170,7 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 	return nil
 }
 
-// UpdateJob implements Store.
+// UpdateJob implements store.Store.
 func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 	if err := recs.CheckJob(j); err != nil {
 		return err
@@ -187,7 +188,7 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 		jobs := tx.Bucket(bucketJobs)
 		old := jobs.Get([]byte(j.ID))
 		if old == nil {
-			return fmt.Errorf("job %q: %w", j.ID, ErrNotFound)
+			return fmt.Errorf("job %q: %w", j.ID, store.ErrNotFound)
 		}
 		v, err := recs.StoredVersion(old)
 		if err != nil {
@@ -208,7 +209,7 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 	return nil
 }
 
-// DeleteJob implements Store. A finished job is in no index but the
+// DeleteJob implements store.Store. A finished job is in no index but the
 // Idempotency key's, nor in the cache.
 func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
 	if err := recs.CheckID(id); err != nil {
@@ -222,7 +223,7 @@ func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
 		jobs := tx.Bucket(bucketJobs)
 		v := jobs.Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("job %q: %w", id, ErrNotFound)
+			return fmt.Errorf("job %q: %w", id, store.ErrNotFound)
 		}
 		var old structs.Job
 		if err := json.Unmarshal(v, &old); err != nil {
@@ -244,7 +245,7 @@ func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
 	})
 }
 
-// GetJob implements Store.
+// GetJob implements store.Store.
 func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	if err := recs.CheckID(id); err != nil {
 		return nil, err
@@ -256,7 +257,7 @@ func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	err := b.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketJobs).Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("job %q: %w", id, ErrNotFound)
+			return fmt.Errorf("job %q: %w", id, store.ErrNotFound)
 		}
 		j = new(structs.Job)
 		if err := json.Unmarshal(v, j); err != nil {
@@ -267,7 +268,7 @@ func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	return j, err
 }
 
-// JobByIdempotencyKey implements Store.
+// JobByIdempotencyKey implements store.Store.
 func (b *Bolt) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error) {
 	if err := recs.CheckKey(key); err != nil {
 		return nil, err
@@ -284,18 +285,18 @@ func (b *Bolt) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Jo
 		return nil, err
 	}
 	if len(id) == 0 {
-		return nil, fmt.Errorf("idempotency key: %w", ErrNotFound)
+		return nil, fmt.Errorf("idempotency key: %w", store.ErrNotFound)
 	}
 	return b.GetJob(ctx, string(id))
 }
 
-// ListJobs implements Store. It decodes every record and sorts them: bolt
+// ListJobs implements store.Store. It decodes every record and sorts them: bolt
 // keeps keys in ID order, not submission order.
 func (b *Bolt) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 	return b.listWhere(ctx, nil)
 }
 
-// ListActiveJobs implements Store: copies of the cached active records.
+// ListActiveJobs implements store.Store: copies of the cached active records.
 func (b *Bolt) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
 	jobs, err := b.ListActiveJobsShared(ctx)
 	for i, j := range jobs {
@@ -304,7 +305,7 @@ func (b *Bolt) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
 	return jobs, err
 }
 
-// ListActiveJobsShared implements SharedLister: the cached active records
+// ListActiveJobsShared implements store.SharedLister: the cached active records
 // themselves, which no write changes (it caches a new one); the first
 // listing decodes them from the file.
 func (b *Bolt) ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error) {
@@ -394,7 +395,7 @@ func (b *Bolt) cacheWrite(c *structs.Job, gone *structs.JobKey, err error, refus
 	}
 }
 
-// ListJobsPage implements Store: the page is chosen from the summaries,
+// ListJobsPage implements store.Store: the page is chosen from the summaries,
 // and its records are the active ones cached (copied) and the others
 // decoded from the file. A record written since the page was chosen is
 // read as it is now.
@@ -522,7 +523,7 @@ func indexActive(tx *bolt.Tx) error {
 	})
 }
 
-// ListJobsNamed implements Store as ListActiveJobs does.
+// ListJobsNamed implements store.Store as ListActiveJobs does.
 func (b *Bolt) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
 	return b.listWhere(ctx, recs.Named(name))
 }
@@ -551,7 +552,7 @@ func (b *Bolt) listWhere(ctx context.Context, keep recs.JobFilter) ([]*structs.J
 	return jobs, nil
 }
 
-// GetPolicy implements Store.
+// GetPolicy implements store.Store.
 func (b *Bolt) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -560,7 +561,7 @@ func (b *Bolt) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	err := b.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketMeta).Get(keyPolicy)
 		if v == nil {
-			return fmt.Errorf("policy: %w", ErrNotFound)
+			return fmt.Errorf("policy: %w", store.ErrNotFound)
 		}
 		p = new(structs.PolicyState)
 		if err := json.Unmarshal(v, p); err != nil {
@@ -571,7 +572,7 @@ func (b *Bolt) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	return p, err
 }
 
-// PutPolicy implements Store.
+// PutPolicy implements store.Store.
 func (b *Bolt) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 	if p == nil {
 		return errors.New("policy is nil")
@@ -588,7 +589,7 @@ func (b *Bolt) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 	})
 }
 
-// Close implements Store.
+// Close implements store.Store.
 func (b *Bolt) Close() error {
 	b.mu.Lock()
 	b.cache, b.sums, b.closed = nil, nil, true
