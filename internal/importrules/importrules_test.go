@@ -316,31 +316,24 @@ func markdown(cs []component) string {
 	return b.String()
 }
 
-// The core decides; it starts no process and speaks no plugin wire: the
-// planner package links no go-plugin, gRPC or os/exec (the policy host's
-// go-plugin launcher is wired in by the agent, and the policy contract
-// holds no wire), and the rest of the core and the policies' contract,
-// kits and builtins link no store or Consul client either. The planner
-// still links bbolt and Consul's client through planner/store, whose
-// contract and implementations are not yet apart (issue 31).
+// The core decides; it starts no process, speaks no plugin wire and
+// opens no database: the planner package and the rest of the core, and
+// the policies' contract, kits and builtins, link no go-plugin, gRPC or
+// os/exec (the policy host's go-plugin launcher is wired in by the agent,
+// and the policy contract holds no wire), nor bbolt, Consul's client or
+// Nomad's (the store's contract and its in-memory store are planner/store,
+// the bbolt and Consul stores adapters of their own that the agent opens,
+// issue 31).
 func TestCoreLinks(t *testing.T) {
-	wire := []string{"github.com/hashicorp/go-plugin", "google.golang.org/grpc", "os/exec"}
-	adapters := append(slices.Clone(wire), "go.etcd.io/bbolt", "github.com/hashicorp/consul/api", "github.com/hashicorp/nomad/api")
-	for _, c := range []struct {
-		pkgs      []string
-		forbidden []string
-	}{
-		{[]string{"planner"}, wire},
-		{[]string{"planner/assess", "planner/quota", "planner/structs", "planner/jobspec",
-			"plugins/policy", "plugins/policy/place", "plugins/policy/admission", "plugins/policy/builtin"}, adapters},
-	} {
-		for _, pkg := range c.pkgs {
-			out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
-			must.NoError(t, err, must.Sprint(pkg))
-			deps := strings.Fields(string(out))
-			for _, f := range c.forbidden {
-				must.SliceNotContains(t, deps, f, must.Sprintf("%s links %s", pkg, f))
-			}
+	forbidden := []string{"github.com/hashicorp/go-plugin", "google.golang.org/grpc", "os/exec",
+		"go.etcd.io/bbolt", "github.com/hashicorp/consul/api", "github.com/hashicorp/nomad/api"}
+	for _, pkg := range []string{"planner", "planner/store", "planner/store/internal/recs", "planner/assess", "planner/quota",
+		"planner/structs", "planner/jobspec", "plugins/policy", "plugins/policy/place", "plugins/policy/admission", "plugins/policy/builtin"} {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+		must.NoError(t, err, must.Sprint(pkg))
+		deps := strings.Fields(string(out))
+		for _, f := range forbidden {
+			must.SliceNotContains(t, deps, f, must.Sprintf("%s links %s", pkg, f))
 		}
 	}
 }
