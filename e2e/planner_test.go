@@ -270,7 +270,7 @@ policy {
 // dead one is; when it resumes it stands down at once and says why, and
 // the new leader goes on: never two planners acting as leader (issue 18;
 // the writes a resumed leader might still attempt are fenced, see
-// planner/store's TestConsul_DeposedLeaderCannotWrite).
+// planner/store/consulstore's TestConsul_DeposedLeaderCannotWrite).
 func TestPlanner_ConsulStorePausedLeader(t *testing.T) {
 	l, nomad, _ := gpuLab(t)
 	dir := t.TempDir()
@@ -307,7 +307,7 @@ func TestPlanner_ConsulStorePausedLeader(t *testing.T) {
 
 // failoverBound is the longest a standby may take to lead after the leader
 // died or froze (issue 18): the liveness check's TTL, the lock-delay and a
-// retry (see planner/store's package doc); it was 24s.
+// retry (see planner/store/consulstore's package doc); it was 24s.
 const failoverBound = 10 * time.Second
 
 // awaitTakeover waits until the standby leads, logs how long after the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/boltstore"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestSubmit_IdempotentAcrossRestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "planner.db")
-	s, err := store.Open(path)
+	s, err := boltstore.Open(path)
 	must.NoError(t, err)
 	p, _, _, _ := newPlanner(t, "fifo", node("n1", 8))
 	p.Store = s
@@ -51,7 +51,7 @@ func TestSubmit_IdempotentAcrossRestart(t *testing.T) {
 	must.Eq(t, 1, fresh, must.Sprint("one submission made the job, the others were replays"))
 	must.NoError(t, s.Close())
 
-	s, err = store.Open(path)
+	s, err = boltstore.Open(path)
 	must.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	p.Store = s

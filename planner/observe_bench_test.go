@@ -19,6 +19,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/events"
 	"github.com/schedulearn/schedulearn/planner/metrics"
 	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/boltstore"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
@@ -68,7 +69,7 @@ func BenchmarkRound_1000Jobs(b *testing.B) {
 func benchRound(b *testing.B, dashboard bool) {
 	ctx := context.Background()
 	logger := hclog.NewNullLogger()
-	bolt, err := store.Open(filepath.Join(b.TempDir(), "state.db"))
+	bolt, err := boltstore.Open(filepath.Join(b.TempDir(), "state.db"))
 	must.NoError(b, err)
 	rec := metrics.New(nil)
 	st := rec.Store(bolt)

@@ -17,6 +17,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/metrics"
 	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/boltstore"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/builtin"
@@ -314,7 +315,7 @@ func BenchmarkRoundEndToEnd(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					var st store.Store = store.NewMemory()
 					if size.bolt {
-						bs, err := store.Open(filepath.Join(b.TempDir(), "state.db"))
+						bs, err := boltstore.Open(filepath.Join(b.TempDir(), "state.db"))
 						must.NoError(b, err)
 						st = bs
 					}
@@ -420,7 +421,7 @@ func benchPlanner(b *testing.B, st store.Store, name string, nodes, jobs int) *P
 //	hidden         80.6 (35.0-142.3)          30.7 MB      32,120
 //	kept            8.0 (5.5-70.3)             2.5-3.1 MB      110
 func BenchmarkRound_AgentStore(b *testing.B) {
-	bs, err := store.Open(filepath.Join(b.TempDir(), "state.db"))
+	bs, err := boltstore.Open(filepath.Join(b.TempDir(), "state.db"))
 	must.NoError(b, err)
 	b.Cleanup(func() { bs.Close() })
 	st := metrics.New(apitest.NewBackend()).Store(bs)

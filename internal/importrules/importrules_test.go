@@ -53,14 +53,16 @@ var components = []component{
 		why: "runs policies: builtins in-process, plugin executables through go-plugin"},
 	{name: "records", packages: []string{"planner/structs", "planner/jobspec"}, may: []string{"helpers"},
 		why: "the job's records, errors and jobspec: what every planner layer passes around"},
-	// The core holds the store's bbolt and Consul implementations until
-	// they are split from its contract (issue 31).
-	{name: "core", packages: []string{"planner", "planner/assess", "planner/quota", "planner/store"},
+	// The core holds the store's contract and its in-memory store, with
+	// the helpers every store shares (planner/store/internal/recs); the
+	// bbolt and Consul stores are adapters (issue 31).
+	{name: "core", packages: []string{"planner", "planner/assess", "planner/quota", "planner/store", "planner/store/internal/recs"},
 		may: []string{"records", "policy-api", "policy-kits"},
-		why: "deciding: the rounds, estimates, queues and quotas, the store"},
-	{name: "adapters", packages: []string{"planner/cluster", "planner/nomadjob", "planner/delivery", "planner/depwatch", "planner/events", "planner/config"},
+		why: "deciding: the rounds, estimates, queues and quotas, the store's contract and its in-memory store"},
+	{name: "adapters", packages: []string{"planner/cluster", "planner/nomadjob", "planner/delivery", "planner/depwatch", "planner/events", "planner/config",
+		"planner/store/boltstore", "planner/store/consulstore"},
 		may: []string{"core", "records", "contract", "policy-api", "helpers"},
-		why: "the core's ties to the world: Nomad's nodes and jobs, model delivery, dependency health, the event broker, the agent's configuration"},
+		why: "the core's ties to the world: Nomad's nodes and jobs, model delivery, dependency health, the event broker, the agent's configuration, the bbolt and Consul stores (with Consul's leader election)"},
 	{name: "http", packages: []string{"planner/api/...", "planner/ui", "planner/metrics"},
 		may: []string{"core", "adapters", "records", "policy-api", "helpers"},
 		why: "the planner's HTTP API and its Go client, the dashboard's assets, the Prometheus collector"},
@@ -78,7 +80,7 @@ var components = []component{
 	{name: "device-plugin", packages: []string{"plugins/device/...", "cmd/schedulearn-gpu"}, may: []string{"plugin-sdk"},
 		why: "the GPU device plugin (NVML): stands alone, nothing of the planner or the driver"},
 	{name: "test-kits", packages: []string{"internal/testlab", "internal/fakeagent", "internal/testcgroup", "internal/leakcheck",
-		"internal/importrules", "internal/nomadplugin/plugintest", "planner/api/apitest", "plugins/policy/internal/policytest", "e2e", "tools/pluginbench"},
+		"internal/importrules", "internal/nomadplugin/plugintest", "planner/api/apitest", "planner/store/storetest", "plugins/policy/internal/policytest", "e2e", "tools/pluginbench"},
 		may: []string{"*"},
 		why: "what tests and benchmarks build on: no component above imports one"},
 }
@@ -314,31 +316,24 @@ func markdown(cs []component) string {
 	return b.String()
 }
 
-// The core decides; it starts no process and speaks no plugin wire: the
-// planner package links no go-plugin, gRPC or os/exec (the policy host's
-// go-plugin launcher is wired in by the agent, and the policy contract
-// holds no wire), and the rest of the core and the policies' contract,
-// kits and builtins link no store or Consul client either. The planner
-// still links bbolt and Consul's client through planner/store, whose
-// contract and implementations are not yet apart (issue 31).
+// The core decides; it starts no process, speaks no plugin wire and
+// opens no database: the planner package and the rest of the core, and
+// the policies' contract, kits and builtins, link no go-plugin, gRPC or
+// os/exec (the policy host's go-plugin launcher is wired in by the agent,
+// and the policy contract holds no wire), nor bbolt, Consul's client or
+// Nomad's (the store's contract and its in-memory store are planner/store,
+// the bbolt and Consul stores adapters of their own that the agent opens,
+// issue 31).
 func TestCoreLinks(t *testing.T) {
-	wire := []string{"github.com/hashicorp/go-plugin", "google.golang.org/grpc", "os/exec"}
-	adapters := append(slices.Clone(wire), "go.etcd.io/bbolt", "github.com/hashicorp/consul/api", "github.com/hashicorp/nomad/api")
-	for _, c := range []struct {
-		pkgs      []string
-		forbidden []string
-	}{
-		{[]string{"planner"}, wire},
-		{[]string{"planner/assess", "planner/quota", "planner/structs", "planner/jobspec",
-			"plugins/policy", "plugins/policy/place", "plugins/policy/admission", "plugins/policy/builtin"}, adapters},
-	} {
-		for _, pkg := range c.pkgs {
-			out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
-			must.NoError(t, err, must.Sprint(pkg))
-			deps := strings.Fields(string(out))
-			for _, f := range c.forbidden {
-				must.SliceNotContains(t, deps, f, must.Sprintf("%s links %s", pkg, f))
-			}
+	forbidden := []string{"github.com/hashicorp/go-plugin", "google.golang.org/grpc", "os/exec",
+		"go.etcd.io/bbolt", "github.com/hashicorp/consul/api", "github.com/hashicorp/nomad/api"}
+	for _, pkg := range []string{"planner", "planner/store", "planner/store/internal/recs", "planner/assess", "planner/quota",
+		"planner/structs", "planner/jobspec", "plugins/policy", "plugins/policy/place", "plugins/policy/admission", "plugins/policy/builtin"} {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+		must.NoError(t, err, must.Sprint(pkg))
+		deps := strings.Fields(string(out))
+		for _, f := range forbidden {
+			must.SliceNotContains(t, deps, f, must.Sprintf("%s links %s", pkg, f))
 		}
 	}
 }

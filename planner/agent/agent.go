@@ -34,6 +34,8 @@ import (
 	"github.com/schedulearn/schedulearn/planner/metrics"
 	"github.com/schedulearn/schedulearn/planner/nomadjob"
 	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/boltstore"
+	"github.com/schedulearn/schedulearn/planner/store/consulstore"
 	"github.com/schedulearn/schedulearn/planner/ui"
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
@@ -99,11 +101,11 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	a := &Agent{cfg: cfg, logger: logger, consul: consul, policyIn: cfg.Policy}
 	switch cfg.Store.Backend {
 	case config.StoreConsul:
-		s, err := store.NewConsul(consul, cfg.Store.Prefix)
+		s, err := consulstore.NewConsul(consul, cfg.Store.Prefix)
 		if err != nil {
 			return nil, fmt.Errorf("failed to open consul store: %w", err)
 		}
-		l, err := store.NewConsulLeadership(consul, cfg.Store.Prefix, store.LeaderOptions{Identity: cfg.BindAddr, Logger: logger.Named("leader")})
+		l, err := consulstore.NewConsulLeadership(consul, cfg.Store.Prefix, consulstore.LeaderOptions{Identity: cfg.BindAddr, Logger: logger.Named("leader")})
 		if err != nil {
 			return nil, fmt.Errorf("failed to set up leader election: %w", err)
 		}
@@ -112,7 +114,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("failed to create data dir: %w", err)
 		}
-		s, err := store.Open(cfg.StorePath())
+		s, err := boltstore.Open(cfg.StorePath())
 		if err != nil {
 			return nil, err
 		}
@@ -455,7 +457,7 @@ func (a *Agent) leaderAddr(ctx context.Context) string {
 	if a.isLeading() {
 		return a.Addr()
 	}
-	if cl, ok := a.leader.(*store.ConsulLeadership); ok {
+	if cl, ok := a.leader.(*consulstore.ConsulLeadership); ok {
 		ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 		defer cancel()
 		pair, _, err := a.consul.KV().Get(cl.Key(), (&consulapi.QueryOptions{}).WithContext(ctx))

@@ -16,7 +16,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/config"
-	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/boltstore"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -89,7 +89,7 @@ func TestN10_StoredPolicyOutOfBoundsGivesWay(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.Policy = &config.Policy{Name: "fifo"}
 	must.False(t, cfg.Validate().HasErrors())
-	s, err := store.Open(cfg.StorePath())
+	s, err := boltstore.Open(cfg.StorePath())
 	must.NoError(t, err)
 	must.NoError(t, s.PutPolicy(context.Background(), &structs.PolicyState{Name: "elastic-fifo",
 		Config: map[string]string{"resize_cooldown": "2562047h"}}))

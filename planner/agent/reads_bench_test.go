@@ -42,7 +42,7 @@ const benchSpec = "../../jobspecs/examples/train.hcl"
 // after each refresh (app.js's pace while events come), with
 // p50-ms and p99-ms the submissions' latency (an op of submit-8 is 200
 // submissions). The jobs are written into
-// the bolt file in one transaction, as store.Open finds a file written
+// the bolt file in one transaction, as boltstore.Open finds a file written
 // before (its indexes are built on Open), so filling 100,000 takes
 // seconds, not the minutes of 100,000 fsyncs.
 //
@@ -269,7 +269,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 }
 
 // seedBenchStore writes n queued jobs of jobspec src into a new bolt file
-// at path, laid out as store.Open reads it (package store's doc: bucket
+// at path, laid out as boltstore.Open reads it (package boltstore's doc: bucket
 // "jobs", the JSON records by ID; "meta" with the format), in one
 // transaction: users u0..u49 in turn, every third job in queue vision,
 // every third in nlp, the rest in none; submitted a millisecond apart.

@@ -15,6 +15,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/boltstore"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
@@ -62,7 +63,7 @@ func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*planner
 	host, err := planner.NewPolicyHost(host.Policies{Registry: host.NewRegistry(t.TempDir(), nil)}, logger, policyName, nil, 5*time.Second)
 	must.NoError(t, err)
 	t.Cleanup(host.Close)
-	bolt, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "state.db"))
 	must.NoError(t, err)
 	t.Cleanup(func() { bolt.Close() })
 	st := &testStore{Store: bolt}

@@ -10,6 +10,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/api/apitest"
 	"github.com/schedulearn/schedulearn/planner/metrics"
 	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/boltstore"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -20,7 +21,7 @@ import (
 // the listing is timed as list_active_jobs.
 func TestStore_KeepsSharedListing(t *testing.T) {
 	ctx := context.Background()
-	bolt, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "state.db"))
 	must.NoError(t, err)
 	t.Cleanup(func() { bolt.Close() })
 	for name, s := range map[string]store.Store{"bolt": bolt, "memory": store.NewMemory()} {

@@ -3,13 +3,13 @@ package store
 import (
 	"context"
 
-	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 )
 
 // ErrFenced is a write refused because the leadership term it was made
 // under has ended: another planner may lead now. Compare with errors.Is; it
 // is of the kind structs.ErrUnavailable (the new leader takes the request).
-var ErrFenced error = &kindError{"leadership term ended: this planner no longer leads", structs.ErrUnavailable}
+var ErrFenced = recs.ErrFenced
 
 // Fence is the token of one leadership term (Leadership.Fence). The leader
 // makes its writes under it (WithFence), and a store that several planners

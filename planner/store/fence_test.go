@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/shoenig/test/must"
-
-	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
 func TestWithFence(t *testing.T) {
@@ -17,86 +15,4 @@ func TestWithFence(t *testing.T) {
 	must.Eq(t, f, FenceFrom(WithFence(ctx, f)))
 	must.True(t, Fence{}.IsZero())
 	must.False(t, Fence{Key: "schedulearn/leader"}.IsZero())
-}
-
-// testFence is the Store contract's fencing: writes under a term's fence
-// go through while the term holds and are refused with ErrFenced, writing
-// nothing, once it has ended; unfenced writes (submissions and progress
-// reports, which any planner takes) are not affected. A store one planner
-// holds writes under any fence.
-func testFence(t *testing.T, h harness) {
-	s := h.open(t)
-	ctx := context.Background()
-	first := &structs.PolicyState{Name: "fifo", Changed: t0}
-	if h.fence == nil {
-		fctx := WithFence(ctx, Fence{Key: "leader", Session: "a-term"})
-		j := newJob("a", t0)
-		must.NoError(t, s.CreateJob(fctx, j))
-		must.NoError(t, s.UpdateJob(fctx, j))
-		must.NoError(t, s.PutPolicy(fctx, first))
-		got, err := s.GetJob(ctx, "a")
-		must.NoError(t, err)
-		must.EqOp(t, 2, got.Version)
-		j.State = structs.JobComplete
-		must.NoError(t, s.UpdateJob(fctx, j))
-		must.NoError(t, s.DeleteJob(fctx, "a", j.Version))
-		return
-	}
-
-	f, end := h.fence(t, s)
-	fctx := WithFence(ctx, f)
-	a := newJob("a", t0)
-	must.NoError(t, s.CreateJob(fctx, a))
-	must.NoError(t, s.UpdateJob(fctx, a))
-	must.NoError(t, s.PutPolicy(fctx, first))
-	done := newJob("d", t0)
-	done.State = structs.JobComplete
-	must.NoError(t, s.CreateJob(fctx, done))
-	end()
-
-	cases := []struct {
-		name  string
-		write func(t *testing.T, ctx context.Context) error
-	}{
-		{"update", func(t *testing.T, ctx context.Context) error {
-			j, err := s.GetJob(ctx, "a")
-			must.NoError(t, err)
-			j.State = structs.JobRunning
-			return s.UpdateJob(ctx, j)
-		}},
-		{"create", func(_ *testing.T, ctx context.Context) error { return s.CreateJob(ctx, newJob("b", t0)) }},
-		{"create with an idempotency key", func(_ *testing.T, ctx context.Context) error {
-			j := newJob("c", t0)
-			j.Idempotency = &structs.Idempotency{Key: "retry-1"}
-			return s.CreateJob(ctx, j)
-		}},
-		{"put policy", func(_ *testing.T, ctx context.Context) error {
-			return s.PutPolicy(ctx, &structs.PolicyState{Name: "tiresias", Changed: t0})
-		}},
-		{"delete", func(_ *testing.T, ctx context.Context) error { return s.DeleteJob(ctx, "d", done.Version) }},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			must.ErrorIs(t, tc.write(t, fctx), ErrFenced)
-			must.ErrorIs(t, tc.write(t, WithFence(ctx, Fence{Key: f.Key})), ErrFenced, must.Sprint("a term not held"))
-		})
-	}
-	got, err := s.GetJob(ctx, "a")
-	must.NoError(t, err)
-	must.Eq(t, a, got, must.Sprint("a refused write changed the record"))
-	_, err = s.GetJob(ctx, "d")
-	must.NoError(t, err, must.Sprint("a refused delete deleted the record"))
-	for _, id := range []string{"b", "c"} {
-		_, err = s.GetJob(ctx, id)
-		must.ErrorIs(t, err, ErrNotFound)
-	}
-	_, err = s.JobByIdempotencyKey(ctx, "retry-1")
-	must.ErrorIs(t, err, ErrNotFound)
-	p, err := s.GetPolicy(ctx)
-	must.NoError(t, err)
-	must.Eq(t, first, p)
-
-	// Unfenced writes still go through.
-	must.NoError(t, s.CreateJob(ctx, newJob("b", t0)))
-	must.NoError(t, s.UpdateJob(ctx, got))
 }

@@ -2,8 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"sync"
+
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 )
 
 // Leadership decides which of several planners acts: only the leader
@@ -25,10 +26,6 @@ type Leadership interface {
 	Fence() Fence
 }
 
-// errLeaderHeld is returned by Acquire while the leadership is held or
-// being acquired.
-var errLeaderHeld = errors.New("leadership is already held or being acquired")
-
 // AlwaysLeader is the Leadership of a planner that runs alone (the embedded
 // store): Acquire succeeds at once and the leadership is lost only through
 // Release. The zero value is ready to use.
@@ -47,7 +44,7 @@ func (a *AlwaysLeader) Acquire(ctx context.Context) (<-chan struct{}, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lost != nil {
-		return nil, errLeaderHeld
+		return nil, recs.ErrLeaderHeld
 	}
 	a.lost = make(chan struct{})
 	return a.lost, nil

@@ -1,42 +1,46 @@
-package store
+package store_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
+	"github.com/schedulearn/schedulearn/planner/store/storetest"
 )
 
 func TestAlwaysLeader(t *testing.T) {
 	cases := []struct {
 		name string
-		run  func(t *testing.T, a *AlwaysLeader)
+		run  func(t *testing.T, a *store.AlwaysLeader)
 	}{
-		{"acquire at once, lost on release", func(t *testing.T, a *AlwaysLeader) {
+		{"acquire at once, lost on release", func(t *testing.T, a *store.AlwaysLeader) {
 			lost, err := a.Acquire(context.Background())
 			must.NoError(t, err)
-			must.False(t, closed(lost))
+			must.False(t, storetest.Closed(lost))
 			must.NoError(t, a.Release())
-			must.True(t, closed(lost))
+			must.True(t, storetest.Closed(lost))
 		}},
-		{"acquire while held fails", func(t *testing.T, a *AlwaysLeader) {
+		{"acquire while held fails", func(t *testing.T, a *store.AlwaysLeader) {
 			_, err := a.Acquire(context.Background())
 			must.NoError(t, err)
 			_, err = a.Acquire(context.Background())
-			must.ErrorIs(t, err, errLeaderHeld)
+			must.ErrorIs(t, err, recs.ErrLeaderHeld)
 		}},
-		{"acquire again after release", func(t *testing.T, a *AlwaysLeader) {
+		{"acquire again after release", func(t *testing.T, a *store.AlwaysLeader) {
 			_, err := a.Acquire(context.Background())
 			must.NoError(t, err)
 			must.NoError(t, a.Release())
 			lost, err := a.Acquire(context.Background())
 			must.NoError(t, err)
-			must.False(t, closed(lost))
+			must.False(t, storetest.Closed(lost))
 		}},
-		{"release when not held", func(t *testing.T, a *AlwaysLeader) {
+		{"release when not held", func(t *testing.T, a *store.AlwaysLeader) {
 			must.NoError(t, a.Release())
 		}},
-		{"cancelled context", func(t *testing.T, a *AlwaysLeader) {
+		{"cancelled context", func(t *testing.T, a *store.AlwaysLeader) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			_, err := a.Acquire(ctx)
@@ -44,15 +48,6 @@ func TestAlwaysLeader(t *testing.T) {
 		}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, new(AlwaysLeader)) })
-	}
-}
-
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, new(store.AlwaysLeader)) })
 	}
 }

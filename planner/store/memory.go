@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -33,8 +34,8 @@ type Memory struct {
 type memoryDB struct {
 	mu     sync.RWMutex
 	jobs   map[string]*structs.Job
-	active activeIndex         // the queued and running jobs, in the queue's order
-	all    jobIndex            // every job's summary, in the queue's order
+	active recs.ActiveIndex    // the queued and running jobs, in the queue's order
+	all    recs.JobIndex       // every job's summary, in the queue's order
 	names  map[string][]string // jobspec name -> job IDs
 	keys   map[string]string   // Idempotency key -> job ID
 	policy *structs.PolicyState
@@ -49,17 +50,6 @@ var (
 func NewMemory() *Memory {
 	return &Memory{db: &memoryDB{jobs: map[string]*structs.Job{}, names: map[string][]string{}, keys: map[string]string{}}}
 }
-
-// copyJob is a copy of j that shares nothing a writer changes in place
-// (structs.Job.Clone), as the store keeps it and hands it out.
-func copyJob(j *structs.Job) *structs.Job {
-	c := j.Clone()
-	c.Spec = j.Spec.Clone()
-	return c
-}
-
-// active says whether a job in state s is one ListActiveJobs lists.
-func active(s structs.JobState) bool { return s == structs.JobQueued || s == structs.JobRunning }
 
 // CreateJob implements Store.
 func (m *Memory) CreateJob(ctx context.Context, j *structs.Job) error {
@@ -77,7 +67,7 @@ func (m *Memory) CreateJob(ctx context.Context, j *structs.Job) error {
 		}
 		db.keys[k.Key] = j.ID
 	}
-	c := copyJob(j)
+	c := recs.CopyJob(j)
 	c.Version = 1
 	db.put(c)
 	db.names[c.Spec.Name] = append(db.names[c.Spec.Name], c.ID)
@@ -90,7 +80,7 @@ func (m *Memory) write(ctx context.Context, j *structs.Job) (*memoryDB, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := checkJob(j); err != nil {
+	if err := recs.CheckJob(j); err != nil {
 		return nil, err
 	}
 	m.db.mu.Lock()
@@ -100,8 +90,8 @@ func (m *Memory) write(ctx context.Context, j *structs.Job) (*memoryDB, error) {
 // put stores c, keeping the active jobs in the queue's order (by binary
 // search: (Submitted, ID) is unique).
 func (db *memoryDB) put(c *structs.Job) {
-	db.active.replace(db.jobs[c.ID], c)
-	db.all.put(structs.SummaryOf(c))
+	db.active.Replace(db.jobs[c.ID], c)
+	db.all.Put(structs.SummaryOf(c))
 	db.jobs[c.ID] = c
 }
 
@@ -117,9 +107,9 @@ func (m *Memory) UpdateJob(ctx context.Context, j *structs.Job) error {
 		return fmt.Errorf("job %q: %w", j.ID, ErrNotFound)
 	}
 	if old.Version != j.Version {
-		return conflict(j.ID, j.Version, old.Version)
+		return recs.Conflict(j.ID, j.Version, old.Version)
 	}
-	c := copyJob(j)
+	c := recs.CopyJob(j)
 	c.Version = j.Version + 1
 	if c.Spec.Name != old.Spec.Name { // nothing renames a job, but keep the index true
 		db.names[old.Spec.Name] = slices.DeleteFunc(db.names[old.Spec.Name], func(id string) bool { return id == c.ID })
@@ -132,7 +122,7 @@ func (m *Memory) UpdateJob(ctx context.Context, j *structs.Job) error {
 
 // DeleteJob implements Store.
 func (m *Memory) DeleteJob(ctx context.Context, id string, version uint64) error {
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return err
 	}
 	if err := m.check(ctx); err != nil {
@@ -145,11 +135,11 @@ func (m *Memory) DeleteJob(ctx context.Context, id string, version uint64) error
 	if !ok {
 		return fmt.Errorf("job %q: %w", id, ErrNotFound)
 	}
-	if err := deletable(old, version); err != nil {
+	if err := recs.Deletable(old, version); err != nil {
 		return err
 	}
 	delete(db.jobs, id)
-	db.all.remove(structs.KeyOf(old))
+	db.all.Remove(structs.KeyOf(old))
 	if ids := slices.DeleteFunc(db.names[old.Spec.Name], func(n string) bool { return n == id }); len(ids) > 0 {
 		db.names[old.Spec.Name] = ids
 	} else {
@@ -163,7 +153,7 @@ func (m *Memory) DeleteJob(ctx context.Context, id string, version uint64) error
 
 // GetJob implements Store.
 func (m *Memory) GetJob(ctx context.Context, id string) (*structs.Job, error) {
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return nil, err
 	}
 	if err := m.check(ctx); err != nil {
@@ -176,12 +166,12 @@ func (m *Memory) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	if !ok {
 		return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
 	}
-	return copyJob(j), nil
+	return recs.CopyJob(j), nil
 }
 
 // JobByIdempotencyKey implements Store.
 func (m *Memory) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error) {
-	if err := checkKey(key); err != nil {
+	if err := recs.CheckKey(key); err != nil {
 		return nil, err
 	}
 	if err := m.check(ctx); err != nil {
@@ -218,7 +208,7 @@ func (m *Memory) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
 	defer db.mu.RUnlock()
 	out := make([]*structs.Job, len(db.active))
 	for i, j := range db.active {
-		out[i] = copyJob(j)
+		out[i] = recs.CopyJob(j)
 	}
 	return out, nil
 }
@@ -246,9 +236,9 @@ func (m *Memory) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job
 	ids := db.names[name]
 	out := make([]*structs.Job, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, copyJob(db.jobs[id]))
+		out = append(out, recs.CopyJob(db.jobs[id]))
 	}
-	sortJobs(out)
+	recs.SortJobs(out)
 	return out, nil
 }
 
@@ -261,10 +251,10 @@ func (m *Memory) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs
 	db := m.db
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	p := db.all.page(&q)
+	p := db.all.Page(&q)
 	out := &structs.JobPage{Jobs: make([]*structs.Job, len(p.Index)), Total: p.Total, Before: p.Before, Next: p.Next}
 	for k, i := range p.Index {
-		out.Jobs[k] = copyJob(db.jobs[db.all.sums[i].ID])
+		out.Jobs[k] = recs.CopyJob(db.jobs[db.all.ID(i)])
 	}
 	return out, nil
 }
@@ -272,9 +262,9 @@ func (m *Memory) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs
 func sortedCopies(jobs iter.Seq[*structs.Job], n int) []*structs.Job {
 	out := make([]*structs.Job, 0, n)
 	for j := range jobs {
-		out = append(out, copyJob(j))
+		out = append(out, recs.CopyJob(j))
 	}
-	sortJobs(out)
+	recs.SortJobs(out)
 	return out
 }
 
@@ -319,7 +309,7 @@ func (m *Memory) Close() error {
 
 func (m *Memory) check(ctx context.Context) error {
 	if m.closed.Load() {
-		return errClosed
+		return recs.ErrClosed
 	}
 	return ctx.Err()
 }

@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -8,29 +8,26 @@ import (
 
 	"github.com/shoenig/test/must"
 
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/storetest"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
-func memoryHarness() harness {
-	return harness{
-		open: func(t *testing.T) Store {
-			s := NewMemory()
+func TestMemory_Conformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		Open: func(t *testing.T) store.Store {
+			s := store.NewMemory()
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		},
 		// A reopened memory store is a new handle on the same data: the
 		// old handle is closed, the records stay, as a restarted planner
 		// would find them in a persistent store.
-		reopen: func(t *testing.T, s Store) Store {
-			m := s.(*Memory)
+		Reopen: func(t *testing.T, s store.Store) store.Store {
 			must.NoError(t, s.Close())
-			return &Memory{db: m.db}
+			return store.ReopenMemory(s.(*store.Memory))
 		},
-	}
-}
-
-func TestMemory_Conformance(t *testing.T) {
-	runConformance(t, memoryHarness())
+	})
 }
 
 // BenchmarkMemory_Lists reads what a simulated round and a submission read
@@ -39,10 +36,10 @@ func TestMemory_Conformance(t *testing.T) {
 // the jobs stored (ListJobs for comparison).
 func BenchmarkMemory_Lists(b *testing.B) {
 	const n, live = 82_000, 200
-	s := NewMemory()
+	s := store.NewMemory()
 	ctx := context.Background()
 	for i := range n {
-		j := newJob(fmt.Sprintf("job-%06d", i), t0.Add(time.Duration(i)*time.Second))
+		j := storetest.NewJob(fmt.Sprintf("job-%06d", i), storetest.T0.Add(time.Duration(i)*time.Second))
 		j.Spec.Name = j.ID
 		if i < n-live {
 			j.State = structs.JobComplete

@@ -2,14 +2,8 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
 
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -83,167 +77,20 @@ type SharedLister interface {
 // structs.ErrConflict) are that kind too, so errors.Is(err,
 // structs.ErrNotFound) holds for ErrNotFound and ErrInvalidID alike, while
 // the store's own sentinels stay apart (an invalid ID is not ErrNotFound).
+// (They are made in the implementations' shared helpers, internal/recs.)
 var (
-	ErrNotFound error = &kindError{"not found", structs.ErrNotFound}
-	ErrExists         = errors.New("already exists")
+	ErrNotFound = recs.ErrNotFound
+	ErrExists   = recs.ErrExists
 	// ErrConflict: the stored version differs (a write lost a race).
-	ErrConflict error = &kindError{"version conflict", structs.ErrConflict}
+	ErrConflict = recs.ErrConflict
 	// ErrInvalidID: a job ID no job can have (empty, or holding '/' or
 	// NUL); there is no such job.
-	ErrInvalidID error = &kindError{"invalid job ID", structs.ErrNotFound}
+	ErrInvalidID = recs.ErrInvalidID
 	// ErrKeyExists: another job was created with the Idempotency key.
-	ErrKeyExists = errors.New("idempotency key already used")
+	ErrKeyExists = recs.ErrKeyExists
 	// ErrNotFinished: a deletion of a job that is queued or running.
-	ErrNotFinished = errors.New("job has not finished")
+	ErrNotFinished = recs.ErrNotFinished
 )
 
-// kindError is a store error that is also of one of the planner's kinds.
-type kindError struct {
-	msg  string
-	kind error
-}
-
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.kind }
-
 // MaxIdempotencyKeyLen bounds an Idempotency key.
-const MaxIdempotencyKeyLen = 255
-
-// errClosed is returned by a store used after Close.
-var errClosed = errors.New("store is closed")
-
-// checkJob rejects jobs no implementation can key. IDs are path segments in
-// Consul's KV, so both implementations refuse '/' and the empty ID alike.
-func checkJob(j *structs.Job) error {
-	if j == nil {
-		return errors.New("job is nil")
-	}
-	if j.Idempotency != nil {
-		if err := checkKey(j.Idempotency.Key); err != nil {
-			return err
-		}
-	}
-	return checkID(j.ID)
-}
-
-// checkKey rejects Idempotency keys no implementation should store.
-func checkKey(key string) error {
-	if key == "" || len(key) > MaxIdempotencyKeyLen {
-		return fmt.Errorf("invalid idempotency key: 1 to %d bytes", MaxIdempotencyKeyLen)
-	}
-	return nil
-}
-
-// keyIndex is where an Idempotency key is indexed: its SHA-256 in hex,
-// so any key is a safe bolt key and Consul KV path segment.
-func keyIndex(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
-
-func checkID(id string) error {
-	if id == "" || strings.ContainsAny(id, "/\x00") {
-		return fmt.Errorf("%w %q: it must be non-empty and hold no '/'", ErrInvalidID, id)
-	}
-	return nil
-}
-
-// sortJobs orders jobs by (Submitted, ID): the queue's order.
-func sortJobs(jobs []*structs.Job) { slices.SortFunc(jobs, compareJobs) }
-
-// compareJobs is the queue's order: by Submitted, then ID.
-func compareJobs(a, b *structs.Job) int {
-	if c := a.Submitted.Compare(b.Submitted); c != 0 {
-		return c
-	}
-	return strings.Compare(a.ID, b.ID)
-}
-
-// jobFilter selects encoded jobs by what a partial decode reads (see
-// decodeWhere); nil selects every job.
-type jobFilter func(state structs.JobState, name string) bool
-
-// activeJobs selects the queued and running jobs.
-func activeJobs(state structs.JobState, _ string) bool { return active(state) }
-
-// named selects the jobs of a jobspec name.
-func named(name string) jobFilter {
-	return func(_ structs.JobState, n string) bool { return n == name }
-}
-
-// decodeWhere decodes an encoded job if keep selects it, reading only its
-// state and name first: a skipped record costs a scan, not a decode.
-func decodeWhere(buf []byte, keep jobFilter) (*structs.Job, error) {
-	if keep != nil {
-		var head struct {
-			State structs.JobState `json:"state"`
-			Spec  struct {
-				Name string
-			} `json:"spec"`
-		}
-		if err := json.Unmarshal(buf, &head); err != nil {
-			return nil, err
-		}
-		if !keep(head.State, head.Spec.Name) {
-			return nil, nil
-		}
-	}
-	j := new(structs.Job)
-	if err := json.Unmarshal(buf, j); err != nil {
-		return nil, err
-	}
-	return j, nil
-}
-
-// storedVersion reads only the version of an encoded job.
-func storedVersion(buf []byte) (uint64, error) {
-	var v struct {
-		Version uint64 `json:"version"`
-	}
-	if err := json.Unmarshal(buf, &v); err != nil {
-		return 0, err
-	}
-	return v.Version, nil
-}
-
-// deletable says why the stored record old may not be deleted at
-// version (nil if it may): DeleteJob's checks, the same in every store.
-func deletable(old *structs.Job, version uint64) error {
-	if old.Version != version {
-		return fmt.Errorf("failed to delete job %q at version %d (stored: %d): %w", old.ID, version, old.Version, ErrConflict)
-	}
-	if !old.State.Terminal() {
-		return fmt.Errorf("failed to delete job %q: it is %s: %w", old.ID, old.State, ErrNotFinished)
-	}
-	return nil
-}
-
-func conflict(id string, have, stored uint64) error {
-	return fmt.Errorf("failed to update job %q at version %d (stored: %d): %w", id, have, stored, ErrConflict)
-}
-
-// activeIndex is the records of the active jobs (queued and running) in
-// the queue's order (compareJobs): what a round lists, kept by the stores
-// that hold their records in memory (Memory, and Bolt's cache).
-type activeIndex []*structs.Job
-
-// replace puts record c where record old was: old leaves the index if it
-// was in it (nil: no old record), c enters it if it is active (nil: none).
-// Submitted and ID, the order's keys, are the same in both.
-func (x *activeIndex) replace(old, c *structs.Job) {
-	if old != nil && active(old.State) {
-		if i, ok := slices.BinarySearchFunc(*x, old, compareJobs); ok {
-			if c != nil && active(c.State) {
-				// In old's place: not a move of every later job out
-				// and back (a round records thousands of changes).
-				(*x)[i] = c
-				return
-			}
-			*x = slices.Delete(*x, i, i+1)
-		}
-	}
-	if c != nil && active(c.State) {
-		i, _ := slices.BinarySearchFunc(*x, c, compareJobs)
-		*x = slices.Insert(*x, i, c)
-	}
-}
+const MaxIdempotencyKeyLen = recs.MaxIdempotencyKeyLen

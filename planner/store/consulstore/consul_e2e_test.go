@@ -1,6 +1,6 @@
 //go:build e2e
 
-package store
+package consulstore
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 
 	"github.com/schedulearn/schedulearn/internal/lab"
 	"github.com/schedulearn/schedulearn/internal/testlab"
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
+	"github.com/schedulearn/schedulearn/planner/store/storetest"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -33,21 +36,21 @@ func consulClient(t *testing.T, l *lab.Lab) *api.Client {
 
 func TestConsul_Conformance(t *testing.T) {
 	l := testlab.StartConsul(t)
-	runConformance(t, harness{
-		open: func(t *testing.T) Store {
+	storetest.Run(t, storetest.Harness{
+		Open: func(t *testing.T) store.Store {
 			s, err := NewConsul(consulClient(t, l), uniquePrefix())
 			must.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		},
-		reopen: func(t *testing.T, s Store) Store {
+		Reopen: func(t *testing.T, s store.Store) store.Store {
 			prefix := s.(*Consul).Prefix()
 			must.NoError(t, s.Close())
 			s2, err := NewConsul(consulClient(t, l), prefix)
 			must.NoError(t, err)
 			return s2
 		},
-		fence: func(t *testing.T, s Store) (Fence, func()) {
+		Fence: func(t *testing.T, s store.Store) (store.Fence, func()) {
 			c := newCandidate(t, l, s.(*Consul).Prefix(), "conformance")
 			_, err := c.Acquire(context.Background())
 			must.NoError(t, err)
@@ -69,8 +72,8 @@ func TestConsul_Layout(t *testing.T) {
 	must.NoError(t, err)
 	must.EqOp(t, "lab/", s.Prefix())
 	ctx := context.Background()
-	must.NoError(t, s.CreateJob(ctx, newJob("a", t0)))
-	must.NoError(t, s.PutPolicy(ctx, &structs.PolicyState{Name: "fifo", Changed: t0}))
+	must.NoError(t, s.CreateJob(ctx, storetest.NewJob("a", storetest.T0)))
+	must.NoError(t, s.PutPolicy(ctx, &structs.PolicyState{Name: "fifo", Changed: storetest.T0}))
 
 	keys, _, err := c.KV().Keys("lab/", "", nil)
 	must.NoError(t, err)
@@ -165,7 +168,7 @@ func TestConsulLeadership_Takeover(t *testing.T) {
 				took := r.at.Sub(died)
 				t.Logf("standby took over %s after the leader died (bound %s)", took.Round(time.Millisecond), tc.bound)
 				must.Less(t, tc.bound, took)
-				must.False(t, closed(r.lost))
+				must.False(t, storetest.Closed(r.lost))
 				must.EqOp(t, "planner-b", lockHolder(t, l, b.Key()))
 			case <-time.After(tc.bound + 10*time.Second):
 				t.Fatalf("standby did not take over within %s", tc.bound)
@@ -201,7 +204,7 @@ func TestConsulLeadership_Acquire(t *testing.T) {
 			_, err := a.Acquire(context.Background())
 			must.NoError(t, err)
 			_, err = a.Acquire(context.Background())
-			must.ErrorIs(t, err, errLeaderHeld)
+			must.ErrorIs(t, err, recs.ErrLeaderHeld)
 		}},
 		{"release abandons a pending acquire", func(t *testing.T, prefix string) {
 			a := newCandidate(t, l, prefix, "planner-a")
@@ -233,7 +236,7 @@ func TestConsulLeadership_Acquire(t *testing.T) {
 			defer cancel()
 			lost, err = a.Acquire(ctx)
 			must.NoError(t, err)
-			must.False(t, closed(lost))
+			must.False(t, storetest.Closed(lost))
 			must.EqOp(t, "planner-a", lockHolder(t, l, a.Key()))
 		}},
 		{"release destroys the session", func(t *testing.T, prefix string) {

@@ -1,4 +1,4 @@
-package store
+package consulstore
 
 import (
 	"context"
@@ -15,6 +15,9 @@ import (
 
 	"github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 )
 
 // The leader lock's defaults; see the package doc for the takeover times
@@ -94,13 +97,13 @@ type ConsulLeadership struct {
 	opts   LeaderOptions
 
 	mu    sync.Mutex
-	cur   *term // the held or pending leadership; nil when neither
-	fence Fence // the last Acquire's term
+	cur   *term       // the held or pending leadership; nil when neither
+	fence store.Fence // the last Acquire's term
 }
 
-var _ Leadership = (*ConsulLeadership)(nil)
+var _ store.Leadership = (*ConsulLeadership)(nil)
 
-// NewConsulLeadership returns a Leadership on the lock "<prefix>leader"
+// NewConsulLeadership returns a store.Leadership on the lock "<prefix>leader"
 // (prefix as for NewConsul) unless opts.Key says otherwise. It makes no
 // request.
 func NewConsulLeadership(client *api.Client, prefix string, opts LeaderOptions) (*ConsulLeadership, error) {
@@ -149,7 +152,7 @@ func NewConsulLeadership(client *api.Client, prefix string, opts LeaderOptions) 
 // Key is the lock's KV key.
 func (l *ConsulLeadership) Key() string { return l.opts.Key }
 
-// Acquire implements Leadership. It registers the liveness check, creates
+// Acquire implements store.Leadership. It registers the liveness check, creates
 // the session, keeps both alive while it waits and while it leads, and
 // waits for the lock. After a loss it can be called again at once; the old
 // term is cleaned up first.
@@ -163,12 +166,12 @@ func (l *ConsulLeadership) Acquire(ctx context.Context) (<-chan struct{}, error)
 	}
 	if l.cur != nil {
 		l.mu.Unlock()
-		return nil, errLeaderHeld
+		return nil, recs.ErrLeaderHeld
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	t := newTerm(l.client, &l.opts, cancel)
 	l.cur = t
-	l.fence = Fence{Key: l.opts.Key}
+	l.fence = store.Fence{Key: l.opts.Key}
 	l.mu.Unlock()
 
 	err := t.campaign(ctx)
@@ -182,23 +185,23 @@ func (l *ConsulLeadership) Acquire(ctx context.Context) (<-chan struct{}, error)
 		}
 		return nil, err
 	}
-	l.fence = Fence{Key: l.opts.Key, Session: t.session}
+	l.fence = store.Fence{Key: l.opts.Key, Session: t.session}
 	return t.lost, nil
 }
 
-// Fence implements Leadership: the lock's key and the session that took
+// Fence implements store.Leadership: the lock's key and the session that took
 // it. Consul refuses writes under it once that session no longer holds
 // the lock.
-func (l *ConsulLeadership) Fence() Fence {
+func (l *ConsulLeadership) Fence() store.Fence {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fence.IsZero() {
-		return Fence{Key: l.opts.Key}
+		return store.Fence{Key: l.opts.Key}
 	}
 	return l.fence
 }
 
-// Release implements Leadership: it releases the lock (no lock-delay
+// Release implements store.Leadership: it releases the lock (no lock-delay
 // applies to a release, so a standby takes over at once), destroys the
 // session and deregisters the check.
 func (l *ConsulLeadership) Release() error {

@@ -1,4 +1,4 @@
-package store
+package boltstore
 
 import (
 	"bufio"
@@ -17,20 +17,23 @@ import (
 	"github.com/shoenig/test/must"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/storetest"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
-func boltHarness() harness {
-	return harness{
-		open: func(t *testing.T) Store {
+func TestBolt_Conformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		Open: func(t *testing.T) store.Store {
 			return openBolt(t, filepath.Join(t.TempDir(), "state.db"))
 		},
-		reopen: func(t *testing.T, s Store) Store {
+		Reopen: func(t *testing.T, s store.Store) store.Store {
 			path := s.(*Bolt).Path()
 			must.NoError(t, s.Close())
 			return openBolt(t, path)
 		},
-	}
+		SyncedWrites: true,
+	})
 }
 
 func openBolt(t *testing.T, path string) *Bolt {
@@ -39,10 +42,6 @@ func openBolt(t *testing.T, path string) *Bolt {
 	must.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-func TestBolt_Conformance(t *testing.T) {
-	runConformance(t, boltHarness())
 }
 
 func TestBolt_OpenCreatesDirectories(t *testing.T) {
@@ -171,7 +170,7 @@ func TestBolt_IndexesActiveJobsOfAnOlderStore(t *testing.T) {
 	ids := func() []string {
 		jobs, err := s.ListActiveJobs(ctx)
 		must.NoError(t, err)
-		return jobIDs(jobs)
+		return storetest.JobIDs(jobs)
 	}
 	must.Eq(t, []string{"j-0", "j-1"}, ids())
 	j, err := s.GetJob(ctx, "j-0")
@@ -189,7 +188,7 @@ func BenchmarkBolt_CreateUpdate(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		j := newJob(fmt.Sprintf("job-%d", i), t0)
+		j := storetest.NewJob(fmt.Sprintf("job-%d", i), storetest.T0)
 		i++
 		if err := s.CreateJob(ctx, j); err != nil {
 			b.Fatal(err)
@@ -228,7 +227,7 @@ func seedBolt(b *testing.B, s *Bolt, n int) {
 	b.Helper()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for i := range n {
-			j := newJob(fmt.Sprintf("job-%06d", i), t0.Add(time.Duration(n-i)*time.Second))
+			j := storetest.NewJob(fmt.Sprintf("job-%06d", i), storetest.T0.Add(time.Duration(n-i)*time.Second))
 			j.Version = 1
 			buf, err := json.Marshal(j)
 			if err != nil {

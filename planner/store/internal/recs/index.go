@@ -1,4 +1,4 @@
-package store
+package recs
 
 import (
 	"encoding/json"
@@ -10,16 +10,16 @@ import (
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
-// jobIndex is every job's summary in the queue's order: what a page of
+// JobIndex is every job's summary in the queue's order: what a page of
 // jobs is chosen from (ListJobsPage), kept by the stores that keep it in
 // memory (Memory, and Bolt beside its file), updated by every write, so
 // that a page costs a pass over the summaries and the page's records,
 // never a decode of every record.
-type jobIndex struct{ sums []structs.JobSummary }
+type JobIndex struct{ sums []structs.JobSummary }
 
-// put stores s, in place of the summary with its key if there is one (a
+// Put stores s, in place of the summary with its key if there is one (a
 // job keeps its key for life; most new jobs go last).
-func (x *jobIndex) put(s structs.JobSummary) {
+func (x *JobIndex) Put(s structs.JobSummary) {
 	i, found := slices.BinarySearchFunc(x.sums, s.JobKey, func(e structs.JobSummary, k structs.JobKey) int { return e.Compare(k) })
 	if found {
 		// A job's names seldom change: its summary's copies stay.
@@ -41,8 +41,8 @@ func same(old, s string) string {
 	return intern(s)
 }
 
-// remove takes the summary with key k out, if there is one.
-func (x *jobIndex) remove(k structs.JobKey) {
+// Remove takes the summary with key k out, if there is one.
+func (x *JobIndex) Remove(k structs.JobKey) {
 	if i, found := slices.BinarySearchFunc(x.sums, k, func(e structs.JobSummary, k structs.JobKey) int { return e.Compare(k) }); found {
 		x.sums = slices.Delete(x.sums, i, i+1)
 	}
@@ -50,24 +50,27 @@ func (x *jobIndex) remove(k structs.JobKey) {
 
 func intern(s string) string { return unique.Make(s).Value() }
 
-// page chooses the page q selects.
-func (x *jobIndex) page(q *structs.JobQuery) structs.Paged {
+// Page chooses the page q selects; its Index are positions for ID.
+func (x *JobIndex) Page(q *structs.JobQuery) structs.Paged {
 	return structs.PageOf(len(x.sums), func(i int) *structs.JobSummary { return &x.sums[i] }, q)
 }
 
-// newJobIndex indexes summaries in any order.
-func newJobIndex(sums []structs.JobSummary) *jobIndex {
+// ID is the ID of the job at position i, as Page counts them.
+func (x *JobIndex) ID(i int) string { return x.sums[i].ID }
+
+// NewJobIndex indexes summaries in any order.
+func NewJobIndex(sums []structs.JobSummary) *JobIndex {
 	slices.SortFunc(sums, func(a, b structs.JobSummary) int { return a.Compare(b.JobKey) })
 	for i := range sums {
 		s := &sums[i]
 		s.Name, s.User, s.Queue = intern(s.Name), intern(s.User), intern(s.Queue)
 	}
-	return &jobIndex{sums: sums}
+	return &JobIndex{sums: sums}
 }
 
-// decodeSummary decodes only what the summary of an encoded job
+// DecodeSummary decodes only what the summary of an encoded job
 // (structs.SummaryOf) reads: its key, names, state and last GPU change.
-func decodeSummary(buf []byte) (structs.JobSummary, error) {
+func DecodeSummary(buf []byte) (structs.JobSummary, error) {
 	var head struct {
 		ID        string           `json:"id"`
 		State     structs.JobState `json:"state"`

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package store
+package consulstore
 
 import (
 	"bufio"
@@ -18,6 +18,8 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/testlab"
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/storetest"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -128,19 +130,19 @@ func TestConsul_DeposedLeaderCannotWrite(t *testing.T) {
 
 			_, err = a.Acquire(ctx)
 			must.NoError(t, err)
-			ctxA := WithFence(ctx, a.Fence())
-			must.NoError(t, s.CreateJob(ctxA, newJob("j", t0)))
-			must.NoError(t, s.PutPolicy(ctxA, &structs.PolicyState{Name: "fifo", Changed: t0}))
+			ctxA := store.WithFence(ctx, a.Fence())
+			must.NoError(t, s.CreateJob(ctxA, storetest.NewJob("j", storetest.T0)))
+			must.NoError(t, s.PutPolicy(ctxA, &structs.PolicyState{Name: "fifo", Changed: storetest.T0}))
 
 			tc.depose(t, a)
 			_, err = b.Acquire(ctx)
 			must.NoError(t, err)
-			ctxB := WithFence(ctx, b.Fence())
+			ctxB := store.WithFence(ctx, b.Fence())
 			jb, err := s.GetJob(ctx, "j")
 			must.NoError(t, err)
 			jb.State, jb.Allocation = structs.JobRunning, map[string]int{"node-b": 2}
 			must.NoError(t, s.UpdateJob(ctxB, jb))
-			policyB := &structs.PolicyState{Name: "tiresias", Changed: t0.Add(time.Hour)}
+			policyB := &structs.PolicyState{Name: "tiresias", Changed: storetest.T0.Add(time.Hour)}
 			must.NoError(t, s.PutPolicy(ctxB, policyB))
 
 			// A goes on with its round, reading fresh records.
@@ -148,11 +150,11 @@ func TestConsul_DeposedLeaderCannotWrite(t *testing.T) {
 			must.NoError(t, err)
 			ja.Allocation = map[string]int{"node-a": 8}
 			err = s.UpdateJob(ctxA, ja)
-			must.ErrorIs(t, err, ErrFenced)
+			must.ErrorIs(t, err, store.ErrFenced)
 			must.StrContains(t, err.Error(), "is no longer held by session "+a.Fence().Session)
 			t.Logf("the deposed leader's update: %v", err)
-			must.ErrorIs(t, s.CreateJob(ctxA, newJob("from-a", t0)), ErrFenced)
-			must.ErrorIs(t, s.PutPolicy(ctxA, &structs.PolicyState{Name: "fifo", Changed: t0.Add(2 * time.Hour)}), ErrFenced)
+			must.ErrorIs(t, s.CreateJob(ctxA, storetest.NewJob("from-a", storetest.T0)), store.ErrFenced)
+			must.ErrorIs(t, s.PutPolicy(ctxA, &structs.PolicyState{Name: "fifo", Changed: storetest.T0.Add(2 * time.Hour)}), store.ErrFenced)
 
 			jobs, err := s.ListJobs(ctx)
 			must.NoError(t, err)

@@ -1,4 +1,12 @@
-package store
+// Package storetest is the conformance suite of the planner's stores: the
+// behaviour every store.Store must have, which the tests of each
+// implementation run on stores of their own (Memory's in package store,
+// Bolt's in boltstore, Consul's in consulstore, that one in the e2e tier
+// on a Consul agent that internal/testlab starts), so that all of them
+// answer to one set of checks and none drifts from the contract.
+//
+// It is a test kit: only tests import it.
+package storetest
 
 import (
 	"context"
@@ -13,28 +21,34 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/store"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
-// harness opens stores of one implementation for the conformance suite.
-type harness struct {
-	// open returns an empty store, closed when the test ends.
-	open func(t *testing.T) Store
-	// reopen closes s and opens the same data again, as a restarted
+// Harness opens stores of one implementation for the conformance suite.
+type Harness struct {
+	// Open returns an empty store, closed when the test ends.
+	Open func(t *testing.T) store.Store
+	// Reopen closes s and opens the same data again, as a restarted
 	// planner would.
-	reopen func(t *testing.T, s Store) Store
-	// fence, for a store several planners share, makes s's planner the
+	Reopen func(t *testing.T, s store.Store) store.Store
+	// Fence, for a store several planners share, makes s's planner the
 	// leader and returns its term's fence and a func that ends the term
 	// (as when another planner takes over). Nil for a store one planner
 	// holds, which is the leader for good (see testFence).
-	fence func(t *testing.T, s Store) (f Fence, end func())
+	Fence func(t *testing.T, s store.Store) (f store.Fence, end func())
+	// SyncedWrites says that each write syncs a file: the checks that
+	// make many writes make fewer.
+	SyncedWrites bool
 }
 
-// runConformance runs the behaviour every Store must have.
-func runConformance(t *testing.T, h harness) {
+// Run runs the behaviour every Store must have, and, where the stores
+// that h opens list their active jobs without copies (store.SharedLister),
+// what that promises too.
+func Run(t *testing.T, h Harness) {
 	cases := []struct {
 		name string
-		run  func(t *testing.T, h harness)
+		run  func(t *testing.T, h Harness)
 	}{
 		{"create then get", testCreateGet},
 		{"create an existing ID", testCreateExists},
@@ -58,16 +72,20 @@ func runConformance(t *testing.T, h harness) {
 		{"concurrent creates: each stored, listed and paged", testConcurrentCreates},
 		{"writes under a leadership term's fence", testFence},
 		{"delete: finished jobs only, at their version, with their key", testDelete},
+		{"shared list: the store's records, never changed", testSharedListIsNeverChanged},
+		{"shared list: the active index is what a scan finds", testSharedIndexMatchesAScan},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, h) })
 	}
 }
 
-var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+// T0 is when the suite's jobs are submitted, give or take the seconds
+// that order them.
+var T0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
 
-// newJob is a realistic record: nested spec, maps, history, pointers.
-func newJob(id string, submitted time.Time) *structs.Job {
+// NewJob is a realistic record: nested spec, maps, history, pointers.
+func NewJob(id string, submitted time.Time) *structs.Job {
 	tier1 := 0.9
 	return &structs.Job{
 		ID: id,
@@ -91,10 +109,10 @@ func newJob(id string, submitted time.Time) *structs.Job {
 	}
 }
 
-func testCreateGet(t *testing.T, h harness) {
-	s := h.open(t)
+func testCreateGet(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
-	j := newJob("resnet50-1", t0)
+	j := NewJob("resnet50-1", T0)
 	must.NoError(t, s.CreateJob(ctx, j))
 	must.EqOp(t, 1, j.Version)
 
@@ -103,36 +121,36 @@ func testCreateGet(t *testing.T, h harness) {
 	must.Eq(t, j, got)
 }
 
-func testCreateExists(t *testing.T, h harness) {
-	s := h.open(t)
+func testCreateExists(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
-	must.NoError(t, s.CreateJob(ctx, newJob("a", t0)))
+	must.NoError(t, s.CreateJob(ctx, NewJob("a", T0)))
 
-	dup := newJob("a", t0.Add(time.Hour))
+	dup := NewJob("a", T0.Add(time.Hour))
 	dup.Version = 7
 	err := s.CreateJob(ctx, dup)
-	must.ErrorIs(t, err, ErrExists)
+	must.ErrorIs(t, err, store.ErrExists)
 	must.EqOp(t, 7, dup.Version) // untouched on failure
 
 	got, err := s.GetJob(ctx, "a")
 	must.NoError(t, err)
-	must.Eq(t, t0, got.Submitted) // the first record stays
+	must.Eq(t, T0, got.Submitted) // the first record stays
 }
 
-func testGetMissing(t *testing.T, h harness) {
-	s := h.open(t)
+func testGetMissing(t *testing.T, h Harness) {
+	s := h.Open(t)
 	_, err := s.GetJob(context.Background(), "nope")
-	must.ErrorIs(t, err, ErrNotFound)
+	must.ErrorIs(t, err, store.ErrNotFound)
 }
 
-func testUpdate(t *testing.T, h harness) {
-	s := h.open(t)
+func testUpdate(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
-	j := newJob("a", t0)
+	j := NewJob("a", T0)
 	must.NoError(t, s.CreateJob(ctx, j))
 
 	j.State = structs.JobRunning
-	j.Started = t0.Add(time.Minute)
+	j.Started = T0.Add(time.Minute)
 	j.Allocation = map[string]int{"node-1": 4}
 	j.History = append(j.History, structs.GPUChange{Time: j.Started, GPUs: 4, Nodes: j.Allocation, Policy: "fifo"})
 	must.NoError(t, s.UpdateJob(ctx, j))
@@ -147,19 +165,19 @@ func testUpdate(t *testing.T, h harness) {
 	must.Eq(t, j, got)
 }
 
-func testUpdateMissing(t *testing.T, h harness) {
-	s := h.open(t)
-	j := newJob("ghost", t0)
+func testUpdateMissing(t *testing.T, h Harness) {
+	s := h.Open(t)
+	j := NewJob("ghost", T0)
 	j.Version = 1
 	err := s.UpdateJob(context.Background(), j)
-	must.ErrorIs(t, err, ErrNotFound)
+	must.ErrorIs(t, err, store.ErrNotFound)
 	must.EqOp(t, 1, j.Version)
 }
 
-func testUpdateStale(t *testing.T, h harness) {
-	s := h.open(t)
+func testUpdateStale(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
-	j := newJob("a", t0)
+	j := NewJob("a", T0)
 	must.NoError(t, s.CreateJob(ctx, j))
 	stale := *j // a second reader at version 1
 
@@ -180,7 +198,7 @@ func testUpdateStale(t *testing.T, h harness) {
 			w.Version = tc.version
 			w.State = structs.JobFailed
 			err := s.UpdateJob(ctx, &w)
-			must.ErrorIs(t, err, ErrConflict)
+			must.ErrorIs(t, err, store.ErrConflict)
 			must.EqOp(t, tc.version, w.Version)
 
 			got, err := s.GetJob(ctx, "a")
@@ -191,16 +209,16 @@ func testUpdateStale(t *testing.T, h harness) {
 	}
 }
 
-func testListOrder(t *testing.T, h harness) {
-	s := h.open(t)
+func testListOrder(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	// Created out of order; "b" and "c" were submitted at the same instant
 	// and "z" first, so neither ID order nor creation order is the answer.
 	for _, j := range []*structs.Job{
-		newJob("c", t0.Add(time.Second)),
-		newJob("a", t0.Add(2*time.Second)),
-		newJob("z", t0),
-		newJob("b", t0.Add(time.Second)),
+		NewJob("c", T0.Add(time.Second)),
+		NewJob("a", T0.Add(2*time.Second)),
+		NewJob("z", T0),
+		NewJob("b", T0.Add(time.Second)),
 	} {
 		must.NoError(t, s.CreateJob(ctx, j))
 	}
@@ -214,8 +232,8 @@ func testListOrder(t *testing.T, h harness) {
 	must.Eq(t, []string{"z", "b", "c", "a"}, ids)
 }
 
-func testListEmpty(t *testing.T, h harness) {
-	s := h.open(t)
+func testListEmpty(t *testing.T, h Harness) {
+	s := h.Open(t)
 	jobs, err := s.ListJobs(context.Background())
 	must.NoError(t, err)
 	must.SliceEmpty(t, jobs)
@@ -224,8 +242,8 @@ func testListEmpty(t *testing.T, h harness) {
 // The round reads only the active jobs: queued and running, in the queue's
 // order, as every write leaves them (a job that ends drops out; one that
 // is requeued is back).
-func testListActive(t *testing.T, h harness) {
-	s := h.open(t)
+func testListActive(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	jobs, err := s.ListActiveJobs(ctx)
 	must.NoError(t, err)
@@ -234,7 +252,7 @@ func testListActive(t *testing.T, h harness) {
 	byState := map[string]structs.JobState{"q": structs.JobQueued, "r": structs.JobRunning,
 		"c": structs.JobComplete, "f": structs.JobFailed, "s": structs.JobStopped}
 	for i, id := range []string{"r", "c", "q", "f", "s"} {
-		j := newJob(id, t0.Add(time.Duration(5-i)*time.Second))
+		j := NewJob(id, T0.Add(time.Duration(5-i)*time.Second))
 		j.State = byState[id]
 		must.NoError(t, s.CreateJob(ctx, j))
 	}
@@ -281,11 +299,11 @@ func testListActive(t *testing.T, h harness) {
 }
 
 // Admission reads the earlier jobs of one jobspec name, in any state.
-func testListNamed(t *testing.T, h harness) {
-	s := h.open(t)
+func testListNamed(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	mk := func(id, name string, sec int, state structs.JobState) {
-		j := newJob(id, t0.Add(time.Duration(sec)*time.Second))
+		j := NewJob(id, T0.Add(time.Duration(sec)*time.Second))
 		j.Spec.Name, j.State = name, state
 		must.NoError(t, s.CreateJob(ctx, j))
 	}
@@ -315,7 +333,7 @@ func testListNamed(t *testing.T, h harness) {
 			must.Eq(t, tc.want, ids)
 		})
 	}
-	s = h.reopen(t, s)
+	s = h.Reopen(t, s)
 	jobs, err := s.ListJobsNamed(ctx, "bert")
 	must.NoError(t, err)
 	must.Len(t, 2, jobs)
@@ -326,23 +344,23 @@ func testListNamed(t *testing.T, h harness) {
 // order or its reverse, from a key on, with how many it selects in all,
 // how many come before the page and where the next page starts; every
 // write keeps it true, a reopen too, and its records are the stored ones.
-func testListPage(t *testing.T, h harness) {
-	s := h.open(t)
+func testListPage(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	// j3 and j4 were submitted at the same instant: the ID orders them.
-	at := func(i int) time.Time { return t0.Add(time.Duration(min(i, max(i-1, 3))) * time.Second) }
+	at := func(i int) time.Time { return T0.Add(time.Duration(min(i, max(i-1, 3))) * time.Second) }
 	for _, i := range []int{5, 0, 7, 3, 1, 6, 2, 4} { // stored out of order
-		j := newJob(fmt.Sprintf("j%d", i), at(i))
+		j := NewJob(fmt.Sprintf("j%d", i), at(i))
 		j.Spec.Name = []string{"resnet50", "bert"}[i%2]
 		j.Spec.User = map[bool]string{true: "bob", false: "alice"}[i%3 == 0]
 		j.Spec.Queue = map[bool]string{true: "", false: "vision"}[i < 4]
 		switch i {
 		case 1:
 			j.State = structs.JobRunning
-			j.History = []structs.GPUChange{{Time: t0.Add(10 * time.Second), GPUs: 4}}
+			j.History = []structs.GPUChange{{Time: T0.Add(10 * time.Second), GPUs: 4}}
 		case 2:
 			j.State = structs.JobComplete
-			j.History = []structs.GPUChange{{Time: t0.Add(2 * time.Second), GPUs: 2}, {Time: t0.Add(4 * time.Second), GPUs: 0}}
+			j.History = []structs.GPUChange{{Time: T0.Add(2 * time.Second), GPUs: 2}, {Time: T0.Add(4 * time.Second), GPUs: 0}}
 		}
 		must.NoError(t, s.CreateJob(ctx, j))
 	}
@@ -392,8 +410,8 @@ func testListPage(t *testing.T, h harness) {
 		{"a user", structs.JobQuery{User: "bob"}, want{[]string{"j0", "j3", "j6"}, 3, 0, nil}},
 		{"a name prefix", structs.JobQuery{Prefix: "be"}, want{[]string{"j1", "j3", "j5", "j7"}, 4, 0, nil}},
 		{"an ID prefix", structs.JobQuery{Prefix: "j5"}, want{[]string{"j5"}, 1, 0, nil}},
-		{"held GPUs since", structs.JobQuery{HeldSince: t0.Add(5 * time.Second)}, want{[]string{"j1"}, 1, 0, nil}},
-		{"held GPUs since, earlier", structs.JobQuery{HeldSince: t0.Add(3 * time.Second)}, want{[]string{"j1", "j2"}, 2, 0, nil}},
+		{"held GPUs since", structs.JobQuery{HeldSince: T0.Add(5 * time.Second)}, want{[]string{"j1"}, 1, 0, nil}},
+		{"held GPUs since, earlier", structs.JobQuery{HeldSince: T0.Add(3 * time.Second)}, want{[]string{"j1", "j2"}, 2, 0, nil}},
 		{"filters together", structs.JobQuery{User: "alice", Queues: []string{"vision"}, States: []structs.JobState{structs.JobQueued}},
 			want{[]string{"j4", "j5", "j7"}, 3, 0, nil}},
 		{"none selected", structs.JobQuery{User: "carol", Limit: 3}, want{nil, 0, 0, nil}},
@@ -407,12 +425,12 @@ func testListPage(t *testing.T, h harness) {
 		must.NoError(t, err)
 		j.State = structs.JobRunning
 		must.NoError(t, s.UpdateJob(ctx, j))
-		must.NoError(t, s.CreateJob(ctx, newJob("j8", at(8))))
+		must.NoError(t, s.CreateJob(ctx, NewJob("j8", at(8))))
 		queued := structs.JobQuery{States: []structs.JobState{structs.JobQueued}, Limit: 2}
 		check(t, queued, want{[]string{"j3", "j4"}, 6, 0, key(5)})
 		queued.From = key(7)
 		check(t, queued, want{[]string{"j7", "j8"}, 6, 4, nil})
-		s = h.reopen(t, s)
+		s = h.Reopen(t, s)
 		check(t, queued, want{[]string{"j7", "j8"}, 6, 4, nil})
 	})
 }
@@ -420,12 +438,12 @@ func testListPage(t *testing.T, h harness) {
 // Submissions come at once (Bolt may commit them together): each one
 // acknowledged is stored, among the active jobs a round lists, and in the
 // pages; one refused is in none.
-func testConcurrentCreates(t *testing.T, h harness) {
-	s := h.open(t)
+func testConcurrentCreates(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	_, err := s.ListActiveJobs(ctx) // a round has listed them: the stores keep them
 	must.NoError(t, err)
-	must.NoError(t, s.CreateJob(ctx, newJob("taken", t0)))
+	must.NoError(t, s.CreateJob(ctx, NewJob("taken", T0)))
 	const n = 40
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -437,14 +455,14 @@ func testConcurrentCreates(t *testing.T, h harness) {
 			if i%10 == 9 {
 				id = "taken"
 			}
-			errs[i] = s.CreateJob(ctx, newJob(id, t0.Add(time.Duration(i+1)*time.Second)))
+			errs[i] = s.CreateJob(ctx, NewJob(id, T0.Add(time.Duration(i+1)*time.Second)))
 		}()
 	}
 	wg.Wait()
 	want := []string{"taken"}
 	for i, err := range errs {
 		if i%10 == 9 {
-			must.ErrorIs(t, err, ErrExists)
+			must.ErrorIs(t, err, store.ErrExists)
 			continue
 		}
 		must.NoError(t, err)
@@ -452,28 +470,28 @@ func testConcurrentCreates(t *testing.T, h harness) {
 	}
 	active, err := s.ListActiveJobs(ctx)
 	must.NoError(t, err)
-	must.Eq(t, want, jobIDs(active))
+	must.Eq(t, want, JobIDs(active))
 	p, err := s.ListJobsPage(ctx, structs.JobQuery{})
 	must.NoError(t, err)
-	must.Eq(t, want, jobIDs(p.Jobs))
+	must.Eq(t, want, JobIDs(p.Jobs))
 	taken, err := s.GetJob(ctx, "taken")
 	must.NoError(t, err)
-	must.Eq(t, t0, taken.Submitted, must.Sprint("the first record of an ID stays"))
+	must.Eq(t, T0, taken.Submitted, must.Sprint("the first record of an ID stays"))
 }
 
-func testPolicy(t *testing.T, h harness) {
-	s := h.open(t)
+func testPolicy(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	_, err := s.GetPolicy(ctx)
-	must.ErrorIs(t, err, ErrNotFound)
+	must.ErrorIs(t, err, store.ErrNotFound)
 
 	steps := []struct {
 		name string
 		p    structs.PolicyState
 	}{
-		{"first", structs.PolicyState{Name: "fifo", Changed: t0}},
-		{"replaced", structs.PolicyState{Name: "elastic-fifo", Config: map[string]string{"grow": "true"}, Changed: t0.Add(time.Hour)}},
-		{"with an error", structs.PolicyState{Name: "elastic-fifo", Changed: t0.Add(2 * time.Hour), LastError: "plugin crashed"}},
+		{"first", structs.PolicyState{Name: "fifo", Changed: T0}},
+		{"replaced", structs.PolicyState{Name: "elastic-fifo", Config: map[string]string{"grow": "true"}, Changed: T0.Add(time.Hour)}},
+		{"with an error", structs.PolicyState{Name: "elastic-fifo", Changed: T0.Add(2 * time.Hour), LastError: "plugin crashed"}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -485,20 +503,20 @@ func testPolicy(t *testing.T, h harness) {
 	}
 }
 
-func testPersistence(t *testing.T, h harness) {
-	s := h.open(t)
+func testPersistence(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
-	a, b := newJob("a", t0), newJob("b", t0.Add(time.Second))
+	a, b := NewJob("a", T0), NewJob("b", T0.Add(time.Second))
 	must.NoError(t, s.CreateJob(ctx, a))
 	must.NoError(t, s.CreateJob(ctx, b))
 	b.State = structs.JobComplete
 	exit := 0
 	b.ExitCode = &exit
 	must.NoError(t, s.UpdateJob(ctx, b))
-	p := &structs.PolicyState{Name: "round-robin", Changed: t0}
+	p := &structs.PolicyState{Name: "round-robin", Changed: T0}
 	must.NoError(t, s.PutPolicy(ctx, p))
 
-	s = h.reopen(t, s)
+	s = h.Reopen(t, s)
 	jobs, err := s.ListJobs(ctx)
 	must.NoError(t, err)
 	must.Eq(t, []*structs.Job{a, b}, jobs)
@@ -512,8 +530,8 @@ func testPersistence(t *testing.T, h harness) {
 	must.EqOp(t, 3, b.Version)
 }
 
-func testRacingUpdates(t *testing.T, h harness) {
-	s := h.open(t)
+func testRacingUpdates(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -525,7 +543,7 @@ func testRacingUpdates(t *testing.T, h harness) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for round := range 10 {
-				j := newJob(fmt.Sprintf("race-%d-%d", tc.writers, round), t0)
+				j := NewJob(fmt.Sprintf("race-%d-%d", tc.writers, round), T0)
 				must.NoError(t, s.CreateJob(ctx, j))
 
 				errs := make([]error, tc.writers)
@@ -549,7 +567,7 @@ func testRacingUpdates(t *testing.T, h harness) {
 						winner = w
 						continue
 					}
-					must.ErrorIs(t, err, ErrConflict)
+					must.ErrorIs(t, err, store.ErrConflict)
 				}
 				must.EqOp(t, 1, winners)
 				got, err := s.GetJob(ctx, j.ID)
@@ -561,25 +579,25 @@ func testRacingUpdates(t *testing.T, h harness) {
 	}
 }
 
-func testInvalidIDs(t *testing.T, h harness) {
-	s := h.open(t)
+func testInvalidIDs(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	for _, id := range []string{"", "a/b", "/"} {
 		t.Run(fmt.Sprintf("%q", id), func(t *testing.T) {
-			err := s.CreateJob(ctx, newJob(id, t0))
+			err := s.CreateJob(ctx, NewJob(id, T0))
 			must.Error(t, err)
-			must.False(t, errors.Is(err, ErrExists))
+			must.False(t, errors.Is(err, store.ErrExists))
 			_, err = s.GetJob(ctx, id)
 			must.Error(t, err)
-			must.False(t, errors.Is(err, ErrNotFound))
+			must.False(t, errors.Is(err, store.ErrNotFound))
 		})
 	}
 }
 
-func testCopies(t *testing.T, h harness) {
-	s := h.open(t)
+func testCopies(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
-	j := newJob("a", t0)
+	j := NewJob("a", T0)
 	must.NoError(t, s.CreateJob(ctx, j))
 	got, err := s.GetJob(ctx, "a")
 	must.NoError(t, err)
@@ -591,11 +609,11 @@ func testCopies(t *testing.T, h harness) {
 	must.Eq(t, j, again)
 }
 
-func testClosed(t *testing.T, h harness) {
-	s := h.open(t)
+func testClosed(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	must.NoError(t, s.Close())
-	must.Error(t, s.CreateJob(ctx, newJob("a", t0)))
+	must.Error(t, s.CreateJob(ctx, NewJob("a", T0)))
 	_, err := s.GetJob(ctx, "a")
 	must.Error(t, err)
 	_, err = s.ListJobs(ctx)
@@ -613,49 +631,49 @@ func testClosed(t *testing.T, h harness) {
 // Row 14 of issue 13 (a client that retries a submission made two jobs):
 // the key is stored with the job in the same write, a second job with it
 // is refused, and the key finds the job again after a restart.
-func testIdempotencyKeys(t *testing.T, h harness) {
-	s := h.open(t)
+func testIdempotencyKeys(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	_, err := s.JobByIdempotencyKey(ctx, "retry-1")
-	must.ErrorIs(t, err, ErrNotFound)
+	must.ErrorIs(t, err, store.ErrNotFound)
 
-	a := newJob("a", t0)
+	a := NewJob("a", T0)
 	a.Idempotency = &structs.Idempotency{Key: "retry-1", Digest: "d1"}
 	must.NoError(t, s.CreateJob(ctx, a))
 	got, err := s.JobByIdempotencyKey(ctx, "retry-1")
 	must.NoError(t, err)
 	must.Eq(t, a, got)
 
-	b := newJob("b", t0)
+	b := NewJob("b", T0)
 	b.Idempotency = &structs.Idempotency{Key: "retry-1", Digest: "d2"}
-	must.ErrorIs(t, s.CreateJob(ctx, b), ErrKeyExists)
+	must.ErrorIs(t, s.CreateJob(ctx, b), store.ErrKeyExists)
 	_, err = s.GetJob(ctx, "b")
-	must.ErrorIs(t, err, ErrNotFound, must.Sprint("a refused create stores nothing"))
+	must.ErrorIs(t, err, store.ErrNotFound, must.Sprint("a refused create stores nothing"))
 
 	// A job without a key, and an ID taken with a new key: neither claims
 	// anything.
-	must.NoError(t, s.CreateJob(ctx, newJob("c", t0)))
-	dup := newJob("a", t0)
+	must.NoError(t, s.CreateJob(ctx, NewJob("c", T0)))
+	dup := NewJob("a", T0)
 	dup.Idempotency = &structs.Idempotency{Key: "retry-2"}
-	must.ErrorIs(t, s.CreateJob(ctx, dup), ErrExists)
+	must.ErrorIs(t, s.CreateJob(ctx, dup), store.ErrExists)
 	_, err = s.JobByIdempotencyKey(ctx, "retry-2")
-	must.ErrorIs(t, err, ErrNotFound)
+	must.ErrorIs(t, err, store.ErrNotFound)
 
-	for _, bad := range []string{"", strings.Repeat("k", MaxIdempotencyKeyLen+1)} {
-		j := newJob("bad", t0)
+	for _, bad := range []string{"", strings.Repeat("k", store.MaxIdempotencyKeyLen+1)} {
+		j := NewJob("bad", T0)
 		j.Idempotency = &structs.Idempotency{Key: bad}
 		must.Error(t, s.CreateJob(ctx, j))
 	}
 
-	s = h.reopen(t, s)
+	s = h.Reopen(t, s)
 	got, err = s.JobByIdempotencyKey(ctx, "retry-1")
 	must.NoError(t, err)
 	must.Eq(t, a.ID, got.ID)
 	must.Eq(t, "d1", got.Idempotency.Digest)
 }
 
-func testRacingKeys(t *testing.T, h harness) {
-	s := h.open(t)
+func testRacingKeys(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
 	for round := range 5 {
 		const writers = 4
@@ -664,7 +682,7 @@ func testRacingKeys(t *testing.T, h harness) {
 		var start, wg sync.WaitGroup
 		start.Add(1)
 		for w := range writers {
-			j := newJob(fmt.Sprintf("k%d-%d", round, w), t0)
+			j := NewJob(fmt.Sprintf("k%d-%d", round, w), T0)
 			j.Idempotency = &structs.Idempotency{Key: key}
 			wg.Go(func() {
 				start.Wait()
@@ -679,7 +697,7 @@ func testRacingKeys(t *testing.T, h harness) {
 				winners++
 				continue
 			}
-			must.ErrorIs(t, err, ErrKeyExists)
+			must.ErrorIs(t, err, store.ErrKeyExists)
 		}
 		must.EqOp(t, 1, winners)
 		jobs, err := s.ListJobs(ctx)
@@ -692,31 +710,31 @@ func testRacingKeys(t *testing.T, h harness) {
 // finished job at its version, with its Idempotency key and from every
 // listing, for good; it never deletes a queued or running job, nor one
 // written since it was read.
-func testDelete(t *testing.T, h harness) {
-	s := h.open(t)
+func testDelete(t *testing.T, h Harness) {
+	s := h.Open(t)
 	ctx := context.Background()
-	a := newJob("a", t0)
+	a := NewJob("a", T0)
 	a.Idempotency = &structs.Idempotency{Key: "retry-a", Digest: "d"}
 	must.NoError(t, s.CreateJob(ctx, a))
-	must.NoError(t, s.CreateJob(ctx, newJob("b", t0.Add(time.Second))))
+	must.NoError(t, s.CreateJob(ctx, NewJob("b", T0.Add(time.Second))))
 
-	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version), ErrNotFinished)
+	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version), store.ErrNotFinished)
 	a.State = structs.JobRunning
 	must.NoError(t, s.UpdateJob(ctx, a))
-	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version), ErrNotFinished)
-	a.State, a.Finished = structs.JobComplete, t0.Add(time.Hour)
+	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version), store.ErrNotFinished)
+	a.State, a.Finished = structs.JobComplete, T0.Add(time.Hour)
 	must.NoError(t, s.UpdateJob(ctx, a))
-	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version-1), ErrConflict)
+	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version-1), store.ErrConflict)
 	got, err := s.GetJob(ctx, "a")
 	must.NoError(t, err)
 	must.Eq(t, a, got, must.Sprint("a refused delete deletes nothing"))
 
 	must.NoError(t, s.DeleteJob(ctx, "a", a.Version))
 	_, err = s.GetJob(ctx, "a")
-	must.ErrorIs(t, err, ErrNotFound)
-	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version), ErrNotFound)
+	must.ErrorIs(t, err, store.ErrNotFound)
+	must.ErrorIs(t, s.DeleteJob(ctx, "a", a.Version), store.ErrNotFound)
 	_, err = s.JobByIdempotencyKey(ctx, "retry-a")
-	must.ErrorIs(t, err, ErrNotFound)
+	must.ErrorIs(t, err, store.ErrNotFound)
 	for _, list := range []func(context.Context) ([]*structs.Job, error){
 		s.ListJobs, s.ListActiveJobs, func(ctx context.Context) ([]*structs.Job, error) { return s.ListJobsNamed(ctx, "resnet50") },
 		func(ctx context.Context) ([]*structs.Job, error) {
@@ -736,13 +754,24 @@ func testDelete(t *testing.T, h harness) {
 	must.Error(t, s.DeleteJob(ctx, "x/y", 1))
 
 	// The key is free again; the deletion lasts across a reopen.
-	c := newJob("c", t0)
+	c := NewJob("c", T0)
 	c.Idempotency = &structs.Idempotency{Key: "retry-a"}
 	must.NoError(t, s.CreateJob(ctx, c))
-	s = h.reopen(t, s)
+	s = h.Reopen(t, s)
 	_, err = s.GetJob(ctx, "a")
-	must.ErrorIs(t, err, ErrNotFound)
+	must.ErrorIs(t, err, store.ErrNotFound)
 	got, err = s.JobByIdempotencyKey(ctx, "retry-a")
 	must.NoError(t, err)
 	must.Eq(t, "c", got.ID)
+}
+
+// Closed says whether ch is closed: for a Leadership's lost channel,
+// whether the term has ended.
+func Closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

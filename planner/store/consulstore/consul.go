@@ -1,4 +1,4 @@
-package store
+package consulstore
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -24,7 +26,7 @@ const DefaultPrefix = "schedulearn/"
 // A job's Version lives in its JSON record, as in the bolt store; each write
 // is additionally a KV check-and-set on the ModifyIndex read with the record,
 // so two planners that read the same version cannot both write. Writes are
-// transactions, so a leader's carry its term's fence check (WithFence).
+// transactions, so a leader's carry its term's fence check (store.WithFence).
 type Consul struct {
 	kv     *api.KV
 	txn    *api.Txn
@@ -32,7 +34,7 @@ type Consul struct {
 	closed atomic.Bool
 }
 
-var _ Store = (*Consul)(nil)
+var _ store.Store = (*Consul)(nil)
 
 // NewConsul returns a store that keeps its records in client's KV under
 // prefix (DefaultPrefix if empty; a trailing '/' is added if missing). It
@@ -61,15 +63,15 @@ func (c *Consul) Prefix() string { return c.prefix }
 func (c *Consul) jobsPrefix() string       { return c.prefix + "jobs/" }
 func (c *Consul) jobKey(id string) string  { return c.jobsPrefix() + id }
 func (c *Consul) policyKey() string        { return c.prefix + "meta/policy" }
-func (c *Consul) keyKey(key string) string { return c.prefix + "idempotency/" + keyIndex(key) }
+func (c *Consul) keyKey(key string) string { return c.prefix + "idempotency/" + recs.KeyIndex(key) }
 
-// CreateJob implements Store: a check-and-set with index 0, which Consul
+// CreateJob implements store.Store: a check-and-set with index 0, which Consul
 // applies only if the key does not exist.
 func (c *Consul) CreateJob(ctx context.Context, j *structs.Job) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := checkJob(j); err != nil {
+	if err := recs.CheckJob(j); err != nil {
 		return err
 	}
 	cp := *j
@@ -92,7 +94,7 @@ func (c *Consul) CreateJob(ctx context.Context, j *structs.Job) error {
 		return fmt.Errorf("failed to create job %q: %w", j.ID, err)
 	}
 	if !ok {
-		return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+		return fmt.Errorf("job %q: %w", j.ID, store.ErrExists)
 	}
 	j.Version = 1
 	return nil
@@ -114,18 +116,18 @@ func (c *Consul) createWithKey(ctx context.Context, j *structs.Job, buf []byte) 
 	}
 	for _, e := range errs {
 		if e.OpIndex == 1 {
-			return fmt.Errorf("job %q: %w", j.ID, ErrKeyExists)
+			return fmt.Errorf("job %q: %w", j.ID, store.ErrKeyExists)
 		}
 	}
-	return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+	return fmt.Errorf("job %q: %w", j.ID, store.ErrExists)
 }
 
-// JobByIdempotencyKey implements Store.
+// JobByIdempotencyKey implements store.Store.
 func (c *Consul) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := recs.CheckKey(key); err != nil {
 		return nil, err
 	}
 	pair, _, err := c.kv.Get(c.keyKey(key), c.queryOpts(ctx))
@@ -133,12 +135,12 @@ func (c *Consul) JobByIdempotencyKey(ctx context.Context, key string) (*structs.
 		return nil, fmt.Errorf("failed to read idempotency key: %w", err)
 	}
 	if pair == nil {
-		return nil, fmt.Errorf("idempotency key: %w", ErrNotFound)
+		return nil, fmt.Errorf("idempotency key: %w", store.ErrNotFound)
 	}
 	return c.GetJob(ctx, string(pair.Value))
 }
 
-// UpdateJob implements Store: it reads the record and its ModifyIndex,
+// UpdateJob implements store.Store: it reads the record and its ModifyIndex,
 // compares the versions, and writes with a check-and-set on that index. A
 // failed check-and-set means another write came between (any write raises
 // the version), so it is a conflict too.
@@ -146,7 +148,7 @@ func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := checkJob(j); err != nil {
+	if err := recs.CheckJob(j); err != nil {
 		return err
 	}
 	key := c.jobKey(j.ID)
@@ -155,14 +157,14 @@ func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
 		return fmt.Errorf("failed to read job %q: %w", j.ID, err)
 	}
 	if pair == nil {
-		return fmt.Errorf("job %q: %w", j.ID, ErrNotFound)
+		return fmt.Errorf("job %q: %w", j.ID, store.ErrNotFound)
 	}
-	v, err := storedVersion(pair.Value)
+	v, err := recs.StoredVersion(pair.Value)
 	if err != nil {
 		return fmt.Errorf("failed to decode job %q: %w", j.ID, err)
 	}
 	if v != j.Version {
-		return conflict(j.ID, j.Version, v)
+		return recs.Conflict(j.ID, j.Version, v)
 	}
 	cp := *j
 	cp.Version = j.Version + 1
@@ -177,13 +179,13 @@ func (c *Consul) UpdateJob(ctx context.Context, j *structs.Job) error {
 		return fmt.Errorf("failed to update job %q: %w", j.ID, err)
 	}
 	if !ok {
-		return fmt.Errorf("failed to update job %q at version %d (written concurrently): %w", j.ID, j.Version, ErrConflict)
+		return fmt.Errorf("failed to update job %q at version %d (written concurrently): %w", j.ID, j.Version, store.ErrConflict)
 	}
 	j.Version++
 	return nil
 }
 
-// DeleteJob implements Store: it reads the record and its ModifyIndex,
+// DeleteJob implements store.Store: it reads the record and its ModifyIndex,
 // checks them, and deletes with a check-and-set on that index, in one
 // transaction with the Idempotency key (if it still names the job, on
 // its own index).
@@ -191,7 +193,7 @@ func (c *Consul) DeleteJob(ctx context.Context, id string, version uint64) error
 	if err := c.check(); err != nil {
 		return err
 	}
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return err
 	}
 	key := c.jobKey(id)
@@ -200,13 +202,13 @@ func (c *Consul) DeleteJob(ctx context.Context, id string, version uint64) error
 		return fmt.Errorf("failed to read job %q: %w", id, err)
 	}
 	if pair == nil {
-		return fmt.Errorf("job %q: %w", id, ErrNotFound)
+		return fmt.Errorf("job %q: %w", id, store.ErrNotFound)
 	}
 	var old structs.Job
 	if err := json.Unmarshal(pair.Value, &old); err != nil {
 		return fmt.Errorf("failed to decode job %q: %w", id, err)
 	}
-	if err := deletable(&old, version); err != nil {
+	if err := recs.Deletable(&old, version); err != nil {
 		return err
 	}
 	ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: key, Index: pair.ModifyIndex}}}
@@ -224,17 +226,17 @@ func (c *Consul) DeleteJob(ctx context.Context, id string, version uint64) error
 		return fmt.Errorf("failed to delete job %q: %w", id, err)
 	}
 	if !ok {
-		return fmt.Errorf("failed to delete job %q at version %d (written concurrently): %w", id, version, ErrConflict)
+		return fmt.Errorf("failed to delete job %q at version %d (written concurrently): %w", id, version, store.ErrConflict)
 	}
 	return nil
 }
 
-// GetJob implements Store.
+// GetJob implements store.Store.
 func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return nil, err
 	}
 	pair, _, err := c.kv.Get(c.jobKey(id), c.queryOpts(ctx))
@@ -242,7 +244,7 @@ func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 		return nil, fmt.Errorf("failed to read job %q: %w", id, err)
 	}
 	if pair == nil {
-		return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("job %q: %w", id, store.ErrNotFound)
 	}
 	j := new(structs.Job)
 	if err := json.Unmarshal(pair.Value, j); err != nil {
@@ -251,23 +253,23 @@ func (c *Consul) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	return j, nil
 }
 
-// ListJobs implements Store, with one prefix read of every job.
+// ListJobs implements store.Store, with one prefix read of every job.
 func (c *Consul) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 	return c.listWhere(ctx, nil)
 }
 
-// ListActiveJobs implements Store: one prefix read of every job, of which
+// ListActiveJobs implements store.Store: one prefix read of every job, of which
 // only the active ones are decoded whole.
 func (c *Consul) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
-	return c.listWhere(ctx, activeJobs)
+	return c.listWhere(ctx, recs.ActiveJobs)
 }
 
-// ListJobsNamed implements Store as ListActiveJobs does.
+// ListJobsNamed implements store.Store as ListActiveJobs does.
 func (c *Consul) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
-	return c.listWhere(ctx, named(name))
+	return c.listWhere(ctx, recs.Named(name))
 }
 
-// ListJobsPage implements Store with one prefix read of every job, each
+// ListJobsPage implements store.Store with one prefix read of every job, each
 // decoded as far as its summary; only the page's records are decoded
 // whole. (Every planner sharing the store writes it, so none holds its
 // summaries: each page reads them, as a round reads the active jobs.)
@@ -285,7 +287,7 @@ func (c *Consul) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs
 	}
 	all := make([]entry, 0, len(pairs))
 	for _, p := range pairs {
-		s, err := decodeSummary(p.Value)
+		s, err := recs.DecodeSummary(p.Value)
 		if err != nil {
 			return nil, fmt.Errorf("failed to decode job at %s: %w", p.Key, err)
 		}
@@ -295,14 +297,14 @@ func (c *Consul) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs
 	p := structs.PageOf(len(all), func(i int) *structs.JobSummary { return &all[i].sum }, &q)
 	out := &structs.JobPage{Jobs: make([]*structs.Job, len(p.Index)), Total: p.Total, Before: p.Before, Next: p.Next}
 	for k, i := range p.Index {
-		if out.Jobs[k], err = decodeWhere(all[i].pair.Value, nil); err != nil {
+		if out.Jobs[k], err = recs.DecodeWhere(all[i].pair.Value, nil); err != nil {
 			return nil, fmt.Errorf("failed to decode job at %s: %w", all[i].pair.Key, err)
 		}
 	}
 	return out, nil
 }
 
-func (c *Consul) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job, error) {
+func (c *Consul) listWhere(ctx context.Context, keep recs.JobFilter) ([]*structs.Job, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -312,7 +314,7 @@ func (c *Consul) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job,
 	}
 	jobs := make([]*structs.Job, 0, len(pairs))
 	for _, p := range pairs {
-		j, err := decodeWhere(p.Value, keep)
+		j, err := recs.DecodeWhere(p.Value, keep)
 		if err != nil {
 			return nil, fmt.Errorf("failed to decode job at %s: %w", p.Key, err)
 		}
@@ -320,11 +322,11 @@ func (c *Consul) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job,
 			jobs = append(jobs, j)
 		}
 	}
-	sortJobs(jobs)
+	recs.SortJobs(jobs)
 	return jobs, nil
 }
 
-// GetPolicy implements Store.
+// GetPolicy implements store.Store.
 func (c *Consul) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -334,7 +336,7 @@ func (c *Consul) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 		return nil, fmt.Errorf("failed to read policy: %w", err)
 	}
 	if pair == nil {
-		return nil, fmt.Errorf("policy: %w", ErrNotFound)
+		return nil, fmt.Errorf("policy: %w", store.ErrNotFound)
 	}
 	p := new(structs.PolicyState)
 	if err := json.Unmarshal(pair.Value, p); err != nil {
@@ -343,7 +345,7 @@ func (c *Consul) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	return p, nil
 }
 
-// PutPolicy implements Store.
+// PutPolicy implements store.Store.
 func (c *Consul) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 	if err := c.check(); err != nil {
 		return err
@@ -365,7 +367,7 @@ func (c *Consul) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 	return nil
 }
 
-// Close implements Store. The Consul client is the caller's and stays open.
+// Close implements store.Store. The Consul client is the caller's and stays open.
 func (c *Consul) Close() error {
 	c.closed.Store(true)
 	return nil
@@ -373,7 +375,7 @@ func (c *Consul) Close() error {
 
 func (c *Consul) check() error {
 	if c.closed.Load() {
-		return errClosed
+		return recs.ErrClosed
 	}
 	return nil
 }
@@ -385,15 +387,15 @@ func (c *Consul) queryOpts(ctx context.Context) *api.QueryOptions {
 }
 
 // write applies ops in one transaction, after the check of ctx's fence
-// (WithFence) if it carries one: a check-session on the leader lock, so
+// (store.WithFence) if it carries one: a check-session on the leader lock, so
 // the ops apply only while the term's session holds the lock, atomically
 // with them. ok is false when an op's check failed (errs says which, its
-// OpIndex counting ops alone); a failed fence check is ErrFenced instead.
+// OpIndex counting ops alone); a failed fence check is store.ErrFenced instead.
 func (c *Consul) write(ctx context.Context, ops api.TxnOps) (ok bool, errs api.TxnErrors, err error) {
-	f := FenceFrom(ctx)
+	f := store.FenceFrom(ctx)
 	if !f.IsZero() {
 		if f.Session == "" {
-			return false, nil, fmt.Errorf("no leadership term holds the lock %s: %w", f.Key, ErrFenced)
+			return false, nil, fmt.Errorf("no leadership term holds the lock %s: %w", f.Key, store.ErrFenced)
 		}
 		ops = append(api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: f.Key, Session: f.Session}}}, ops...)
 	}
@@ -406,7 +408,7 @@ func (c *Consul) write(ctx context.Context, ops api.TxnOps) (ok bool, errs api.T
 	}
 	for _, e := range resp.Errors {
 		if e.OpIndex == 0 {
-			return false, nil, fmt.Errorf("the leader lock %s is no longer held by session %s (%s): %w", f.Key, f.Session, e.What, ErrFenced)
+			return false, nil, fmt.Errorf("the leader lock %s is no longer held by session %s (%s): %w", f.Key, f.Session, e.What, store.ErrFenced)
 		}
 	}
 	for _, e := range resp.Errors {

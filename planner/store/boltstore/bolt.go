@@ -1,4 +1,4 @@
-package store
+package boltstore
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/schedulearn/schedulearn/planner/store"
+	"github.com/schedulearn/schedulearn/planner/store/internal/recs"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -21,7 +23,7 @@ import (
 var (
 	bucketJobs = []byte("jobs")
 	bucketMeta = []byte("meta")
-	// bucketKeys maps keyIndex(Idempotency key) to the job's ID.
+	// bucketKeys maps recs.KeyIndex(Idempotency key) to the job's ID.
 	bucketKeys = []byte("idempotency")
 	// bucketActive holds the IDs of the queued and running jobs (empty
 	// values): the index ListActiveJobs reads, kept in the transaction
@@ -42,8 +44,8 @@ const boltLockTimeout = time.Second
 // Bolt is the embedded store: one bbolt file, for a single planner.
 //
 // It keeps the active jobs' records decoded in memory besides (a write
-// stores a new one there after its transaction commits, as Memory does),
-// so a round reads them without decoding every one (SharedLister), and a
+// stores a new one there after its transaction commits, as store.Memory does),
+// so a round reads them without decoding every one (store.SharedLister), and a
 // summary of every job (structs.JobSummary), so a page of jobs decodes
 // its own records only (ListJobsPage); the file lock makes this process
 // the file's only writer. The active records are read by the first
@@ -57,7 +59,7 @@ type Bolt struct {
 	// (bbolt runs one write transaction at a time), and guards cache.
 	mu     sync.Mutex
 	cache  *boltCache
-	sums   *jobIndex // nil after a failed commit, until read again
+	sums   *recs.JobIndex // nil after a failed commit, until read again
 	closed bool
 
 	group groupCommit // the creates' shared commits
@@ -66,12 +68,12 @@ type Bolt struct {
 // boltCache is the decoded active records: by ID, and in the queue's order.
 type boltCache struct {
 	byID  map[string]*structs.Job
-	index activeIndex
+	index recs.ActiveIndex
 }
 
 var (
-	_ Store        = (*Bolt)(nil)
-	_ SharedLister = (*Bolt)(nil)
+	_ store.Store        = (*Bolt)(nil)
+	_ store.SharedLister = (*Bolt)(nil)
 )
 
 // Open opens (creating if needed) the bolt store at path. Only one process
@@ -127,9 +129,9 @@ func Open(path string) (*Bolt, error) {
 // Path is the store's file.
 func (b *Bolt) Path() string { return b.path }
 
-// CreateJob implements Store.
+// CreateJob implements store.Store.
 func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
-	if err := checkJob(j); err != nil {
+	if err := recs.CheckJob(j); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -144,13 +146,13 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 	err = b.create(&c, func(tx *bolt.Tx) error {
 		jobs := tx.Bucket(bucketJobs)
 		if jobs.Get([]byte(j.ID)) != nil {
-			return fmt.Errorf("job %q: %w", j.ID, ErrExists)
+			return fmt.Errorf("job %q: %w", j.ID, store.ErrExists)
 		}
 		if k := j.Idempotency; k != nil {
 			keys := tx.Bucket(bucketKeys)
-			idx := []byte(keyIndex(k.Key))
+			idx := []byte(recs.KeyIndex(k.Key))
 			if keys.Get(idx) != nil {
-				return fmt.Errorf("job %q: %w", j.ID, ErrKeyExists)
+				return fmt.Errorf("job %q: %w", j.ID, store.ErrKeyExists)
 			}
 			if err := keys.Put(idx, []byte(j.ID)); err != nil {
 				return err
@@ -168,9 +170,9 @@ func (b *Bolt) CreateJob(ctx context.Context, j *structs.Job) error {
 	return nil
 }
 
-// UpdateJob implements Store.
+// UpdateJob implements store.Store.
 func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
-	if err := checkJob(j); err != nil {
+	if err := recs.CheckJob(j); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -186,14 +188,14 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 		jobs := tx.Bucket(bucketJobs)
 		old := jobs.Get([]byte(j.ID))
 		if old == nil {
-			return fmt.Errorf("job %q: %w", j.ID, ErrNotFound)
+			return fmt.Errorf("job %q: %w", j.ID, store.ErrNotFound)
 		}
-		v, err := storedVersion(old)
+		v, err := recs.StoredVersion(old)
 		if err != nil {
 			return fmt.Errorf("failed to decode job %q: %w", j.ID, err)
 		}
 		if v != j.Version {
-			return conflict(j.ID, j.Version, v)
+			return recs.Conflict(j.ID, j.Version, v)
 		}
 		if err := setActive(tx, j.ID, j.State); err != nil {
 			return err
@@ -207,10 +209,10 @@ func (b *Bolt) UpdateJob(ctx context.Context, j *structs.Job) error {
 	return nil
 }
 
-// DeleteJob implements Store. A finished job is in no index but the
+// DeleteJob implements store.Store. A finished job is in no index but the
 // Idempotency key's, nor in the cache.
 func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -221,18 +223,18 @@ func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
 		jobs := tx.Bucket(bucketJobs)
 		v := jobs.Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("job %q: %w", id, ErrNotFound)
+			return fmt.Errorf("job %q: %w", id, store.ErrNotFound)
 		}
 		var old structs.Job
 		if err := json.Unmarshal(v, &old); err != nil {
 			return fmt.Errorf("failed to decode job %q: %w", id, err)
 		}
-		if err := deletable(&old, version); err != nil {
+		if err := recs.Deletable(&old, version); err != nil {
 			return err
 		}
 		gone = structs.KeyOf(&old)
 		if k := old.Idempotency; k != nil {
-			keys, idx := tx.Bucket(bucketKeys), []byte(keyIndex(k.Key))
+			keys, idx := tx.Bucket(bucketKeys), []byte(recs.KeyIndex(k.Key))
 			if string(keys.Get(idx)) == id {
 				if err := keys.Delete(idx); err != nil {
 					return err
@@ -243,9 +245,9 @@ func (b *Bolt) DeleteJob(ctx context.Context, id string, version uint64) error {
 	})
 }
 
-// GetJob implements Store.
+// GetJob implements store.Store.
 func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
-	if err := checkID(id); err != nil {
+	if err := recs.CheckID(id); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -255,7 +257,7 @@ func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	err := b.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketJobs).Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("job %q: %w", id, ErrNotFound)
+			return fmt.Errorf("job %q: %w", id, store.ErrNotFound)
 		}
 		j = new(structs.Job)
 		if err := json.Unmarshal(v, j); err != nil {
@@ -266,9 +268,9 @@ func (b *Bolt) GetJob(ctx context.Context, id string) (*structs.Job, error) {
 	return j, err
 }
 
-// JobByIdempotencyKey implements Store.
+// JobByIdempotencyKey implements store.Store.
 func (b *Bolt) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Job, error) {
-	if err := checkKey(key); err != nil {
+	if err := recs.CheckKey(key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -276,34 +278,34 @@ func (b *Bolt) JobByIdempotencyKey(ctx context.Context, key string) (*structs.Jo
 	}
 	var id []byte
 	err := b.view(func(tx *bolt.Tx) error {
-		id = append(id, tx.Bucket(bucketKeys).Get([]byte(keyIndex(key)))...)
+		id = append(id, tx.Bucket(bucketKeys).Get([]byte(recs.KeyIndex(key)))...)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	if len(id) == 0 {
-		return nil, fmt.Errorf("idempotency key: %w", ErrNotFound)
+		return nil, fmt.Errorf("idempotency key: %w", store.ErrNotFound)
 	}
 	return b.GetJob(ctx, string(id))
 }
 
-// ListJobs implements Store. It decodes every record and sorts them: bolt
+// ListJobs implements store.Store. It decodes every record and sorts them: bolt
 // keeps keys in ID order, not submission order.
 func (b *Bolt) ListJobs(ctx context.Context) ([]*structs.Job, error) {
 	return b.listWhere(ctx, nil)
 }
 
-// ListActiveJobs implements Store: copies of the cached active records.
+// ListActiveJobs implements store.Store: copies of the cached active records.
 func (b *Bolt) ListActiveJobs(ctx context.Context) ([]*structs.Job, error) {
 	jobs, err := b.ListActiveJobsShared(ctx)
 	for i, j := range jobs {
-		jobs[i] = copyJob(j)
+		jobs[i] = recs.CopyJob(j)
 	}
 	return jobs, err
 }
 
-// ListActiveJobsShared implements SharedLister: the cached active records
+// ListActiveJobsShared implements store.SharedLister: the cached active records
 // themselves, which no write changes (it caches a new one); the first
 // listing decodes them from the file.
 func (b *Bolt) ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error) {
@@ -313,7 +315,7 @@ func (b *Bolt) ListActiveJobsShared(ctx context.Context) ([]*structs.Job, error)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, errClosed
+		return nil, recs.ErrClosed
 	}
 	if b.cache == nil {
 		jobs, err := b.readActive()
@@ -375,16 +377,16 @@ func (b *Bolt) cacheWrite(c *structs.Job, gone *structs.JobKey, err error, refus
 	case c == nil:
 		// A deleted job is a finished one: in no cache, in the summaries.
 		if b.sums != nil && gone != nil {
-			b.sums.remove(*gone)
+			b.sums.Remove(*gone)
 		}
 	default:
 		if b.sums != nil {
-			b.sums.put(structs.SummaryOf(c))
+			b.sums.Put(structs.SummaryOf(c))
 		}
 		if b.cache != nil {
-			c = copyJob(c)
-			b.cache.index.replace(b.cache.byID[c.ID], c)
-			if active(c.State) {
+			c = recs.CopyJob(c)
+			b.cache.index.Replace(b.cache.byID[c.ID], c)
+			if recs.Active(c.State) {
 				b.cache.byID[c.ID] = c
 			} else {
 				delete(b.cache.byID, c.ID)
@@ -393,7 +395,7 @@ func (b *Bolt) cacheWrite(c *structs.Job, gone *structs.JobKey, err error, refus
 	}
 }
 
-// ListJobsPage implements Store: the page is chosen from the summaries,
+// ListJobsPage implements store.Store: the page is chosen from the summaries,
 // and its records are the active ones cached (copied) and the others
 // decoded from the file. A record written since the page was chosen is
 // read as it is now.
@@ -404,7 +406,7 @@ func (b *Bolt) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.J
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil, errClosed
+		return nil, recs.ErrClosed
 	}
 	if b.sums == nil {
 		sums, err := b.readSummaries()
@@ -414,11 +416,11 @@ func (b *Bolt) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.J
 		}
 		b.sums = sums
 	}
-	p := b.sums.page(&q)
+	p := b.sums.Page(&q)
 	out := &structs.JobPage{Jobs: make([]*structs.Job, len(p.Index)), Total: p.Total, Before: p.Before, Next: p.Next}
 	ids := make([]string, len(p.Index))
 	for k, i := range p.Index {
-		ids[k] = b.sums.sums[i].ID
+		ids[k] = b.sums.ID(i)
 		if b.cache != nil {
 			out.Jobs[k] = b.cache.byID[ids[k]] // shared: copied below
 		}
@@ -428,14 +430,14 @@ func (b *Bolt) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.J
 		jobs := tx.Bucket(bucketJobs)
 		for k, id := range ids {
 			if out.Jobs[k] != nil {
-				out.Jobs[k] = copyJob(out.Jobs[k])
+				out.Jobs[k] = recs.CopyJob(out.Jobs[k])
 				continue
 			}
 			v := jobs.Get([]byte(id))
 			if v == nil {
 				return fmt.Errorf("job %q is in the index but not stored", id)
 			}
-			j, err := decodeWhere(v, nil)
+			j, err := recs.DecodeWhere(v, nil)
 			if err != nil {
 				return fmt.Errorf("failed to decode job %q: %w", id, err)
 			}
@@ -450,11 +452,11 @@ func (b *Bolt) ListJobsPage(ctx context.Context, q structs.JobQuery) (*structs.J
 }
 
 // readSummaries reads every job's summary from the file.
-func (b *Bolt) readSummaries() (*jobIndex, error) {
+func (b *Bolt) readSummaries() (*recs.JobIndex, error) {
 	var sums []structs.JobSummary
 	err := b.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-			s, err := decodeSummary(v)
+			s, err := recs.DecodeSummary(v)
 			if err != nil {
 				return fmt.Errorf("failed to decode job %q: %w", k, err)
 			}
@@ -465,7 +467,7 @@ func (b *Bolt) readSummaries() (*jobIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newJobIndex(sums), nil
+	return recs.NewJobIndex(sums), nil
 }
 
 // readActive decodes the active jobs' records from the file, through the
@@ -479,7 +481,7 @@ func (b *Bolt) readActive() ([]*structs.Job, error) {
 			if v == nil {
 				return fmt.Errorf("job %q is in the active index but not stored", k)
 			}
-			j, err := decodeWhere(v, nil)
+			j, err := recs.DecodeWhere(v, nil)
 			if err != nil {
 				return fmt.Errorf("failed to decode job %q: %w", k, err)
 			}
@@ -490,13 +492,13 @@ func (b *Bolt) readActive() ([]*structs.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	sortJobs(jobs)
+	recs.SortJobs(jobs)
 	return jobs, nil
 }
 
 // setActive keeps job id in the active index, or out of it, by its state.
 func setActive(tx *bolt.Tx, id string, state structs.JobState) error {
-	if active(state) {
+	if recs.Active(state) {
 		return tx.Bucket(bucketActive).Put([]byte(id), nil)
 	}
 	return tx.Bucket(bucketActive).Delete([]byte(id))
@@ -510,7 +512,7 @@ func indexActive(tx *bolt.Tx) error {
 		return err
 	}
 	return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-		j, err := decodeWhere(v, activeJobs)
+		j, err := recs.DecodeWhere(v, recs.ActiveJobs)
 		if err != nil {
 			return fmt.Errorf("failed to decode job %q: %w", k, err)
 		}
@@ -521,19 +523,19 @@ func indexActive(tx *bolt.Tx) error {
 	})
 }
 
-// ListJobsNamed implements Store as ListActiveJobs does.
+// ListJobsNamed implements store.Store as ListActiveJobs does.
 func (b *Bolt) ListJobsNamed(ctx context.Context, name string) ([]*structs.Job, error) {
-	return b.listWhere(ctx, named(name))
+	return b.listWhere(ctx, recs.Named(name))
 }
 
-func (b *Bolt) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job, error) {
+func (b *Bolt) listWhere(ctx context.Context, keep recs.JobFilter) ([]*structs.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var jobs []*structs.Job
 	err := b.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-			j, err := decodeWhere(v, keep)
+			j, err := recs.DecodeWhere(v, keep)
 			if err != nil {
 				return fmt.Errorf("failed to decode job %q: %w", k, err)
 			}
@@ -546,11 +548,11 @@ func (b *Bolt) listWhere(ctx context.Context, keep jobFilter) ([]*structs.Job, e
 	if err != nil {
 		return nil, err
 	}
-	sortJobs(jobs)
+	recs.SortJobs(jobs)
 	return jobs, nil
 }
 
-// GetPolicy implements Store.
+// GetPolicy implements store.Store.
 func (b *Bolt) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -559,7 +561,7 @@ func (b *Bolt) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	err := b.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketMeta).Get(keyPolicy)
 		if v == nil {
-			return fmt.Errorf("policy: %w", ErrNotFound)
+			return fmt.Errorf("policy: %w", store.ErrNotFound)
 		}
 		p = new(structs.PolicyState)
 		if err := json.Unmarshal(v, p); err != nil {
@@ -570,7 +572,7 @@ func (b *Bolt) GetPolicy(ctx context.Context) (*structs.PolicyState, error) {
 	return p, err
 }
 
-// PutPolicy implements Store.
+// PutPolicy implements store.Store.
 func (b *Bolt) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 	if p == nil {
 		return errors.New("policy is nil")
@@ -587,7 +589,7 @@ func (b *Bolt) PutPolicy(ctx context.Context, p *structs.PolicyState) error {
 	})
 }
 
-// Close implements Store.
+// Close implements store.Store.
 func (b *Bolt) Close() error {
 	b.mu.Lock()
 	b.cache, b.sums, b.closed = nil, nil, true
@@ -603,7 +605,7 @@ func (b *Bolt) Close() error {
 func (b *Bolt) update(fn func(*bolt.Tx) error) error {
 	err := b.db.Update(fn)
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
-		return errClosed
+		return recs.ErrClosed
 	}
 	return err
 }
@@ -611,7 +613,7 @@ func (b *Bolt) update(fn func(*bolt.Tx) error) error {
 func (b *Bolt) view(fn func(*bolt.Tx) error) error {
 	err := b.db.View(fn)
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
-		return errClosed
+		return recs.ErrClosed
 	}
 	return err
 }
