@@ -17,7 +17,6 @@ batch sizes from the smallest to the largest of the app's measurements
 (all of them up to 1,100 values, else about 1,100 spread geometrically
 plus the measured ones and their neighbours); nan outside the hull.
 """
-import math
 import os
 import sys
 

@@ -41,6 +41,10 @@ import (
 //go:embed forkserver.py
 var forkServerScript string
 
+// standbyLine is the line of forkServerScript that the standby's program
+// replaces when the server starts.
+const standbyLine = "STANDBY = \"\"\n"
+
 // ForkServer is a node's warm interpreter, run by the driver: it imports
 // the modules a training imports (torch, horovod.torch: seconds) once, and
 // forks, for each worker agent that asks, a standby that has them
@@ -138,7 +142,7 @@ func (f *ForkServer) Start() (err error) {
 		return err
 	}
 	defer lifeR.Close()
-	script := strings.Replace(forkServerScript, "\ndef run_standby", "\nSTANDBY = "+pythonString(standbyBody)+"\n\ndef run_standby", 1)
+	script := strings.Replace(forkServerScript, standbyLine, "STANDBY = "+pythonString(standbyBody)+"\n", 1)
 	cmd := exec.Command(f.Python, append([]string{"-c", script, f.socket}, f.Modules...)...)
 	cmd.Dir = "/"
 	cmd.Env = f.Env

@@ -1,8 +1,6 @@
 # The horovod task driver's fork server (driver/workeragent, Go package
 # workeragent: forkserver.go says what it does and docs/driver.md what each
-# check is for). Run by the driver as "python3 -c <this> SOCKET MODULE...";
-# the driver puts STANDBY (the standby's program, standby.py after the
-# port guard) in before run_standby.
+# check is for). Run by the driver as "python3 -c <this> SOCKET MODULE...".
 import importlib, json, os, re, resource, select, selectors, signal, socket, stat, struct, sys, time
 SOCKET = sys.argv[1]
 for name in sys.argv[2:]:
@@ -315,6 +313,11 @@ def become(c, fds, go_r, go_w, ok_r, ok_w, conn):
         sys.modules["random"].seed()
     if "numpy.random" in sys.modules:
         sys.modules["numpy.random"].seed()
+
+# The standby's program (standby.py after the port guard): the driver
+# puts it in place of this line (forkserver.go, standbyLine).
+STANDBY = ""
+
 
 def run_standby(modules):
     exec(STANDBY, {"__name__": "__standby__", "modules": modules})

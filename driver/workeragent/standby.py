@@ -1,8 +1,12 @@
 # The worker agent's standby interpreter (driver/workeragent, Go package
 # workeragent: standby.go says what it does), after the port guard
-# (driver/pyhooks/ports.py). "modules" is defined before it: the modules
-# to import ahead of the training program.
+# (driver/pyhooks/ports.py).
 import importlib, io, json, os, sys
+
+# The modules to import ahead of the training program: set before this
+# program runs (standby.go's standbyScript from its arguments, or the fork
+# server's run_standby from the agent's request).
+modules = globals()["modules"]
 for name in modules:
     try:
         importlib.import_module(name)

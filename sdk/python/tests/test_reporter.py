@@ -8,8 +8,6 @@ import textwrap
 import threading
 import time
 
-import pytest
-
 import schedulearn
 from conftest import FakePlanner, free_port
 
