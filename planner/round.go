@@ -1,0 +1,251 @@
+package planner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schedulearn/schedulearn/planner/quota"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// A round, phase by phase (round): collect reads the active jobs, holds
+// the moving ones and records the ended ones; settle releases the GPUs of
+// departed nodes and requeues the jobs the health watch gives up on; nodes
+// reads the cluster, holds the GPUs moving jobs go to and starts those
+// whose old run has ended; the snapshot is taken; plan asks the policy
+// (within the queues' quotas, checked by policy.Validate); apply carries
+// out each change and records it.
+
+// roundJobs is what a round works on: the live jobs (queued and running,
+// in the queue's order) and what it knows of each.
+type roundJobs struct {
+	live   []*structs.Job
+	ran    []bool // live's running jobs
+	placed []bool // live's running jobs placed in full (see reap)
+	named  bool   // a selector names jobs (for the snapshot)
+	// unplaced is the health watch's: running jobs not placed in full.
+	unplaced map[string]Outcome
+	// holding are the moving jobs held this round (holdMove), and moved
+	// those the round starts where they were moved (startMove): ID ->
+	// whether their run on the old model has ended.
+	holding []*structs.Job
+	moved   map[string]bool
+}
+
+// round is Round's work; it sets *planTime to the policy's planning time.
+func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
+	now := p.now()
+	r, err := p.collect(ctx, now)
+	if err != nil {
+		return err
+	}
+	lossErrs := p.settle(ctx, r, now)
+	nodes, err := p.nodes(ctx, r, now)
+	if err != nil {
+		return err
+	}
+	snap := p.snapshot(now, nodes, r.live, r.named)
+	p.snaps.ran, p.snaps.placed = r.ran, r.placed // beside the records the snapshot keeps (snapCache.recs)
+	planStart := time.Now()
+	plan, waits, taken, perr := p.planQueues(ctx, snap)
+	*planTime = time.Since(planStart)
+	if perr != nil {
+		p.Logger.Warn("policy", "error", perr)
+		p.recordPolicyError(ctx, perr)
+	}
+	if plan == nil {
+		return perr
+	}
+	p.noteWaits(snap, plan, waits)
+	errs := p.apply(ctx, r.live, snap, plan, taken, nodes, now)
+	return errors.Join(append(lossErrs, errs...)...)
+}
+
+// collect lists the round's jobs: a moving job whose run on the old model
+// goes on is held (not live); a running job whose run has ended is
+// recorded (reap) and left out; the others are live.
+func (p *Planner) collect(ctx context.Context, now time.Time) (*roundJobs, error) {
+	active, err := p.activeJobs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list jobs: %w", err)
+	}
+	r := &roundJobs{
+		live:   active[:0], // active is the round's own list: filtered in place
+		ran:    make([]bool, 0, len(active)),
+		placed: make([]bool, 0, len(active)),
+	}
+	if p.Watch != nil {
+		r.unplaced = map[string]Outcome{}
+	}
+	// A record that was the last round's is not read again: its state is
+	// known, and it names no jobs if none did then.
+	w := p.snaps.walk()
+	for _, j := range active {
+		if m := j.Moving; m != nil && !m.Stopped && j.State == structs.JobQueued {
+			// Moving to another GPU model: not offered to the policy
+			// until its run on the old one has ended (its checkpoint);
+			// the GPUs it moves to are held for it (holdTargets), and
+			// it starts on them then (startMove).
+			held, ended := p.holdMove(ctx, j, now)
+			if held {
+				r.holding = append(r.holding, j)
+				continue
+			}
+			if r.moved == nil {
+				r.moved = map[string]bool{}
+			}
+			r.moved[j.ID] = ended
+		}
+		running, whole, seen := w.known(j)
+		if !seen {
+			running, whole = j.State == structs.JobRunning, false
+		}
+		if running {
+			var done bool
+			var rerr error
+			j, done, whole, rerr = p.reap(ctx, j, now, whole, r.unplaced)
+			if rerr != nil {
+				p.Logger.Warn("failed to read job outcome", "job", j.ID, "error", rerr)
+			}
+			if done {
+				continue
+			}
+			running = j.State == structs.JobRunning // a requeued one is queued
+		}
+		r.live = append(r.live, j)
+		r.ran = append(r.ran, running)
+		r.placed = append(r.placed, running && whole)
+		if !seen || w.named {
+			r.named = r.named || namesJobs(j)
+		}
+	}
+	return r, nil
+}
+
+// settle releases the GPUs that departed nodes held (Departures) and
+// lets the health watch requeue or fail the jobs it gives up on; it
+// returns what it failed to record.
+func (p *Planner) settle(ctx context.Context, r *roundJobs, now time.Time) []error {
+	// Departures before the nodes: a node that starts draining between
+	// the two reads is then missing from the nodes (and released next
+	// round) rather than released and offered again in the same round.
+	var lossErrs []error
+	if d, ok := p.Cluster.(Departures); ok {
+		lossErrs = p.releaseDeparted(ctx, d, r.live, now)
+		for i, j := range r.live {
+			r.ran[i] = r.ran[i] && j.State == structs.JobRunning // some may have lost all their GPUs
+			r.placed[i] = r.placed[i] && r.ran[i]                // a node lost is no placement event
+		}
+	}
+	if p.Watch != nil {
+		lossErrs = append(lossErrs, p.watchHealth(ctx, r.live, r.unplaced, now)...)
+		r.live, r.ran, r.placed = dropEnded(r.live, r.ran, r.placed) // failed: retries spent
+		for i, j := range r.live {
+			r.ran[i] = r.ran[i] && j.State == structs.JobRunning // requeued by the watch
+			r.placed[i] = r.placed[i] && r.ran[i]
+		}
+	}
+	return lossErrs
+}
+
+// nodes reads the cluster for the round: the GPUs held moving jobs go to
+// are reserved for them (holdTargets), and the moving jobs no longer held
+// start on theirs (startMove).
+func (p *Planner) nodes(ctx context.Context, r *roundJobs, now time.Time) ([]policy.Node, error) {
+	nodes, err := p.Cluster.Nodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read cluster: %w", err)
+	}
+	p.noteNodes(nodes)
+	p.noteNodesSeen(nodes, now)
+	nodes = holdTargets(nodes, r.holding, r.live)
+	for i := 0; i < len(r.live) && len(r.moved) > 0; i++ {
+		if ended, ok := r.moved[r.live[i].ID]; ok {
+			delete(r.moved, r.live[i].ID)
+			r.live[i], r.ran[i] = p.startMove(ctx, r.live[i], ended, nodes, r.live, now)
+		}
+	}
+	return nodes, nil
+}
+
+// apply carries out plan's changes of live's jobs (snap's) and records
+// each; taken says who took the GPUs of a job the quotas' reclaim
+// stopped. A change from GPUs of one model to another's is a move
+// (moveModel). It returns what it failed to do.
+func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.Snapshot, plan *policy.Plan, taken map[string]quota.Taken, nodes []policy.Node, now time.Time) []error {
+	changes, at := plan.AllAt(snap)                  // snap.Jobs[i] is live[i]'s
+	var moving []int                                 // live's jobs this round moved between GPU models (moveModel)
+	done := make(map[int]*structs.Job, len(changes)) // live's index -> its record after its change
+	models := nodeModels{nodes: nodes}
+	var errs []error
+	for k, ch := range changes {
+		// A copy of the record (the store's own where shared) for the
+		// fields the change sets before it is recorded (Resume, and the
+		// executor's NomadJobID); its maps and lists stay the record's,
+		// which record copies before it changes them (update).
+		rec := *live[at[k]]
+		j := &rec
+		if ch.From.Total() == 0 {
+			// A start: a job that ran before resumes from its checkpoint.
+			j.Resume = p.resumePoint(j)
+		}
+		// A change from GPUs of one model to another's is a move: the
+		// run is stopped with a checkpoint, and started again on the new
+		// model from it once it has ended (holdMove).
+		from, to := cmp.Or(j.GPUModel, models.of(ch.From)), models.of(ch.To)
+		if ch.From.Total() > 0 && ch.To.Total() > 0 && from != "" && to != "" && from != to {
+			if err := p.moveModel(ctx, j, ch, from, to, plan.Policy, strings.Join(plan.Reasons[j.ID], "; "), now); err != nil {
+				errs = append(errs, err)
+			} else {
+				moving = append(moving, at[k])
+				done[at[k]] = j
+			}
+			continue
+		}
+		// The model of its GPUs, to which the executor pins its workers.
+		j.GPUModel = to
+		applyStart := time.Now()
+		err := p.Executor.Apply(ctx, j, ch.To)
+		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("failed to %s job %s: %w", ch.Kind, j.ID, err))
+			continue
+		}
+		reason := strings.Join(plan.Reasons[j.ID], "; ")
+		if ch.To.Total() > ch.From.Total() {
+			if miss := localityMiss(&j.Spec, ch.To, nodes); miss != "" {
+				reason = strings.TrimPrefix(reason+"; "+miss, "; ")
+			}
+		}
+		var by *quota.Taken
+		if t, ok := taken[j.ID]; ok && ch.To.Total() == 0 {
+			by = &t
+		}
+		if err := p.record(ctx, j, ch, plan.Policy, reason, by, now); err != nil {
+			errs = append(errs, err)
+		} else {
+			done[at[k]] = j
+		}
+	}
+	// A moved job whose run has ended already (in the simulator, at once)
+	// starts on its new model this round, on the GPUs the plan moved it
+	// to where the changes carried out have left them free.
+	if len(moving) > 0 {
+		after := slices.Clone(live)
+		for i, j := range done {
+			after[i] = j
+		}
+		for _, i := range moving {
+			if held, ended := p.holdMove(ctx, after[i], now); !held {
+				after[i], _ = p.startMove(ctx, after[i], ended, nodes, after, now)
+			}
+		}
+	}
+	return errs
+}
