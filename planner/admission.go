@@ -16,7 +16,7 @@ import (
 // nodes (see structs.Admission): whether it can meet its deadline given
 // the jobs already admitted, each at its minimum satisfactory share of the
 // cluster's GPUs over time, the earlier deadlines first
-// (plugins/policy/admission). The estimate of its work is the AmendOutlook
+// (plugins/policy/admission). The estimate of its work is the WithOutlooks
 // hook's (the simulator's models), else the training the latest earlier
 // job of the same name took to reach its goal. A job that cannot is
 // refused with an *structs.InputError naming the deadline and the
@@ -102,8 +102,8 @@ func (p *Planner) admit(ctx context.Context, j *structs.Job, nodes []policy.Node
 // estimate is job j's work (seconds on one GPU; 0: unknown) and speedup
 // table at submission, and where they come from.
 func (p *Planner) estimate(ctx context.Context, j *structs.Job) (float64, []float64, string, error) {
-	if p.AmendOutlook != nil {
-		p.AmendOutlook(j)
+	if p.hooks.amendOutlook != nil {
+		p.hooks.amendOutlook(j)
 		if o := j.Outlook; o != nil && o.Target != nil && o.Target.RemainingWork > 0 {
 			return o.Target.RemainingWork, o.Speedup, o.Target.Reason, nil
 		}

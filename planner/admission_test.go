@@ -19,12 +19,12 @@ import (
 // seconds, by name) is known at submission, as the simulator's are.
 func admissionPlanner(t *testing.T, work map[string]float64) (*Planner, *memStore, *time.Time) {
 	p, st, _, now := newPlanner(t, "qoe", node("n1", 4))
-	p.AmendOutlook = func(j *structs.Job) {
+	p.With(WithOutlooks(func(j *structs.Job) {
 		if j.Outlook == nil {
 			j.Outlook = &structs.Outlook{Updated: *now, Target: &structs.TargetOutlook{
 				Status: structs.OutlookEstimated, RemainingWork: work[j.Spec.Name], Reason: "known"}}
 		}
-	}
+	}, false))
 	return p, st, now
 }
 

@@ -15,7 +15,7 @@ import (
 // the cluster's largest node, the limit of a gpus = "auto" job without a
 // max. A target that starts or stops looking reachable by its deadline
 // gets an event. Without targets, the target's outlook is left to the
-// caller (Planner.AmendsTargets). It also renews the batch the planner
+// caller (WithOutlooks's targets). It also renews the batch the planner
 // advises a job with a batch block (structs.Job.Batch) for the GPUs it
 // holds, from the same fit as the co-adapted speedup table.
 func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {

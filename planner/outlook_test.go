@@ -102,7 +102,7 @@ func TestOutlook_Target(t *testing.T) {
 }
 
 // A planner whose AmendOutlook sets the targets' outlooks itself
-// (AmendsTargets, the simulator's) does not estimate them from the
+// (WithOutlooks with targets, the simulator's) does not estimate them from the
 // reports: the target's outlook is the hook's, and the planner's
 // estimate (which would say "unreachable" here) gives no warning; the
 // speedup is still the planner's where the hook leaves it.
@@ -110,13 +110,12 @@ func TestOutlook_AmendsTargets(t *testing.T) {
 	p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
 	own := &structs.TargetOutlook{Status: structs.OutlookEstimated, RemainingWork: 42, Reason: "the model's"}
 	amended := 0
-	p.AmendOutlook = func(j *structs.Job) {
+	p.With(WithOutlooks(func(j *structs.Job) {
 		if j.Outlook != nil {
 			amended++
 			j.Outlook.Target = own
 		}
-	}
-	p.AmendsTargets = true
+	}, true))
 	j := submit(t, p, now, deadlineSpec(t, "t", "3m", *now))
 	samples := 0.0
 	reportCurve(t, p, now, j.ID, 2, 12, &samples)

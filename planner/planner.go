@@ -119,8 +119,6 @@ type Planner struct {
 	Executor Executor
 	Policies *PolicyHost
 	Logger   hclog.Logger
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
 	// Delivery delivers the models of jobs reaching their tier1 and goal
 	// (planner/delivery); nil: none are delivered, and jobspecs are not
 	// checked for it (a deliverer checks them again before it delivers).
@@ -133,22 +131,6 @@ type Planner struct {
 	// restarted job may be told to resume from: a checkpoint it reported
 	// elsewhere is not passed on, and it starts over (see resumePoint).
 	CheckpointDirs []string
-	// NewJobID names a job at submission; nil: its name and a random
-	// suffix. The simulator keeps the trace's IDs.
-	NewJobID func(spec *jobspec.Spec) string
-	// AmendOutlook, if set, amends a job's outlook after the planner has
-	// renewed it from a batch of progress reports, and at submission
-	// (when it is nil: the hook may set it) before the job's deadline
-	// admission: the simulator puts there the speedup and remaining work
-	// its job models know (where the planner would estimate them from the
-	// reports, or at submission from an earlier run). nil: none.
-	AmendOutlook func(j *structs.Job)
-	// AmendsTargets, with AmendOutlook, says that the hook sets the
-	// outlook of every job's target itself, so the planner does not
-	// estimate it from the progress reports (the simulator's models know
-	// each job's remaining work; fitting a curve at each of thousands of
-	// reports was a sixth of a deadline replay, all of it overwritten).
-	AmendsTargets bool
 	// Retries bounds how often one job is requeued because the cluster,
 	// not its script, ended or stalled its run (Outcome.Infrastructure,
 	// and the health watch's requeues); past it the job fails, saying
@@ -158,6 +140,10 @@ type Planner struct {
 	// simulator, whose jobs report only when what the policies read
 	// changes.
 	Watch *HealthWatch
+
+	// hooks are what the planner's host put in place of the planner's own
+	// ways (With: the simulator's clock, job IDs and outlooks).
+	hooks hooks
 
 	obs observer
 
@@ -183,8 +169,8 @@ type Planner struct {
 func (p *Planner) noteNodes(nodes []policy.Node) { p.largest.Store(int64(largestNode(nodes))) }
 
 func (p *Planner) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
+	if p.hooks.now != nil {
+		return p.hooks.now()
 	}
 	return time.Now()
 }
@@ -612,9 +598,9 @@ func (p *Planner) ReportProgressAdvice(ctx context.Context, id string, reports [
 		if err := j.AddProgress(reports, now); err != nil {
 			return structs.Inputf("%v", err)
 		}
-		renewOutlook(j, now, int(p.largest.Load()), !(p.AmendsTargets && p.AmendOutlook != nil))
-		if p.AmendOutlook != nil {
-			p.AmendOutlook(j)
+		renewOutlook(j, now, int(p.largest.Load()), !(p.hooks.amendsTargets && p.hooks.amendOutlook != nil))
+		if p.hooks.amendOutlook != nil {
+			p.hooks.amendOutlook(j)
 		}
 		advice = j.Batch
 		return nil
@@ -709,11 +695,11 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 // an ID taken twice running means the IDs are not random.
 const idAttempts = 3
 
-// newJobID names a job at submission: NewJobID's, else its name and a
+// newJobID names a job at submission: WithJobIDs's, else its name and a
 // random suffix.
 func (p *Planner) newJobID(spec *jobspec.Spec) string {
-	if p.NewJobID != nil {
-		return p.NewJobID(spec)
+	if p.hooks.newJobID != nil {
+		return p.hooks.newJobID(spec)
 	}
 	return spec.Name + "-" + randomSuffix()
 }

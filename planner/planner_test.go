@@ -119,8 +119,8 @@ func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*Planner
 	t.Cleanup(host.Close)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	store, exec := newMemStore(), &fakeExecutor{fail: map[string]bool{}, done: map[string]int{}}
-	p := &Planner{Store: store, Cluster: staticCluster(nodes), Executor: exec, Policies: host, Logger: logger,
-		Now: func() time.Time { return now }}
+	p := (&Planner{Store: store, Cluster: staticCluster(nodes), Executor: exec, Policies: host, Logger: logger}).
+		With(WithClock(func() time.Time { return now }))
 	return p, store, exec, &now
 }
 
@@ -223,7 +223,7 @@ func TestSubmit_TakenIDIsDrawnAgain(t *testing.T) {
 	ctx := context.Background()
 	p, st, _, now := newPlanner(t, "fifo", node("n1", 8))
 	ids := []string{"a-1", "a-1", "a-2"}
-	p.NewJobID = func(*jobspec.Spec) string { id := ids[0]; ids = ids[1:]; return id }
+	p.With(WithJobIDs(func(*jobspec.Spec) string { id := ids[0]; ids = ids[1:]; return id }))
 	submit(t, p, now, spec(t, "a", 1, 1))
 	j := submit(t, p, now, spec(t, "a", 1, 1))
 	must.Eq(t, "a-2", j.ID)
@@ -231,7 +231,7 @@ func TestSubmit_TakenIDIsDrawnAgain(t *testing.T) {
 	must.NoError(t, err)
 	must.Len(t, 2, jobs)
 
-	p.NewJobID = func(*jobspec.Spec) string { return "a-1" }
+	p.With(WithJobIDs(func(*jobspec.Spec) string { return "a-1" }))
 	_, _, err = p.Submit(ctx, spec(t, "a", 1, 1), "", nil)
 	must.ErrorIs(t, err, store.ErrExists)
 }

@@ -405,8 +405,8 @@ func benchPlanner(b *testing.B, st store.Store, name string, nodes, jobs int) *P
 		}
 		must.NoError(b, st.CreateJob(ctx, j))
 	}
-	return &Planner{Store: st, Cluster: cluster, Executor: nopExecutor{},
-		Policies: NewFixedPolicyHost(inst, logger), Logger: logger, Now: func() time.Time { return now }}
+	return (&Planner{Store: st, Cluster: cluster, Executor: nopExecutor{},
+		Policies: NewFixedPolicyHost(inst, logger), Logger: logger}).With(WithClock(func() time.Time { return now }))
 }
 
 // BenchmarkRound_AgentStore is a steady round at 20,000 queued jobs on

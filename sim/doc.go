@@ -79,7 +79,7 @@
 // the Pollux paper compares Pollux with Tiresias. The job's speedup table
 // (policy.Job.Speedup) comes from the same model (packed placements): the
 // job reports its progress to the planner when the table changes, and the
-// simulator puts the table into the job's outlook (Planner.AmendOutlook),
+// simulator puts the table into the job's outlook (planner.WithOutlooks),
 // from which the planner's snapshot takes it.
 //
 // Amdahl (Philly jobs with deadlines, Trace.WithDeadlines and

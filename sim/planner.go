@@ -27,28 +27,26 @@ import (
 // and report their progress through Planner.ReportProgress, as the SDK
 // would; what the models know that the planner would otherwise estimate
 // from the reports (the speedup table, the remaining work) is put into
-// the job's outlook through Planner.AmendOutlook. sim/README.md says what
+// the job's outlook through planner.WithOutlooks. sim/README.md says what
 // is and is not the planner's own code.
 
 // newPlanner returns the planner of run s, planning with p.
 func (s *simulator) newPlanner(p policy.Policy) *planner.Planner {
-	pl := &planner.Planner{
+	pl := (&planner.Planner{
 		Store:    store.NewMemory(),
 		Cluster:  simCluster{s},
 		Executor: simExecutor{s},
 		Policies: planner.NewFixedPolicyHost(p, hclog.NewNullLogger()),
 		Logger:   hclog.NewNullLogger(),
-		Now:      func() time.Time { return s.at(s.now).Add(s.tie) },
 		Metrics:  simMetrics{s},
-		// The trace's IDs, which are unique (Run checks), so that the
-		// policy sees the jobs by them and the queue's order (Submitted,
-		// ID) is the same in every run.
-		NewJobID:     func(spec *jobspec.Spec) string { return spec.Name },
-		AmendOutlook: s.amendOutlook,
+	}).With(
+		planner.WithClock(func() time.Time { return s.at(s.now).Add(s.tie) }),
+		// The trace's IDs, which are unique (Run checks).
+		planner.WithJobIDs(func(spec *jobspec.Spec) string { return spec.Name }),
 		// It sets every target's outlook (a job with a target is one with
 		// a deadline, and amendOutlook gives each its model's).
-		AmendsTargets: true,
-	}
+		planner.WithOutlooks(s.amendOutlook, true),
+	)
 	switch {
 	case s.queuesOn():
 		pl.SetQueues(s.cfg.Queues.Tree)

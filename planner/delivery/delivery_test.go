@@ -507,7 +507,8 @@ func TestDelivery_ResumedByNextPlanner(t *testing.T) {
 	// The next planner, on the same store, finishes both.
 	waitFor(t, func() bool { hook.mu.Lock(); defer hook.mu.Unlock(); return hook.abandoned == 1 })
 	close(hook.block)
-	next := &planner.Planner{Store: st, Cluster: p.Cluster, Executor: p.Executor, Policies: p.Policies, Logger: p.Logger, Now: p.Now}
+	next := (&planner.Planner{Store: st, Cluster: p.Cluster, Executor: p.Executor, Policies: p.Policies, Logger: p.Logger}).
+		With(planner.WithClock(w.Now)) // the worker's clock is the planner's (newPlanner)
 	nextWorker := &Worker{Store: st, Records: next, Options: w.Options, Logger: w.Logger, Now: w.Now}
 	next.Delivery = nextWorker
 	runDeliveries(t, nextWorker)

@@ -69,7 +69,7 @@ func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*planner
 	st := &testStore{Store: bolt}
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	p := &planner.Planner{Store: st, Cluster: staticCluster(nodes), Policies: host, Logger: logger, Now: clock}
+	p := (&planner.Planner{Store: st, Cluster: staticCluster(nodes), Policies: host, Logger: logger}).With(planner.WithClock(clock))
 	w := &Worker{Store: st, Records: p, Logger: logger, Now: clock}
 	p.Delivery = w
 	return p, st, w, &now

@@ -18,7 +18,7 @@ type Outlook struct {
 	Speedup []float64 `json:"speedup,omitempty"`
 	// ByModel is the job's goodput by GPU model and count in
 	// policy.Job.ByModel's format, where the simulator gives it (its job
-	// models, through Planner.AmendOutlook); the planner's own estimate
+	// models, through planner.WithOutlooks); the planner's own estimate
 	// comes from Rates, in the policies' snapshot. Nil elsewhere.
 	ByModel map[string][]float64 `json:"by_model,omitempty"`
 	// GPUs is the assessment of a gpus = "auto" job; nil for others.
