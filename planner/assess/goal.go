@@ -242,46 +242,83 @@ func RemainingWork(remaining, throughput, speedup float64) float64 {
 const pauseFactor = 4
 
 // axis is the x of every report in h (see ToGoal), its unit, and the
-// latest rate in that unit per second.
+// latest rate in that unit per second: in samples where the job reports
+// samples_per_sec at all, else in steps.
 func axis(h []structs.ProgressReport) (xs []float64, unit Unit, rate float64) {
-	n := len(h)
-	xs = make([]float64, n)
-	rateOf := func(r structs.ProgressReport) (float64, bool) {
-		if r.SamplesPerSec == nil || !positive(*r.SamplesPerSec) {
-			return 0, false
-		}
-		return *r.SamplesPerSec, true
-	}
-	dt := func(i int) float64 { return h[i].Time.Sub(h[i-1].Time).Seconds() }
-	ds := func(i int) int64 { return h[i].Step - h[i-1].Step }
-
-	samples := false
 	for _, r := range h {
-		if _, ok := rateOf(r); ok {
-			samples = true
-			break
+		if _, ok := reportedRate(r); ok {
+			xs, rate = samplesAxis(h)
+			return xs, Samples, rate
 		}
 	}
-	if !samples {
-		for i := range h {
-			xs[i] = float64(h[i].Step - h[0].Step)
-		}
-		var rs []float64
-		for i := n - 1; i >= 1 && len(rs) < 5; i-- {
-			if ds(i) > 0 && dt(i) > 0 {
-				rs = append(rs, float64(ds(i))/dt(i))
-			}
-		}
-		if len(rs) > 0 {
-			rate = median(rs)
-		}
-		return xs, Steps, rate
-	}
+	xs, rate = stepsAxis(h)
+	return xs, Steps, rate
+}
 
-	// The usual samples per step at each world size (carried forward over
-	// reports without one), from the intervals that do not straddle a
-	// change of it.
-	ws := make([]int, n)
+// reportedRate is r's samples per second, where it gives a usable one (a
+// finite number above 0).
+func reportedRate(r structs.ProgressReport) (float64, bool) {
+	if r.SamplesPerSec == nil || !positive(*r.SamplesPerSec) {
+		return 0, false
+	}
+	return *r.SamplesPerSec, true
+}
+
+// secondsBefore is the time from report i-1 to report i.
+func secondsBefore(h []structs.ProgressReport, i int) float64 {
+	return h[i].Time.Sub(h[i-1].Time).Seconds()
+}
+
+// stepsBefore is the steps from report i-1 to report i (negative after a
+// restart from an earlier checkpoint).
+func stepsBefore(h []structs.ProgressReport, i int) int64 { return h[i].Step - h[i-1].Step }
+
+// stepsAxis is the axis of a job that never reports samples_per_sec: the
+// steps since the first report; and its rate, the median steps per second
+// over the last five intervals that moved forward (0 where none did), so
+// that one paused interval does not sway it.
+func stepsAxis(h []structs.ProgressReport) ([]float64, float64) {
+	xs := make([]float64, len(h))
+	for i := range h {
+		xs[i] = float64(h[i].Step - h[0].Step)
+	}
+	var rs []float64
+	for i := len(h) - 1; i >= 1 && len(rs) < 5; i-- {
+		if stepsBefore(h, i) > 0 && secondsBefore(h, i) > 0 {
+			rs = append(rs, float64(stepsBefore(h, i))/secondsBefore(h, i))
+		}
+	}
+	rate := 0.0
+	if len(rs) > 0 {
+		rate = median(rs)
+	}
+	return xs, rate
+}
+
+// samplesAxis is the axis of a job that reports samples_per_sec (at
+// least one of h does): the samples trained since the first report, an
+// interval at a time (see nextX); and the latest rate reported.
+func samplesAxis(h []structs.ProgressReport) ([]float64, float64) {
+	xs := make([]float64, len(h))
+	ws := worldSizes(h)
+	per := usualSamplesPerStep(h, ws)
+	rate := 0.0
+	if r, ok := reportedRate(h[0]); ok {
+		rate = r
+	}
+	for i := 1; i < len(h); i++ {
+		xs[i] = nextX(h, xs, i, per.at(ws[i]), rate)
+		if r, ok := reportedRate(h[i]); ok {
+			rate = r
+		}
+	}
+	return xs, rate
+}
+
+// worldSizes is the world size at each report, carried forward over the
+// reports that give none (0 before the first that does).
+func worldSizes(h []structs.ProgressReport) []int {
+	ws := make([]int, len(h))
 	cur := 0
 	for i, r := range h {
 		if r.WorldSize > 0 {
@@ -289,65 +326,94 @@ func axis(h []structs.ProgressReport) (xs []float64, unit Unit, rate float64) {
 		}
 		ws[i] = cur
 	}
+	return ws
+}
+
+// samplesPerStep is how many samples a step usually holds: at each world
+// size (usual), and over every size (fallback, 0 with no interval at
+// all) for a size with no interval of its own.
+type samplesPerStep struct {
+	usual    map[int]float64
+	fallback float64
+}
+
+// at is the usual samples per step at world size ws.
+func (s samplesPerStep) at(ws int) float64 {
+	if b, ok := s.usual[ws]; ok {
+		return b
+	}
+	return s.fallback
+}
+
+// usualSamplesPerStep measures samplesPerStep from the intervals of h
+// that report a rate, move forward in steps and time, and do not
+// straddle a change of world size (ws, see worldSizes): the rate times
+// the seconds over the steps, the median of each size's intervals.
+func usualSamplesPerStep(h []structs.ProgressReport, ws []int) samplesPerStep {
 	per := map[int][]float64{}
 	var all []float64
-	for i := 1; i < n; i++ {
-		r, ok := rateOf(h[i])
-		if !ok || ds(i) <= 0 || dt(i) <= 0 || ws[i] != ws[i-1] {
+	for i := 1; i < len(h); i++ {
+		r, ok := reportedRate(h[i])
+		if !ok || stepsBefore(h, i) <= 0 || secondsBefore(h, i) <= 0 || ws[i] != ws[i-1] {
 			continue
 		}
-		b := r * dt(i) / float64(ds(i))
+		b := r * secondsBefore(h, i) / float64(stepsBefore(h, i))
 		per[ws[i]] = append(per[ws[i]], b)
 		all = append(all, b)
 	}
-	usual := map[int]float64{}
+	s := samplesPerStep{usual: map[int]float64{}}
 	for k, bs := range per {
-		usual[k] = median(bs)
+		s.usual[k] = median(bs)
 	}
-	fallback := 0.0
 	if len(all) > 0 {
-		fallback = median(all)
+		s.fallback = median(all)
 	}
-	perStep := func(i int) float64 {
-		if b, ok := usual[ws[i]]; ok {
-			return b
-		}
-		return fallback
-	}
+	return s
+}
 
-	if r, ok := rateOf(h[0]); ok {
-		rate = r
+// nextX is where report i stands on the samples axis, given where the
+// reports before it stand (xs[:i]), b the usual samples per step at its
+// world size, and rate the latest rate reported before it. In order:
+//   - a step back (a restart from a checkpoint) takes the axis back to
+//     where it was at that step (see rewound);
+//   - an interval without steps trained nothing;
+//   - an interval with a rate counts it over its time, unless that is
+//     more than pauseFactor times the usual samples for its steps (the
+//     job was paused or queued between the reports);
+//   - else its steps count the usual samples per step;
+//   - else (no usual yet) its time counts at the latest rate;
+//   - else it trained nothing that can be told.
+func nextX(h []structs.ProgressReport, xs []float64, i int, b, rate float64) float64 {
+	r, ok := reportedRate(h[i])
+	d, t := float64(stepsBefore(h, i)), secondsBefore(h, i)
+	switch {
+	case d < 0:
+		return rewound(h, xs, i, b)
+	case d == 0:
+		return xs[i-1]
+	case ok && t > 0 && (b == 0 || r*t <= pauseFactor*b*d):
+		return xs[i-1] + r*t
+	case b > 0:
+		return xs[i-1] + b*d
+	case rate > 0 && t > 0:
+		return xs[i-1] + rate*t
 	}
-	for i := 1; i < n; i++ {
-		r, ok := rateOf(h[i])
-		b, d, t := perStep(i), float64(ds(i)), dt(i)
-		switch {
-		case d < 0: // back to a checkpoint: where the axis was at that step
-			j := i - 1
-			for j >= 0 && h[j].Step > h[i].Step {
-				j--
-			}
-			if j >= 0 {
-				xs[i] = xs[j] + b*float64(h[i].Step-h[j].Step)
-			} else {
-				xs[i] = b * float64(h[i].Step-h[0].Step)
-			}
-		case d == 0:
-			xs[i] = xs[i-1]
-		case ok && t > 0 && (b == 0 || r*t <= pauseFactor*b*d):
-			xs[i] = xs[i-1] + r*t
-		case b > 0:
-			xs[i] = xs[i-1] + b*d
-		case rate > 0 && t > 0:
-			xs[i] = xs[i-1] + rate*t
-		default:
-			xs[i] = xs[i-1]
-		}
-		if ok {
-			rate = r
-		}
+	return xs[i-1]
+}
+
+// rewound is where report i, whose step went back, stands: the last
+// report before it at or below its step, plus the steps beyond that one
+// at b samples each (from the first report's step and the axis's start
+// where every report before it is beyond its step).
+func rewound(h []structs.ProgressReport, xs []float64, i int, b float64) float64 {
+	j := i - 1
+	for j >= 0 && h[j].Step > h[i].Step {
+		j--
 	}
-	return xs, Samples, rate
+	if j >= 0 {
+		return xs[j] + b*float64(h[i].Step-h[j].Step)
+	}
+	return b * float64(h[i].Step-h[0].Step)
 }
 
 // curve is m(x) = A - B*exp(-(x-X0)/Tau), fitted with R²; Edge is true

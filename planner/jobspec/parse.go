@@ -355,100 +355,167 @@ func decodeGPUs(body hcl.Body, blockRange hcl.Range) (GPUs, hcl.Diagnostics) {
 		return GPUs{}, diags
 	}
 	attr, hasAttr := content.Attributes["gpus"]
-	blocks := content.Blocks
-	errAt := func(r hcl.Range, summary, detail string) {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: r.Ptr()})
+	if d := gpusGivenOnce(hasAttr, content.Blocks, blockRange); d != nil {
+		return GPUs{}, append(diags, d)
 	}
+	var g GPUs
+	var more hcl.Diagnostics
+	if hasAttr {
+		g, more = decodeGPUsAttr(attr)
+	} else {
+		g, more = decodeGPUsBlock(content.Blocks[0])
+	}
+	return g, append(diags, more...)
+}
+
+// errorAt is an error diagnostic about what stands at r.
+func errorAt(r hcl.Range, summary, detail string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: r.Ptr()}
+}
+
+// gpusGivenOnce checks that a training block gives gpus once: as an
+// attribute or as one block, not both, and not neither. The error points
+// at the first gpus too many (or at the training block for none); nil
+// when gpus is given once.
+func gpusGivenOnce(hasAttr bool, blocks hcl.Blocks, blockRange hcl.Range) *hcl.Diagnostic {
 	switch {
 	case hasAttr && len(blocks) > 0:
-		errAt(blocks[0].DefRange, "Duplicate gpus", "Give gpus either as an attribute (a count or \"auto\") or as a block, not both.")
-		return GPUs{}, diags
+		return errorAt(blocks[0].DefRange, "Duplicate gpus", "Give gpus either as an attribute (a count or \"auto\") or as a block, not both.")
 	case len(blocks) > 1:
-		errAt(blocks[1].DefRange, "Duplicate gpus block", "A training block holds one gpus block.")
-		return GPUs{}, diags
+		return errorAt(blocks[1].DefRange, "Duplicate gpus block", "A training block holds one gpus block.")
 	case !hasAttr && len(blocks) == 0:
-		errAt(blockRange, "Missing gpus", `Say how many GPUs the job needs: gpus = 4, gpus = "auto", or gpus { min = 2, max = 8 }.`)
-		return GPUs{}, diags
+		return errorAt(blockRange, "Missing gpus", `Say how many GPUs the job needs: gpus = 4, gpus = "auto", or gpus { min = 2, max = 8 }.`)
 	}
+	return nil
+}
 
-	if hasAttr {
-		v, d := attr.Expr.Value(nil)
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			return GPUs{}, diags
-		}
-		switch {
-		case v.Type() == cty.String && v.AsString() == "auto":
-			return GPUs{Auto: true, Min: 1, PerWorker: 1}, diags
-		case v.Type() == cty.Number:
-			bf := v.AsBigFloat()
-			n, acc := bf.Int64()
-			if !bf.IsInt() || acc != 0 || n < 1 || n > MaxGPUs {
-				errAt(attr.Expr.Range(), "Invalid gpus", fmt.Sprintf("gpus is a whole number of at least 1 (and at most %d), or \"auto\".", MaxGPUs))
-				return GPUs{}, diags
-			}
-			return GPUs{Min: int(n), Max: int(n), PerWorker: 1}, diags
-		default:
-			errAt(attr.Expr.Range(), "Invalid gpus", `gpus is a whole number of at least 1, or "auto".`)
-			return GPUs{}, diags
-		}
-	}
-
-	var raw gpusHCL
-	diags = append(diags, gohcl.DecodeBody(blocks[0].Body, nil, &raw)...)
+// decodeGPUsAttr reads gpus given as an attribute: "auto" (the planner
+// chooses the count, from one GPU up), or a whole number within bounds
+// (a fixed count). A worker holds one GPU either way.
+func decodeGPUsAttr(attr *hcl.Attribute) (GPUs, hcl.Diagnostics) {
+	v, diags := attr.Expr.Value(nil)
 	if diags.HasErrors() {
 		return GPUs{}, diags
 	}
-	at := attrRanges(raw.Body, blocks[0].DefRange)
+	switch {
+	case v.Type() == cty.String && v.AsString() == "auto":
+		return GPUs{Auto: true, Min: 1, PerWorker: 1}, diags
+	case v.Type() == cty.Number:
+		bf := v.AsBigFloat()
+		n, acc := bf.Int64()
+		if !bf.IsInt() || acc != 0 || n < 1 || n > MaxGPUs {
+			return GPUs{}, append(diags, errorAt(attr.Expr.Range(), "Invalid gpus", fmt.Sprintf("gpus is a whole number of at least 1 (and at most %d), or \"auto\".", MaxGPUs)))
+		}
+		return GPUs{Min: int(n), Max: int(n), PerWorker: 1}, diags
+	}
+	return GPUs{}, append(diags, errorAt(attr.Expr.Range(), "Invalid gpus", `gpus is a whole number of at least 1, or "auto".`))
+}
+
+// decodeGPUsBlock reads a gpus { ... } block in the order its checks
+// depend on each other: every count within bounds (so that the
+// arithmetic after stays in range), per_worker (the unit of the counts),
+// the count or range, the counts as whole workers, and min_memory. It
+// stops at an error that would make the checks after it misleading, and
+// otherwise reports every error.
+func decodeGPUsBlock(block *hcl.Block) (GPUs, hcl.Diagnostics) {
+	var raw gpusHCL
+	diags := gohcl.DecodeBody(block.Body, nil, &raw)
+	if diags.HasErrors() {
+		return GPUs{}, diags
+	}
+	at := attrRanges(raw.Body, block.DefRange)
 	g := GPUs{Auto: raw.Auto, PerWorker: 1, Model: raw.Model}
+	if d := raw.countOverMax(at); d != nil {
+		return g, append(diags, d)
+	}
+	if raw.PerWorker != nil {
+		g.PerWorker = *raw.PerWorker
+		if g.PerWorker < 1 {
+			return g, append(diags, errorAt(at("per_worker"), "Invalid per_worker", "per_worker is at least 1: the GPUs each worker holds on one node."))
+		}
+	}
+	var more hcl.Diagnostics
+	var ok bool
+	g.Min, g.Max, more, ok = raw.counts(g.PerWorker, at, block.DefRange)
+	diags = append(diags, more...)
+	if !ok {
+		return g, diags
+	}
+	if d := raw.notWholeWorkers(g, at); d != nil {
+		diags = append(diags, d)
+	}
+	if raw.MinMemory != "" {
+		var d *hcl.Diagnostic
+		if g.MinMemoryMiB, d = raw.minMemoryMiB(at); d != nil {
+			diags = append(diags, d)
+		}
+	}
+	return g, diags
+}
+
+// countOverMax is the error for the first GPU count the block gives above
+// MaxGPUs (count, min, max, then per_worker); nil when none is.
+func (raw *gpusHCL) countOverMax(at func(string) hcl.Range) *hcl.Diagnostic {
 	for _, c := range []struct {
 		name string
 		n    *int
 	}{{"count", raw.Count}, {"min", raw.Min}, {"max", raw.Max}, {"per_worker", raw.PerWorker}} {
 		if c.n != nil && *c.n > MaxGPUs {
-			errAt(at(c.name), "Invalid "+c.name, fmt.Sprintf("%s = %d: a GPU count is at most %d.", c.name, *c.n, MaxGPUs))
-			return g, diags
+			return errorAt(at(c.name), "Invalid "+c.name, fmt.Sprintf("%s = %d: a GPU count is at most %d.", c.name, *c.n, MaxGPUs))
 		}
 	}
-	if raw.PerWorker != nil {
-		g.PerWorker = *raw.PerWorker
-		if g.PerWorker < 1 {
-			errAt(at("per_worker"), "Invalid per_worker", "per_worker is at least 1: the GPUs each worker holds on one node.")
-			return g, diags
-		}
-	}
+	return nil
+}
+
+// counts reads the block's GPU count as min and max: count (a fixed
+// number), or a range (see rangeCounts), not both, and count not with
+// auto = true (which lets the planner choose). ok is false, with min and
+// max 0, where no count could be read: the checks on the counts are then
+// not made.
+func (raw *gpusHCL) counts(perWorker int, at func(string) hcl.Range, blockRange hcl.Range) (lo, hi int, diags hcl.Diagnostics, ok bool) {
 	switch {
 	case raw.Count != nil && (raw.Min != nil || raw.Max != nil):
-		errAt(at("count"), "Conflicting GPU counts", "Give either count (a fixed number) or min and max (a range), not both.")
-		return g, diags
+		return 0, 0, hcl.Diagnostics{errorAt(at("count"), "Conflicting GPU counts", "Give either count (a fixed number) or min and max (a range), not both.")}, false
 	case raw.Count != nil && raw.Auto:
-		errAt(at("count"), "Conflicting GPU counts", "auto = true lets the planner choose the count; drop count, or bound it with min and max.")
-		return g, diags
+		return 0, 0, hcl.Diagnostics{errorAt(at("count"), "Conflicting GPU counts", "auto = true lets the planner choose the count; drop count, or bound it with min and max.")}, false
 	case raw.Count != nil:
-		g.Min, g.Max = *raw.Count, *raw.Count
-		if g.Min < 1 {
-			errAt(at("count"), "Invalid count", "count is at least 1.")
+		if *raw.Count < 1 {
+			diags = append(diags, errorAt(at("count"), "Invalid count", "count is at least 1."))
 		}
+		return *raw.Count, *raw.Count, diags, true
 	case raw.Min == nil && raw.Max == nil && !raw.Auto:
-		errAt(blocks[0].DefRange, "Missing GPU count", "The gpus block needs count, or min and max, or auto = true.")
-		return g, diags
-	default:
-		g.Min = g.PerWorker
-		if raw.Min != nil {
-			g.Min = *raw.Min
-		}
-		if raw.Max != nil {
-			g.Max = *raw.Max
-		} else if !raw.Auto {
-			errAt(blocks[0].DefRange, "Missing max", "A GPU range needs max (or auto = true to let the planner choose).")
-		}
-		if g.Min < 1 {
-			errAt(at("min"), "Invalid min", "min is at least 1.")
-		}
-		if raw.Max != nil && g.Min > g.Max {
-			errAt(at("max"), "Invalid GPU range", fmt.Sprintf("min (%d) is greater than max (%d).", g.Min, g.Max))
-		}
+		return 0, 0, hcl.Diagnostics{errorAt(blockRange, "Missing GPU count", "The gpus block needs count, or min and max, or auto = true.")}, false
 	}
+	lo, hi, diags = raw.rangeCounts(perWorker, at, blockRange)
+	return lo, hi, diags, true
+}
+
+// rangeCounts reads a GPU range: min (one worker's GPUs where it is left
+// out) and max, which only auto = true may leave out (then 0: the planner
+// chooses how far to grow). min is at least 1 and at most max.
+func (raw *gpusHCL) rangeCounts(perWorker int, at func(string) hcl.Range, blockRange hcl.Range) (lo, hi int, diags hcl.Diagnostics) {
+	lo = perWorker
+	if raw.Min != nil {
+		lo = *raw.Min
+	}
+	if raw.Max != nil {
+		hi = *raw.Max
+	} else if !raw.Auto {
+		diags = append(diags, errorAt(blockRange, "Missing max", "A GPU range needs max (or auto = true to let the planner choose)."))
+	}
+	if lo < 1 {
+		diags = append(diags, errorAt(at("min"), "Invalid min", "min is at least 1."))
+	}
+	if raw.Max != nil && lo > hi {
+		diags = append(diags, errorAt(at("max"), "Invalid GPU range", fmt.Sprintf("min (%d) is greater than max (%d).", lo, hi)))
+	}
+	return lo, hi, diags
+}
+
+// notWholeWorkers is the error for the first of g's min and max that is
+// not a whole number of workers (named count where count gave both):
+// a worker's GPUs are all on one node. nil when both are.
+func (raw *gpusHCL) notWholeWorkers(g GPUs, at func(string) hcl.Range) *hcl.Diagnostic {
 	for _, c := range []struct {
 		name string
 		n    int
@@ -458,21 +525,22 @@ func decodeGPUs(body hcl.Body, blockRange hcl.Range) (GPUs, hcl.Diagnostics) {
 			if raw.Count != nil {
 				name = "count"
 			}
-			errAt(at(name), "GPU count not a multiple of per_worker", fmt.Sprintf("%s = %d is not a multiple of per_worker = %d: a worker's GPUs are all on one node.", name, c.n, g.PerWorker))
-			break
+			return errorAt(at(name), "GPU count not a multiple of per_worker", fmt.Sprintf("%s = %d is not a multiple of per_worker = %d: a worker's GPUs are all on one node.", name, c.n, g.PerWorker))
 		}
 	}
-	if raw.MinMemory != "" {
-		// units.RAMInBytes multiplies in float64 and converts, so a size
-		// beyond int64 comes back as garbage (often negative): bound it.
-		b, err := units.RAMInBytes(raw.MinMemory)
-		if err != nil || b <= 0 || b > MaxMinMemory {
-			errAt(at("min_memory"), "Invalid min_memory", fmt.Sprintf("%q: give a size such as \"40GiB\" or \"80GB\" (at most 1PiB).", raw.MinMemory))
-		} else {
-			g.MinMemoryMiB = int(mib(b))
-		}
+	return nil
+}
+
+// minMemoryMiB reads min_memory, the least memory the job's GPUs have,
+// in MiB rounded up. units.RAMInBytes multiplies in float64 and converts,
+// so a size beyond int64 comes back as garbage (often negative): it is
+// bounded. 0 and the error when the size is not one.
+func (raw *gpusHCL) minMemoryMiB(at func(string) hcl.Range) (int, *hcl.Diagnostic) {
+	b, err := units.RAMInBytes(raw.MinMemory)
+	if err != nil || b <= 0 || b > MaxMinMemory {
+		return 0, errorAt(at("min_memory"), "Invalid min_memory", fmt.Sprintf("%q: give a size such as \"40GiB\" or \"80GB\" (at most 1PiB).", raw.MinMemory))
 	}
-	return g, diags
+	return int(mib(b)), nil
 }
 
 // mib is b bytes in MiB, rounded up, without overflow.

@@ -314,185 +314,280 @@ const (
 // claim takes back the plan's gains only: what the plan gave of the
 // job's GPUs. It changes nothing when even that leaves no room.
 func (e *enforcer) claimFor(c claim) outcome {
-	v, j, q := e.v, &e.v.s.Jobs[c.i], c.q
-	var log []undo
-	kind := map[int]string{}
-	apply := func(k int, a policy.Allocation, how string) {
-		log = append(log, undo{k, e.tgt[k]})
-		e.set(k, a)
-		if kind[k] != "stopped" {
-			kind[k] = how
-		}
-	}
-	try := func() (policy.Allocation, block) {
-		var a policy.Allocation
-		if c.keep != nil {
-			if lack := e.lacks(c.i, c.keep); len(lack) > 0 {
-				return nil, block{place: true, on: lack}
-			}
-			a = c.keep
-		} else if a = e.place(c.i, c.room); a == nil {
-			return nil, block{place: true}
-		}
-		next := clone(e.u)
-		v.add(next, q, e.tgt[c.i], -1)
-		v.add(next, q, a, 1)
-		if x, bad := v.breach(next); bad {
-			return nil, block{x: x.q, r: x.r}
-		}
-		return a, block{}
-	}
-	alloc, b := try()
-	if alloc != nil && c.fair {
+	r := &claimRun{e: e, c: c, j: &e.v.s.Jobs[c.i], kind: map[int]string{}}
+	r.alloc, r.b = r.try()
+	if r.alloc != nil && c.fair {
 		// GPUs are free for it: whether it starts is the policy's call.
 		return unneeded
 	}
-	var cands []int
-	if alloc == nil {
-		cands = e.victims(c.i, q)
-	}
-	// pick is the first candidate that may give for block b, and what it
-	// would keep (propose; false: it may not give in this phase). A fair
-	// claim takes from the queue that borrows most per weight first, and
-	// only what fairTake allows.
-	pick := func(propose func(k int, nodes []string) (policy.Allocation, bool)) (int, policy.Allocation) {
-		eff := v.effective(e.u)
-		order := cands
-		var shares map[int]claimShares
-		if c.fair {
-			order = e.byFairShare(eff, q, cands)
-			shares = map[int]claimShares{}
-		}
-		for _, k := range order {
-			if e.tgt[k].Total() == 0 {
-				continue
-			}
-			nodes := e.useful(eff, k, q, j, b)
-			if len(nodes) == 0 {
-				continue
-			}
-			if a, ok := propose(k, nodes); ok && (!c.fair || e.fairTake(c, k, a, shares)) {
-				return k, a
-			}
-		}
-		return -1, nil
+	if r.alloc == nil {
+		r.cands = e.victims(c.i, c.q)
 	}
 	// The plan's own gains of borrowers first: they cost no one work.
-	for alloc == nil {
-		k, a := pick(func(k int, _ []string) (policy.Allocation, bool) {
-			cur := v.s.Jobs[k].Allocation
-			return cur.Clone(), !e.tgt[k].Equal(cur) && e.gainsAny(k) && e.revertible(k)
-		})
-		if k == -1 {
-			break
-		}
-		apply(k, a, "held")
-		alloc, b = try()
+	r.takeBack("held", e.holdGain)
+	if c.keep == nil {
+		// Then elastic jobs, shrunk in place toward their min, a worker
+		// at a time; then whole jobs, stopped.
+		r.takeBack("shrunk", e.shrinkWorker)
+		r.takeBack("stopped", stopWhole)
 	}
-	// Then elastic jobs, shrunk in place toward their min, a worker at a
-	// time.
-	for alloc == nil && c.keep == nil {
-		k, a := pick(func(k int, nodes []string) (policy.Allocation, bool) {
-			w := max(1, v.s.Jobs[k].GPUs.PerWorker)
-			if e.tgt[k].Total()-w < v.s.Jobs[k].GPUs.Min {
-				return nil, false
-			}
-			a := e.tgt[k].Clone()
-			a[nodes[0]] -= w
-			return a, true
-		})
-		if k == -1 {
-			break
-		}
-		apply(k, a, "shrunk")
-		alloc, b = try()
+	if r.alloc != nil && c.fair && !e.fairAfter(c, r.alloc, r.log) {
+		r.alloc = nil
 	}
-	// Then whole jobs, stopped.
-	for alloc == nil && c.keep == nil {
-		k, _ := pick(func(int, []string) (policy.Allocation, bool) { return nil, true })
-		if k == -1 {
-			break
-		}
-		apply(k, nil, "stopped")
-		alloc, b = try()
-	}
-	if alloc != nil && c.fair && !e.fairAfter(c, alloc, log) {
-		alloc = nil
-	}
-	if alloc == nil {
-		for x := len(log) - 1; x >= 0; x-- {
-			e.set(log[x].job, log[x].prev)
-		}
-		switch {
-		case c.keep != nil:
-			// The plan's stop or shrink stands: the GPUs went to jobs
-			// reclaim may not take them from.
-		case c.fair:
-			v.why[j.ID] = fmt.Sprintf("fair share: queue %s may borrow, but the queues that borrow more per weight could not give %s and still borrow at least as much per weight as it would",
-				v.t.queues[q].name, policy.GPUs(c.need))
-		default:
-			v.why[j.ID] = fmt.Sprintf("queue %s is below its nominal quota, but taking GPUs back from the queues that borrow would not make room for %s (placement: model, pool, per-node and anti-affinity rules)",
-				v.t.queues[q].name, policy.GPUs(j.GPUs.Min))
-		}
+	if r.alloc == nil {
+		r.undoTakes()
+		r.explainFailure()
 		return failed
 	}
-	e.set(c.i, alloc)
-	if c.fair {
-		e.claimed[c.i] = true
+	r.commit()
+	return started
+}
+
+// claimRun is one claimFor under way. It carries what the steps of a
+// claim share: the claim and its job; what was taken back so far, in
+// order (log, undone newest first when the claim fails) and how each job
+// gave (kind: held, shrunk or stopped, for the reasons); where the job
+// fits once it does (alloc) or else what keeps it from starting (b); and
+// the jobs it may take from, in the order it takes them (cands, see
+// victims).
+type claimRun struct {
+	e     *enforcer
+	c     claim
+	j     *policy.Job
+	log   []undo
+	kind  map[int]string
+	alloc policy.Allocation
+	b     block
+	cands []int
+}
+
+// proposal is one way of taking GPUs back, asked of candidate k (which
+// holds GPUs that address the block on nodes, most free first): what k
+// would keep, and whether k may give that way at all.
+type proposal func(k int, nodes []string) (policy.Allocation, bool)
+
+// try places the claim's job as things stand: at keep for a keep claim
+// (which needs the free GPUs on its own nodes), else where place finds
+// room. It checks the queues' bounds with the job there, so that a start
+// never breaches one. The allocation on success; else nil and what
+// blocks it, which tells the next take where it helps.
+func (r *claimRun) try() (policy.Allocation, block) {
+	e, v, c := r.e, r.e.v, r.c
+	var a policy.Allocation
+	if c.keep != nil {
+		if lack := e.lacks(c.i, c.keep); len(lack) > 0 {
+			return nil, block{place: true, on: lack}
+		}
+		a = c.keep
+	} else if a = e.place(c.i, c.room); a == nil {
+		return nil, block{place: true}
 	}
-	delete(v.why, j.ID)
-	eff := v.effective(e.u)
-	var took []string
-	for _, u := range log {
-		k := u.job
-		if kind[k] == "" {
+	next := clone(e.u)
+	v.add(next, c.q, e.tgt[c.i], -1)
+	v.add(next, c.q, a, 1)
+	if x, bad := v.breach(next); bad {
+		return nil, block{x: x.q, r: x.r}
+	}
+	return a, block{}
+}
+
+// pick is the first candidate that may give for the current block, and
+// what it would keep (propose; false: it may not give this way). A fair
+// claim takes from the queue that borrows most per weight first, and only
+// what fairTake allows, so that a queue never ends up borrowing less per
+// weight than the one it gave to. -1 when no candidate may give.
+func (r *claimRun) pick(propose proposal) (int, policy.Allocation) {
+	e, c := r.e, r.c
+	eff := e.v.effective(e.u)
+	order := r.cands
+	var shares map[int]claimShares
+	if c.fair {
+		order = e.byFairShare(eff, c.q, r.cands)
+		shares = map[int]claimShares{}
+	}
+	for _, k := range order {
+		if e.tgt[k].Total() == 0 {
 			continue
 		}
-		vk := &v.s.Jobs[k]
-		why := fmt.Sprintf("queue %s takes back GPUs it lent: job %s (priority %d) starts within its nominal quota; queue %s borrows",
-			v.t.queues[q].name, j.ID, j.Priority, v.t.queues[v.leaf[k]].name)
-		switch {
-		case c.fair:
-			why = v.fairWhy(eff, q, v.leaf[k], j.ID)
-		case c.keep != nil:
-			why = fmt.Sprintf("queue %s does not lend these GPUs: job %s (priority %d) keeps them within its nominal quota; queue %s borrows",
-				v.t.queues[q].name, j.ID, j.Priority, v.t.queues[v.leaf[k]].name)
+		nodes := e.useful(eff, k, c.q, r.j, r.b)
+		if len(nodes) == 0 {
+			continue
 		}
-		switch kind[k] {
-		case "held":
-			if vk.Allocation.Total() == 0 {
-				delete(e.out.Reasons, vk.ID)
-				v.why[vk.ID] = "not started: " + why
-				e.inverted = e.inverted || e.startsBelow(k)
-			} else {
-				e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "not grown: "+why)
-			}
-		case "shrunk":
-			e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "shrunk in place: "+why)
-		case "stopped":
-			e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "preempted (requeued): "+why)
+		if a, ok := propose(k, nodes); ok && (!c.fair || e.fairTake(c, k, a, shares)) {
+			return k, a
 		}
-		if kind[k] != "held" {
-			v.taken[vk.ID] = Taken{Job: j.ID, Queue: v.t.queues[q].name, From: v.t.queues[v.leaf[k]].name, Why: why}
-		}
-		took = append(took, fmt.Sprintf("%s %s", kind[k], vk.ID))
-		kind[k] = ""
 	}
-	reason := fmt.Sprintf("started at %s within queue %s's nominal quota", policy.GPUs(alloc.Total()), v.t.queues[q].name)
+	return -1, nil
+}
+
+// takeBack takes GPUs back one way (propose, reported as how) until the
+// job fits or no candidate may give that way: a take at a time, each
+// picked for what blocks the job after the last, so that no more is
+// taken than the start needs.
+func (r *claimRun) takeBack(how string, propose proposal) {
+	for r.alloc == nil {
+		k, a := r.pick(propose)
+		if k == -1 {
+			return
+		}
+		r.apply(k, a, how)
+		r.alloc, r.b = r.try()
+	}
+}
+
+// apply sets job k's target to a, logging what it was so that a failed
+// claim can undo it, and how k gave (a job once stopped is reported as
+// stopped, whatever was taken from it before).
+func (r *claimRun) apply(k int, a policy.Allocation, how string) {
+	r.log = append(r.log, undo{k, r.e.tgt[k]})
+	r.e.set(k, a)
+	if r.kind[k] != "stopped" {
+		r.kind[k] = how
+	}
+}
+
+// holdGain proposes that job k keep its current allocation: the plan's
+// gain of a borrower given up, which costs no one work. Only for a job
+// the plan changes, that gains some resource, and that may be reverted.
+func (e *enforcer) holdGain(k int, _ []string) (policy.Allocation, bool) {
+	cur := e.v.s.Jobs[k].Allocation
+	return cur.Clone(), !e.tgt[k].Equal(cur) && e.gainsAny(k) && e.revertible(k)
+}
+
+// shrinkWorker proposes that elastic job k give one worker's GPUs on the
+// first of nodes (the most free): a shrink in place, never below its
+// minimum, so that it keeps running.
+func (e *enforcer) shrinkWorker(k int, nodes []string) (policy.Allocation, bool) {
+	w := max(1, e.v.s.Jobs[k].GPUs.PerWorker)
+	if e.tgt[k].Total()-w < e.v.s.Jobs[k].GPUs.Min {
+		return nil, false
+	}
+	a := e.tgt[k].Clone()
+	a[nodes[0]] -= w
+	return a, true
+}
+
+// stopWhole proposes that a job give all its GPUs: stopped and requeued,
+// the last resort.
+func stopWhole(int, []string) (policy.Allocation, bool) { return nil, true }
+
+// undoTakes gives back what a failed claim took, newest first, so that
+// the targets are as they were before it.
+func (r *claimRun) undoTakes() {
+	for x := len(r.log) - 1; x >= 0; x-- {
+		r.e.set(r.log[x].job, r.log[x].prev)
+	}
+}
+
+// explainFailure says why a failed claim's queued job still waits, for
+// Waits to report. A keep claim's job needs no word: the plan's stop or
+// shrink stands, the GPUs having gone to jobs reclaim may not take them
+// from.
+func (r *claimRun) explainFailure() {
+	v, c, j := r.e.v, r.c, r.j
 	switch {
-	case c.fair:
-		reason = fmt.Sprintf("started at %s by fair share: queue %s borrows %s per weight %g with it", policy.GPUs(alloc.Total()),
-			v.t.queues[q].name, policy.GPUs(v.borrowed(eff, q)), v.t.queues[q].weight)
 	case c.keep != nil:
-		reason = fmt.Sprintf("kept at %s within queue %s's nominal quota, whose GPUs the plan gave to queues that borrow", policy.GPUs(alloc.Total()), v.t.queues[q].name)
+	case c.fair:
+		v.why[j.ID] = fmt.Sprintf("fair share: queue %s may borrow, but the queues that borrow more per weight could not give %s and still borrow at least as much per weight as it would",
+			v.t.queues[c.q].name, policy.GPUs(c.need))
+	default:
+		v.why[j.ID] = fmt.Sprintf("queue %s is below its nominal quota, but taking GPUs back from the queues that borrow would not make room for %s (placement: model, pool, per-node and anti-affinity rules)",
+			v.t.queues[c.q].name, policy.GPUs(j.GPUs.Min))
 	}
-	if len(took) > 0 && c.keep != nil {
+}
+
+// commit starts the claim's job at alloc and gives the reasons: to each
+// job it took GPUs from, and to the job itself, which names those takes.
+func (r *claimRun) commit() {
+	e, v := r.e, r.e.v
+	e.set(r.c.i, r.alloc)
+	if r.c.fair {
+		e.claimed[r.c.i] = true
+	}
+	delete(v.why, r.j.ID)
+	eff := v.effective(e.u)
+	took := r.explainTakes(eff)
+	e.out.Reasons[r.j.ID] = []string{r.startReason(eff, took)}
+}
+
+// explainTakes gives each job the claim took GPUs from its reason, once
+// however often it gave, in the order first taken (eff: the effective
+// usage with the job started), and lists the takes as "how ID" for the
+// started job's own reason.
+func (r *claimRun) explainTakes(eff [][]int) []string {
+	var took []string
+	for _, u := range r.log {
+		k := u.job
+		if r.kind[k] == "" {
+			continue
+		}
+		r.noteTake(k, r.takeWhy(eff, k))
+		took = append(took, fmt.Sprintf("%s %s", r.kind[k], r.e.v.s.Jobs[k].ID))
+		r.kind[k] = ""
+	}
+	return took
+}
+
+// takeWhy is why job k gave GPUs to the claim's job: the fair shares of
+// the two queues for a fair claim, the claim's nominal quota otherwise
+// (worded for a job kept or a job started).
+func (r *claimRun) takeWhy(eff [][]int, k int) string {
+	v, q, j := r.e.v, r.c.q, r.j
+	switch {
+	case r.c.fair:
+		return v.fairWhy(eff, q, v.leaf[k], j.ID)
+	case r.c.keep != nil:
+		return fmt.Sprintf("queue %s does not lend these GPUs: job %s (priority %d) keeps them within its nominal quota; queue %s borrows",
+			v.t.queues[q].name, j.ID, j.Priority, v.t.queues[v.leaf[k]].name)
+	}
+	return fmt.Sprintf("queue %s takes back GPUs it lent: job %s (priority %d) starts within its nominal quota; queue %s borrows",
+		v.t.queues[q].name, j.ID, j.Priority, v.t.queues[v.leaf[k]].name)
+}
+
+// noteTake records why job k gave, as its kind of take: a start held back
+// is a wait (and may break priority within its queue, which prioritize
+// then restores), a growth held back, a shrink and a stop are plan
+// reasons; shrinks and stops are also the takes Reclaimed reports.
+func (r *claimRun) noteTake(k int, why string) {
+	e, v := r.e, r.e.v
+	vk := &v.s.Jobs[k]
+	switch r.kind[k] {
+	case "held":
+		if vk.Allocation.Total() == 0 {
+			delete(e.out.Reasons, vk.ID)
+			v.why[vk.ID] = "not started: " + why
+			e.inverted = e.inverted || e.startsBelow(k)
+		} else {
+			e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "not grown: "+why)
+		}
+	case "shrunk":
+		e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "shrunk in place: "+why)
+	case "stopped":
+		e.out.Reasons[vk.ID] = append(e.out.Reasons[vk.ID], "preempted (requeued): "+why)
+	}
+	if r.kind[k] != "held" {
+		v.taken[vk.ID] = Taken{Job: r.j.ID, Queue: v.t.queues[r.c.q].name, From: v.t.queues[v.leaf[k]].name, Why: why}
+	}
+}
+
+// startReason is the started job's reason: how many GPUs it started (or
+// was kept) at, under which rule, and the takes that made room.
+func (r *claimRun) startReason(eff [][]int, took []string) string {
+	v, q, total := r.e.v, r.c.q, policy.GPUs(r.alloc.Total())
+	reason := fmt.Sprintf("started at %s within queue %s's nominal quota", total, v.t.queues[q].name)
+	switch {
+	case r.c.fair:
+		reason = fmt.Sprintf("started at %s by fair share: queue %s borrows %s per weight %g with it", total,
+			v.t.queues[q].name, policy.GPUs(v.borrowed(eff, q)), v.t.queues[q].weight)
+	case r.c.keep != nil:
+		reason = fmt.Sprintf("kept at %s within queue %s's nominal quota, whose GPUs the plan gave to queues that borrow", total, v.t.queues[q].name)
+	}
+	if len(took) > 0 && r.c.keep != nil {
 		reason += "; GPUs taken back: " + strings.Join(took, ", ")
 	} else if len(took) > 0 {
 		reason += "; GPUs taken back from borrowers: " + strings.Join(took, ", ")
 	}
-	e.out.Reasons[j.ID] = []string{reason}
-	return started
+	return reason
 }
 
 // lacks is the nodes where job i's target holds fewer GPUs than a and the

@@ -167,109 +167,198 @@ func (t *Tree) queueFor(name string) string {
 }
 
 // New validates defs and builds their tree. The error is DefErrors.
+//
+// It works in passes, each needing the one before: each queue on its own
+// (name, weight, admission mode, amounts); then each queue against the
+// others (one way of giving nominal quotas across the tree, parents that
+// exist); then the parents as a whole (no cycle), and only on a tree
+// with none, the parents' nominal quotas against their children's.
 func New(defs []Def) (*Tree, error) {
-	var errs DefErrors
-	bad := func(q, field, format string, args ...any) {
-		errs = append(errs, &DefError{Queue: q, Field: field, Msg: fmt.Sprintf(format, args...)})
+	if errs := checkCount(defs); errs != nil {
+		return nil, errs
 	}
+	b := &treeBuild{t: &Tree{index: make(map[string]int, len(defs))}, models: map[string]bool{}}
+	for _, d := range defs {
+		b.add(d)
+	}
+	b.t.perModel = b.perModelAt != ""
+	b.t.models = slices.Sorted(maps.Keys(b.models))
+	for _, d := range defs {
+		b.relate(d)
+	}
+	if len(b.errs) > 0 {
+		return nil, b.errs
+	}
+	if b.checkCycles() {
+		return nil, b.errs
+	}
+	b.t.link()
+	b.checkParentNominals()
+	if len(b.errs) > 0 {
+		return nil, b.errs
+	}
+	return b.t, nil
+}
+
+// checkCount refuses a tree of no queues, or of more than MaxQueues (the
+// first queue past the bound named), before any queue is read; nil when
+// the count is within bounds.
+func checkCount(defs []Def) DefErrors {
 	if len(defs) == 0 {
-		return nil, DefErrors{{Msg: "no queues"}}
+		return DefErrors{{Msg: "no queues"}}
 	}
 	if len(defs) > MaxQueues {
-		return nil, DefErrors{{Queue: defs[MaxQueues].Name, Msg: fmt.Sprintf("more than %d queues", MaxQueues)}}
+		return DefErrors{{Queue: defs[MaxQueues].Name, Msg: fmt.Sprintf("more than %d queues", MaxQueues)}}
 	}
-	t := &Tree{index: make(map[string]int, len(defs))}
-	models := map[string]bool{}
-	perModelAt := ""
-	for _, d := range defs {
-		if d.Name == "" || len(d.Name) > 256 {
-			bad(d.Name, "", "a queue name is 1 to 256 bytes (the config allows jobspec's job names)")
-			continue
-		}
-		if _, dup := t.index[d.Name]; dup {
-			bad(d.Name, "", "defined twice")
-			continue
-		}
-		w := d.Weight
-		if w == 0 {
-			w = 1
-		}
-		if math.IsNaN(w) || w < MinWeight || w > MaxWeight {
-			bad(d.Name, "weight", "%v: a weight is from %g to %g", d.Weight, MinWeight, MaxWeight)
-		}
-		admit := d.DeadlineAdmission
-		switch admit {
-		case "":
-			admit = AdmissionWarn
-		case AdmissionWarn, AdmissionReject:
-		default:
-			bad(d.Name, "deadline_admission", "%q: give %q (refuse a job that cannot meet its deadline beside the admitted ones) or %q (queue it with a warning)",
-				admit, AdmissionReject, AdmissionWarn)
-		}
-		for _, a := range []struct {
-			field string
-			amt   Amount
-		}{{"nominal", d.Nominal}, {"borrowing_limit", d.BorrowingLimit}, {"lending_limit", d.LendingLimit}} {
-			for _, m := range slices.Sorted(maps.Keys(a.amt)) {
-				if g := a.amt[m]; g < 0 || g > MaxGPUs && !(a.field == "nominal" && g == Unlimited) {
-					bad(d.Name, a.field, "%s: give 0 to %d", policy.GPUs(g), MaxGPUs)
-				}
-				if m != AnyModel {
-					models[m] = true
-				}
+	return nil
+}
+
+// treeBuild is New under way: the tree built so far, every error found
+// (all of a pass's, so that a config is fixed in one go), every model an
+// Amount names, and the first queue that gives its nominal quota per
+// model ("": none does), which decides how every queue must give it.
+type treeBuild struct {
+	t          *Tree
+	errs       DefErrors
+	models     map[string]bool
+	perModelAt string
+}
+
+// bad records what is wrong with queue q's field (see DefError).
+func (b *treeBuild) bad(q, field, format string, args ...any) {
+	b.errs = append(b.errs, &DefError{Queue: q, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// add checks queue d on its own and adds it to the tree, unlinked. A
+// queue without a valid name, or named twice, is left out after its
+// first error: the rest of it could not be reported against a name.
+func (b *treeBuild) add(d Def) {
+	if d.Name == "" || len(d.Name) > 256 {
+		b.bad(d.Name, "", "a queue name is 1 to 256 bytes (the config allows jobspec's job names)")
+		return
+	}
+	if _, dup := b.t.index[d.Name]; dup {
+		b.bad(d.Name, "", "defined twice")
+		return
+	}
+	w := b.weight(d)
+	admit := b.admission(d)
+	b.checkAmounts(d)
+	if _, ok := d.Nominal[AnyModel]; !ok && len(d.Nominal) > 0 && b.perModelAt == "" {
+		b.perModelAt = d.Name
+	}
+	b.t.index[d.Name] = len(b.t.queues)
+	b.t.queues = append(b.t.queues, queue{name: d.Name, parent: -1, nominal: maps.Clone(d.Nominal),
+		borrow: maps.Clone(d.BorrowingLimit), lend: maps.Clone(d.LendingLimit), weight: w, admit: admit})
+}
+
+// weight is queue d's weight, 1 where it gives none; one out of bounds
+// is an error (shares over it would not stay finite and comparable).
+func (b *treeBuild) weight(d Def) float64 {
+	w := d.Weight
+	if w == 0 {
+		w = 1
+	}
+	if math.IsNaN(w) || w < MinWeight || w > MaxWeight {
+		b.bad(d.Name, "weight", "%v: a weight is from %g to %g", d.Weight, MinWeight, MaxWeight)
+	}
+	return w
+}
+
+// admission is queue d's deadline admission mode, AdmissionWarn where it
+// gives none; any other word is an error that names the two modes.
+func (b *treeBuild) admission(d Def) string {
+	admit := d.DeadlineAdmission
+	switch admit {
+	case "":
+		admit = AdmissionWarn
+	case AdmissionWarn, AdmissionReject:
+	default:
+		b.bad(d.Name, "deadline_admission", "%q: give %q (refuse a job that cannot meet its deadline beside the admitted ones) or %q (queue it with a warning)",
+			admit, AdmissionReject, AdmissionWarn)
+	}
+	return admit
+}
+
+// checkAmounts bounds every amount queue d gives (nominal quota,
+// borrowing and lending limits; models in name order), Unlimited being
+// allowed only as a nominal quota, and notes the models they name.
+func (b *treeBuild) checkAmounts(d Def) {
+	for _, a := range []struct {
+		field string
+		amt   Amount
+	}{{"nominal", d.Nominal}, {"borrowing_limit", d.BorrowingLimit}, {"lending_limit", d.LendingLimit}} {
+		for _, m := range slices.Sorted(maps.Keys(a.amt)) {
+			if g := a.amt[m]; g < 0 || g > MaxGPUs && !(a.field == "nominal" && g == Unlimited) {
+				b.bad(d.Name, a.field, "%s: give 0 to %d", policy.GPUs(g), MaxGPUs)
+			}
+			if m != AnyModel {
+				b.models[m] = true
 			}
 		}
-		if _, ok := d.Nominal[AnyModel]; !ok && len(d.Nominal) > 0 && perModelAt == "" {
-			perModelAt = d.Name
-		}
-		t.index[d.Name] = len(t.queues)
-		t.queues = append(t.queues, queue{name: d.Name, parent: -1, nominal: maps.Clone(d.Nominal),
-			borrow: maps.Clone(d.BorrowingLimit), lend: maps.Clone(d.LendingLimit), weight: w, admit: admit})
 	}
-	t.perModel = perModelAt != ""
-	t.models = slices.Sorted(maps.Keys(models))
-	for _, d := range defs {
-		i, ok := t.index[d.Name]
-		if !ok || t.queues[i].name != d.Name {
-			continue
+}
+
+// relate checks queue d against the others and links it to its parent:
+// the way it gives its amounts must be the tree's (per model or as a
+// number), and its parent must be another queue of the tree. A def that
+// add left out is passed over.
+func (b *treeBuild) relate(d Def) {
+	i, ok := b.t.index[d.Name]
+	if !ok || b.t.queues[i].name != d.Name {
+		return
+	}
+	b.checkModelKeys(d)
+	if d.Parent == "" {
+		return
+	}
+	p, ok := b.t.index[d.Parent]
+	switch {
+	case !ok:
+		b.bad(d.Name, "parent", "no queue is named %q", d.Parent)
+	case p == i:
+		b.bad(d.Name, "parent", "a queue cannot be its own parent")
+	default:
+		b.t.queues[i].parent = p
+	}
+}
+
+// checkModelKeys holds queue d to the tree's one way of giving quotas:
+// where a queue gives its nominal quota per model, every queue must
+// (perModelAt is named as the one that does); where none does, no
+// borrowing or lending limit may be given per model either.
+func (b *treeBuild) checkModelKeys(d Def) {
+	if b.t.perModel {
+		if _, ok := d.Nominal[AnyModel]; ok {
+			b.bad(d.Name, "nominal", "a number, but queue %q gives its nominal quota per GPU model: give every queue's per model, or every queue's as a number", b.perModelAt)
 		}
-		if t.perModel {
-			if _, ok := d.Nominal[AnyModel]; ok {
-				bad(d.Name, "nominal", "a number, but queue %q gives its nominal quota per GPU model: give every queue's per model, or every queue's as a number", perModelAt)
-			}
-		} else {
-			for _, f := range []struct {
-				field string
-				amt   Amount
-			}{{"borrowing_limit", d.BorrowingLimit}, {"lending_limit", d.LendingLimit}} {
-				if hasModelKey(f.amt) {
-					bad(d.Name, f.field, "per GPU model, but no queue gives its nominal quota per model: give it as a number")
-				}
-			}
-		}
-		if d.Parent == "" {
-			continue
-		}
-		p, ok := t.index[d.Parent]
-		switch {
-		case !ok:
-			bad(d.Name, "parent", "no queue is named %q", d.Parent)
-		case p == i:
-			bad(d.Name, "parent", "a queue cannot be its own parent")
-		default:
-			t.queues[i].parent = p
+		return
+	}
+	for _, f := range []struct {
+		field string
+		amt   Amount
+	}{{"borrowing_limit", d.BorrowingLimit}, {"lending_limit", d.LendingLimit}} {
+		if hasModelKey(f.amt) {
+			b.bad(d.Name, f.field, "per GPU model, but no queue gives its nominal quota per model: give it as a number")
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+}
+
+// checkCycles reports every queue on a cycle of parents, with the cycle;
+// true when there is one (the tree cannot be linked then).
+func (b *treeBuild) checkCycles() bool {
+	cyc := b.t.cycles()
+	for _, c := range cyc {
+		b.bad(c, "parent", "the parents form a cycle (%s)", b.t.cyclePath(b.t.index[c]))
 	}
-	if cyc := t.cycles(); len(cyc) > 0 {
-		for _, c := range cyc {
-			bad(c, "parent", "the parents form a cycle (%s)", t.cyclePath(t.index[c]))
-		}
-		return nil, errs
-	}
-	t.link()
+	return len(cyc) > 0
+}
+
+// checkParentNominals holds each parent that gives a nominal quota to at
+// least its children's sum, per resource key, parents first: a parent's
+// guarantee holds its children's.
+func (b *treeBuild) checkParentNominals() {
+	t := b.t
 	for _, i := range t.order {
 		q := &t.queues[i]
 		if len(q.children) == 0 || q.nominal == nil {
@@ -281,14 +370,10 @@ func New(defs []Def) (*Tree, error) {
 				sum += t.nominal(c, m)
 			}
 			if n := lookup(q.nominal, m, 0); sum > n {
-				bad(q.name, "nominal", "%s%s, less than its children's %d: a parent's nominal quota holds its children's", policy.GPUs(n), modelSuffix(m), sum)
+				b.bad(q.name, "nominal", "%s%s, less than its children's %d: a parent's nominal quota holds its children's", policy.GPUs(n), modelSuffix(m), sum)
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return t, nil
 }
 
 func hasModelKey(a Amount) bool {

@@ -120,117 +120,187 @@ func Validate(s *Snapshot, p *Plan) error {
 // order (unknown jobs by ID; then per job in snapshot order, per node by
 // ID; then capacity per node; then anti-affinity).
 func violations(s *Snapshot, p *Plan) error {
-	var errs []error
-	add := func(rule Rule, job, node, format string, args ...any) {
-		errs = append(errs, &Violation{Rule: rule, Job: job, Node: node, Detail: fmt.Sprintf(format, args...)})
+	f := newFullCheck(s, p)
+	f.unknownJobs()
+	for i := range s.Jobs {
+		f.job(&s.Jobs[i])
 	}
+	f.capacity()
+	if f.anti {
+		f.antiAffinity()
+	}
+	return errors.Join(f.errs...)
+}
 
-	nodes := make(map[string]*Node, len(s.Nodes))
+// fullCheck is violations under way: the snapshot's nodes and jobs by
+// ID, whether some job has anti-affinity, what the plan puts on each node
+// (used, and onNode, the jobs there, for anti-affinity only), and the
+// violations found so far, in the order they are reported.
+type fullCheck struct {
+	s      *Snapshot
+	p      *Plan
+	nodes  map[string]*Node
+	jobs   map[string]*Job
+	anti   bool
+	used   map[string]int
+	onNode map[string][]*Job
+	errs   []error
+}
+
+// newFullCheck indexes snapshot s's nodes and jobs for checking plan p.
+func newFullCheck(s *Snapshot, p *Plan) *fullCheck {
+	f := &fullCheck{s: s, p: p, nodes: make(map[string]*Node, len(s.Nodes)), jobs: make(map[string]*Job, len(s.Jobs)),
+		used: make(map[string]int, len(s.Nodes))}
 	for i := range s.Nodes {
-		nodes[s.Nodes[i].ID] = &s.Nodes[i]
-	}
-	jobs := make(map[string]*Job, len(s.Jobs))
-	anti := false
-	for i := range s.Jobs {
-		jobs[s.Jobs[i].ID] = &s.Jobs[i]
-		anti = anti || !s.Jobs[i].AntiAffinity.IsZero()
-	}
-
-	for _, id := range slices.Sorted(maps.Keys(p.Allocations)) {
-		if jobs[id] == nil {
-			add(RuleUnknownJob, id, "", "job is not in the snapshot")
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(p.Reasons)) {
-		if jobs[id] == nil && p.Allocations[id] == nil {
-			add(RuleUnknownJob, id, "", "job has reasons but is not in the snapshot")
-		}
-	}
-
-	used := make(map[string]int, len(s.Nodes))
-	// onNode lists the jobs holding GPUs on each node, for anti-affinity.
-	var onNode map[string][]*Job
-	if anti {
-		onNode = make(map[string][]*Job)
+		f.nodes[s.Nodes[i].ID] = &s.Nodes[i]
 	}
 	for i := range s.Jobs {
-		j := &s.Jobs[i]
-		target := p.Target(j)
-		w := j.GPUs.PerWorker
-		if w <= 0 || j.GPUs.Min < 0 || j.GPUs.Max < j.GPUs.Min {
-			add(RuleGangSize, j.ID, "", "malformed request min=%d max=%d per_worker=%d", j.GPUs.Min, j.GPUs.Max, w)
-			w = 1
+		f.jobs[s.Jobs[i].ID] = &s.Jobs[i]
+		f.anti = f.anti || !s.Jobs[i].AntiAffinity.IsZero()
+	}
+	if f.anti {
+		f.onNode = make(map[string][]*Job)
+	}
+	return f
+}
+
+// add records a violation of rule by job on node (either may be "").
+func (f *fullCheck) add(rule Rule, job, node, format string, args ...any) {
+	f.errs = append(f.errs, &Violation{Rule: rule, Job: job, Node: node, Detail: fmt.Sprintf(format, args...)})
+}
+
+// unknownJobs reports the plan's entries for jobs the snapshot lacks, by
+// ID: allocations first, then reasons (a job with both is reported once).
+func (f *fullCheck) unknownJobs() {
+	for _, id := range slices.Sorted(maps.Keys(f.p.Allocations)) {
+		if f.jobs[id] == nil {
+			f.add(RuleUnknownJob, id, "", "job is not in the snapshot")
 		}
-		total := 0
-		var models []string // the models of the target's nodes, for one-model
-		gains := false
-		for _, n := range target.Nodes() {
-			g := target[n]
-			if g > 0 {
-				total += g
-			}
-			node := nodes[n]
-			if node != nil && g > 0 && !slices.Contains(models, node.GPUModel) {
+	}
+	for _, id := range slices.Sorted(maps.Keys(f.p.Reasons)) {
+		if f.jobs[id] == nil && f.p.Allocations[id] == nil {
+			f.add(RuleUnknownJob, id, "", "job has reasons but is not in the snapshot")
+		}
+	}
+}
+
+// job checks job j's target, node by node in ID order (see placement),
+// then as a whole: its total (the gang rule) and, where it gains GPUs
+// anywhere, its GPU models (one-model).
+func (f *fullCheck) job(j *Job) {
+	target := f.p.Target(j)
+	w := f.workerSize(j)
+	total := 0
+	var models []string // the models of the target's nodes, for one-model
+	gains := false
+	for _, n := range target.Nodes() {
+		g := target[n]
+		if g > 0 {
+			total += g
+		}
+		if node := f.nodes[n]; node != nil && g > 0 {
+			if !slices.Contains(models, node.GPUModel) {
 				models = append(models, node.GPUModel)
 			}
-			gains = gains || (node != nil && g > 0 && g > j.Allocation[n])
-			switch {
-			case node == nil:
-				add(RuleUnknownNode, j.ID, n, "node is not in the snapshot")
-				continue
-			case g < 0:
-				add(RuleWholeWorkers, j.ID, n, "%s is negative", GPUs(g))
-				continue
-			case g%w != 0:
-				add(RuleWholeWorkers, j.ID, n, "%s is not a whole number of %d-GPU workers", GPUs(g), w)
-			}
-			used[n] += g
-			if anti {
-				onNode[n] = append(onNode[n], j)
-			}
-			if g <= j.Allocation[n] {
-				continue // held already; not judged again
-			}
-			if why := j.Constraints.mismatch(node); why != "" {
-				add(RuleConstraint, j.ID, n, "%s", why)
-			}
-			if c := j.Constraints.MaxGPUsPerNode; c > 0 && g > c {
-				add(RuleConstraint, j.ID, n, "%s exceeds max_gpus_per_node %d", GPUs(g), c)
-			}
+			gains = gains || g > j.Allocation[n]
 		}
-		if total != 0 && (total < j.GPUs.Min || total > j.GPUs.Max || total%w != 0) {
-			add(RuleGangSize, j.ID, "", "%s is not 0 or a multiple of %d in [%d, %d]", GPUs(total), w, j.GPUs.Min, j.GPUs.Max)
-		}
-		if gains && len(models) > 1 {
-			slices.Sort(models)
-			add(RuleOneModel, j.ID, "", "GPUs of %d models (%s) in one job", len(models), strings.Join(models, ", "))
-		}
+		f.placement(j, n, g, w)
 	}
+	if !gangOK(j, total, w) {
+		f.add(RuleGangSize, j.ID, "", "%s is not 0 or a multiple of %d in [%d, %d]", GPUs(total), w, j.GPUs.Min, j.GPUs.Max)
+	}
+	if gains && len(models) > 1 {
+		slices.Sort(models)
+		f.add(RuleOneModel, j.ID, "", "GPUs of %d models (%s) in one job", len(models), strings.Join(models, ", "))
+	}
+}
 
-	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		if have := n.GPUs - n.Reserved; used[n.ID] > have {
-			add(RuleCapacity, "", n.ID, "%s planned, %d available (%d reserved)", GPUs(used[n.ID]), have, n.Reserved)
+// workerSize is job j's GPUs per worker. A malformed request is a
+// violation, and 1 then, so that its target is still checked.
+func (f *fullCheck) workerSize(j *Job) int {
+	if malformed(j) {
+		f.add(RuleGangSize, j.ID, "", "malformed request min=%d max=%d per_worker=%d", j.GPUs.Min, j.GPUs.Max, j.GPUs.PerWorker)
+		return 1
+	}
+	return j.GPUs.PerWorker
+}
+
+// placement checks job j's g GPUs on node n, with w GPUs a worker: a node
+// of the snapshot, whole workers, and, where j gains GPUs there, its
+// constraints (GPUs it holds already are not judged again). It counts
+// them into the node's use, for capacity and anti-affinity.
+func (f *fullCheck) placement(j *Job, n string, g, w int) {
+	node := f.nodes[n]
+	switch {
+	case node == nil:
+		f.add(RuleUnknownNode, j.ID, n, "node is not in the snapshot")
+		return
+	case g < 0:
+		f.add(RuleWholeWorkers, j.ID, n, "%s is negative", GPUs(g))
+		return
+	case g%w != 0:
+		f.add(RuleWholeWorkers, j.ID, n, "%s is not a whole number of %d-GPU workers", GPUs(g), w)
+	}
+	f.used[n] += g
+	if f.anti {
+		f.onNode[n] = append(f.onNode[n], j)
+	}
+	if g <= j.Allocation[n] {
+		return // held already; not judged again
+	}
+	if why := j.Constraints.mismatch(node); why != "" {
+		f.add(RuleConstraint, j.ID, n, "%s", why)
+	}
+	if c := j.Constraints.MaxGPUsPerNode; c > 0 && g > c {
+		f.add(RuleConstraint, j.ID, n, "%s exceeds max_gpus_per_node %d", GPUs(g), c)
+	}
+}
+
+// capacity reports, in snapshot order, each node the plan gives more GPUs
+// than it has unreserved.
+func (f *fullCheck) capacity() {
+	for i := range f.s.Nodes {
+		n := &f.s.Nodes[i]
+		if have := n.GPUs - n.Reserved; f.used[n.ID] > have {
+			f.add(RuleCapacity, "", n.ID, "%s planned, %d available (%d reserved)", GPUs(f.used[n.ID]), have, n.Reserved)
 		}
 	}
+}
 
-	if anti {
-		for i := range s.Jobs {
-			j := &s.Jobs[i]
-			target := p.Target(j)
-			for _, n := range target.Nodes() {
-				if target[n] <= j.Allocation[n] {
-					continue
-				}
-				for _, k := range onNode[n] {
-					// Report a pair once when both jobs gain GPUs on n.
-					kGains := p.Target(k)[n] > k.Allocation[n]
-					if conflicts(j, k) && (!kGains || j.ID < k.ID) {
-						add(RuleAntiAffinity, j.ID, n, "shares the node with job %s", k.ID)
-					}
-				}
+// antiAffinity reports each job that gains GPUs on a node beside a job
+// it conflicts with, in snapshot order, per node by ID.
+func (f *fullCheck) antiAffinity() {
+	for i := range f.s.Jobs {
+		j := &f.s.Jobs[i]
+		target := f.p.Target(j)
+		for _, n := range target.Nodes() {
+			if target[n] > j.Allocation[n] {
+				f.neighbours(j, n)
 			}
 		}
 	}
-	return errors.Join(errs...)
+}
+
+// neighbours reports the jobs on node n that job j, which gains GPUs
+// there, conflicts with; a pair once where both gain GPUs on n.
+func (f *fullCheck) neighbours(j *Job, n string) {
+	for _, k := range f.onNode[n] {
+		kGains := f.p.Target(k)[n] > k.Allocation[n]
+		if conflicts(j, k) && (!kGains || j.ID < k.ID) {
+			f.add(RuleAntiAffinity, j.ID, n, "shares the node with job %s", k.ID)
+		}
+	}
+}
+
+// malformed reports whether job j's request cannot be met by any count:
+// no GPUs a worker, a negative min, or a max below it. Both checks judge
+// a malformed request first.
+func malformed(j *Job) bool {
+	return j.GPUs.PerWorker <= 0 || j.GPUs.Min < 0 || j.GPUs.Max < j.GPUs.Min
+}
+
+// gangOK reports whether job j may hold total GPUs at w a worker: none,
+// or whole workers within its range (the gang rule).
+func gangOK(j *Job, total, w int) bool {
+	return total == 0 || total >= j.GPUs.Min && total <= j.GPUs.Max && total%w == 0
 }
