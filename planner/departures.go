@@ -16,7 +16,7 @@ import (
 const EventNodeLost = "node-lost"
 
 // releaseDeparted takes the GPUs on departed nodes from the running jobs
-// holding them: the executor shrinks each job to what it holds elsewhere
+// holding them: the actuator shrinks each job to what it holds elsewhere
 // (in place; a job left with nothing is stopped and queued again), and the
 // job's record says which node went and why. The policy then re-plans
 // with what is left, and a node that comes back is offered again like any
@@ -60,7 +60,7 @@ func (p *Planner) releaseDeparted(ctx context.Context, d Departures, live []*str
 		}
 		j = j.Clone() // the store's own where shared; the round reads the change
 		live[i] = j
-		if err := p.Executor.Apply(ctx, j, keep); err != nil {
+		if err := p.Actuator.Apply(ctx, j, keep); err != nil {
 			errs = append(errs, fmt.Errorf("failed to release the departed nodes of job %s: %w", j.ID, err))
 			continue
 		}

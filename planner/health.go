@@ -181,7 +181,7 @@ func (p *Planner) actOnHealth(ctx context.Context, j *structs.Job, v verdict, ou
 		kind = structs.RequeueDegraded
 	}
 	stopped := j.Clone()
-	if err := p.Executor.Apply(ctx, stopped, nil); err != nil {
+	if err := p.Actuator.Apply(ctx, stopped, nil); err != nil {
 		return j, fmt.Errorf("failed to stop %s job %s: %w", v.health.State, j.ID, err)
 	}
 	return p.requeue(ctx, stopped, kind, why+"; stopped", -1, now)
@@ -231,7 +231,7 @@ func shrinkTo(j *structs.Job, v verdict, out Outcome) (policy.Allocation, bool) 
 func (p *Planner) shrinkDegraded(ctx context.Context, j *structs.Job, keep policy.Allocation, why string, now time.Time) (*structs.Job, error) {
 	next := j.Clone()
 	from := j.GPUs()
-	if err := p.Executor.Apply(ctx, next, keep); err != nil {
+	if err := p.Actuator.Apply(ctx, next, keep); err != nil {
 		return j, fmt.Errorf("failed to shrink degraded job %s: %w", j.ID, err)
 	}
 	reason := "health watch: " + why

@@ -73,7 +73,7 @@ func TestHealthWatch_Judge(t *testing.T) {
 
 // watched is a planner with the health watch on, 3 retries, and jobs
 // resuming from /ckpt; it publishes to the broker it returns.
-func watched(t *testing.T, nodes ...policy.Node) (*Planner, *memStore, *fakeExecutor, *time.Time, *events.Broker) {
+func watched(t *testing.T, nodes ...policy.Node) (*Planner, *memStore, *fakeActuator, *time.Time, *events.Broker) {
 	p, st, exec, now := newPlanner(t, "fifo", nodes...)
 	w := watch
 	p.Watch, p.Retries, p.CheckpointDirs = &w, 3, []string{"/ckpt"}

@@ -40,8 +40,8 @@ func TestRound_ReadsOnlyActiveJobs(t *testing.T) {
 }
 
 // The round reads the in-memory store's records without copies, so it
-// must copy one before anything changes it: an executor that writes into
-// the job it is given (as the Nomad executor sets NomadJobID) and then
+// must copy one before anything changes it: an actuator that writes into
+// the job it is given (as the Nomad actuator sets NomadJobID) and then
 // fails leaves the stored record as it was.
 func TestRound_DoesNotChangeSharedRecords(t *testing.T) {
 	ctx := context.Background()

@@ -97,7 +97,7 @@ const MoveHold = 2 * time.Minute
 // (holdMove, startMove).
 func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Change, from, to, policyName, reason string, now time.Time) error {
 	applyStart := time.Now()
-	err := p.Executor.Apply(ctx, j, nil)
+	err := p.Actuator.Apply(ctx, j, nil)
 	p.metrics().Change(policy.Stop, time.Since(applyStart), err != nil)
 	if err != nil {
 		return fmt.Errorf("failed to stop job %s to move it from %s to %s: %w", j.ID, from, to, err)
@@ -128,12 +128,12 @@ func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Chang
 
 // holdMove reports whether job j, queued and moving to another GPU model
 // (Moving), is still held: its run on the old model has not ended (the
-// executor's Outcome) and MoveHold has not passed since it was stopped.
+// actuator's Outcome) and MoveHold has not passed since it was stopped.
 // Once the run has ended, or MoveHold has passed, the job is no longer
 // held: the round starts it on the GPUs it was moved to (startMove).
 // ended says whether the run has ended.
 func (p *Planner) holdMove(ctx context.Context, j *structs.Job, now time.Time) (held, ended bool) {
-	out, err := p.Executor.Outcome(ctx, j)
+	out, err := p.Actuator.Outcome(ctx, j)
 	if err != nil {
 		p.Logger.Warn("failed to read the outcome of a moving job", "job", j.ID, "error", err)
 	}
@@ -165,7 +165,7 @@ func (p *Planner) startMove(ctx context.Context, j *structs.Job, ended bool, nod
 	next.Resume = p.resumePoint(next)
 	next.GPUModel = m.To
 	applyStart := time.Now()
-	err := p.Executor.Apply(ctx, next, target)
+	err := p.Actuator.Apply(ctx, next, target)
 	p.metrics().Change(policy.Start, time.Since(applyStart), err != nil)
 	if err != nil {
 		p.Logger.Warn("failed to start a moved job on its new GPUs", "job", j.ID, "to", m.To, "error", err)

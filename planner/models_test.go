@@ -23,7 +23,7 @@ func typedNode(id, model string, gpus int) policy.Node {
 	return n
 }
 
-// On a cluster of two GPU models each job runs on one: the executor is
+// On a cluster of two GPU models each job runs on one: the actuator is
 // told the model (it pins the workers to it), the record carries it and
 // its model history, and a job that runs again on another model after a
 // requeue says so in an event, with the start's reason.

@@ -20,7 +20,7 @@ import (
 type Metrics interface {
 	// Round: a round took total, of which plan was the policy's planning.
 	Round(total, plan time.Duration, failed bool)
-	// Change: the executor applied (or failed to apply) a change of kind
+	// Change: the actuator applied (or failed to apply) a change of kind
 	// in d (grow and shrink include the drain of workers).
 	Change(kind policy.ChangeKind, d time.Duration, failed bool)
 	// ProgressReports: n progress reports were recorded.

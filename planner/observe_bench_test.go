@@ -83,8 +83,8 @@ func benchRound(b *testing.B, dashboard bool) {
 	}
 	br := events.New(events.DefaultCapacity, time.Now())
 	b.Cleanup(br.Close)
-	exec := &fakeExecutor{fail: map[string]bool{}, done: map[string]int{}}
-	p := &Planner{Store: st, Cluster: nodes, Executor: exec, Policies: host, Logger: logger, Events: br, Metrics: rec}
+	exec := &fakeActuator{fail: map[string]bool{}, done: map[string]int{}}
+	p := &Planner{Store: st, Cluster: nodes, Actuator: exec, Policies: host, Logger: logger, Events: br, Metrics: rec}
 	const jobs = 1000
 	for i := range jobs {
 		s := spec(b, fmt.Sprintf("j%04d", i), 1, 1)

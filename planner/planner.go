@@ -1,9 +1,9 @@
 // Package planner is the Schedulearn planner: it keeps the queue of training
 // jobs, and each round takes a snapshot of the cluster and the jobs, asks the
-// active policy for a plan, and has the executor carry the plan out in Nomad.
+// active policy for a plan, and has the actuator carry the plan out in Nomad.
 //
 // A round, in order:
-//  1. Jobs the executor reports finished (the launcher exited) are recorded
+//  1. Jobs the actuator reports finished (the launcher exited) are recorded
 //     as complete or failed and give their GPUs back; one whose run the
 //     cluster ended is requeued from its checkpoint instead, up to Retries
 //     times (recovery.go). Then nodes that left are taken from the jobs
@@ -14,8 +14,8 @@
 //     lists them without the ended ones, Store.ListActiveJobs).
 //  3. The active policy's plan (or the last good policy's, see PolicyHost).
 //  4. The plan's changes, in the order that frees GPUs before taking them:
-//     each is applied by the executor and then recorded (state, GPUs, a
-//     history entry with the policy's reason). A change the executor fails
+//     each is applied by the actuator and then recorded (state, GPUs, a
+//     history entry with the policy's reason). A change the actuator fails
 //     is not recorded, so the next round tries again from what is true.
 package planner
 
@@ -66,8 +66,10 @@ type Departures interface {
 	Departed(ctx context.Context) (map[string]string, error)
 }
 
-// Executor carries out the planner's decisions in Nomad.
-type Executor interface {
+// Actuator carries out the planner's decisions in Nomad (planner/nomadjob)
+// or in the simulator: it is not Nomad's executor, which runs a task's
+// processes (the horovod driver has its own supervisor, driver/runner).
+type Actuator interface {
 	// Apply makes job hold the target allocation: it registers the job when
 	// it holds nothing yet, resizes it in place when it runs, and stops it
 	// when the target is empty. It must be idempotent. It may set job's
@@ -116,7 +118,7 @@ type Outcome struct {
 type Planner struct {
 	Store    store.Store
 	Cluster  Cluster
-	Executor Executor
+	Actuator Actuator
 	Policies *PolicyHost
 	Logger   hclog.Logger
 	// Delivery delivers the models of jobs reaching their tier1 and goal
@@ -378,7 +380,7 @@ func (p *Planner) activeJobs(ctx context.Context) ([]*structs.Job, error) {
 // the record j does (known from the last round: its events are not read
 // again).
 func (p *Planner) reap(ctx context.Context, j *structs.Job, now time.Time, whole bool, unplaced map[string]Outcome) (*structs.Job, bool, bool, error) {
-	out, err := p.Executor.Outcome(ctx, j)
+	out, err := p.Actuator.Outcome(ctx, j)
 	if err != nil {
 		return j, false, whole, err
 	}
@@ -478,7 +480,7 @@ func lastUnplacedAt(j *structs.Job) (string, time.Time) {
 // record writes an applied change into the job's record. by is who took
 // the GPUs of a job that reclaim stopped.
 func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, by *quota.Taken, now time.Time) error {
-	nomadJobID := j.NomadJobID // the executor's, not yet stored
+	nomadJobID := j.NomadJobID // the actuator's, not yet stored
 	resume := j.Resume         // what the start was told (round), not yet stored
 	model := j.GPUModel        // the round's, of ch.To's nodes
 	err := p.update(ctx, j, func(j *structs.Job) error {
@@ -667,7 +669,7 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	now := p.now()
 	running := j.State == structs.JobRunning
 	if running {
-		if err := p.Executor.Apply(ctx, j, nil); err != nil {
+		if err := p.Actuator.Apply(ctx, j, nil); err != nil {
 			return nil, fmt.Errorf("failed to stop job %s: %w", id, err)
 		}
 	}

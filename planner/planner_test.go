@@ -55,9 +55,9 @@ type staticCluster []policy.Node
 
 func (c staticCluster) Nodes(context.Context) ([]policy.Node, error) { return slices.Clone(c), nil }
 
-// fakeExecutor records what it was asked to do; fail makes the next Apply
+// fakeActuator records what it was asked to do; fail makes the next Apply
 // of a job fail, done marks a job's launcher as exited.
-type fakeExecutor struct {
+type fakeActuator struct {
 	mu      sync.Mutex
 	applied []string // "job:total"
 	fail    map[string]bool
@@ -72,7 +72,7 @@ type fakeExecutor struct {
 	onApply func(j *structs.Job)
 }
 
-func (e *fakeExecutor) Apply(_ context.Context, j *structs.Job, target policy.Allocation) error {
+func (e *fakeActuator) Apply(_ context.Context, j *structs.Job, target policy.Allocation) error {
 	if e.onApply != nil {
 		e.onApply(j)
 	}
@@ -86,7 +86,7 @@ func (e *fakeExecutor) Apply(_ context.Context, j *structs.Job, target policy.Al
 	return nil
 }
 
-func (e *fakeExecutor) Outcome(_ context.Context, j *structs.Job) (Outcome, error) {
+func (e *fakeActuator) Outcome(_ context.Context, j *structs.Job) (Outcome, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if code, ok := e.done[j.Spec.Name]; ok {
@@ -95,7 +95,7 @@ func (e *fakeExecutor) Outcome(_ context.Context, j *structs.Job) (Outcome, erro
 	return Outcome{Unplaced: e.unplaced[j.Spec.Name], UnplacedGPUs: e.unplacedGPUs[j.Spec.Name]}, nil
 }
 
-func (e *fakeExecutor) take() []string {
+func (e *fakeActuator) take() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := e.applied
@@ -111,15 +111,15 @@ func spec(t testing.TB, name string, min, max int) *jobspec.Spec {
 	return s
 }
 
-func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*Planner, *memStore, *fakeExecutor, *time.Time) {
+func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*Planner, *memStore, *fakeActuator, *time.Time) {
 	t.Helper()
 	logger := hclog.NewNullLogger()
 	host, err := NewPolicyHost(host.Policies{Registry: host.NewRegistry(t.TempDir(), nil)}, logger, policyName, nil, 5*time.Second)
 	must.NoError(t, err)
 	t.Cleanup(host.Close)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	store, exec := newMemStore(), &fakeExecutor{fail: map[string]bool{}, done: map[string]int{}}
-	p := (&Planner{Store: store, Cluster: staticCluster(nodes), Executor: exec, Policies: host, Logger: logger}).
+	store, exec := newMemStore(), &fakeActuator{fail: map[string]bool{}, done: map[string]int{}}
+	p := (&Planner{Store: store, Cluster: staticCluster(nodes), Actuator: exec, Policies: host, Logger: logger}).
 		With(WithClock(func() time.Time { return now }))
 	return p, store, exec, &now
 }

@@ -69,7 +69,7 @@ func TestRound_PreemptionRecordedAndResumed(t *testing.T) {
 			*now = now.Add(time.Minute)
 			must.NoError(t, p.Round(ctx))
 			must.Eq(t, []string{"a2:4"}, exec.take())
-			must.Eq(t, tc.want, told, must.Sprint("what the executor was told to resume from"))
+			must.Eq(t, tc.want, told, must.Sprint("what the actuator was told to resume from"))
 			j = state(t, st, a2.ID)
 			must.Eq(t, structs.JobRunning, j.State)
 			must.Eq(t, tc.want, j.Resume)

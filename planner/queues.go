@@ -86,7 +86,7 @@ func (p *Planner) checkQueue(spec *jobspec.Spec, nodes []policy.Node) error {
 // when the API does), and who took the GPUs of the jobs reclaim shrank
 // or stopped.
 func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*policy.Plan, func() map[string]quota.Wait, map[string]quota.Taken, error) {
-	view := quota.NewView(p.Queues(), snap)
+	view := quota.NewLedger(p.Queues(), snap)
 	plan, perr := p.Policies.Plan(ctx, view.Gate())
 	if plan == nil {
 		return nil, nil, nil, perr
@@ -125,7 +125,7 @@ func (p *Planner) QueueStatus(ctx context.Context, window time.Duration) ([]stru
 		}
 	}
 	var out []structs.QueueStatus
-	for _, s := range quota.NewView(t, snapshot(now, nodes, holding)).Status() {
+	for _, s := range quota.NewLedger(t, snapshot(now, nodes, holding)).Status() {
 		qs := structs.QueueStatus{Name: s.Name, Parent: s.Parent, Children: s.Children, Weight: s.Weight,
 			Running: s.Running, Waiting: s.Waiting}
 		for _, g := range s.GPUs {
@@ -148,7 +148,7 @@ func (p *Planner) QueueStatus(ctx context.Context, window time.Duration) ([]stru
 
 // addWaiting adds to each leaf queue of out (parents first) the jobs
 // waiting in it, by name, and to its ancestors; a job whose queue is not
-// a leaf of out waits in none, as quota.View counts it.
+// a leaf of out waits in none, as quota.Ledger counts it.
 func addWaiting(out []structs.QueueStatus, waiting map[string]int) {
 	index := make(map[string]int, len(out))
 	for i := range out {

@@ -31,7 +31,7 @@ func BenchmarkRecord_FullHistory(b *testing.B) {
 	ctx := context.Background()
 	st := store.NewMemory()
 	b.Cleanup(func() { st.Close() })
-	p := &Planner{Store: st, Cluster: staticCluster{node("n1", 8)}, Executor: nopExecutor{},
+	p := &Planner{Store: st, Cluster: staticCluster{node("n1", 8)}, Actuator: nopActuator{},
 		Logger: hclog.NewNullLogger()}
 	j, _, err := p.Submit(ctx, spec(b, "long", 1, 8), "", nil)
 	must.NoError(b, err)

@@ -187,7 +187,7 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 	for k, ch := range changes {
 		// A copy of the record (the store's own where shared) for the
 		// fields the change sets before it is recorded (Resume, and the
-		// executor's NomadJobID); its maps and lists stay the record's,
+		// actuator's NomadJobID); its maps and lists stay the record's,
 		// which record copies before it changes them (update).
 		rec := *live[at[k]]
 		j := &rec
@@ -208,10 +208,10 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 			}
 			continue
 		}
-		// The model of its GPUs, to which the executor pins its workers.
+		// The model of its GPUs, to which the actuator pins its workers.
 		j.GPUModel = to
 		applyStart := time.Now()
-		err := p.Executor.Apply(ctx, j, ch.To)
+		err := p.Actuator.Apply(ctx, j, ch.To)
 		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("failed to %s job %s: %w", ch.Kind, j.ID, err))

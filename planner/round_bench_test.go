@@ -347,8 +347,8 @@ func BenchmarkRoundEndToEnd(b *testing.B) {
 func settle(b *testing.B, p *Planner) {
 	b.Helper()
 	changes := 0
-	p.Executor = nopExecutor{applied: &changes}
-	defer func() { p.Executor = nopExecutor{} }()
+	p.Actuator = nopActuator{applied: &changes}
+	defer func() { p.Actuator = nopActuator{} }()
 	for range 20 {
 		changes = 0
 		must.NoError(b, p.Round(context.Background()))
@@ -359,17 +359,17 @@ func settle(b *testing.B, p *Planner) {
 	b.Fatalf("the plan still changes %d jobs a round after 20 rounds", changes)
 }
 
-// nopExecutor carries out every change at once, counting them in applied
+// nopActuator carries out every change at once, counting them in applied
 // if set; no job ends.
-type nopExecutor struct{ applied *int }
+type nopActuator struct{ applied *int }
 
-func (e nopExecutor) Apply(context.Context, *structs.Job, policy.Allocation) error {
+func (e nopActuator) Apply(context.Context, *structs.Job, policy.Allocation) error {
 	if e.applied != nil {
 		*e.applied++
 	}
 	return nil
 }
-func (nopExecutor) Outcome(context.Context, *structs.Job) (Outcome, error) { return Outcome{}, nil }
+func (nopActuator) Outcome(context.Context, *structs.Job) (Outcome, error) { return Outcome{}, nil }
 
 // benchPlanner is a planner with policy name on nodes x 8 GPUs and jobs
 // jobs in st, as BenchmarkRoundEndToEnd describes.
@@ -405,7 +405,7 @@ func benchPlanner(b *testing.B, st store.Store, name string, nodes, jobs int) *P
 		}
 		must.NoError(b, st.CreateJob(ctx, j))
 	}
-	return (&Planner{Store: st, Cluster: cluster, Executor: nopExecutor{},
+	return (&Planner{Store: st, Cluster: cluster, Actuator: nopActuator{},
 		Policies: NewFixedPolicyHost(inst, logger), Logger: logger}).With(WithClock(func() time.Time { return now }))
 }
 

@@ -175,7 +175,7 @@ func TestSnapshot_WaitsWhileRounds(t *testing.T) {
 
 // fourGPUJobs is a fifo planner on one node of 8 GPUs after a round with
 // n jobs of 4 GPUs (ja, jb, ...): two run, the rest queue.
-func fourGPUJobs(t *testing.T, n int) (*Planner, *fakeExecutor, *time.Time) {
+func fourGPUJobs(t *testing.T, n int) (*Planner, *fakeActuator, *time.Time) {
 	t.Helper()
 	p, _, exec, now := newPlanner(t, "fifo", node("n1", 8))
 	for i := range n {

@@ -17,7 +17,7 @@
 // (Planner.Submit). A round is the planner's (Planner.Round, on an
 // in-memory store, with the simulated time as its clock): it reaps the jobs
 // whose models are done, builds its snapshot, asks the policy for a plan,
-// and carries out the plan's diff through the simulator's executor, where a
+// and carries out the plan's diff through the simulator's actuator, where a
 // job whose allocation changes pauses (holds its GPUs, makes no progress)
 // for RestartDelay, or InPlaceDelay for a grow or shrink with
 // LauncherInPlace. The first start is charged too for goodput jobs (Pollux's

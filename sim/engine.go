@@ -257,7 +257,7 @@ type simulator struct {
 	jobs    []*simJob // submission order
 	byID    map[string]*simJob
 	// ended are the jobs whose work is done and whose records the
-	// planner has not yet ended (simExecutor.Outcome reads it for every
+	// planner has not yet ended (simActuator.Outcome reads it for every
 	// running job every round: a handful, not every job of the trace).
 	ended  map[string]bool
 	active []*simJob // arrived, not finished
@@ -578,7 +578,7 @@ func (s *simulator) complete(j *simJob) {
 
 // schedule runs one round of the planner (planner.Planner.Round): the
 // jobs report their progress first, as each needs, and the plan's changes
-// reach the models through the executor (simExecutor.Apply).
+// reach the models through the actuator (simActuator.Apply).
 func (s *simulator) schedule(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("failed to simulate: %w", err)

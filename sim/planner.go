@@ -21,7 +21,7 @@ import (
 // Nomad's scheduler Harness drives the real scheduler: the planner keeps
 // its records in an in-memory store (store.Memory), reads the time from
 // the simulated clock, the nodes from the simulated cluster (simCluster),
-// and carries out its plans through the simulated executor (simExecutor),
+// and carries out its plans through the simulated actuator (simActuator),
 // which changes the jobs' models' allocations and answers whether a job
 // has ended. Jobs are submitted through Planner.Submit at their arrival,
 // and report their progress through Planner.ReportProgress, as the SDK
@@ -35,7 +35,7 @@ func (s *simulator) newPlanner(p policy.Policy) *planner.Planner {
 	pl := (&planner.Planner{
 		Store:    store.NewMemory(),
 		Cluster:  simCluster{s},
-		Executor: simExecutor{s},
+		Actuator: simActuator{s},
 		Policies: planner.NewFixedPolicyHost(p, hclog.NewNullLogger()),
 		Logger:   hclog.NewNullLogger(),
 		Metrics:  simMetrics{s},
@@ -218,12 +218,12 @@ type simCluster struct{ s *simulator }
 // Nodes implements planner.Cluster.
 func (c simCluster) Nodes(context.Context) ([]policy.Node, error) { return c.s.nodes, nil }
 
-// simExecutor carries the planner's decisions out on the jobs' models.
-type simExecutor struct{ s *simulator }
+// simActuator carries the planner's decisions out on the jobs' models.
+type simActuator struct{ s *simulator }
 
-// Apply implements planner.Executor: job's model gets target, at the cost
+// Apply implements planner.Actuator: job's model gets target, at the cost
 // of its kind of change.
-func (e simExecutor) Apply(_ context.Context, job *structs.Job, target policy.Allocation) error {
+func (e simActuator) Apply(_ context.Context, job *structs.Job, target policy.Allocation) error {
 	j := e.s.byID[job.ID]
 	if j == nil {
 		return fmt.Errorf("no simulated job %s", job.ID)
@@ -250,12 +250,12 @@ func changeKind(from, to policy.Allocation) policy.ChangeKind {
 	return policy.Move
 }
 
-// Outcome implements planner.Executor: a job has ended once its model's
+// Outcome implements planner.Actuator: a job has ended once its model's
 // work is done; the run of a job the planner stopped to move it to
 // another GPU model (structs.Job.Moving) ends at once, as it holds
 // nothing here (the move's cost is the restart delay the simulator
 // charges when it starts again).
-func (e simExecutor) Outcome(_ context.Context, job *structs.Job) (planner.Outcome, error) {
+func (e simActuator) Outcome(_ context.Context, job *structs.Job) (planner.Outcome, error) {
 	if e.s.ended[job.ID] {
 		return planner.Outcome{Done: true, Message: "simulated: work done"}, nil
 	}

@@ -113,7 +113,7 @@ func TreeQueues(t *quota.Tree, nodes, gpusPerNode int) *Queues {
 		ns[i] = policy.Node{ID: fmt.Sprint(i), GPUs: gpusPerNode}
 	}
 	q := &Queues{Tree: t, Nominal: map[string]int{}}
-	for _, st := range quota.NewView(t, &policy.Snapshot{Nodes: ns}).Status() {
+	for _, st := range quota.NewLedger(t, &policy.Snapshot{Nodes: ns}).Status() {
 		if len(st.Children) > 0 {
 			continue
 		}

@@ -1,5 +1,5 @@
 // Package agent is the planner daemon (`schedulearn agent`): it wires the
-// store, the cluster view, the executor, the policy host and the planner
+// store, the cluster view, the actuator, the policy host and the planner
 // from the configuration, serves the HTTP API, and runs the scheduling loop
 // while it is the leader. With the embedded store it leads alone; with the
 // Consul store several agents share the records and a Consul lock picks the
@@ -59,7 +59,7 @@ type Agent struct {
 	leader  store.Leadership
 	consul  *consulapi.Client
 	planner *planner.Planner
-	deliver *delivery.Worker
+	deliver *delivery.Deliverer
 	exec    *nomadjob.Nomad
 	server  *http.Server
 	addr    string // the API's listen address, once listening
@@ -171,7 +171,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	a.planner = &planner.Planner{
 		Store:    a.store,
 		Cluster:  &cluster.View{Nomad: nomad, Consul: consul, Pools: pools, Owned: owned},
-		Executor: a.exec,
+		Actuator: a.exec,
 		Policies: ph,
 		Logger:   logger.Named("planner"),
 		Events:   a.events,
@@ -182,7 +182,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	a.planner.Retries, a.planner.Watch = recoveryOptions(cfg)
 	// The planner nudges the delivery worker; the worker writes its
 	// outcomes through the planner, as every writer of a record does.
-	a.deliver = &delivery.Worker{Store: a.store, Records: a.planner, Options: deliveryOpts,
+	a.deliver = &delivery.Deliverer{Store: a.store, Records: a.planner, Options: deliveryOpts,
 		Logger: logger.Named("delivery"), Metrics: rec, Allocations: a.exec}
 	a.planner.Delivery = a.deliver
 	a.planner.SetQueues(cfg.QueueTree)

@@ -64,7 +64,7 @@ type termLeader struct {
 
 func (l *termLeader) Fence() store.Fence { return l.fence }
 
-// startsAll is an executor for which every change succeeds and no job ends.
+// startsAll is an actuator for which every change succeeds and no job ends.
 type startsAll struct{}
 
 func (startsAll) Apply(context.Context, *structs.Job, policy.Allocation) error { return nil }
@@ -81,7 +81,7 @@ func TestLead_WritesCarryTheTermsFence(t *testing.T) {
 	a.cfg.Round = 50 * time.Millisecond
 	log := &fenceLog{Store: a.store}
 	a.store, a.planner.Store = log, log
-	a.planner.Executor = startsAll{}
+	a.planner.Actuator = startsAll{}
 	term := store.Fence{Key: "schedulearn/leader", Session: "term-1"}
 	a.leader = &termLeader{fence: term}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -22,7 +22,7 @@
 // need the token or the read token; only the status and the OpenAPI
 // document are open. A server without a token refuses every write. A
 // job's progress route also takes the job's report token (ReportToken),
-// which the executor gives the job's tasks and which is good for nothing
+// which the actuator gives the job's tasks and which is good for nothing
 // else. The server answers only Host headers it knows (DNS-rebinding
 // protection), shows jobs Redact-ed (no env value, no webhook or artifact
 // URL beyond its host), and stores a submission's Idempotency-Key with

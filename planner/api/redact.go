@@ -21,7 +21,7 @@ const Redacted = "<redacted>"
 // to scheme and host (their credentials, paths and queries often are
 // secrets), and its jobspec source with the same values replaced. A source
 // that cannot be rewritten is left out. The store keeps the record whole:
-// the executor needs the values; only what the API answers is redacted.
+// the actuator needs the values; only what the API answers is redacted.
 func Redact(j *structs.Job) *structs.Job {
 	if j == nil {
 		return nil

@@ -39,7 +39,7 @@ var secrets = []string{"wandb-s3cret", "hf-s3cret", "pw-s3cret", "path-s3cret", 
 // credentials and the source holding both. No answer shows them now:
 // not the submission's, not a read's (with either token), not a stop's;
 // the names of the env stay, and the source is still there, redacted.
-// The backend keeps the values (the executor needs them).
+// The backend keeps the values (the actuator needs them).
 func TestServer_RedactsSecrets(t *testing.T) {
 	t.Parallel()
 	b := apitest.NewBackend()

@@ -3,10 +3,10 @@
 // reaches goal, the progress report that says so records a Delivery in the
 // job (structs.Job.AddProgress), with the checkpoint the training
 // reported at or after that step (or, until one comes, waiting for it).
-// The Worker then copies the checkpoint to <target delivery, or the
+// The Deliverer then copies the checkpoint to <target delivery, or the
 // delivery directory>/<job-id>/<tier>/, records the outcome and tells the
 // webhooks. None of that happens in the progress request or in a
-// scheduling round: the planner only nudges the Worker (Notify), whose Run
+// scheduling round: the planner only nudges the Deliverer (Notify), whose Run
 // does the work, one goroutine per delivery (at most
 // maxConcurrentDeliveries at a time), and writes the outcome through the
 // planner's own record writes (Records), like every other writer of the
@@ -38,7 +38,7 @@ import (
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
-// Options say where the Worker delivers models and whom it tells.
+// Options say where the Deliverer delivers models and whom it tells.
 type Options struct {
 	// Dir is where a job's models go when its target names no delivery
 	// directory: <Dir>/<job-id>/<tier>/ (an absolute path). Empty: those
@@ -119,9 +119,9 @@ type Metrics interface {
 	Delivery(tier string, delivered bool)
 }
 
-// Worker delivers models: the planner nudges it (Notify) when a job has
+// Deliverer delivers models: the planner nudges it (Notify) when a job has
 // delivery work, and Run, on the leading planner, does the work.
-type Worker struct {
+type Deliverer struct {
 	// Store is read for the jobs with delivery work.
 	Store store.Store
 	// Records writes the outcomes (the planner).
@@ -145,7 +145,7 @@ type Worker struct {
 	wg       sync.WaitGroup
 }
 
-func (w *Worker) init() {
+func (w *Deliverer) init() {
 	w.once.Do(func() {
 		w.nudge = make(chan string, 64)
 		w.slots = make(chan struct{}, maxConcurrentDeliveries)
@@ -156,14 +156,14 @@ func (w *Worker) init() {
 	})
 }
 
-func (w *Worker) now() time.Time {
+func (w *Deliverer) now() time.Time {
 	if w.Now != nil {
 		return w.Now()
 	}
 	return time.Now()
 }
 
-func (w *Worker) metrics() Metrics {
+func (w *Deliverer) metrics() Metrics {
 	if w.Metrics == nil {
 		return noMetrics{}
 	}
@@ -177,7 +177,7 @@ func (noMetrics) Delivery(string, bool) {}
 // Notify tells Run that job id has delivery work. It never blocks: a
 // nudge that does not fit (or that no Run hears, on a planner standing
 // by) is found by the next scan.
-func (w *Worker) Notify(id string) {
+func (w *Deliverer) Notify(id string) {
 	w.init()
 	select {
 	case w.nudge <- id:
@@ -190,7 +190,7 @@ func (w *Worker) Notify(id string) {
 // names, and everything pending again every interval. It returns when ctx
 // ends and the deliveries it started have stopped (a delivery cut short
 // stays pending, for the next planner).
-func (w *Worker) Run(ctx context.Context, interval time.Duration) {
+func (w *Deliverer) Run(ctx context.Context, interval time.Duration) {
 	w.init()
 	defer w.wg.Wait()
 	timer := time.NewTimer(0)
@@ -214,7 +214,7 @@ func (w *Worker) Run(ctx context.Context, interval time.Duration) {
 }
 
 // scan starts every delivery with work left in the store.
-func (w *Worker) scan(ctx context.Context) {
+func (w *Deliverer) scan(ctx context.Context) {
 	jobs, err := w.Store.ListJobs(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -229,7 +229,7 @@ func (w *Worker) scan(ctx context.Context) {
 
 // start starts a goroutine for each of j's deliveries with work left that
 // none runs yet in this process.
-func (w *Worker) start(ctx context.Context, j *structs.Job) {
+func (w *Deliverer) start(ctx context.Context, j *structs.Job) {
 	for _, d := range j.Deliveries {
 		if d.State != structs.DeliveryPending && !(d.State == structs.DeliveryDone && d.Webhook == structs.WebhookPending) {
 			continue
@@ -271,7 +271,7 @@ var errNothingToDo = errors.New("delivery already recorded")
 
 // deliver does the work left of job id's delivery of tier: the copy, then
 // the webhooks, recording each outcome.
-func (w *Worker) deliver(ctx context.Context, id, tier string) {
+func (w *Deliverer) deliver(ctx context.Context, id, tier string) {
 	log := w.Logger.With("job", id, "tier", tier)
 	j, err := w.Store.GetJob(ctx, id)
 	if err != nil {
@@ -326,7 +326,7 @@ func (w *Worker) deliver(ctx context.Context, id, tier string) {
 }
 
 // tellWebhooks sends d to the webhooks and records the outcome.
-func (w *Worker) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.Delivery) {
+func (w *Deliverer) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.Delivery) {
 	tier := d.Tier
 	body, err := json.Marshal(WebhookBody{Job: j.ID, Name: j.Spec.Name, Tier: tier, Metric: d.Metric, Value: d.Value,
 		Step: d.Step, Location: d.Location, Time: d.Time})
@@ -373,7 +373,7 @@ func (w *Worker) tellWebhooks(ctx context.Context, j *structs.Job, d *structs.De
 // (as stored, re-read on a conflict) and returns the events to add. It is
 // errNothingToDo when the delivery is not the one this process worked on
 // any more (no longer pending, or a webhook no longer pending).
-func (w *Worker) recordDelivery(ctx context.Context, j *structs.Job, tier string, mutate func(*structs.Delivery) []structs.Event) error {
+func (w *Deliverer) recordDelivery(ctx context.Context, j *structs.Job, tier string, mutate func(*structs.Delivery) []structs.Event) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	want := j.Delivery(tier)
@@ -392,7 +392,7 @@ func (w *Worker) recordDelivery(ctx context.Context, j *structs.Job, tier string
 }
 
 // deliveryBase is the directory job j's models go under.
-func (w *Worker) deliveryBase(j *structs.Job) string {
+func (w *Deliverer) deliveryBase(j *structs.Job) string {
 	if t := j.Spec.Target; t != nil && t.Delivery != "" {
 		return t.Delivery
 	}
@@ -401,7 +401,7 @@ func (w *Worker) deliveryBase(j *structs.Job) string {
 
 // webhooks lists who hears of job j's deliveries: the planner's webhook
 // and the target's.
-func (w *Worker) webhooks(j *structs.Job) []Webhook {
+func (w *Deliverer) webhooks(j *structs.Job) []Webhook {
 	var out []Webhook
 	if pw := w.Options.Webhook; pw != nil && pw.URL != "" {
 		out = append(out, *pw)
@@ -423,7 +423,7 @@ func (w *Worker) webhooks(j *structs.Job) []Webhook {
 // under one of the delivery roots. The tier's directory appears whole or
 // not at all: the copy is made beside it and renamed. What it writes is
 // the planner's alone: directories 0700, files 0600.
-func (w *Worker) copyModel(ctx context.Context, j *structs.Job, src, tier string) (string, error) {
+func (w *Deliverer) copyModel(ctx context.Context, j *structs.Job, src, tier string) (string, error) {
 	base := w.deliveryBase(j)
 	switch {
 	case len(w.Options.CheckpointDirs) == 0:

@@ -107,7 +107,7 @@ func (h *hookServer) callCount() int {
 
 // runDeliveries runs w's delivery loop until the test ends or the
 // returned stop is called (which waits for it to return).
-func runDeliveries(t *testing.T, w *Worker) (stop func()) {
+func runDeliveries(t *testing.T, w *Deliverer) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -507,11 +507,11 @@ func TestDelivery_ResumedByNextPlanner(t *testing.T) {
 	// The next planner, on the same store, finishes both.
 	waitFor(t, func() bool { hook.mu.Lock(); defer hook.mu.Unlock(); return hook.abandoned == 1 })
 	close(hook.block)
-	next := (&planner.Planner{Store: st, Cluster: p.Cluster, Executor: p.Executor, Policies: p.Policies, Logger: p.Logger}).
+	next := (&planner.Planner{Store: st, Cluster: p.Cluster, Actuator: p.Actuator, Policies: p.Policies, Logger: p.Logger}).
 		With(planner.WithClock(w.Now)) // the worker's clock is the planner's (newPlanner)
-	nextWorker := &Worker{Store: st, Records: next, Options: w.Options, Logger: w.Logger, Now: w.Now}
-	next.Delivery = nextWorker
-	runDeliveries(t, nextWorker)
+	nextDeliverer := &Deliverer{Store: st, Records: next, Options: w.Options, Logger: w.Logger, Now: w.Now}
+	next.Delivery = nextDeliverer
+	runDeliveries(t, nextDeliverer)
 	waitDelivery(t, st, j.ID, structs.TierOne, settled)
 	rec = waitDelivery(t, st, j.ID, structs.TierGoal, settled)
 	must.Eq(t, structs.WebhookSent, rec.Delivery(structs.TierOne).Webhook)

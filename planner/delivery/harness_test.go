@@ -21,9 +21,9 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy/host"
 )
 
-// The tests run the Worker as the agent wires it: a real planner takes
+// The tests run the Deliverer as the agent wires it: a real planner takes
 // the submissions and progress reports, on a real (bolt) store, and
-// nudges the Worker, which writes its outcomes through the planner.
+// nudges the Deliverer, which writes its outcomes through the planner.
 
 // updateAttempts is how often the planner's record writes try after
 // losing a race (planner.update).
@@ -56,8 +56,8 @@ func (c staticCluster) Nodes(context.Context) ([]policy.Node, error) { return sl
 
 // newPlanner is a planner with the named policy over nodes, a store in a
 // temporary directory and a clock that stands still (now), and its
-// delivery Worker (not running: see runDeliveries).
-func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*planner.Planner, *testStore, *Worker, *time.Time) {
+// delivery Deliverer (not running: see runDeliveries).
+func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*planner.Planner, *testStore, *Deliverer, *time.Time) {
 	t.Helper()
 	logger := hclog.NewNullLogger()
 	host, err := planner.NewPolicyHost(host.Policies{Registry: host.NewRegistry(t.TempDir(), nil)}, logger, policyName, nil, 5*time.Second)
@@ -70,7 +70,7 @@ func newPlanner(t *testing.T, policyName string, nodes ...policy.Node) (*planner
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	p := (&planner.Planner{Store: st, Cluster: staticCluster(nodes), Policies: host, Logger: logger}).With(planner.WithClock(clock))
-	w := &Worker{Store: st, Records: p, Logger: logger, Now: clock}
+	w := &Deliverer{Store: st, Records: p, Logger: logger, Now: clock}
 	p.Delivery = w
 	return p, st, w, &now
 }

@@ -62,7 +62,7 @@ type source struct {
 
 // locate finds the checkpoint at path under the checkpoint dirs and says
 // why job j may not have it copied (nil if it may).
-func (w *Worker) locate(ctx context.Context, j *structs.Job, path string) (source, error) {
+func (w *Deliverer) locate(ctx context.Context, j *structs.Job, path string) (source, error) {
 	path = filepath.Clean(path)
 	root, rel, ok := beneathAny(w.Options.CheckpointDirs, path)
 	if !ok || rel == "." {
@@ -90,7 +90,7 @@ func (w *Worker) locate(ctx context.Context, j *structs.Job, path string) (sourc
 
 // ownAllocation says why allocation id is not one of job j's (nil if it
 // is), for the checkpoint at path.
-func (w *Worker) ownAllocation(ctx context.Context, j *structs.Job, path, id string) error {
+func (w *Deliverer) ownAllocation(ctx context.Context, j *structs.Job, path, id string) error {
 	if !isUUID(id) {
 		return fmt.Errorf("checkpoint %s is not in an allocation's directory of Nomad's allocation tree (<alloc-id>/...)", path)
 	}

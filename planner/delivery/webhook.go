@@ -29,8 +29,8 @@ var errWebhookNotAllowed = errors.New("webhook host not allowed")
 
 // CheckSpec refuses (*structs.InputError) a jobspec whose webhook or delivery
 // directory the options do not allow: the planner asks at submission (and
-// the Worker asks again before each copy and each send).
-func (w *Worker) CheckSpec(spec *jobspec.Spec) error {
+// the Deliverer asks again before each copy and each send).
+func (w *Deliverer) CheckSpec(spec *jobspec.Spec) error {
 	return w.Options.checkSpec(spec)
 }
 
@@ -132,7 +132,7 @@ func publicError(err error) string {
 
 // post sends body to h, retrying with backoff: after a network error, a
 // timeout, a 5xx, 408 or 429; not after another 4xx.
-func (w *Worker) post(ctx context.Context, h Webhook, body []byte) error {
+func (w *Deliverer) post(ctx context.Context, h Webhook, body []byte) error {
 	attempts, timeout, delay := h.Attempts, h.Timeout, w.Options.RetryDelay
 	if attempts <= 0 {
 		attempts = defaultWebhookAttempts

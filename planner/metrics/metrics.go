@@ -107,7 +107,7 @@ func New(src Source) *Recorder {
 			Help:    "Time to apply one change of a plan in Nomad, by kind (start, grow, shrink, move, stop); a shrink includes draining the workers.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}}, []string{"kind"}),
 		changeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(NameChangeFailures),
-			Help: "Changes the executor failed to apply, by kind."}, []string{"kind"}),
+			Help: "Changes the actuator failed to apply, by kind."}, []string{"kind"}),
 		preemptions: prometheus.NewCounter(prometheus.CounterOpts{Name: name(NamePreemptions),
 			Help: "Running jobs stopped by the policy (sent back to the queue)."}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(NameDeliveries),

@@ -1,9 +1,8 @@
 // Package nomadjob turns the planner's decisions into Nomad jobs: it is the
-// planner's Executor on a Nomad cluster (Nomad), which registers a training
+// planner's Actuator on a Nomad cluster (Nomad), which registers a training
 // job as a Nomad batch job run by the horovod task driver, resizes it in
 // place (through the drain protocol, internal/drain, when it shrinks), and
-// stops it. (Not to be confused with Nomad's executor, the process runner
-// the driver uses.)
+// stops it.
 //
 // A training job becomes the Nomad job "train-<id>":
 //
@@ -301,7 +300,7 @@ func validEnvName(k string) bool {
 
 // secretsTemplate renders the job's secret variable into a task's
 // environment. A changed or deleted variable leaves running tasks as they
-// are: the executor writes a new secret only for a new registration.
+// are: the actuator writes a new secret only for a new registration.
 func secretsTemplate() *nomadapi.Template {
 	return &nomadapi.Template{
 		EmbeddedTmpl: ptr(jobsecret.SecretsTemplate),

@@ -19,7 +19,7 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
-// Nomad is the planner's Executor on a Nomad cluster.
+// Nomad is the planner's Actuator on a Nomad cluster.
 type Nomad struct {
 	Client  *nomadapi.Client
 	Options Options
@@ -28,7 +28,7 @@ type Nomad struct {
 	OutcomeTimeout time.Duration
 }
 
-var _ planner.Executor = (*Nomad)(nil)
+var _ planner.Actuator = (*Nomad)(nil)
 
 func (n *Nomad) query(ctx context.Context) *nomadapi.QueryOptions {
 	return (&nomadapi.QueryOptions{Namespace: n.Options.Namespace}).WithContext(ctx)
@@ -38,7 +38,7 @@ func (n *Nomad) write(ctx context.Context) *nomadapi.WriteOptions {
 	return (&nomadapi.WriteOptions{Namespace: n.Options.Namespace}).WithContext(ctx)
 }
 
-// Apply implements planner.Executor. It records the Nomad job's ID in j.
+// Apply implements planner.Actuator. It records the Nomad job's ID in j.
 func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocation) error {
 	id := JobID(j)
 	j.NomadJobID = id
@@ -149,7 +149,7 @@ const drainTimeout = 2 * time.Minute
 // would hold the round, and every round after it, until it answers.
 const DefaultOutcomeTimeout = 5 * time.Second
 
-// Outcome implements planner.Executor: the job has ended when its launcher
+// Outcome implements planner.Actuator: the job has ended when its launcher
 // has; the launcher's exit code is the job's. The workers are then stopped.
 // It answers within OutcomeTimeout.
 func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, error) {

@@ -39,7 +39,7 @@ func (t *Tree) CheckJob(j *policy.Job, nodes []policy.Node) error {
 		return &AdmitError{Queue: name, Err: ErrParentQueue,
 			Msg: fmt.Sprintf("queue %q holds queues (%s), not jobs: name one of them", name, strings.Join(names, ", "))}
 	}
-	v := NewView(t, &policy.Snapshot{Nodes: nodes})
+	v := NewLedger(t, &policy.Snapshot{Nodes: nodes})
 	u := v.matrix()
 	e := v.effective(u)
 	allowed := v.allowed(j)
@@ -59,7 +59,7 @@ func (t *Tree) CheckJob(j *policy.Job, nodes []policy.Node) error {
 
 // describeLimit says what bounds queue q: its nominal quota and borrowing
 // limit, over the allowed resources.
-func (v *View) describeLimit(q int, allowed []bool) string {
+func (v *Ledger) describeLimit(q int, allowed []bool) string {
 	var parts []string
 	for r, m := range v.res {
 		if !allowed[r] {

@@ -46,7 +46,7 @@ func benchCase(b *testing.B, nodes, jobs int) (*quota.Tree, *policy.Snapshot, *p
 		}
 	}
 	add(jobs/2, 0)
-	v := quota.NewView(tr, s)
+	v := quota.NewLedger(tr, s)
 	plan, err := builtin.NewElasticFIFO().Plan(context.Background(), v.Gate())
 	if err != nil {
 		b.Fatal(err)
@@ -56,7 +56,7 @@ func benchCase(b *testing.B, nodes, jobs int) (*quota.Tree, *policy.Snapshot, *p
 	}
 	s = s.Apply(plan, at(jobs/2))
 	add(jobs/2, jobs/2)
-	next, err := builtin.NewElasticFIFO().Plan(context.Background(), quota.NewView(tr, s).Gate())
+	next, err := builtin.NewElasticFIFO().Plan(context.Background(), quota.NewLedger(tr, s).Gate())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func benchCase(b *testing.B, nodes, jobs int) (*quota.Tree, *policy.Snapshot, *p
 }
 
 // BenchmarkRound_1000Nodes10000Jobs times the quota layer's share of a
-// round (NewView, Gate, Enforce of Elastic FIFO's plan), without the
+// round (NewLedger, Gate, Enforce of Elastic FIFO's plan), without the
 // policy's own planning. Measured: 46 to 110 ms a round on the 2-core
 // development machine at load 11 to 14 (allowed() memoized per constraint
 // set; before that, 5.9 s).
@@ -72,7 +72,7 @@ func BenchmarkRound_1000Nodes10000Jobs(b *testing.B) {
 	tr, s, plan := benchCase(b, 1000, 10000)
 	b.ResetTimer()
 	for b.Loop() {
-		v := quota.NewView(tr, s)
+		v := quota.NewLedger(tr, s)
 		v.Gate()
 		if _, err := v.Enforce(plan); err != nil {
 			b.Fatal(err)

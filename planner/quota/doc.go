@@ -3,7 +3,7 @@
 // borrowing limit, a lending limit, a weight and an optional parent. It is
 // pure (no I/O, no clock) and imports only the policy contract's types.
 //
-// Each round the planner builds a View of its Tree over the round's
+// Each round the planner builds a Ledger of its Tree over the round's
 // snapshot, and:
 //
 //  1. Gate gives the policy the snapshot without the queued jobs their

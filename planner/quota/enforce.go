@@ -45,7 +45,7 @@ import (
 // The result passes policy.Validate against the whole snapshot; the error
 // (with a plan that keeps every job as it is, but for the policy's shrinks
 // and stops) says when a step broke it, which is a bug.
-func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
+func (v *Ledger) Enforce(p *policy.Plan) (*policy.Plan, error) {
 	if v.t.implicit && v.onePrio {
 		// The default tree (one queue, unlimited) and jobs of one
 		// priority: nothing to trim, reorder or reclaim, so the plan
@@ -92,7 +92,7 @@ func (v *View) Enforce(p *policy.Plan) (*policy.Plan, error) {
 }
 
 type enforcer struct {
-	v    *View
+	v    *Ledger
 	tgt  []policy.Allocation // each job's target, by index
 	u    [][]int             // usage under tgt
 	free map[string]int      // free GPUs per node under tgt
@@ -117,7 +117,7 @@ func (e *enforcer) changed(p *policy.Plan) bool {
 }
 
 // usage is the leaves' usage under targets tgt.
-func (v *View) usage(tgt []policy.Allocation) [][]int {
+func (v *Ledger) usage(tgt []policy.Allocation) [][]int {
 	u := v.matrix()
 	for i, a := range tgt {
 		if q := v.leaf[i]; q != -1 {
@@ -128,7 +128,7 @@ func (v *View) usage(tgt []policy.Allocation) [][]int {
 }
 
 // free is each node's free GPUs under targets tgt.
-func (v *View) free(tgt []policy.Allocation) map[string]int {
+func (v *Ledger) free(tgt []policy.Allocation) map[string]int {
 	f := maps.Clone(v.caps())
 	for _, a := range tgt {
 		for n, g := range a {
@@ -184,7 +184,7 @@ func (e *enforcer) gains(i, r int) int {
 }
 
 // under reports whether queue q is x or inside it (x == -1: the root).
-func (v *View) under(q, x int) bool {
+func (v *Ledger) under(q, x int) bool {
 	for ; q != -1; q = v.t.queues[q].parent {
 		if q == x {
 			return true
@@ -305,7 +305,7 @@ func (e *enforcer) firstBreach() (violation, bool) { return e.v.breach(e.u) }
 
 // breach is the first bound usage u exceeds that the snapshot did not
 // exceed as much (see within).
-func (v *View) breach(u [][]int) (violation, bool) {
+func (v *Ledger) breach(u [][]int) (violation, bool) {
 	was := map[[2]int]int{}
 	for _, b := range v.violations(v.cur) {
 		was[[2]int{b.q, b.r}] = b.have
@@ -319,7 +319,7 @@ func (v *View) breach(u [][]int) (violation, bool) {
 }
 
 // describeBreach says which bound a violation exceeds.
-func (v *View) describeBreach(x violation) string {
+func (v *Ledger) describeBreach(x violation) string {
 	m := modelSuffix(v.res[x.r])
 	if x.q == -1 {
 		return fmt.Sprintf("the other queues' idle GPUs%s are not free to lend (the cluster's queues would use or guard %d of %d)", m, x.have, x.bound)

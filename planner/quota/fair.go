@@ -12,7 +12,7 @@ import (
 // Fair sharing divides what queues borrow by their weights, as Kueue's
 // fair sharing does: a queue's share is what it borrows (its effective
 // usage above its nominal quota, on the resource where that is most)
-// per unit of its weight (View.share). Two queues are compared where
+// per unit of its weight (Ledger.share). Two queues are compared where
 // their lines meet: the children of their lowest common parent (or the
 // top-level queues) that hold each.
 //
@@ -99,7 +99,7 @@ func (e *enforcer) fairClaims(pending []int, t *tries) bool {
 }
 
 // pathShares are the shares of queue q's line, top-level queue first.
-func (v *View) pathShares(eff [][]int, q int) []float64 {
+func (v *Ledger) pathShares(eff [][]int, q int) []float64 {
 	var out []float64
 	for x := q; x != -1; x = v.t.queues[x].parent {
 		out = append(out, v.share(eff, x))
@@ -134,7 +134,7 @@ func (e *enforcer) fairChance(eff [][]int, c claim) bool {
 
 // borrowsAny reports whether queue x borrows one of the allowed
 // resources.
-func (v *View) borrowsAny(eff [][]int, x int, allowed []bool) bool {
+func (v *Ledger) borrowsAny(eff [][]int, x int, allowed []bool) bool {
 	for r := range v.res {
 		if allowed[r] && v.borrows(eff, x, r) {
 			return true
@@ -181,7 +181,7 @@ type claimShares struct {
 
 // branch is the queue on q's line whose parent is top (-1: q's top-level
 // queue); q itself where q's parent is top.
-func (v *View) branch(q, top int) int {
+func (v *Ledger) branch(q, top int) int {
 	for v.t.queues[q].parent != top {
 		q = v.t.queues[q].parent
 	}
@@ -190,7 +190,7 @@ func (v *View) branch(q, top int) int {
 
 // shareUnder is the share of the queue on leaf q's line just under top
 // (-1: its top-level queue); 0 where q is top.
-func (v *View) shareUnder(eff [][]int, q, top int) float64 {
+func (v *Ledger) shareUnder(eff [][]int, q, top int) float64 {
 	if q == top {
 		return 0
 	}
@@ -199,7 +199,7 @@ func (v *View) shareUnder(eff [][]int, q, top int) float64 {
 
 // meet is the lowest queue holding both a and b (-1: none, the root);
 // a and b are distinct leaves.
-func (v *View) meet(a, b int) int {
+func (v *Ledger) meet(a, b int) int {
 	for x := v.t.queues[a].parent; x != -1; x = v.t.queues[x].parent {
 		if v.under(b, x) {
 			return x
@@ -295,7 +295,7 @@ func (e *enforcer) fairAfter(c claim, alloc policy.Allocation, log []undo) bool 
 
 // borrowed is what queue q borrows under eff, in GPUs, on the resource
 // where it borrows most.
-func (v *View) borrowed(eff [][]int, q int) int {
+func (v *Ledger) borrowed(eff [][]int, q int) int {
 	most := 0
 	for r := range v.res {
 		most = max(most, eff[q][r]-v.nominal[q][r])
@@ -305,7 +305,7 @@ func (v *View) borrowed(eff [][]int, q int) int {
 
 // fairWhy says why fair sharing took GPUs from a job of queue y for job
 // id of queue q, under the effective usage after the move.
-func (v *View) fairWhy(eff [][]int, q, y int, id string) string {
+func (v *Ledger) fairWhy(eff [][]int, q, y int, id string) string {
 	top := v.meet(q, y)
 	x, g := v.branch(q, top), v.branch(y, top)
 	return fmt.Sprintf("fair share: queue %s borrows %s per weight %g (%.2f per unit) after giving these back, no less than queue %s with job %s started: %d per weight %g (%.2f)",

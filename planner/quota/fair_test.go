@@ -22,9 +22,9 @@ func held(s *policy.Snapshot, p *policy.Plan) map[string]int {
 
 // enforceIdle runs a round in which the policy changes nothing: the quota
 // layer alone acts.
-func enforceIdle(t *testing.T, tr *quota.Tree, s *policy.Snapshot) (*policy.Plan, *quota.View) {
+func enforceIdle(t *testing.T, tr *quota.Tree, s *policy.Snapshot) (*policy.Plan, *quota.Ledger) {
 	t.Helper()
-	v := quota.NewView(tr, s)
+	v := quota.NewLedger(tr, s)
 	v.Gate()
 	plan, err := v.Enforce(&policy.Plan{Policy: "none"})
 	must.NoError(t, err)
@@ -70,11 +70,11 @@ func TestEnforce_FairShare(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: tc.jobs}
 			var plan *policy.Plan
-			var v *quota.View
+			var v *quota.Ledger
 			if tc.policy == "" {
 				plan, v = enforceIdle(t, tr, s)
 			} else {
-				v = quota.NewView(tr, s)
+				v = quota.NewLedger(tr, s)
 				p, err := allPolicies()[tc.policy]().Plan(context.Background(), v.Gate())
 				must.NoError(t, err)
 				plan, err = v.Enforce(p)

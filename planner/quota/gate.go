@@ -11,7 +11,7 @@ import (
 
 // waiting is queue q's queued jobs (indices into s.Jobs) in the queue's
 // order: priority first (higher first), then submission, then ID.
-func (v *View) waiting() map[int][]int {
+func (v *Ledger) waiting() map[int][]int {
 	out := map[int][]int{}
 	for i := range v.s.Jobs {
 		if q := v.leaf[i]; q != -1 && v.gpus[i] == 0 {
@@ -29,7 +29,7 @@ func (v *View) waiting() map[int][]int {
 }
 
 // byQueueOrder orders jobs within a queue: priority, then submission.
-func (v *View) byQueueOrder(a, b int) int {
+func (v *Ledger) byQueueOrder(a, b int) int {
 	x, y := &v.s.Jobs[a], &v.s.Jobs[b]
 	return cmp.Or(cmp.Compare(y.Priority, x.Priority), x.Submitted.Compare(y.Submitted), cmp.Compare(x.ID, y.ID))
 }
@@ -43,7 +43,7 @@ func (v *View) byQueueOrder(a, b int) int {
 // among jobs of one priority, each that fits is shown and the policy
 // orders them. Running jobs are always shown (the policy may resize them;
 // Enforce keeps the plan within the limits).
-func (v *View) Gate() *policy.Snapshot {
+func (v *Ledger) Gate() *policy.Snapshot {
 	e := v.effective(v.cur)
 	if v.allFit(e) {
 		return v.s
@@ -96,10 +96,10 @@ func (v *View) Gate() *policy.Snapshot {
 // Gate holds no job back: every queued job may use some node, and their
 // minimums together fit in what the queue may take. It spares a planner
 // without queues the queue's order of thousands of queued jobs each
-// round; false means Gate must look job by job. NewView has read the
+// round; false means Gate must look job by job. NewLedger has read the
 // queued jobs (fit, need): as every minimum is >= 0, their sum fits
 // exactly when every running sum in the queue's order does.
-func (v *View) allFit(e [][]int) bool {
+func (v *Ledger) allFit(e [][]int) bool {
 	if !v.fit {
 		return false
 	}
@@ -108,7 +108,7 @@ func (v *View) allFit(e [][]int) bool {
 
 // describeWait says why job j of queue q waits on its queue: where the
 // queue stands against its nominal quota, and what it may still borrow.
-func (v *View) describeWait(q int, j *policy.Job, allowed []bool, avail []int, e [][]int) string {
+func (v *Ledger) describeWait(q int, j *policy.Job, allowed []bool, avail []int, e [][]int) string {
 	st := v.subtree(v.cur)
 	var parts []string
 	for r, m := range v.res {
@@ -151,7 +151,7 @@ func (v *View) describeWait(q int, j *policy.Job, allowed []bool, avail []int, e
 }
 
 // describeOrphan says why a job whose queue the tree lacks waits.
-func (v *View) describeOrphan(j *policy.Job) string {
+func (v *Ledger) describeOrphan(j *policy.Job) string {
 	name := QueueOf(j)
 	if q, ok := v.t.index[name]; ok && len(v.t.queues[q].children) > 0 {
 		return fmt.Sprintf("queue %s now holds other queues, not jobs: the job waits until it is a leaf queue again", name)

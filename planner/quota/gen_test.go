@@ -181,7 +181,7 @@ func randomCase(r *rand.Rand, o genOptions) ([]quota.Def, *quota.Tree, *policy.S
 	}
 	addJobs(r.IntN(25), 0, 50)
 	p := randomPolicy(r)
-	v := quota.NewView(tree, s)
+	v := quota.NewLedger(tree, s)
 	plan, err := p.Plan(context.Background(), v.Gate())
 	if err != nil {
 		panic(fmt.Sprintf("warm-up plan: %v", err))

@@ -45,7 +45,7 @@ func TestEnforce_KeepsNominalAgainstBorrowers(t *testing.T) {
 	tiresias := allPolicies()["tiresias"]()
 	var log []string
 	for round := range 2 {
-		v := quota.NewView(tr, s)
+		v := quota.NewLedger(tr, s)
 		p, err := tiresias.Plan(context.Background(), v.Gate())
 		must.NoError(t, err)
 		plan, err := v.Enforce(p)

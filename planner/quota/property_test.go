@@ -204,7 +204,7 @@ type propertyCase struct {
 	tree   *quota.Tree
 	s      *policy.Snapshot
 	plan   *policy.Plan
-	view   *quota.View // the round's view, after Enforce
+	view   *quota.Ledger // the round's view, after Enforce
 	why    must.Setting
 }
 
@@ -239,9 +239,9 @@ func planRound(t *testing.T, name string, tree *quota.Tree, s *policy.Snapshot, 
 }
 
 // roundView is planRound with the round's view.
-func roundView(t *testing.T, name string, tree *quota.Tree, s *policy.Snapshot, why must.Setting) (*policy.Plan, *quota.View) {
+func roundView(t *testing.T, name string, tree *quota.Tree, s *policy.Snapshot, why must.Setting) (*policy.Plan, *quota.Ledger) {
 	t.Helper()
-	v := quota.NewView(tree, s)
+	v := quota.NewLedger(tree, s)
 	plan, err := allPolicies()[name]().Plan(context.Background(), v.Gate())
 	must.NoError(t, err, why)
 	enforced, err := v.Enforce(plan)
@@ -371,7 +371,7 @@ func TestProperty_FairShare(t *testing.T) {
 				}
 			}
 			next := s.Apply(plan, at(200))
-			v := quota.NewView(c.tree, next)
+			v := quota.NewLedger(c.tree, next)
 			v.Gate()
 			again, err := v.Enforce(&policy.Plan{Policy: "none"})
 			must.NoError(t, err, why)

@@ -101,7 +101,7 @@ func TestGate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: tc.jobs}
-			v := quota.NewView(tree(t, tc.tree...), s)
+			v := quota.NewLedger(tree(t, tc.tree...), s)
 			must.Eq(t, tc.want, ids(v.Gate()))
 			waits := v.Waits(&policy.Plan{})
 			for id, want := range tc.held {
@@ -161,7 +161,7 @@ func TestEnforce_Reclaim(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: tc.jobs}
-			v := quota.NewView(tree(t, tc.tree...), s)
+			v := quota.NewLedger(tree(t, tc.tree...), s)
 			v.Gate()
 			// A policy that does nothing: the quota layer alone acts.
 			plan, err := v.Enforce(&policy.Plan{Policy: "none"})
@@ -191,7 +191,7 @@ func TestEnforce_Trim(t *testing.T) {
 	tr := tree(t, quota.Def{Name: "a", Nominal: gpus(4), BorrowingLimit: gpus(2)}, quota.Def{Name: "b", Nominal: gpus(10)})
 	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1", "n2"), Jobs: []policy.Job{
 		job("run", "a", 50, 2, 6, policy.Allocation{"n1": 2}), job("new", "a", 50, 2, 2, nil), job("low", "a", 10, 2, 2, nil)}}
-	v := quota.NewView(tr, s)
+	v := quota.NewLedger(tr, s)
 	v.Gate()
 	plan, err := v.Enforce(&policy.Plan{Policy: "greedy", Allocations: map[string]policy.Allocation{
 		"run": {"n1": 6}, "new": {"n2": 2}, "low": {"n2": 2}}})
@@ -210,7 +210,7 @@ func TestGate_PerModel(t *testing.T) {
 	ns := []policy.Node{{ID: "n1", GPUModel: "A100", GPUs: 4}, {ID: "n2", GPUModel: "H100", GPUs: 8}}
 	s := &policy.Snapshot{Now: at(100), Nodes: ns, Jobs: []policy.Job{
 		job("a1", "a", 50, 4, 4, policy.Allocation{"n1": 4}), job("a2", "a", 50, 1, 1, nil)}}
-	v := quota.NewView(tr, s)
+	v := quota.NewLedger(tr, s)
 	must.Eq(t, []string{"a1"}, ids(v.Gate()))
 	must.Eq(t, "needs 1 GPU; queue a at 4 of 4 GPUs of A100; may borrow 0 more; queue a at 0 of 0 GPUs of H100; may borrow 0 more",
 		v.Waits(&policy.Plan{})["a2"].Reason)
@@ -261,7 +261,7 @@ func TestDefault_HoldsEveryJob(t *testing.T) {
 	must.NoError(t, tr.CheckJob(new(job("d", quota.DefaultQueue, 50, 4, 4, nil)), nodes("n1")))
 	must.True(t, tr.HoldsJobs("research"))
 	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: []policy.Job{j}}
-	v := quota.NewView(tr, s)
+	v := quota.NewLedger(tr, s)
 	must.Eq(t, []string{"j"}, ids(v.Gate()))
 	must.Eq(t, quota.Wait{Queue: "research"}, v.Waits(&policy.Plan{})["j"])
 }
@@ -274,13 +274,13 @@ func TestDefault_HoldsBackOnlyJobsNoNodeAllows(t *testing.T) {
 	ok1, ok2 := job("a", "", 50, 4, 4, nil), job("b", "x", 50, 8, 8, policy.Allocation{"n1": 8})
 	ok3 := job("c", "", 70, 16, 16, nil)
 	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1", "n2"), Jobs: []policy.Job{ok1, ok2, ok3}}
-	v := quota.NewView(tr, s)
+	v := quota.NewLedger(tr, s)
 	must.Eq(t, s, v.Gate()) // nothing held: the snapshot itself
 
 	h100 := job("dd", "", 50, 1, 1, nil)
 	h100.Constraints.GPUModel = "H100"
 	s = &policy.Snapshot{Now: at(100), Nodes: nodes("n1", "n2"), Jobs: []policy.Job{ok1, ok2, ok3, h100}}
-	v = quota.NewView(tr, s)
+	v = quota.NewLedger(tr, s)
 	must.Eq(t, []string{"a", "b", "c"}, ids(v.Gate()))
 	must.StrContains(t, v.Waits(&policy.Plan{})["dd"].Reason, "needs 1 GPU;")
 }
@@ -313,7 +313,7 @@ func TestNew_Errors(t *testing.T) {
 func TestEnforce_OrphanKeepsWhatItHolds(t *testing.T) {
 	tr := tree(t, quota.Def{Name: "a", Nominal: gpus(8)})
 	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1"), Jobs: []policy.Job{job("old", "gone", 50, 2, 8, policy.Allocation{"n1": 2})}}
-	v := quota.NewView(tr, s)
+	v := quota.NewLedger(tr, s)
 	v.Gate()
 	plan, err := v.Enforce(&policy.Plan{Policy: "greedy", Allocations: map[string]policy.Allocation{"old": {"n1": 8}}})
 	must.NoError(t, err)

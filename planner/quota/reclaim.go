@@ -183,7 +183,7 @@ func (e *enforcer) kept(i int, room []int) policy.Allocation {
 // borrows reports whether queue x holds more of resource r than its
 // nominal quota, under effective usage eff (a parent's counts what its
 // children guard).
-func (v *View) borrows(eff [][]int, x, r int) bool { return eff[x][r] > v.nominal[x][r] }
+func (v *Ledger) borrows(eff [][]int, x, r int) bool { return eff[x][r] > v.nominal[x][r] }
 
 // anyBorrower reports whether a queue outside q's line (a sibling of q or
 // of one of its parents, or a subtree of one) borrows a resource q's job

@@ -27,7 +27,7 @@ type ResourceStatus struct {
 }
 
 // Status is every queue's state, in the tree's order (parents first).
-func (v *View) Status() []Status {
+func (v *Ledger) Status() []Status {
 	st := v.subtree(v.cur)
 	running, waiting := make([]int, len(v.t.queues)), make([]int, len(v.t.queues))
 	for i := range v.s.Jobs {

@@ -14,4 +14,4 @@ type Taken struct {
 
 // Reclaimed is the jobs Enforce's reclaim shrank in place or stopped, by
 // job ID, with who took their GPUs.
-func (v *View) Reclaimed() map[string]Taken { return maps.Clone(v.taken) }
+func (v *Ledger) Reclaimed() map[string]Taken { return maps.Clone(v.taken) }

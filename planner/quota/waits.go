@@ -20,7 +20,7 @@ type Wait struct {
 }
 
 // Waits is, for each job that plan p (Enforce's) leaves queued, its Wait.
-func (v *View) Waits(p *policy.Plan) map[string]Wait {
+func (v *Ledger) Waits(p *policy.Plan) map[string]Wait {
 	out := map[string]Wait{}
 	byQueue := map[int][]int{}
 	for i := range v.s.Jobs {
@@ -51,7 +51,7 @@ func (v *View) Waits(p *policy.Plan) map[string]Wait {
 // implicit tree's one queue, which holds every job whatever queue its
 // jobspec names, so that no reason says "of queue default" of a job whose
 // queue is team2.
-func (v *View) ofQueue(q int) string {
+func (v *Ledger) ofQueue(q int) string {
 	if v.t.implicit {
 		return ""
 	}
@@ -59,7 +59,7 @@ func (v *View) ofQueue(q int) string {
 }
 
 // reason is why quota holds job id back: Enforce's word, else Gate's.
-func (v *View) reason(id string) string {
+func (v *Ledger) reason(id string) string {
 	if r, ok := v.why[id]; ok {
 		return r
 	}

@@ -50,14 +50,14 @@ type Job struct {
 	Started   time.Time `json:"started,omitzero"`
 	Finished  time.Time `json:"finished,omitzero"`
 
-	// NomadJobID is the Nomad job the executor registered ("train-<id>").
+	// NomadJobID is the Nomad job the actuator registered ("train-<id>").
 	NomadJobID string `json:"nomad_job_id,omitempty"`
 	// Allocation is the GPUs per node the job holds now (as the planner
 	// last applied it).
 	Allocation map[string]int `json:"allocation,omitempty"`
 	// GPUModel is the GPU model (Nomad's device name) of the GPUs the job
 	// holds now, all of one model; "" while it holds none, or where the
-	// nodes report none. The executor pins the job's workers to it.
+	// nodes report none. The actuator pins the job's workers to it.
 	// AddChange keeps it.
 	GPUModel string `json:"gpu_model,omitempty"`
 	// Moving is set while the job moves to GPUs of another model: the

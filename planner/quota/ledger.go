@@ -9,10 +9,10 @@ import (
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
-// View is a tree's accounting over one round's snapshot: what each queue
+// Ledger is a tree's accounting over one round's snapshot: what each queue
 // holds of each resource (a GPU model, or AnyModel where quotas are not
-// per model), and what it may hold. Build one per round with NewView.
-type View struct {
+// per model), and what it may hold. Build one per round with NewLedger.
+type Ledger struct {
 	t *Tree
 	s *policy.Snapshot
 
@@ -42,7 +42,7 @@ type View struct {
 	// anti is whether some job has anti-affinity, once antiRead (hasAnti).
 	anti, antiRead bool
 
-	// Read in NewView's pass over the jobs, so that Gate and Enforce need
+	// Read in NewLedger's pass over the jobs, so that Gate and Enforce need
 	// no pass of their own over a default tree's thousands of queued jobs
 	// (each a cache miss): onePrio, every job has the same priority; and
 	// for the default tree (one queue, one resource) fit, every queued job
@@ -59,10 +59,10 @@ type View struct {
 	taken map[string]Taken
 }
 
-// NewView accounts snapshot s against tree t. Jobs name their queue in
+// NewLedger accounts snapshot s against tree t. Jobs name their queue in
 // policy.Job.Queue ("" is DefaultQueue).
-func NewView(t *Tree, s *policy.Snapshot) *View {
-	v := &View{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)),
+func NewLedger(t *Tree, s *policy.Snapshot) *Ledger {
+	v := &Ledger{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)),
 		leaf: make([]int, len(s.Jobs)), gpus: make([]int, len(s.Jobs)),
 		held: map[string]string{}, why: map[string]string{}, taken: map[string]Taken{}}
 	if t.perModel {
@@ -157,9 +157,9 @@ func NewView(t *Tree, s *policy.Snapshot) *View {
 }
 
 // hasAnti reports whether some job has anti-affinity, read on first use:
-// only reclaim's placement asks, and NewView's pass would read one more
+// only reclaim's placement asks, and NewLedger's pass would read one more
 // cache line of each of thousands of queued jobs every round.
-func (v *View) hasAnti() bool {
+func (v *Ledger) hasAnti() bool {
 	if !v.antiRead {
 		v.antiRead = true
 		for i := range v.s.Jobs {
@@ -174,7 +174,7 @@ func (v *View) hasAnti() bool {
 
 // caps is each node's GPUs less its reserved ones, by node ID, built on
 // first use (Enforce's steps; a round of the default tree never asks).
-func (v *View) caps() map[string]int {
+func (v *Ledger) caps() map[string]int {
 	if v.nodeCap == nil {
 		v.nodeCap = make(map[string]int, len(v.s.Nodes))
 		for i := range v.s.Nodes {
@@ -187,7 +187,7 @@ func (v *View) caps() map[string]int {
 
 // nodeIndex is each node's index in the snapshot, by node ID, built on
 // first use (reclaim).
-func (v *View) nodeIndex() map[string]int {
+func (v *Ledger) nodeIndex() map[string]int {
 	if v.nodeAt == nil {
 		v.nodeAt = make(map[string]int, len(v.s.Nodes))
 		for i := range v.s.Nodes {
@@ -199,7 +199,7 @@ func (v *View) nodeIndex() map[string]int {
 
 // hasJob reports whether job id is in the snapshot; the index is built on
 // first use (a round of the default tree never asks).
-func (v *View) hasJob(id string) bool {
+func (v *Ledger) hasJob(id string) bool {
 	if v.jobIdx == nil {
 		v.jobIdx = make(map[string]int, len(v.s.Jobs))
 		for i := range v.s.Jobs {
@@ -213,7 +213,7 @@ func (v *View) hasJob(id string) bool {
 // QueueOf is the queue a job names (DefaultQueue where it names none).
 func QueueOf(j *policy.Job) string { return cmp.Or(j.Queue, DefaultQueue) }
 
-func (v *View) matrix() [][]int {
+func (v *Ledger) matrix() [][]int {
 	m := make([][]int, len(v.t.queues))
 	for q := range m {
 		m[q] = make([]int, len(v.res))
@@ -230,7 +230,7 @@ func clone(m [][]int) [][]int {
 }
 
 // add adds sign x the GPUs of a to queue q's usage u, per resource.
-func (v *View) add(u [][]int, q int, a policy.Allocation, sign int) {
+func (v *Ledger) add(u [][]int, q int, a policy.Allocation, sign int) {
 	for n, g := range a {
 		if r, ok := v.nodeRes[n]; ok && g > 0 {
 			u[q][r] += sign * g
@@ -242,7 +242,7 @@ func (v *View) add(u [][]int, q int, a policy.Allocation, sign int) {
 // a parent's, the sum over its children of what each uses or guards
 // (the part of its nominal quota it does not lend), whichever is more.
 // Guarded idle GPUs thus count as used for everyone but their owner.
-func (v *View) effective(u [][]int) [][]int {
+func (v *Ledger) effective(u [][]int) [][]int {
 	e := clone(u)
 	for k := len(v.t.order) - 1; k >= 0; k-- {
 		q := v.t.order[k]
@@ -262,7 +262,7 @@ func (v *View) effective(u [][]int) [][]int {
 
 // subtree is u summed up the tree: what each queue's jobs hold, its own
 // (a leaf) or its descendants' (a parent).
-func (v *View) subtree(u [][]int) [][]int {
+func (v *Ledger) subtree(u [][]int) [][]int {
 	s := clone(u)
 	for k := len(v.t.order) - 1; k >= 0; k-- {
 		q := v.t.order[k]
@@ -276,7 +276,7 @@ func (v *View) subtree(u [][]int) [][]int {
 }
 
 // rootUse is what the top-level queues use or guard, per resource.
-func (v *View) rootUse(e [][]int, r int) int {
+func (v *Ledger) rootUse(e [][]int, r int) int {
 	sum := 0
 	for q := range v.t.queues {
 		if v.t.queues[q].parent == -1 {
@@ -294,7 +294,7 @@ type violation struct {
 }
 
 // violations lists every bound usage u exceeds.
-func (v *View) violations(u [][]int) []violation {
+func (v *Ledger) violations(u [][]int) []violation {
 	e := v.effective(u)
 	var out []violation
 	for _, q := range v.t.order {
@@ -316,7 +316,7 @@ func (v *View) violations(u [][]int) []violation {
 // under usage u without exceeding a bound: at each level up the tree, what
 // is left under the bound, plus what the levels below absorb by filling
 // their own guarded, idle nominal quota.
-func (v *View) headroom(u, e [][]int, q, r int) int {
+func (v *Ledger) headroom(u, e [][]int, q, r int) int {
 	h := v.limit[q][r] - e[q][r]
 	gaps := max(e[q][r], v.guard[q][r]) - e[q][r]
 	for x := v.t.queues[q].parent; x != -1; x = v.t.queues[x].parent {
@@ -328,7 +328,7 @@ func (v *View) headroom(u, e [][]int, q, r int) int {
 
 // allowed is, per resource, whether job j may hold GPUs of it. Jobs with
 // the same constraints share the answer (a pass over the nodes).
-func (v *View) allowed(j *policy.Job) []bool {
+func (v *Ledger) allowed(j *policy.Job) []bool {
 	c := &j.Constraints
 	if c.GPUModel == "" && c.MinGPUMemoryMiB == 0 && c.Pool == "" && len(c.NodeAttributes) == 0 {
 		// Most jobs: no key to format each round.
@@ -350,7 +350,7 @@ func (v *View) allowed(j *policy.Job) []bool {
 }
 
 // allowedOn is, per resource, whether some node allows constraints c.
-func (v *View) allowedOn(c *policy.Constraints) []bool {
+func (v *Ledger) allowedOn(c *policy.Constraints) []bool {
 	out := make([]bool, len(v.res))
 	for i := range v.s.Nodes {
 		if c.Allows(&v.s.Nodes[i]) {
@@ -395,7 +395,7 @@ func take(avail []int, allowed []bool, n int) {
 // share is how far queue q holds (or guards) more than its nominal quota
 // under effective usage eff, per unit of its weight (the most over
 // resources): borrowers are trimmed and reclaimed from in decreasing share.
-func (v *View) share(eff [][]int, q int) float64 {
+func (v *Ledger) share(eff [][]int, q int) float64 {
 	best := 0.0
 	for r := range v.res {
 		best = max(best, v.shareOn(eff, q, r))
@@ -405,6 +405,6 @@ func (v *View) share(eff [][]int, q int) float64 {
 
 // shareOn is what queue q borrows of resource r under eff per unit of its
 // weight.
-func (v *View) shareOn(eff [][]int, q, r int) float64 {
+func (v *Ledger) shareOn(eff [][]int, q, r int) float64 {
 	return float64(max(0, eff[q][r]-v.nominal[q][r])) / v.t.queues[q].weight
 }
