@@ -189,26 +189,33 @@ func targetMiss(a policy.Allocation, model string, nodes []policy.Node, live []*
 	if a.Total() == 0 {
 		return "it was moved to no GPUs"
 	}
-	used := make(map[string]int, len(a))
+	used := usedOn(live, a)
+	for id, g := range a {
+		i := slices.IndexFunc(nodes, func(n policy.Node) bool { return n.ID == id })
+		if i < 0 {
+			return fmt.Sprintf("node %s is gone", id)
+		}
+		if nodes[i].GPUModel != model {
+			return fmt.Sprintf("node %s's GPUs are no longer %s", id, model)
+		}
+		if free := nodes[i].GPUs - nodes[i].Reserved - used[id]; free < g {
+			return fmt.Sprintf("node %s has %d of the %d GPUs it was moved to free", id, max(0, free), g)
+		}
+	}
+	return ""
+}
+
+// usedOn returns the GPUs live's jobs hold on each node that on names.
+func usedOn[M ~map[string]int](live []*structs.Job, on M) map[string]int {
+	used := make(map[string]int, len(on))
 	for _, j := range live {
 		for n, g := range j.Allocation {
-			if _, ok := a[n]; ok && g > 0 {
+			if _, ok := on[n]; ok && g > 0 {
 				used[n] += g
 			}
 		}
 	}
-	for id, g := range a {
-		i := slices.IndexFunc(nodes, func(n policy.Node) bool { return n.ID == id })
-		switch {
-		case i < 0:
-			return fmt.Sprintf("node %s is gone", id)
-		case nodes[i].GPUModel != model:
-			return fmt.Sprintf("node %s's GPUs are no longer %s", id, model)
-		case nodes[i].GPUs-nodes[i].Reserved-used[id] < g:
-			return fmt.Sprintf("node %s has %d of the %d GPUs it was moved to free", id, max(0, nodes[i].GPUs-nodes[i].Reserved-used[id]), g)
-		}
-	}
-	return ""
+	return used
 }
 
 // releaseMove records that moving job j is no longer held (Move.Stopped),
@@ -251,14 +258,7 @@ func holdTargets(nodes []policy.Node, holding, live []*structs.Job) []policy.Nod
 	if len(want) == 0 {
 		return nodes
 	}
-	used := map[string]int{}
-	for _, j := range live {
-		for n, g := range j.Allocation {
-			if _, ok := want[n]; ok && g > 0 {
-				used[n] += g
-			}
-		}
-	}
+	used := usedOn(live, want)
 	out := slices.Clone(nodes)
 	for i := range out {
 		n := &out[i]
