@@ -36,16 +36,20 @@ func serve(t *testing.T, srv *Server) (*Server, string) {
 func serveOn(t *testing.T, srv *Server, l net.Listener) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	serveUntil(t, srv, l, ctx, cancel)
+	return l.Addr().String()
+}
+
+// serveUntil runs srv on l until ctx ends (cancel, at the latest when the
+// test ends); the channel is closed once Serve has returned.
+func serveUntil(t *testing.T, srv *Server, l net.Listener, ctx context.Context, cancel context.CancelFunc) <-chan struct{} {
+	served := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(served)
 		_ = srv.Serve(ctx, l)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return l.Addr().String()
+	t.Cleanup(func() { cancel(); <-served })
+	return served
 }
 
 func TestRun_StreamsOutputAndExitCode(t *testing.T) {
@@ -237,13 +241,8 @@ func (l *lockedBuilder) String() string {
 // no command to stop, and the command ran its 300 s, exit 0, instead of
 // ending with the fence's code) is stopped too.
 func TestRun_CommandStartedWhileStopping(t *testing.T) {
-	var fenced atomic.Bool
-	srv := &Server{Token: "tok", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger(),
-		Fenced: fenced.Load}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must.NoError(t, err)
+	srv, fenced, l := fenceableServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
 	started := filepath.Join(t.TempDir(), "started")
 	srv.afterStart = func() {
 		// The command runs (its trap is set); the fence comes and
@@ -253,18 +252,8 @@ func TestRun_CommandStartedWhileStopping(t *testing.T) {
 		cancel()
 		<-srv.stopping
 	}
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ctx, l)
-	}()
-	t.Cleanup(func() { cancel(); <-served })
-	done := make(chan int, 1)
-	go func() {
-		var out strings.Builder
-		code, _ := Run(context.Background(), l.Addr().String(), "tok",
-			`trap 'exit 1' TERM; touch `+started+`; sleep 300 & wait`, nil, &out, &out, time.Second)
-		done <- code
-	}()
+	served := serveUntil(t, srv, l, ctx, cancel)
+	done := runTrapped(l.Addr().String(), started)
 	select {
 	case code := <-done:
 		must.Eq(t, drain.ExitInfrastructure, code)
@@ -287,30 +276,41 @@ func TestRun_FencedCommandIsInfrastructure(t *testing.T) {
 		code   int
 	}{{"fenced", true, drain.ExitInfrastructure}, {"stopped", false, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			var fenced atomic.Bool
-			srv := &Server{Token: "tok", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger(),
-				Fenced: fenced.Load}
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			must.NoError(t, err)
+			srv, fenced, l := fenceableServer(t)
 			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan struct{})
-			go func() {
-				defer close(served)
-				_ = srv.Serve(ctx, l)
-			}()
-			t.Cleanup(func() { cancel(); <-served })
+			serveUntil(t, srv, l, ctx, cancel)
 			started := filepath.Join(t.TempDir(), "started")
-			done := make(chan int, 1)
-			go func() {
-				var out strings.Builder
-				code, _ := Run(context.Background(), l.Addr().String(), "tok",
-					`trap 'exit 1' TERM; touch `+started+`; sleep 300 & wait`, nil, &out, &out, time.Second)
-				done <- code
-			}()
+			done := runTrapped(l.Addr().String(), started)
 			waitFor(t, started)
 			fenced.Store(tc.fenced)
 			cancel() // the fence (or a SIGTERM) ends Serve: it stops the commands
 			must.Eq(t, tc.code, <-done)
 		})
 	}
+}
+
+// fenceableServer is an agent whose fence the test sets (fenced), and a
+// loopback listener for it.
+func fenceableServer(t *testing.T) (*Server, *atomic.Bool, net.Listener) {
+	t.Helper()
+	fenced := new(atomic.Bool)
+	srv := &Server{Token: "tok", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Logger: hclog.NewNullLogger(),
+		Fenced: fenced.Load}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	return srv, fenced, l
+}
+
+// runTrapped runs, through the agent at addr, a command that touches
+// started once its SIGTERM trap (exit 1) is set and then waits 300 s; the
+// channel gets its exit code.
+func runTrapped(addr, started string) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		var out strings.Builder
+		code, _ := Run(context.Background(), addr, "tok",
+			`trap 'exit 1' TERM; touch `+started+`; sleep 300 & wait`, nil, &out, &out, time.Second)
+		done <- code
+	}()
+	return done
 }
