@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -170,15 +171,25 @@ func mapKeys(g graph) func(func(string) bool) {
 	}
 }
 
-// load lists the module's packages with one `go list` (what the builds
-// see, without tests: the rules are about what ships).
-func load(t *testing.T) graph {
-	t.Helper()
+// listModule is one `go list` of the module's packages and their imports.
+var listModule = sync.OnceValues(func() ([]byte, error) {
 	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}", module+"...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	must.NoError(t, err, must.Sprintf("go list: %s", stderr.String()))
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w: %s", err, stderr.String())
+	}
+	return out, nil
+})
+
+// load lists the module's packages with one `go list` (what the builds
+// see, without tests: the rules are about what ships).
+// The three tests that read it share one listing (the graph is only read).
+func load(t *testing.T) graph {
+	t.Helper()
+	out, err := listModule()
+	must.NoError(t, err)
 	g := graph{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<24)
