@@ -153,21 +153,18 @@ func (c *LabCommand) Run(args []string) int {
 	}
 	tokens, err := newLabTokens()
 	if err != nil {
-		l.Stop()
-		fmt.Fprintf(c.Err, "Error: %v\n", err)
+		fmt.Fprintf(c.Err, "Error: %v\n", errors.Join(err, l.Stop()))
 		return ExitError
 	}
 	if l.ACL != nil {
 		if tokens.nomad, tokens.consul, err = plannerACLTokens(ctx, l, root); err != nil {
-			l.Stop()
-			fmt.Fprintf(c.Err, "Error: %v\n", err)
+			fmt.Fprintf(c.Err, "Error: %v\n", errors.Join(err, l.Stop()))
 			return ExitError
 		}
 	}
 	plannerDone, plannerAddr, err := c.startPlanner(ctx, l, cfg, tokens)
 	if err != nil {
-		l.Stop()
-		fmt.Fprintf(c.Err, "Error: failed to start the planner: %v\n", err)
+		fmt.Fprintf(c.Err, "Error: failed to start the planner: %v\n", errors.Join(err, l.Stop()))
 		return ExitError
 	}
 	c.printReady(l, cfg, root, plannerAddr, tokens)
@@ -309,9 +306,9 @@ func waitHTTP(ctx context.Context, url string, done <-chan error) error {
 		}
 		select {
 		case err := <-done:
-			return fmt.Errorf("planner stopped: %v", err)
+			return fmt.Errorf("planner stopped: %w", err)
 		case <-deadline:
-			return fmt.Errorf("planner API at %s did not answer in 30s: %v", url, err)
+			return fmt.Errorf("planner API at %s did not answer in 30s: %w", url, err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):

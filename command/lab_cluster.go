@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -58,8 +59,7 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 	}
 	run, err := startLabPlanners(ctx, cl, self, filepath.Join(cfg.StateDir, "deliveries"))
 	if err != nil {
-		cl.Stop()
-		fmt.Fprintf(c.Err, "Error: %v\n", err)
+		fmt.Fprintf(c.Err, "Error: %v\n", errors.Join(err, cl.Stop()))
 		return ExitError
 	}
 	c.printClusterReady(cl, root, run)

@@ -36,7 +36,7 @@ func (d *Driver) reportFailure(cfg *drivers.TaskConfig) func(*drivers.ExitResult
 		if tail := stderrTail(cfg); tail != "" {
 			msg += "; stderr: " + tail
 		}
-		d.eventer.EmitEvent(&drivers.TaskEvent{
+		err := d.eventer.EmitEvent(&drivers.TaskEvent{
 			TaskID:    cfg.ID,
 			AllocID:   cfg.AllocID,
 			TaskName:  cfg.Name,
@@ -46,6 +46,10 @@ func (d *Driver) reportFailure(cfg *drivers.TaskConfig) func(*drivers.ExitResult
 				"exit_code": strconv.Itoa(res.ExitCode),
 			},
 		})
+		if err != nil {
+			// The plugin is shutting down: the agent reads the exit code anyway.
+			d.logger.Warn("task failure event not sent", "task_id", cfg.ID, "error", err)
+		}
 	}
 }
 

@@ -45,20 +45,15 @@ func kernelPortsOverlap(dynamic string) error {
 	if dynamic == "" {
 		return nil
 	}
-	b, err := os.ReadFile(kernelPortRange)
-	if err != nil {
+	kl, kh, ok := kernelEphemeralPorts()
+	if !ok {
 		return nil // not Linux, or not readable: nothing to say
 	}
-	fields := strings.Fields(string(b))
-	if len(fields) != 2 {
-		return nil
-	}
-	kl, kh, err := parsePortRange(fields[0] + "-" + fields[1])
-	if err != nil {
-		return nil
-	}
 	dl, dh, err := parsePortRange(dynamic)
-	if err != nil || kh < dl || kl > dh {
+	if err != nil {
+		return err
+	}
+	if kh < dl || kl > dh {
 		return nil
 	}
 	return fmt.Errorf("the kernel's ephemeral ports %d-%d (%s) overlap the client's dynamic ports %s: set net.ipv4.ip_local_port_range or the client's min_dynamic_port/max_dynamic_port (and dynamic_ports) apart", kl, kh, kernelPortRange, dynamic)
@@ -69,4 +64,19 @@ func setAvoidPorts(env map[string]string, dynamic string) {
 	if dynamic != "" {
 		env[pyhooks.AvoidPortsEnv] = dynamic
 	}
+}
+
+// kernelEphemeralPorts reads the kernel's ephemeral port range; ok is false
+// where it cannot be read (not Linux) or does not hold two ports.
+func kernelEphemeralPorts() (low, high int, ok bool) {
+	b, err := os.ReadFile(kernelPortRange)
+	if err != nil {
+		return 0, 0, false
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 {
+		return 0, 0, false
+	}
+	low, high, err = parsePortRange(fields[0] + "-" + fields[1])
+	return low, high, err == nil
 }

@@ -178,7 +178,7 @@ func TestClusterLab_PlannerFailover(t *testing.T) {
 	waitUntil(t, 30*time.Second, func() error {
 		leads, err := lab.PlannerLeads(context.Background(), standby.Addr)
 		if err != nil || !leads {
-			return fmt.Errorf("%s does not lead yet (%v)", standby.Host, err)
+			return fmt.Errorf("%s does not lead yet (%w)", standby.Host, err)
 		}
 		took = time.Since(killed)
 		return nil

@@ -62,7 +62,8 @@ func TestExample_TorchrunSavesOnSIGTERMAndResumes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		t.Logf("torchrun stopped: %v", err)
 	case <-time.After(time.Minute):
 		t.Fatal("torchrun did not stop within a minute of SIGTERM")
 	}

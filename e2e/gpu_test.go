@@ -300,7 +300,7 @@ func waitGPUs(t testing.TB, nomad *nomadapi.Client, n int) {
 	must.Wait(t, wait.InitialSuccess(wait.ErrorFunc(func() error {
 		nodes, _, err := nomad.Nodes().List(nil)
 		if err != nil || len(nodes) == 0 {
-			return fmt.Errorf("no node yet: %v", err)
+			return fmt.Errorf("no node yet: %w", err)
 		}
 		node, _, err := nomad.Nodes().Info(nodes[0].ID, nil)
 		if err != nil {

@@ -106,7 +106,7 @@ func (h *horovodLab) waitDriverHealthy(t *testing.T) {
 	waitUntil(t, 2*time.Minute, func() error {
 		nodes, _, err := h.nomad.Nodes().List(nil)
 		if err != nil || len(nodes) == 0 {
-			return fmt.Errorf("no node: %v", err)
+			return fmt.Errorf("no node: %w", err)
 		}
 		node, _, err := h.nomad.Nodes().Info(nodes[0].ID, nil)
 		if err != nil {

@@ -103,8 +103,7 @@ func TestLab_BadConfigFailsWithAgentMessage(t *testing.T) {
 			start := time.Now()
 			l, err := lab.Start(context.Background(), cfg)
 			if err == nil {
-				l.Stop()
-				t.Fatal("lab started with a broken config")
+				t.Fatalf("lab started with a broken config (stopped: %v)", l.Stop())
 			}
 			must.StrContains(t, err.Error(), tc.want)
 			must.Less(t, time.Minute, time.Since(start), must.Sprint("a broken config must fail fast, not wait for readiness"))

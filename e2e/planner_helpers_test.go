@@ -166,7 +166,8 @@ func (p *plannerProc) cliAs(token string, args ...string) (string, int) {
 	cmd.Env = append(os.Environ(), "SCHEDULEARN_ADDR="+p.addr, "SCHEDULEARN_TOKEN="+token)
 	out, err := cmd.CombinedOutput()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else {
 		must.NoError(p.t, err)

@@ -40,7 +40,7 @@ func (s *memStore) UpdateJob(ctx context.Context, j *structs.Job) error {
 	}
 	s.mu.Unlock()
 	if race {
-		other, err := s.Memory.GetJob(ctx, j.ID)
+		other, err := s.GetJob(ctx, j.ID)
 		if err != nil {
 			return err
 		}

@@ -68,9 +68,6 @@ func NewHetero(models map[string]*Goodput, def string, slowdown float64, perNode
 		cache: &heteroCache{m: make(map[[2]int]map[string][]float64)}}, nil
 }
 
-// share makes h use o's cache (the same application, mode and request).
-func (h *Hetero) share(o *Hetero) { h.cache = o.cache }
-
 // Work implements Model.
 func (h *Hetero) Work() float64 { return h.Models[h.Default].Work() }
 

@@ -302,7 +302,7 @@ func Gantt(w io.Writer, title string, gpus int, r *Result) error {
 		if stride*row%(max(1, rows/8)*stride) == 0 {
 			fmt.Fprintf(b, `<text x="-6" y="%d" text-anchor="end" dominant-baseline="middle">GPU %d</text>`, y+ganttRowH/2, row*stride)
 		}
-		b.WriteByte('\n')
+		fmt.Fprintln(b) // a failed write sticks to b: Flush returns it
 	}
 	x := axis{lo: 0, hi: span / 3600, px: ganttW}
 	for _, v := range x.ticks() {

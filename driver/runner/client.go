@@ -100,22 +100,38 @@ func New(logger hclog.Logger, cfg Config, cmd Command) (Runner, error) {
 // awaitLastSupervisor lets the supervisor of the task's last run in dir
 // (a restart) finish; one whose task still runs is an error.
 func awaitLastSupervisor(dir string) error {
-	resp, err := call(dir, &request{Op: opHello}, 5*time.Second)
-	if err != nil {
-		return nil
+	resp, answered := hello(dir)
+	if !answered {
+		return nil // no supervisor in dir: nothing to wait for
 	}
 	if !resp.Exited {
 		return fmt.Errorf("a supervisor already runs a task (pid %d) in %s", resp.Pid, dir)
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		conn, err := dial(dir, time.Second)
-		if err != nil {
+		if !supervisorListens(dir) {
 			return nil
 		}
-		conn.Close()
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("the supervisor of the task's last run in %s did not end", dir)
+}
+
+// hello asks the supervisor in dir who it is; answered is false when none
+// answers (there is none, or it has gone).
+func hello(dir string) (resp *response, answered bool) {
+	resp, err := call(dir, &request{Op: opHello}, 5*time.Second)
+	return resp, err == nil
+}
+
+// supervisorListens says whether a supervisor still takes connections in
+// dir.
+func supervisorListens(dir string) bool {
+	conn, err := dial(dir, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
 }
 
 func (c Config) startTimeout() time.Duration {
@@ -187,7 +203,7 @@ func Recover(logger hclog.Logger, cfg Config, st *State) (Runner, error) {
 		return r, nil
 	}
 	r.cleanup()
-	return nil, fmt.Errorf("failed to recover task: %w: its supervisor is gone and left no exit status (%v)", ErrNoProcess, err)
+	return nil, fmt.Errorf("failed to recover task: %w: its supervisor is gone and left no exit status (%w)", ErrNoProcess, err)
 }
 
 func (r *supervisorRunner) Pid() int { return r.state.Pid }
@@ -236,7 +252,7 @@ func (r *supervisorRunner) Wait(ctx context.Context) (*Exit, error) {
 		return r.setExit(exit), nil
 	}
 	r.cleanup()
-	return nil, fmt.Errorf("%w: its supervisor exited without its exit status (%v); what was left of it is killed", ErrNoProcess, err)
+	return nil, fmt.Errorf("%w: its supervisor exited without its exit status (%w); what was left of it is killed", ErrNoProcess, err)
 }
 
 // waitOn asks the supervisor on conn for the exit and waits for it.

@@ -227,7 +227,9 @@ func (l *Launcher) startStore(ctx context.Context) (stop func(), err error) {
 	go func() { exited <- store.Wait() }()
 	stop = func() {
 		_ = syscall.Kill(-store.Process.Pid, syscall.SIGTERM)
-		<-exited
+		if err := <-exited; err != nil {
+			l.Logger.Debug("c10d store stopped", "port", port, "error", err)
+		}
 	}
 	timeout := time.NewTimer(storeStartTimeout)
 	defer timeout.Stop()
@@ -236,7 +238,7 @@ func (l *Launcher) startStore(ctx context.Context) (stop func(), err error) {
 		return stop, nil
 	case err := <-exited:
 		exited <- err
-		return nil, fmt.Errorf("the store exited before it listened on port %s (%v): is the port taken? rdzv_port_label gives each job a port of its own", port, err)
+		return nil, fmt.Errorf("the store exited before it listened on port %s (%w): is the port taken? rdzv_port_label gives each job a port of its own", port, err)
 	case <-timeout.C:
 		err = fmt.Errorf("the store did not listen on port %s within %v", port, storeStartTimeout)
 	case <-ctx.Done():

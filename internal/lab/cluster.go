@@ -167,8 +167,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	go reapOrphans(c.stopReaper)
 	if err := c.start(ctx); err != nil {
-		c.Stop()
-		return nil, err
+		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
 }

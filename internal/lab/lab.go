@@ -196,15 +196,13 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 	readyCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
 	if err := l.startConsul(readyCtx); err != nil {
-		l.Stop()
-		return nil, err
+		return nil, errors.Join(err, l.Stop())
 	}
 	if cfg.ConsulOnly {
 		return l, nil
 	}
 	if err := l.startNomad(readyCtx); err != nil {
-		l.Stop()
-		return nil, err
+		return nil, errors.Join(err, l.Stop())
 	}
 	return l, nil
 }

@@ -89,7 +89,7 @@ func (p *process) exited() bool {
 // exitError describes an agent that stopped on its own, quoting the end of
 // its output: that is where the agents say what was wrong.
 func (p *process) exitError() error {
-	return fmt.Errorf("%s exited before it was ready (%v); its last output:\n%s", p.name, p.waitErr, p.tail.String())
+	return fmt.Errorf("%s exited before it was ready (%w); its last output:\n%s", p.name, p.waitErr, p.tail.String())
 }
 
 // waitReady polls ready until it succeeds, the process exits, or ctx ends.
@@ -109,7 +109,7 @@ func (p *process) waitReady(ctx context.Context, ready func(context.Context) err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s was not ready in time (last check: %v); its last output:\n%s", p.name, last, p.tail.String())
+			return fmt.Errorf("%s was not ready in time (last check: %w); its last output:\n%s", p.name, last, p.tail.String())
 		case <-p.done:
 		case <-tick.C:
 		}

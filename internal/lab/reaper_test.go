@@ -151,7 +151,7 @@ setsid sleep 0.2 >/dev/null 2>&1 & echo $!
 	err = own.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) {
-		return fmt.Errorf("own child's Wait lost its status: %v", err)
+		return fmt.Errorf("own child's Wait lost its status: %w", err)
 	}
 	fmt.Printf("own child exit status %d\n", exit.ExitCode())
 	fmt.Printf("zombies left %d\n", len(zombieChildren(os.Getpid())))

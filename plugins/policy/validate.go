@@ -64,11 +64,12 @@ func Violations(err error) []*Violation {
 	var out []*Violation
 	var walk func(error)
 	walk = func(e error) {
-		if v, ok := e.(*Violation); ok {
+		// Every violation in the tree, where errors.As finds only the first.
+		if v, ok := e.(*Violation); ok { //nolint:errorlint // walks the tree itself
 			out = append(out, v)
 			return
 		}
-		switch u := e.(type) {
+		switch u := e.(type) { //nolint:errorlint // walks the tree itself
 		case interface{ Unwrap() []error }:
 			for _, x := range u.Unwrap() {
 				walk(x)

@@ -61,10 +61,8 @@ func runEDF(jobs []*job, cfg Config) error {
 			if free == 0 {
 				break // every later job gets Pow2Floor(0) = 0
 			}
-			g := 0
-			if free >= j.maxGPUs {
-				g = j.maxGPUs
-			} else {
+			g := j.maxGPUs
+			if free < j.maxGPUs {
 				g = Pow2Floor(free)
 			}
 			free -= g

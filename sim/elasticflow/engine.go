@@ -50,7 +50,6 @@ type job struct {
 	iterLeft float64
 	gpus     int
 	overhead float64 // seconds without progress at the start of the next interval
-	arrived  bool
 	done     bool
 	finish   int64
 	endEvent int64 // when the loop takes its GPUs back; 0 none

@@ -68,7 +68,7 @@ func (tp *Throughputs) load(path string) error {
 		f := split(text)
 		if line == 1 {
 			if len(f) < 2 || f[0] != "global_batch_size" || len(f)-1 > MaxColumns {
-				return &sim.ParseError{Path: path, Line: 1, Err: fmt.Errorf("header is %q, want global_batch_size,1,2,4,...", text)}
+				return &sim.ParseError{Path: path, Line: 1, Err: fmt.Errorf("header is %q, want global_batch_size and then 1,2,4,8 and so on (at most %d GPU columns)", text, MaxColumns)}
 			}
 			for k, c := range f[1:] {
 				if c != strconv.Itoa(1<<k) {

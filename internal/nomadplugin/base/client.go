@@ -36,7 +36,7 @@ func NewClient(done context.Context, conn grpc.ClientConnInterface) *Client {
 func (c *Client) PluginInfo() (*PluginInfo, error) {
 	resp, err := c.rpc.PluginInfo(c.done, &basepb.PluginInfoRequest{})
 	if err != nil {
-		return nil, CallError(c.done, nil, err)
+		return nil, CallError(c.done, c.done, err)
 	}
 	var t string
 	switch resp.GetType() {
@@ -59,7 +59,7 @@ func (c *Client) PluginInfo() (*PluginInfo, error) {
 func (c *Client) ConfigSchema() (*hclspec.Spec, error) {
 	resp, err := c.rpc.ConfigSchema(c.done, &basepb.ConfigSchemaRequest{})
 	if err != nil {
-		return nil, CallError(c.done, nil, err)
+		return nil, CallError(c.done, c.done, err)
 	}
 	return resp.GetSpec(), nil
 }
@@ -78,13 +78,14 @@ func (c *Client) SetConfig(cfg *Config) error {
 		}}
 	}
 	_, err := c.rpc.SetConfig(c.done, req)
-	return CallError(c.done, nil, err)
+	return CallError(c.done, c.done, err)
 }
 
 // CallError turns the error of a gRPC call into what a caller can test:
 // ErrPluginShutdown once the plugin is gone, the request context's error
 // when the caller gave up, and otherwise the plugin's own message (the
-// status error, whose code is kept for status.Code).
+// status error, whose code is kept for status.Code). req is the call's
+// context: done itself for a call that has none of its own.
 func CallError(done, req context.Context, err error) error {
 	if err == nil {
 		return nil
@@ -92,7 +93,7 @@ func CallError(done, req context.Context, err error) error {
 	if done.Err() != nil {
 		return ErrPluginShutdown
 	}
-	if req != nil && req.Err() != nil {
+	if req.Err() != nil {
 		return req.Err()
 	}
 	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {

@@ -50,7 +50,7 @@ func (c *Client) Fingerprint(ctx context.Context) (<-chan *FingerprintResponse, 
 func (c *Client) Reserve(deviceIDs []string) (*ContainerReservation, error) {
 	resp, err := c.rpc.Reserve(c.done, &devicepb.ReserveRequest{DeviceIds: deviceIDs})
 	if err != nil {
-		return nil, base.CallError(c.done, nil, err)
+		return nil, base.CallError(c.done, c.done, err)
 	}
 	return reservationFromProto(resp.GetContainerRes()), nil
 }

@@ -80,7 +80,7 @@ var ErrInvalidArgument = errors.New("invalid argument")
 func (c *Client) TaskConfigSchema() (*hclspec.Spec, error) {
 	resp, err := c.rpc.TaskConfigSchema(c.done, &driverpb.TaskConfigSchemaRequest{})
 	if err != nil {
-		return nil, c.callError(nil, err)
+		return nil, c.callError(c.done, err)
 	}
 	return resp.GetSpec(), nil
 }
@@ -89,7 +89,7 @@ func (c *Client) TaskConfigSchema() (*hclspec.Spec, error) {
 func (c *Client) Capabilities() (*Capabilities, error) {
 	resp, err := c.rpc.Capabilities(c.done, &driverpb.CapabilitiesRequest{})
 	if err != nil {
-		return nil, c.callError(nil, err)
+		return nil, c.callError(c.done, err)
 	}
 	return capabilitiesFromProto(resp.GetCapabilities()), nil
 }
@@ -121,14 +121,14 @@ func (c *Client) streamError(ctx context.Context) func(error) error {
 // leaves it).
 func (c *Client) RecoverTask(h *TaskHandle) error {
 	_, err := c.rpc.RecoverTask(c.done, &driverpb.RecoverTaskRequest{Handle: handleToProto(h)})
-	return c.callError(nil, err)
+	return c.callError(c.done, err)
 }
 
 // StartTask starts a task.
 func (c *Client) StartTask(cfg *TaskConfig) (*TaskHandle, *DriverNetwork, error) {
 	resp, err := c.rpc.StartTask(c.done, &driverpb.StartTaskRequest{Task: taskConfigToProto(cfg)})
 	if err != nil {
-		return nil, nil, c.callError(nil, err)
+		return nil, nil, c.callError(c.done, err)
 	}
 	return handleFromProto(resp.GetHandle()), networkFromProto(resp.GetNetworkOverride()), nil
 }
@@ -161,20 +161,20 @@ func (c *Client) WaitTask(ctx context.Context, taskID string) (<-chan *ExitResul
 // StopTask stops a task.
 func (c *Client) StopTask(taskID string, timeout time.Duration, signal string) error {
 	_, err := c.rpc.StopTask(c.done, &driverpb.StopTaskRequest{TaskId: taskID, Timeout: durationpb.New(timeout), Signal: signal})
-	return c.callError(nil, err)
+	return c.callError(c.done, err)
 }
 
 // DestroyTask destroys a task.
 func (c *Client) DestroyTask(taskID string, force bool) error {
 	_, err := c.rpc.DestroyTask(c.done, &driverpb.DestroyTaskRequest{TaskId: taskID, Force: force})
-	return c.callError(nil, err)
+	return c.callError(c.done, err)
 }
 
 // InspectTask asks for a task's status.
 func (c *Client) InspectTask(taskID string) (*TaskStatus, error) {
 	resp, err := c.rpc.InspectTask(c.done, &driverpb.InspectTaskRequest{TaskId: taskID})
 	if err != nil {
-		return nil, c.callError(nil, err)
+		return nil, c.callError(c.done, err)
 	}
 	return statusFromProto(resp), nil
 }
@@ -241,14 +241,14 @@ func (c *Client) TaskEvents(ctx context.Context) (<-chan *TaskEvent, error) {
 // SignalTask signals a task.
 func (c *Client) SignalTask(taskID string, signal string) error {
 	_, err := c.rpc.SignalTask(c.done, &driverpb.SignalTaskRequest{TaskId: taskID, Signal: signal})
-	return c.callError(nil, err)
+	return c.callError(c.done, err)
 }
 
 // ExecTask runs a command in a task's context.
 func (c *Client) ExecTask(taskID string, cmd []string, timeout time.Duration) (*ExecTaskResult, error) {
 	resp, err := c.rpc.ExecTask(c.done, &driverpb.ExecTaskRequest{TaskId: taskID, Command: cmd, Timeout: durationpb.New(timeout)})
 	if err != nil {
-		return nil, c.callError(nil, err)
+		return nil, c.callError(c.done, err)
 	}
 	return &ExecTaskResult{Stdout: resp.GetStdout(), Stderr: resp.GetStderr(), ExitResult: exitResultFromProto(resp.GetResult())}, nil
 }

@@ -44,10 +44,12 @@ func NewEventer(ctx context.Context, logger hclog.Logger) *Eventer {
 func (e *Eventer) TaskEvents(ctx context.Context) (<-chan *TaskEvent, error) {
 	c := &eventConsumer{ctx: ctx, ch: make(chan *TaskEvent, EventBuffer)}
 	e.mu.Lock()
-	if e.ctx.Err() != nil {
+	select {
+	case <-e.ctx.Done(): // the Eventer has stopped: a stream already ended
 		e.mu.Unlock()
 		close(c.ch)
 		return c.ch, nil
+	default:
 	}
 	e.consumers[c] = struct{}{}
 	e.mu.Unlock()

@@ -189,11 +189,11 @@ func TestStatusError(t *testing.T) {
 	// The client reads them back.
 	c := &Client{done: context.Background()}
 	var rec *RecoverableError
-	must.True(t, errors.As(c.callError(nil, err), &rec))
+	must.True(t, errors.As(c.callError(c.done, err), &rec))
 	must.True(t, rec.Recoverable)
 	must.Eq(t, "failed to start: disk full", rec.Error())
-	must.ErrorIs(t, c.callError(nil, statusError(ErrTaskNotFound)), ErrTaskNotFound)
-	must.ErrorIs(t, c.callError(nil, statusError(&hclspec.KeyError{})), ErrInvalidArgument)
+	must.ErrorIs(t, c.callError(c.done, statusError(ErrTaskNotFound)), ErrTaskNotFound)
+	must.ErrorIs(t, c.callError(c.done, statusError(&hclspec.KeyError{})), ErrInvalidArgument)
 	must.False(t, IsRecoverable(NewRecoverableError(errors.New("x"), false)))
 	must.Nil(t, NewRecoverableError(nil, true))
 }

@@ -364,11 +364,11 @@ func (b *Backend) Queues(_ context.Context, window time.Duration) ([]structs.Que
 	q := structs.QueueStatus{Name: "default", Weight: 1, GPUs: []structs.QueueGPUs{{}}}
 	for _, id := range b.order {
 		j := b.jobs[id]
-		switch {
-		case j.State == structs.JobRunning:
+		switch j.State {
+		case structs.JobRunning:
 			q.Running++
 			q.GPUs[0].Used += j.GPUs()
-		case j.State == structs.JobQueued:
+		case structs.JobQueued:
 			q.Waiting++
 		}
 	}

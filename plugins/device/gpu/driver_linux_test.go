@@ -41,7 +41,7 @@ func TestCheck_MapsReturnCodes(t *testing.T) {
 				must.ErrorIs(t, err, tc.kind)
 			}
 			for _, other := range []error{ErrGPULost, ErrNotSupported, ErrLibraryNotFound, ErrNotFound, ErrInvalidArgument} {
-				if other != tc.kind {
+				if !errors.Is(tc.kind, other) {
 					must.False(t, errors.Is(err, other))
 				}
 			}

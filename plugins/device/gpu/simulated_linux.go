@@ -87,7 +87,7 @@ func (b *simBackend) applyFaults() {
 
 	matched := map[string]bool{}
 	for i, g := range b.server.gpus {
-		uuid, index := g.Device.UUID, strconv.Itoa(i)
+		uuid, index := g.UUID, strconv.Itoa(i)
 		matched[uuid], matched[index] = true, true
 		want := faults[uuid].merge(faults[index])
 		if want.equal(b.applied[i]) {

@@ -35,8 +35,8 @@ func newSimServer(cfg SimulatedConfig) *simServer {
 		d.Name = cfg.Model
 		d.MemoryInfo = nvml.Memory{Total: uint64(cfg.MemoryMiB) << 20}
 		d.PciBusID = fmt.Sprintf("00000000:%02X:00.0", simBusNumber(i))
-		if i < len(s.Server.Devices) {
-			s.Server.Devices[i] = d // keep the mock's own lookups consistent
+		if i < len(s.Devices) {
+			s.Devices[i] = d // keep the mock's own lookups consistent
 		}
 		g := &simDevice{Device: d, server: s, index: i, numa: i * cfg.NUMANodes / cfg.Count, nvlink: cfg.NVLink}
 		if mig[i] {
@@ -57,7 +57,7 @@ func (s *simServer) Init() nvml.Return     { return nvml.SUCCESS }
 func (s *simServer) Shutdown() nvml.Return { return nvml.SUCCESS }
 
 func (s *simServer) SystemGetDriverVersion() (string, nvml.Return) {
-	return s.Server.DriverVersion, nvml.SUCCESS
+	return s.DriverVersion, nvml.SUCCESS
 }
 
 func (s *simServer) DeviceGetCount() (int, nvml.Return) { return len(s.gpus), nvml.SUCCESS }
@@ -120,14 +120,14 @@ func (g *simDevice) GetUUID() (string, nvml.Return) {
 	if g.lost {
 		return "", nvml.ERROR_GPU_IS_LOST
 	}
-	return g.Device.UUID, nvml.SUCCESS
+	return g.UUID, nvml.SUCCESS
 }
 
 func (g *simDevice) GetName() (string, nvml.Return) {
 	if g.lost {
 		return "", nvml.ERROR_GPU_IS_LOST
 	}
-	return g.Device.Name, nvml.SUCCESS
+	return g.Name, nvml.SUCCESS
 }
 
 // GetMemoryInfo advances the synthetic load: the client reads memory first
@@ -138,7 +138,7 @@ func (g *simDevice) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	}
 	g.tick++
 	g.lastUtil = simUtilization(g.index, g.tick)
-	total := g.Device.MemoryInfo.Total
+	total := g.MemoryInfo.Total
 	used := simMemoryUsedBytes(total, g.lastUtil)
 	return nvml.Memory{Total: total, Used: used, Free: total - used}, nvml.SUCCESS
 }
@@ -169,8 +169,8 @@ func (g *simDevice) GetPciInfo() (nvml.PciInfo, nvml.Return) {
 		return nvml.PciInfo{}, nvml.ERROR_GPU_IS_LOST
 	}
 	p := nvml.PciInfo{Bus: uint32(simBusNumber(g.index)), PciDeviceId: simPCIDeviceID}
-	copy(p.BusId[:], g.Device.PciBusID)
-	copy(p.BusIdLegacy[:], g.Device.PciBusID[4:]) // 4-digit domain
+	copy(p.BusId[:], g.PciBusID)
+	copy(p.BusIdLegacy[:], g.PciBusID[4:]) // 4-digit domain
 	return p, nvml.SUCCESS
 }
 
@@ -238,7 +238,7 @@ func (g *simDevice) GetMigMode() (int, int, nvml.Return) {
 	if g.lost {
 		return 0, 0, nvml.ERROR_GPU_IS_LOST
 	}
-	return g.Device.MigMode, g.Device.MigMode, nvml.SUCCESS
+	return g.MigMode, g.MigMode, nvml.SUCCESS
 }
 
 func (g *simDevice) GetMaxMigDeviceCount() (int, nvml.Return) {
@@ -264,7 +264,7 @@ func (g *simDevice) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
 	switch {
 	case g.lost:
 		return nvml.Utilization{}, nvml.ERROR_GPU_IS_LOST
-	case g.Device.MigMode == nvml.DEVICE_MIG_ENABLE:
+	case g.MigMode == nvml.DEVICE_MIG_ENABLE:
 		return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED
 	}
 	return nvml.Utilization{Gpu: g.lastUtil, Memory: g.lastUtil * 6 / 10}, nvml.SUCCESS

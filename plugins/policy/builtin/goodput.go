@@ -290,7 +290,7 @@ func (g *goodputRound) place() {
 			starts = append(starts, jj)
 			continue
 		}
-		got := 0
+		var got int
 		if g.oneNodeRule(jj) {
 			got = g.growOneNode(jj, t, cur+g.jobs[j].GPUs.PerWorker)
 		} else {
@@ -317,9 +317,9 @@ func (g *goodputRound) place() {
 	}
 	g.undoShrinks(undo, held)
 	for _, j := range shrunk {
-		switch cur, now := g.cur[j], c.Held(j); {
-		case now == cur:
-		case now == 0:
+		switch cur, now := g.cur[j], c.Held(j); now {
+		case cur:
+		case 0:
 			c.Notef(j, "preempted: its %s add more goodput to other jobs", policy.GPUs(cur))
 		default:
 			c.Notef(j, "shrunk from %d to %s: the rest add more goodput to other jobs", cur, policy.GPUs(now))

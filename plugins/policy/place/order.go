@@ -25,7 +25,7 @@ func (c *Board) DeadlineOrder() []int32 {
 	for j, job := range c.jobs {
 		if d := job.Progress.Deadline; !d.IsZero() {
 			due = append(due, keyed{sec: d.Unix(), nsec: int32(d.Nanosecond()), j: int32(j)})
-			wall = wall && d == d.Round(0) // no monotonic reading
+			wall = wall && d == d.Round(0) //nolint:staticcheck // == on purpose: true only without a monotonic reading
 		}
 	}
 	if wall {
