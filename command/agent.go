@@ -21,8 +21,11 @@ type AgentCommand struct {
 	Out, Err io.Writer
 }
 
+// Synopsis is agent's line in the CLI's list of commands.
 func (c *AgentCommand) Synopsis() string { return "Run the planner daemon" }
 
+// Help is agent's -help text: what the planner does, what SIGHUP reloads,
+// which tokens the API asks for, the -config flag and the exit codes.
 func (c *AgentCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: schedulearn agent [-config planner.hcl]
@@ -58,6 +61,10 @@ Exit Codes:
 `)
 }
 
+// Run loads the -config file (or the defaults) and runs the planner until
+// SIGINT or SIGTERM, reloading the file on SIGHUP. It returns ExitUsage
+// for bad arguments or a config that does not load, ExitError when the
+// planner fails to start or stops on an error.
 func (c *AgentCommand) Run(args []string) int {
 	var path string
 	fs := newFlagSet("agent")

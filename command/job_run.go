@@ -20,8 +20,11 @@ import (
 // JobRunCommand submits a jobspec and monitors the job.
 type JobRunCommand struct{ Meta }
 
+// Synopsis is job run's line in the job command's list of subcommands.
 func (c *JobRunCommand) Synopsis() string { return "Submit a training job and monitor it" }
 
+// Help is job run's -help text: the jobspec argument, -detach, -json, the
+// general flags and the exit codes.
 func (c *JobRunCommand) Help() string {
 	return helpText(`
 Usage: schedulearn job run [options] <jobspec>
@@ -53,6 +56,10 @@ Usage: schedulearn job run [options] <jobspec>
      refuses (for example more GPUs than any node has).`)
 }
 
+// Run parses and validates the jobspec locally, submits it with one
+// idempotency key, then (without -detach) monitors the job until it runs
+// or ends. A jobspec that does not parse, or that the planner refuses,
+// returns ExitUsage and nothing is submitted.
 func (c *JobRunCommand) Run(args []string) int {
 	const name = "job run"
 	var detach, asJSON bool

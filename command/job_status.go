@@ -37,6 +37,8 @@ func (c *JobStatusCommand) name() string {
 	return "job status"
 }
 
+// Synopsis is the command's line in the job command's list of
+// subcommands: job list's or job status's.
 func (c *JobStatusCommand) Synopsis() string {
 	if c.list {
 		return "List the training jobs (job status without an ID)"
@@ -44,6 +46,8 @@ func (c *JobStatusCommand) Synopsis() string {
 	return "List the training jobs, or show one"
 }
 
+// Help is the -help text of job list (its filters and paging) or of job
+// status (one job, -verbose, -follow).
 func (c *JobStatusCommand) Help() string {
 	if c.list {
 		return helpText(`
@@ -105,6 +109,10 @@ Usage: schedulearn job status [options] [<job-id>]
     completes, 1 when it fails or is stopped.`, exitHelp)
 }
 
+// Run lists the jobs, a page at a time unless -all, when given no ID
+// (always for job list); given one (a unique prefix will do), it shows
+// that job, and with -follow follows it on the event stream until it
+// ends.
 func (c *JobStatusCommand) Run(args []string) int {
 	var asJSON, verbose, follow bool
 	var lo listOptions

@@ -8,8 +8,11 @@ import (
 // JobStopCommand stops a job.
 type JobStopCommand struct{ Meta }
 
+// Synopsis is job stop's line in the job command's list of subcommands.
 func (c *JobStopCommand) Synopsis() string { return "Stop a training job" }
 
+// Help is job stop's -help text: what stopping does, -json, the general
+// flags and the exit codes.
 func (c *JobStopCommand) Help() string {
 	return helpText(`
 Usage: schedulearn job stop [options] <job-id>
@@ -24,6 +27,9 @@ Usage: schedulearn job stop [options] <job-id>
     Print the stopped job's record as JSON.`, exitHelp)
 }
 
+// Run resolves the <job-id> argument (a unique prefix will do), asks the
+// planner to stop that job, and prints its new state or, with -json, its
+// record.
 func (c *JobStopCommand) Run(args []string) int {
 	const name = "job stop"
 	var asJSON bool

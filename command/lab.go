@@ -29,10 +29,14 @@ type LabCommand struct {
 	Out, Err io.Writer
 }
 
+// Synopsis is lab's line in the CLI's list of commands.
 func (c *LabCommand) Synopsis() string {
 	return "Run a local lab: Consul and Nomad (server + client) on loopback"
 }
 
+// Help is lab's -help text: what the lab starts, its ACLs, the flags of a
+// single-host and of a multi-host (-hosts, -var-file) lab, and the exit
+// codes.
 func (c *LabCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: schedulearn lab [options]
@@ -84,6 +88,9 @@ Exit Codes:
 `)
 }
 
+// Run starts the lab (Consul, Nomad and a planner on loopback, or with
+// -hosts or -var-file a multi-host lab in network namespaces), prints how
+// to use it, and on SIGINT or SIGTERM stops everything it started.
 func (c *LabCommand) Run(args []string) int {
 	var root, configDir, pluginDir, stateDir string
 	var freePorts, verbose bool

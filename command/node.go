@@ -16,8 +16,11 @@ import (
 // NodeListCommand lists the nodes and their GPUs.
 type NodeListCommand struct{ Meta }
 
+// Synopsis is node list's line in the node command's list of subcommands.
 func (c *NodeListCommand) Synopsis() string { return "List the nodes and their GPUs" }
 
+// Help is node list's -help text: the table's columns, what a stale
+// answer means, -json, -verbose, the general flags and the exit codes.
 func (c *NodeListCommand) Help() string {
 	return helpText(`
 Usage: schedulearn node list [options]
@@ -37,6 +40,8 @@ Usage: schedulearn node list [options]
     Show full node IDs.`, exitHelp)
 }
 
+// Run asks the planner for the nodes and prints them as a table (with a
+// line saying when the planner's view is stale) or, with -json, as JSON.
 func (c *NodeListCommand) Run(args []string) int {
 	var verbose bool
 	return runList(&c.Meta, args, list[api.NodeInfo]{

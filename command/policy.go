@@ -15,8 +15,12 @@ import (
 // PolicyListCommand lists the scheduling policies.
 type PolicyListCommand struct{ Meta }
 
+// Synopsis is policy list's line in the policy command's list of
+// subcommands.
 func (c *PolicyListCommand) Synopsis() string { return "List the scheduling policies" }
 
+// Help is policy list's -help text: -json, the general flags and the exit
+// codes.
 func (c *PolicyListCommand) Help() string {
 	return helpText(`
 Usage: schedulearn policy list [options]
@@ -29,6 +33,8 @@ Usage: schedulearn policy list [options]
     Print the policies as JSON.`, exitHelp)
 }
 
+// Run asks the planner for the policies it can run and prints them as a
+// table, the active one marked, or, with -json, as JSON.
 func (c *PolicyListCommand) Run(args []string) int {
 	return runList(&c.Meta, args, list[api.PolicyInfo]{
 		Name:  "policy list",
@@ -47,8 +53,12 @@ func (c *PolicyListCommand) Run(args []string) int {
 // PolicySetCommand switches the active policy.
 type PolicySetCommand struct{ Meta }
 
+// Synopsis is policy set's line in the policy command's list of
+// subcommands.
 func (c *PolicySetCommand) Synopsis() string { return "Switch the active scheduling policy" }
 
+// Help is policy set's -help text: when the switch takes effect, what is
+// refused, -config, -json, the general flags and the exit codes.
 func (c *PolicySetCommand) Help() string {
 	return helpText(`
 Usage: schedulearn policy set [options] <name>
@@ -67,6 +77,8 @@ Usage: schedulearn policy set [options] <name>
     Print the policy now active as JSON.`, exitHelp)
 }
 
+// Run asks the planner to make the <name> argument the active policy with
+// the -config settings, and prints the policy now active.
 func (c *PolicySetCommand) Run(args []string) int {
 	const name = "policy set"
 	var asJSON bool

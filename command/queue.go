@@ -19,8 +19,12 @@ import (
 // QueueListCommand lists the queues with their quotas and usage.
 type QueueListCommand struct{ Meta }
 
+// Synopsis is queue list's line in the queue command's list of
+// subcommands.
 func (c *QueueListCommand) Synopsis() string { return "List the queues, their quotas and usage" }
 
+// Help is queue list's -help text: the table's columns, -json, -window,
+// the general flags and the exit codes.
 func (c *QueueListCommand) Help() string {
 	return helpText(`
 Usage: schedulearn queue list [options]
@@ -41,6 +45,9 @@ Usage: schedulearn queue list [options]
     together.`, exitHelp)
 }
 
+// Run asks the planner for the queues (with their GPU-hours over -window
+// when given) and prints them as queueTable's table or, with -json, as
+// JSON.
 func (c *QueueListCommand) Run(args []string) int {
 	var window time.Duration
 	return runList(&c.Meta, args, list[structs.QueueStatus]{
@@ -125,8 +132,12 @@ func limit(n *int) string {
 // QueueStatusCommand shows one queue and its waiting jobs.
 type QueueStatusCommand struct{ Meta }
 
+// Synopsis is queue status's line in the queue command's list of
+// subcommands.
 func (c *QueueStatusCommand) Synopsis() string { return "Show a queue and its waiting jobs" }
 
+// Help is queue status's -help text: what it shows of a queue, -json,
+// -window, the general flags and the exit codes.
 func (c *QueueStatusCommand) Help() string {
 	return helpText(`
 Usage: schedulearn queue status [options] <queue>
@@ -146,6 +157,9 @@ Usage: schedulearn queue status [options] <queue>
     together.`, exitHelp)
 }
 
+// Run finds the <queue> argument among the planner's queues and prints it
+// with the queued jobs of it and of the queues inside it, in queue order;
+// with -json it prints the queue alone. An unknown queue is ExitError.
 func (c *QueueStatusCommand) Run(args []string) int {
 	const name = "queue status"
 	var asJSON bool
@@ -246,8 +260,12 @@ func formatQueue(q structs.QueueStatus, waiting []api.JobStub) string {
 // blocks, without a restart.
 type QueueApplyCommand struct{ Meta }
 
+// Synopsis is queue apply's line in the queue command's list of
+// subcommands.
 func (c *QueueApplyCommand) Synopsis() string { return "Replace the queues with a file's queue blocks" }
 
+// Help is queue apply's -help text: what the change replaces and for how
+// long, what is refused, -json, the general flags and the exit codes.
 func (c *QueueApplyCommand) Help() string {
 	return helpText(`
 Usage: schedulearn queue apply [options] <file>
@@ -267,6 +285,8 @@ Usage: schedulearn queue apply [options] <file>
     Print the queues as JSON.`, exitHelp)
 }
 
+// Run reads the <file> argument ("-" for stdin), sends its queue blocks to
+// the planner to replace the queues, and prints the queues now in force.
 func (c *QueueApplyCommand) Run(args []string) int {
 	const name = "queue apply"
 	var asJSON bool

@@ -26,10 +26,13 @@ type SimCommand struct {
 	Out, Err io.Writer
 }
 
+// Synopsis is sim's line in the CLI's list of commands.
 func (c *SimCommand) Synopsis() string {
 	return "Replay job traces on a simulated GPU cluster with scheduling policies"
 }
 
+// Help is sim's -help text: the job models (default and elasticflow), the
+// flags and the exit codes.
 func (c *SimCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: schedulearn sim -trace <file> [options]
@@ -165,6 +168,11 @@ type repeatFlag []string
 func (l *repeatFlag) String() string     { return strings.Join(*l, " ") }
 func (l *repeatFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// Run parses the flags, loads the -trace files and replays each with every
+// -policy (the builtins by default) through sim.Experiment, printing the
+// Markdown table and, with -out, writing the results and plots; -model
+// elasticflow hands over to runElasticFlow. Bad flag values return
+// ExitUsage, a failed run ExitError.
 func (c *SimCommand) Run(args []string) int {
 	cfg := sim.DefaultConfig()
 	var traces, policyConfig repeatFlag

@@ -14,10 +14,13 @@ type SimHeteroCommand struct {
 	Out, Err io.Writer
 }
 
+// Synopsis is sim hetero's line in the sim command's list of subcommands.
 func (c *SimHeteroCommand) Synopsis() string {
 	return "Replay Sia's workloads on a cluster of several GPU models, beside Sia's published table"
 }
 
+// Help is sim hetero's -help text: the trace layout it reads, its flags
+// and its defaults (Sia's cluster and policies).
 func (c *SimHeteroCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: schedulearn sim hetero -traces <dir> [options]
@@ -43,6 +46,8 @@ Options:
 `)
 }
 
+// Run parses the flags into sia.Options and runs the replays with sia.Run,
+// printing the results to Out (and each replay's figures to Err with -v).
 func (c *SimHeteroCommand) Run(args []string) int {
 	const name = "sim hetero"
 	fs := newFlagSet(name)

@@ -27,12 +27,18 @@ const (
 	// reattach config. RecoverTask reads only its own.
 	taskHandleVersion = 3
 
-	// Roles a task plays in an elastic job.
+	// RoleLauncher is the role (task config "role") of the task that runs
+	// the job's launcher, horovodrun or torchrun, over its workers.
 	RoleLauncher = "launcher"
-	RoleWorker   = "worker"
+	// RoleWorker is the role of a task that runs the driver's worker
+	// agent, through which the launcher starts training on its GPUs.
+	RoleWorker = "worker"
 
-	// Launchers a launcher task can run.
-	LauncherHorovod  = "horovod"
+	// LauncherHorovod is the task config's launcher value (the default)
+	// that runs horovodrun under the driver's supervisor.
+	LauncherHorovod = "horovod"
+	// LauncherTorchrun is the launcher value that runs torchrun with a
+	// c10d rendezvous store (rdzv_port, rdzv_port_label).
 	LauncherTorchrun = "torchrun"
 
 	// DefaultRdzvPort is the port of torchrun's c10d store when the task
@@ -48,9 +54,12 @@ const (
 	// heartbeat_grace (10s), with a second's probe to spare.
 	DefaultFenceAfter = "8s"
 
-	// Service discovery providers.
+	// ProviderConsul is the discovery block's provider value (the
+	// default) that finds a launcher's workers in Consul's catalog.
 	ProviderConsul = "consul"
-	ProviderNomad  = "nomad"
+	// ProviderNomad is the provider value that finds them in Nomad's
+	// service registrations.
+	ProviderNomad = "nomad"
 
 	// SecretEnv is the task environment variable that brings the job's
 	// secret, from which the token between its launcher and its worker

@@ -85,10 +85,19 @@ func (d *Driver) runnerConfig() runner.Config {
 	return runner.Config{Binary: d.selfPath, Compute: d.compute}
 }
 
+// PluginInfo implements base.BasePlugin: a driver plugin named PluginName
+// ("horovod") at PluginVersion, speaking driver API v0.1.0.
 func (d *Driver) PluginInfo() (*base.PluginInfo, error) { return pluginInfo, nil }
 
+// ConfigSchema implements base.BasePlugin: configSpec, the schema of the
+// client's plugin "horovod" { config { ... } } block.
 func (d *Driver) ConfigSchema() (*hclspec.Spec, error) { return configSpec, nil }
 
+// SetConfig implements base.BasePlugin: it decodes and checks the client's
+// plugin config (bin_dirs, standby_*, fence_after, dynamic_ports, ...) and
+// makes it the driver's. On an agent (not the loader's short-lived
+// instance) it also reads the node's cpu for task stats and starts the
+// warm interpreter when standby_preload asks for one.
 func (d *Driver) SetConfig(cfg *base.Config) error {
 	var config Config
 	if len(cfg.PluginConfig) != 0 {
@@ -224,10 +233,18 @@ var (
 	forkServerMaxPause = 5 * time.Minute
 )
 
+// TaskConfigSchema implements drivers.DriverPlugin: taskConfigSpec, the
+// schema of a task's config block (role, launcher, np, discovery, ...).
 func (d *Driver) TaskConfigSchema() (*hclspec.Spec, error) { return taskConfigSpec, nil }
 
+// Capabilities implements drivers.DriverPlugin: signals and exec, no
+// filesystem isolation or mounts, the host's or the group's network.
 func (d *Driver) Capabilities() (*drivers.Capabilities, error) { return capabilities, nil }
 
+// Fingerprint implements drivers.DriverPlugin: it sends fingerprint's
+// finding (horovodrun and python found, their versions, whether torchrun
+// is there) at once and then every fingerprint_period (30s by default),
+// until ctx or the driver's context ends.
 func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, error) {
 	ch := make(chan *drivers.Fingerprint)
 	go func() {
@@ -256,6 +273,11 @@ func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, 
 	return ch, nil
 }
 
+// StartTask implements drivers.DriverPlugin: it decodes and validates the
+// task's config, writes its task file and scripts, starts the launcher
+// or worker agent under a supervisor (runner.New), and returns a handle
+// whose TaskState lets RecoverTask reattach. The DriverNetwork is nil:
+// the driver makes no network of its own.
 func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drivers.DriverNetwork, error) {
 	if _, ok := d.tasks.get(cfg.ID); ok {
 		return nil, nil, fmt.Errorf("failed to start task: task %q already started", cfg.ID)
@@ -305,6 +327,10 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	return handle, nil, nil
 }
 
+// RecoverTask implements drivers.DriverPlugin: it reattaches to the task's
+// supervisor from the TaskState StartTask stored. A task it already
+// tracks is no error; a handle of another taskHandleVersion is, and
+// Nomad then starts the task again.
 func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	if handle == nil || handle.Config == nil {
 		return errors.New("failed to recover task: handle is nil")
@@ -338,6 +364,9 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	return nil
 }
 
+// WaitTask implements drivers.DriverPlugin: the channel gets the task's
+// exit result once it has exited, then closes; ctx or the driver ending
+// closes it without one.
 func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.ExitResult, error) {
 	h, ok := d.tasks.get(taskID)
 	if !ok {
@@ -388,6 +417,9 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	return nil
 }
 
+// DestroyTask implements drivers.DriverPlugin: it closes the task's
+// runner and forgets the task; a running one is an error unless force
+// is set.
 func (d *Driver) DestroyTask(taskID string, force bool) error {
 	h, ok := d.tasks.get(taskID)
 	if !ok {
@@ -401,6 +433,8 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	return nil
 }
 
+// InspectTask implements drivers.DriverPlugin: the task's status from its
+// handle: state, start and end, exit result, pid and role.
 func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
 	h, ok := d.tasks.get(taskID)
 	if !ok {
@@ -409,6 +443,8 @@ func (d *Driver) InspectTask(taskID string) (*drivers.TaskStatus, error) {
 	return h.status(), nil
 }
 
+// TaskStats implements drivers.DriverPlugin: the cpu and memory use the
+// task's runner measures every interval, in Nomad's form.
 func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Duration) (<-chan *drivers.TaskResourceUsage, error) {
 	h, ok := d.tasks.get(taskID)
 	if !ok {
@@ -421,10 +457,15 @@ func (d *Driver) TaskStats(ctx context.Context, taskID string, interval time.Dur
 	return usageStream(usage), nil
 }
 
+// TaskEvents implements drivers.DriverPlugin: the events of all the
+// driver's tasks (such as the stderr tail reportFailure sends when one
+// fails), from the driver's Eventer.
 func (d *Driver) TaskEvents(ctx context.Context) (<-chan *drivers.TaskEvent, error) {
 	return d.eventer.TaskEvents(ctx)
 }
 
+// SignalTask implements drivers.DriverPlugin: it sends the named signal
+// to the task's process through its runner.
 func (d *Driver) SignalTask(taskID string, signal string) error {
 	h, ok := d.tasks.get(taskID)
 	if !ok {
@@ -437,6 +478,9 @@ func (d *Driver) SignalTask(taskID string, signal string) error {
 	return h.runner.Signal(sig)
 }
 
+// ExecTask implements drivers.DriverPlugin: it runs cmd in the task's
+// context through its runner until it exits or timeout passes, and
+// returns the end of its combined output and its exit code.
 func (d *Driver) ExecTask(taskID string, cmd []string, timeout time.Duration) (*drivers.ExecTaskResult, error) {
 	if len(cmd) == 0 {
 		return nil, errors.New("failed to exec in task: no command")
@@ -452,6 +496,9 @@ func (d *Driver) ExecTask(taskID string, cmd []string, timeout time.Duration) (*
 	return &drivers.ExecTaskResult{Stdout: out, ExitResult: &drivers.ExitResult{ExitCode: code}}, nil
 }
 
+// ExecTaskStreamingRaw implements drivers.ExecTaskStreamingRawDriver (nomad
+// alloc exec): it runs cmd in the task's context with stdin, terminal
+// sizes, output and the exit code carried over stream (execStreaming).
 func (d *Driver) ExecTaskStreamingRaw(ctx context.Context, taskID string, cmd []string, tty bool, stream drivers.ExecTaskStream) error {
 	if len(cmd) == 0 {
 		return errors.New("failed to exec in task: no command")

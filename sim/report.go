@@ -25,13 +25,14 @@ import (
 type JobsMode string
 
 const (
-	// JobsAuto: elastic under the policies that resize running jobs
-	// (ElasticPolicies), rigid under the others, as the Pollux paper
-	// compares Pollux with Tiresias.
+	// JobsAuto makes the jobs elastic under the policies that resize
+	// running jobs (ElasticPolicies), rigid under the others, as the Pollux
+	// paper compares Pollux with Tiresias.
 	JobsAuto JobsMode = "auto"
-	// JobsRigid: exactly the trace's num_replicas.
+	// JobsRigid makes each job ask for exactly the trace's num_replicas.
 	JobsRigid JobsMode = "rigid"
-	// JobsElastic: 1 up to the most GPUs the job's batch size can use.
+	// JobsElastic makes each job ask for 1 up to the most GPUs its batch
+	// size can use.
 	JobsElastic JobsMode = "elastic"
 )
 

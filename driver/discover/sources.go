@@ -50,6 +50,10 @@ func NewConsul(t *jobstate.Task) (*Consul, error) {
 	return &Consul{Client: c}, nil
 }
 
+// Workers implements Source: it lists service's instances in Consul's
+// health API within queryTimeout, keeping those whose checks pass and
+// probing the rest (and those on a node failed since they registered)
+// concurrently, as the type's comment says.
 func (c *Consul) Workers(ctx context.Context, service string) ([]Worker, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
@@ -143,6 +147,9 @@ func (n *Nomad) query(ctx context.Context) *nomadapi.QueryOptions {
 	return (&nomadapi.QueryOptions{Namespace: n.Namespace}).WithContext(ctx)
 }
 
+// Workers implements Source: every registration of service in the job's
+// namespace, as Nomad lists it within queryTimeout (none is probed or
+// left out).
 func (n *Nomad) Workers(ctx context.Context, service string) ([]Worker, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()

@@ -19,7 +19,7 @@ const DefaultFailureLines = 25
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
-// DumpLog, for a failed test, writes the whole of a process's log (name:
+// DumpLog writes, for a failed test, the whole of a process's log (name:
 // "consul", "planner", ...) to .cache/e2e-logs/<test>/<name>.log in the
 // repository and prints its last lines and that path. It does nothing for a
 // test that passed.

@@ -28,10 +28,11 @@ type Goal struct {
 type Unit string
 
 const (
-	// Samples: training samples, all workers together (the x axis when
-	// the job reports samples_per_sec).
+	// Samples measures work in training samples, all workers together
+	// (the x axis when the job reports samples_per_sec).
 	Samples Unit = "samples"
-	// Steps: training steps (the fallback when it never does).
+	// Steps measures work in training steps (the fallback when it never
+	// does).
 	Steps Unit = "steps"
 )
 
@@ -39,14 +40,14 @@ const (
 type Status int
 
 const (
-	// Unknown: too few reports (or no progress between them) to say.
+	// Unknown means too few reports (or no progress between them) to say.
 	Unknown Status = iota
-	// Estimated: Remaining is the work left.
+	// Estimated means Remaining is the work left.
 	Estimated
-	// Reached: the metric's latest value is at or past the goal.
+	// Reached means the metric's latest value is at or past the goal.
 	Reached
-	// Unreachable: the metric levels off short of the goal (by the fitted
-	// curve), or it has stopped improving.
+	// Unreachable means the metric levels off short of the goal (by the
+	// fitted curve), or it has stopped improving.
 	Unreachable
 )
 

@@ -18,14 +18,15 @@ const (
 type DeliveryState string
 
 const (
-	// DeliveryWaiting: the metric reached the tier, but no checkpoint at
-	// or after that step has been reported yet.
+	// DeliveryWaiting means the metric reached the tier, but no checkpoint
+	// at or after that step has been reported yet.
 	DeliveryWaiting DeliveryState = "waiting"
-	// DeliveryPending: the checkpoint is known; the planner copies it.
+	// DeliveryPending means the checkpoint is known; the planner copies it.
 	DeliveryPending DeliveryState = "pending"
-	// DeliveryDone: the checkpoint was copied to Location.
+	// DeliveryDone means the checkpoint was copied to Location.
 	DeliveryDone DeliveryState = "delivered"
-	// DeliveryFailed: the copy failed (Error says why); it is not retried.
+	// DeliveryFailed means the copy failed (Error says why); it is not
+	// retried.
 	DeliveryFailed DeliveryState = "failed"
 )
 

@@ -7,13 +7,15 @@ import "time"
 type HealthState string
 
 const (
-	// HealthOK: it trains on what it holds (or nothing says otherwise).
+	// HealthOK means it trains on what it holds (or nothing says
+	// otherwise).
 	HealthOK HealthState = "ok"
-	// HealthDegraded: it holds GPUs it does not train on: its reported
-	// world size stays below its GPUs, or Nomad has not placed all of it.
+	// HealthDegraded means it holds GPUs it does not train on: its
+	// reported world size stays below its GPUs, or Nomad has not placed
+	// all of it.
 	HealthDegraded HealthState = "degraded"
-	// HealthStalled: it reported progress before, and no report has come
-	// for longer than the watch's bound.
+	// HealthStalled means it reported progress before, and no report has
+	// come for longer than the watch's bound.
 	HealthStalled HealthState = "stalled"
 )
 

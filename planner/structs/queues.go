@@ -47,6 +47,7 @@ type QueueGPUs struct {
 	Borrowed int `json:"borrowed"`
 }
 
-// ErrOrphanedJobs: a change of the queues would leave live jobs in a
-// queue that no longer exists, or that now holds other queues.
+// ErrOrphanedJobs is the error of a change of the queues that would leave
+// live jobs in a queue that no longer exists, or that now holds other
+// queues.
 var ErrOrphanedJobs = errors.New("the new queues would leave jobs without their queue")

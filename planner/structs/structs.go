@@ -19,17 +19,17 @@ import (
 type JobState string
 
 const (
-	// JobQueued: accepted, waiting for GPUs.
+	// JobQueued is a job accepted and waiting for GPUs.
 	JobQueued JobState = "queued"
-	// JobRunning: registered in Nomad with GPUs.
+	// JobRunning is a job registered in Nomad with GPUs.
 	JobRunning JobState = "running"
-	// JobComplete: the launcher exited 0.
+	// JobComplete is a job whose launcher exited 0.
 	JobComplete JobState = "complete"
-	// JobFailed: the launcher failed (the training script's own failure),
-	// or the cluster ended or stalled its runs more often than the
-	// planner's retries allow.
+	// JobFailed is a job whose launcher failed (the training script's own
+	// failure), or whose runs the cluster ended or stalled more often than
+	// the planner's retries allow.
 	JobFailed JobState = "failed"
-	// JobStopped: stopped by a user.
+	// JobStopped is a job a user stopped.
 	JobStopped JobState = "stopped"
 )
 

@@ -6,15 +6,17 @@ import "fmt"
 type WaitCause string
 
 const (
-	// WaitQuota: its queue holds it back (at its quota, no room to
+	// WaitQuota means its queue holds it back (at its quota, no room to
 	// borrow, a higher-priority job of the queue first, ...).
 	WaitQuota WaitCause = "quota"
-	// WaitPolicy: the active policy did not start it (its own reason, or
-	// its order, fairness or placement rules with enough GPUs free).
+	// WaitPolicy means the active policy did not start it (its own
+	// reason, or its order, fairness or placement rules with enough GPUs
+	// free).
 	WaitPolicy WaitCause = "policy"
-	// WaitGPUs: fewer GPUs are free that it may use than it needs.
+	// WaitGPUs means fewer GPUs are free that it may use than it needs.
 	WaitGPUs WaitCause = "gpus"
-	// WaitUnplanned: queued since the planner's last round.
+	// WaitUnplanned means it was queued after the planner's last round:
+	// the next round decides.
 	WaitUnplanned WaitCause = "unplanned"
 )
 

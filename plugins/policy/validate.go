@@ -12,27 +12,30 @@ import (
 type Rule string
 
 const (
-	// RuleUnknownJob: the plan names a job that is not in the snapshot.
+	// RuleUnknownJob is broken when the plan names a job that is not in
+	// the snapshot.
 	RuleUnknownJob Rule = "unknown-job"
-	// RuleUnknownNode: an allocation names a node that is not in the snapshot.
+	// RuleUnknownNode is broken when an allocation names a node that is
+	// not in the snapshot.
 	RuleUnknownNode Rule = "unknown-node"
-	// RuleGangSize: a job's total is neither 0 nor a multiple of PerWorker
-	// within [Min, Max] (or the request itself is malformed).
+	// RuleGangSize is broken when a job's total is neither 0 nor a
+	// multiple of PerWorker within [Min, Max] (or the request itself is
+	// malformed).
 	RuleGangSize Rule = "gang-size"
-	// RuleWholeWorkers: a job's count on a node is negative or not a multiple
-	// of PerWorker (a worker's GPUs must be on one node).
+	// RuleWholeWorkers is broken when a job's count on a node is negative
+	// or not a multiple of PerWorker (a worker's GPUs must be on one node).
 	RuleWholeWorkers Rule = "whole-workers"
-	// RuleCapacity: a node would hold more GPUs than it has.
+	// RuleCapacity is broken when a node would hold more GPUs than it has.
 	RuleCapacity Rule = "capacity"
-	// RuleConstraint: GPUs added on a node that fails the job's model,
-	// memory, pool, attribute or per-node constraints.
+	// RuleConstraint is broken by GPUs added on a node that fails the
+	// job's model, memory, pool, attribute or per-node constraints.
 	RuleConstraint Rule = "constraint"
-	// RuleAntiAffinity: GPUs added on a node that holds a job the job must
-	// not share a node with.
+	// RuleAntiAffinity is broken by GPUs added on a node that holds a job
+	// the job must not share a node with.
 	RuleAntiAffinity Rule = "anti-affinity"
-	// RuleOneModel: a job gains GPUs and its target then spans nodes of
-	// more than one GPU model (Node.GPUModel): a job runs on one model at
-	// a time.
+	// RuleOneModel is broken when a job gains GPUs and its target then
+	// spans nodes of more than one GPU model (Node.GPUModel): a job runs
+	// on one model at a time.
 	RuleOneModel Rule = "one-model"
 )
 

@@ -101,12 +101,13 @@ var (
 type HealthState string
 
 const (
-	// HealthStateUndetected: what the driver needs is not on the node; its
-	// tasks are not placed here.
+	// HealthStateUndetected (FingerprintResponse.UNDETECTED) says what the
+	// driver needs is not on the node; its tasks are not placed here.
 	HealthStateUndetected = HealthState("undetected")
-	// HealthStateUnhealthy: it is there but the driver cannot work.
+	// HealthStateUnhealthy (UNHEALTHY) says it is there but the driver
+	// cannot work.
 	HealthStateUnhealthy = HealthState("unhealthy")
-	// HealthStateHealthy: the driver works.
+	// HealthStateHealthy (HEALTHY) says the driver works.
 	HealthStateHealthy = HealthState("healthy")
 )
 
@@ -153,9 +154,17 @@ func (c *Capabilities) HasNetIsolationMode(mode NetIsolationMode) bool {
 type FSIsolation string
 
 const (
-	FSIsolationNone   = FSIsolation("none")
+	// FSIsolationNone (DriverCapabilities.NONE): the task sees the host's
+	// filesystem; what Capabilities with no FSIsolation send.
+	FSIsolationNone = FSIsolation("none")
+	// FSIsolationChroot (CHROOT): the task runs in a chroot of its task
+	// directory, which the agent builds.
 	FSIsolationChroot = FSIsolation("chroot")
-	FSIsolationImage  = FSIsolation("image")
+	// FSIsolationImage (IMAGE): the task's filesystem is its image's, as
+	// with Docker.
+	FSIsolationImage = FSIsolation("image")
+	// FSIsolationUnveil (UNVEIL): the task sees only the host paths
+	// unveiled to it (landlock on Linux; Nomad's exec2 driver).
 	FSIsolationUnveil = FSIsolation("unveil")
 )
 
@@ -163,10 +172,11 @@ const (
 type MountConfigSupport int32
 
 const (
-	// MountConfigSupportAll: any (what the agent assumes of a driver that
-	// says nothing).
+	// MountConfigSupportAll (DriverCapabilities.ANY_MOUNTS) takes any
+	// mount; what the agent assumes of a driver that says nothing.
 	MountConfigSupportAll MountConfigSupport = 0
-	// MountConfigSupportNone: none; the agent refuses jobs that mount.
+	// MountConfigSupportNone (NO_MOUNTS) takes none; the agent refuses
+	// jobs that mount.
 	MountConfigSupportNone MountConfigSupport = 1
 )
 
@@ -174,14 +184,16 @@ const (
 type NetIsolationMode string
 
 const (
-	// NetIsolationModeHost: the host's network.
+	// NetIsolationModeHost (NetworkIsolationSpec.HOST) is the host's
+	// network.
 	NetIsolationModeHost = NetIsolationMode("host")
-	// NetIsolationModeGroup: the group's namespace (bridge or cni mode),
-	// which the agent makes; its path is in TaskConfig.NetworkIsolation.
+	// NetIsolationModeGroup (GROUP) is the group's namespace (bridge or
+	// cni mode), which the agent makes; its path is in
+	// TaskConfig.NetworkIsolation.
 	NetIsolationModeGroup = NetIsolationMode("group")
-	// NetIsolationModeTask: a namespace of the task's own.
+	// NetIsolationModeTask (TASK) is a namespace of the task's own.
 	NetIsolationModeTask = NetIsolationMode("task")
-	// NetIsolationModeNone: no network.
+	// NetIsolationModeNone (NONE) is no network.
 	NetIsolationModeNone = NetIsolationMode("none")
 )
 
@@ -218,9 +230,14 @@ type DriverNetwork struct {
 type TaskState string
 
 const (
+	// TaskStateUnknown (the protocol's TaskState UNKNOWN) is a task whose
+	// state the driver cannot tell, and what an unknown value reads as.
 	TaskStateUnknown = TaskState("unknown")
+	// TaskStateRunning (RUNNING) is a task whose process runs.
 	TaskStateRunning = TaskState("running")
-	TaskStateExited  = TaskState("exited")
+	// TaskStateExited (EXITED) is a task that has exited; its status's
+	// CompletedAt and ExitResult say when and how.
+	TaskStateExited = TaskState("exited")
 )
 
 // ExitResult is how a task or command ended.

@@ -84,8 +84,12 @@ func NewPlugin(ctx context.Context, logger hclog.Logger) *Plugin {
 	return p
 }
 
+// PluginInfo implements base.BasePlugin: a device plugin named PluginName
+// ("schedulearn-gpu") at PluginVersion, speaking device API v0.1.0.
 func (p *Plugin) PluginInfo() (*base.PluginInfo, error) { return pluginInfo, nil }
 
+// ConfigSchema implements base.BasePlugin: configSpec, the schema of the
+// client's plugin "schedulearn-gpu" { config { ... } } block.
 func (p *Plugin) ConfigSchema() (*hclspec.Spec, error) { return configSpec, nil }
 
 // SetConfig validates the configuration and opens the backend.

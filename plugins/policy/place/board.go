@@ -320,7 +320,8 @@ func (c *Board) Total(id string) int {
 	return c.total[j]
 }
 
-// policy.Allocation returns job id's allocation in the working state.
+// Allocation returns job id's allocation in the working state (nil for a
+// job the board does not know).
 func (c *Board) Allocation(id string) policy.Allocation {
 	j, ok := c.index(id)
 	if !ok {

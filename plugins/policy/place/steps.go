@@ -15,7 +15,13 @@ type Step struct {
 // GPUs (From), then to running jobs, then to the earlier submission.
 type Steps []Step
 
+// Len is how many steps the heap holds; the policies take steps while it
+// is above 0.
 func (h Steps) Len() int { return len(h) }
+
+// Less says whether step i comes before step j: the higher score, then
+// fewer GPUs (From), then a running job, then the earlier submission
+// (the lower Job index).
 func (h Steps) Less(i, j int) bool {
 	a, b := &h[i], &h[j]
 	if a.Score != b.Score {
