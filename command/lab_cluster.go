@@ -21,7 +21,7 @@ const maxLabHosts = 16
 // runCluster runs the multi-host lab until interrupted (Run has checked
 // hosts).
 func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stateDir string, verbose bool) int {
-	cfg := lab.DefaultClusterConfig(root, hosts)
+	cfg := lab.DefaultMultiHostConfig(root, hosts)
 	if hosts == 0 {
 		cfg.Nodes = nil // the var file's (or Terraform's default) nodes
 	}
@@ -52,7 +52,7 @@ func (c *LabCommand) runCluster(root string, hosts int, varFile, pluginDir, stat
 	defer stop()
 
 	fmt.Fprintf(c.Out, "==> Starting a multi-host lab (Terraform: %s); state in %s\n", cfg.TerraformDir, cfg.StateDir)
-	cl, err := lab.StartCluster(ctx, cfg)
+	cl, err := lab.StartMultiHost(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(c.Err, "Error: failed to start the lab: %v\n", err)
 		return ExitError
@@ -85,7 +85,7 @@ type labPlanners struct {
 
 // startLabPlanners starts the lab's planners with new tokens (write and
 // read, as the one-host lab's) and waits until one leads.
-func startLabPlanners(ctx context.Context, cl *lab.Cluster, bin, deliveryDir string) (*labPlanners, error) {
+func startLabPlanners(ctx context.Context, cl *lab.MultiHost, bin, deliveryDir string) (*labPlanners, error) {
 	tokens, err := newLabTokens()
 	if err != nil {
 		return nil, err
@@ -109,15 +109,15 @@ type ClusterPlanner struct {
 }
 
 // StartClusterPlanners runs `schedulearn agent` (bin) on each of the lab's
-// planner hosts (lab.Cluster.Planners: on the Consul store, one leads) with
+// planner hosts (lab.MultiHost.Planners: on the Consul store, one leads) with
 // the configuration Terraform rendered for it, its data in its host's
 // directory, token (no read token), and deliveries in deliveryDir: one
 // after the other, each once the one before answers. The lab stops them.
-func StartClusterPlanners(ctx context.Context, cl *lab.Cluster, bin, token, deliveryDir string) ([]ClusterPlanner, error) {
+func StartClusterPlanners(ctx context.Context, cl *lab.MultiHost, bin, token, deliveryDir string) ([]ClusterPlanner, error) {
 	return startClusterPlanners(ctx, cl, bin, labTokens{write: token}, deliveryDir)
 }
 
-func startClusterPlanners(ctx context.Context, cl *lab.Cluster, bin string, tokens labTokens, deliveryDir string) ([]ClusterPlanner, error) {
+func startClusterPlanners(ctx context.Context, cl *lab.MultiHost, bin string, tokens labTokens, deliveryDir string) ([]ClusterPlanner, error) {
 	var out []ClusterPlanner
 	for _, spec := range cl.Planners() {
 		p, err := startClusterPlanner(ctx, cl, spec, bin, tokens, deliveryDir, "")
@@ -133,7 +133,7 @@ func startClusterPlanners(ctx context.Context, cl *lab.Cluster, bin string, toke
 // of the lab's planners, spec, as StartClusterPlanners does, with extra
 // appended to its configuration (queue blocks, a recovery block; empty:
 // none), and waits until it answers.
-func StartClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin, token, deliveryDir, extra string) (*lab.Process, error) {
+func StartClusterPlanner(ctx context.Context, cl *lab.MultiHost, spec lab.PlannerSpec, bin, token, deliveryDir, extra string) (*lab.Process, error) {
 	p, err := startClusterPlanner(ctx, cl, spec, bin, labTokens{write: token}, deliveryDir, extra)
 	if err != nil {
 		return nil, fmt.Errorf("failed to start the planner on %s: %w", spec.Host.Name, err)
@@ -141,7 +141,7 @@ func StartClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerS
 	return p, nil
 }
 
-func startClusterPlanner(ctx context.Context, cl *lab.Cluster, spec lab.PlannerSpec, bin string, tokens labTokens, deliveryDir, extra string) (*lab.Process, error) {
+func startClusterPlanner(ctx context.Context, cl *lab.MultiHost, spec lab.PlannerSpec, bin string, tokens labTokens, deliveryDir, extra string) (*lab.Process, error) {
 	dir := cl.HostDir(spec.Host)
 	var allocDirs []string
 	for _, h := range cl.Hosts {
@@ -219,7 +219,7 @@ func WaitClusterLeader(ctx context.Context, planners []ClusterPlanner, timeout t
 	}
 }
 
-func (c *LabCommand) printClusterReady(cl *lab.Cluster, root string, run *labPlanners) {
+func (c *LabCommand) printClusterReady(cl *lab.MultiHost, root string, run *labPlanners) {
 	pids := make([]int, len(run.planners))
 	for i, p := range run.planners {
 		pids[i] = p.Proc.Pid()
@@ -231,7 +231,7 @@ func (c *LabCommand) printClusterReady(cl *lab.Cluster, root string, run *labPla
 // (pids: theirs): its hosts, agents, planners and proxy, the tokens and
 // the dashboard as the one-host lab prints them (labAccess), and what to
 // run next.
-func clusterReady(cl *lab.Cluster, root string, run *labPlanners, pids []int) string {
+func clusterReady(cl *lab.MultiHost, root string, run *labPlanners, pids []int) string {
 	planners, leader := run.planners, run.leader
 	var hosts strings.Builder
 	for _, h := range cl.Hosts {

@@ -40,7 +40,7 @@ func TestClusterPlannerConfig(t *testing.T) {
 // proxy, as the one-host lab prints its own (issue 28: its write token
 // alone, and no dashboard line).
 func TestClusterReady_TokensAndDashboard(t *testing.T) {
-	cl := &lab.Cluster{NomadAddr: "http://10.213.1.2:4646", ConsulAddr: "10.213.1.2:8500",
+	cl := &lab.MultiHost{NomadAddr: "http://10.213.1.2:4646", ConsulAddr: "10.213.1.2:8500",
 		Hosts: []*lab.Host{{Name: "node1", Address: "10.213.1.2", Pool: "a", Servers: true, Planner: true}}}
 	run := &labPlanners{tokens: labTokens{write: "w0", read: "r0"}, proxy: "http://10.213.1.1:4680",
 		planners: []ClusterPlanner{{Host: "node1", Addr: "http://10.213.1.2:4680"}}}

@@ -39,7 +39,7 @@ queue "b" {
 // on the Consul store (one leads; the run kills it), and what the run
 // needs to restart them.
 type chaosLab struct {
-	c       *lab.Cluster
+	c       *lab.MultiHost
 	nomad   *nomadapi.Client
 	api     *client.Client // through the lab's planner proxy, as a user
 	root    string
@@ -62,7 +62,7 @@ func (p *chaosPlanner) proc() *lab.Process { return p.procs[len(p.procs)-1] }
 func startChaosLab(t *testing.T) *chaosLab {
 	t.Helper()
 	bin := venvBin(t)
-	cfg := testlab.ClusterConfig(t, []lab.NodeSpec{
+	cfg := testlab.MultiHostConfig(t, []lab.NodeSpec{
 		{Name: "node1", Pool: "v100", GPU: lab.GPUSpec{Count: chaosGPUs, Model: "Tesla V100-SXM2-16GB", MemoryMiB: 16384}},
 		{Name: "node2", Pool: "a100", GPU: lab.GPUSpec{Count: chaosGPUs}},
 		{Name: "node3", Pool: "a100", GPU: lab.GPUSpec{Count: chaosGPUs}},
@@ -70,7 +70,7 @@ func startChaosLab(t *testing.T) *chaosLab {
 	cfg.BinDirs = []string{bin}
 	cfg.PlannerPolicy = "elastic-fifo"
 	cfg.PlannerRound = "1s"
-	c := testlab.StartCluster(t, cfg)
+	c := testlab.StartMultiHost(t, cfg)
 	nomad, err := c.NomadClient()
 	must.NoError(t, err)
 	api, err := client.New(client.Config{Address: c.PlannerProxy().Addr, Token: plannerToken, Timeout: 5 * time.Second})

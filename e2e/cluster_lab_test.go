@@ -38,11 +38,11 @@ func twoHosts() []lab.NodeSpec {
 // process and directory it made, and a second lab starts on the same
 // network afterwards.
 func TestClusterLab_ComesUpAndCleansUp(t *testing.T) {
-	cfg := testlab.ClusterConfig(t, twoHosts())
+	cfg := testlab.MultiHostConfig(t, twoHosts())
 	var namespaces []string
 	var runDir string
 	for run := 1; run <= 2; run++ {
-		c, err := lab.StartCluster(context.Background(), cfg)
+		c, err := lab.StartMultiHost(context.Background(), cfg)
 		must.NoError(t, err, must.Sprintf("run %d", run))
 		runDir = c.RunDir()
 		namespaces = nil
@@ -101,10 +101,10 @@ func TestClusterLab_ComesUpAndCleansUp(t *testing.T) {
 // A host whose agent cannot start is named, with its agent's output, and
 // nothing of the lab is left behind.
 func TestClusterLab_HostFailureNamesHost(t *testing.T) {
-	cfg := testlab.ClusterConfig(t, twoHosts())
+	cfg := testlab.MultiHostConfig(t, twoHosts())
 	cfg.HostNomadConfig = map[string]string{"node2": "client {\n  not_an_option = true\n}\n"}
 	cfg.ReadyTimeout = 2 * time.Minute
-	_, err := lab.StartCluster(context.Background(), cfg)
+	_, err := lab.StartMultiHost(context.Background(), cfg)
 	must.Error(t, err)
 	must.StrContains(t, err.Error(), "host node2")
 	must.StrContains(t, err.Error(), "not_an_option", must.Sprint("the agent's own message"))
@@ -134,9 +134,9 @@ func labProcesses(t *testing.T, dir string) []string {
 // for, an orphan that exits on a host is reaped, and the lab's process has
 // no zombie children.
 func TestClusterLab_PlannerFailover(t *testing.T) {
-	cfg := testlab.ClusterConfig(t, twoHosts())
+	cfg := testlab.MultiHostConfig(t, twoHosts())
 	cfg.PlannerRound = "1s"
-	c := testlab.StartCluster(t, cfg)
+	c := testlab.StartMultiHost(t, cfg)
 	root := testlab.Root(t)
 	planners, err := command.StartClusterPlanners(context.Background(), c, filepath.Join(root, "bin", "schedulearn"), plannerToken, filepath.Join(t.TempDir(), "deliveries"))
 	must.NoError(t, err)

@@ -32,7 +32,7 @@ import (
 // imagenet (meta.datasets). One GPU per host makes
 // every two-GPU job a two-host job.
 type clusterLab struct {
-	c       *lab.Cluster
+	c       *lab.MultiHost
 	p       *plannerProc
 	proc    *lab.Process // the planner process on node1
 	nomad   *nomadapi.Client
@@ -54,7 +54,7 @@ func startClusterLab(t *testing.T) *clusterLab {
 func startClusterLabWith(t *testing.T, policy, extra string, nodes []lab.NodeSpec) *clusterLab {
 	t.Helper()
 	bin := venvBin(t)
-	cfg := testlab.ClusterConfig(t, nodes)
+	cfg := testlab.MultiHostConfig(t, nodes)
 	cfg.BinDirs = []string{bin}
 	cfg.PlannerPolicy = policy
 	cfg.PlannerRound = "1s"
@@ -62,7 +62,7 @@ func startClusterLabWith(t *testing.T, policy, extra string, nodes []lab.NodeSpe
 	// the planner-job module's two (TestClusterLab_PlannerFailover kills
 	// the leader of the lab's own two).
 	cfg.Planners = []string{"node1"}
-	c := testlab.StartCluster(t, cfg)
+	c := testlab.StartMultiHost(t, cfg)
 	root := testlab.Root(t)
 	dir := t.TempDir()
 	proc, err := command.StartClusterPlanner(context.Background(), c, c.Planners()[0], filepath.Join(root, "bin", "schedulearn"), plannerToken,
@@ -81,7 +81,7 @@ func startClusterLabWith(t *testing.T, policy, extra string, nodes []lab.NodeSpe
 // waitClusterNodes waits until every host's horovod driver is healthy
 // (before jobs are placed on it) and returns the hosts' Nomad node IDs by
 // host name.
-func waitClusterNodes(t *testing.T, c *lab.Cluster, nomad *nomadapi.Client) map[string]string {
+func waitClusterNodes(t *testing.T, c *lab.MultiHost, nomad *nomadapi.Client) map[string]string {
 	t.Helper()
 	ids := map[string]string{}
 	waitUntil(t, 2*time.Minute, func() error {
@@ -706,7 +706,7 @@ func workerAllocs(t *testing.T, cl *clusterLab, nomadJob string) []*nomadapi.All
 // Gloo) established TCP connections to another host of the lab: host name
 // -> a peer address. It reads /proc/<pid>/net/tcp, which lists the
 // sockets of the process's own network namespace.
-func crossHostPeers(t *testing.T, c *lab.Cluster) map[string]string {
+func crossHostPeers(t *testing.T, c *lab.MultiHost) map[string]string {
 	t.Helper()
 	byAddr := map[string]string{}
 	for _, h := range c.Hosts {

@@ -15,7 +15,7 @@ import (
 // client): the tasks it started keep running and its client recovers
 // them. It returns once the host's node is ready again.
 // Only the agent gets the signal (process.interrupt).
-func (c *Cluster) RestartNomad(ctx context.Context, name string) error {
+func (c *MultiHost) RestartNomad(ctx context.Context, name string) error {
 	h := c.Host(name)
 	if h == nil {
 		return fmt.Errorf("failed to restart nomad on host %s: no such host", name)
@@ -52,7 +52,7 @@ func (c *Cluster) RestartNomad(ctx context.Context, name string) error {
 }
 
 // nodeReady says whether the Nomad node named name is ready.
-func (c *Cluster) nodeReady(ctx context.Context, name string) error {
+func (c *MultiHost) nodeReady(ctx context.Context, name string) error {
 	client, err := c.NomadClient()
 	if err != nil {
 		return err

@@ -18,11 +18,11 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 )
 
-// ClusterConfig says what a multi-host lab runs: the hosts Terraform's
+// MultiHostConfig says what a multi-host lab runs: the hosts Terraform's
 // local lab root renders (terraform/labs/local), each in its own network
 // namespace with its own Consul agent and Nomad client; the first host also
 // runs the Nomad and Consul servers.
-type ClusterConfig struct {
+type MultiHostConfig struct {
 	NomadBin, ConsulBin, TerraformBin string
 
 	// TerraformDir is the local lab root (terraform/labs/local).
@@ -64,9 +64,9 @@ type ClusterConfig struct {
 	Logs io.Writer
 }
 
-// DefaultClusterConfig is the multi-host lab `make lab HOSTS=n` runs.
-func DefaultClusterConfig(root string, hosts int) ClusterConfig {
-	return ClusterConfig{
+// DefaultMultiHostConfig is the multi-host lab `make lab HOSTS=n` runs.
+func DefaultMultiHostConfig(root string, hosts int) MultiHostConfig {
+	return MultiHostConfig{
 		NomadBin:      filepath.Join(root, ".cache", "bin", "nomad"),
 		ConsulBin:     filepath.Join(root, ".cache", "bin", "consul"),
 		TerraformBin:  filepath.Join(root, ".cache", "bin", "terraform"),
@@ -101,9 +101,9 @@ type Host struct {
 	frozen map[string]bool // agents Freeze stopped
 }
 
-// Cluster is a running multi-host lab.
-type Cluster struct {
-	cfg      ClusterConfig
+// MultiHost is a running multi-host lab.
+type MultiHost struct {
+	cfg      MultiHostConfig
 	runDir   string
 	dataRoot string
 	net      *network
@@ -124,11 +124,11 @@ type Cluster struct {
 	stopReaper chan struct{}
 }
 
-// StartCluster renders the lab with Terraform, creates its network and
+// StartMultiHost renders the lab with Terraform, creates its network and
 // starts every host's agents, servers first, and waits until every host's
 // Nomad client is ready. A host that fails to start is named, with its
 // agent's output. On any failure it removes everything it made.
-func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+func StartMultiHost(ctx context.Context, cfg MultiHostConfig) (*MultiHost, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 3 * time.Minute
 	}
@@ -158,7 +158,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if runDir, err = filepath.Abs(runDir); err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, runDir: runDir, stopReaper: make(chan struct{})}
+	c := &MultiHost{cfg: cfg, runDir: runDir, stopReaper: make(chan struct{})}
 	// Nomad's data dirs at a short path: task API sockets live there (see
 	// shortNomadDataDir).
 	if c.dataRoot, err = os.MkdirTemp("", "slc-"); err != nil {
@@ -172,7 +172,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	return c, nil
 }
 
-func (c *Cluster) start(ctx context.Context) error {
+func (c *MultiHost) start(ctx context.Context) error {
 	var err error
 	if c.net, err = claimNetwork(); err != nil {
 		return err
@@ -246,7 +246,7 @@ func (c *Cluster) start(ctx context.Context) error {
 }
 
 // writeConfigs writes a host's rendered agent configurations.
-func (c *Cluster) writeConfigs(h *Host, consul string, nomad []string) error {
+func (c *MultiHost) writeConfigs(h *Host, consul string, nomad []string) error {
 	if err := os.MkdirAll(h.dir, 0o755); err != nil {
 		return fmt.Errorf("failed to create %s: %w", h.dir, err)
 	}
@@ -274,7 +274,7 @@ func (c *Cluster) writeConfigs(h *Host, consul string, nomad []string) error {
 
 // startHost starts a host's Consul agent, then its Nomad agent, and waits
 // until its Nomad node is ready.
-func (c *Cluster) startHost(ctx context.Context, h *Host) error {
+func (c *MultiHost) startHost(ctx context.Context, h *Host) error {
 	suffix := ""
 	if h.downs > 0 {
 		suffix = fmt.Sprintf("-%d", h.downs)
@@ -363,7 +363,7 @@ func tagged(services map[string]*consulapi.AgentService, tag string) bool {
 
 // hostError names the host that failed and quotes its Consul agent's
 // output when that is what stopped (the Nomad agent's is in err).
-func (c *Cluster) hostError(h *Host, err error) error {
+func (c *MultiHost) hostError(h *Host, err error) error {
 	msg := fmt.Sprintf("host %s (%s) failed to start: %v", h.Name, h.Address, err)
 	if h.consul != nil && h.consul.exited() && !strings.Contains(err.Error(), h.consul.name) {
 		msg += "\n" + h.consul.exitError().Error()
@@ -374,7 +374,7 @@ func (c *Cluster) hostError(h *Host, err error) error {
 // StartOn starts bin with args on host h: in its network namespace, with
 // its hostname, logging to <run>/<host>/<name>.log. The lab stops it with
 // the host.
-func (c *Cluster) StartOn(h *Host, name, bin string, args ...string) (*Process, error) {
+func (c *MultiHost) StartOn(h *Host, name, bin string, args ...string) (*Process, error) {
 	ip, argv := inNamespace(h.Namespace, h.Name, bin, args...)
 	p, err := startProcess(name, ip, argv, h.dir, c.cfg.Logs, c.runDir)
 	if err != nil {
@@ -388,7 +388,7 @@ func (c *Cluster) StartOn(h *Host, name, bin string, args ...string) (*Process, 
 }
 
 // Host returns the named host, or nil.
-func (c *Cluster) Host(name string) *Host {
+func (c *MultiHost) Host(name string) *Host {
 	for _, h := range c.Hosts {
 		if h.Name == name {
 			return h
@@ -398,17 +398,17 @@ func (c *Cluster) Host(name string) *Host {
 }
 
 // RunDir is the directory holding this run's configs and logs.
-func (c *Cluster) RunDir() string { return c.runDir }
+func (c *MultiHost) RunDir() string { return c.runDir }
 
 // HostDir is where a host's configs and logs are.
-func (c *Cluster) HostDir(h *Host) string { return h.dir }
+func (c *MultiHost) HostDir(h *Host) string { return h.dir }
 
 // NomadDataDir is a host's Nomad data dir: its allocations' directories
 // are under alloc/ there.
-func (c *Cluster) NomadDataDir(h *Host) string { return filepath.Join(c.dataRoot, h.Name, "nomad") }
+func (c *MultiHost) NomadDataDir(h *Host) string { return filepath.Join(c.dataRoot, h.Name, "nomad") }
 
 // BridgeAddress is the root namespace's address on the lab network.
-func (c *Cluster) BridgeAddress() string { return c.out.Network.BridgeAddress }
+func (c *MultiHost) BridgeAddress() string { return c.out.Network.BridgeAddress }
 
 // PlannerSpec is one of the lab's planners as Terraform rendered it.
 type PlannerSpec struct {
@@ -421,7 +421,7 @@ type PlannerSpec struct {
 
 // Planners are the lab's planners, one per planner host, in the order of
 // the root's planners: they share the Consul store, one leads.
-func (c *Cluster) Planners() []PlannerSpec {
+func (c *MultiHost) Planners() []PlannerSpec {
 	var out []PlannerSpec
 	for _, p := range c.out.Planners {
 		out = append(out, PlannerSpec{Host: c.Host(p.Host), Address: p.Address, Config: p.Config})
@@ -433,10 +433,10 @@ func (c *Cluster) Planners() []PlannerSpec {
 // (the root's planner_proxy_address): reachable from this machine and from
 // every host, it forwards to whichever planner leads. The planners
 // advertise it to training tasks.
-func (c *Cluster) PlannerProxy() *PlannerProxy { return c.proxy }
+func (c *MultiHost) PlannerProxy() *PlannerProxy { return c.proxy }
 
 // startPlannerProxy starts the planner proxy; the planners may start later.
-func (c *Cluster) startPlannerProxy() error {
+func (c *MultiHost) startPlannerProxy() error {
 	u, err := url.Parse(c.out.PlannerProxyAddress)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("failed to parse the planner proxy's address %q", c.out.PlannerProxyAddress)
@@ -451,12 +451,12 @@ func (c *Cluster) startPlannerProxy() error {
 
 // PlannerJobspec is the planner as a Nomad job (HCL), rendered by the
 // planner-job module, and the Nomad Variable its token is read from.
-func (c *Cluster) PlannerJobspec() (jobspec, tokenVariable string) {
+func (c *MultiHost) PlannerJobspec() (jobspec, tokenVariable string) {
 	return c.out.PlannerJobspec, c.out.PlannerTokenVariable
 }
 
 // Logs returns the output so far of a host's agent ("nomad" or "consul").
-func (c *Cluster) Logs(h *Host, agent string) string {
+func (c *MultiHost) Logs(h *Host, agent string) string {
 	switch {
 	case agent == "nomad" && h.nomad != nil:
 		return h.nomad.logs()
@@ -467,19 +467,19 @@ func (c *Cluster) Logs(h *Host, agent string) string {
 }
 
 // NomadClient returns an API client for the lab's Nomad servers.
-func (c *Cluster) NomadClient() (*nomadapi.Client, error) {
+func (c *MultiHost) NomadClient() (*nomadapi.Client, error) {
 	return nomadapi.NewClient(&nomadapi.Config{Address: c.NomadAddr})
 }
 
 // ConsulClient returns an API client for the lab's Consul server.
-func (c *Cluster) ConsulClient() (*consulapi.Client, error) {
+func (c *MultiHost) ConsulClient() (*consulapi.Client, error) {
 	return consulapi.NewClient(&consulapi.Config{Address: c.ConsulAddr})
 }
 
 // TakeDown takes a host off the network and kills everything on it (its
 // agents and the tasks they run) at once, as a machine that loses power.
 // Its state stays, so BringUp starts it again as the same Nomad node.
-func (c *Cluster) TakeDown(ctx context.Context, name string) error {
+func (c *MultiHost) TakeDown(ctx context.Context, name string) error {
 	h := c.Host(name)
 	if h == nil {
 		return fmt.Errorf("failed to take down host %s: no such host", name)
@@ -508,7 +508,7 @@ func (c *Cluster) TakeDown(ctx context.Context, name string) error {
 
 // BringUp reconnects a host taken down and starts its agents again on
 // their old state; it returns once its Nomad node is ready.
-func (c *Cluster) BringUp(ctx context.Context, name string) error {
+func (c *MultiHost) BringUp(ctx context.Context, name string) error {
 	h := c.Host(name)
 	if h == nil {
 		return fmt.Errorf("failed to bring up host %s: no such host", name)
@@ -527,7 +527,7 @@ func (c *Cluster) BringUp(ctx context.Context, name string) error {
 // Stop stops every host (clients first, the servers last), kills whatever
 // they left running, and removes the namespaces, links, bridge and
 // directories. It is safe to call more than once.
-func (c *Cluster) Stop() error {
+func (c *MultiHost) Stop() error {
 	c.stopOnce.Do(func() {
 		close(c.stopReaper)
 		// A frozen agent takes no SIGINT, and a partitioned host's agents

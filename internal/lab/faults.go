@@ -21,16 +21,16 @@ const (
 // and no other host reaches it, while every process on it (its agents,
 // their tasks, a planner) runs on, as a machine behind a failed switch
 // port. Heal restores the link.
-func (c *Cluster) Partition(ctx context.Context, name string) error {
+func (c *MultiHost) Partition(ctx context.Context, name string) error {
 	return c.setPartition(ctx, name, true)
 }
 
 // Heal restores the link of a host that Partition cut.
-func (c *Cluster) Heal(ctx context.Context, name string) error {
+func (c *MultiHost) Heal(ctx context.Context, name string) error {
 	return c.setPartition(ctx, name, false)
 }
 
-func (c *Cluster) setPartition(ctx context.Context, name string, cut bool) error {
+func (c *MultiHost) setPartition(ctx context.Context, name string, cut bool) error {
 	verb := "heal"
 	if cut {
 		verb = "partition"
@@ -58,16 +58,16 @@ func (c *Cluster) setPartition(ctx context.Context, name string, cut bool) error
 // Freeze stops host name's agent (AgentConsul or AgentNomad) with
 // SIGSTOP: it holds its connections and answers nothing, as a hung
 // process. Thaw resumes it.
-func (c *Cluster) Freeze(name, agent string) error {
+func (c *MultiHost) Freeze(name, agent string) error {
 	return c.signalAgent(name, agent, true)
 }
 
 // Thaw resumes an agent that Freeze stopped (SIGCONT).
-func (c *Cluster) Thaw(name, agent string) error {
+func (c *MultiHost) Thaw(name, agent string) error {
 	return c.signalAgent(name, agent, false)
 }
 
-func (c *Cluster) signalAgent(name, agent string, freeze bool) error {
+func (c *MultiHost) signalAgent(name, agent string, freeze bool) error {
 	verb, sig := "thaw", syscall.SIGCONT
 	if freeze {
 		verb, sig = "freeze", syscall.SIGSTOP
@@ -118,7 +118,7 @@ func (h *Host) agent(agent string) (*process, error) {
 
 // undoFaults thaws every frozen agent and heals every partitioned host,
 // so that Stop can stop them (a stopped process takes no SIGINT).
-func (c *Cluster) undoFaults(ctx context.Context) {
+func (c *MultiHost) undoFaults(ctx context.Context) {
 	for _, h := range c.Hosts {
 		c.mu.Lock()
 		frozen := []string{}

@@ -61,7 +61,7 @@ func TestFreezeThaw(t *testing.T) {
 	p, err := startProcess("consul", "sleep", []string{"60"}, dir, nil, dir)
 	must.NoError(t, err)
 	t.Cleanup(func() { _ = p.stop(time.Second) })
-	c := &Cluster{Hosts: []*Host{{Name: "node2", consul: p}}}
+	c := &MultiHost{Hosts: []*Host{{Name: "node2", consul: p}}}
 	pid := p.Pid()
 
 	must.NoError(t, c.Freeze("node2", AgentConsul))
@@ -119,7 +119,7 @@ func TestPartitionHeal(t *testing.T) {
 	p, err := startProcess("listener", ip, argv, dir, nil, dir)
 	must.NoError(t, err)
 	t.Cleanup(func() { _ = p.stop(time.Second) })
-	c := &Cluster{net: n, Hosts: []*Host{&hosts[0], &hosts[1]}}
+	c := &MultiHost{net: n, Hosts: []*Host{&hosts[0], &hosts[1]}}
 
 	reachable := func() error {
 		conn, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)

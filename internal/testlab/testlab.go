@@ -128,17 +128,17 @@ func startConsul(t testing.TB, acl bool) *lab.Lab {
 	return Start(t, cfg)
 }
 
-// ClusterConfig is a multi-host lab config for one test: the given nodes,
+// MultiHostConfig is a multi-host lab config for one test: the given nodes,
 // the horovod driver with .cache/venv/bin, its state in the test's
 // temporary directory. It skips the test where the machine cannot make
 // network namespaces (not root, no iproute2); CI and the lab machines can.
-func ClusterConfig(t testing.TB, nodes []lab.NodeSpec) lab.ClusterConfig {
+func MultiHostConfig(t testing.TB, nodes []lab.NodeSpec) lab.MultiHostConfig {
 	t.Helper()
 	if err := lab.CheckNetns(); err != nil {
 		t.Skipf("cannot run a multi-host lab here: %v", err)
 	}
 	Build(t)
-	cfg := lab.DefaultClusterConfig(Root(t), 0)
+	cfg := lab.DefaultMultiHostConfig(Root(t), 0)
 	cfg.Nodes = nodes
 	cfg.StateDir = filepath.Join(t.TempDir(), "lab")
 	// The clients' warm interpreters carry the run's leak mark, as every
@@ -148,11 +148,11 @@ func ClusterConfig(t testing.TB, nodes []lab.NodeSpec) lab.ClusterConfig {
 	return cfg
 }
 
-// StartCluster starts a multi-host lab with cfg and stops it when the test
+// StartMultiHost starts a multi-host lab with cfg and stops it when the test
 // ends, printing every host's agent logs if the test failed.
-func StartCluster(t testing.TB, cfg lab.ClusterConfig) *lab.Cluster {
+func StartMultiHost(t testing.TB, cfg lab.MultiHostConfig) *lab.MultiHost {
 	t.Helper()
-	c, err := lab.StartCluster(context.Background(), cfg)
+	c, err := lab.StartMultiHost(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("failed to start the lab: %v", err)
 	}
