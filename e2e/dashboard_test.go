@@ -175,3 +175,52 @@ func intp(n int) *int { return &n }
 
 // withTargetSpec is a job with a target: tier 1, goal and a deadline.
 const withTargetSpec = "training \"vit\" {\n  command = \"python3\"\n  gpus {\n    min = 1\n    max = 4\n  }\n  target {\n    metric = \"accuracy\"\n    goal = 0.4\n    tier1 = 0.3\n    deadline = \"6h\"\n  }\n}\n"
+
+// TestDashboard_Paging: a long queue is shown a page at a time (issue 28).
+// With more jobs than a table shows, the overview shows the first waiting
+// jobs in queue order and the newest jobs first, and its headings say how
+// many there are in all; the map reads every running job.
+func TestDashboard_Paging(t *testing.T) {
+	chromium := findChromium(t)
+	b := apitest.NewBackend(apitest.Node("n1", "gpu-1", 4))
+	ctx := context.Background()
+	const n = 230 // more than a table shows (SHOWN in app.js: 200)
+	var ids []string
+	for range n {
+		spec, diags := jobspec.Parse([]byte(withTargetSpec), "vit.hcl", time.Now())
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+		j, _, err := b.Submit(ctx, spec, withTargetSpec, nil)
+		must.NoError(t, err)
+		ids = append(ids, j.ID)
+	}
+	// The first two hold the node's GPUs; the rest wait.
+	b.Start(ids[0], map[string]int{"n1": 2}, "fifo")
+	b.Start(ids[1], map[string]int{"n1": 2}, "fifo")
+	srv, err := api.NewServer(api.Config{Backend: b, Token: apitest.Token, ReadToken: apitest.ReadToken,
+		Observe: api.Observability{UI: ui.Handler()}})
+	must.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+
+	ui := startBrowser(t, chromium, hs.URL)
+	ui.waitText("#error", "needs a token")
+	ui.typeAndSubmit("#token", apitest.ReadToken, "#token-form button")
+	ui.waitText("#queue-count", fmt.Sprintf("(the first 200 of %d)", n-2))
+	must.Eq(t, 200, ui.count("#queue tbody tr"))
+	// Queue order: the oldest waiting job first, the 200th waiting job
+	// last; jobs newest first.
+	rows := func(table string) [2]string {
+		var ends [2]string
+		must.NoError(t, ui.eval(`["first", "last"].map(w => document.querySelector("`+table+` tbody tr:"+w+"-child").dataset.job)`, &ends))
+		return ends
+	}
+	must.Eq(t, [2]string{ids[2], ids[201]}, rows("#queue"))
+	must.Eq(t, fmt.Sprintf("(the newest 200 of %d)", n), ui.text("#jobs-count"))
+	must.Eq(t, 200, ui.count("#jobs tbody tr"))
+	must.Eq(t, [2]string{ids[n-1], ids[n-200]}, rows("#jobs"))
+	// The map holds both running jobs, though neither is among the 200
+	// newest jobs listed.
+	must.Eq(t, 2, ui.count(fmt.Sprintf(`#gpu-map .gpu[data-job=%q]`, ids[0])))
+	must.Eq(t, 2, ui.count(fmt.Sprintf(`#gpu-map .gpu[data-job=%q]`, ids[1])))
+	ui.waitText("#gpu-summary", "4 of 4 held, 0 idle")
+}
