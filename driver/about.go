@@ -88,7 +88,7 @@ var (
 		"bin_dirs": hclspec.NewAttr("bin_dirs", "list(string)", false),
 		// Python modules this client's warm interpreter imports when the
 		// driver starts (the python3 of bin_dirs); workers that preload
-		// modules fork their standby from it (workeragent.ForkServer).
+		// modules fork their standby from it (forkserver.Server).
 		"standby_preload": hclspec.NewAttr("standby_preload", "list(string)", false),
 		// The warm interpreter's environment besides PATH (never the
 		// driver's own, which may hold its tokens).

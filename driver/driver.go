@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/schedulearn/schedulearn/driver/forkserver"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
@@ -40,7 +41,7 @@ type Driver struct {
 	// fenceAfter is fence_after: how long a launcher trains on cut off.
 	fenceAfter time.Duration
 	// forkServer is the client's warm interpreter (standby_preload), or nil.
-	forkServer atomic.Pointer[workeragent.ForkServer]
+	forkServer atomic.Pointer[forkserver.Server]
 	// compute is the node's cpu (the agent's), for task stats.
 	compute runner.Compute
 	// cgroupMode is how the node's cgroups are mounted.
@@ -121,12 +122,12 @@ func (d *Driver) SetConfig(cfg *base.Config) error {
 		}
 	}
 	for k := range config.StandbyEnv {
-		if !validEnvName(k) || k == "PATH" || workeragent.StartupVar(k) {
+		if !validEnvName(k) || k == "PATH" || forkserver.StartupVar(k) {
 			return fmt.Errorf("standby_env: %q is not a variable the warm interpreter can take (a name of letters, digits and _, not PATH, PYTHON* or LD_*)", k)
 		}
 	}
-	if d := config.StandbyDir; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d || len(d) > workeragent.MaxParentLen) {
-		return fmt.Errorf("standby_dir: %q must be a clean absolute path of at most %d bytes (the socket's path in it must fit a Unix socket address)", d, workeragent.MaxParentLen)
+	if d := config.StandbyDir; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d || len(d) > forkserver.MaxParentLen) {
+		return fmt.Errorf("standby_dir: %q must be a clean absolute path of at most %d bytes (the socket's path in it must fit a Unix socket address)", d, forkserver.MaxParentLen)
 	}
 	fenceAfter, err := parseFenceAfter(config.FenceAfter)
 	if err != nil {
@@ -168,10 +169,11 @@ func (d *Driver) startForkServer(config *Config) {
 		d.logger.Warn("standby_preload: no warm interpreter", "error", err)
 		return
 	}
-	start := func() *workeragent.ForkServer {
-		fs := &workeragent.ForkServer{
+	start := func() *forkserver.Server {
+		fs := &forkserver.Server{
 			Python:  python,
 			Modules: config.StandbyPreload,
+			Program: workeragent.StandbyProgram(),
 			Parent:  config.StandbyDir,
 			// Not the driver's environment: it may hold its tokens.
 			Env: append(envList(config.StandbyEnv), "PATH="+joinPath(config.BinDirs, "/usr/local/bin:/usr/bin:/bin")),

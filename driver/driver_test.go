@@ -17,6 +17,7 @@ import (
 	"github.com/shoenig/test/wait"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/schedulearn/schedulearn/driver/forkserver"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
@@ -549,7 +550,7 @@ func TestDriver_WarmInterpreterRestarts(t *testing.T) {
 	d := New(ctx, plugintest.Logger(t), lookPathIn(binDir), "")
 	must.NoError(t, d.SetConfig(&base.Config{AgentConfig: agentConfig,
 		PluginConfig: encodeConfig(t, fmt.Sprintf("bin_dirs = [%q]\nstandby_preload = [\"decimal\"]\nstandby_dir = %q", binDir, standbyDir))}))
-	ready := func() *workeragent.ForkServer {
+	ready := func() *forkserver.Server {
 		t.Helper()
 		fs := d.forkServer.Load()
 		must.NotNil(t, fs)

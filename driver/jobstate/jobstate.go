@@ -75,7 +75,7 @@ type Task struct {
 	// none: no standby.
 	Preload []string
 	// StandbyServer is the socket of the client's warm interpreter
-	// (workeragent.ForkServer), which forks the standby when set.
+	// (forkserver.Server), which forks the standby when set.
 	StandbyServer string `json:",omitempty"`
 }
 

@@ -3,7 +3,10 @@
 // allocation, listens on the group's port, and runs the commands an
 // authenticated launcher asks for (Horovod's worker processes) inside the
 // allocation, streaming their output back. The client is what the ssh
-// shim and the torchrun launcher use.
+// shim and the torchrun launcher use. The agent's standby (Standby) is a
+// Python interpreter with the training's modules imported ahead of the
+// first command: one the agent starts, or one it asks the node's fork
+// server (driver/forkserver) to fork for it.
 //
 // The protocol, over one TCP connection per command:
 //

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/schedulearn/schedulearn/driver/forkserver"
 	"github.com/schedulearn/schedulearn/driver/pyhooks"
 )
 
@@ -32,14 +33,21 @@ import (
 var standbyScript = "import sys\nmodules = sys.argv[1:]\n" + standbyBody
 
 // standbyBody is the standby after its start: the fork server's children
-// run it too (forkServerScript), with modules set to those their agent
+// run it too (StandbyProgram), with modules set to those their agent
 // asked for (already imported in the server, unless the agent wants more).
-var standbyBody = pyhooks.Ports + standbyProgram
+var standbyBody = pyhooks.Ports + standbyPy
 
-// standbyProgram is standbyBody after the port guard.
+// StandbyProgram is the program a fork server's children run to be a
+// worker agent's standby (forkserver.Server.Program): the standby after
+// its imports, with the global modules set to those its agent asked for.
+// It reads its request on stdin and says it is ready on fd 3, as the
+// standby an agent starts itself.
+func StandbyProgram() string { return standbyBody }
+
+// standbyPy (standby.py) is standbyBody after the port guard.
 //
 //go:embed standby.py
-var standbyProgram string
+var standbyPy string
 
 // Standby is a Python interpreter started ahead of the first command, with
 // the modules the training imports (torch, horovod.torch) already
@@ -52,7 +60,7 @@ var standbyProgram string
 // runs as usual. A standby serves one command.
 //
 // With Server set, the standby is forked from the node's warm interpreter
-// (ForkServer), which imported the modules before this worker existed;
+// (forkserver.Server), which imported the modules before this worker existed;
 // otherwise, or when the server cannot serve this agent, the agent starts
 // its own.
 type Standby struct {
@@ -143,7 +151,7 @@ func (s *Standby) spawn() error {
 func (s *Standby) fork() error {
 	for _, kv := range s.Env {
 		// The server started without them; the commands expect them.
-		if k, _, _ := strings.Cut(kv, "="); StartupVar(k) {
+		if k, _, _ := strings.Cut(kv, "="); forkserver.StartupVar(k) {
 			return fmt.Errorf("the agent's environment sets %s", k)
 		}
 	}
@@ -163,12 +171,13 @@ func (s *Standby) fork() error {
 			ours[i], theirs[i] = w, r
 		}
 	}
-	p, err := forkStandby(s.Server, s.Modules, theirs, forkTimeout)
+	child, err := forkserver.Fork(s.Server, s.Modules, theirs, forkTimeout)
 	closeFiles(theirs[:])
 	if err != nil {
 		closeFiles(ours[:])
 		return err
 	}
+	p := &forked{child: child}
 	out, errOut := &switchWriter{}, &switchWriter{}
 	for _, c := range []struct {
 		w io.Writer
@@ -186,6 +195,29 @@ func (s *Standby) fork() error {
 	defer s.mu.Unlock()
 	s.proc, s.forked, s.stdin, s.out, s.err = p, true, ours[0], out, errOut
 	return nil
+}
+
+// forked is a standby the fork server forked for this agent, with the
+// copies of its stdout and stderr into the agent's pipes.
+type forked struct {
+	child  *forkserver.Child
+	copies sync.WaitGroup // stdout and stderr, read to their end
+}
+
+func (p *forked) processID() int { return p.child.Pid() }
+
+// wait returns the standby's exit code as the server tells it (255 when
+// it cannot: forkserver.Child.Wait), once its output is copied.
+func (p *forked) wait() int {
+	code := p.child.Wait()
+	// Output held open by children the command left behind is not waited for.
+	done := make(chan struct{})
+	go func() { p.copies.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	return code
 }
 
 func closeFiles(files []*os.File) {
@@ -342,12 +374,12 @@ func (s *Standby) startupEnvUnchanged(env map[string]string) bool {
 		}
 	}
 	for k, v := range env {
-		if StartupVar(k) && had[k] != v {
+		if forkserver.StartupVar(k) && had[k] != v {
 			return false
 		}
 	}
 	for k := range had {
-		if _, ok := env[k]; !ok && StartupVar(k) {
+		if _, ok := env[k]; !ok && forkserver.StartupVar(k) {
 			return false
 		}
 	}

@@ -5,7 +5,7 @@ import importlib, io, json, os, sys
 
 # The modules to import ahead of the training program: set before this
 # program runs (standby.go's standbyScript from its arguments, or the fork
-# server's run_standby from the agent's request).
+# server's run_standby from the agent's request: driver/forkserver).
 modules = globals()["modules"]
 for name in modules:
     try:

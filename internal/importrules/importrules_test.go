@@ -76,7 +76,11 @@ var components = []component{
 	{name: "cli", packages: []string{"command", "cmd/schedulearn"},
 		may: []string{"daemon", "http", "adapters", "core", "records", "simulator", "lab", "policy-api", "policy-builtins", "policy-host", "helpers"},
 		why: "the schedulearn command: the agent, the job commands, the lab, the simulator"},
-	{name: "driver", packages: []string{"driver/...", "cmd/nomad-driver-horovod"}, may: []string{"contract", "plugin-sdk"},
+	// The node's warm interpreter is a leaf the driver and the worker
+	// agent both use; it imports neither (issue 31).
+	{name: "fork-server", packages: []string{"driver/forkserver"},
+		why: "the node's warm interpreter (Python) the driver starts, and how a worker agent asks it for a standby: forks processes that are their caller's"},
+	{name: "driver", packages: []string{"driver/...", "cmd/nomad-driver-horovod"}, may: []string{"contract", "plugin-sdk", "fork-server"},
 		why: "the horovod task driver: stands alone, nothing of the planner"},
 	{name: "device-plugin", packages: []string{"plugins/device/...", "cmd/schedulearn-gpu"}, may: []string{"plugin-sdk"},
 		why: "the GPU device plugin (NVML): stands alone, nothing of the planner or the driver"},
@@ -257,6 +261,7 @@ func TestImportRules_EachRuleFails(t *testing.T) {
 		{"driver/launch", "planner/structs", "driver may not import records: driver/launch imports planner/structs"},
 		{"plugins/device/gpu", "driver/runner", "device-plugin may not import driver: plugins/device/gpu imports driver/runner"},
 		{"internal/drain", "driver/jobstate", "contract may not import driver: internal/drain imports driver/jobstate"},
+		{"driver/forkserver", "driver/workeragent", "fork-server may not import driver: driver/forkserver imports driver/workeragent"},
 		{"planner/agent", "internal/testlab", "daemon may not import test-kits: planner/agent imports internal/testlab"},
 	} {
 		must.Eq(t, []string{c.want}, violations(withImport(g, c.pkg, c.dep), components))

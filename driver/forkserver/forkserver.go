@@ -1,4 +1,26 @@
-package workeragent
+// Package forkserver is the node's warm interpreter: a Python process the
+// horovod task driver starts once per client (Server), which imports the
+// modules a training imports (torch, horovod.torch: seconds) once and then
+// forks, for each worker agent that asks over its Unix socket, a child
+// that has them already and is the caller's process (its user, groups,
+// cgroups, limits), not the server's. Fork is the asking side: the worker
+// agent's standby (driver/workeragent) calls it, and falls back to an
+// interpreter of its own when the server cannot serve it.
+//
+// The protocol, one Unix-socket connection per child:
+//
+//	agent  -> server  {"modules": [...]}\n, with 4 file descriptors
+//	                  (SCM_RIGHTS: the child's stdin, stdout, stderr
+//	                  and ready pipe)
+//	server -> agent   "pid N\n", or "error WHY\n" and the end
+//	server -> agent   "exit CODE\n" once the child has ended
+//
+// What the child runs is the program the server is given
+// (Server.Program: the worker agent's standby, workeragent.StandbyProgram),
+// with the global modules set to those its caller asked for. This package
+// knows nothing of that program's own protocol, nor imports anything else
+// of the module.
+package forkserver
 
 import (
 	"bufio"
@@ -11,7 +33,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,43 +41,46 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// forkServerScript is the node's warm interpreter: it imports the modules
+// serverScript is the node's warm interpreter: it imports the modules
 // named in its arguments after the first (its socket's path) once, when
-// the driver starts, then serves on the
-// listening Unix socket it gets as fd 3 until fd 4 (its lifeline from the
-// driver) reads end of file. For each connection (one agent asking for a
-// standby: a JSON line of the modules it wants and four file descriptors,
-// its standby's stdin, stdout, stderr and ready pipe) it forks a child;
-// before the child goes on it is moved into the caller's cgroups and takes
-// the caller's user, groups, umask, resource limits, nice value, affinity
-// and OOM score (from the kernel's credentials of the socket's peer and
-// its /proc, never from anything the caller says), and keeps none of the
-// server's descriptors, so it is the caller's process as much as one the
-// caller started; then it is the standby (standbyBody) on those
-// descriptors. A caller in other namespaces than the server's is refused.
-// The server answers "pid N" or "error WHY", and later "exit CODE" when
-// the child ends (it is the child's parent). docs/driver.md has what each
-// check is for.
+// the driver starts, then serves on the listening Unix socket it gets as
+// fd 3 until fd 4 (its lifeline from the driver) reads end of file. For
+// each connection (one agent asking for a standby: a JSON line of the
+// modules it wants and four file descriptors, its standby's stdin, stdout,
+// stderr and ready pipe) it forks a child; before the child goes on it is
+// moved into the caller's cgroups and takes the caller's user, groups,
+// umask, resource limits, nice value, affinity and OOM score (from the
+// kernel's credentials of the socket's peer and its /proc, never from
+// anything the caller says), and keeps none of the server's descriptors,
+// so it is the caller's process as much as one the caller started; then
+// it runs Server.Program on those descriptors. A caller in other
+// namespaces than the server's is refused. The server answers "pid N" or
+// "error WHY", and later "exit CODE" when the child ends (it is the
+// child's parent). docs/driver.md has what each check is for.
 //
 //go:embed forkserver.py
-var forkServerScript string
+var serverScript string
 
-// standbyLine is the line of forkServerScript that the standby's program
-// replaces when the server starts.
-const standbyLine = "STANDBY = \"\"\n"
+// programLine is the line of serverScript that Server.Program replaces
+// when the server starts.
+const programLine = "STANDBY = \"\"\n"
 
-// ForkServer is a node's warm interpreter, run by the driver: it imports
-// the modules a training imports (torch, horovod.torch: seconds) once, and
-// forks, for each worker agent that asks, a standby that has them
+// Server is a node's warm interpreter, run by the driver: it imports the
+// modules a training imports (torch, horovod.torch: seconds) once, and
+// forks, for each worker agent that asks (Fork), a standby that has them
 // already, so that a worker joining a running job starts its training
 // process without those seconds even when the worker's allocation is new
 // (the agent's own standby starts with the agent, and its imports are what
 // a grow waits for). The agent finds the socket in its task file
 // (jobstate.Task.StandbyServer) and falls back to a standby of its own
 // when the server cannot serve it.
-type ForkServer struct {
+type Server struct {
 	Python  string   // the interpreter
 	Modules []string // imported once, at Start
+	// Program is the Python each child runs once it is the caller's,
+	// with the global modules set to the modules its caller asked for
+	// (the worker agent's standby: workeragent.StandbyProgram). Required.
+	Program string
 	// Dir holds the socket; made, and removed by Stop. Empty: a new
 	// directory under Parent.
 	Dir string
@@ -83,7 +107,10 @@ type ForkServer struct {
 
 // Start starts the server; Ready is closed once its modules are imported.
 // A server that cannot start leaves no socket or directory behind.
-func (f *ForkServer) Start() (err error) {
+func (f *Server) Start() (err error) {
+	if f.Program == "" {
+		return errors.New("fork server: no program for its children")
+	}
 	for _, kv := range f.Env {
 		if k, _, _ := strings.Cut(kv, "="); StartupVar(k) {
 			return fmt.Errorf("fork server: %s would change the interpreter's startup for its children", k)
@@ -110,7 +137,7 @@ func (f *ForkServer) Start() (err error) {
 	} else if err := os.MkdirAll(f.Dir, 0o700); err != nil {
 		return err
 	}
-	f.socket = filepath.Join(f.Dir, "standby.sock")
+	f.socket = filepath.Join(f.Dir, socketName)
 	defer func() {
 		if err != nil {
 			_ = os.Remove(f.socket)
@@ -142,7 +169,7 @@ func (f *ForkServer) Start() (err error) {
 		return err
 	}
 	defer lifeR.Close()
-	script := strings.Replace(forkServerScript, standbyLine, "STANDBY = "+pythonString(standbyBody)+"\n", 1)
+	script := strings.Replace(serverScript, programLine, "STANDBY = "+pythonString(f.Program)+"\n", 1)
 	cmd := exec.Command(f.Python, append([]string{"-c", script, f.socket}, f.Modules...)...)
 	cmd.Dir = "/"
 	cmd.Env = f.Env
@@ -166,11 +193,13 @@ func (f *ForkServer) Start() (err error) {
 // DefaultParent is where fork servers' socket directories go unless told.
 const DefaultParent = "/run/schedulearn-standby"
 
-// dirPrefix names a fork server's socket directory; MaxParentLen keeps
-// its socket's path within a Unix socket address (108 bytes).
+// dirPrefix names a fork server's socket directory, socketName its
+// socket in it; MaxParentLen keeps the socket's path within a Unix socket
+// address (108 bytes).
 const (
 	dirPrefix    = "horovod-forkserver-"
-	MaxParentLen = 107 - len("/"+dirPrefix+"4294967295/standby.sock")
+	socketName   = "standby.sock"
+	MaxParentLen = 107 - len("/"+dirPrefix+"4294967295/"+socketName)
 )
 
 // sweepStale removes the socket directories in parent that no server
@@ -203,17 +232,17 @@ func sweepOne(dir string, minAge time.Duration) {
 		return
 	}
 	var sock unix.Stat_t
-	switch err := unix.Fstatat(fd, "standby.sock", &sock, unix.AT_SYMLINK_NOFOLLOW); {
+	switch err := unix.Fstatat(fd, socketName, &sock, unix.AT_SYMLINK_NOFOLLOW); {
 	case err == nil:
 		if sock.Mode&unix.S_IFMT != unix.S_IFSOCK {
 			return
 		}
-		conn, err := net.DialTimeout("unix", fmt.Sprintf("/proc/self/fd/%d/standby.sock", fd), time.Second)
+		conn, err := net.DialTimeout("unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, socketName), time.Second)
 		if err == nil {
 			conn.Close()
 			return
 		}
-		if !errors.Is(err, syscall.ECONNREFUSED) || unix.Unlinkat(fd, "standby.sock", 0) != nil {
+		if !errors.Is(err, syscall.ECONNREFUSED) || unix.Unlinkat(fd, socketName, 0) != nil {
 			return
 		}
 	case !errors.Is(err, unix.ENOENT):
@@ -224,7 +253,7 @@ func sweepOne(dir string, minAge time.Duration) {
 
 // probe closes ready once the server answers (it accepts only once its
 // imports are done): a request without descriptors, which it refuses.
-func (f *ForkServer) probe() {
+func (f *Server) probe() {
 	for {
 		select {
 		case <-f.done:
@@ -251,19 +280,19 @@ func (f *ForkServer) probe() {
 }
 
 // Pid is the server's process ID (the parent of the standbys it forks).
-func (f *ForkServer) Pid() int { return f.cmd.Process.Pid }
+func (f *Server) Pid() int { return f.cmd.Process.Pid }
 
 // Socket is the path agents connect to.
-func (f *ForkServer) Socket() string { return f.socket }
+func (f *Server) Socket() string { return f.socket }
 
 // Done is closed when the server has exited.
-func (f *ForkServer) Done() <-chan struct{} { return f.done }
+func (f *Server) Done() <-chan struct{} { return f.done }
 
 // Ready is closed once the server's modules are imported and it serves.
-func (f *ForkServer) Ready() <-chan struct{} { return f.ready }
+func (f *Server) Ready() <-chan struct{} { return f.ready }
 
 // IsReady says whether the server serves now.
-func (f *ForkServer) IsReady() bool {
+func (f *Server) IsReady() bool {
 	select {
 	case <-f.ready:
 		select {
@@ -281,7 +310,7 @@ func (f *ForkServer) IsReady() bool {
 // their tasks' cgroups) are not touched: the server lives on, without a
 // socket, until the last of them ends and it has told its agent the exit
 // code.
-func (f *ForkServer) Stop() {
+func (f *Server) Stop() {
 	f.stopOnce.Do(func() {
 		if f.cmd == nil {
 			return
@@ -294,7 +323,7 @@ func (f *ForkServer) Stop() {
 
 // Kill ends the server (tests); the standbys it forked, each in a session
 // of its own, are their agents' to stop.
-func (f *ForkServer) Kill() {
+func (f *Server) Kill() {
 	f.Stop()
 	if f.cmd == nil {
 		return
@@ -310,118 +339,15 @@ func pythonString(s string) string {
 }
 
 // StartupVar says whether the interpreter or the dynamic linker reads k
-// at startup (PYTHONUNBUFFERED and PYTHONDONTWRITEBYTECODE aside: the
-// standby applies them to each command, standbyBody).
+// at startup, so that an interpreter started ahead of its command (the
+// server, and every child it forks) cannot take it from the command: the
+// server refuses them in its environment, and the worker agent's standby
+// does not take a command that changes them. PYTHONUNBUFFERED and
+// PYTHONDONTWRITEBYTECODE aside: the standby's program applies them to
+// each command (workeragent.StandbyProgram).
 func StartupVar(k string) bool {
 	if k == "PYTHONUNBUFFERED" || k == "PYTHONDONTWRITEBYTECODE" {
 		return false
 	}
 	return strings.HasPrefix(k, "PYTHON") || strings.HasPrefix(k, "LD_")
-}
-
-// forked is a standby the fork server forked for this agent: not its
-// child, so its exit code comes from the server, on the connection.
-type forked struct {
-	pid    int
-	pidfd  int // the standby's, taken when the server named it: -1 if none
-	conn   *net.UnixConn
-	status *bufio.Reader
-	copies sync.WaitGroup // stdout and stderr, read to their end
-}
-
-func (p *forked) processID() int { return p.pid }
-
-// wait returns the standby's exit code as the server tells it. It does
-// not trust the server alone: a server gone (the driver restarted it) or
-// hung says nothing, and then the code is 255 once the process has ended
-// (its pidfd, which is of that process whatever later takes its pid).
-func (p *forked) wait() int {
-	told := make(chan string, 1)
-	go func() {
-		line, _ := p.status.ReadString('\n') // "" once the connection ends
-		told <- line
-	}()
-	var ended chan struct{}
-	if p.pidfd >= 0 {
-		ended = make(chan struct{})
-		go func() {
-			defer close(ended)
-			fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
-			for {
-				if _, err := unix.Poll(fds, -1); err != unix.EINTR {
-					return
-				}
-			}
-		}()
-	}
-	var line string
-	select {
-	case line = <-told:
-	case <-ended:
-		// The server reaps it and tells at once.
-		select {
-		case line = <-told:
-		case <-time.After(5 * time.Second):
-		}
-	}
-	p.conn.Close()
-	if ended != nil {
-		<-ended // at once, unless the server went before the process
-		unix.Close(p.pidfd)
-	}
-	code := 255
-	if n, ok := strings.CutPrefix(strings.TrimSpace(line), "exit "); ok {
-		if c, err := strconv.Atoi(n); err == nil {
-			code = c
-		}
-	}
-	// Output held open by children the command left behind is not waited for.
-	done := make(chan struct{})
-	go func() { p.copies.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second):
-	}
-	return code
-}
-
-// forkStandby asks the fork server at socket for a standby with modules,
-// on the given stdin, stdout, stderr and ready pipe ends.
-func forkStandby(socket string, modules []string, files [4]*os.File, timeout time.Duration) (*forked, error) {
-	conn, err := net.DialTimeout("unix", socket, timeout)
-	if err != nil {
-		return nil, err
-	}
-	uc := conn.(*net.UnixConn)
-	_ = uc.SetDeadline(time.Now().Add(timeout))
-	req, _ := json.Marshal(map[string][]string{"modules": modules})
-	fds := make([]int, len(files))
-	for i, f := range files {
-		fds[i] = int(f.Fd())
-	}
-	if _, _, err := uc.WriteMsgUnix(append(req, '\n'), syscall.UnixRights(fds...), nil); err != nil {
-		uc.Close()
-		return nil, err
-	}
-	status := bufio.NewReader(io.LimitReader(uc, 4096))
-	line, err := status.ReadString('\n')
-	if err != nil {
-		uc.Close()
-		return nil, fmt.Errorf("no answer from the fork server: %w", err)
-	}
-	line = strings.TrimSpace(line)
-	n, ok := strings.CutPrefix(line, "pid ")
-	pid, perr := strconv.Atoi(n)
-	if !ok || perr != nil || pid <= 1 {
-		uc.Close()
-		return nil, errors.New(strings.TrimPrefix(line, "error "))
-	}
-	_ = uc.SetDeadline(time.Time{})
-	// The server is its parent and waits for it: the pid is the standby's
-	// until the server has told us its exit code.
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		pidfd = -1
-	}
-	return &forked{pid: pid, pidfd: pidfd, conn: uc, status: status}, nil
 }

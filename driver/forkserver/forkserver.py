@@ -1,5 +1,5 @@
-# The horovod task driver's fork server (driver/workeragent, Go package
-# workeragent: forkserver.go says what it does and docs/driver.md what each
+# The horovod task driver's fork server (driver/forkserver, Go package
+# forkserver: forkserver.go says what it does and docs/driver.md what each
 # check is for). Run by the driver as "python3 -c <this> SOCKET MODULE...".
 import importlib, json, os, re, resource, select, selectors, signal, socket, stat, struct, sys, time
 SOCKET = sys.argv[1]
@@ -314,8 +314,9 @@ def become(c, fds, go_r, go_w, ok_r, ok_w, conn):
     if "numpy.random" in sys.modules:
         sys.modules["numpy.random"].seed()
 
-# The standby's program (standby.py after the port guard): the driver
-# puts it in place of this line (forkserver.go, standbyLine).
+# The children's program (Server.Program: the worker agent's standby,
+# standby.py after the port guard): Start puts it in place of this line
+# (forkserver.go, programLine).
 STANDBY = ""
 
 

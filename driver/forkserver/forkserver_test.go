@@ -1,4 +1,8 @@
-package workeragent
+package forkserver_test
+
+// The fork server's tests run it with the worker agent's standby program
+// and ask it as the agent does (workeragent.Standby), so they are an
+// external test package: workeragent imports forkserver.
 
 import (
 	"bufio"
@@ -16,11 +20,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/driver/forkserver"
+	"github.com/schedulearn/schedulearn/driver/workeragent"
 )
 
 // startForkServer starts a fork server with modules and waits until it
 // serves; it is killed, with whatever it forked, when the test ends.
-func startForkServer(t *testing.T, modules ...string) (*ForkServer, string) {
+func startForkServer(t *testing.T, modules ...string) (*forkserver.Server, string) {
 	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
@@ -29,11 +36,11 @@ func startForkServer(t *testing.T, modules ...string) (*ForkServer, string) {
 	return startForkServerWith(t, python, modules...)
 }
 
-func startForkServerWith(t *testing.T, python string, modules ...string) (*ForkServer, string) {
+func startForkServerWith(t *testing.T, python string, modules ...string) (*forkserver.Server, string) {
 	t.Helper()
 	// In a directory of its own under DefaultParent (as the driver's),
 	// which every user can reach; Kill removes it.
-	fs := &ForkServer{Python: python, Modules: modules, Env: []string{"PATH=/usr/bin:/bin"}}
+	fs := &forkserver.Server{Python: python, Modules: modules, Program: workeragent.StandbyProgram(), Env: []string{"PATH=/usr/bin:/bin"}}
 	must.NoError(t, fs.Start())
 	t.Cleanup(fs.Kill)
 	select {
@@ -47,9 +54,9 @@ func startForkServerWith(t *testing.T, python string, modules ...string) (*ForkS
 
 // forkedStandby is a standby with decimal preloaded that fs forked (the
 // test fails if fs did not), stopped when the test ends.
-func forkedStandby(t *testing.T, fs *ForkServer, python string) *Standby {
+func forkedStandby(t *testing.T, fs *forkserver.Server, python string) *workeragent.Standby {
 	t.Helper()
-	standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Server: fs.Socket()}
+	standby := &workeragent.Standby{Python: python, Modules: []string{"decimal"}, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Server: fs.Socket()}
 	must.NoError(t, standby.Start())
 	t.Cleanup(standby.Stop)
 	must.True(t, standby.Forked(), must.Sprint(standby.ForkError()))
@@ -59,15 +66,31 @@ func forkedStandby(t *testing.T, fs *ForkServer, python string) *Standby {
 // runExit has the agent serving standby run a script that prints whether
 // decimal was imported and exits with code, as its first command; it
 // returns the exit code the agent reports and the script's output.
-func runExit(t *testing.T, standby *Standby, python string, code int) (int, string) {
+func runExit(t *testing.T, standby *workeragent.Standby, python string, code int) (int, string) {
 	t.Helper()
-	_, addr := serve(t, &Server{Token: "tok", Dir: standby.Dir, Env: standby.Env, Logger: hclog.NewNullLogger(), Standby: standby})
+	addr := serve(t, &workeragent.Server{Token: "tok", Dir: standby.Dir, Env: standby.Env, Logger: hclog.NewNullLogger(), Standby: standby})
 	script := filepath.Join(standby.Dir, "exit.py")
 	must.NoError(t, os.WriteFile(script, []byte(fmt.Sprintf("import sys\nprint('decimal' in sys.modules)\nsys.exit(%d)\n", code)), 0o644))
 	var stdout, stderr bytes.Buffer
-	got, err := Run(context.Background(), addr, "tok", python+" "+script, nil, &stdout, &stderr, 5e9)
+	got, err := workeragent.Run(context.Background(), addr, "tok", python+" "+script, nil, &stdout, &stderr, 5e9)
 	must.NoError(t, err, must.Sprint(stderr.String()))
 	return got, stdout.String()
+}
+
+// serve runs the worker agent srv on a port of its own until the test
+// ends and returns its address.
+func serve(t *testing.T, srv *workeragent.Server) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ctx, l)
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	return l.Addr().String()
 }
 
 // A standby forked from the node's warm interpreter runs the agent's first
@@ -88,7 +111,7 @@ sys.exit(int(os.environ.get("CODE", "0")))
 `), 0o644))
 	env := []string{"PATH=/usr/bin:/bin", "WHO=agent", "WANT_DIR=" + dir, fmt.Sprintf("AGENT=%d", os.Getpid())}
 	ready := make(chan struct{})
-	standby := &Standby{Python: python, Modules: []string{"decimal", "fractions"}, Dir: dir, Env: env, Server: fs.Socket(),
+	standby := &workeragent.Standby{Python: python, Modules: []string{"decimal", "fractions"}, Dir: dir, Env: env, Server: fs.Socket(),
 		Ready: func() { close(ready) }}
 	must.NoError(t, standby.Start())
 	t.Cleanup(standby.Stop)
@@ -99,10 +122,10 @@ sys.exit(int(os.environ.get("CODE", "0")))
 	case <-time.After(time.Minute):
 		t.Fatal("the standby never said it was ready")
 	}
-	_, addr := serve(t, &Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
+	addr := serve(t, &workeragent.Server{Token: "tok", Dir: dir, Env: env, Logger: hclog.NewNullLogger(), Standby: standby})
 	for _, want := range []string{"warm True ['--lr', '0.1'] agent True\nthe agent's child: False\n", "cold False ['--lr', '0.1'] agent True\n"} {
 		var stdout, stderr bytes.Buffer
-		code, err := Run(context.Background(), addr, "tok", "env CODE=3 PYTHONUNBUFFERED=1 "+python+" "+script+" --lr 0.1",
+		code, err := workeragent.Run(context.Background(), addr, "tok", "env CODE=3 PYTHONUNBUFFERED=1 "+python+" "+script+" --lr 0.1",
 			strings.NewReader("from stdin\n"), &stdout, &stderr, 5e9)
 		must.NoError(t, err)
 		must.Eq(t, 3, code)
@@ -121,7 +144,7 @@ func TestForkServer_AgentFallsBack(t *testing.T) {
 		"a startup setting": {fs.Socket(), "PYTHONPATH=/elsewhere"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			standby := &Standby{Python: python, Modules: []string{"decimal"}, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", c.env}, Server: c.socket}
+			standby := &workeragent.Standby{Python: python, Modules: []string{"decimal"}, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", c.env}, Server: c.socket}
 			must.NoError(t, standby.Start())
 			t.Cleanup(standby.Stop)
 			must.False(t, standby.Forked())
@@ -148,7 +171,7 @@ func TestForkServer_RefusesBadRequests(t *testing.T) {
 		"too many modules":              {make([]string, 65), "modules"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := forkStandby(fs.Socket(), c.modules, [4]*os.File(files), 5*time.Second)
+			_, err := forkserver.Fork(fs.Socket(), c.modules, [4]*os.File(files), 5*time.Second)
 			must.ErrorContains(t, err, c.want)
 		})
 	}
@@ -176,7 +199,7 @@ func TestForkServer_StopKeepsForkedStandbys(t *testing.T) {
 	must.Eq(t, 7, code)
 	must.Eq(t, "True\n", stdout)
 	select {
-	case <-fs.done:
+	case <-fs.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the stopped server did not exit after its last standby")
 	}
@@ -329,7 +352,7 @@ func TestForkServer_IdleConnectionsHoldNoOne(t *testing.T) {
 // leaves no socket behind: the server removes it, and its directory.
 func TestForkServer_DriverGoneRemovesSocket(t *testing.T) {
 	fs, _ := startForkServer(t)
-	fs.lifeline.Close()
+	fs.CloseLifeline()
 	select {
 	case <-fs.Done():
 	case <-time.After(30 * time.Second):
@@ -356,19 +379,19 @@ func TestForkServer_SweepsStaleDirectories(t *testing.T) {
 		l.SetUnlinkOnClose(false)
 		return l
 	}
-	dead := dir(dirPrefix + "1")
+	dead := dir(forkserver.DirPrefix + "1")
 	listen(dead).Close() // the socket stays, and refuses
-	empty := dir(dirPrefix + "2")
-	live := dir(dirPrefix + "3")
+	empty := dir(forkserver.DirPrefix + "2")
+	live := dir(forkserver.DirPrefix + "3")
 	l := listen(live)
 	defer l.Close()
-	notSocket := dir(dirPrefix + "4")
+	notSocket := dir(forkserver.DirPrefix + "4")
 	must.NoError(t, os.WriteFile(filepath.Join(notSocket, "standby.sock"), nil, 0o600))
 	other := dir("other")
 	stale := []string{dead, empty, live, notSocket, other}
 	want := map[string]bool{dead: false, empty: false, live: true, notSocket: true, other: true}
 	if os.Geteuid() == 0 {
-		othersUser := dir(dirPrefix + "6") // in a shared /tmp: not ours to remove
+		othersUser := dir(forkserver.DirPrefix + "6") // in a shared /tmp: not ours to remove
 		must.NoError(t, os.Chown(othersUser, 65534, 65534))
 		stale, want[othersUser] = append(stale, othersUser), true
 	}
@@ -376,11 +399,32 @@ func TestForkServer_SweepsStaleDirectories(t *testing.T) {
 	for _, d := range stale {
 		must.NoError(t, os.Chtimes(d, old, old))
 	}
-	want[dir(dirPrefix+"5")] = true // fresh
+	want[dir(forkserver.DirPrefix+"5")] = true // fresh
 
-	sweepStale(parent, time.Minute)
+	forkserver.SweepStale(parent, time.Minute)
 	for d, kept := range want {
 		_, err := os.Stat(d)
 		must.Eq(t, kept, err == nil, must.Sprintf("%s: %v", filepath.Base(d), err))
+	}
+}
+
+// A server with nothing for its children to run, or with a variable in
+// its environment that would change every child's startup, does not
+// start, and leaves nothing behind.
+func TestForkServer_StartRefuses(t *testing.T) {
+	for name, c := range map[string]struct {
+		program, env, want string
+	}{
+		"no program":        {"", "PATH=/usr/bin:/bin", "no program"},
+		"a startup setting": {workeragent.StandbyProgram(), "PYTHONPATH=/elsewhere", "PYTHONPATH"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			parent := t.TempDir()
+			fs := &forkserver.Server{Python: "python3", Program: c.program, Parent: parent, Env: []string{c.env}}
+			must.ErrorContains(t, fs.Start(), c.want)
+			entries, err := os.ReadDir(parent)
+			must.NoError(t, err)
+			must.SliceEmpty(t, entries)
+		})
 	}
 }
