@@ -74,6 +74,7 @@ func TestBootstrap(t *testing.T) {
 	must.Eq(t, 250.0, got)
 	must.Eq(t, "T4", from)
 	got, from, ok = Bootstrap(rates, []string{"V100", "T4"}, "A100", ratio)
+	must.True(t, ok)
 	must.Eq(t, 300.0, got)
 	must.Eq(t, "V100", from)
 	_, _, ok = Bootstrap(rates, []string{"V100", "T4"}, "H100", ratio)
