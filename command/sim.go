@@ -251,17 +251,7 @@ func (c *SimCommand) Run(args []string) int {
 	}
 	e := &sim.Experiment{Config: cfg, Registry: host.NewRegistry(pluginDir, nil), Command: commandLine(args),
 		SkipQuietRounds: skipQuiet}
-	var err error
-	if e.Jobs, err = sim.ParseJobsMode(jobs); err != nil {
-		return usage(err)
-	}
-	if e.Batch, err = sim.ParseBatchMode(batch); err != nil {
-		return usage(err)
-	}
-	if e.Policies, err = resolvePolicies(e.Registry, policies); err != nil {
-		return usage(err)
-	}
-	if e.PolicyConfig, err = parsePolicyConfig(policyConfig); err != nil {
+	if err := configureExperiment(e, jobs, batch, policies, policyConfig); err != nil {
 		return usage(err)
 	}
 	if cfg.DeadlineAdmission != "" && queues != "" {
@@ -273,48 +263,106 @@ func (c *SimCommand) Run(args []string) int {
 	if format != "" && format != string(sim.FormatPhilly) && format != string(sim.FormatPollux) {
 		return usage(fmt.Errorf("-format %q is not philly or pollux", format))
 	}
-	var fromT, toT time.Time
-	if fromT, err = parseWhen("-from", from); err != nil {
+	sel := traceSelection{format: sim.Format(format), apps: apps, limit: limit}
+	var err error
+	if sel.from, err = parseWhen("-from", from); err != nil {
 		return usage(err)
 	}
-	if toT, err = parseWhen("-to", to); err != nil {
+	if sel.to, err = parseWhen("-to", to); err != nil {
 		return usage(err)
 	}
 	if deadlines {
-		if dl.Lambda, err = parseRange("-lambda", lambda); err != nil {
+		if err := parseDeadlineRanges(&dl, lambda, serial); err != nil {
 			return usage(err)
 		}
-		if dl.Serial, err = parseRange("-serial", serial); err != nil {
-			return usage(err)
-		}
-		if err := dl.Validate(); err != nil {
-			return usage(err)
-		}
+		sel.deadlines = &dl
 	}
 	for _, path := range traces {
-		t, err := sim.LoadTrace(path, sim.Format(format), apps)
+		t, err := sel.load(path)
 		if err != nil {
 			return fail(err)
-		}
-		if deadlines {
-			if err := t.WithDeadlines(dl); err != nil {
-				return fail(err)
-			}
-		}
-		if !fromT.IsZero() || !toT.IsZero() {
-			if err := t.Window(fromT, toT); err != nil {
-				return fail(err)
-			}
-		}
-		if limit > 0 && len(t.Jobs) > limit {
-			t.Jobs = t.Jobs[:limit]
 		}
 		e.Traces = append(e.Traces, t)
 	}
 	if progress || isTerminal(c.Err) {
 		e.Progress = newProgressBar(c.Err).run
 	}
+	return c.replay(e, cpuProfile, memProfile, out)
+}
 
+// configureExperiment sets e's job and batch modes, its policies and
+// their settings from the values of -jobs, -batch, -policy and
+// -policy-config.
+func configureExperiment(e *sim.Experiment, jobs, batch string, policies, policyConfig []string) error {
+	var err error
+	if e.Jobs, err = sim.ParseJobsMode(jobs); err != nil {
+		return err
+	}
+	if e.Batch, err = sim.ParseBatchMode(batch); err != nil {
+		return err
+	}
+	if e.Policies, err = resolvePolicies(e.Registry, policies); err != nil {
+		return err
+	}
+	if e.PolicyConfig, err = parsePolicyConfig(policyConfig); err != nil {
+		return err
+	}
+	return nil
+}
+
+// parseDeadlineRanges sets dl's ranges from the values of -lambda and
+// -serial, and checks them.
+func parseDeadlineRanges(dl *sim.DeadlineOptions, lambda, serial string) error {
+	var err error
+	if dl.Lambda, err = parseRange("-lambda", lambda); err != nil {
+		return err
+	}
+	if dl.Serial, err = parseRange("-serial", serial); err != nil {
+		return err
+	}
+	return dl.Validate()
+}
+
+// traceSelection is how the sim command reads each -trace (-format,
+// -apps) and which of its jobs it replays, how (-deadlines, -from and -to,
+// -limit).
+type traceSelection struct {
+	format    sim.Format
+	apps      string
+	deadlines *sim.DeadlineOptions // nil: no -deadlines
+	from, to  time.Time            // zero: unbounded
+	limit     int                  // 0: every job
+}
+
+// load reads the trace at path and keeps the jobs s selects.
+func (s traceSelection) load(path string) (*sim.Trace, error) {
+	t, err := sim.LoadTrace(path, s.format, s.apps)
+	if err != nil {
+		return nil, err
+	}
+	if s.deadlines != nil {
+		if err := t.WithDeadlines(*s.deadlines); err != nil {
+			return nil, err
+		}
+	}
+	if !s.from.IsZero() || !s.to.IsZero() {
+		if err := t.Window(s.from, s.to); err != nil {
+			return nil, err
+		}
+	}
+	if s.limit > 0 && len(t.Jobs) > s.limit {
+		t.Jobs = t.Jobs[:s.limit]
+	}
+	return t, nil
+}
+
+// replay runs experiment e (profiled with -cpuprofile and -memprofile),
+// prints its table and, with -out, writes its files there.
+func (c *SimCommand) replay(e *sim.Experiment, cpuProfile, memProfile, out string) int {
+	fail := func(err error) int {
+		fmt.Fprintf(c.Err, "Error: %v\n", err)
+		return ExitError
+	}
 	if os.Getenv("GOGC") == "" {
 		// A round allocates the planner's snapshot and frees it at once; a
 		// larger heap goal spends less CPU collecting it (a third less on

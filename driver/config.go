@@ -17,33 +17,41 @@ func (tc *TaskConfig) validate() error {
 	if tc.Discovery == nil {
 		tc.Discovery = &DiscoveryConfig{} // no discovery block
 	}
-
 	switch tc.Role {
 	case RoleLauncher:
+		tc.validateLauncher(add)
 	case RoleWorker:
-		if tc.Command != "" {
-			add("command: a worker runs the driver's agent, not a command; set command on the launcher")
-		}
-		if tc.Port == "" {
-			add("port: a worker needs the label of its group's network port")
-		}
-		if tc.Slots < 1 {
-			add("slots: must be at least 1, got %d", tc.Slots)
-		}
-		for i, m := range tc.Preload {
-			if !validModule(m) {
-				add("preload[%d]: %q is not a Python module name (dotted identifiers)", i, m)
-			}
-		}
-		return errors.Join(errs...)
+		tc.validateWorker(add)
 	case "":
 		add(`role: required, "launcher" or "worker"`)
-		return errors.Join(errs...)
 	default:
 		add(`role: must be "launcher" or "worker", got %q`, tc.Role)
-		return errors.Join(errs...)
 	}
+	return errors.Join(errs...)
+}
 
+// validateWorker checks a worker's keys: no command, its group's port
+// label, its slots and the modules it preloads.
+func (tc *TaskConfig) validateWorker(add func(format string, a ...any)) {
+	if tc.Command != "" {
+		add("command: a worker runs the driver's agent, not a command; set command on the launcher")
+	}
+	if tc.Port == "" {
+		add("port: a worker needs the label of its group's network port")
+	}
+	if tc.Slots < 1 {
+		add("slots: must be at least 1, got %d", tc.Slots)
+	}
+	for i, m := range tc.Preload {
+		if !validModule(m) {
+			add("preload[%d]: %q is not a Python module name (dotted identifiers)", i, m)
+		}
+	}
+}
+
+// validateLauncher checks a launcher's keys and fills their defaults
+// (launcher, min_np, discovery.provider, rdzv_port).
+func (tc *TaskConfig) validateLauncher(add func(format string, a ...any)) {
 	if len(tc.Preload) > 0 {
 		add("preload: only a worker preloads modules")
 	}
@@ -57,6 +65,33 @@ func (tc *TaskConfig) validate() error {
 	default:
 		add(`launcher: must be "horovod" or "torchrun", got %q`, tc.Launcher)
 	}
+	tc.validateNP(add)
+	if tc.Slots < 1 {
+		add("slots: must be at least 1, got %d", tc.Slots)
+	}
+	if tc.Discovery.Service == "" {
+		add("discovery: a launcher needs a discovery block naming its workers' service")
+	}
+	switch tc.Discovery.Provider {
+	case "":
+		tc.Discovery.Provider = ProviderConsul
+	case ProviderConsul, ProviderNomad:
+	default:
+		add(`discovery.provider: must be "consul" or "nomad", got %q`, tc.Discovery.Provider)
+	}
+	if tc.ElasticTimeout < 0 {
+		add("elastic_timeout: must not be negative, got %d", tc.ElasticTimeout)
+	}
+	if tc.ResetLimit < 0 {
+		add("reset_limit: must not be negative, got %d", tc.ResetLimit)
+	}
+	tc.validateBlacklistCooldown(add)
+	tc.validateRdzv(add)
+}
+
+// validateNP checks np, min_np (np where unset) and max_np against each
+// other.
+func (tc *TaskConfig) validateNP(add func(format string, a ...any)) {
 	if tc.NP < 1 {
 		add("np: required for a launcher and at least 1, got %d", tc.NP)
 	}
@@ -77,25 +112,11 @@ func (tc *TaskConfig) validate() error {
 			add("min_np (%d) must not exceed max_np (%d)", tc.MinNP, tc.MaxNP)
 		}
 	}
-	if tc.Slots < 1 {
-		add("slots: must be at least 1, got %d", tc.Slots)
-	}
-	if tc.Discovery.Service == "" {
-		add("discovery: a launcher needs a discovery block naming its workers' service")
-	}
-	switch tc.Discovery.Provider {
-	case "":
-		tc.Discovery.Provider = ProviderConsul
-	case ProviderConsul, ProviderNomad:
-	default:
-		add(`discovery.provider: must be "consul" or "nomad", got %q`, tc.Discovery.Provider)
-	}
-	if tc.ElasticTimeout < 0 {
-		add("elastic_timeout: must not be negative, got %d", tc.ElasticTimeout)
-	}
-	if tc.ResetLimit < 0 {
-		add("reset_limit: must not be negative, got %d", tc.ResetLimit)
-	}
+}
+
+// validateBlacklistCooldown checks blacklist_cooldown, if set: [min, max]
+// seconds within 1 to 3600.
+func (tc *TaskConfig) validateBlacklistCooldown(add func(format string, a ...any)) {
 	if n := len(tc.BlacklistCooldown); n != 0 {
 		if n != 2 {
 			add("blacklist_cooldown: must be [min, max] seconds, got %d values", n)
@@ -103,8 +124,6 @@ func (tc *TaskConfig) validate() error {
 			add("blacklist_cooldown: must be [min, max] with 1 <= min <= max <= 3600, got [%d, %d]", lo, hi)
 		}
 	}
-	tc.validateRdzv(add)
-	return errors.Join(errs...)
 }
 
 // validateRdzv checks where torchrun's c10d store listens: a port number

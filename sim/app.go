@@ -126,21 +126,68 @@ func loadApp(dir, gpu string, maxLocal float64) (*App, error) {
 	if gpu != "" {
 		suffix = "-" + gpu
 	}
-	// The mean over placements of one shape (nodes, replicas) at one local
-	// batch size, as Pollux's simulator interpolates between shapes.
-	type sum struct {
-		step, sync float64
-		n          int
+	sums := make(map[ipoint]*shapeSum)
+	placementsMax, err := a.readPlacements(filepath.Join(dir, "placements"+suffix+".csv"), sums)
+	if err != nil {
+		return nil, err
 	}
-	sums := make(map[ipoint]*sum)
-	integer := func(v float64) int64 {
-		if v != math.Trunc(v) || v < 0 || v > maxLatticeCoord {
-			return -1
-		}
-		return int64(v)
+	// Pollux: placements.groupby([nodes, replicas, local_bsz]).mean() (in
+	// the keys' order), then scalability.csv's rows.
+	for _, k := range slices.SortedFunc(maps.Keys(sums), func(x, y ipoint) int { return slices.Compare(x[:], y[:]) }) {
+		s := sums[k]
+		a.shapes.points = append(a.shapes.points, k)
+		a.shapes.vals = append(a.shapes.vals, perfPoint{float64(k[2]), s.step / float64(s.n), s.sync / float64(s.n)})
 	}
+	if err := a.readScalability(filepath.Join(dir, "scalability"+suffix+".csv"), sums); err != nil {
+		return nil, err
+	}
+	// As Pollux's simulator (applications.py): the largest local batch
+	// size of placements.csv, unless it sets one for the application.
+	a.MaxLocal = placementsMax
+	if m, ok := polluxMaxLocal[a.Name]; ok && gpu == "" {
+		a.MaxLocal = min(placementsMax, m)
+	}
+	if maxLocal > 0 {
+		a.MaxLocal = min(placementsMax, maxLocal)
+	}
+	for _, pts := range a.placements {
+		slices.SortFunc(pts, func(x, y perfPoint) int { return cmp.Compare(x.bsz, y.bsz) })
+	}
+	if err := a.readCurves(dir); err != nil {
+		return nil, err
+	}
+	if err := a.tabulateProgress(); err != nil {
+		return nil, err
+	}
+	if a.MinLocal <= 0 || a.MaxLocal < a.MinLocal || a.progress[a.Epochs] <= 0 {
+		return nil, fmt.Errorf("failed to load application %s: no usable measurements", a.Name)
+	}
+	return a, nil
+}
+
+// shapeSum sums the placements of one shape (nodes, replicas) at one
+// local batch size, whose mean Pollux's simulator interpolates between
+// shapes.
+type shapeSum struct {
+	step, sync float64
+	n          int
+}
+
+// latticeCoord is v as a coordinate of the shapes' lattice, -1 if it is
+// not an integer in [0, maxLatticeCoord].
+func latticeCoord(v float64) int64 {
+	if v != math.Trunc(v) || v < 0 || v > maxLatticeCoord {
+		return -1
+	}
+	return int64(v)
+}
+
+// readPlacements reads placements.csv (at path) into a's placements and
+// MinLocal, and each shape's sums into sums; it returns the largest local
+// batch size it measures.
+func (a *App) readPlacements(path string, sums map[ipoint]*shapeSum) (float64, error) {
 	placementsMax := 0.0
-	err := readCSV(filepath.Join(dir, "placements"+suffix+".csv"), []string{"placement", "local_bsz", "step_time", "sync_time"},
+	err := readCSV(path, []string{"placement", "local_bsz", "step_time", "sync_time"},
 		func(_ int, f []string) error {
 			id := f[0]
 			nodes, replicas := 0, 0
@@ -159,13 +206,13 @@ func loadApp(dir, gpu string, maxLocal float64) (*App, error) {
 				return err
 			}
 			a.placements[id] = append(a.placements[id], perfPoint{v[0], v[1], v[2]})
-			k := ipoint{int64(nodes), int64(replicas), integer(v[0])}
+			k := ipoint{int64(nodes), int64(replicas), latticeCoord(v[0])}
 			if k[2] < 0 {
 				return fmt.Errorf("local_bsz %v is not an integer in [0, %d]", v[0], maxLatticeCoord)
 			}
 			s := sums[k]
 			if s == nil {
-				s = &sum{}
+				s = &shapeSum{}
 				sums[k] = s
 			}
 			s.step += v[1]
@@ -175,23 +222,20 @@ func loadApp(dir, gpu string, maxLocal float64) (*App, error) {
 			a.MinLocal = minPositive(a.MinLocal, v[0])
 			return nil
 		})
-	if err != nil {
-		return nil, err
-	}
-	// Pollux: placements.groupby([nodes, replicas, local_bsz]).mean() (in
-	// the keys' order), then scalability.csv's rows.
-	for _, k := range slices.SortedFunc(maps.Keys(sums), func(x, y ipoint) int { return slices.Compare(x[:], y[:]) }) {
-		s := sums[k]
-		a.shapes.points = append(a.shapes.points, k)
-		a.shapes.vals = append(a.shapes.vals, perfPoint{float64(k[2]), s.step / float64(s.n), s.sync / float64(s.n)})
-	}
-	err = readCSV(filepath.Join(dir, "scalability"+suffix+".csv"), []string{"num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"},
+	return placementsMax, err
+}
+
+// readScalability adds the rows of scalability.csv (at path) to a's
+// shapes, those of a shape not in sums (measured in placements.csv or in
+// an earlier row), which it adds to sums.
+func (a *App) readScalability(path string, sums map[ipoint]*shapeSum) error {
+	return readCSV(path, []string{"num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"},
 		func(_ int, f []string) error {
 			v, err := floats(f)
 			if err != nil {
 				return err
 			}
-			k := ipoint{integer(v[0]), integer(v[1]), integer(v[2])}
+			k := ipoint{latticeCoord(v[0]), latticeCoord(v[1]), latticeCoord(v[2])}
 			if k[0] < 1 || k[1] < k[0] || k[2] < 0 {
 				return fmt.Errorf("%v nodes with %v replicas at local batch %v: not integers in [0, %d] with nodes >= 1 and replicas >= nodes",
 					v[0], v[1], v[2], maxLatticeCoord)
@@ -206,30 +250,20 @@ func loadApp(dir, gpu string, maxLocal float64) (*App, error) {
 			a.shapes.vals = append(a.shapes.vals, perfPoint{v[2], v[3], v[4]})
 			return nil
 		})
-	if err != nil {
-		return nil, err
-	}
-	// As Pollux's simulator (applications.py): the largest local batch
-	// size of placements.csv, unless it sets one for the application.
-	a.MaxLocal = placementsMax
-	if m, ok := polluxMaxLocal[a.Name]; ok && gpu == "" {
-		a.MaxLocal = min(placementsMax, m)
-	}
-	if maxLocal > 0 {
-		a.MaxLocal = min(placementsMax, maxLocal)
-	}
-	for _, pts := range a.placements {
-		slices.SortFunc(pts, func(x, y perfPoint) int { return cmp.Compare(x.bsz, y.bsz) })
-	}
+}
+
+// readCurves reads dir's validation-<batch>.csv files into a's curves,
+// sorted by batch size.
+func (a *App) readCurves(dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "validation-*.csv"))
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("failed to load application %s: no validation-<batch>.csv files", a.Name)
+		return fmt.Errorf("failed to load application %s: no validation-<batch>.csv files", a.Name)
 	}
 	for _, path := range files {
 		b := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "validation-"), ".csv")
 		batch, err := strconv.Atoi(b)
 		if err != nil || batch < 1 {
-			return nil, fmt.Errorf("failed to load application %s: %s: batch size %q is not a positive integer", a.Name, path, b)
+			return fmt.Errorf("failed to load application %s: %s: batch size %q is not a positive integer", a.Name, path, b)
 		}
 		c := curve{batch: float64(batch)}
 		err = readCSV(path, []string{"progress", "iteration", "metric", "grad_sqr", "grad_var"}, func(_ int, f []string) error {
@@ -243,14 +277,20 @@ func loadApp(dir, gpu string, maxLocal float64) (*App, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(c.progress) == 0 {
-			return nil, fmt.Errorf("failed to load application %s: %s has no epochs", a.Name, path)
+			return fmt.Errorf("failed to load application %s: %s has no epochs", a.Name, path)
 		}
 		a.curves = append(a.curves, c)
 	}
 	slices.SortFunc(a.curves, func(x, y curve) int { return cmp.Compare(x.batch, y.batch) })
+	return nil
+}
+
+// tabulateProgress sets a's batch range, Epochs and progress from its
+// curves (sorted by batch size).
+func (a *App) tabulateProgress() error {
 	a.InitBatch, a.MaxBatch = a.curves[0].batch, a.curves[len(a.curves)-1].batch
 	// As Pollux: the end is the shortest curve's end; the progress at the
 	// end of epoch e is the least over the curves.
@@ -265,14 +305,11 @@ func loadApp(dir, gpu string, maxLocal float64) (*App, error) {
 			p = min(p, c.progress[e-1])
 		}
 		if p < a.progress[e-1] {
-			return nil, fmt.Errorf("failed to load application %s: progress falls at epoch %d", a.Name, e)
+			return fmt.Errorf("failed to load application %s: progress falls at epoch %d", a.Name, e)
 		}
 		a.progress[e] = p
 	}
-	if a.MinLocal <= 0 || a.MaxLocal < a.MinLocal || a.progress[a.Epochs] <= 0 {
-		return nil, fmt.Errorf("failed to load application %s: no usable measurements", a.Name)
-	}
-	return a, nil
+	return nil
 }
 
 // Work returns the progress at the end of the validation curves, where a

@@ -368,6 +368,8 @@ func (s *simulator) at(sec float64) time.Time {
 	return s.start.Add(time.Duration(math.Round(sec * 1e9)))
 }
 
+// loop replays the jobs step by step, from one timed round, event or
+// arrival to the next, until every job has finished.
 func (s *simulator) loop(ctx context.Context) error {
 	next := 0 // the next job to arrive
 	// The timed rounds are on a grid from second 0: the next is number n,
@@ -383,13 +385,7 @@ func (s *simulator) loop(ctx context.Context) error {
 			}
 		}
 		nextRound := n * s.round
-		t := nextRound
-		if len(s.events) > 0 {
-			t = min(t, s.events[0].t)
-		}
-		if next < len(s.jobs) {
-			t = min(t, s.jobs[next].spec.Submit)
-		}
+		t := s.nextStep(nextRound, next)
 		if s.err != nil {
 			return s.err
 		}
@@ -397,60 +393,15 @@ func (s *simulator) loop(ctx context.Context) error {
 			return fmt.Errorf("failed to simulate: %d job(s) unfinished after %d s of simulated time, the most a run may take", len(s.jobs)-s.finished, MaxSimSeconds)
 		}
 		s.now = t
-		changed := false
-		for len(s.events) > 0 && s.events[0].t <= t {
-			ev := heap.Pop(&s.events).(event)
-			j := s.jobs[ev.job]
-			if ev.seq != j.seq || j.finished {
-				continue
-			}
-			s.reach(j)
-			s.dirty = true
-			changed = changed || j.finished
+		changed := s.reachEvents(t)
+		arrived, err := s.submitArrivals(ctx, t, &next)
+		if err != nil {
+			return err
 		}
-		for k := 0; next < len(s.jobs) && s.jobs[next].spec.Submit <= t; k++ {
-			j := s.jobs[next]
-			j.arrived, j.t = true, j.spec.Submit
-			s.arrive(j)
-			// Jobs that arrive together are submitted a nanosecond apart,
-			// so that the queue's order (Submitted, then ID) is the trace's.
-			s.tie = time.Duration(k)
-			err := s.submit(ctx, j)
-			s.tie = 0
-			if err != nil {
-				return err
-			}
-			next++
-			if j.refused {
-				continue
-			}
-			s.active = append(s.active, j)
-			changed, s.dirty = true, true
-		}
+		changed = changed || arrived
 		if t >= nextRound || (changed && s.cfg.EventRounds) {
-			quiet := s.quiet(t)
-			if quiet {
-				s.skipped++
-			} else if err := s.schedule(ctx); err != nil {
+			if n, err = s.runRound(ctx, t, nextRound, n, next); err != nil {
 				return err
-			}
-			if t >= nextRound {
-				n++
-				if quiet {
-					// The timed rounds up to the next event or arrival are
-					// as quiet: skipped at once, not one by one.
-					n = s.quietUntil(n, next)
-				}
-			}
-			if len(s.active) == 0 && next < len(s.jobs) {
-				// Idle: the next round is the first after the next arrival.
-				n = max(n, s.roundAfter(s.jobs[next].spec.Submit))
-			}
-			if s.busy == 0 && len(s.active) > 0 && next == len(s.jobs) && len(s.events) == 0 {
-				return s.stalled()
-			}
-			if s.cfg.Progress != nil && (s.rounds+s.skipped)%64 == 0 {
-				s.cfg.Progress(s.finished, len(s.jobs), s.now)
 			}
 		}
 	}
@@ -458,6 +409,98 @@ func (s *simulator) loop(ctx context.Context) error {
 		s.cfg.Progress(s.finished, len(s.jobs), s.now)
 	}
 	return nil
+}
+
+// nextStep is the time of the loop's next step: the first of the next
+// timed round (at nextRound), the next event and the next arrival (job
+// next).
+func (s *simulator) nextStep(nextRound float64, next int) float64 {
+	t := nextRound
+	if len(s.events) > 0 {
+		t = min(t, s.events[0].t)
+	}
+	if next < len(s.jobs) {
+		t = min(t, s.jobs[next].spec.Submit)
+	}
+	return t
+}
+
+// reachEvents handles the events due by t, in order (an event a later
+// one replaced, or of a finished job, is dropped); it reports whether a
+// job finished.
+func (s *simulator) reachEvents(t float64) bool {
+	finished := false
+	for len(s.events) > 0 && s.events[0].t <= t {
+		ev := heap.Pop(&s.events).(event)
+		j := s.jobs[ev.job]
+		if ev.seq != j.seq || j.finished {
+			continue
+		}
+		s.reach(j)
+		s.dirty = true
+		finished = finished || j.finished
+	}
+	return finished
+}
+
+// submitArrivals submits the jobs from *next on that arrive by t, moving
+// *next past them; it reports whether one joined the active jobs (one the
+// planner refused does not).
+func (s *simulator) submitArrivals(ctx context.Context, t float64, next *int) (bool, error) {
+	arrived := false
+	for k := 0; *next < len(s.jobs) && s.jobs[*next].spec.Submit <= t; k++ {
+		j := s.jobs[*next]
+		j.arrived, j.t = true, j.spec.Submit
+		s.arrive(j)
+		// Jobs that arrive together are submitted a nanosecond apart,
+		// so that the queue's order (Submitted, then ID) is the trace's.
+		s.tie = time.Duration(k)
+		err := s.submit(ctx, j)
+		s.tie = 0
+		if err != nil {
+			return arrived, err
+		}
+		*next++
+		if j.refused {
+			continue
+		}
+		s.active = append(s.active, j)
+		arrived, s.dirty = true, true
+	}
+	return arrived, nil
+}
+
+// runRound is the round at t: the timed round number n (at nextRound) or,
+// before it, an event round. It plans unless the round is quiet, and
+// returns the number of the next timed round (skipping the quiet ones,
+// and when no job is active those before the next arrival, job next). It
+// fails when the queued jobs can never start.
+func (s *simulator) runRound(ctx context.Context, t, nextRound, n float64, next int) (float64, error) {
+	quiet := s.quiet(t)
+	if quiet {
+		s.skipped++
+	} else if err := s.schedule(ctx); err != nil {
+		return n, err
+	}
+	if t >= nextRound {
+		n++
+		if quiet {
+			// The timed rounds up to the next event or arrival are
+			// as quiet: skipped at once, not one by one.
+			n = s.quietUntil(n, next)
+		}
+	}
+	if len(s.active) == 0 && next < len(s.jobs) {
+		// Idle: the next round is the first after the next arrival.
+		n = max(n, s.roundAfter(s.jobs[next].spec.Submit))
+	}
+	if s.busy == 0 && len(s.active) > 0 && next == len(s.jobs) && len(s.events) == 0 {
+		return n, s.stalled()
+	}
+	if s.cfg.Progress != nil && (s.rounds+s.skipped)%64 == 0 {
+		s.cfg.Progress(s.finished, len(s.jobs), s.now)
+	}
+	return n, nil
 }
 
 // roundAfter is the number of the first timed round at or after second t.

@@ -65,21 +65,39 @@ func NewLedger(t *Tree, s *policy.Snapshot) *Ledger {
 	v := &Ledger{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)),
 		leaf: make([]int, len(s.Jobs)), gpus: make([]int, len(s.Jobs)),
 		held: map[string]string{}, why: map[string]string{}, taken: map[string]Taken{}}
-	if t.perModel {
-		set := map[string]bool{}
-		for _, m := range t.models {
-			set[m] = true
-		}
-		for i := range s.Nodes {
-			set[s.Nodes[i].GPUModel] = true
-		}
-		v.res = slices.Sorted(maps.Keys(set))
-	} else {
-		v.res = []string{AnyModel}
-	}
-	v.physical = make([]int, len(v.res))
+	v.res = resources(t, s)
 	// A vouched snapshot's jobs name their nodes by index (policy.Job.Held).
 	vouched := s.Vouched()
+	resAt := v.readNodes(vouched)
+	v.readQuotas()
+	v.cur = v.matrix()
+	v.readJobs(vouched, resAt)
+	return v
+}
+
+// resources is the round's resources: where quotas are per model, the GPU
+// models of the tree's quotas and of the snapshot's nodes, sorted; else
+// AnyModel alone.
+func resources(t *Tree, s *policy.Snapshot) []string {
+	if !t.perModel {
+		return []string{AnyModel}
+	}
+	set := map[string]bool{}
+	for _, m := range t.models {
+		set[m] = true
+	}
+	for i := range s.Nodes {
+		set[s.Nodes[i].GPUModel] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// readNodes reads each node's resource (nodeRes) and each resource's
+// GPUs less the reserved ones (physical); for a vouched snapshot it
+// returns each node's resource by the node's index, else nil.
+func (v *Ledger) readNodes(vouched bool) []int {
+	s := v.s
+	v.physical = make([]int, len(v.res))
 	var resAt []int
 	if vouched {
 		resAt = make([]int, len(s.Nodes))
@@ -87,7 +105,7 @@ func NewLedger(t *Tree, s *policy.Snapshot) *Ledger {
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		r := 0
-		if t.perModel {
+		if v.t.perModel {
 			r, _ = slices.BinarySearch(v.res, n.GPUModel)
 		}
 		v.nodeRes[n.ID] = r
@@ -96,6 +114,13 @@ func NewLedger(t *Tree, s *policy.Snapshot) *Ledger {
 		}
 		v.physical[r] += max(0, n.GPUs-n.Reserved)
 	}
+	return resAt
+}
+
+// readQuotas reads each queue's nominal quota, limit and guard per
+// resource from the tree, and the root's capacity per resource.
+func (v *Ledger) readQuotas() {
+	t := v.t
 	nq := len(t.queues)
 	v.nominal, v.limit, v.guard = v.matrix(), v.matrix(), v.matrix()
 	v.capacity = slices.Clone(v.physical)
@@ -116,7 +141,13 @@ func NewLedger(t *Tree, s *policy.Snapshot) *Ledger {
 		}
 		v.capacity[r] = max(v.physical[r], top)
 	}
-	v.cur = v.matrix()
+}
+
+// readJobs is NewLedger's one pass over the jobs: each job's leaf queue
+// and GPUs, each queue's usage by current allocations (cur), and onePrio,
+// fit and need. resAt is readNodes' (a vouched snapshot's).
+func (v *Ledger) readJobs(vouched bool, resAt []int) {
+	t, s := v.t, v.s
 	v.onePrio, v.fit = true, t.implicit && len(v.res) == 1
 	lastName, lastLeaf := "", -1 // jobs of a queue come in runs: one lookup a run
 	for i := range s.Jobs {
@@ -153,7 +184,6 @@ func NewLedger(t *Tree, s *policy.Snapshot) *Ledger {
 			v.need += j.GPUs.Min
 		}
 	}
-	return v
 }
 
 // hasAnti reports whether some job has anti-affinity, read on first use:

@@ -110,24 +110,16 @@ type planOut struct {
 // done; the end is the slot-aligned finish. If no level suffices, it takes
 // the largest level until the deadline, then what is free after it.
 func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFree bool) planOut {
-	n := p.n
-	iterLeft := j.iterLeft
-	ddl := j.Deadline
-	ad := alignUp(start, ddl)
+	r := planRun{p: p, j: j, n: p.n, start: start, free: free, withFree: withFree,
+		ddl: j.Deadline, evt: start, iterLeft: j.iterLeft}
+	r.ad = alignUp(start, r.ddl)
 	// nf and alloc are scratch: what the plan returns is merged copies.
-	nf := append(p.bufs[0][:0], free...)
-	if ad >= start && !nf.has(ad) {
-		v, _ := nf.before(ad)
-		nf.set(ad, v)
+	r.nf = append(p.bufs[0][:0], free...)
+	if r.ad >= start && !r.nf.has(r.ad) {
+		v, _ := r.nf.before(r.ad)
+		r.nf.set(r.ad, v)
 	}
-	alloc := append(p.bufs[1][:0], point{start, 0})
-	evt := start
-	dur := func(from, to int64) float64 {
-		if to == ad {
-			return float64(ddl - from)
-		}
-		return float64(to - from)
-	}
+	r.alloc = append(p.bufs[1][:0], point{start, 0})
 	// What the plan reads (with assign > 0; see readSet): assign's next
 	// point; the points from there to the aligned deadline (the levels'
 	// backward fills, the forward pass) up to the level found (from the
@@ -135,80 +127,139 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 	// gives the job GPUs); none if the job is done before the next point;
 	// the points the fallback walks past the deadline; everything if the
 	// deadline was before start.
-	read := readSet{f1: math.MaxInt64, lo: math.MinInt64, hi: math.MaxInt64, cap: j.maxLevel()}
-	if ad >= start {
-		read.hi = ad
+	r.read = readSet{f1: math.MaxInt64, lo: math.MinInt64, hi: math.MaxInt64, cap: j.maxLevel()}
+	if r.ad >= start {
+		r.read.hi = r.ad
 	}
-	allocOut := func() timeline {
-		if withFree {
-			return alloc.merged()
+	if assign > 0 {
+		if out, done := r.holdAssigned(assign); done {
+			return out
 		}
-		return alloc
 	}
-	freeOut := func() timeline {
-		if withFree {
-			return nf.merged()
-		}
-		return nil
-	}
-	finish := func(out planOut) planOut {
-		out.ok = out.realEnd <= ddl
-		out.read = read
-		if !withFree {
-			out.gpuTime, out.alloc = out.alloc.mergedGPUTime(out.end), nil
-		}
-		p.bufs[0], p.bufs[1] = nf[:0], alloc[:0]
+	out, lastQ, found := r.leastLevel()
+	if found {
 		return out
 	}
+	return r.fallback(lastQ, assign)
+}
 
-	if assign > 0 {
-		q := assign
-		avail := nf.at(start, n)
-		fi, ok := free.find(evt)
-		if ok {
-			fi++
-		}
-		future := ad
-		if fi < len(free) {
-			future = free[fi].T
-			read.f1 = future
-		}
-		alloc.set(evt, q)
-		realEnd := int64(math.Ceil(float64(evt) + iterLeft/j.rate(q)))
-		end := alignUp(start, realEnd)
-		if future >= end && ddl >= realEnd {
-			last := nf.at(evt, n)
-			if evt != end {
-				nf.set(evt, avail-q)
-			} else {
-				nf.set(evt, last-q)
-			}
-			if !free.has(end) {
-				nf.set(end, last)
-			}
-			if ad >= start {
-				read.lo, read.hi = math.MaxInt64, math.MinInt64
-			}
-			return finish(planOut{alloc: allocOut(), free: freeOut(), end: end, realEnd: realEnd})
-		}
-		iterLeft -= dur(evt, future) * j.rate(q)
-		nf.set(evt, nf.at(evt, n)-q)
-		evt = future
-		alloc.set(evt, 0)
-		if ad >= start {
-			read.lo = future
-		}
+// planRun is one run of plan: its job, start and free GPUs, and the state
+// its steps share.
+type planRun struct {
+	p        *efPolicy
+	j        *efJob
+	n        int
+	start    int64
+	free     timeline
+	withFree bool
+	ddl, ad  int64 // the deadline, and its slot-aligned end
+	// evt is where the plan goes on from (start, or assign's next point);
+	// iterLeft the iterations left from there.
+	evt      int64
+	iterLeft float64
+	// nf (the free GPUs after the plan) and alloc (the job's) are scratch
+	// (p.bufs); read is what the plan has read so far.
+	nf, alloc timeline
+	read      readSet
+}
+
+// dur is the seconds of the plan's period from..to; the period that ends
+// at the aligned deadline ends at the deadline itself.
+func (r *planRun) dur(from, to int64) float64 {
+	if to == r.ad {
+		return float64(r.ddl - from)
 	}
+	return float64(to - from)
+}
 
-	// The least level whose backward fill from the deadline suffices.
+// allocOut is the job's allocation as the plan returns it: a merged copy
+// with withFree, the scratch itself without.
+func (r *planRun) allocOut() timeline {
+	if r.withFree {
+		return r.alloc.merged()
+	}
+	return r.alloc
+}
+
+// freeOut is the free GPUs after the plan as it returns them: a merged
+// copy with withFree, none without.
+func (r *planRun) freeOut() timeline {
+	if r.withFree {
+		return r.nf.merged()
+	}
+	return nil
+}
+
+// finish completes out (whether it meets the deadline, what it read, and
+// without withFree its GPU-time in place of its allocation) and hands
+// the scratch timelines back to p.
+func (r *planRun) finish(out planOut) planOut {
+	out.ok = out.realEnd <= r.ddl
+	out.read = r.read
+	if !r.withFree {
+		out.gpuTime, out.alloc = out.alloc.mergedGPUTime(out.end), nil
+	}
+	r.p.bufs[0], r.p.bufs[1] = r.nf[:0], r.alloc[:0]
+	return out
+}
+
+// holdAssigned is get_marginal's what-if: the job holds assign GPUs until
+// free's next point. If it is done by then, within its deadline, that is
+// the plan (done); else the plan goes on from that point with the
+// iterations left.
+func (r *planRun) holdAssigned(assign int) (out planOut, done bool) {
+	n, j := r.n, r.j
+	q := assign
+	avail := r.nf.at(r.start, n)
+	fi, ok := r.free.find(r.evt)
+	if ok {
+		fi++
+	}
+	future := r.ad
+	if fi < len(r.free) {
+		future = r.free[fi].T
+		r.read.f1 = future
+	}
+	r.alloc.set(r.evt, q)
+	realEnd := int64(math.Ceil(float64(r.evt) + r.iterLeft/j.rate(q)))
+	end := alignUp(r.start, realEnd)
+	if future >= end && r.ddl >= realEnd {
+		last := r.nf.at(r.evt, n)
+		if r.evt != end {
+			r.nf.set(r.evt, avail-q)
+		} else {
+			r.nf.set(r.evt, last-q)
+		}
+		if !r.free.has(end) {
+			r.nf.set(end, last)
+		}
+		if r.ad >= r.start {
+			r.read.lo, r.read.hi = math.MaxInt64, math.MinInt64
+		}
+		return r.finish(planOut{alloc: r.allocOut(), free: r.freeOut(), end: end, realEnd: realEnd}), true
+	}
+	r.iterLeft -= r.dur(r.evt, future) * j.rate(q)
+	r.nf.set(r.evt, r.nf.at(r.evt, n)-q)
+	r.evt = future
+	r.alloc.set(r.evt, 0)
+	if r.ad >= r.start {
+		r.read.lo = future
+	}
+	return planOut{}, false
+}
+
+// leastLevel finds the least level whose backward fill from the deadline
+// suffices and plans forward with it (planForward); if none does (found
+// false), lastQ is the largest level it tried.
+func (r *planRun) leastLevel() (out planOut, lastQ int, found bool) {
+	j, nf, evt, ad := r.j, r.nf, r.evt, r.ad
 	q := j.nextLevel(0)
-	lastQ := 0
 	below := nf.window(ad) // the points before the aligned deadline
-	for q <= n && q <= j.maxGPU {
+	for q <= r.n && q <= j.maxGPU {
 		if lastQ == 0 {
 			// Every point before the deadline is a period of the plan
 			// (its value set by the pass that finds the level).
-			alloc = alloc.withZeros(nf[:below], &p.bufs[2])
+			r.alloc = r.alloc.withZeros(nf[:below], &r.p.bufs[2])
 		}
 		periodEnd := ad
 		acc := 0.0
@@ -225,13 +276,13 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 				periodEnd = t
 				continue
 			}
-			acc += dur(t, periodEnd) * j.rate(a)
-			if acc >= iterLeft {
+			acc += r.dur(t, periodEnd) * j.rate(a)
+			if acc >= r.iterLeft {
 				if lastQ == 0 {
-					read.lo = max(read.lo, t)
+					r.read.lo = max(r.read.lo, t)
 				}
-				read.cap = q
-				return finish(p.planForward(j, evt, ad, t, q, lastQ, iterLeft, free, nf, alloc, withFree))
+				r.read.cap = q
+				return r.finish(r.p.planForward(j, evt, ad, t, q, lastQ, r.iterLeft, r.free, nf, r.alloc, r.withFree)), lastQ, true
 			}
 			periodEnd = t
 		}
@@ -241,64 +292,72 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 			break
 		}
 	}
+	return planOut{}, lastQ, false
+}
 
-	// No level suffices: the largest until the deadline...
+// fallback is the plan when no level suffices: the largest level tried,
+// lastQ, until the deadline, then what is free after it period by period,
+// and past free's last point the whole cluster (assign GPUs with assign >
+// 0).
+func (r *planRun) fallback(lastQ, assign int) planOut {
+	n, j, ad := r.n, r.j, r.ad
+	// The largest level until the deadline...
 	lastT, lastA := int64(-1), 0
-	for i := nf.window(evt); i < len(nf) && nf[i].T <= ad; i++ {
-		t := nf[i].T
+	for i := r.nf.window(r.evt); i < len(r.nf) && r.nf[i].T <= ad; i++ {
+		t := r.nf[i].T
 		if lastT >= 0 {
-			alloc.set(lastT, lastA)
-			nf.set(lastT, nf.at(lastT, n)-lastA)
+			r.alloc.set(lastT, lastA)
+			r.nf.set(lastT, r.nf.at(lastT, n)-lastA)
 			if lastA != 0 {
-				iterLeft -= dur(lastT, t) * j.rate(lastA)
+				r.iterLeft -= r.dur(lastT, t) * j.rate(lastA)
 			}
 		}
-		lastT, lastA = t, min(lastQ, j.lastLevel(nf[i].V+1))
+		lastT, lastA = t, min(lastQ, j.lastLevel(r.nf[i].V+1))
 	}
 	// ...then what is free after it, period by period.
-	last := max(ad, evt)
-	for i := 0; i < len(nf); i++ {
-		t := nf[i].T
+	last := max(ad, r.evt)
+	for i := 0; i < len(r.nf); i++ {
+		t := r.nf[i].T
 		if t <= ad {
 			continue
 		}
-		qd := min(j.lastLevel(nf.at(last, n)+1), j.maxGPU)
+		qd := min(j.lastLevel(r.nf.at(last, n)+1), j.maxGPU)
 		if qd == 0 {
-			alloc.set(last, 0)
+			r.alloc.set(last, 0)
 			last = t
 			continue
 		}
-		alloc.set(last, qd)
-		if it := float64(t-last) * j.rate(qd); it >= iterLeft {
-			read.hi = max(read.hi, t)
-			realEnd := int64(math.Ceil(float64(last) + iterLeft/j.rate(qd)))
-			end := alignUp(start, realEnd)
-			orig := free.at(last, n)
+		r.alloc.set(last, qd)
+		if it := float64(t-last) * j.rate(qd); it >= r.iterLeft {
+			r.read.hi = max(r.read.hi, t)
+			realEnd := int64(math.Ceil(float64(last) + r.iterLeft/j.rate(qd)))
+			end := alignUp(r.start, realEnd)
+			orig := r.free.at(last, n)
 			if last != end {
-				nf.set(last, orig-qd)
+				r.nf.set(last, orig-qd)
 			}
-			if !free.has(end) {
-				nf.set(end, orig)
+			if !r.free.has(end) {
+				r.nf.set(end, orig)
 			}
-			return finish(planOut{alloc: allocOut(), free: freeOut(), end: end, realEnd: realEnd})
+			return r.finish(planOut{alloc: r.allocOut(), free: r.freeOut(), end: end, realEnd: realEnd})
 		} else {
-			iterLeft -= it
-			nf.set(last, nf.at(last, n)-qd)
+			r.iterLeft -= it
+			r.nf.set(last, r.nf.at(last, n)-qd)
 		}
 		last = t
 	}
 	// ...and past every point, the whole cluster is free.
-	read.hi = math.MaxInt64
+	r.read.hi = math.MaxInt64
 	qf := min(n, j.maxGPU)
 	if assign > 0 {
 		qf = assign
 	}
-	alloc.set(last, qf)
-	realEnd := int64(math.Ceil(float64(last) + iterLeft/j.rate(qf)))
-	end := alignUp(start, realEnd)
-	nf.set(last, n-qf)
-	nf.set(end, n)
-	return finish(planOut{alloc: allocOut(), free: freeOut(), end: end, realEnd: realEnd, fallback: true})
+	r.alloc.set(last, qf)
+	realEnd := int64(math.Ceil(float64(last) + r.iterLeft/j.rate(qf)))
+	end := alignUp(r.start, realEnd)
+	r.nf.set(last, n-qf)
+	r.nf.set(end, n)
+	return r.finish(planOut{alloc: r.allocOut(), free: r.freeOut(), end: end, realEnd: realEnd, fallback: true})
 }
 
 // planForward is the forward half of plan once a level q and its point

@@ -89,69 +89,14 @@ func runTiresias(jobs []*job, cfg Config) error {
 			queues[0] = append(queues[0], j)
 			next++
 		}
-		for _, j := range runnable {
-			if j.gpus > 0 { // running
-				ran := math.Max(float64(now-j.lastSeen)-j.overhead, 0)
-				j.executed = int64(float64(j.executed) + ran)
-				j.total = int64(float64(j.total) + ran)
-				j.lastSeen, j.overhead = now, 0
-				if q := j.queue; q < len(tiresiasLimits)-1 && j.executed*int64(j.gpus) >= tiresiasLimits[q] {
-					j.queue = q + 1
-					queues[q+1] = append(queues[q+1], j)
-					queues[q] = slices.DeleteFunc(queues[q], func(x *job) bool { return x == j })
-				}
-			} else {
-				j.lastSeen = now
-			}
-		}
+		tiresiasCredit(runnable, queues, now)
 		restart := count > 0 && count%Slot == 0
 		count++
-		free := n
-		for _, q := range queues {
-			for _, j := range q {
-				if free >= j.GPUs {
-					if j.gpus == 0 {
-						j.gpus = j.GPUs
-						j.overhead = Overhead(n, j.GPUs, restart, false)
-					}
-					free -= j.GPUs
-				} else {
-					j.gpus = 0
-				}
-			}
-		}
-		for qi, q := range queues {
-			running := slices.DeleteFunc(slices.Clone(q), func(x *job) bool { return x.gpus == 0 })
-			queues[qi] = append(running, slices.DeleteFunc(slices.Clone(q), func(x *job) bool { return x.gpus > 0 })...)
-		}
+		tiresiasAllocate(queues, n, restart)
 		if _, err := Place(cfg.Spec, gpuCounts(runnable)); err != nil {
 			return fmt.Errorf("at %d s: %w", now, err)
 		}
-		endAt, endJobs = -1, nil
-		jump = math.MaxInt64
-		for _, j := range runnable {
-			if j.gpus == 0 {
-				continue
-			}
-			remaining := float64(j.Duration - j.total)
-			if restart {
-				j.overhead = Overhead(n, j.gpus, true, false)
-				remaining += j.overhead
-			}
-			end := int64(float64(now) + remaining)
-			ev := max(now+Slot, end)
-			switch {
-			case endAt < 0 || ev < endAt:
-				endAt, endJobs = ev, []*job{j}
-				j.endEvent = end
-			case ev == endAt:
-				endJobs = append(endJobs, j)
-				j.endEvent = end
-			}
-			if q := j.queue; q < len(tiresiasLimits)-1 {
-				jump = min(jump, now+int64(math.Ceil(float64(tiresiasLimits[q]-j.executed)/float64(j.gpus))))
-			}
-		}
+		endAt, endJobs, jump = tiresiasEvents(runnable, now, n, restart)
 	}
 	for _, j := range jobs {
 		if j.done {
@@ -161,4 +106,84 @@ func runTiresias(jobs []*job, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// tiresiasCredit brings the runnable jobs up to now: a running job is
+// credited with the seconds it ran since it was last seen, less its
+// overhead, and moves down a queue when its GPU-seconds reach its queue's
+// limit.
+func tiresiasCredit(runnable []*job, queues [][]*job, now int64) {
+	for _, j := range runnable {
+		if j.gpus > 0 { // running
+			ran := math.Max(float64(now-j.lastSeen)-j.overhead, 0)
+			j.executed = int64(float64(j.executed) + ran)
+			j.total = int64(float64(j.total) + ran)
+			j.lastSeen, j.overhead = now, 0
+			if q := j.queue; q < len(tiresiasLimits)-1 && j.executed*int64(j.gpus) >= tiresiasLimits[q] {
+				j.queue = q + 1
+				queues[q+1] = append(queues[q+1], j)
+				queues[q] = slices.DeleteFunc(queues[q], func(x *job) bool { return x == j })
+			}
+		} else {
+			j.lastSeen = now
+		}
+	}
+}
+
+// tiresiasAllocate walks the queues in order, each job in a queue in
+// order, on a cluster of n GPUs: a job runs if its GPUs are free (one that
+// starts pays Overhead), else it is preempted; then each queue's running
+// jobs go before its pending ones.
+func tiresiasAllocate(queues [][]*job, n int, restart bool) {
+	free := n
+	for _, q := range queues {
+		for _, j := range q {
+			if free >= j.GPUs {
+				if j.gpus == 0 {
+					j.gpus = j.GPUs
+					j.overhead = Overhead(n, j.GPUs, restart, false)
+				}
+				free -= j.GPUs
+			} else {
+				j.gpus = 0
+			}
+		}
+	}
+	for qi, q := range queues {
+		running := slices.DeleteFunc(slices.Clone(q), func(x *job) bool { return x.gpus == 0 })
+		queues[qi] = append(running, slices.DeleteFunc(slices.Clone(q), func(x *job) bool { return x.gpus > 0 })...)
+	}
+}
+
+// tiresiasEvents is the next events after now: the earliest end event
+// (never sooner than a slot after now) and its jobs, -1 and none if no job
+// runs, and jump, the earliest time a running job reaches its queue's
+// limit (math.MaxInt64 if none). At a restart event every running job
+// pays Overhead again.
+func tiresiasEvents(runnable []*job, now int64, n int, restart bool) (endAt int64, endJobs []*job, jump int64) {
+	endAt, jump = -1, math.MaxInt64
+	for _, j := range runnable {
+		if j.gpus == 0 {
+			continue
+		}
+		remaining := float64(j.Duration - j.total)
+		if restart {
+			j.overhead = Overhead(n, j.gpus, true, false)
+			remaining += j.overhead
+		}
+		end := int64(float64(now) + remaining)
+		ev := max(now+Slot, end)
+		switch {
+		case endAt < 0 || ev < endAt:
+			endAt, endJobs = ev, []*job{j}
+			j.endEvent = end
+		case ev == endAt:
+			endJobs = append(endJobs, j)
+			j.endEvent = end
+		}
+		if q := j.queue; q < len(tiresiasLimits)-1 {
+			jump = min(jump, now+int64(math.Ceil(float64(tiresiasLimits[q]-j.executed)/float64(j.gpus))))
+		}
+	}
+	return endAt, endJobs, jump
 }

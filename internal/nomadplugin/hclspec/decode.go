@@ -116,62 +116,23 @@ func check(v any, ty cty.Type, path []string) error {
 	if v == nil {
 		return nil // null: allowed for any type; gocty refuses it where Go cannot hold it
 	}
-	fail := func(format string, args ...any) error {
-		return &KeyError{Key: strings.Join(path, "."), Reason: fmt.Sprintf(format, args...)}
-	}
 	switch {
 	case ty == cty.String:
 		if _, ok := v.(string); !ok {
-			return fail("a string is required, got %s", kind(v))
+			return keyError(path, "a string is required, got %s", kind(v))
 		}
 	case ty == cty.Bool:
 		if _, ok := v.(bool); !ok {
-			return fail("a bool is required, got %s", kind(v))
+			return keyError(path, "a bool is required, got %s", kind(v))
 		}
 	case ty == cty.Number:
-		switch n := v.(type) {
-		case int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64:
-		case string: // cty writes numbers that fit no int64 or float64 as strings
-			if _, _, err := big.ParseFloat(n, 10, 512, big.ToNearestEven); err != nil {
-				return fail("a number is required, got a string")
-			}
-		default:
-			return fail("a number is required, got %s", kind(v))
-		}
+		return checkNumber(v, path)
 	case ty.IsObjectType():
-		m, ok := v.(map[string]any)
-		if !ok {
-			return fail("a block or object is required, got %s", kind(v))
-		}
-		atys := ty.AttributeTypes()
-		var unknown, missing []string
-		for k := range m {
-			if _, ok := atys[k]; !ok {
-				unknown = append(unknown, k)
-			}
-		}
-		for k := range atys {
-			if _, ok := m[k]; !ok {
-				missing = append(missing, k)
-			}
-		}
-		slices.Sort(unknown)
-		slices.Sort(missing)
-		switch {
-		case len(unknown) > 0:
-			return fail("unknown key %q (known: %s)", unknown[0], strings.Join(slices.Sorted(mapKeys(atys)), ", "))
-		case len(missing) > 0:
-			return fail("key %q is missing", missing[0])
-		}
-		for _, k := range slices.Sorted(mapKeys(m)) {
-			if err := check(m[k], atys[k], append(path, k)); err != nil {
-				return err
-			}
-		}
+		return checkObject(v, ty, path)
 	case ty.IsMapType():
 		m, ok := v.(map[string]any)
 		if !ok {
-			return fail("a map is required, got %s", kind(v))
+			return keyError(path, "a map is required, got %s", kind(v))
 		}
 		for _, k := range slices.Sorted(mapKeys(m)) {
 			if err := check(m[k], ty.ElementType(), append(path, k)); err != nil {
@@ -179,26 +140,93 @@ func check(v any, ty cty.Type, path []string) error {
 			}
 		}
 	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
-		l, ok := v.([]any)
-		if !ok {
-			return fail("a list is required, got %s", kind(v))
+		return checkList(v, ty, path)
+	}
+	return nil
+}
+
+// keyError is check's error for the value at path.
+func keyError(path []string, format string, args ...any) error {
+	return &KeyError{Key: strings.Join(path, "."), Reason: fmt.Sprintf(format, args...)}
+}
+
+// checkNumber checks a value of a number attribute: a msgpack number, or
+// a string that parses as one.
+func checkNumber(v any, path []string) error {
+	switch n := v.(type) {
+	case int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64:
+	case string: // cty writes numbers that fit no int64 or float64 as strings
+		if _, _, err := big.ParseFloat(n, 10, 512, big.ToNearestEven); err != nil {
+			return keyError(path, "a number is required, got a string")
 		}
-		if ty.IsTupleType() && len(l) != len(ty.TupleElementTypes()) {
-			return fail("%d elements are required, got %d", len(ty.TupleElementTypes()), len(l))
+	default:
+		return keyError(path, "a number is required, got %s", kind(v))
+	}
+	return nil
+}
+
+// checkObject checks a block or object against object type ty: no
+// unknown keys, no missing ones (the first of each, by name), then each
+// attribute's value.
+func checkObject(v any, ty cty.Type, path []string) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return keyError(path, "a block or object is required, got %s", kind(v))
+	}
+	atys := ty.AttributeTypes()
+	var unknown, missing []string
+	for k := range m {
+		if _, ok := atys[k]; !ok {
+			unknown = append(unknown, k)
 		}
-		for i, e := range l {
-			ety := cty.NilType
-			if ty.IsTupleType() {
-				ety = ty.TupleElementTypes()[i]
-			} else {
-				ety = ty.ElementType()
-			}
-			if err := check(e, ety, append(path, fmt.Sprint(i))); err != nil {
-				return err
-			}
+	}
+	for k := range atys {
+		if _, ok := m[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	slices.Sort(unknown)
+	slices.Sort(missing)
+	switch {
+	case len(unknown) > 0:
+		return keyError(path, "unknown key %q (known: %s)", unknown[0], strings.Join(slices.Sorted(mapKeys(atys)), ", "))
+	case len(missing) > 0:
+		return keyError(path, "key %q is missing", missing[0])
+	}
+	for _, k := range slices.Sorted(mapKeys(m)) {
+		if err := check(m[k], atys[k], append(path, k)); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkList checks a list against a list, set or tuple type ty: a
+// tuple's length, then each element against its type.
+func checkList(v any, ty cty.Type, path []string) error {
+	l, ok := v.([]any)
+	if !ok {
+		return keyError(path, "a list is required, got %s", kind(v))
+	}
+	if ty.IsTupleType() && len(l) != len(ty.TupleElementTypes()) {
+		return keyError(path, "%d elements are required, got %d", len(ty.TupleElementTypes()), len(l))
+	}
+	for i, e := range l {
+		if err := check(e, elementType(ty, i), append(path, fmt.Sprint(i))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// elementType is the type of element i of a list, set or tuple type: a
+// tuple's i-th element type, else the collection's one element type
+// (ElementType panics on a tuple).
+func elementType(ty cty.Type, i int) cty.Type {
+	if ty.IsTupleType() {
+		return ty.TupleElementTypes()[i]
+	}
+	return ty.ElementType()
 }
 
 func kind(v any) string {
