@@ -21,11 +21,11 @@
 //     range, and conversions to the protocol's types.
 //
 // What runs inside the tasks is in the packages below, each a subcommand
-// of the same binary (driver/subcmd): launch (the launcher process),
-// discover (horovodrun's host discovery), sshshim (how horovodrun reaches
-// a worker), workeragent (the worker agent and its client, and the
-// standby interpreters), torchrun (the torchrun launcher and
-// rendezvous), fence (a task cut off from the servers stops itself) and
+// of the same binary (driver/subcmd): horovod (launch, the launcher
+// process for launcher = "horovod"), discover (horovodrun's host
+// discovery), sshshim (how horovodrun reaches a worker), workeragent (the
+// worker agent and its client, and the standby interpreters), torchrun
+// (the torchrun launcher and rendezvous), fence (a task cut off from the servers stops itself) and
 // runner (the supervisor that is each task's parent: cgroup, limits,
 // stats, signals, exec, reattach). jobstate is the task file they share;
 // pyhooks the Python they run inside Horovod's processes. forkserver is no

@@ -48,7 +48,7 @@ type Task struct {
 	// DiscoveredFile is where discovery writes the host set it printed.
 	DiscoveredFile string
 	// FenceAfter is how long the launcher trains on while the Nomad
-	// servers do not answer it (launch.NewFence); 0: for ever.
+	// servers do not answer it (fence.New); 0: for ever.
 	FenceAfter time.Duration `json:",omitempty"`
 	// OutcomesFile is where the ssh shim records the worker commands that
 	// failed, and why (sshshim.Outcome): the launcher reads it to tell a

@@ -26,8 +26,8 @@ import (
 
 	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/fence"
+	"github.com/schedulearn/schedulearn/driver/horovod"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
-	"github.com/schedulearn/schedulearn/driver/launch"
 	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
 	"github.com/schedulearn/schedulearn/driver/torchrun"
@@ -86,7 +86,7 @@ func runLaunch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-launcher", Output: stderr, Level: hclog.Info})
-	sup := &launch.Supervisor{Task: t, Logger: logger}
+	sup := &horovod.Supervisor{Task: t, Logger: logger}
 	f, err := taskFence(t)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)

@@ -26,8 +26,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/schedulearn/schedulearn/driver/discover"
+	"github.com/schedulearn/schedulearn/driver/horovod"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
-	"github.com/schedulearn/schedulearn/driver/launch"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
@@ -103,7 +103,7 @@ func (l *Launcher) Run(ctx context.Context) int {
 				return 128 + int(syscall.SIGTERM)
 			}
 			if st.exitCode == 0 {
-				launch.FinishWorkers(l.Task, l.Logger)
+				horovod.FinishWorkers(l.Task, l.Logger)
 			}
 			return st.exitCode
 		}

@@ -258,7 +258,7 @@ func TestImportRules_EachRuleFails(t *testing.T) {
 		{"plugins/policy/builtin", "planner/structs", "policy-builtins may not import records: plugins/policy/builtin imports planner/structs"},
 		{"sim", "planner/agent", "simulator may not import daemon: sim imports planner/agent"},
 		{"planner/nomadjob", "driver/jobstate", "adapters may not import driver: planner/nomadjob imports driver/jobstate"},
-		{"driver/launch", "planner/structs", "driver may not import records: driver/launch imports planner/structs"},
+		{"driver/horovod", "planner/structs", "driver may not import records: driver/horovod imports planner/structs"},
 		{"plugins/device/gpu", "driver/runner", "device-plugin may not import driver: plugins/device/gpu imports driver/runner"},
 		{"internal/drain", "driver/jobstate", "contract may not import driver: internal/drain imports driver/jobstate"},
 		{"driver/forkserver", "driver/workeragent", "fork-server may not import driver: driver/forkserver imports driver/workeragent"},

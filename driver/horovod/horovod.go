@@ -1,4 +1,4 @@
-// Package launch is the driver binary's launch subcommand: the launcher
+// Package horovod is the driver binary's launch subcommand: the launcher
 // task's process for launcher = "horovod". It runs horovodrun as its
 // child, passes on the signals the task gets (StopTask's SIGTERM reaches
 // horovodrun, which stops its workers so training can commit), and when
@@ -7,9 +7,10 @@
 // horovodrun's exit code, or with drain.ExitInfrastructure when the
 // cluster, not the training script, ended the run: every worker command
 // that failed was lost (the ssh shim's outcomes file, Classify), or the
-// launcher was fenced (NewFence: cut off from the Nomad servers, it
-// stops training before they give the job to another launcher).
-package launch
+// launcher was fenced (its Fence, fence.New: cut off from the Nomad
+// servers, it stops training before they give the job to another
+// launcher).
+package horovod
 
 import (
 	"context"
