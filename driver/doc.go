@@ -25,9 +25,10 @@
 // process for launcher = "horovod"), discover (horovodrun's host
 // discovery), sshshim (how horovodrun reaches a worker), workeragent (the
 // worker agent and its client, and the standby interpreters), torchrun
-// (the torchrun launcher and rendezvous), fence (a task cut off from the servers stops itself) and
-// runner (the supervisor that is each task's parent: cgroup, limits,
-// stats, signals, exec, reattach). jobstate is the task file they share;
+// (the torchrun launcher and rendezvous), fence (a task cut off from the
+// servers stops itself) and supervisor (each task's parent process, and
+// the driver's client of it: cgroup, limits, stats, signals, exec,
+// reattach). jobstate is the task file they share;
 // pyhooks the Python they run inside Horovod's processes. forkserver is no
 // subcommand: it is the node's warm interpreter that this package starts
 // and the worker agents ask for their standbys, and imports nothing else

@@ -15,7 +15,7 @@ import (
 	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/pyhooks"
-	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
 	"github.com/schedulearn/schedulearn/internal/drain"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
@@ -31,7 +31,7 @@ const (
 
 // plan is what StartTask runs for a task, and the task file it writes.
 type plan struct {
-	cmd      runner.Command
+	cmd      supervisor.Command
 	taskFile string
 	task     *jobstate.Task
 	scripts  map[string]string // path -> content, written executable
@@ -55,7 +55,7 @@ func (d *Driver) planTask(cfg *drivers.TaskConfig, tc *TaskConfig) (*plan, error
 			Group:     cfg.TaskGroupName,
 			Token:     jobstate.Token(secret, cfg.Namespace, cfg.JobID),
 		},
-		cmd: runner.Command{
+		cmd: supervisor.Command{
 			TaskDir:    dirs.Dir,
 			Dir:        dirs.Dir,
 			User:       cfg.User,

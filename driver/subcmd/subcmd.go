@@ -7,7 +7,7 @@
 //	ssh-shim          -task-file F -- ARGS  (the `ssh` on the launcher's PATH)
 //	worker-agent      -task-file F -listen A (a worker task's process)
 //	torchrun-launcher -task-file F          (the launcher process for launcher = "torchrun")
-//	supervise         -dir D                (every task's supervisor: driver/runner)
+//	supervise         -dir D                (every task's supervisor: driver/supervisor)
 package subcmd
 
 import (
@@ -28,8 +28,8 @@ import (
 	"github.com/schedulearn/schedulearn/driver/fence"
 	"github.com/schedulearn/schedulearn/driver/horovod"
 	"github.com/schedulearn/schedulearn/driver/jobstate"
-	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
 	"github.com/schedulearn/schedulearn/driver/torchrun"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
@@ -42,7 +42,7 @@ var names = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Wr
 	"ssh-shim":          runSSHShim,
 	"worker-agent":      runWorkerAgent,
 	"torchrun-launcher": runTorchrunLauncher,
-	"supervise":         runner.Supervise,
+	"supervise":         supervisor.Supervise,
 }
 
 // Run runs the subcommand args[1] names, if it is one, and returns true

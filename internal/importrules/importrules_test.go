@@ -259,7 +259,7 @@ func TestImportRules_EachRuleFails(t *testing.T) {
 		{"sim", "planner/agent", "simulator may not import daemon: sim imports planner/agent"},
 		{"planner/nomadjob", "driver/jobstate", "adapters may not import driver: planner/nomadjob imports driver/jobstate"},
 		{"driver/horovod", "planner/structs", "driver may not import records: driver/horovod imports planner/structs"},
-		{"plugins/device/gpu", "driver/runner", "device-plugin may not import driver: plugins/device/gpu imports driver/runner"},
+		{"plugins/device/gpu", "driver/supervisor", "device-plugin may not import driver: plugins/device/gpu imports driver/supervisor"},
 		{"internal/drain", "driver/jobstate", "contract may not import driver: internal/drain imports driver/jobstate"},
 		{"driver/forkserver", "driver/workeragent", "fork-server may not import driver: driver/forkserver imports driver/workeragent"},
 		{"planner/agent", "internal/testlab", "daemon may not import test-kits: planner/agent imports internal/testlab"},
