@@ -28,11 +28,10 @@
 // (the torchrun launcher and rendezvous), fence (a task cut off from the
 // servers stops itself) and supervisor (each task's parent process, and
 // the driver's client of it: cgroup, limits, stats, signals, exec,
-// reattach). jobstate is the task file they share;
-// pyhooks the Python they run inside Horovod's processes. forkserver is no
-// subcommand: it is the node's warm interpreter that this package starts
-// and the worker agents ask for their standbys, and imports nothing else
-// of the module.
+// reattach). taskfile is the task file they share; pyhooks the Python
+// they run inside Horovod's processes. forkserver is no subcommand: it is
+// the node's warm interpreter that this package starts and the worker
+// agents ask for their standbys, and imports nothing else of the module.
 //
 // The driver stands alone: it imports nothing of the planner. What both
 // speak is internal/drain (the in-place resize) and internal/jobsecret

@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/schedulearn/schedulearn/driver/forkserver"
-	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/supervisor"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
@@ -295,7 +295,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to plan task: %w", err)
 	}
-	if err := jobstate.Write(p.taskFile, p.task); err != nil {
+	if err := taskfile.Write(p.taskFile, p.task); err != nil {
 		return nil, nil, err
 	}
 	if err := p.writeScripts(); err != nil {

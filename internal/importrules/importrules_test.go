@@ -257,10 +257,10 @@ func TestImportRules_EachRuleFails(t *testing.T) {
 		{"planner", "planner/ui", "core may not import http: planner imports planner/ui"},
 		{"plugins/policy/builtin", "planner/structs", "policy-builtins may not import records: plugins/policy/builtin imports planner/structs"},
 		{"sim", "planner/agent", "simulator may not import daemon: sim imports planner/agent"},
-		{"planner/nomadjob", "driver/jobstate", "adapters may not import driver: planner/nomadjob imports driver/jobstate"},
+		{"planner/nomadjob", "driver/taskfile", "adapters may not import driver: planner/nomadjob imports driver/taskfile"},
 		{"driver/horovod", "planner/structs", "driver may not import records: driver/horovod imports planner/structs"},
 		{"plugins/device/gpu", "driver/supervisor", "device-plugin may not import driver: plugins/device/gpu imports driver/supervisor"},
-		{"internal/drain", "driver/jobstate", "contract may not import driver: internal/drain imports driver/jobstate"},
+		{"internal/drain", "driver/taskfile", "contract may not import driver: internal/drain imports driver/taskfile"},
 		{"driver/forkserver", "driver/workeragent", "fork-server may not import driver: driver/forkserver imports driver/workeragent"},
 		{"planner/agent", "internal/testlab", "daemon may not import test-kits: planner/agent imports internal/testlab"},
 	} {
