@@ -13,7 +13,7 @@
 //     inspect, stats, signal, exec, recover), and the node-wide fork
 //     server it starts (forkserver.Server, running the worker agent's
 //     standby program);
-//   - launch.go: planning a task from its config: the launcher's
+//   - taskplan.go: planning a task from its config: the launcher's
 //     horovodrun command line and bootstrap (horovodrun.py, the Python
 //     embedded beside it), the worker's agent, their task files;
 //   - handle.go, events.go, fingerprint.go, ports.go, convert.go: a task's
