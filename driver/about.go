@@ -3,7 +3,7 @@ package driver
 import (
 	"time"
 
-	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
 	"github.com/schedulearn/schedulearn/internal/jobsecret"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
@@ -242,10 +242,10 @@ type DiscoveryConfig struct {
 
 // TaskState is what Nomad stores for a task (the handle's driver state, as
 // JSON) and hands back to RecoverTask with the task's config. It holds only
-// data: where the task's supervisor is (runner.State), the launched pid and
+// data: where the task's supervisor is (supervisor.State), the launched pid and
 // the paths of the files the driver wrote for the task.
 type TaskState struct {
-	Runner    *runner.State
+	Runner    *supervisor.State
 	Pid       int
 	StartedAt time.Time
 	Role      string

@@ -9,24 +9,25 @@ import (
 
 	"github.com/hashicorp/consul-template/signals"
 
-	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 // The boundary between the plugin SDK (internal/nomadplugin, Nomad's
-// driver protocol) and the runner: the runner has types of its own,
-// converted here, so a change of SDK changes this file and not the runner.
+// driver protocol) and the task's supervisor (driver/supervisor), which
+// has types of its own, converted here, so a change of SDK changes this
+// file and not the supervisor.
 
 // memoryNoLimit is Nomad's memory_max for "no hard limit".
 const memoryNoLimit = -1
 
-// taskResources are the limits the runner writes into the task's cgroup,
+// taskResources are the limits the supervisor writes into the task's cgroup,
 // as Nomad's executor reads them from the task's resources: memory_max is
 // the hard limit and memory the soft one; without memory_max, memory is
 // the hard limit.
-func taskResources(r *drivers.Resources) runner.Resources {
-	var res runner.Resources
+func taskResources(r *drivers.Resources) supervisor.Resources {
+	var res supervisor.Resources
 	if r == nil {
 		return res
 	}
@@ -48,11 +49,11 @@ func taskResources(r *drivers.Resources) runner.Resources {
 }
 
 // taskCgroup is the cgroup Nomad's client made for the task.
-func taskCgroup(mode runner.CgroupMode, cfg *drivers.TaskConfig) runner.Cgroup {
+func taskCgroup(mode supervisor.CgroupMode, cfg *drivers.TaskConfig) supervisor.Cgroup {
 	if cfg.Resources == nil || cfg.Resources.LinuxResources == nil {
-		return runner.Cgroup{}
+		return supervisor.Cgroup{}
 	}
-	return runner.NomadCgroup(mode, cfg.AllocID, cfg.Name, cfg.Resources.LinuxResources.CpusetCgroupPath)
+	return supervisor.NomadCgroup(mode, cfg.AllocID, cfg.Name, cfg.Resources.LinuxResources.CpusetCgroupPath)
 }
 
 // netNS is the path of the task's network namespace, "" for the host's.
@@ -63,8 +64,8 @@ func netNS(spec *drivers.NetworkIsolationSpec) string {
 	return spec.Path
 }
 
-func computeOf(c base.Compute) runner.Compute {
-	return runner.Compute{TotalMHz: c.TotalMHz, Cores: c.Cores}
+func computeOf(c base.Compute) supervisor.Compute {
+	return supervisor.Compute{TotalMHz: c.TotalMHz, Cores: c.Cores}
 }
 
 // lookupSignal is the signal a job names ("SIGTERM").
@@ -80,8 +81,8 @@ func lookupSignal(name string) (syscall.Signal, error) {
 	return s, nil
 }
 
-// usageStream converts the runner's stats to the protocol's.
-func usageStream(in <-chan *runner.Usage) <-chan *drivers.TaskResourceUsage {
+// usageStream converts the supervisor's stats to the protocol's.
+func usageStream(in <-chan *supervisor.Usage) <-chan *drivers.TaskResourceUsage {
 	out := make(chan *drivers.TaskResourceUsage)
 	go func() {
 		defer close(out)
@@ -92,7 +93,7 @@ func usageStream(in <-chan *runner.Usage) <-chan *drivers.TaskResourceUsage {
 	return out
 }
 
-func taskUsage(u *runner.Usage) *drivers.TaskResourceUsage {
+func taskUsage(u *supervisor.Usage) *drivers.TaskResourceUsage {
 	pids := make(map[string]*drivers.ResourceUsage, len(u.Pids))
 	for pid, p := range u.Pids {
 		pids[strconv.Itoa(pid)] = &drivers.ResourceUsage{MemoryStats: memoryStats(p.Memory), CpuStats: cpuStats(p.CPU)}
@@ -104,12 +105,12 @@ func taskUsage(u *runner.Usage) *drivers.TaskResourceUsage {
 	}
 }
 
-func memoryStats(m runner.MemoryUsage) *drivers.MemoryStats {
+func memoryStats(m supervisor.MemoryUsage) *drivers.MemoryStats {
 	return &drivers.MemoryStats{RSS: m.RSS, Cache: m.Cache, Swap: m.Swap, Usage: m.Usage,
 		MaxUsage: m.MaxUsage, KernelUsage: m.KernelUsage, Measured: m.Measured}
 }
 
-func cpuStats(c runner.CPUUsage) *drivers.CpuStats {
+func cpuStats(c supervisor.CPUUsage) *drivers.CpuStats {
 	return &drivers.CpuStats{SystemMode: c.SystemMode, UserMode: c.UserMode, TotalTicks: c.TotalTicks,
 		ThrottledPeriods: c.ThrottledPeriods, ThrottledTime: c.ThrottledTime, Percent: c.Percent, Measured: c.Measured}
 }
@@ -118,26 +119,26 @@ func cpuStats(c runner.CPUUsage) *drivers.CpuStats {
 // stdin and terminal sizes from it, in order, output and the exit code to
 // it. A stream that ends leaves the command's stdin open, as Nomad's
 // executor does.
-func execStreaming(ctx context.Context, r runner.Runner, cmd []string, tty bool, stream drivers.ExecTaskStream) error {
-	input := func() (runner.ExecInput, error) {
+func execStreaming(ctx context.Context, r supervisor.Runner, cmd []string, tty bool, stream drivers.ExecTaskStream) error {
+	input := func() (supervisor.ExecInput, error) {
 		for {
 			m, err := stream.Recv()
 			if err != nil {
-				return runner.ExecInput{}, err
+				return supervisor.ExecInput{}, err
 			}
-			var in runner.ExecInput
+			var in supervisor.ExecInput
 			if m.Stdin != nil {
 				in.Stdin, in.Close = m.Stdin.Data, m.Stdin.Close
 			}
 			if size := m.TtySize; size != nil {
-				in.Resize = &runner.TermSize{Rows: uint16(size.Height), Cols: uint16(size.Width)}
+				in.Resize = &supervisor.TermSize{Rows: uint16(size.Height), Cols: uint16(size.Width)}
 			}
 			if len(in.Stdin) > 0 || in.Close || in.Resize != nil {
 				return in, nil
 			}
 		}
 	}
-	code, err := r.ExecStreaming(ctx, cmd, tty, runner.ExecIO{
+	code, err := r.ExecStreaming(ctx, cmd, tty, supervisor.ExecIO{
 		Input:  input,
 		Stdout: streamWriter(stream.Send, false),
 		Stderr: streamWriter(stream.Send, true),

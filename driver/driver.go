@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/schedulearn/schedulearn/driver/forkserver"
-	"github.com/schedulearn/schedulearn/driver/jobstate"
-	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
@@ -43,9 +43,9 @@ type Driver struct {
 	// forkServer is the client's warm interpreter (standby_preload), or nil.
 	forkServer atomic.Pointer[forkserver.Server]
 	// compute is the node's cpu (the agent's), for task stats.
-	compute runner.Compute
+	compute supervisor.Compute
 	// cgroupMode is how the node's cgroups are mounted.
-	cgroupMode runner.CgroupMode
+	cgroupMode supervisor.CgroupMode
 }
 
 var (
@@ -76,14 +76,14 @@ func New(ctx context.Context, logger hclog.Logger, lookPath LookPathFunc, selfPa
 		config:     &Config{ConsulAddress: "127.0.0.1:8500", DynamicPorts: DefaultDynamicPorts},
 		fenceAfter: mustDuration(DefaultFenceAfter),
 		period:     30 * time.Second,
-		cgroupMode: runner.DetectCgroupMode(),
+		cgroupMode: supervisor.DetectCgroupMode(),
 	}
 }
 
 // runnerConfig is how tasks are supervised: by this binary's `supervise`
 // subcommand.
-func (d *Driver) runnerConfig() runner.Config {
-	return runner.Config{Binary: d.selfPath, Compute: d.compute}
+func (d *Driver) runnerConfig() supervisor.Config {
+	return supervisor.Config{Binary: d.selfPath, Compute: d.compute}
 }
 
 // PluginInfo implements base.BasePlugin: a driver plugin named PluginName
@@ -277,7 +277,7 @@ func (d *Driver) Fingerprint(ctx context.Context) (<-chan *drivers.Fingerprint, 
 
 // StartTask implements drivers.DriverPlugin: it decodes and validates the
 // task's config, writes its task file and scripts, starts the launcher
-// or worker agent under a supervisor (runner.New), and returns a handle
+// or worker agent under a supervisor (supervisor.New), and returns a handle
 // whose TaskState lets RecoverTask reattach. The DriverNetwork is nil:
 // the driver makes no network of its own.
 func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drivers.DriverNetwork, error) {
@@ -295,7 +295,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to plan task: %w", err)
 	}
-	if err := jobstate.Write(p.taskFile, p.task); err != nil {
+	if err := taskfile.Write(p.taskFile, p.task); err != nil {
 		return nil, nil, err
 	}
 	if err := p.writeScripts(); err != nil {
@@ -304,7 +304,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 
 	logger := d.logger.With("alloc_id", cfg.AllocID, "task_name", cfg.Name, "role", tc.Role)
 	logger.Info("starting task", "command", p.cmd.Path, "args", p.cmd.Args)
-	r, err := runner.New(logger, d.runnerConfig(), p.cmd)
+	r, err := supervisor.New(logger, d.runnerConfig(), p.cmd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to start task: %w", err)
 	}
@@ -354,7 +354,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	}
 	cfg := handle.Config
 	logger := d.logger.With("alloc_id", cfg.AllocID, "task_name", cfg.Name, "role", state.Role)
-	r, err := runner.Recover(logger, d.runnerConfig(), state.Runner)
+	r, err := supervisor.Recover(logger, d.runnerConfig(), state.Runner)
 	if err != nil {
 		return fmt.Errorf("failed to recover task: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/schedulearn/schedulearn/driver/forkserver"
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
@@ -94,11 +94,11 @@ func TestDriver_LauncherStartWait(t *testing.T) {
 		must.NoError(t, err)
 		must.StrContains(t, string(b), "'"+sub+"' '-task-file' '"+filepath.Join(dirs.SecretsDir, "horovod.json")+"'")
 	}
-	jt, err := jobstate.Read(filepath.Join(dirs.SecretsDir, "horovod.json"))
+	jt, err := taskfile.Read(filepath.Join(dirs.SecretsDir, "horovod.json"))
 	must.NoError(t, err)
 	must.Eq(t, "train-workers", jt.Service)
 	must.Eq(t, "secret-wi-token", jt.NomadToken)
-	must.Eq(t, jobstate.Token(testSecret, "default", "train"), jt.Token)
+	must.Eq(t, taskfile.Token(testSecret, "default", "train"), jt.Token)
 	must.Eq(t, filepath.Join(dirs.SharedAllocDir, drain.DiscoveredPath), jt.DiscoveredFile)
 
 	var state TaskState
@@ -335,7 +335,7 @@ func TestDriver_WorkerAgent(t *testing.T) {
 	statusFile := filepath.Join(task.TaskDir().SharedAllocDir, drain.AgentStatusPath)
 	waitFile(t, statusFile, 20*time.Second)
 
-	token := jobstate.Token(testSecret, "default", "train")
+	token := taskfile.Token(testSecret, "default", "train")
 	var stdout, stderr strings.Builder
 	code, err := workeragent.Run(context.Background(), addr, token, `echo "$CUDA_VISIBLE_DEVICES $NOMAD_JOB_ID $HOROVOD_DRIVER_SECRET"; echo oops >&2; exit 4`, nil, &stdout, &stderr, 5*time.Second)
 	must.NoError(t, err)
@@ -512,7 +512,7 @@ standby_env {
 	_, _, err := td.h.StartTask(task)
 	must.NoError(t, err)
 	waitFile(t, filepath.Join(task.TaskDir().SharedAllocDir, drain.AgentStatusPath), 20*time.Second)
-	taskFile, err := jobstate.Read(filepath.Join(task.TaskDir().SecretsDir, taskFileName))
+	taskFile, err := taskfile.Read(filepath.Join(task.TaskDir().SecretsDir, taskFileName))
 	must.NoError(t, err)
 	must.Eq(t, fs.Socket(), taskFile.StandbyServer)
 
@@ -525,7 +525,7 @@ standby_env {
 print("decimal" in sys.modules, os.getppid() == int(sys.argv[1]), open("/proc/self/environ").read().count("FROM_CONFIG=1"))
 sys.stdout.write(open("/proc/self/cgroup").read())
 `), 0o644))
-	token := jobstate.Token(testSecret, "default", "train")
+	token := taskfile.Token(testSecret, "default", "train")
 	var stdout, stderr strings.Builder
 	code, err := workeragent.Run(context.Background(), addr, token, fmt.Sprintf("%s %s %d", filepath.Join(binDir, "python3"), script, fs.Pid()),
 		nil, &stdout, &stderr, 5*time.Second)

@@ -8,13 +8,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
 
 // taskHandle is the driver's in-memory view of one running task.
 type taskHandle struct {
-	runner     runner.Runner
+	runner     supervisor.Runner
 	logger     hclog.Logger
 	taskConfig *drivers.TaskConfig
 	role       string
@@ -31,7 +31,7 @@ type taskHandle struct {
 	onExit func(*drivers.ExitResult)
 }
 
-func newTaskHandle(r runner.Runner, cfg *drivers.TaskConfig, role string, startedAt time.Time, logger hclog.Logger) *taskHandle {
+func newTaskHandle(r supervisor.Runner, cfg *drivers.TaskConfig, role string, startedAt time.Time, logger hclog.Logger) *taskHandle {
 	return &taskHandle{
 		runner:     r,
 		logger:     logger,

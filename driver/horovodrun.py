@@ -1,5 +1,5 @@
 # The launcher's horovodrun bootstrap (driver, Go package driver:
-# launch.go's horovodrunBootstrap says what it changes and why), after the
+# taskplan.go's horovodrunBootstrap says what it changes and why), after the
 # port guard and the re-notifier (driver/pyhooks). Run as
 # "python3 -c <this> DISCOVER_SECS HOROVODRUN ARGS...".
 import multiprocessing, os, subprocess, sys

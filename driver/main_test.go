@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/driver/runner"
 	"github.com/schedulearn/schedulearn/driver/subcmd"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
 	"github.com/schedulearn/schedulearn/internal/leakcheck"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/base"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
@@ -243,7 +243,7 @@ func (td *testDriver) newTaskLogs(t *testing.T, name string, tc *TaskConfig, env
 		for _, f := range []string{
 			filepath.Join(dirs.LogDir, name+".stdout.0"),
 			filepath.Join(dirs.LogDir, name+".stderr.0"),
-			filepath.Join(dirs.Dir, runner.StateDirName, "supervisor.log"),
+			filepath.Join(dirs.Dir, supervisor.StateDirName, "supervisor.log"),
 		} {
 			b, _ := os.ReadFile(f)
 			t.Logf("%s:\n%s", f, b)

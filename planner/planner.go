@@ -68,7 +68,7 @@ type Departures interface {
 
 // Actuator carries out the planner's decisions in Nomad (planner/nomadjob)
 // or in the simulator: it is not Nomad's executor, which runs a task's
-// processes (the horovod driver has its own supervisor, driver/runner).
+// processes (the horovod driver has its own supervisor, driver/supervisor).
 type Actuator interface {
 	// Apply makes job hold the target allocation: it registers the job when
 	// it holds nothing yet, resizes it in place when it runs, and stops it

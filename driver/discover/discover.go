@@ -21,7 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
@@ -59,7 +59,7 @@ type Drains interface {
 
 // Discovery is one run of host discovery.
 type Discovery struct {
-	Task *jobstate.Task
+	Task *taskfile.Task
 	// Primary is the configured provider; Fallback, if set, is asked when
 	// Primary cannot be reached (Consul down: Nomad's service API).
 	Primary, Fallback Source
@@ -203,7 +203,7 @@ func (d *Discovery) writeFiles(hosts map[string]drain.Host, draining []string) e
 	for name, h := range hosts {
 		addrs[name] = h.Address
 	}
-	if err := jobstate.WriteJSON(d.Task.HostsFile, addrs); err != nil {
+	if err := taskfile.WriteJSON(d.Task.HostsFile, addrs); err != nil {
 		return err
 	}
 	at := d.now().UTC()
@@ -216,7 +216,7 @@ func (d *Discovery) writeFiles(hosts map[string]drain.Host, draining []string) e
 			since[name] = before.Since[name]
 		}
 	}
-	return jobstate.WriteJSON(d.Task.DiscoveredFile, drain.Discovered{
+	return taskfile.WriteJSON(d.Task.DiscoveredFile, drain.Discovered{
 		Updated:  at,
 		Hosts:    hosts,
 		Draining: draining,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
@@ -39,7 +39,7 @@ const (
 func newDiscovery(t *testing.T, primary, fallback Source, drains Drains) *Discovery {
 	dir := t.TempDir()
 	return &Discovery{
-		Task: &jobstate.Task{Service: "w", Slots: 2,
+		Task: &taskfile.Task{Service: "w", Slots: 2,
 			HostsFile:      filepath.Join(dir, "hosts.json"),
 			DiscoveredFile: filepath.Join(dir, "alloc", drain.DiscoveredPath)},
 		Primary: primary, Fallback: fallback, Drains: drains,

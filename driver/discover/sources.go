@@ -13,7 +13,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
 	"github.com/schedulearn/schedulearn/internal/jobsecret"
@@ -42,7 +42,7 @@ type Consul struct {
 }
 
 // NewConsul returns a Consul source for the task file's address and token.
-func NewConsul(t *jobstate.Task) (*Consul, error) {
+func NewConsul(t *taskfile.Task) (*Consul, error) {
 	c, err := consulapi.NewClient(&consulapi.Config{Address: t.ConsulAddress, Token: t.ConsulToken})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create consul client: %w", err)
@@ -135,7 +135,7 @@ type Nomad struct {
 }
 
 // NewNomad returns a Nomad source for the task file's address and token.
-func NewNomad(t *jobstate.Task) (*Nomad, error) {
+func NewNomad(t *taskfile.Task) (*Nomad, error) {
 	c, err := nomadapi.NewClient(&nomadapi.Config{Address: t.NomadAddress, SecretID: t.NomadToken, Namespace: t.Namespace})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create nomad client: %w", err)
@@ -192,7 +192,7 @@ func (n *Nomad) Draining(ctx context.Context) ([]string, error) {
 
 // New builds the discovery for a launcher's task file: its provider first,
 // and for Consul, Nomad's service API as the fallback.
-func New(t *jobstate.Task) (*Discovery, error) {
+func New(t *taskfile.Task) (*Discovery, error) {
 	nomad, err := NewNomad(t)
 	if err != nil {
 		return nil, err

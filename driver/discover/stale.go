@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
@@ -39,7 +39,7 @@ func (d *Discovery) keepLast(cause error) (map[string]drain.Host, error) {
 	}
 	if _, err := os.Stat(d.markerPath()); errors.Is(err, fs.ErrNotExist) {
 		at := d.now().UTC()
-		if werr := jobstate.WriteJSON(d.markerPath(), staleMarker{Since: at, Error: cause.Error()}); werr != nil {
+		if werr := taskfile.WriteJSON(d.markerPath(), staleMarker{Since: at, Error: cause.Error()}); werr != nil {
 			d.logger().Warn("failed to write the stale marker", "error", werr)
 		}
 		if !listed {

@@ -72,7 +72,7 @@ const programLine = "STANDBY = \"\"\n"
 // process without those seconds even when the worker's allocation is new
 // (the agent's own standby starts with the agent, and its imports are what
 // a grow waits for). The agent finds the socket in its task file
-// (jobstate.Task.StandbyServer) and falls back to a standby of its own
+// (taskfile.Task.StandbyServer) and falls back to a standby of its own
 // when the server cannot serve it.
 type Server struct {
 	Python  string   // the interpreter

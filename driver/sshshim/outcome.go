@@ -23,7 +23,7 @@ const (
 )
 
 // Outcome is a worker command that failed, as the launcher's shim saw it:
-// one line of the launcher's outcomes file (jobstate.Task.OutcomesFile).
+// one line of the launcher's outcomes file (taskfile.Task.OutcomesFile).
 type Outcome struct {
 	Time  time.Time `json:"time"`
 	Host  string    `json:"host"`

@@ -7,7 +7,7 @@
 //	ssh-shim          -task-file F -- ARGS  (the `ssh` on the launcher's PATH)
 //	worker-agent      -task-file F -listen A (a worker task's process)
 //	torchrun-launcher -task-file F          (the launcher process for launcher = "torchrun")
-//	supervise         -dir D                (every task's supervisor: driver/runner)
+//	supervise         -dir D                (every task's supervisor: driver/supervisor)
 package subcmd
 
 import (
@@ -26,10 +26,10 @@ import (
 
 	"github.com/schedulearn/schedulearn/driver/discover"
 	"github.com/schedulearn/schedulearn/driver/fence"
-	"github.com/schedulearn/schedulearn/driver/jobstate"
-	"github.com/schedulearn/schedulearn/driver/launch"
-	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/driver/horovod"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/driver/torchrun"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
@@ -42,7 +42,7 @@ var names = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Wr
 	"ssh-shim":          runSSHShim,
 	"worker-agent":      runWorkerAgent,
 	"torchrun-launcher": runTorchrunLauncher,
-	"supervise":         runner.Supervise,
+	"supervise":         supervisor.Supervise,
 }
 
 // Run runs the subcommand args[1] names, if it is one, and returns true
@@ -61,7 +61,7 @@ func Run(args []string) (bool, int) {
 // parseTask parses a subcommand's flags (fs, to which it adds -task-file)
 // and reads the task file the driver wrote. When t is nil the subcommand
 // exits with code; the error is printed.
-func parseTask(fs *flag.FlagSet, args []string, stderr io.Writer) (t *jobstate.Task, code int) {
+func parseTask(fs *flag.FlagSet, args []string, stderr io.Writer) (t *taskfile.Task, code int) {
 	fs.SetOutput(stderr)
 	path := fs.String("task-file", "", "the task file the driver wrote")
 	if err := fs.Parse(args); err != nil {
@@ -71,7 +71,7 @@ func parseTask(fs *flag.FlagSet, args []string, stderr io.Writer) (t *jobstate.T
 		fmt.Fprintln(stderr, "error: -task-file is required")
 		return nil, 1
 	}
-	t, err := jobstate.Read(*path)
+	t, err := taskfile.Read(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return nil, 1
@@ -86,7 +86,7 @@ func runLaunch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "horovod-launcher", Output: stderr, Level: hclog.Info})
-	sup := &launch.Supervisor{Task: t, Logger: logger}
+	sup := &horovod.Supervisor{Task: t, Logger: logger}
 	f, err := taskFence(t)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
@@ -98,7 +98,7 @@ func runLaunch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 // taskFence is the task's fence (fence.New over the job's secret
 // variable), or nil without fence_after.
-func taskFence(t *jobstate.Task) (func(context.Context) <-chan string, error) {
+func taskFence(t *taskfile.Task) (func(context.Context) <-chan string, error) {
 	if t.FenceAfter <= 0 {
 		return nil, nil
 	}
@@ -166,7 +166,7 @@ func runWorkerAgent(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if t.StatusFile == "" {
 			return
 		}
-		err := jobstate.WriteJSON(t.StatusFile, drain.AgentStatus{Updated: time.Now().UTC(), Running: running, Started: started})
+		err := taskfile.WriteJSON(t.StatusFile, drain.AgentStatus{Updated: time.Now().UTC(), Running: running, Started: started})
 		if err != nil {
 			logger.Warn("failed to write status", "error", err)
 		}
@@ -213,7 +213,7 @@ func runWorkerAgent(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 // fenceContext is ctx, ended when the task's fence fires; fenced says
 // whether it did.
-func fenceContext(ctx context.Context, t *jobstate.Task, logger hclog.Logger) (context.Context, func() bool) {
+func fenceContext(ctx context.Context, t *taskfile.Task, logger hclog.Logger) (context.Context, func() bool) {
 	f, err := taskFence(t)
 	if err != nil || f == nil {
 		if err != nil {

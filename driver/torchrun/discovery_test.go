@@ -13,7 +13,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/driver/discover"
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 )
 
 type flakySource struct{ err error }
@@ -30,7 +30,7 @@ func TestReconcile_LogsDiscoveryOutageOncePerTransition(t *testing.T) {
 	dir := t.TempDir()
 	src := &flakySource{err: errors.New("connection refused")}
 	var logs bytes.Buffer
-	task := &jobstate.Task{Service: "w", HostsFile: filepath.Join(dir, "hosts.json"), DiscoveredFile: filepath.Join(dir, "discovered.json")}
+	task := &taskfile.Task{Service: "w", HostsFile: filepath.Join(dir, "hosts.json"), DiscoveredFile: filepath.Join(dir, "discovered.json")}
 	l := &Launcher{Task: task, Discovery: &discover.Discovery{Task: task, Primary: src, Drains: noDrains{}},
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})}
 	sessions := map[string]*session{}

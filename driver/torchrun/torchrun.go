@@ -26,9 +26,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/schedulearn/schedulearn/driver/discover"
-	"github.com/schedulearn/schedulearn/driver/jobstate"
-	"github.com/schedulearn/schedulearn/driver/launch"
+	"github.com/schedulearn/schedulearn/driver/horovod"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
@@ -44,7 +44,7 @@ signal.sigwait([signal.SIGTERM, signal.SIGINT])
 
 // Launcher runs torchrun on the job's workers.
 type Launcher struct {
-	Task      *jobstate.Task
+	Task      *taskfile.Task
 	Discovery *discover.Discovery
 	Logger    hclog.Logger
 	Stdout    io.Writer
@@ -103,7 +103,7 @@ func (l *Launcher) Run(ctx context.Context) int {
 				return 128 + int(syscall.SIGTERM)
 			}
 			if st.exitCode == 0 {
-				launch.FinishWorkers(l.Task, l.Logger)
+				horovod.FinishWorkers(l.Task, l.Logger)
 			}
 			return st.exitCode
 		}
@@ -336,7 +336,7 @@ func (l *Launcher) command() string {
 		}
 	}
 	for _, a := range l.Task.TorchrunCommand {
-		words = append(words, shellQuote(strings.ReplaceAll(a, jobstate.RdzvEndpointPlaceholder, l.endpoint)))
+		words = append(words, shellQuote(strings.ReplaceAll(a, taskfile.RdzvEndpointPlaceholder, l.endpoint)))
 	}
 	return strings.Join(words, " ")
 }

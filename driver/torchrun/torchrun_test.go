@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
@@ -31,7 +31,7 @@ func fakePython(t *testing.T, script string) string {
 func TestStartStore(t *testing.T) {
 	var logs bytes.Buffer
 	l := &Launcher{
-		Task:   &jobstate.Task{Python: fakePython(t, `echo "RuntimeError: The server socket has failed to listen on any local network address. port: $3" >&2; exit 1`), RdzvPort: 29400},
+		Task:   &taskfile.Task{Python: fakePython(t, `echo "RuntimeError: The server socket has failed to listen on any local network address. port: $3" >&2; exit 1`), RdzvPort: 29400},
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs}),
 		Stdout: &bytes.Buffer{}, Stderr: &logs,
 	}
@@ -43,7 +43,7 @@ func TestStartStore(t *testing.T) {
 
 	var out bytes.Buffer
 	l = &Launcher{
-		Task:   &jobstate.Task{Python: fakePython(t, `printf 'importing\nc10d store listening on port %s\n' "$3"; exec sleep 60`), RdzvPort: 23456},
+		Task:   &taskfile.Task{Python: fakePython(t, `printf 'importing\nc10d store listening on port %s\n' "$3"; exec sleep 60`), RdzvPort: 23456},
 		Logger: hclog.NewNullLogger(),
 		Stdout: &out, Stderr: &logs,
 	}

@@ -28,7 +28,7 @@ const KillGrace = 5 * time.Second
 
 // Server runs commands for authenticated clients.
 type Server struct {
-	// Token is the job's token (jobstate.Token); Serve refuses to start
+	// Token is the job's token (taskfile.Token); Serve refuses to start
 	// without one.
 	Token  string
 	Dir    string   // working directory of commands

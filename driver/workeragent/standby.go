@@ -68,7 +68,7 @@ type Standby struct {
 	Modules []string // imported ahead
 	Dir     string   // working directory of commands
 	Env     []string // environment of commands
-	// Server is the fork server's socket (jobstate.Task.StandbyServer), or "".
+	// Server is the fork server's socket (taskfile.Task.StandbyServer), or "".
 	Server string
 	// Ready, if set, is called once the modules are imported.
 	Ready func()

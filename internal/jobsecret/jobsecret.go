@@ -24,7 +24,7 @@ func SecretVariable(jobID string) string { return "nomad/jobs/" + jobID }
 
 // SecretEnv is the item of SecretVariable, and the task environment
 // variable, that holds the job's secret; the worker token derives from it
-// (driver/jobstate.Token). The driver takes it out of the environment of what it runs.
+// (driver/taskfile.Token). The driver takes it out of the environment of what it runs.
 const SecretEnv = "HOROVOD_DRIVER_SECRET"
 
 // SecretsTemplate is the data of a template block (destination in the

@@ -4,14 +4,14 @@
 // driver without a client.
 //
 // The layout is the Nomad 1.11 client's (what the driver finds from a
-// task's resources, runner.NomadCgroup): on cgroup v1 a "nomad" cgroup in
-// the cpuset, cpu, memory and freezer controllers; in cpuset, its "share"
-// partition (the cores no task reserves, shared by every task that
-// reserves none) and its "reserve" partition, each with the usable cores'
-// cpus and the root's mems; a task's freezer, cpu and memory cgroups are
-// nomad/<alloc>.<task>. On v2 a nomad.slice with share.slice and
-// reserve.slice, controllers enabled down the tree, and a task's cgroup
-// nomad.slice/share.slice/<alloc>.<task>.scope. On a machine where no
+// task's resources, supervisor.NomadCgroup): on cgroup v1 a "nomad"
+// cgroup in the cpuset, cpu, memory and freezer controllers; in cpuset,
+// its "share" partition (the cores no task reserves, shared by every task
+// that reserves none) and its "reserve" partition, each with the usable
+// cores' cpus and the root's mems; a task's freezer, cpu and memory
+// cgroups are nomad/<alloc>.<task>. On v2 a nomad.slice with share.slice
+// and reserve.slice, controllers enabled down the tree, and a task's
+// cgroup nomad.slice/share.slice/<alloc>.<task>.scope. On a machine where no
 // client ever ran that tree is missing; Ensure makes it, and leaves a tree
 // that is already set up alone (a client on the same machine keeps its own
 // partitioning).

@@ -2,9 +2,9 @@
 // tree with the same binaries built from another revision: file size, and
 // start-up time, from exec to the go-plugin handshake line on stdout (what
 // the agent waits for before its first RPC). For the task driver it also
-// times the start of a task through the driver's supervisor (driver/runner:
-// `<binary> supervise`), run by each binary: the start-up of the driver's
-// binary is part of every task's start.
+// times the start of a task through the driver's supervisor
+// (driver/supervisor: `<binary> supervise`), run by each binary: the
+// start-up of the driver's binary is part of every task's start.
 //
 //	go run ./tools/pluginbench [-base main] [-n 20] [-pkg ./cmd/schedulearn-gpu,./cmd/nomad-driver-horovod] [-tasks 15]
 //
@@ -29,7 +29,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
 	"github.com/schedulearn/schedulearn/internal/testcgroup"
 )
 
@@ -58,7 +58,7 @@ type binary struct {
 	size  int64
 	times []time.Duration
 	// started and output are the task starts through its supervisor: until
-	// runner.New returned (the task runs), until its first output.
+	// supervisor.New returned (the task runs), until its first output.
 	started, output []time.Duration
 }
 
@@ -178,7 +178,7 @@ func taskStarts(bins []*binary, rounds int, tmp string) error {
 	if cgroups {
 		where = "in the client's cgroups"
 	}
-	fmt.Printf("\na task started through each binary's supervisor (runner.New, `echo`, stdout a FIFO, %s), median of %d\n\n", where, rounds)
+	fmt.Printf("\na task started through each binary's supervisor (supervisor.New, `echo`, stdout a FIFO, %s), median of %d\n\n", where, rounds)
 	fmt.Printf("%-22s %22s %22s\n", "binary", "New returned (ms)", "first output (ms)")
 	for _, b := range bins {
 		fmt.Printf("%-22s %22.1f %22.1f\n", b.label, ms(median(b.started)), ms(median(b.output)))
@@ -206,7 +206,7 @@ func startTask(binary, dir string, cgroups bool) (started, output time.Duration,
 		return 0, 0, err
 	}
 	defer r.Close()
-	var cg runner.Cgroup
+	var cg supervisor.Cgroup
 	if cgroups {
 		var dirs []string
 		if cg, dirs, err = taskCgroup(allocID, task); err != nil {
@@ -220,10 +220,10 @@ func startTask(binary, dir string, cgroups bool) (started, output time.Duration,
 		}()
 	}
 	began := time.Now()
-	rn, err := runner.New(hclog.NewNullLogger(), runner.Config{Binary: binary}, runner.Command{
+	rn, err := supervisor.New(hclog.NewNullLogger(), supervisor.Config{Binary: binary}, supervisor.Command{
 		Path: "/bin/echo", Args: []string{"started"}, TaskDir: taskDir,
 		StdoutPath: fifo, StderrPath: os.DevNull, Cgroup: cg,
-		Resources: runner.Resources{MemoryLimit: 256 << 20, CPUShares: 100},
+		Resources: supervisor.Resources{MemoryLimit: 256 << 20, CPUShares: 100},
 	})
 	if err != nil {
 		return 0, 0, err
@@ -247,22 +247,22 @@ func startTask(binary, dir string, cgroups bool) (started, output time.Duration,
 // taskCgroup makes a task's cgroups as the client does (v1: freezer, cpu
 // and memory under the client's parent, the share partition's cpuset; v2:
 // its scope) and returns them with the directories to remove.
-func taskCgroup(allocID, task string) (runner.Cgroup, []string, error) {
-	mode := runner.DetectCgroupMode()
+func taskCgroup(allocID, task string) (supervisor.Cgroup, []string, error) {
+	mode := supervisor.DetectCgroupMode()
 	cpuset := testcgroup.TaskCpusetPath(allocID, task)
-	cg := runner.NomadCgroup(mode, allocID, task, cpuset)
+	cg := supervisor.NomadCgroup(mode, allocID, task, cpuset)
 	var dirs []string
 	switch mode {
-	case runner.CgroupsV1:
+	case supervisor.CgroupsV1:
 		for _, ctrl := range []string{"freezer", "cpu", "memory"} {
 			dirs = append(dirs, cg.V1[ctrl])
 		}
-	case runner.CgroupsV2:
+	case supervisor.CgroupsV2:
 		dirs = append(dirs, cg.V2)
 	}
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return runner.Cgroup{}, nil, err
+			return supervisor.Cgroup{}, nil, err
 		}
 	}
 	return cg, dirs, nil

@@ -1,4 +1,4 @@
-package launch
+package horovod
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
 
@@ -49,7 +49,7 @@ func TestSupervisor_ClassifiesFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			task := &jobstate.Task{OutcomesFile: filepath.Join(dir, "outcomes.jsonl"), HostsFile: filepath.Join(dir, "hosts.json")}
+			task := &taskfile.Task{OutcomesFile: filepath.Join(dir, "outcomes.jsonl"), HostsFile: filepath.Join(dir, "hosts.json")}
 			for _, o := range tc.outcomes {
 				must.NoError(t, sshshim.RecordOutcome(task.OutcomesFile, o))
 			}
@@ -64,7 +64,7 @@ func TestSupervisor_ClassifiesFailures(t *testing.T) {
 // drain.ExitInfrastructure.
 func TestSupervisor_Fenced(t *testing.T) {
 	dir := t.TempDir()
-	task := &jobstate.Task{OutcomesFile: filepath.Join(dir, "outcomes.jsonl")}
+	task := &taskfile.Task{OutcomesFile: filepath.Join(dir, "outcomes.jsonl")}
 	fence := func(ctx context.Context) <-chan string {
 		out := make(chan string, 1)
 		go func() {

@@ -1,7 +1,8 @@
-// Package runner runs one task's process tree behind a small interface,
-// with no code of Nomad's: a supervisor process (the `supervise`
-// subcommand of the driver's binary, Supervise here) starts the task and
-// is its parent for its whole life.
+// Package supervisor runs one task's process tree behind a small
+// interface (Runner, the driver's client of it), with no code of Nomad's:
+// a supervisor process (the `supervise` subcommand of the driver's
+// binary, Supervise here) starts the task and is its parent for its whole
+// life.
 //
 // The supervisor runs in a session of its own, so the task survives the
 // driver and the Nomad client exiting. It places the task in the cgroup
@@ -14,7 +15,7 @@
 //
 // docs/driver.md ("Supervision") says what runs where and what survives
 // what.
-package runner
+package supervisor
 
 import (
 	"context"

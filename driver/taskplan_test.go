@@ -8,8 +8,8 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/pyhooks"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 )
 
 // torchrun counts nodes: min and max come from min_np, max_np and slots.
@@ -22,7 +22,7 @@ func TestTorchrunArgs(t *testing.T) {
 	must.Eq(t, []string{
 		"env", "GLOO_SOCKET_IFNAME=eth0",
 		"torchrun", "--nnodes=1:4", "--nproc_per_node=2", "--rdzv_backend=c10d",
-		"--rdzv_endpoint=" + jobstate.RdzvEndpointPlaceholder, "--rdzv_id=job-1",
+		"--rdzv_endpoint=" + taskfile.RdzvEndpointPlaceholder, "--rdzv_id=job-1",
 		"--rdzv_conf=is_host=false,last_call_timeout=1", "--monitor_interval=1", "--max_restarts=100",
 		"train.py", "--torchrun",
 	}, torchrunArgs(tc, "job-1"))
@@ -38,7 +38,7 @@ func TestTorchrunArgs(t *testing.T) {
 // task's environment, or not a port there, fails the start.
 func TestPlanLauncher_RdzvPort(t *testing.T) {
 	td := newTestDriver(t)
-	plan := func(tc *TaskConfig, env map[string]string) (*jobstate.Task, error) {
+	plan := func(tc *TaskConfig, env map[string]string) (*taskfile.Task, error) {
 		t.Helper()
 		must.NoError(t, tc.validate())
 		p, err := td.d.planTask(td.newTaskLogs(t, "launcher", tc, env, false), tc)

@@ -1,4 +1,4 @@
-package runner
+package supervisor
 
 import (
 	"context"
@@ -247,7 +247,7 @@ func testCgroupV2(t *testing.T) Cgroup {
 func testCgroupName() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return "schedulearn-runner-test-" + hex.EncodeToString(b)
+	return "schedulearn-supervisor-test-" + hex.EncodeToString(b)
 }
 
 func removeCgroup(t *testing.T, cg Cgroup, dir string) {

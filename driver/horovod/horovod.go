@@ -1,4 +1,4 @@
-// Package launch is the driver binary's launch subcommand: the launcher
+// Package horovod is the driver binary's launch subcommand: the launcher
 // task's process for launcher = "horovod". It runs horovodrun as its
 // child, passes on the signals the task gets (StopTask's SIGTERM reaches
 // horovodrun, which stops its workers so training can commit), and when
@@ -7,9 +7,10 @@
 // horovodrun's exit code, or with drain.ExitInfrastructure when the
 // cluster, not the training script, ended the run: every worker command
 // that failed was lost (the ssh shim's outcomes file, Classify), or the
-// launcher was fenced (NewFence: cut off from the Nomad servers, it
-// stops training before they give the job to another launcher).
-package launch
+// launcher was fenced (its Fence, fence.New: cut off from the Nomad
+// servers, it stops training before they give the job to another
+// launcher).
+package horovod
 
 import (
 	"context"
@@ -26,8 +27,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/sshshim"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/driver/workeragent"
 	"github.com/schedulearn/schedulearn/internal/drain"
 )
@@ -39,13 +40,13 @@ var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, sys
 // horovodrun's, or drain.ExitInfrastructure when it failed for the
 // cluster's sake (Classify) or was fenced (Fence), which tells the planner
 // to run the job again from its checkpoint.
-func Run(task *jobstate.Task, argv []string, stdout, stderr io.Writer, logger hclog.Logger) int {
+func Run(task *taskfile.Task, argv []string, stdout, stderr io.Writer, logger hclog.Logger) int {
 	return (&Supervisor{Task: task, Logger: logger}).Run(argv, stdout, stderr)
 }
 
 // Supervisor runs horovodrun for the launcher task.
 type Supervisor struct {
-	Task   *jobstate.Task
+	Task   *taskfile.Task
 	Logger hclog.Logger
 	// Fence, if set, is started beside horovodrun and closes its channel
 	// when the launcher must stop training (it no longer owns the job).
@@ -152,7 +153,7 @@ func Classify(outcomes []sshshim.Outcome) (cause, why string) {
 
 // FinishWorkers tells every worker agent discovery has seen that training
 // is over. Agents that are gone are skipped.
-func FinishWorkers(task *jobstate.Task, logger hclog.Logger) {
+func FinishWorkers(task *taskfile.Task, logger hclog.Logger) {
 	hosts, err := sshshim.ReadHosts(task.HostsFile)
 	if err != nil {
 		logger.Warn("no workers to finish", "error", err)

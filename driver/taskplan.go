@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/schedulearn/schedulearn/driver/discover"
-	"github.com/schedulearn/schedulearn/driver/jobstate"
 	"github.com/schedulearn/schedulearn/driver/pyhooks"
-	"github.com/schedulearn/schedulearn/driver/runner"
+	"github.com/schedulearn/schedulearn/driver/supervisor"
+	"github.com/schedulearn/schedulearn/driver/taskfile"
 	"github.com/schedulearn/schedulearn/internal/drain"
 	"github.com/schedulearn/schedulearn/internal/nomadplugin/drivers"
 )
@@ -31,9 +31,9 @@ const (
 
 // plan is what StartTask runs for a task, and the task file it writes.
 type plan struct {
-	cmd      runner.Command
+	cmd      supervisor.Command
 	taskFile string
-	task     *jobstate.Task
+	task     *taskfile.Task
 	scripts  map[string]string // path -> content, written executable
 }
 
@@ -47,15 +47,15 @@ func (d *Driver) planTask(cfg *drivers.TaskConfig, tc *TaskConfig) (*plan, error
 	p := &plan{
 		taskFile: filepath.Join(dirs.SecretsDir, taskFileName),
 		scripts:  map[string]string{},
-		task: &jobstate.Task{
+		task: &taskfile.Task{
 			Role:      tc.Role,
 			Namespace: cfg.Namespace,
 			JobID:     cfg.JobID,
 			AllocID:   cfg.AllocID,
 			Group:     cfg.TaskGroupName,
-			Token:     jobstate.Token(secret, cfg.Namespace, cfg.JobID),
+			Token:     taskfile.Token(secret, cfg.Namespace, cfg.JobID),
 		},
-		cmd: runner.Command{
+		cmd: supervisor.Command{
 			TaskDir:    dirs.Dir,
 			Dir:        dirs.Dir,
 			User:       cfg.User,
@@ -194,7 +194,7 @@ func (d *Driver) planLauncher(cfg *drivers.TaskConfig, tc *TaskConfig, p *plan, 
 // nomadAccess sets where and as whom a task reaches the Nomad servers
 // (its workload identity's token, through the Task API, unless the client
 // config names an address), and its fence (fence_after).
-func (d *Driver) nomadAccess(t *jobstate.Task, secretsDir string, env map[string]string) {
+func (d *Driver) nomadAccess(t *taskfile.Task, secretsDir string, env map[string]string) {
 	t.NomadToken = env["NOMAD_TOKEN"]
 	t.NomadAddress = d.config.NomadAddress
 	if t.NomadAddress == "" {
@@ -353,7 +353,7 @@ func torchrunArgs(tc *TaskConfig, jobID string) []string {
 		fmt.Sprintf("--nnodes=%d:%d", nodes(tc.MinNP), nodes(maxNP)),
 		"--nproc_per_node=" + strconv.Itoa(tc.Slots),
 		"--rdzv_backend=c10d",
-		"--rdzv_endpoint=" + jobstate.RdzvEndpointPlaceholder,
+		"--rdzv_endpoint=" + taskfile.RdzvEndpointPlaceholder,
 		"--rdzv_id=" + jobID,
 		// The launcher hosts the store. A short last call and monitor
 		// interval give the baseline its best case: torchrun's defaults
@@ -412,7 +412,7 @@ func shellQuote(s string) string {
 // writeScripts writes the plan's scripts, executable.
 func (p *plan) writeScripts() error {
 	for path, content := range p.scripts {
-		if err := jobstate.WriteFileAtomic(path, []byte(content), 0o755); err != nil {
+		if err := taskfile.WriteFileAtomic(path, []byte(content), 0o755); err != nil {
 			return fmt.Errorf("failed to write script: %w", err)
 		}
 	}

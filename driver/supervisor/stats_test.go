@@ -1,4 +1,4 @@
-package runner
+package supervisor
 
 import (
 	"context"
@@ -131,13 +131,14 @@ func TestTailBuffer(t *testing.T) {
 	must.Eq(t, "cdefg", string(b.Bytes()))
 }
 
-// The runner imports nothing of Nomad (issue 32): the driver's glue
-// converts Nomad's types, so only it changes when the plugin SDK does.
+// The supervisor package imports nothing of Nomad (issue 32): the
+// driver's glue converts Nomad's types, so only it changes when the plugin
+// SDK does.
 func TestRunner_NoNomadImports(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "-test", ".").CombinedOutput()
 	must.NoError(t, err, must.Sprintf("go list: %s", out))
 	for _, pkg := range strings.Fields(string(out)) {
-		must.False(t, strings.HasPrefix(pkg, "github.com/hashicorp/nomad"), must.Sprintf("driver/runner depends on %s", pkg))
+		must.False(t, strings.HasPrefix(pkg, "github.com/hashicorp/nomad"), must.Sprintf("driver/supervisor depends on %s", pkg))
 	}
 }

@@ -1,4 +1,4 @@
-package launch
+package horovod
 
 import (
 	"os"

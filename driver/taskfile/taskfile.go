@@ -1,11 +1,12 @@
-// Package jobstate holds what the horovod driver shares between its parts:
-// the task file the driver writes for a task (read by the discover,
-// ssh-shim and worker-agent subcommands) and the worker token. The job's
-// secret variable, which the planner writes and the driver's tasks read,
-// is internal/jobsecret. The status files those parts write into their
+// Package taskfile is the task file the horovod driver writes for a task
+// (Task: read by the discover, ssh-shim and worker-agent subcommands), the
+// worker token it carries (Token) and the atomic writes the parts use for
+// the files it names (WriteJSON, WriteFileAtomic). The job's secret
+// variable, which the planner writes and the driver's tasks read, is
+// internal/jobsecret. The status files those parts write into their
 // allocation directories for the planner, and the drain variable they
 // read, belong to the drain protocol (internal/drain).
-package jobstate
+package taskfile
 
 import (
 	"crypto/hmac"
@@ -48,7 +49,7 @@ type Task struct {
 	// DiscoveredFile is where discovery writes the host set it printed.
 	DiscoveredFile string
 	// FenceAfter is how long the launcher trains on while the Nomad
-	// servers do not answer it (launch.NewFence); 0: for ever.
+	// servers do not answer it (fence.New); 0: for ever.
 	FenceAfter time.Duration `json:",omitempty"`
 	// OutcomesFile is where the ssh shim records the worker commands that
 	// failed, and why (sshshim.Outcome): the launcher reads it to tell a
