@@ -175,6 +175,9 @@ func randomCase(r *rand.Rand, o genOptions) ([]quota.Def, *quota.Tree, *policy.S
 				if r.IntN(8) == 0 && len(s.Jobs) > 0 {
 					j.AntiAffinity.Jobs = []string{s.Jobs[r.IntN(len(s.Jobs))].ID}
 				}
+				if r.IntN(2) == 0 {
+					j.ByModel = randomByModel(r, j.GPUs.Max)
+				}
 			}
 			s.Jobs = append(s.Jobs, j)
 		}
@@ -193,6 +196,29 @@ func randomCase(r *rand.Rand, o genOptions) ([]quota.Def, *quota.Tree, *policy.S
 	addJobs(r.IntN(25), 50, 100)
 	s.Now = at(100)
 	return defs, tree, s
+}
+
+// randomByModel is a job's goodput by GPU model up to max GPUs, as the
+// planner gives it on clusters of two models (so goodput-hetero places by
+// model): one model or both, each its own speed and scaling, and now and
+// then a table shorter than max (more GPUs add nothing).
+func randomByModel(r *rand.Rand, max int) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, m := range models {
+		if r.IntN(4) == 0 {
+			continue // not measured on m
+		}
+		speed, loss := 0.5+2*r.Float64(), 0.2*r.Float64()
+		tab := make([]float64, 1+r.IntN(max))
+		for g := range tab {
+			tab[g] = speed * float64(g+1) / (1 + loss*float64(g))
+		}
+		out[m] = tab
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // allPolicies are the builtins, the example external policy (in

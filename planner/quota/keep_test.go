@@ -183,3 +183,30 @@ func pureGain(a, b policy.Allocation) bool {
 	}
 	return more
 }
+
+// TestEnforce_KeepTakesBackAnAntiAffineStart: the plan stops b1, within
+// queue b's nominal quota, and starts a2 of queue a, which borrows, on
+// b1's node, where there is room for both, but b1 must not share a node
+// with a2 (anti-affinity). Keeping b1 takes a2's start back; before, b1
+// was kept beside a2 and the round's plan failed validation (found by
+// TestProperty_Limits once jobs had goodput by GPU model, with
+// goodput-hetero).
+func TestEnforce_KeepTakesBackAnAntiAffineStart(t *testing.T) {
+	tr := tree(t, quota.Def{Name: "a", Nominal: gpus(4)}, quota.Def{Name: "b", Nominal: gpus(4)})
+	b1 := job("b1", "b", 50, 2, 2, policy.Allocation{"n2": 2})
+	b1.AntiAffinity.Jobs = []string{"a2"}
+	s := &policy.Snapshot{Now: at(100), Nodes: nodes("n1", "n2"), Jobs: []policy.Job{
+		job("a1", "a", 50, 8, 8, policy.Allocation{"n1": 8}),
+		b1,
+		job("a2", "a", 50, 2, 2, nil),
+	}}
+	p := &policy.Plan{Policy: "fixed", Allocations: map[string]policy.Allocation{"b1": {}, "a2": {"n2": 2}}}
+	must.NoError(t, policy.Validate(s, p), must.Sprint("the policy's plan is valid"))
+	plan, err := quota.NewLedger(tr, s).Enforce(p)
+	must.NoError(t, err)
+	must.NoError(t, policy.Validate(s, plan))
+	must.Eq(t, policy.Allocation{"n2": 2}, plan.Target(&s.Jobs[1]), must.Sprint("b1 kept"))
+	must.Eq(t, 0, plan.Target(&s.Jobs[2]).Total(), must.Sprint("a2's start taken back"))
+	must.Eq(t, []string{"kept at 2 GPUs within queue b's nominal quota, whose GPUs the plan gave to queues that borrow; GPUs taken back: held a2"},
+		plan.Reasons["b1"])
+}

@@ -229,6 +229,7 @@ func (e *enforcer) eligible(st [][]int, k, q, r int) bool {
 type block struct {
 	place bool
 	on    map[string]bool
+	jobs  map[int]bool // the jobs whose GPUs on the nodes block it (anti-affinity); nil: any job's
 	x, r  int
 }
 
@@ -238,7 +239,7 @@ type block struct {
 // eff is the effective usage now. Most free first.
 func (e *enforcer) useful(eff [][]int, k, q int, j *policy.Job, b block) []string {
 	v := e.v
-	if !b.place && !v.under(v.leaf[k], b.x) {
+	if !b.place && !v.under(v.leaf[k], b.x) || b.jobs != nil && !b.jobs[k] {
 		return nil
 	}
 	var out []string
@@ -377,6 +378,12 @@ func (r *claimRun) try() (policy.Allocation, block) {
 	if c.keep != nil {
 		if lack := e.lacks(c.i, c.keep); len(lack) > 0 {
 			return nil, block{place: true, on: lack}
+		}
+		// The plan may have started a job beside it there that it must
+		// not share a node with (it left those GPUs): that start goes
+		// first, or the job is not kept.
+		if on, jobs := e.antiOn(c.i, c.keep); len(jobs) > 0 {
+			return nil, block{place: true, on: on, jobs: jobs}
 		}
 		a = c.keep
 	} else if a = e.place(c.i, c.room); a == nil {
@@ -600,6 +607,32 @@ func (e *enforcer) lacks(i int, a policy.Allocation) map[string]bool {
 		}
 	}
 	return out
+}
+
+// antiOn is the nodes of a where another job's target holds GPUs that job
+// i must not share a node with (anti-affinity, either way), and those
+// jobs; none without anti-affinity.
+func (e *enforcer) antiOn(i int, a policy.Allocation) (map[string]bool, map[int]bool) {
+	v, j := e.v, &e.v.s.Jobs[i]
+	if !v.hasAnti() {
+		return nil, nil
+	}
+	var on map[string]bool
+	var jobs map[int]bool
+	for k := range v.s.Jobs {
+		if k == i || e.tgt[k].Total() == 0 || !j.AntiAffinity.Matches(&v.s.Jobs[k]) && !v.s.Jobs[k].AntiAffinity.Matches(j) {
+			continue
+		}
+		for n := range e.tgt[k] {
+			if a[n] > 0 {
+				if on == nil {
+					on, jobs = map[string]bool{}, map[int]bool{}
+				}
+				on[n], jobs[k] = true, true
+			}
+		}
+	}
+	return on, jobs
 }
 
 // startsBelow reports whether job k is a start this round while a job of
