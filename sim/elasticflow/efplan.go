@@ -23,9 +23,14 @@ type efJob struct {
 	marginal     float64
 	// valued: marginal is the value of a plan made this event at the next
 	// level (get_marginal), which read what view holds (see viewOf).
-	valued          bool
-	read            readSet
-	view            []point
+	valued bool
+	read   readSet
+	view   []point
+	// The view held at grow step viewRound, when the free GPUs without
+	// the job were before up to its first change after now and atF1 there
+	// (see viewKept).
+	viewRound       int
+	before, atF1    int
 	inCache, placed bool
 }
 
