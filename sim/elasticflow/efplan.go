@@ -201,7 +201,7 @@ func (r *planRun) freeOut() timeline {
 func (r *planRun) finish(out planOut) planOut {
 	out.ok = out.realEnd <= r.ddl
 	out.read = r.read
-	if !r.withFree {
+	if !r.withFree && out.alloc != nil { // planForward sums it itself
 		out.gpuTime, out.alloc = out.alloc.mergedGPUTime(out.end), nil
 	}
 	r.p.bufs[0], r.p.bufs[1] = r.nf[:0], r.alloc[:0]
@@ -260,12 +260,9 @@ func (r *planRun) leastLevel() (out planOut, lastQ int, found bool) {
 	j, nf, evt, ad := r.j, r.nf, r.evt, r.ad
 	q := j.nextLevel(0)
 	below := nf.window(ad) // the points before the aligned deadline
+	tried := false
 	for q <= r.n && q <= j.maxGPU {
-		if lastQ == 0 {
-			// Every point before the deadline is a period of the plan
-			// (its value set by the pass that finds the level).
-			r.alloc = r.alloc.withZeros(nf[:below], &r.p.bufs[2])
-		}
+		tried = true
 		periodEnd := ad
 		acc := 0.0
 		for i := below - 1; i >= 0; i-- {
@@ -287,7 +284,7 @@ func (r *planRun) leastLevel() (out planOut, lastQ int, found bool) {
 					r.read.lo = max(r.read.lo, t)
 				}
 				r.read.cap = q
-				return r.finish(r.p.planForward(j, evt, ad, t, q, lastQ, r.iterLeft, r.free, nf, r.alloc, r.withFree)), lastQ, true
+				return r.finish(r.planForward(t, q, lastQ)), lastQ, true
 			}
 			periodEnd = t
 		}
@@ -297,7 +294,17 @@ func (r *planRun) leastLevel() (out planOut, lastQ int, found bool) {
 			break
 		}
 	}
+	if tried {
+		r.zeros()
+	}
 	return planOut{}, lastQ, false
+}
+
+// zeros gives the allocation a point at every point of the free GPUs
+// before the aligned deadline: each is a period of the plan, of 0 GPUs
+// unless the pass that finds the level (or the fallback) sets it.
+func (r *planRun) zeros() {
+	r.alloc = r.alloc.withZeros(r.nf[:r.nf.window(r.ad)], &r.p.bufs[2])
 }
 
 // fallback is the plan when no level suffices: the largest level tried,
@@ -368,8 +375,24 @@ func (r *planRun) fallback(lastQ, assign int) planOut {
 // planForward is the forward half of plan once a level q and its point
 // are found: min(lastQ, free) before the point, min(q, free) from it,
 // period by period from evt until the iterations are done.
-func (p *efPolicy) planForward(j *efJob, evt, ad, point int64, q, lastQ int, iterLeft float64, free, nf, alloc timeline, withFree bool) planOut {
-	n := p.n
+//
+// Without withFree (a valuation) it makes neither the allocation nor the
+// free GPUs after it, only the allocation's GPU-time, summed as the pass
+// goes (allocation points it would hold, zeros, make no GPU-time; merging
+// changes no sum): the held GPUs from start to evt, then each time the
+// pass sets until the next point (every time of the free GPUs before the
+// aligned deadline is one), the last one set until the end when no point
+// follows it.
+func (r *planRun) planForward(point int64, q, lastQ int) planOut {
+	j, nf, ad, iterLeft, withFree := r.j, r.nf, r.ad, r.iterLeft, r.withFree
+	if withFree {
+		r.zeros()
+	}
+	alloc := r.alloc
+	var gpuTime float64
+	if !withFree {
+		gpuTime = alloc.gpuTime(r.evt)
+	}
 	pick := func(t int64, v int) int {
 		if t >= point {
 			return min(q, j.lastLevel(v+1))
@@ -380,14 +403,16 @@ func (p *efPolicy) planForward(j *efJob, evt, ad, point int64, q, lastQ int, ite
 	// alloc is set from cursor ac on.
 	lastT, lastA, lastI, ac := int64(-1), 0, -1, 0
 	end, realEnd := int64(-1), int64(0)
-	for i := nf.window(evt); i < len(nf) && nf[i].T <= ad; i++ {
+	for i := nf.window(r.evt); i < len(nf) && nf[i].T <= ad; i++ {
 		t := nf[i].T
 		if lastT < 0 {
 			lastT, lastA, lastI = t, pick(t, nf[i].V), i
 			continue
 		}
-		alloc.setFrom(&ac, lastT, lastA)
-		nf[lastI].V -= lastA
+		if withFree {
+			alloc.setFrom(&ac, lastT, lastA)
+			nf[lastI].V -= lastA
+		}
 		if lastA != 0 {
 			d := float64(t - lastT)
 			if t == ad {
@@ -399,26 +424,35 @@ func (p *efPolicy) planForward(j *efJob, evt, ad, point int64, q, lastQ int, ite
 			} else {
 				rtl := int64(math.Ceil(iterLeft / j.rate(lastA)))
 				end, realEnd = lastT+alignUp(0, rtl), lastT+rtl
+				if t == ad { // no point follows lastT's
+					t = end
+				}
+				gpuTime += float64(lastA) * float64(t-lastT)
 				break
 			}
+			gpuTime += float64(lastA) * float64(t-lastT)
 		}
 		lastT, lastA, lastI = t, pick(t, nf[i].V), i
 	}
 	if end < 0 {
-		alloc.setFrom(&ac, lastT, lastA)
-		nf[lastI].V -= lastA
 		rtl := int64(math.Ceil(iterLeft / j.rate(lastA)))
 		end, realEnd = lastT+alignUp(0, rtl), lastT+rtl
+		gpuTime += float64(lastA) * float64(end-lastT)
+		if withFree {
+			alloc.setFrom(&ac, lastT, lastA)
+			nf[lastI].V -= lastA
+		}
 	}
 	if !withFree {
-		return planOut{alloc: alloc, end: end, realEnd: realEnd}
+		return planOut{end: end, realEnd: realEnd, gpuTime: gpuTime}
 	}
+	r.alloc = alloc
 	out := planOut{alloc: alloc.merged(), end: end, realEnd: realEnd}
 	// The end gets a point with the GPUs free there before this job.
-	if !free.has(end) {
-		orig := n
-		for _, pt := range free {
-			if pt.T >= evt && pt.T < end {
+	if !r.free.has(end) {
+		orig := r.n
+		for _, pt := range r.free {
+			if pt.T >= r.evt && pt.T < end {
 				orig = pt.V
 			}
 		}
