@@ -10,6 +10,7 @@ type efJob struct {
 	*job
 	maxGPU int       // MaxGPUsElastic (jobs.py, add_job, for ef-accessctrl)
 	rates  []float64 // iterations per second on 2^k GPUs
+	best   []float64 // the most of rates[:k+1]
 	top    int       // maxLevel
 
 	state int // efArriving, efPending (admitted), efRunning, efOut
@@ -22,7 +23,7 @@ type efJob struct {
 	next         int // the next level up ('next_level_gpu')
 	marginal     float64
 	// valued: marginal is the value of a plan made this event at the next
-	// level (get_marginal), which read what view holds (see viewOf).
+	// level (get_marginal), which read what view holds (see keepView).
 	valued bool
 	read   readSet
 	view   []point
@@ -44,6 +45,13 @@ const (
 func newEFJob(j *job, tp *Throughputs) *efJob {
 	e := &efJob{job: j, maxGPU: MaxGPUsElastic(j.Model, j.Batch), rates: tp.rates[j.Model][j.Batch]}
 	e.top = min(e.maxGPU, 1<<(len(e.rates)-1))
+	e.best = make([]float64, len(e.rates))
+	for k, r := range e.rates {
+		e.best[k] = r
+		if k > 0 {
+			e.best[k] = max(r, e.best[k-1])
+		}
+	}
 	return e
 }
 
@@ -56,6 +64,14 @@ func (j *efJob) rate(g int) float64 {
 		return 0
 	}
 	return j.rates[k]
+}
+
+// bestRate is the most iterations per second on any level up to q.
+func (j *efJob) bestRate(q int) float64 {
+	if len(j.best) == 0 {
+		return 0
+	}
+	return j.best[min(bits.Len(uint(q-1)), len(j.best)-1)]
 }
 
 // levels are the tables' columns up to maxGPU (utils.py, get_next_level
@@ -265,7 +281,17 @@ func (r *planRun) leastLevel() (out planOut, lastQ int, found bool) {
 		tried = true
 		periodEnd := ad
 		acc := 0.0
-		for i := below - 1; i >= 0; i-- {
+		// The walk adds up to a period's length times a rate at most
+		// bestRate(q); its periods lie between evt and ad but for the
+		// last, which may end at the deadline before it begins (less than
+		// nothing), so no sum it makes can reach the iterations left if
+		// bestRate(q)*(ad-evt) is short of them by more than the sum's
+		// rounding: the level fails without the walk.
+		i := below - 1
+		if r.iterLeft > 0 && j.bestRate(q)*float64(max(ad-evt, 0))*(1+1e-9) < r.iterLeft {
+			i = -1
+		}
+		for ; i >= 0; i-- {
 			t := nf[i].T
 			if t < evt {
 				break
