@@ -136,9 +136,8 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 	r.ad = alignUp(start, r.ddl)
 	// nf and alloc are scratch: what the plan returns is merged copies.
 	r.nf = append(p.bufs[0][:0], free...)
-	if r.ad >= start && !r.nf.has(r.ad) {
-		v, _ := r.nf.before(r.ad)
-		r.nf.set(r.ad, v)
+	if r.ad >= start {
+		r.nf.split(r.ad)
 	}
 	r.alloc = append(p.bufs[1][:0], point{start, 0})
 	// What the plan reads (with assign > 0; see readSet): assign's next
@@ -231,7 +230,6 @@ func (r *planRun) finish(out planOut) planOut {
 func (r *planRun) holdAssigned(assign int) (out planOut, done bool) {
 	n, j := r.n, r.j
 	q := assign
-	avail := r.nf.at(r.start, n)
 	fi, ok := r.free.find(r.evt)
 	if ok {
 		fi++
@@ -246,11 +244,7 @@ func (r *planRun) holdAssigned(assign int) (out planOut, done bool) {
 	end := alignUp(r.start, realEnd)
 	if future >= end && r.ddl >= realEnd {
 		last := r.nf.at(r.evt, n)
-		if r.evt != end {
-			r.nf.set(r.evt, avail-q)
-		} else {
-			r.nf.set(r.evt, last-q)
-		}
+		r.nf.set(r.evt, last-q)
 		if !r.free.has(end) {
 			r.nf.set(end, last)
 		}
@@ -260,7 +254,7 @@ func (r *planRun) holdAssigned(assign int) (out planOut, done bool) {
 		return r.finish(planOut{alloc: r.allocOut(), free: r.freeOut(), end: end, realEnd: realEnd}), true
 	}
 	r.iterLeft -= r.dur(r.evt, future) * j.rate(q)
-	r.nf.set(r.evt, r.nf.at(r.evt, n)-q)
+	r.nf.add(r.evt, -q, n)
 	r.evt = future
 	r.alloc.set(r.evt, 0)
 	if r.ad >= r.start {
@@ -345,7 +339,7 @@ func (r *planRun) fallback(lastQ, assign int) planOut {
 		t := r.nf[i].T
 		if lastT >= 0 {
 			r.alloc.set(lastT, lastA)
-			r.nf.set(lastT, r.nf.at(lastT, n)-lastA)
+			r.nf.add(lastT, -lastA, n)
 			if lastA != 0 {
 				r.iterLeft -= r.dur(lastT, t) * j.rate(lastA)
 			}
@@ -380,7 +374,7 @@ func (r *planRun) fallback(lastQ, assign int) planOut {
 			return r.finish(planOut{alloc: r.allocOut(), free: r.freeOut(), end: end, realEnd: realEnd})
 		} else {
 			r.iterLeft -= it
-			r.nf.set(last, r.nf.at(last, n)-qd)
+			r.nf.add(last, -qd, n)
 		}
 		last = t
 	}

@@ -69,6 +69,34 @@ func (tl *timeline) set(t int64, v int) {
 	*tl = slices.Insert(*tl, i, point{t, v})
 }
 
+// add adds d to the value at t, giving t a point if it has none (with the
+// value in force there, def if none): set(t, at(t, def)+d).
+func (tl *timeline) add(t int64, d, def int) {
+	i, ok := tl.find(t)
+	if ok {
+		(*tl)[i].V += d
+		return
+	}
+	if i > 0 {
+		def = (*tl)[i-1].V
+	}
+	*tl = slices.Insert(*tl, i, point{t, def + d})
+}
+
+// split gives t a point with the value before it (0 if none) unless it has
+// one.
+func (tl *timeline) split(t int64) {
+	i, ok := tl.find(t)
+	if ok {
+		return
+	}
+	v := 0
+	if i > 0 {
+		v = (*tl)[i-1].V
+	}
+	*tl = slices.Insert(*tl, i, point{t, v})
+}
+
 // setDefault adds t with value v unless t has a point.
 func (tl *timeline) setDefault(t int64, v int) {
 	if i, ok := tl.find(t); !ok {

@@ -21,17 +21,19 @@ func (j *efJob) seen(pt point) point {
 	return point{pt.T, min(j.lastLevel(pt.V+1), j.read.cap)}
 }
 
-// keepView records what j's plan, which read r, read of free.
+// keepView records what j's plan, which read r, read of free: the points
+// from lo to hi as they are (a copy; sameView compares what the plan saw
+// of them, seen, only where they differ).
 func (j *efJob) keepView(free timeline, r readSet, now int64) {
 	j.read, j.valued = r, true
 	j.view = j.view[:0]
-	for _, pt := range free {
-		if pt.T > r.hi {
-			break
+	if r.lo <= r.hi {
+		lo := searchT(free, r.lo)
+		hi := lo + searchT(free[lo:], r.hi)
+		if hi < len(free) && free[hi].T == r.hi {
+			hi++
 		}
-		if pt.T >= r.lo {
-			j.view = append(j.view, j.seen(pt))
-		}
+		j.view = append(j.view, free[lo:hi]...)
 	}
 }
 
@@ -68,7 +70,7 @@ func (j *efJob) sameView(w *freeWalk, now int64) bool {
 		if pt.T < j.read.lo {
 			continue
 		}
-		if n == len(j.view) || j.view[n] != j.seen(pt) {
+		if n == len(j.view) || (j.view[n] != pt && j.seen(j.view[n]) != j.seen(pt)) {
 			return false
 		}
 		n++
