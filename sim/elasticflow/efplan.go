@@ -285,20 +285,22 @@ func (r *planRun) leastLevel() (out planOut, lastQ int, found bool) {
 		if r.iterLeft > 0 && j.bestRate(q)*float64(max(ad-evt, 0))*(1+1e-9) < r.iterLeft {
 			i = -1
 		}
+		rq := j.rate(q)
 		for ; i >= 0; i-- {
 			t := nf[i].T
 			if t < evt {
 				break
 			}
-			a := q
+			rate := rq // where q GPUs are free, as mostly
 			if nf[i].V < q {
-				a = min(q, j.lastLevel(nf[i].V+1))
+				a := min(q, j.lastLevel(nf[i].V+1))
+				if a == 0 {
+					periodEnd = t
+					continue
+				}
+				rate = j.rate(a)
 			}
-			if a == 0 {
-				periodEnd = t
-				continue
-			}
-			acc += r.dur(t, periodEnd) * j.rate(a)
+			acc += r.dur(t, periodEnd) * rate
 			if acc >= r.iterLeft {
 				if lastQ == 0 {
 					r.read.lo = max(r.read.lo, t)
@@ -414,10 +416,14 @@ func (r *planRun) planForward(point int64, q, lastQ int) planOut {
 		gpuTime = alloc.gpuTime(r.evt)
 	}
 	pick := func(t int64, v int) int {
+		l := lastQ
 		if t >= point {
-			return min(q, j.lastLevel(v+1))
+			l = q
 		}
-		return min(lastQ, j.lastLevel(v+1))
+		if v >= l { // l, a level, fits: lastLevel(v+1) >= l
+			return l
+		}
+		return min(l, j.lastLevel(v+1))
 	}
 	// The pass walks nf's points in order: lastI is lastT's index, and
 	// alloc is set from cursor ac on.
