@@ -45,6 +45,7 @@ type efPolicy struct {
 	active   int         // admitted and not yet out
 	bufs     [3]timeline // plan's scratch: nf, alloc and withZeros's
 	without  freeWalk    // marginal's scratch
+	diff     freeDiff    // the free GPUs' change at the last grow step
 }
 
 type efEvent struct {
@@ -284,6 +285,7 @@ func (p *efPolicy) allocateFree(now int64) {
 			// The plan marginal valued j by, made again (now with the free
 			// GPUs after it): nothing it read has changed since.
 			prop := p.plan(j, now, p.without.start(j, p.free, p.n).to(math.MaxInt64), j.next, true)
+			p.diff.set(p.free, prop.free, now)
 			p.free = prop.free
 			old := j.end
 			j.alloc, j.end, j.realEnd = prop.alloc, prop.end, prop.realEnd
@@ -330,8 +332,12 @@ func (p *efPolicy) marginal(j *efJob, left int, now int64) {
 		j.marginal, j.valued = efInf, false
 		return
 	}
+	if j.valued && j.viewKept(&p.diff, now) {
+		return
+	}
 	w := p.without.start(j, p.free, p.n)
 	if j.valued && j.sameView(w, now) {
+		j.keepSteps(w.out, now, p.diff.round)
 		return
 	}
 	// The plan reads the points up to the deadline and the first after it
@@ -348,6 +354,7 @@ func (p *efPolicy) marginal(j *efJob, left int, now int64) {
 	}
 	j.marginal = (out.gpuTime - j.alloc.gpuTime(j.end)) / float64(j.next-j.num)
 	j.keepView(tmp, out.read, now)
+	j.keepSteps(tmp, now, p.diff.round)
 }
 
 // place places the jobs with GPUs (largest first, then each size below a

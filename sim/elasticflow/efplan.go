@@ -10,6 +10,7 @@ type efJob struct {
 	*job
 	maxGPU int       // MaxGPUsElastic (jobs.py, add_job, for ef-accessctrl)
 	rates  []float64 // iterations per second on 2^k GPUs
+	best   []float64 // the most of rates[:k+1]
 	top    int       // maxLevel
 
 	state int // efArriving, efPending (admitted), efRunning, efOut
@@ -22,10 +23,15 @@ type efJob struct {
 	next         int // the next level up ('next_level_gpu')
 	marginal     float64
 	// valued: marginal is the value of a plan made this event at the next
-	// level (get_marginal), which read what view holds (see viewOf).
-	valued          bool
-	read            readSet
-	view            []point
+	// level (get_marginal), which read what view holds (see keepView).
+	valued bool
+	read   readSet
+	view   []point
+	// The view held at grow step viewRound, when the free GPUs without
+	// the job were before up to its first change after now and atF1 there
+	// (see viewKept).
+	viewRound       int
+	before, atF1    int
 	inCache, placed bool
 }
 
@@ -39,6 +45,13 @@ const (
 func newEFJob(j *job, tp *Throughputs) *efJob {
 	e := &efJob{job: j, maxGPU: MaxGPUsElastic(j.Model, j.Batch), rates: tp.rates[j.Model][j.Batch]}
 	e.top = min(e.maxGPU, 1<<(len(e.rates)-1))
+	e.best = make([]float64, len(e.rates))
+	for k, r := range e.rates {
+		e.best[k] = r
+		if k > 0 {
+			e.best[k] = max(r, e.best[k-1])
+		}
+	}
 	return e
 }
 
@@ -51,6 +64,14 @@ func (j *efJob) rate(g int) float64 {
 		return 0
 	}
 	return j.rates[k]
+}
+
+// bestRate is the most iterations per second on any level up to q.
+func (j *efJob) bestRate(q int) float64 {
+	if len(j.best) == 0 {
+		return 0
+	}
+	return j.best[min(bits.Len(uint(q-1)), len(j.best)-1)]
 }
 
 // levels are the tables' columns up to maxGPU (utils.py, get_next_level
@@ -115,9 +136,8 @@ func (p *efPolicy) plan(j *efJob, start int64, free timeline, assign int, withFr
 	r.ad = alignUp(start, r.ddl)
 	// nf and alloc are scratch: what the plan returns is merged copies.
 	r.nf = append(p.bufs[0][:0], free...)
-	if r.ad >= start && !r.nf.has(r.ad) {
-		v, _ := r.nf.before(r.ad)
-		r.nf.set(r.ad, v)
+	if r.ad >= start {
+		r.nf.split(r.ad)
 	}
 	r.alloc = append(p.bufs[1][:0], point{start, 0})
 	// What the plan reads (with assign > 0; see readSet): assign's next
@@ -196,7 +216,7 @@ func (r *planRun) freeOut() timeline {
 func (r *planRun) finish(out planOut) planOut {
 	out.ok = out.realEnd <= r.ddl
 	out.read = r.read
-	if !r.withFree {
+	if !r.withFree && out.alloc != nil { // planForward sums it itself
 		out.gpuTime, out.alloc = out.alloc.mergedGPUTime(out.end), nil
 	}
 	r.p.bufs[0], r.p.bufs[1] = r.nf[:0], r.alloc[:0]
@@ -210,7 +230,6 @@ func (r *planRun) finish(out planOut) planOut {
 func (r *planRun) holdAssigned(assign int) (out planOut, done bool) {
 	n, j := r.n, r.j
 	q := assign
-	avail := r.nf.at(r.start, n)
 	fi, ok := r.free.find(r.evt)
 	if ok {
 		fi++
@@ -225,11 +244,7 @@ func (r *planRun) holdAssigned(assign int) (out planOut, done bool) {
 	end := alignUp(r.start, realEnd)
 	if future >= end && r.ddl >= realEnd {
 		last := r.nf.at(r.evt, n)
-		if r.evt != end {
-			r.nf.set(r.evt, avail-q)
-		} else {
-			r.nf.set(r.evt, last-q)
-		}
+		r.nf.set(r.evt, last-q)
 		if !r.free.has(end) {
 			r.nf.set(end, last)
 		}
@@ -239,7 +254,7 @@ func (r *planRun) holdAssigned(assign int) (out planOut, done bool) {
 		return r.finish(planOut{alloc: r.allocOut(), free: r.freeOut(), end: end, realEnd: realEnd}), true
 	}
 	r.iterLeft -= r.dur(r.evt, future) * j.rate(q)
-	r.nf.set(r.evt, r.nf.at(r.evt, n)-q)
+	r.nf.add(r.evt, -q, n)
 	r.evt = future
 	r.alloc.set(r.evt, 0)
 	if r.ad >= r.start {
@@ -255,34 +270,43 @@ func (r *planRun) leastLevel() (out planOut, lastQ int, found bool) {
 	j, nf, evt, ad := r.j, r.nf, r.evt, r.ad
 	q := j.nextLevel(0)
 	below := nf.window(ad) // the points before the aligned deadline
+	tried := false
 	for q <= r.n && q <= j.maxGPU {
-		if lastQ == 0 {
-			// Every point before the deadline is a period of the plan
-			// (its value set by the pass that finds the level).
-			r.alloc = r.alloc.withZeros(nf[:below], &r.p.bufs[2])
-		}
+		tried = true
 		periodEnd := ad
 		acc := 0.0
-		for i := below - 1; i >= 0; i-- {
+		// The walk adds up to a period's length times a rate at most
+		// bestRate(q); its periods lie between evt and ad but for the
+		// last, which may end at the deadline before it begins (less than
+		// nothing), so no sum it makes can reach the iterations left if
+		// bestRate(q)*(ad-evt) is short of them by more than the sum's
+		// rounding: the level fails without the walk.
+		i := below - 1
+		if r.iterLeft > 0 && j.bestRate(q)*float64(max(ad-evt, 0))*(1+1e-9) < r.iterLeft {
+			i = -1
+		}
+		rq := j.rate(q)
+		for ; i >= 0; i-- {
 			t := nf[i].T
 			if t < evt {
 				break
 			}
-			a := q
+			rate := rq // where q GPUs are free, as mostly
 			if nf[i].V < q {
-				a = min(q, j.lastLevel(nf[i].V+1))
+				a := min(q, j.lastLevel(nf[i].V+1))
+				if a == 0 {
+					periodEnd = t
+					continue
+				}
+				rate = j.rate(a)
 			}
-			if a == 0 {
-				periodEnd = t
-				continue
-			}
-			acc += r.dur(t, periodEnd) * j.rate(a)
+			acc += r.dur(t, periodEnd) * rate
 			if acc >= r.iterLeft {
 				if lastQ == 0 {
 					r.read.lo = max(r.read.lo, t)
 				}
 				r.read.cap = q
-				return r.finish(r.p.planForward(j, evt, ad, t, q, lastQ, r.iterLeft, r.free, nf, r.alloc, r.withFree)), lastQ, true
+				return r.finish(r.planForward(t, q, lastQ)), lastQ, true
 			}
 			periodEnd = t
 		}
@@ -292,7 +316,17 @@ func (r *planRun) leastLevel() (out planOut, lastQ int, found bool) {
 			break
 		}
 	}
+	if tried {
+		r.zeros()
+	}
 	return planOut{}, lastQ, false
+}
+
+// zeros gives the allocation a point at every point of the free GPUs
+// before the aligned deadline: each is a period of the plan, of 0 GPUs
+// unless the pass that finds the level (or the fallback) sets it.
+func (r *planRun) zeros() {
+	r.alloc = r.alloc.withZeros(r.nf[:r.nf.window(r.ad)], &r.p.bufs[2])
 }
 
 // fallback is the plan when no level suffices: the largest level tried,
@@ -307,7 +341,7 @@ func (r *planRun) fallback(lastQ, assign int) planOut {
 		t := r.nf[i].T
 		if lastT >= 0 {
 			r.alloc.set(lastT, lastA)
-			r.nf.set(lastT, r.nf.at(lastT, n)-lastA)
+			r.nf.add(lastT, -lastA, n)
 			if lastA != 0 {
 				r.iterLeft -= r.dur(lastT, t) * j.rate(lastA)
 			}
@@ -342,7 +376,7 @@ func (r *planRun) fallback(lastQ, assign int) planOut {
 			return r.finish(planOut{alloc: r.allocOut(), free: r.freeOut(), end: end, realEnd: realEnd})
 		} else {
 			r.iterLeft -= it
-			r.nf.set(last, r.nf.at(last, n)-qd)
+			r.nf.add(last, -qd, n)
 		}
 		last = t
 	}
@@ -363,26 +397,48 @@ func (r *planRun) fallback(lastQ, assign int) planOut {
 // planForward is the forward half of plan once a level q and its point
 // are found: min(lastQ, free) before the point, min(q, free) from it,
 // period by period from evt until the iterations are done.
-func (p *efPolicy) planForward(j *efJob, evt, ad, point int64, q, lastQ int, iterLeft float64, free, nf, alloc timeline, withFree bool) planOut {
-	n := p.n
+//
+// Without withFree (a valuation) it makes neither the allocation nor the
+// free GPUs after it, only the allocation's GPU-time, summed as the pass
+// goes (allocation points it would hold, zeros, make no GPU-time; merging
+// changes no sum): the held GPUs from start to evt, then each time the
+// pass sets until the next point (every time of the free GPUs before the
+// aligned deadline is one), the last one set until the end when no point
+// follows it.
+func (r *planRun) planForward(point int64, q, lastQ int) planOut {
+	j, nf, ad, iterLeft, withFree := r.j, r.nf, r.ad, r.iterLeft, r.withFree
+	if withFree {
+		r.zeros()
+	}
+	alloc := r.alloc
+	var gpuTime float64
+	if !withFree {
+		gpuTime = alloc.gpuTime(r.evt)
+	}
 	pick := func(t int64, v int) int {
+		l := lastQ
 		if t >= point {
-			return min(q, j.lastLevel(v+1))
+			l = q
 		}
-		return min(lastQ, j.lastLevel(v+1))
+		if v >= l { // l, a level, fits: lastLevel(v+1) >= l
+			return l
+		}
+		return min(l, j.lastLevel(v+1))
 	}
 	// The pass walks nf's points in order: lastI is lastT's index, and
 	// alloc is set from cursor ac on.
 	lastT, lastA, lastI, ac := int64(-1), 0, -1, 0
 	end, realEnd := int64(-1), int64(0)
-	for i := nf.window(evt); i < len(nf) && nf[i].T <= ad; i++ {
+	for i := nf.window(r.evt); i < len(nf) && nf[i].T <= ad; i++ {
 		t := nf[i].T
 		if lastT < 0 {
 			lastT, lastA, lastI = t, pick(t, nf[i].V), i
 			continue
 		}
-		alloc.setFrom(&ac, lastT, lastA)
-		nf[lastI].V -= lastA
+		if withFree {
+			alloc.setFrom(&ac, lastT, lastA)
+			nf[lastI].V -= lastA
+		}
 		if lastA != 0 {
 			d := float64(t - lastT)
 			if t == ad {
@@ -394,26 +450,35 @@ func (p *efPolicy) planForward(j *efJob, evt, ad, point int64, q, lastQ int, ite
 			} else {
 				rtl := int64(math.Ceil(iterLeft / j.rate(lastA)))
 				end, realEnd = lastT+alignUp(0, rtl), lastT+rtl
+				if t == ad { // no point follows lastT's
+					t = end
+				}
+				gpuTime += float64(lastA) * float64(t-lastT)
 				break
 			}
+			gpuTime += float64(lastA) * float64(t-lastT)
 		}
 		lastT, lastA, lastI = t, pick(t, nf[i].V), i
 	}
 	if end < 0 {
-		alloc.setFrom(&ac, lastT, lastA)
-		nf[lastI].V -= lastA
 		rtl := int64(math.Ceil(iterLeft / j.rate(lastA)))
 		end, realEnd = lastT+alignUp(0, rtl), lastT+rtl
+		gpuTime += float64(lastA) * float64(end-lastT)
+		if withFree {
+			alloc.setFrom(&ac, lastT, lastA)
+			nf[lastI].V -= lastA
+		}
 	}
 	if !withFree {
-		return planOut{alloc: alloc, end: end, realEnd: realEnd}
+		return planOut{end: end, realEnd: realEnd, gpuTime: gpuTime}
 	}
+	r.alloc = alloc
 	out := planOut{alloc: alloc.merged(), end: end, realEnd: realEnd}
 	// The end gets a point with the GPUs free there before this job.
-	if !free.has(end) {
-		orig := n
-		for _, pt := range free {
-			if pt.T >= evt && pt.T < end {
+	if !r.free.has(end) {
+		orig := r.n
+		for _, pt := range r.free {
+			if pt.T >= r.evt && pt.T < end {
 				orig = pt.V
 			}
 		}

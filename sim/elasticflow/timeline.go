@@ -20,18 +20,18 @@ type point struct {
 }
 
 // find is the index of t's point, or where it would go, and whether it
-// is there.
+// is there (a binary search, written out: the planner's hottest lookup).
 func (tl timeline) find(t int64) (int, bool) {
-	i, ok := slices.BinarySearchFunc(tl, t, func(p point, t int64) int {
-		switch {
-		case p.T < t:
-			return -1
-		case p.T > t:
-			return 1
+	lo, hi := 0, len(tl)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if tl[m].T < t {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		return 0
-	})
-	return i, ok
+	}
+	return lo, lo < len(tl) && tl[lo].T == t
 }
 
 func (tl timeline) has(t int64) bool { _, ok := tl.find(t); return ok }
@@ -65,6 +65,34 @@ func (tl *timeline) set(t int64, v int) {
 	if ok {
 		(*tl)[i].V = v
 		return
+	}
+	*tl = slices.Insert(*tl, i, point{t, v})
+}
+
+// add adds d to the value at t, giving t a point if it has none (with the
+// value in force there, def if none): set(t, at(t, def)+d).
+func (tl *timeline) add(t int64, d, def int) {
+	i, ok := tl.find(t)
+	if ok {
+		(*tl)[i].V += d
+		return
+	}
+	if i > 0 {
+		def = (*tl)[i-1].V
+	}
+	*tl = slices.Insert(*tl, i, point{t, def + d})
+}
+
+// split gives t a point with the value before it (0 if none) unless it has
+// one.
+func (tl *timeline) split(t int64) {
+	i, ok := tl.find(t)
+	if ok {
+		return
+	}
+	v := 0
+	if i > 0 {
+		v = (*tl)[i-1].V
 	}
 	*tl = slices.Insert(*tl, i, point{t, v})
 }
