@@ -21,7 +21,7 @@ type Config struct {
 }
 
 // Policies are the schedulers Run knows.
-var Policies = []string{"edf", "dlas-gpu", "ef-accessctrl"}
+var Policies = []string{"edf", "dlas-gpu", "themis", "ef-accessctrl"}
 
 // JobResult is how one job fared.
 type JobResult struct {
@@ -58,6 +58,15 @@ type job struct {
 	total    int64 // seconds run in all
 	queue    int
 	lastSeen int64
+	// Themis
+	remaining     int64   // seconds of its recorded duration left
+	isoTime       float64 // cumulative isolated time (themisShares)
+	prevIter      float64 // iterations left at the last share
+	prevShare     float64 // its equal share then
+	valued        bool    // it has had a share
+	share         float64
+	tfDen, tfWait float64 // finish-time fairness terms (themisShares)
+	tfWork        float64
 }
 
 func (j *job) rate(tp *Throughputs, g int) float64 { return tp.Rate(j.Model, j.Batch, g) }
@@ -102,6 +111,8 @@ func Run(tr *Trace, cfg Config) (*Result, error) {
 		err = runEDF(jobs, cfg)
 	case "dlas-gpu":
 		err = runTiresias(jobs, cfg)
+	case "themis":
+		err = runThemis(jobs, cfg)
 	case "ef-accessctrl":
 		err = runAccessCtrl(jobs, cfg)
 	default:
