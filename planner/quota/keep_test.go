@@ -110,13 +110,8 @@ func TestProperty_KeepsNominal(t *testing.T) {
 			for i := range s.Jobs {
 				k := &s.Jobs[i]
 				q, tk := leaf(k), plan.Target(k)
-				lost, loss := map[string]int{}, 0
-				for n, g := range k.Allocation {
-					if d := g - tk[n]; d > 0 {
-						lost[n], loss = d, loss+d
-					}
-				}
-				if q == "" || loss == 0 || used[q][""]+loss > o.nominal(q, "") || moved(k.Allocation, tk) {
+				lost, loss := lostInPlace(k.Allocation, tk)
+				if q == "" || loss == 0 || used[q][""]+loss > o.nominal(q, "") {
 					continue
 				}
 				// The borrowers' starts and grows on the nodes k loses.
@@ -170,16 +165,23 @@ func TestProperty_KeepsNominal(t *testing.T) {
 		})
 }
 
-// moved reports whether allocation b gives more than a on some node: a
-// job the plan moves (and may shrink on its old nodes) is the policy's to
-// place, as Enforce says; only stops and shrinks in place are kept.
-func moved(a, b policy.Allocation) bool {
+// lostInPlace is what a job holding a loses under target b, by node, and
+// in all, where b stops or shrinks it in place; nothing where b gives it
+// more than a on some node: a job the plan moves (and may shrink on its
+// old nodes) is the policy's to place, as Enforce says.
+func lostInPlace(a, b policy.Allocation) (map[string]int, int) {
 	for n, g := range b {
 		if g > a[n] {
-			return true
+			return nil, 0
 		}
 	}
-	return false
+	lost, loss := map[string]int{}, 0
+	for n, g := range a {
+		if d := g - b[n]; d > 0 {
+			lost[n], loss = d, loss+d
+		}
+	}
+	return lost, loss
 }
 
 // pureGain reports whether target b holds at least what a does on every
