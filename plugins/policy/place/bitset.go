@@ -31,3 +31,13 @@ func countAnd(a, b bitset) int {
 	}
 	return n
 }
+
+// equalAnd reports whether a is the set of indexes in both b and m.
+func equalAnd(a, b, m bitset) bool {
+	for i, w := range a {
+		if w != b[i]&m[i] {
+			return false
+		}
+	}
+	return true
+}

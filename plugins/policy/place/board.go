@@ -38,10 +38,16 @@ type Board struct {
 	nodeIdx map[string]int32
 	// at is each node's index here by its index in the snapshot's Nodes,
 	// for a vouched snapshot (policy.Snapshot.Vouched); nil for others.
-	at        []int32
-	free      []int
-	buckets   []bitset // buckets[f]: the nodes with exactly f free GPUs
-	all       bitset   // the nodes that have GPUs to give at all
+	at      []int32
+	free    []int
+	buckets []bitset // buckets[f]: the nodes with exactly f free GPUs
+	all     bitset   // the nodes that have GPUs to give at all
+	// counts[m*(maxFree+1)+f] is the number of nodes of GPU model m (0 on
+	// a board of one model) with exactly f free GPUs: the buckets'
+	// populations by model, kept by apply, so that the room of a job whose
+	// candidates are all the nodes of a model (countedSet) is read from them
+	// instead of counted over every node's bits (room).
+	counts    []int32
 	maxFree   int
 	totalFree int
 
@@ -49,10 +55,11 @@ type Board struct {
 	jobIdx   map[string]int32 // nil until an ID is looked up (index)
 	alloc    [][]slot         // per job, sorted by node
 	total    []int
-	moved    []bool            // per job: its allocation changed since NewBoard (apply)
-	masks    map[string]bitset // eligible nodes per constraint set
-	jobMask  []bitset          // per constrained job, nil until first needed (eligible)
-	antiJobs []int32           // jobs with an anti-affinity selector
+	moved    []bool               // per job: its allocation changed since NewBoard (apply)
+	masks    map[string]*nodeMask // eligible nodes per constraint set
+	jobMask  []*nodeMask          // per constrained job, nil until first needed (eligible)
+	allMask  nodeMask             // all as a nodeMask: unconstrained jobs'
+	antiJobs []int32              // jobs with an anti-affinity selector
 
 	// notes are the reasons noted per job since the last Plan: in few
 	// while at most fewNotes jobs have some (a round that starts nobody
@@ -76,8 +83,13 @@ type Board struct {
 	modelOf   []int16
 	modelMask []bitset
 
-	// Scratch space for one placement at a time.
+	// Scratch space for one placement at a time; stale is the job whose
+	// candidates cand is yet to hold (room, fillCand), or -1.
 	cand, aux bitset
+	stale     int32
+	// countsOff makes room count every job's candidates over the bits
+	// (counts.go), for the tests that compare the two.
+	countsOff bool
 	own       []slot
 	modelRoom []int // per model: the room of the job last asked (room)
 }
@@ -104,7 +116,8 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 		nodeIdx: make(map[string]int32, len(s.Nodes)),
 		free:    make([]int, len(s.Nodes)),
 		jobs:    make([]*policy.Job, len(s.Jobs)),
-		masks:   make(map[string]bitset),
+		masks:   make(map[string]*nodeMask),
+		stale:   -1,
 	}
 	// order is the nodes' indices in s.Nodes, sorted by ID; a vouched
 	// snapshot's slots (policy.Job.Held) are turned into the board's
@@ -170,6 +183,7 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 	c.cand = newBitset(len(c.nodes))
 	c.aux = newBitset(len(c.nodes))
 	c.modelIndex()
+	c.counts = make([]int32, max(1, len(c.models))*(c.maxFree+1))
 	for i, f := range c.free {
 		if f < 0 {
 			n := c.nodes[i]
@@ -177,11 +191,13 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 				n.ID, n.GPUs-n.Reserved-f, n.GPUs-n.Reserved, n.GPUs)
 		}
 		c.buckets[f].set(int32(i))
+		c.counts[c.countAt(int32(i), f)]++
 		c.totalFree += f
 		if c.nodes[i].GPUs-c.nodes[i].Reserved > 0 {
 			c.all.set(int32(i))
 		}
 	}
+	c.allMask = nodeMask{bits: c.all, set: setAll}
 	c.repair()
 	return c, nil
 }
@@ -605,6 +621,8 @@ func (c *Board) apply(j, n int32, d int) {
 	old := c.free[n]
 	c.buckets[old].clear(n)
 	c.buckets[old-d].set(n)
+	c.counts[c.countAt(n, old)]--
+	c.counts[c.countAt(n, old-d)]++
 	c.free[n] = old - d
 	c.totalFree -= d
 	c.total[j] += d
@@ -633,13 +651,13 @@ func (c *Board) heldOn(j, n int32) int {
 }
 
 // eligible returns the nodes job j's constraints allow (shared; read-only).
-func (c *Board) eligible(j int32) bitset {
+func (c *Board) eligible(j int32) *nodeMask {
 	cons := &c.jobs[j].Constraints
 	if cons.GPUModel == "" && cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0 {
-		return c.all
+		return &c.allMask
 	}
 	if c.jobMask == nil {
-		c.jobMask = make([]bitset, len(c.jobs))
+		c.jobMask = make([]*nodeMask, len(c.jobs))
 	} else if m := c.jobMask[j]; m != nil {
 		return m
 	}
@@ -658,12 +676,13 @@ func (c *Board) eligible(j int32) bitset {
 	key := b.String()
 	m, ok := c.masks[key]
 	if !ok {
-		m = newBitset(len(c.nodes))
+		bits := newBitset(len(c.nodes))
 		for i, n := range c.nodes {
 			if c.all.has(int32(i)) && cons.Allows(n) {
-				m.set(int32(i))
+				bits.set(int32(i))
 			}
 		}
+		m = &nodeMask{bits: bits, set: c.setOf(bits)}
 		c.masks[key] = m
 	}
 	c.jobMask[j] = m

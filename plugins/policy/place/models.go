@@ -131,22 +131,30 @@ func (c *Board) GrowOn(j int32, g int, model string) bool {
 	if !ok || c.room(j) < g || c.modelRoom[m] < g {
 		return false
 	}
+	c.fillCand()
 	c.restrict(m)
 	return c.growNew(j, g, len(c.undo), false)
 }
 
 // roomByModel is room's last step for job j, which holds no GPUs, on a
-// board of several models: the room on each model (modelRoom), of which
+// board of several models, its candidates being set (c.cand for setOther): the room on each model (modelRoom), of which
 // it returns the largest, since the job's GPUs must all be of one.
-func (c *Board) roomByModel(w, capN int) int {
+func (c *Board) roomByModel(set, w, capN int) int {
 	best := 0
 	for m, mask := range c.modelMask {
 		r := 0
-		for f := w; f <= c.maxFree; f++ {
-			if u := nodeRoom(f, 0, w, capN); u > 0 {
-				r += countAnd3(c.buckets[f], c.cand, mask) * u
+		switch set {
+		case setOther:
+			for f := w; f <= c.maxFree; f++ {
+				if u := nodeRoom(f, 0, w, capN); u > 0 {
+					r += countAnd3(c.buckets[f], c.cand, mask) * u
+				}
 			}
+		case setAll, m:
+			// The candidates of model m are all its nodes (counts.go).
+			r = c.setCapacity(m, w, capN)
 		}
+		// (Candidates of another model: none of m's.)
 		c.modelRoom[m] = r
 		best = max(best, r)
 	}

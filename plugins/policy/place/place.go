@@ -33,7 +33,8 @@ func nodeRoom(free, held, w, capN int) int {
 // of its GPU model where it holds GPUs (models.go), and not holding a job
 // it conflicts with.
 func (c *Board) candidates(j int32) {
-	copy(c.cand, c.eligible(j))
+	c.stale = -1
+	copy(c.cand, c.eligible(j).bits)
 	if m := c.heldModel(j); m >= 0 {
 		c.restrict(m)
 	}
@@ -78,8 +79,10 @@ func (c *Board) capacity(mask bitset, w, capN int) int {
 	return r
 }
 
-// room returns what job j can gain now. It leaves c.cand holding the
-// candidate nodes other than j's own, and c.own the room on j's own nodes.
+// room returns what job j can gain now. It leaves c.own the room on j's
+// own nodes, and c.cand the candidate nodes other than j's own, or, where
+// it read the room from the counts (counts.go), c.stale set for fillCand
+// to fill them in: a caller that places after room calls fillCand first.
 // On a board of several GPU models, a job that holds none can gain GPUs of
 // one model only: room is the most it can gain on any one, and it leaves
 // the room on each in c.modelRoom (see settle).
@@ -89,25 +92,56 @@ func (c *Board) room(j int32) int {
 	c.own = c.own[:0]
 	if c.totalFree < w {
 		clear(c.cand)
+		c.stale = -1
 		clear(c.modelRoom)
 		return 0
 	}
-	c.candidates(j)
-	if c.modelMask != nil && len(c.alloc[j]) == 0 {
-		return c.roomByModel(w, capN)
+	set := c.countedSet(j)
+	if set == setOther {
+		c.candidates(j)
+	} else {
+		// Most jobs asked fail to fit (a goodput round asks tens of
+		// thousands): their candidates are not copied out at all.
+		c.stale = j
 	}
-	r := 0
+	if c.modelMask != nil && len(c.alloc[j]) == 0 {
+		return c.roomByModel(set, w, capN)
+	}
+	// r is the room on j's own nodes; out what those nodes count for in
+	// the set's capacity, whose counts include them.
+	r, out := 0, 0
 	for _, s := range c.alloc[j] {
-		if !c.cand.has(s.node) {
+		if set == setOther {
+			if !c.cand.has(s.node) {
+				continue
+			}
+			c.cand.clear(s.node)
+		} else if !c.inSet(set, s.node) {
 			continue
 		}
-		c.cand.clear(s.node)
+		out += nodeRoom(c.free[s.node], 0, w, capN)
 		if x := nodeRoom(c.free[s.node], s.gpus, w, capN); x > 0 {
 			c.own = append(c.own, slot{node: s.node, gpus: x})
 			r += x
 		}
 	}
-	return r + c.capacity(c.cand, w, capN)
+	if set == setOther {
+		return r + c.capacity(c.cand, w, capN)
+	}
+	return r + c.setCapacity(set, w, capN) - out
+}
+
+// fillCand fills in c.cand where the last room left it stale: job j's
+// candidates but its own nodes, as room leaves them.
+func (c *Board) fillCand() {
+	j := c.stale
+	if j < 0 {
+		return
+	}
+	c.candidates(j)
+	for _, s := range c.alloc[j] {
+		c.cand.clear(s.node)
+	}
 }
 
 // Grow adds g GPUs (a multiple of PerWorker) to job j, or nothing and false
@@ -121,6 +155,7 @@ func (c *Board) Grow(j int32, g int) bool {
 	if c.room(j) < g {
 		return false
 	}
+	c.fillCand()
 	c.settle(j, g)
 	mark := len(c.undo)
 	rem := g
@@ -252,6 +287,7 @@ func (c *Board) GrowMostFree(j int32, g int) bool {
 	if c.room(j) < g {
 		return false
 	}
+	c.fillCand()
 	c.settle(j, g)
 	return c.growNew(j, g, len(c.undo), true)
 }
@@ -264,6 +300,7 @@ func (c *Board) Spread(j int32, g int, from int32) int32 {
 	if c.room(j) < g || g <= 0 || c.total[j] != 0 {
 		return -1
 	}
+	c.fillCand()
 	c.settle(j, g)
 	mark := len(c.undo)
 	job := c.jobs[j]
