@@ -259,6 +259,13 @@ type heteroPools struct {
 	running []bool    // per job: it holds GPUs in the snapshot
 	prof    []int32   // per job: its tables (index in profs)
 	profs   heteroProfiles
+	// vals are value's answers with fairness p < 0, per profile and model
+	// (as profs.tab), by count from 1, and lin those of a linear table:
+	// filled as they are first asked, so that the counts' greedy, which
+	// asks each job's value at up to a dozen counts a step, computes each
+	// math.Pow once a round rather than a million times.
+	vals [][]float64
+	lin  []float64
 }
 
 // heteroProfiles are the jobs' tables, each checked once a round: jobs
@@ -532,8 +539,29 @@ func (hp *heteroPools) speedup(j int32, n int) float64 {
 // its normalised goodput, or with fairness p < 0 Sia's utility of it,
 // lambda - goodput^p (lambda: Sia's price of a job left without GPUs).
 func (hp *heteroPools) value(j int32, n int) float64 {
-	v := hp.speedup(j, n)
-	if hp.fair < 0 && v > 0 {
+	if hp.fair >= 0 || n <= 0 || hp.pool[j] < 0 {
+		return hp.speedup(j, n)
+	}
+	k := int(hp.prof[j])*hp.profs.m + int(hp.pool[j])
+	if hp.vals == nil {
+		hp.vals = make([][]float64, len(hp.profs.tab))
+	}
+	t, vals, i := hp.profs.tab[k], &hp.vals[k], n
+	if t == nil {
+		vals = &hp.lin
+	} else {
+		i = min(n, len(t)) // speedup's count: its table ends there
+	}
+	for c := len(*vals) + 1; c <= i; c++ {
+		*vals = append(*vals, hp.utility(hp.speedup(j, c)))
+	}
+	return (*vals)[i-1]
+}
+
+// utility is Sia's utility of normalised goodput v with fairness p < 0
+// (see value).
+func (hp *heteroPools) utility(v float64) float64 {
+	if v > 0 {
 		return heteroLambda - math.Pow(v, hp.fair)
 	}
 	return v

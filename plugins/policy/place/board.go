@@ -51,15 +51,18 @@ type Board struct {
 	maxFree   int
 	totalFree int
 
-	jobs     []*policy.Job    // submission order
-	jobIdx   map[string]int32 // nil until an ID is looked up (index)
-	alloc    [][]slot         // per job, sorted by node
-	total    []int
-	moved    []bool               // per job: its allocation changed since NewBoard (apply)
-	masks    map[string]*nodeMask // eligible nodes per constraint set
-	jobMask  []*nodeMask          // per constrained job, nil until first needed (eligible)
-	allMask  nodeMask             // all as a nodeMask: unconstrained jobs'
-	antiJobs []int32              // jobs with an anti-affinity selector
+	jobs   []*policy.Job    // submission order
+	jobIdx map[string]int32 // nil until an ID is looked up (index)
+	alloc  [][]slot         // per job, sorted by node
+	total  []int
+	moved  []bool               // per job: its allocation changed since NewBoard (apply)
+	masks  map[string]*nodeMask // eligible nodes per constraint set
+	// modelMasks are the masks of the constraint sets of a GPU model
+	// alone, by the model's name (eligible).
+	modelMasks map[string]*nodeMask
+	jobMask    []*nodeMask // per constrained job, nil until first needed (eligible)
+	allMask    nodeMask    // all as a nodeMask: unconstrained jobs'
+	antiJobs   []int32     // jobs with an anti-affinity selector
 
 	// notes are the reasons noted per job since the last Plan: in few
 	// while at most fewNotes jobs have some (a round that starts nobody
@@ -661,13 +664,23 @@ func (c *Board) eligible(j int32) *nodeMask {
 	} else if m := c.jobMask[j]; m != nil {
 		return m
 	}
+	// Most constrained jobs name a GPU model and nothing more (goodput-
+	// hetero sets one on every job): their masks are found by the model's
+	// name, without a key built for each job.
+	byModel := cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0
+	if byModel {
+		if m, ok := c.modelMasks[cons.GPUModel]; ok {
+			c.jobMask[j] = m
+			return m
+		}
+	}
 	var b strings.Builder
 	b.WriteString(cons.GPUModel)
 	b.WriteByte(0)
 	b.WriteString(strconv.Itoa(cons.MinGPUMemoryMiB))
 	b.WriteByte(0)
 	b.WriteString(cons.Pool)
-	for _, k := range slices.Sorted(maps.Keys(cons.NodeAttributes)) {
+	for _, k := range sortedKeys(cons.NodeAttributes) {
 		b.WriteByte(0)
 		b.WriteString(k)
 		b.WriteByte('=')
@@ -685,6 +698,21 @@ func (c *Board) eligible(j int32) *nodeMask {
 		m = &nodeMask{bits: bits, set: c.setOf(bits)}
 		c.masks[key] = m
 	}
+	if byModel {
+		if c.modelMasks == nil {
+			c.modelMasks = make(map[string]*nodeMask)
+		}
+		c.modelMasks[cons.GPUModel] = m
+	}
 	c.jobMask[j] = m
 	return m
+}
+
+// sortedKeys returns m's keys, sorted; nil, with nothing allocated, for an
+// empty m.
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
 }
