@@ -137,8 +137,9 @@ func (c *Board) GrowOn(j int32, g int, model string) bool {
 }
 
 // roomByModel is room's last step for job j, which holds no GPUs, on a
-// board of several models, its candidates being set (c.cand for setOther): the room on each model (modelRoom), of which
-// it returns the largest, since the job's GPUs must all be of one.
+// board of several models, its candidates being set (those of c.cand for
+// setOther): the room on each model (modelRoom), of which it returns the
+// largest, since the job's GPUs must all be of one.
 func (c *Board) roomByModel(set, w, capN int) int {
 	best := 0
 	for m, mask := range c.modelMask {
