@@ -609,9 +609,10 @@ func (e *enforcer) lacks(i int, a policy.Allocation) map[string]bool {
 	return out
 }
 
-// antiOn is the nodes of a where another job's target holds GPUs that job
-// i must not share a node with (anti-affinity, either way), and those
-// jobs; none without anti-affinity.
+// antiOn is the nodes of a (nil: of the whole cluster) where another
+// job's target holds GPUs that job i must not share a node with
+// (anti-affinity, either way), and those jobs; none without
+// anti-affinity.
 func (e *enforcer) antiOn(i int, a policy.Allocation) (map[string]bool, map[int]bool) {
 	v, j := e.v, &e.v.s.Jobs[i]
 	if !v.hasAnti() {
@@ -624,7 +625,7 @@ func (e *enforcer) antiOn(i int, a policy.Allocation) (map[string]bool, map[int]
 			continue
 		}
 		for n := range e.tgt[k] {
-			if a[n] > 0 {
+			if a == nil || a[n] > 0 {
 				if on == nil {
 					on, jobs = map[string]bool{}, map[int]bool{}
 				}
@@ -676,16 +677,7 @@ func (e *enforcer) place(i int, room []int) policy.Allocation {
 	if need <= 0 || need > j.GPUs.Max {
 		return nil
 	}
-	blocked := map[string]bool{}
-	if v.hasAnti() {
-		for k := range v.s.Jobs {
-			if k != i && e.tgt[k].Total() > 0 && (j.AntiAffinity.Matches(&v.s.Jobs[k]) || v.s.Jobs[k].AntiAffinity.Matches(j)) {
-				for n := range e.tgt[k] {
-					blocked[n] = true
-				}
-			}
-		}
-	}
+	blocked, _ := e.antiOn(i, nil)
 	left := slices.Clone(room)
 	type cand struct {
 		id    string
