@@ -20,7 +20,8 @@ import (
 // trains: the time from the grow to the first step trained with the new
 // world size, in place (horovod) and by restart (torchrun), and their ratio,
 // from one run of each. The figures and the phases of each grow are logged;
-// the test checks only that both launchers grow.
+// the test checks that both launchers grow and that horovod's steps never
+// go back.
 func TestHorovod_GrowLatencyInPlaceVersusRestart(t *testing.T) {
 	venvBin(t)
 	h := startHorovodLab(t, horovodConfig(t))
@@ -54,6 +55,10 @@ func TestHorovod_GrowLatencyInPlaceVersusRestart(t *testing.T) {
 		// long before the grow: the new worker's standby comes from it.
 		must.True(t, p.forked, must.Sprintf("%s: the new worker's standby was not forked from the client's warm interpreter", launcher))
 		must.True(t, p.warm, must.Sprintf("%s: the new worker's standby did not run its first training process", launcher))
+		if launcher == "horovod" {
+			// In place: no step trained before the grow is trained again.
+			assertMonotonic(t, readProgress(t, progress))
+		}
 		h.stopTraining(t, id, stop)
 	}
 	ratio := latency["torchrun"].Seconds() / latency["horovod"].Seconds()

@@ -70,6 +70,13 @@ Environment:
                    (default 0): a stand-in for a GPU's compute, so that a
                    larger batch takes longer, in a lab on simulated GPUs
     COMMIT_EVERY   steps between commits (default 5)
+    HOST_CHECK_EVERY  steps between checks for added or removed hosts
+                   between commits (default 1; 0: only at commits): Horovod
+                   takes a membership change in at a commit; the SDK's
+                   commit_if_hosts_updated (one small broadcast) commits
+                   at once when rank 0 holds one, so a grown job takes its
+                   new worker in at the next step instead of the next
+                   commit (without the SDK: at commits only)
     BATCH_SIZE     samples per worker per step (default 64)
     PROGRESS_FILE  JSON lines progress, one per step and rank
     FAIL_AT_STEP   exit 3 with a message on stderr at this step (tests)
@@ -116,6 +123,7 @@ STEP_SLEEP = float(os.environ.get("STEP_SLEEP", "0.1"))
 SYNC_SLEEP = float(os.environ.get("SYNC_SLEEP", "0"))
 SAMPLE_SLEEP = float(os.environ.get("SAMPLE_SLEEP", "0"))
 COMMIT_EVERY = int(os.environ.get("COMMIT_EVERY", "5"))
+HOST_CHECK_EVERY = int(os.environ.get("HOST_CHECK_EVERY", "1"))
 BATCH_SIZE = int(os.environ.get("BATCH_SIZE", "64"))
 PROGRESS_FILE = os.environ.get("PROGRESS_FILE", "")
 FAIL_AT_STEP = int(os.environ.get("FAIL_AT_STEP", "0"))
@@ -201,6 +209,19 @@ def save_on_sigterm(reporter, save, lock):
         on_sigterm(callback, reporter, lock=lock)
     except TypeError:  # an SDK older than on_sigterm's lock
         on_sigterm(callback, reporter)
+
+
+def host_update_check():
+    """The SDK's commit_if_hosts_updated (a membership change taken at the
+    next step, committed first), or None without the SDK: then Horovod takes
+    it at the next commit."""
+    if HOST_CHECK_EVERY <= 0:
+        return None
+    try:
+        from schedulearn.horovod import commit_if_hosts_updated
+    except ImportError:
+        return None
+    return commit_if_hosts_updated
 
 
 def make_reporter(launcher, hvd=None):
@@ -380,6 +401,8 @@ def run_horovod():
             if hvd.rank() == 0:
                 print(f"batch {advice[0]} ({advice[1]} a GPU on {hvd.size()}), as the planner advises", flush=True)
 
+    take_hosts = host_update_check()
+
     @hvd.elastic.run
     def train(state):
         while state.step < TOTAL_STEPS:
@@ -423,6 +446,10 @@ def run_horovod():
                 # Every rank agrees on stopping: the flag is summed.
                 if (STOP_FILE or TARGET is not None) and hvd.allreduce(torch.tensor(float(stop)), op=hvd.Sum).item() > 0:
                     break
+            elif take_hosts is not None and state.step % HOST_CHECK_EVERY == 0:
+                # Between commits: a changed membership commits this step
+                # and raises HostsUpdatedInterrupt here.
+                take_hosts(state)
             time.sleep(STEP_SLEEP + SYNC_SLEEP * (hvd.size() - 1) + SAMPLE_SLEEP * batch["per_gpu"])
 
     def on_reset():

@@ -194,6 +194,53 @@ def test_host_updates_that_arrive_during_a_reset_are_kept():
     kept.commit()  # handled once, then quiet
 
 
+def test_commit_if_hosts_updated_keeps_the_step():
+    """A host update taken between commits commits first: the reset's sync
+    keeps this step. Horovod's own check_host_updates() would take the
+    state back to the last commit's step."""
+    elastic = pytest.importorskip("horovod.common.elastic")
+    from horovod.common.exceptions import HostsUpdatedInterrupt
+    from horovod.runner.elastic.worker import HostUpdateResult
+
+    def at_step_8_with_update(update=True):
+        state = elastic.ObjectState(bcast_object=lambda x: x, get_rank=lambda: 0, step=5)
+        state.commit()
+        state.step = 8
+        if update:
+            state.on_hosts_updated(100, HostUpdateResult.added)
+        return state
+
+    plain = at_step_8_with_update()
+    with pytest.raises(HostsUpdatedInterrupt):
+        plain.check_host_updates()
+    plain.sync()
+    assert plain.step == 5  # Horovod alone: back to the last commit
+
+    state = at_step_8_with_update()
+    with pytest.raises(HostsUpdatedInterrupt):
+        sl_horovod.commit_if_hosts_updated(state)
+    state.sync()
+    assert state.step == 8
+    assert sl_horovod.commit_if_hosts_updated(state) is False  # handled once
+
+    quiet = at_step_8_with_update(update=False)
+    assert sl_horovod.commit_if_hosts_updated(quiet) is False
+    quiet.sync()
+    assert quiet.step == 5  # nothing committed
+
+
+def test_commit_if_hosts_updated_follows_rank_zero():
+    """Only the coordinator receives host updates: every rank acts on rank
+    0's flag, broadcast."""
+    class Rank1(FakeState):
+        def _bcast_object(self, obj):
+            return True  # rank 0 had an update
+
+    state = Rank1()
+    assert sl_horovod.commit_if_hosts_updated(state) is True
+    assert state.commits == 1
+
+
 def test_track_keeps_host_updates(clean_env, planner, reporters):
     r = reporters(FakeHvd(), planner.addr, "job", "t", interval=60, cls=sl_horovod.Reporter)
     state = FakeState()

@@ -30,7 +30,7 @@ import logging
 from .reporter import Reporter as _Reporter
 from .signals import on_sigterm
 
-__all__ = ["Reporter", "keep_host_updates_across_resets", "on_sigterm"]
+__all__ = ["Reporter", "commit_if_hosts_updated", "keep_host_updates_across_resets", "on_sigterm"]
 
 log = logging.getLogger("schedulearn")
 
@@ -160,3 +160,26 @@ def keep_host_updates_across_resets(state):
     state.on_reset = on_reset_keeping_updates
     state._schedulearn_keeps_updates = True
     return state
+
+
+def commit_if_hosts_updated(state):
+    """Takes a membership change in between commits: call it on every rank
+    at the same point of a step (it is a collective). When rank 0 holds a
+    host update (Horovod's driver tells only the coordinator), every rank
+    commits the state, and the commit raises Horovod's
+    ``HostsUpdatedInterrupt``: the workers reset and take the new hosts in
+    at this step instead of at the next regular commit. Without an update
+    it costs one broadcast of a flag and commits nothing. Returns False when
+    nothing was pending.
+
+    Horovod's own ``state.check_host_updates()`` raises without saving,
+    and the reset that follows broadcasts the state of the last commit
+    (``ObjectState.sync``): the step counter goes back to that commit while
+    the model keeps its newer weights.
+    """
+    queue = getattr(state, "_host_messages", None)
+    pending = queue is not None and not queue.empty()
+    if not state._bcast_object(pending):
+        return False
+    state.commit()
+    return True
