@@ -4,8 +4,10 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
@@ -80,6 +82,9 @@ func redactSource(src string, s *jobspec.Spec) string {
 	if src == "" {
 		return ""
 	}
+	if out, ok := spliceSecrets(src, s); ok {
+		return out
+	}
 	f, diags := hclwrite.ParseConfig([]byte(src), "jobspec.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
 		return ""
@@ -100,11 +105,7 @@ func redactSource(src string, s *jobspec.Spec) string {
 		for _, inner := range body.Blocks() {
 			switch inner.Type() {
 			case "target":
-				v := Redacted
-				if s.Target != nil && s.Target.Webhook != "" {
-					v = s.Target.Webhook
-				}
-				redactAttr(inner.Body(), "webhook", v)
+				redactAttr(inner.Body(), "webhook", redactedWebhook(s))
 			case "artifact":
 				v := Redacted
 				if artifact < len(s.Artifacts) {
@@ -116,6 +117,95 @@ func redactSource(src string, s *jobspec.Spec) string {
 		}
 	}
 	return string(f.Bytes())
+}
+
+// spliceSecrets redacts src without parsing it, where s was parsed from
+// it (s.Secrets, the secret attributes' places): each is replaced by the
+// same attribute with s's redacted value, and the rest of the text is
+// left as the user wrote it. false: s has no places for src (a record
+// read back from the store has none), or they do not fit s.
+func spliceSecrets(src string, s *jobspec.Spec) (string, bool) {
+	if !s.Secrets.In(src) {
+		return "", false
+	}
+	var b strings.Builder
+	last, artifact := 0, 0
+	for _, sp := range s.Secrets.Spans {
+		if sp.Start < last || sp.End < sp.Start || sp.End > len(src) {
+			return "", false
+		}
+		var name, value string
+		switch sp.Kind {
+		case jobspec.SecretEnv:
+			name, value = "env", envObject(s.Env, src, sp)
+		case jobspec.SecretWebhook:
+			name, value = "webhook", hclString(redactedWebhook(s))
+		case jobspec.SecretArtifact:
+			if artifact >= len(s.Artifacts) {
+				return "", false
+			}
+			name, value = "source", hclString(s.Artifacts[artifact].Source)
+			artifact++
+		default:
+			return "", false
+		}
+		if !strings.HasPrefix(src[sp.Start:sp.End], name) {
+			return "", false
+		}
+		b.WriteString(src[last:sp.Start])
+		b.WriteString(name + " = " + value)
+		last = sp.End
+	}
+	if artifact != len(s.Artifacts) {
+		return "", false
+	}
+	b.WriteString(src[last:])
+	return b.String(), true
+}
+
+// redactedWebhook is what a target's webhook attribute shows: s's
+// redacted webhook, or Redacted for an empty one.
+func redactedWebhook(s *jobspec.Spec) string {
+	if s.Target != nil && s.Target.Webhook != "" {
+		return s.Target.Webhook
+	}
+	return Redacted
+}
+
+// envObject is the env attribute's value with every value Redacted: on
+// one line where the attribute was on one, else a key a line, indented
+// one step past the attribute's line.
+func envObject(env map[string]string, src string, sp jobspec.SecretSpan) string {
+	if len(env) == 0 {
+		return "{}"
+	}
+	keys := slices.Sorted(maps.Keys(env))
+	items := make([]string, len(keys))
+	for i, k := range keys {
+		key := k
+		if !hclsyntax.ValidIdentifier(k) {
+			key = hclString(k)
+		}
+		items[i] = key + " = " + hclString(Redacted)
+	}
+	if !strings.Contains(src[sp.Start:sp.End], "\n") {
+		return "{ " + strings.Join(items, ", ") + " }"
+	}
+	lineStart := strings.LastIndexByte(src[:sp.Start], '\n') + 1
+	indent := src[lineStart:sp.Start]
+	indent = indent[:len(indent)-len(strings.TrimLeft(indent, " \t"))]
+	var b strings.Builder
+	b.WriteString("{\n")
+	for _, it := range items {
+		b.WriteString(indent + "  " + it + "\n")
+	}
+	b.WriteString(indent + "}")
+	return b.String()
+}
+
+// hclString is v as an HCL string literal, quoted and escaped.
+func hclString(v string) string {
+	return string(hclwrite.TokensForValue(cty.StringVal(v)).Bytes())
 }
 
 // redactAttr replaces attribute name's expression, whatever it was, with

@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/api/apitest"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -71,7 +73,7 @@ func TestServer_RedactsSecrets(t *testing.T) {
 	must.Eq(t, api.Redacted, j.Spec.Artifacts[0].Source, must.Sprint("a go-getter URL with a forced getter is not a plain URL"))
 	must.StrContains(t, j.Source, `WANDB_API_KEY = "<redacted>"`)
 	must.StrContains(t, j.Source, `webhook = "https://hooks.example/<redacted>"`)
-	must.StrContains(t, j.Source, `command = "python3"`)
+	must.StrContains(t, j.Source, "command  = \"python3\"\n  gpus     = 1\n", must.Sprint("the rest as written"))
 
 	stored, err := b.Job(context.Background(), id)
 	must.NoError(t, err)
@@ -101,4 +103,82 @@ func TestRedact_UnparseableSource(t *testing.T) {
 	must.Eq(t, "", r.Source)
 	must.Eq(t, "s3cret", j.Spec.Env["K"], must.Sprint("the original is untouched"))
 	must.False(t, strings.Contains(r.Spec.Env["K"], "s3cret"))
+}
+
+// A submission's answer is redacted from the places its parse found
+// (jobspec.Spec.Secrets) without parsing the text again; a job read back
+// from the store has none and is redacted by rewriting its text. Both
+// show no secret and parse back to the redacted values; the first keeps
+// the rest of the text as written. A spec whose places were found in
+// another text is redacted by the rewrite.
+func TestRedact_SpliceAgreesWithRewrite(t *testing.T) {
+	for name, src := range map[string]string{
+		"secrets everywhere": secretSpec,
+		"one-line env, quoted keys": `training "x" {
+  command = "python3"
+  gpus    = 1
+  env = { "MY-KEY" = "k-s3cret", B = "b-s3cret" }
+}
+`,
+		"env interpolated, two artifacts": `training "x" {
+  command = "python3"
+  gpus    = 1
+  env = {
+    A = "${jobspec_dir}/a-s3cret"
+  }
+  artifact {
+    source      = "https://h.example/one?sig=one-s3cret"
+    destination = "local/one"
+  }
+  artifact {
+    source = "https://h.example/two-s3cret"
+  }
+}
+`,
+		"empty env and webhook-less target": `training "x" {
+  command = "python3"
+  gpus    = 1
+  env = {}
+  target {
+    metric = "accuracy"
+    goal   = 0.9
+  }
+  artifact {
+    source = "https://h.example/x-s3cret"
+  }
+}
+`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			spec, diags := jobspec.Parse([]byte(src), "x.hcl", time.Now())
+			must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+			must.NotNil(t, spec.Secrets)
+			fresh := &structs.Job{ID: "x", Source: src, Spec: *spec}
+			stored := fresh.Clone()
+			stored.Spec.Secrets = nil
+			moved := fresh.Clone()
+			moved.Source = strings.Replace(src, `command = "python3"`, `command = "python3" `, 1)
+			spliced, rewritten, other := api.Redact(fresh), api.Redact(stored), api.Redact(moved)
+			for line := range strings.Lines(src) {
+				if !strings.Contains(line, "s3cret") {
+					must.StrContains(t, spliced.Source, line, must.Sprint("a line without a secret is kept as written"))
+				}
+			}
+			for _, r := range []*structs.Job{spliced, rewritten, other} {
+				for _, s := range []string{"s3cret"} {
+					must.StrNotContains(t, r.Source, s)
+				}
+				back, diags := jobspec.Parse([]byte(r.Source), "x.hcl", time.Now())
+				must.False(t, diags.HasErrors(), must.Sprintf("%s\n%s", diags.Error(), r.Source))
+				must.Eq(t, r.Spec.Env, back.Env)
+				must.Eq(t, len(r.Spec.Artifacts), len(back.Artifacts))
+				for i := range back.Artifacts {
+					must.Eq(t, r.Spec.Artifacts[i].Source, back.Artifacts[i].Source)
+				}
+			}
+			spliced.Spec.Secrets = nil
+			must.Eq(t, spliced.Spec, rewritten.Spec, must.Sprint("the same values"))
+			must.NotEq(t, spliced.Source, rewritten.Source, must.Sprint("the rewrite reformats; the splice does not"))
+		})
+	}
 }

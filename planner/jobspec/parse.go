@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"net/url"
@@ -193,7 +194,32 @@ func Parse(src []byte, filename string, now time.Time) (*Spec, hcl.Diagnostics) 
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	if b, ok := block.Body.(*hclsyntax.Body); ok {
+		spec.Secrets = &Secrets{Text: sha256.Sum256(src), Spans: secretSpans(b)}
+	}
 	return spec, diags
+}
+
+// secretSpans finds the attributes of a training block whose values are
+// secrets (Spec.Secrets), in the text's order.
+func secretSpans(b *hclsyntax.Body) []SecretSpan {
+	var out []SecretSpan
+	add := func(body *hclsyntax.Body, name string, kind SecretKind) {
+		if a, ok := body.Attributes[name]; ok {
+			out = append(out, SecretSpan{Kind: kind, Start: a.SrcRange.Start.Byte, End: a.SrcRange.End.Byte})
+		}
+	}
+	add(b, "env", SecretEnv)
+	for _, inner := range b.Blocks {
+		switch inner.Type {
+		case "target":
+			add(inner.Body, "webhook", SecretWebhook)
+		case "artifact":
+			add(inner.Body, "source", SecretArtifact)
+		}
+	}
+	slices.SortFunc(out, func(x, y SecretSpan) int { return x.Start - y.Start })
+	return out
 }
 
 func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {

@@ -76,6 +76,7 @@
 package jobspec
 
 import (
+	"crypto/sha256"
 	"maps"
 	"slices"
 	"time"
@@ -119,7 +120,42 @@ type Spec struct {
 	// QueueRange is where the queue attribute is (the training block's
 	// Range when there is none), for the planner's diagnostics.
 	QueueRange hcl.Range
+	// Secrets are where the text Parse read holds the values the API does
+	// not show back, so that the text can be redacted without parsing it
+	// again. Not stored with a job: a record read back has none (nil),
+	// and its text is redacted by parsing it.
+	Secrets *Secrets `json:"-"`
 }
+
+// Secrets are the attributes of a jobspec's text whose values are secrets
+// (env, a target's webhook, each artifact's source), in the text's order,
+// and the text they are in (its SHA-256): they hold for that text only.
+type Secrets struct {
+	Text  [sha256.Size]byte
+	Spans []SecretSpan
+}
+
+// In says whether the spans are places in text.
+func (s *Secrets) In(text string) bool {
+	return s != nil && sha256.Sum256([]byte(text)) == s.Text
+}
+
+// SecretSpan is one attribute holding a secret: its kind and where it is
+// in the text, from its name to the end of its value, as byte offsets.
+type SecretSpan struct {
+	Kind       SecretKind
+	Start, End int
+}
+
+// SecretKind is which attribute a SecretSpan is.
+type SecretKind int
+
+// The attributes that hold secrets.
+const (
+	SecretEnv      SecretKind = iota + 1 // training's env object
+	SecretWebhook                        // target's webhook
+	SecretArtifact                       // an artifact's source (the n-th of the text is the n-th artifact)
+)
 
 // GPUs is how many GPUs the job may hold and of which kind. A fixed count
 // is Min == Max. Auto jobs let the planner assess the count within
@@ -234,6 +270,11 @@ func (s *Spec) Clone() Spec {
 		}
 	}
 	c.Artifacts = slices.Clone(s.Artifacts)
+	if s.Secrets != nil {
+		sec := *s.Secrets
+		sec.Spans = slices.Clone(sec.Spans)
+		c.Secrets = &sec
+	}
 	if s.Batch != nil {
 		b := *s.Batch
 		c.Batch = &b

@@ -66,5 +66,5 @@ func TestSpec_CloneKnowsEveryReference(t *testing.T) {
 	}
 	walk("", reflect.TypeFor[Spec]())
 	must.Eq(t, []string{"Args", "Env", "Labels", "Target", "Affinity.Jobs", "Affinity.Labels",
-		"AntiAffinity.Jobs", "AntiAffinity.Labels", "Data", "Artifacts", "Batch"}, refs)
+		"AntiAffinity.Jobs", "AntiAffinity.Labels", "Data", "Artifacts", "Batch", "Secrets"}, refs)
 }
