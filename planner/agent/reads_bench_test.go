@@ -98,8 +98,11 @@ const benchSpec = "../../jobspecs/examples/train.hcl"
 // 454 -> 219 KB and 2,124 -> 1,207 allocations a submission; eight at a
 // time with a dashboard p50 8.6, 8.3, 8.8 -> 6.5, 5.4, 6.4 ms, p99 38.6,
 // 53.6, 48.7 -> 31.6, 25.4, 31.3 ms, 200 in 263, 291, 291 -> 207, 168,
-// 202 ms. What a submission still costs is two lexings of its text (the
-// limits' scan, then the parse) and the store's commit.
+// 202 ms. With two busy loops (yes > /dev/null) on the machine's two
+// cores throughout, alternating three times (5 ops each): eight at a time
+// p50 12.2, 7.7, 7.0 -> 5.5, 4.9, 5.5 ms, p99 54.6, 46.3, 61.0 -> 21.2,
+// 15.1, 19.5 ms. What a submission still costs is two lexings of its text
+// (the limits' scan, then the parse) and the store's commit.
 //
 // dashboard-cost is one open dashboard while jobs come (its doc comment
 // says how); issue 28's goal is under 5% of a core and 50 MB more memory
