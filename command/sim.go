@@ -53,8 +53,10 @@ Usage: schedulearn sim -trace <file> [options]
   ElasticFlow's own job model instead (package sim/elasticflow: iterations
   at the measured throughput of model, batch and power-of-two GPU count,
   buddy placement, its overhead rule and 60 s slots) with ElasticFlow's
-  schedulers (edf, dlas-gpu), and prints each trace's deadline
-  satisfaction ratio beside ElasticFlow's published Figure 8(b).
+  schedulers (edf, dlas-gpu, themis, ef-accessctrl) and the planner's own
+  qoe behind its deadline admission, and prints each trace's deadline
+  satisfaction ratio beside ElasticFlow's published Figure 8(b), and qoe
+  against ElasticFlow.
 
 Options:
 

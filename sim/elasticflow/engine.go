@@ -20,8 +20,9 @@ type Config struct {
 	Policy      string // see Policies
 }
 
-// Policies are the schedulers Run knows.
-var Policies = []string{"edf", "dlas-gpu", "themis", "ef-accessctrl"}
+// Policies are the schedulers Run knows: ElasticFlow's and its baselines,
+// then the planner's own qoe.
+var Policies = []string{"edf", "dlas-gpu", "themis", "ef-accessctrl", QoEName}
 
 // JobResult is how one job fared.
 type JobResult struct {
@@ -115,6 +116,8 @@ func Run(tr *Trace, cfg Config) (*Result, error) {
 		err = runThemis(jobs, cfg)
 	case "ef-accessctrl":
 		err = runAccessCtrl(jobs, cfg)
+	case QoEName:
+		err = runQoE(jobs, cfg)
 	default:
 		return nil, fmt.Errorf("failed to replay %s: unknown policy %q (known: %v)", tr.Name, cfg.Policy, Policies)
 	}

@@ -48,6 +48,51 @@ func WriteTable(w io.Writer, rows []Row) error {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %s | %.3f | %s | %s | %.1f |\n", r.Trace, r.Spec.GPUs(), r.Jobs, r.Policy, r.Ratio, ps, ds, r.Seconds)
 	}
+	writeComparison(&b, rows)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeComparison writes, for the traces replayed under both, the
+// planner's qoe against ElasticFlow (ours and published): issue 30's goal
+// is qoe / ours >= 1.05 on every trace and qoe >= the published figure;
+// bold where it is missed.
+func writeComparison(b *strings.Builder, rows []Row) {
+	byTrace := map[string]map[string]float64{}
+	var order []string
+	for _, r := range rows {
+		if byTrace[r.Trace] == nil {
+			byTrace[r.Trace] = map[string]float64{}
+			order = append(order, r.Trace)
+		}
+		byTrace[r.Trace][r.Policy] = r.Ratio
+	}
+	head := false
+	for _, tr := range order {
+		q, ok1 := byTrace[tr][QoEName]
+		ef, ok2 := byTrace[tr]["ef-accessctrl"]
+		if !ok1 || !ok2 {
+			continue
+		}
+		if !head {
+			b.WriteString("\nThe planner's qoe (with its deadline admission, reject) against ElasticFlow under this job model; bold: below the goal (qoe / ef-accessctrl >= 1.05, qoe >= published ElasticFlow).\n\n")
+			b.WriteString("| trace | qoe | ef-accessctrl (ours) | qoe / ef-accessctrl | published ElasticFlow | qoe - published |\n|---|---:|---:|---:|---:|---:|\n")
+			head = true
+		}
+		ratio := "n/a"
+		if ef > 0 {
+			ratio = fmt.Sprintf("%.3f", q/ef)
+			if q/ef < 1.05 {
+				ratio = "**" + ratio + "**"
+			}
+		}
+		ps, ds := "", ""
+		if pub, ok := Published[tr]["ef-accessctrl"]; ok {
+			ps, ds = fmt.Sprintf("%.3f", pub), fmt.Sprintf("%+.3f", q-pub)
+			if q < pub {
+				ds = "**" + ds + "**"
+			}
+		}
+		fmt.Fprintf(b, "| %s | %.3f | %.3f | %s | %s | %s |\n", tr, q, ef, ratio, ps, ds)
+	}
 }
