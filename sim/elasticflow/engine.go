@@ -41,6 +41,9 @@ type Result struct {
 	// counts as missed).
 	Met   int
 	Ratio float64
+	// Possible is the number of jobs that could meet their deadlines at
+	// all (see Possible): no scheduler meets more.
+	Possible int
 }
 
 // job is a job's state during a replay.
@@ -133,7 +136,26 @@ func Run(tr *Trace, cfg Config) (*Result, error) {
 		res.Jobs = append(res.Jobs, JobResult{ID: j.ID, Finish: j.finish, Met: met})
 	}
 	res.Ratio = float64(res.Met) / float64(len(jobs))
+	res.Possible = Possible(tr, cfg.Spec, cfg.Throughputs)
 	return res, nil
+}
+
+// Possible counts the jobs of tr that could meet their deadlines at all:
+// alone on the cluster from their submission, at their fastest power of
+// two of GPUs, without overheads. Possible over the jobs bounds the
+// deadline satisfaction ratio of every scheduler under this model.
+func Possible(tr *Trace, spec Spec, tp *Throughputs) int {
+	n := 0
+	for _, j := range tr.Jobs {
+		best := 0.0
+		for g := 1; g <= spec.GPUs(); g *= 2 {
+			best = max(best, tp.Rate(j.Model, j.Batch, g))
+		}
+		if best > 0 && float64(j.Submit)+math.Ceil(float64(j.Iterations)/best) <= float64(j.Deadline) {
+			n++
+		}
+	}
+	return n
 }
 
 // nextEvent is ElasticFlow's step from one scheduling event to the next

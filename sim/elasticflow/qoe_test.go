@@ -27,7 +27,8 @@ func TestRun_QoEAdmitsAndGrows(t *testing.T) {
 	tr, err := elasticflow.ParseTrace(strings.NewReader(clusterHeader+"\n"+
 		"a,0,"+strconv.FormatInt(iters, 10)+",bert,1050,64,1,10\n"+
 		"b,0,"+strconv.FormatInt(iters, 10)+",bert,1050,64,1,10\n"+
-		"c,1200,"+strconv.FormatInt(iters, 10)+",bert,2250,64,1,10\n"), "t.csv", tp)
+		"c,1200,"+strconv.FormatInt(iters, 10)+",bert,2250,64,1,10\n"+
+		"d,1200,"+strconv.FormatInt(2*iters, 10)+",bert,3199,64,1,10\n"), "t.csv", tp)
 	must.NoError(t, err)
 	r, err := elasticflow.Run(tr, elasticflow.Config{Spec: spec, Throughputs: tp, Policy: elasticflow.QoEName})
 	must.NoError(t, err)
@@ -36,5 +37,9 @@ func TestRun_QoEAdmitsAndGrows(t *testing.T) {
 		{ID: "a", Finish: at8, Met: true},
 		{ID: "b", Finish: -1, Met: false},
 		{ID: "c", Finish: 1200 + at8, Met: true},
+		{ID: "d", Finish: -1, Met: false},
 	}, r.Jobs)
+	// d needs 2,000 s on 8 GPUs and has 1,999: no scheduler meets it.
+	must.Eq(t, 3, r.Possible)
+	must.Eq(t, 2, r.Met)
 }
