@@ -112,24 +112,33 @@ func (q *qoeRun) admissionJob(j *job, now int64) admission.Job {
 // work is j's work left in seconds on one GPU.
 func (q *qoeRun) work(j *job) float64 { return j.iterLeft / j.rate(q.tp, 1) }
 
-// table is j's speedup by GPU count, from the throughput table's powers
-// of two, linear between them.
+// table is j's speedup table (SpeedupTable), made once.
 func (q *qoeRun) table(j *job) []float64 {
 	if t := q.speedup[j.idx]; t != nil {
 		return t
 	}
-	one := j.rate(q.tp, 1)
-	t := make([]float64, j.maxGPUs)
-	for g := 1; g <= j.maxGPUs; g++ {
+	t := SpeedupTable(q.tp, j.Model, j.Batch, j.maxGPUs)
+	q.speedup[j.idx] = t
+	return t
+}
+
+// SpeedupTable is (model, batch)'s speedup by GPU count from 1 to maxGPUs
+// as the planner's policies and admission read one (policy.Job.Speedup):
+// the throughput table's rate over its rate on one GPU at the powers of
+// two, linear between them. It is what the qoe replay gives the planner's
+// code for a job.
+func SpeedupTable(tp *Throughputs, model string, batch, maxGPUs int) []float64 {
+	one := tp.Rate(model, batch, 1)
+	t := make([]float64, maxGPUs)
+	for g := 1; g <= maxGPUs; g++ {
 		lo := Pow2Floor(g)
-		s := j.rate(q.tp, lo) / one
-		if lo < g && 2*lo <= j.maxGPUs {
-			hi := j.rate(q.tp, 2*lo) / one
+		s := tp.Rate(model, batch, lo) / one
+		if lo < g && 2*lo <= maxGPUs {
+			hi := tp.Rate(model, batch, 2*lo) / one
 			s += (hi - s) * float64(g-lo) / float64(lo)
 		}
 		t[g-1] = s
 	}
-	q.speedup[j.idx] = t
 	return t
 }
 
