@@ -6,10 +6,15 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -206,6 +211,62 @@ func TestConsulLeadership_PlannerToken(t *testing.T) {
 			must.NotNil(t, info)
 			must.Len(t, tc.checks, info.ServiceChecks)
 			must.NoError(t, c.Release())
+		})
+	}
+}
+
+// A Consul server that has just started registers an agent's node health
+// (serfHealth) a moment after the agent joins, and until then refuses a
+// session tied to it with a 500 ("Missing check 'serfHealth'
+// registration"): TestConsul_DeposedLeaderCannotWrite, started right after
+// its Consul, failed once on it. A candidate waits for it, as for its own
+// check, instead of failing; another error still fails at once. (A proxy
+// in front of the real agent answers the first session creations so.)
+func TestConsul_SessionBeforeNodeHealthWaits(t *testing.T) {
+	l := testlab.StartConsul(t)
+	target, err := url.Parse("http://" + l.ConsulAddr)
+	must.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		body    string
+		refusal int32
+		wantErr string
+	}{
+		{"node health not registered yet", "apply failed: Missing check 'serfHealth' registration", 3, ""},
+		{"another refusal", "apply failed: something else", 1, "something else"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var refused atomic.Int32
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPut && r.URL.Path == "/v1/session/create" && refused.Load() < tc.refusal {
+					refused.Add(1)
+					http.Error(w, tc.body, http.StatusInternalServerError)
+					return
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			cfg := &api.Config{Address: strings.TrimPrefix(srv.URL, "http://")}
+			if l.ACL != nil {
+				cfg.Token = l.ACL.ConsulManagement
+			}
+			c, err := api.NewClient(cfg)
+			must.NoError(t, err)
+			lead, err := NewConsulLeadership(c, uniquePrefix(), LeaderOptions{Identity: "planner-a"})
+			must.NoError(t, err)
+			t.Cleanup(func() { _ = lead.Release() })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err = lead.Acquire(ctx)
+			if tc.wantErr != "" {
+				must.ErrorContains(t, err, tc.wantErr)
+				must.Eq(t, 1, refused.Load())
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, tc.refusal, refused.Load())
+			must.NotEq(t, "", lead.Fence().Session)
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -318,14 +319,15 @@ func (t *term) start(ctx context.Context) error {
 		}
 		checks = []api.ServiceCheck{{ID: t.checkID}}
 	}
-	id, _, err := t.client.Session().Create(&api.SessionEntry{
+	entry := &api.SessionEntry{
 		Name:          "schedulearn leader " + t.opts.Identity,
 		TTL:           t.opts.SessionTTL.String(),
 		LockDelay:     t.opts.LockDelay,
 		Behavior:      api.SessionBehaviorRelease,
 		NodeChecks:    []string{"serfHealth"},
 		ServiceChecks: checks,
-	}, (&api.WriteOptions{}).WithContext(ctx))
+	}
+	id, err := t.createSession(ctx, entry)
 	if err != nil {
 		return fmt.Errorf("failed to create leader session: %w", err)
 	}
@@ -341,6 +343,32 @@ func (t *term) start(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// createSession creates the session of entry. A Consul server that has
+// just started registers each agent's node health (serfHealth) a moment
+// after the agent joins, and refuses a session tied to it until then
+// ("Missing check 'serfHealth' registration", a 500): that refusal is
+// tried again, as awaitCheck waits for the candidate's own check, for at
+// most a session TTL.
+func (t *term) createSession(ctx context.Context, entry *api.SessionEntry) (string, error) {
+	deadline := time.Now().Add(t.opts.SessionTTL)
+	for {
+		id, _, err := t.client.Session().Create(entry, (&api.WriteOptions{}).WithContext(ctx))
+		if err == nil || !missingNodeHealth(err) || time.Now().After(deadline) {
+			return id, err
+		}
+		if err := t.pause(ctx, t.opts.LockRetryTime/2); err != nil {
+			return "", err
+		}
+	}
+}
+
+// missingNodeHealth says whether err is Consul refusing a session because
+// the agent's node health check is not registered yet.
+func missingNodeHealth(err error) bool {
+	var se api.StatusError
+	return errors.As(err, &se) && se.Code == http.StatusInternalServerError && strings.Contains(se.Body, "Missing check 'serfHealth' registration")
 }
 
 // awaitCheck waits until the servers' catalog lists the check: the agent
