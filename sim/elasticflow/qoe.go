@@ -51,7 +51,7 @@ func runQoE(jobs []*job, cfg Config) error {
 		alloc: map[*job]policy.Allocation{}, resized: map[*job]int64{}}
 	for _, j := range jobs {
 		j.maxGPUs = min(MaxGPUsElastic(j.Model, j.Batch), n)
-		q.speedup = append(q.speedup, nil)
+		q.speedup = append(q.speedup, SpeedupTable(tp, j.Model, j.Batch, j.maxGPUs))
 	}
 	next := 0
 	now := jobs[0].Submit
@@ -61,10 +61,11 @@ func runQoE(jobs []*job, cfg Config) error {
 			j.progress(tp, prev, now)
 		}
 		q.admitted = slices.DeleteFunc(q.admitted, func(j *job) bool { return j.done })
+		first := next
 		for next < len(jobs) && jobs[next].Submit <= now {
-			q.admit(jobs[next], now)
 			next++
 		}
+		q.admit(jobs[first:next], now)
 		if err := q.schedule(now); err != nil {
 			return fmt.Errorf("at %d s: %w", now, err)
 		}
@@ -95,8 +96,8 @@ type qoeRun struct {
 	n        int
 	nodes    []policy.Node
 	pol      *builtin.QoE
-	admitted []*job // in submission order
-	speedup  [][]float64
+	admitted []*job      // in submission order
+	speedup  [][]float64 // by job index (SpeedupTable)
 	alloc    map[*job]policy.Allocation
 	resized  map[*job]int64
 	cache    map[[2]int]bool
@@ -105,22 +106,12 @@ type qoeRun struct {
 
 // admissionJob is j as the planner's admission sees it at now.
 func (q *qoeRun) admissionJob(j *job, now int64) admission.Job {
-	return admission.Job{Due: float64(j.Deadline - now), Work: q.work(j), Speedup: q.table(j),
+	return admission.Job{Due: float64(j.Deadline - now), Work: q.work(j), Speedup: q.speedup[j.idx],
 		Min: 1, Max: j.maxGPUs, PerWorker: 1}
 }
 
 // work is j's work left in seconds on one GPU.
 func (q *qoeRun) work(j *job) float64 { return j.iterLeft / j.rate(q.tp, 1) }
-
-// table is j's speedup table (SpeedupTable), made once.
-func (q *qoeRun) table(j *job) []float64 {
-	if t := q.speedup[j.idx]; t != nil {
-		return t
-	}
-	t := SpeedupTable(q.tp, j.Model, j.Batch, j.maxGPUs)
-	q.speedup[j.idx] = t
-	return t
-}
 
 // SpeedupTable is (model, batch)'s speedup by GPU count from 1 to maxGPUs
 // as the planner's policies and admission read one (policy.Job.Speedup):
@@ -142,18 +133,25 @@ func SpeedupTable(tp *Throughputs, model string, batch, maxGPUs int) []float64 {
 	return t
 }
 
-// admit admits j at now if the planner would (reject mode), else declines
-// it.
-func (q *qoeRun) admit(j *job, now int64) {
-	if j.Deadline <= now {
+// admit admits each of arrivals, in order, at now if the planner would
+// (reject mode), else declines it.
+func (q *qoeRun) admit(arrivals []*job, now int64) {
+	if len(arrivals) == 0 {
 		return
 	}
-	admitted := make([]admission.Job, len(q.admitted))
+	admitted := make([]admission.Job, len(q.admitted), len(q.admitted)+len(arrivals))
 	for i, a := range q.admitted {
 		admitted[i] = q.admissionJob(a, now)
 	}
-	if admission.Admit(q.n, admitted, q.admissionJob(j, now), admission.Options{}).Admit {
-		q.admitted = append(q.admitted, j)
+	for _, j := range arrivals {
+		if j.Deadline <= now {
+			continue
+		}
+		cand := q.admissionJob(j, now)
+		if admission.Admit(q.n, admitted, cand, admission.Options{}).Admit {
+			q.admitted = append(q.admitted, j)
+			admitted = append(admitted, cand)
+		}
 	}
 }
 
@@ -164,7 +162,7 @@ func (q *qoeRun) schedule(now int64) error {
 	for i, j := range q.admitted {
 		pj := policy.Job{ID: j.ID, Submitted: time.Unix(j.Submit, 0), State: policy.Queued,
 			GPUs:    policy.GPURequest{Min: 1, Max: j.maxGPUs, PerWorker: 1},
-			Speedup: q.table(j),
+			Speedup: q.speedup[j.idx],
 			Progress: policy.Progress{Metric: "iterations", Target: float64(j.Iterations), Value: float64(j.Iterations) - j.iterLeft,
 				Deadline: time.Unix(j.Deadline, 0), RemainingWork: q.work(j), Admission: policy.AdmissionAdmitted},
 		}
@@ -189,6 +187,8 @@ func (q *qoeRun) schedule(now int64) error {
 		if g > 0 {
 			placed = append(placed, j)
 			counts = append(counts, g)
+		} else {
+			j.overhead = 0
 		}
 	}
 	at, err := Place(q.spec, counts)
@@ -212,11 +212,6 @@ func (q *qoeRun) schedule(now int64) error {
 	}
 	if restart {
 		clear(q.cache)
-	}
-	for _, j := range q.admitted {
-		if j.gpus == 0 {
-			j.overhead = 0
-		}
 	}
 	return nil
 }
