@@ -24,7 +24,7 @@ import (
 //     level at a time to the job whose step up has the largest marginal
 //     GPU-time (its plan at the next level, allocate_free_gpus and
 //     get_marginal), a job with none first;
-//  4. the jobs are placed from an empty cluster, largest first (placer),
+//  4. the jobs, all released, are placed again largest first (placer),
 //     and each pays Overhead: nothing more if its GPU ranks were used since
 //     the cache was last cleared (log.py, scheduling_result), which happens
 //     at every 60th event, when the others pay a restart;
@@ -46,6 +46,7 @@ type efPolicy struct {
 	bufs     [3]timeline // plan's scratch: nf, alloc and withZeros's
 	without  freeWalk    // marginal's scratch
 	diff     freeDiff    // the free GPUs' change at the last grow step
+	pl       *placer     // its free nodes' order lasts from event to event
 }
 
 type efEvent struct {
@@ -111,7 +112,7 @@ func (p *efPolicy) moveEnd(j *efJob, old, now int64) {
 }
 
 func runAccessCtrl(jobs []*job, cfg Config) error {
-	p := &efPolicy{n: cfg.Spec.GPUs(), spec: cfg.Spec, events: map[int64]*efEvent{}, cache: map[[2]int]bool{}}
+	p := &efPolicy{n: cfg.Spec.GPUs(), spec: cfg.Spec, events: map[int64]*efEvent{}, cache: map[[2]int]bool{}, pl: newPlacer(cfg.Spec)}
 	for _, j := range jobs {
 		e := newEFJob(j, cfg.Throughputs)
 		p.jobs = append(p.jobs, e)
@@ -179,11 +180,16 @@ func (p *efPolicy) progress(now, diff int64) {
 }
 
 // estimate plans list earliest deadline first (stable) from an empty
-// cluster at now (scheduler.py, estimate_all_jobs); it says whether every
-// plan meets its deadline.
+// cluster at now (scheduler.py, estimate_all_jobs), releasing the placed
+// jobs in that order first; it says whether every plan meets its deadline.
 func (p *efPolicy) estimate(list []*efJob, now int64) bool {
 	p.free = timeline{{now, p.n}}
 	slices.SortStableFunc(list, func(a, b *efJob) int { return cmp.Compare(a.Deadline, b.Deadline) })
+	for _, j := range list {
+		if j.set != nil {
+			p.pl.release(j)
+		}
+	}
 	ok := true
 	for _, j := range list {
 		out := p.plan(j, now, p.free, 0, true)
@@ -196,10 +202,11 @@ func (p *efPolicy) estimate(list []*efJob, now int64) bool {
 
 func (p *efPolicy) schedule(now int64, ev *efEvent) error {
 	for _, j := range ev.ends {
-		if j.state == efOut || !j.placed {
+		if j.state == efOut || j.set == nil {
 			continue
 		}
-		j.state, j.placed = efOut, false
+		p.pl.release(j)
+		j.state = efOut
 		j.done, j.finish = true, j.realEnd
 		p.active--
 		p.runnable = slices.DeleteFunc(p.runnable, func(x *efJob) bool { return x == j })
@@ -231,7 +238,6 @@ func (p *efPolicy) schedule(now int64, ev *efEvent) error {
 	}
 	slices.SortStableFunc(p.runnable, func(a, b *efJob) int { return cmp.Compare(a.Deadline, b.Deadline) })
 	for _, j := range p.runnable {
-		j.placed = false
 		j.num = j.alloc.at(now, 0)
 		p.moveEnd(j, old[j], j.end)
 	}
@@ -360,13 +366,18 @@ func (p *efPolicy) marginal(j *efJob, left int, now int64) {
 // place places the jobs with GPUs (largest first, then each size below a
 // node's from the largest) and charges each its overhead (see efPolicy).
 func (p *efPolicy) place(now int64) error {
-	pl := newPlacer(p.spec)
+	for _, j := range p.runnable {
+		if j.set != nil {
+			return fmt.Errorf("job %s was not released before placement", j.ID)
+		}
+	}
+	pl := p.pl
+	pl.begin()
 	for _, j := range p.runnable {
 		if j.num >= p.spec.GPUsPerNode {
 			if err := pl.place(j); err != nil {
 				return err
 			}
-			j.placed = true
 		}
 	}
 	for i := len(groupSizes) - 1; i >= 0; i-- {
@@ -379,7 +390,6 @@ func (p *efPolicy) place(now int64) error {
 				if err := pl.place(j); err != nil {
 					return err
 				}
-				j.placed = true
 			}
 		}
 	}

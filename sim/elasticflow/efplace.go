@@ -1,6 +1,7 @@
 package elasticflow
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -22,20 +23,68 @@ type nodeSet struct {
 }
 
 // placer is ElasticFlow's elastic placement (cluster.py,
-// elastic_placement) from an empty cluster, as its simulator does at each
-// scheduling event after releasing every job.
+// elastic_placement). Its simulator releases every job at each scheduling
+// event and places them again (scheduler.py, ef_sim_jobs_access_control),
+// so the node groups start empty at every event, but the free nodes keep
+// the order their releases gave them: a node set whose last job is
+// released puts its nodes at the list's end and the list is sorted again,
+// stably, by node id, and a node's id is its index within its switch
+// (switch.py, add_nodes), not within the cluster. A new node set takes the
+// list's first nodes, so after the first release a job of two nodes or
+// more spans the switches (release, order).
 type placer struct {
 	gpn    int
-	free   []int // free node ids, lowest first
+	nps    int   // nodes a switch
+	seq    []int // when each node last joined the free list
+	joined int   // seq's counter
+	sorted bool  // the free list was sorted by node id at least once
+	free   []int // free node ids (switch-major), in the list's order
 	groups map[int][]*nodeSet
 }
 
 func newPlacer(spec Spec) *placer {
-	p := &placer{gpn: spec.GPUsPerNode, groups: map[int][]*nodeSet{}}
-	for i := 0; i < spec.Switches*spec.NodesPerSwitch; i++ {
-		p.free = append(p.free, i)
+	n := spec.Switches * spec.NodesPerSwitch
+	p := &placer{gpn: spec.GPUsPerNode, nps: spec.NodesPerSwitch, seq: make([]int, n), joined: n}
+	for i := range p.seq {
+		p.seq[i] = i
 	}
 	return p
+}
+
+// release takes j out of its node set (cluster.py, release_job_res); the
+// last job out frees the set's nodes, which join the free list last.
+func (p *placer) release(j *efJob) {
+	s := j.set
+	j.set = nil
+	s.util -= j.num
+	if s.util > 0 {
+		return
+	}
+	for _, n := range s.nodes {
+		p.seq[n] = p.joined
+		p.joined++
+	}
+	p.sorted = true
+}
+
+// begin starts an event's placement: every job has been released, so
+// every node is free, in the order of the free list: by when each node
+// joined it, sorted stably by node id once any node set was released
+// (a list sorted at each release is in (id, when joined) order).
+func (p *placer) begin() {
+	p.groups = map[int][]*nodeSet{}
+	p.free = p.free[:0]
+	for i := range p.seq {
+		p.free = append(p.free, i)
+	}
+	slices.SortFunc(p.free, func(a, b int) int {
+		if p.sorted {
+			if c := cmp.Compare(a%p.nps, b%p.nps); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(p.seq[a], p.seq[b])
+	})
 }
 
 func (p *placer) push(size int, s *nodeSet) {
@@ -69,13 +118,14 @@ func (p *placer) regroup(s *nodeSet, g int) {
 }
 
 func (p *placer) join(s *nodeSet, j *efJob) {
+	j.set = s
 	s.util += j.num
 	s.jobs = append(s.jobs, j)
 }
 
 // place places j (j.num GPUs): first the emptiest set of its size's group
 // if it fits, else the emptiest of each larger group, largest first, else
-// a new set of the lowest free nodes.
+// a new set of the free list's first nodes.
 func (p *placer) place(j *efJob) error {
 	g := j.num
 	if !slices.Contains(groupSizes, g) {

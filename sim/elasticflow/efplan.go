@@ -30,9 +30,10 @@ type efJob struct {
 	// The view held at grow step viewRound, when the free GPUs without
 	// the job were before up to its first change after now and atF1 there
 	// (see viewKept).
-	viewRound       int
-	before, atF1    int
-	inCache, placed bool
+	viewRound    int
+	before, atF1 int
+	inCache      bool
+	set          *nodeSet // where it is placed ('node_set'), nil if not
 }
 
 const (
