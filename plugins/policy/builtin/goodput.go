@@ -190,6 +190,12 @@ func (g *goodputRound) next(j int32, n int) (to int, score float64, ok bool) {
 	if to <= g.cur[j] {
 		score *= g.bonus
 	}
+	if math.IsNaN(score) {
+		// Tables of extreme values (Inf - Inf): last, like a job that
+		// claims no speedup. The steps' order is then total, so the
+		// greedy's choices do not depend on the heap's layout.
+		score = 0
+	}
 	return to, score, true
 }
 
@@ -381,7 +387,7 @@ func (g *goodputRound) fill() {
 		if g.target[j] < g.cur[j] {
 			continue // gave GPUs up this round: growing it again would move it
 		}
-		if to, score, ok := g.next(jj, c.Held(jj)); ok && to-c.Held(jj) <= c.FreeGPUs() {
+		if to, score, ok := g.next(jj, c.Held(jj)); ok && to-c.Held(jj) <= c.FreeFor(jj) {
 			g.h = append(g.h, place.Step{Job: jj, From: c.Held(jj), To: to, Score: score, Running: g.cur[j] > 0})
 		}
 	}
@@ -393,7 +399,7 @@ func (g *goodputRound) fill() {
 	for g.h.Len() > 0 && c.FreeGPUs() > 0 {
 		st := &g.h[0]
 		from := c.Held(st.Job)
-		if st.To-from > c.FreeGPUs() || !g.growStep(st.Job, from, st.To) {
+		if st.To-from > c.FreeFor(st.Job) || !g.growStep(st.Job, from, st.To) {
 			g.h.Take()
 			continue
 		}

@@ -95,3 +95,22 @@ func (c *Board) setCapacity(set, w, capN int) int {
 	}
 	return r
 }
+
+// FreeFor returns a bound on the GPUs job j could gain now, at least its
+// room (RoomOf) and far cheaper: the free GPUs of its GPU model's nodes
+// where its candidates are all of them (countedSet), else all the free
+// GPUs. A step larger than it cannot be placed, so a policy handing out
+// free GPUs skips it without asking for the room (most steps, on a board
+// whose jobs' models are full).
+func (c *Board) FreeFor(j int32) int {
+	set := c.countedSet(j)
+	if set < 0 || c.modelOf == nil {
+		return c.totalFree
+	}
+	stride := c.maxFree + 1
+	n := 0
+	for f := 1; f <= c.maxFree; f++ {
+		n += f * int(c.counts[set*stride+f])
+	}
+	return n
+}

@@ -20,6 +20,7 @@ import (
 // the same random placements, one counting the bits, and agree on every
 // job's room after each, on every model, and on the plan.
 func TestBoard_CountedRoomIsCountedBits(t *testing.T) {
+	tighter := 0 // FreeFor's bounds below all the free GPUs
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 29))
 		s := policytest.RandomSnapshot(r)
@@ -61,10 +62,11 @@ func TestBoard_CountedRoomIsCountedBits(t *testing.T) {
 			g := s.Jobs[j].GPUs.PerWorker * (1 + r.IntN(3))
 			way := ways[r.IntN(len(ways))]
 			must.Eq(t, way(slow, j, g), way(fast, j, g), must.Sprintf("seed %d step %d", seed, step))
-			sameRooms(t, s, fast, slow, fmt.Sprintf("seed %d step %d", seed, step))
+			tighter += sameRooms(t, s, fast, slow, fmt.Sprintf("seed %d step %d", seed, step))
 		}
 		must.Eq(t, slow.Plan("x"), fast.Plan("x"), must.Sprintf("seed %d", seed))
 	}
+	must.Positive(t, tighter)
 }
 
 // hetero makes s's cluster three models and constrains most queued jobs
@@ -86,14 +88,21 @@ func hetero(r *rand.Rand, s *policy.Snapshot) {
 }
 
 // sameRooms checks that boards a and b give every job of s the same room,
-// in all and on each model.
-func sameRooms(t *testing.T, s *policy.Snapshot, a, b *place.Board, at string) {
+// in all and on each model, and that a's FreeFor bounds it; it returns how
+// many of those bounds were below all the free GPUs.
+func sameRooms(t *testing.T, s *policy.Snapshot, a, b *place.Board, at string) (tighter int) {
 	t.Helper()
 	for j := range s.Jobs {
 		jj := int32(j)
 		must.Eq(t, b.RoomOf(jj), a.RoomOf(jj), must.Sprintf("%s: job %d", at, j))
+		// FreeFor bounds the room (a step above it is skipped unasked).
+		must.Between(t, a.RoomOf(jj), a.FreeFor(jj), a.FreeGPUs(), must.Sprintf("%s: job %d", at, j))
+		if a.FreeFor(jj) < a.FreeGPUs() {
+			tighter++
+		}
 		for _, m := range append(a.Models(), "A100") {
 			must.Eq(t, b.ModelRoom(jj, m), a.ModelRoom(jj, m), must.Sprintf("%s: job %d on %s", at, j, m))
 		}
 	}
+	return tighter
 }

@@ -19,9 +19,10 @@ func (h *stdSteps) Pop() any {
 	return x
 }
 
-// The typed heap takes steps in exactly container/heap's order, ties
-// included, through any mix of adds, takes and fixes of the best step.
-func TestSteps_SameAsContainerHeap(t *testing.T) {
+// The 4-ary heap takes steps in exactly container/heap's order, ties of
+// score included (Less is total for steps of distinct jobs), through any
+// mix of adds, takes and fixes of the best step.
+func TestSteps_SameOrderAsContainerHeap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	step := func(job int) Step {
 		// Few distinct scores and counts, so that ties are common.
@@ -36,7 +37,6 @@ func TestSteps_SameAsContainerHeap(t *testing.T) {
 		}
 		heap.Init(&a)
 		b.Init()
-		must.Eq(t, a.Steps, b)
 		next := 1000
 		for a.Len() > 0 {
 			switch r.IntN(5) {
@@ -53,7 +53,10 @@ func TestSteps_SameAsContainerHeap(t *testing.T) {
 				heap.Fix(&a, 0)
 				b.Fix(0)
 			}
-			must.Eq(t, a.Steps, b)
+			must.Eq(t, a.Len(), b.Len())
+			if a.Len() > 0 {
+				must.Eq(t, a.Steps[0], b[0], must.Sprintf("round %d", round))
+			}
 		}
 	}
 }
