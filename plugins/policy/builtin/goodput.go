@@ -350,7 +350,7 @@ func (g *goodputRound) place() {
 		switch held := c.Held(int32(j)); {
 		case held == 0 && g.cur[j] == 0:
 			c.Wait(int32(j), goodputNoRoom)
-		case held == g.cur[j] && c.Moved(int32(j)):
+		case held == g.cur[j] && c.Changed(int32(j)):
 			c.Notef(int32(j), "kept its %s", policy.GPUs(g.cur[j]))
 		}
 	}

@@ -184,3 +184,32 @@ func ids(jobs []*policy.Job) []string {
 	}
 	return out
 }
+
+// Changed is whether a job holds other GPUs than in the snapshot, which
+// decides whether a policy owes it a reason: not after a grow that did not
+// fit (rolled back), nor after a shrink undone where it was.
+func TestBoard_ChangedIsAgainstTheSnapshot(t *testing.T) {
+	s := &policy.Snapshot{Nodes: []policy.Node{node("n1", 8, 0), node("n2", 8, 0)}, Jobs: []policy.Job{
+		running("a", 1, 4, 8, 4, A{"n1": 4}, 1), running("b", 2, 8, 8, 2, A{"n1": 2, "n2": 6}, 1),
+		queued("c", 3, 6, 6, 2)}}
+	c, err := place.NewBoard(s)
+	must.NoError(t, err)
+	must.False(t, c.Changed(0))
+
+	// n1 has 2 free, n2 none: a's next 4-GPU worker fits nowhere.
+	must.False(t, c.Grow(0, 4))
+	must.False(t, c.Changed(0), must.Sprint("a grow that did not fit changes nothing"))
+
+	held := c.HoldingOf(0)
+	c.Shrink(0, 4)
+	must.True(t, c.Changed(0))
+	must.True(t, c.Restore(0, held))
+	must.False(t, c.Changed(0), must.Sprint("back where it was"))
+
+	c.Shrink(0, 4)
+	must.True(t, c.Grow(2, 6)) // c takes n1's 6
+	c.Shrink(1, 8)
+	must.True(t, c.Grow(0, 4))
+	must.Eq(t, A{"n2": 4}, c.Allocation("a"), must.Sprint("n1 has 2 free: moved"))
+	must.True(t, c.Changed(0))
+}

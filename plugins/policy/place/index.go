@@ -11,9 +11,10 @@ import "slices"
 // Held returns the GPUs job j holds in the working state.
 func (c *Board) Held(j int32) int { return c.total[j] }
 
-// Moved reports whether job j's GPUs have changed in the working state
-// (it may have come back to what it held).
-func (c *Board) Moved(j int32) bool { return c.moved[j] }
+// Changed reports whether job j holds other GPUs in the working state than
+// in the snapshot: not where it was moved and came back, nor where a try to
+// grow it was rolled back.
+func (c *Board) Changed(j int32) bool { return !c.unchanged(j) }
 
 // NodesHeld returns the number of nodes job j holds GPUs on.
 func (c *Board) NodesHeld(j int32) int { return len(c.alloc[j]) }
