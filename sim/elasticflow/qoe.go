@@ -1,6 +1,7 @@
 package elasticflow
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -36,7 +37,9 @@ const QoEName = "qoe"
 //     GPU) and its speedup from the table (linear between the table's
 //     powers of two), its GPUs from 1 to MaxGPUsElastic as ef-accessctrl's;
 //     each job's planned count is rounded down to a power of two (the
-//     model's allocations);
+//     model's allocations), and the GPUs that leaves idle go to the jobs
+//     it rounded down, earliest deadline first, each doubling its count
+//     (up to the next power of two, past its plan) where that fits;
 //  4. the jobs are placed buddy-style (Place), each paying Overhead as
 //     ef-accessctrl's jobs do: the short one when its (first GPU, count)
 //     was used since the placement cache was last cleared (every 60th
@@ -176,10 +179,32 @@ func (q *qoeRun) schedule(now int64) error {
 	if err != nil {
 		return err
 	}
+	// Each job's planned count, rounded down to a power of two, then up
+	// where the GPUs left idle allow, earliest deadline first.
 	var placed []*job
 	var counts []int
+	want := make([]int, len(q.admitted))
+	got := make([]int, len(q.admitted))
+	left := q.n
 	for i, j := range q.admitted {
-		g := Pow2Floor(min(plan.Target(&snap.Jobs[i]).Total(), j.maxGPUs))
+		want[i] = min(plan.Target(&snap.Jobs[i]).Total(), j.maxGPUs)
+		got[i] = Pow2Floor(want[i])
+		left -= got[i]
+	}
+	order := make([]int, len(q.admitted))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(q.admitted[a].Deadline, q.admitted[b].Deadline) })
+	for _, i := range order {
+		up := max(1, 2*got[i])
+		if want[i] > got[i] && up <= q.admitted[i].maxGPUs && up-got[i] <= left {
+			left -= up - got[i]
+			got[i] = up
+		}
+	}
+	for i, j := range q.admitted {
+		g := got[i]
 		if g != j.gpus {
 			q.resized[j] = now
 		}

@@ -43,3 +43,29 @@ func TestRun_QoEAdmitsAndGrows(t *testing.T) {
 	must.Eq(t, 3, r.Possible)
 	must.Eq(t, 2, r.Met)
 }
+
+// Rounding qoe's plan down to powers of two leaves GPUs idle (three bert
+// jobs on 8 GPUs: 3, 3 and 2 become 2, 2 and 2); they go to the jobs it
+// rounded down, earliest deadline first, each taking the next power of
+// two where it fits: a runs on 4 GPUs and finishes after its iterations
+// over the 4-GPU rate, and b and c, which take a's GPUs when it is done,
+// finish before the 2 GPUs each would have taken them.
+func TestRun_QoERoundsUpIntoIdleGPUs(t *testing.T) {
+	tp := throughputs(t)
+	spec := elasticflow.Spec{Switches: 1, NodesPerSwitch: 1, GPUsPerNode: 8}
+	tr, err := elasticflow.ParseTrace(strings.NewReader(clusterHeader+"\n"+
+		"a,0,20000,bert,4000,64,1,10\n"+
+		"b,0,20000,bert,4500,64,1,10\n"+
+		"c,0,20000,bert,5000,64,1,10\n"), "t.csv", tp)
+	must.NoError(t, err)
+	r, err := elasticflow.Run(tr, elasticflow.Config{Spec: spec, Throughputs: tp, Policy: elasticflow.QoEName})
+	must.NoError(t, err)
+	at4 := int64(math.Ceil(20000 / tp.Rate("bert", 64, 4)))
+	at2 := int64(math.Ceil(20000 / tp.Rate("bert", 64, 2)))
+	must.Eq(t, "a", r.Jobs[0].ID)
+	must.Eq(t, at4, r.Jobs[0].Finish)
+	for _, j := range r.Jobs {
+		must.True(t, j.Met, must.Sprint(j.ID))
+		must.Less(t, at2, j.Finish, must.Sprint(j.ID))
+	}
+}
