@@ -31,7 +31,7 @@ type nodeSet struct {
 // stably, by node id, and a node's id is its index within its switch
 // (switch.py, add_nodes), not within the cluster. A new node set takes the
 // list's first nodes, so after the first release a job of two nodes or
-// more spans the switches (release, order).
+// more spans the switches (release, begin).
 type placer struct {
 	gpn    int
 	nps    int   // nodes a switch
