@@ -26,6 +26,15 @@ const GoodputHeteroName = "goodput-hetero"
 // Sia's Philly and Helios workloads (docs/sim/hetero).
 const DefaultGoodputHeteroMoveCost = 240 * time.Second
 
+// DefaultGoodputHeteroPriceExponent is goodput-hetero's default exponent
+// e of the model prices in a queued job's choice of GPU model (the model
+// of greatest one-GPU goodput / price^e): 1, comparative advantage. 0 is
+// the model on which the job runs fastest; on Sia's Philly and Helios
+// workloads 0.5 cut the average JCT by 13% and 12% but raised the GPU-hours
+// a job by 6% and 0.5% (Philly 4.07, above Sia's 4.0), so it is not the
+// default (docs/sim/hetero).
+const DefaultGoodputHeteroPriceExponent = 1.0
+
 // DefaultGoodputHeteroFairness is goodput-hetero's default fairness
 // exponent p: Sia's (sia_default_p_val in Sia's simulator, with its
 // lambda_n of 1.1, heteroLambda), not fitted here. On Sia's Philly and
@@ -63,7 +72,11 @@ const DefaultGoodputHeteroFairness = -0.5
 //     running job's its own; a queued job's the model of greatest
 //     normalised one-GPU goodput over price (ties: the faster, then the
 //     name), and when a step there no longer fits, its next model. Each
-//     model's GPUs are counted apart.
+//     model's GPUs are counted apart. With price_exponent e < 1 the
+//     queued job's model is the one of greatest normalised one-GPU goodput
+//     over price^e: 0 is the model it runs fastest on (shorter jobs, more
+//     GPU-hours), 1 comparative advantage; its steps' scores are divided
+//     by the price either way.
 //  4. Moves. A running job moves to another model only where that
 //     model's GPUs left after step 3 give it goodput g' against the g it
 //     would have where it is, with g'/g > 1 + move_cost / max(age,
@@ -81,9 +94,10 @@ const DefaultGoodputHeteroFairness = -0.5
 //
 // Config: goodput-jct's keys (stickiness, attained_scale, attained_floor,
 // restart_cost, whose default here is 4m, aging), move_cost = a duration
-// from 0s to MaxResizeCooldown (default 4m; 0: any gain moves a job), and
+// from 0s to MaxResizeCooldown (default 4m; 0: any gain moves a job),
 // fairness = p, a number in [-4, 0] (default -0.5; 0: the greedy on
-// normalised goodput itself, as before).
+// normalised goodput itself, as before), and price_exponent = e, a number
+// in [0, 1] (default 1; see 3.).
 type GoodputHetero struct {
 	jct  *GoodputJCT
 	move atomic.Int64 // time.Duration
@@ -92,6 +106,7 @@ type GoodputHetero struct {
 	// jobs it is 40 MB a round not allocated.
 	spare atomic.Pointer[[]policy.Job]
 	fair  atomic.Uint64 // math.Float64bits
+	pexp  atomic.Uint64 // math.Float64bits: price_exponent
 }
 
 // NewGoodputHetero returns a goodput-hetero policy with the default
@@ -101,6 +116,7 @@ func NewGoodputHetero() *GoodputHetero {
 	p.jct.restart.Store(int64(DefaultGoodputHeteroMoveCost))
 	p.move.Store(int64(DefaultGoodputHeteroMoveCost))
 	p.fair.Store(math.Float64bits(DefaultGoodputHeteroFairness))
+	p.pexp.Store(math.Float64bits(DefaultGoodputHeteroPriceExponent))
 	return p
 }
 
@@ -114,7 +130,7 @@ func (p *GoodputHetero) PluginInfo() policy.Info {
 func (p *GoodputHetero) SetConfig(config map[string]string) error {
 	rest := make(map[string]string, len(config))
 	for k, v := range config {
-		if k != "move_cost" && k != "fairness" {
+		if k != "move_cost" && k != "fairness" && k != "price_exponent" {
 			rest[k] = v
 		}
 	}
@@ -135,8 +151,14 @@ func (p *GoodputHetero) SetConfig(config map[string]string) error {
 	if err != nil {
 		return err
 	}
+	pe, err := floatConfig(GoodputHeteroName, config, "price_exponent", DefaultGoodputHeteroPriceExponent,
+		func(x float64) bool { return x >= 0 && x <= 1 }, "a number in [0, 1]")
+	if err != nil {
+		return err
+	}
 	p.move.Store(int64(mc))
 	p.fair.Store(math.Float64bits(fr))
+	p.pexp.Store(math.Float64bits(pe))
 	return nil
 }
 
@@ -180,7 +202,7 @@ func (p *GoodputHetero) Plan(ctx context.Context, s *policy.Snapshot) (*policy.P
 	for i := range view.Jobs {
 		jobs[i] = &view.Jobs[i]
 	}
-	hp := newHeteroPools(jobs, models, nodeModel, s)
+	hp := newHeteroPools(jobs, models, nodeModel, s, math.Float64frombits(p.pexp.Load()))
 	hp.fair = math.Float64frombits(p.fair.Load())
 	// Running jobs stay on their model (moves are step 4), their repairs
 	// too: set before the board is built.
@@ -251,6 +273,7 @@ type heteroPools struct {
 	jobs    []*policy.Job
 	models  []string
 	price   []float64 // per model: pi_m
+	choice  []float64 // per model: pi_m^e, the divisor of a queued job's choice (best)
 	fair    float64   // the fairness exponent p (0: off)
 	rem     []int     // per model: GPUs not yet counted in step 3
 	pool    []int8    // per job: its model (index in models), -1 for none
@@ -295,9 +318,9 @@ type heteroProfileKey struct {
 // maxModels bounds the GPU models goodput-hetero tells apart (a bit each).
 const maxModels = 64
 
-func newHeteroPools(jobs []*policy.Job, models []string, nodeModel map[string]string, s *policy.Snapshot) *heteroPools {
+func newHeteroPools(jobs []*policy.Job, models []string, nodeModel map[string]string, s *policy.Snapshot, priceExp float64) *heteroPools {
 	n := len(jobs)
-	hp := &heteroPools{jobs: jobs, models: models, price: make([]float64, len(models)), rem: make([]int, len(models)),
+	hp := &heteroPools{jobs: jobs, models: models, price: make([]float64, len(models)), choice: make([]float64, len(models)), rem: make([]int, len(models)),
 		pool: make([]int8, n), running: make([]bool, n), tried: make([]uint64, n), allow: make([]uint64, n), prof: make([]int32, n)}
 	index := make(map[string]int8, len(models))
 	for i, m := range models {
@@ -355,6 +378,10 @@ func newHeteroPools(jobs []*policy.Job, models []string, nodeModel map[string]st
 		hp.price[mi] = 1
 		if counted > 0 && sums[mi] > 0 {
 			hp.price[mi] = sums[mi] / float64(counted)
+		}
+		hp.choice[mi] = hp.price[mi]
+		if priceExp != 1 {
+			hp.choice[mi] = math.Pow(hp.price[mi], priceExp)
 		}
 	}
 	for j := range jobs {
@@ -499,9 +526,9 @@ func (hp *heteroPools) table(j int32, m int8) []float64 {
 // inv returns 1 / job j's least one-GPU goodput (its tables' divisor).
 func (hp *heteroPools) inv(j int32) float64 { return hp.profs.inv[hp.prof[j]] }
 
-// best returns job j's model of greatest one-GPU goodput over price among
-// those it may use and has not tried (ties: the faster, then the first),
-// or -1.
+// best returns job j's model of greatest one-GPU goodput over price (to
+// the power price_exponent) among those it may use and has not tried
+// (ties: the faster, then the first), or -1.
 func (hp *heteroPools) best(j int32) int8 {
 	best, bestAdv, bestG := int8(-1), 0.0, 0.0
 	g1s := hp.profs.g1[int(hp.prof[j])*hp.profs.m:]
@@ -514,7 +541,7 @@ func (hp *heteroPools) best(j int32) int8 {
 			continue
 		}
 		g1 := g1s[mi]
-		adv := g1 / hp.price[m]
+		adv := g1 / hp.choice[m]
 		if best < 0 || adv > bestAdv*(1+1e-9) || (adv >= bestAdv*(1-1e-9) && g1 > bestG) {
 			best, bestAdv, bestG = m, adv, g1
 		}

@@ -185,3 +185,45 @@ func TestGoodputHetero_FairnessConfig(t *testing.T) {
 		must.Eq(t, policy.Allocation{"fast-0": 4}, plan(t, p, s).Target(&s.Jobs[0]).Clone())
 	}
 }
+
+// TestGoodputHetero_PriceExponent: a queued job's GPU model is the one of
+// greatest one-GPU goodput over price^price_exponent. Job a runs twice as
+// fast on an A100 as on a T4, job b ten times, so an A100 costs six T4s
+// (the mean of 2 and 10): by comparative advantage (1, the default) a
+// starts on the T4, by speed alone (0) on the A100, and with 0.5 (2 / 6^0.5
+// < 1) still on the T4. b takes the A100 every time.
+func TestGoodputHetero_PriceExponent(t *testing.T) {
+	for _, tc := range []struct {
+		config map[string]string
+		a      string // a's node
+	}{
+		{nil, "slow-0"},
+		{map[string]string{"price_exponent": "1"}, "slow-0"},
+		{map[string]string{"price_exponent": "0.5"}, "slow-0"},
+		{map[string]string{"price_exponent": "0"}, "fast-0"},
+	} {
+		s := &policy.Snapshot{Now: at(60), Nodes: []policy.Node{node("slow-0", 4, 0), node("fast-0", 4, 0)}}
+		s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
+		a, b := queued("a", 0, 1, 1, 1), queued("b", 0, 1, 1, 1)
+		a.ByModel = map[string][]float64{"T4": {1}, "A100": {2}}
+		b.ByModel = map[string][]float64{"T4": {1}, "A100": {10}}
+		s.Jobs = []policy.Job{a, b}
+		p := builtin.NewGoodputHetero()
+		must.NoError(t, p.SetConfig(tc.config))
+		out := plan(t, p, s)
+		why := must.Sprintf("config %v: %v", tc.config, out.Reasons)
+		must.Eq(t, policy.Allocation{tc.a: 1}, out.Target(&s.Jobs[0]).Clone(), why)
+		must.Eq(t, policy.Allocation{"fast-0": 1}, out.Target(&s.Jobs[1]).Clone(), why)
+	}
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{{"0", true}, {"0.5", true}, {"1", true}, {"-0.1", false}, {"1.5", false}, {"NaN", false}, {"x", false}} {
+		err := builtin.NewGoodputHetero().SetConfig(map[string]string{"price_exponent": tc.value})
+		if tc.ok {
+			must.NoError(t, err, must.Sprint(tc.value))
+		} else {
+			must.ErrorContains(t, err, "price_exponent", must.Sprint(tc.value))
+		}
+	}
+}

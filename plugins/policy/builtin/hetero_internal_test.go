@@ -55,7 +55,7 @@ func TestHeteroValue_CachedIsComputed(t *testing.T) {
 		jobs = append(jobs, job)
 	}
 	for _, fair := range []float64{-0.5, -4, -0.01, 0} {
-		hp := newHeteroPools(jobs, models, nodeModel, s)
+		hp := newHeteroPools(jobs, models, nodeModel, s, DefaultGoodputHeteroPriceExponent)
 		hp.fair = fair
 		for range 5000 {
 			j := int32(r.IntN(len(jobs)))
