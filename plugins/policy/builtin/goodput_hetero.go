@@ -19,21 +19,29 @@ import (
 const GoodputHeteroName = "goodput-hetero"
 
 // DefaultGoodputHeteroMoveCost is goodput-hetero's default price of a move
-// between GPU models, and of a restart (goodput-jct's restart_cost, whose
-// own default is Pollux's 30 s): a checkpoint and a restart (Sia measured
-// 25 s to 250 s by model; its simulator charges them, and so does ours).
-// Four minutes was the best of 30 s, 60 s, 120 s and 240 s on four of
-// Sia's Philly and Helios workloads (docs/sim/hetero).
-const DefaultGoodputHeteroMoveCost = 240 * time.Second
+// between GPU models: a checkpoint and a restart on other GPUs (Sia
+// measured 25 s to 250 s by model; its simulator charges them, and so does
+// ours), and the GPUs the move takes from the jobs there. Fifteen minutes:
+// on Sia's Philly and Helios workloads, with the price exponent below,
+// moves priced at 8 to 30 minutes gave the same average JCT (within 1%),
+// and from 15 minutes up the fewest GPU-hours a job (docs/sim/hetero).
+const DefaultGoodputHeteroMoveCost = 15 * time.Minute
+
+// DefaultGoodputHeteroRestartCost is goodput-hetero's default price of a
+// restart on the same model (goodput-jct's restart_cost, whose own default
+// is Pollux's 30 s): two minutes, the middle of Sia's checkpoint-restore
+// delays.
+const DefaultGoodputHeteroRestartCost = 2 * time.Minute
 
 // DefaultGoodputHeteroPriceExponent is goodput-hetero's default exponent
 // e of the model prices in a queued job's choice of GPU model (the model
-// of greatest one-GPU goodput / price^e): 1, comparative advantage. 0 is
-// the model on which the job runs fastest; on Sia's Philly and Helios
-// workloads 0.5 cut the average JCT by 13% and 12% but raised the GPU-hours
-// a job by 6% and 0.5% (Philly 4.07, above Sia's 4.0), so it is not the
-// default (docs/sim/hetero).
-const DefaultGoodputHeteroPriceExponent = 1.0
+// of greatest one-GPU goodput / price^e): 1 is comparative advantage, 0
+// the model on which the job runs fastest. 0.5, between the two: on every
+// one of Sia's 18 Philly and Helios workloads the average JCT fell
+// (0.77x-0.93x, with the costs above) against comparative advantage, most
+// jobs (short cifar10 runs) going to the fast GPUs; 0.25 and 0.5 gave the
+// same within 1% (docs/sim/hetero).
+const DefaultGoodputHeteroPriceExponent = 0.5
 
 // DefaultGoodputHeteroFairness is goodput-hetero's default fairness
 // exponent p: Sia's (sia_default_p_val in Sia's simulator, with its
@@ -93,11 +101,11 @@ const DefaultGoodputHeteroFairness = -0.5
 // and a copy of the snapshot's jobs (into the last round's array).
 //
 // Config: goodput-jct's keys (stickiness, attained_scale, attained_floor,
-// restart_cost, whose default here is 4m, aging), move_cost = a duration
-// from 0s to MaxResizeCooldown (default 4m; 0: any gain moves a job),
+// restart_cost, whose default here is 2m, aging), move_cost = a duration
+// from 0s to MaxResizeCooldown (default 15m; 0: any gain moves a job),
 // fairness = p, a number in [-4, 0] (default -0.5; 0: the greedy on
 // normalised goodput itself, as before), and price_exponent = e, a number
-// in [0, 1] (default 1; see 3.).
+// in [0, 1] (default 0.5; see 3.).
 type GoodputHetero struct {
 	jct  *GoodputJCT
 	move atomic.Int64 // time.Duration
@@ -113,7 +121,7 @@ type GoodputHetero struct {
 // configuration.
 func NewGoodputHetero() *GoodputHetero {
 	p := &GoodputHetero{jct: NewGoodputJCT()}
-	p.jct.restart.Store(int64(DefaultGoodputHeteroMoveCost))
+	p.jct.restart.Store(int64(DefaultGoodputHeteroRestartCost))
 	p.move.Store(int64(DefaultGoodputHeteroMoveCost))
 	p.fair.Store(math.Float64bits(DefaultGoodputHeteroFairness))
 	p.pexp.Store(math.Float64bits(DefaultGoodputHeteroPriceExponent))
@@ -139,7 +147,7 @@ func (p *GoodputHetero) SetConfig(config map[string]string) error {
 		return err
 	}
 	if _, ok := rest["restart_cost"]; !ok {
-		rest["restart_cost"] = DefaultGoodputHeteroMoveCost.String()
+		rest["restart_cost"] = DefaultGoodputHeteroRestartCost.String()
 	}
 	jct := NewGoodputJCT()
 	if err := jct.SetConfig(rest); err != nil {

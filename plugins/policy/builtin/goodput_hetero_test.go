@@ -92,7 +92,8 @@ func heteroPair(gain float64, resized int) *policy.Snapshot {
 
 // TestGoodputHetero_MovesOnlyWhenTheGainPaysTheRestart: a job moves to a
 // faster model only when its gain exceeds 1 + move_cost / the time since
-// its allocation last changed.
+// its allocation last changed (move_cost 4m here; the default, 15m, moves
+// a job an hour old only for a gain above 1.25).
 func TestGoodputHetero_MovesOnlyWhenTheGainPaysTheRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -110,7 +111,7 @@ func TestGoodputHetero_MovesOnlyWhenTheGainPaysTheRestart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := heteroPair(tc.gain, tc.resized)
-			p := plan(t, builtin.NewGoodputHetero(), s)
+			p := plan(t, configured(t, builtin.GoodputHeteroName, map[string]string{"move_cost": "4m"}), s)
 			to := p.Target(&s.Jobs[0])
 			if tc.moves {
 				must.Eq(t, policy.Allocation{"fast-0": 4}, to.Clone(), must.Sprintf("%v", p.Reasons))
@@ -119,6 +120,20 @@ func TestGoodputHetero_MovesOnlyWhenTheGainPaysTheRestart(t *testing.T) {
 				must.Eq(t, policy.Allocation{"slow-0": 4}, to.Clone(), must.Sprintf("%v", p.Reasons))
 			}
 		})
+	}
+}
+
+// With the default move cost (15 minutes), a job an hour at its
+// allocation moves for a gain above 1.25 and not below.
+func TestGoodputHetero_DefaultMoveCost(t *testing.T) {
+	for gain, moves := range map[float64]bool{1.2: false, 1.3: true} {
+		s := heteroPair(gain, 0)
+		p := plan(t, builtin.NewGoodputHetero(), s)
+		want := policy.Allocation{"slow-0": 4}
+		if moves {
+			want = policy.Allocation{"fast-0": 4}
+		}
+		must.Eq(t, want, p.Target(&s.Jobs[0]).Clone(), must.Sprintf("gain %v: %v", gain, p.Reasons))
 	}
 }
 
