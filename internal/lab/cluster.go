@@ -525,8 +525,9 @@ func (c *MultiHost) BringUp(ctx context.Context, name string) error {
 }
 
 // Stop stops every host (clients first, the servers last), kills whatever
-// they left running, and removes the namespaces, links, bridge and
-// directories. It is safe to call more than once.
+// they left running, and removes the cgroups Nomad left of the lab's
+// allocations, the namespaces, links, bridge and directories. It is safe
+// to call more than once.
 func (c *MultiHost) Stop() error {
 	c.stopOnce.Do(func() {
 		close(c.stopReaper)
@@ -555,6 +556,9 @@ func (c *MultiHost) Stop() error {
 			}
 		}
 		killOrphans(c.runDir, c.dataRoot)
+		if c.dataRoot != "" {
+			removeAllocCgroups(c.dataRoot, cgroupRoot)
+		}
 		if c.net != nil {
 			c.net.destroy()
 		}

@@ -391,14 +391,18 @@ func (l *Lab) launchNomad(ctx context.Context, logName string) error {
 	})
 }
 
-// Stop stops Nomad, then Consul, then whatever they left running, and
-// removes the run directory. It is safe to call more than once.
+// Stop stops Nomad, then Consul, then whatever they left running, removes
+// the cgroups Nomad left of the lab's allocations and the run directory.
+// It is safe to call more than once.
 func (l *Lab) Stop() error {
 	l.stopOnce.Do(func() {
 		close(l.stopReaper)
 		_ = l.nomad.stop(20 * time.Second)
 		_ = l.consul.stop(10 * time.Second)
 		killOrphans(l.runDir, l.dataDir)
+		if l.dataDir != "" {
+			removeAllocCgroups(l.dataDir, cgroupRoot)
+		}
 		for _, dir := range []string{l.dataDir, l.runDir} {
 			if dir == "" {
 				continue
