@@ -22,6 +22,9 @@ var allocID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 // killed the tasks. Only those of this lab's allocations are removed, and
 // only empty ones (a cgroup with a process in it cannot be removed).
 func removeAllocCgroups(dataRoot, cgroups string) {
+	if dataRoot == "" {
+		return // a lab stopped before it made its data directory
+	}
 	var ids []string
 	for _, pattern := range []string{"alloc/*", "*/nomad/alloc/*"} {
 		dirs, _ := filepath.Glob(filepath.Join(dataRoot, pattern))

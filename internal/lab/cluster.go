@@ -556,9 +556,7 @@ func (c *MultiHost) Stop() error {
 			}
 		}
 		killOrphans(c.runDir, c.dataRoot)
-		if c.dataRoot != "" {
-			removeAllocCgroups(c.dataRoot, cgroupRoot)
-		}
+		removeAllocCgroups(c.dataRoot, cgroupRoot)
 		if c.net != nil {
 			c.net.destroy()
 		}

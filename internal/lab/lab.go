@@ -400,9 +400,7 @@ func (l *Lab) Stop() error {
 		_ = l.nomad.stop(20 * time.Second)
 		_ = l.consul.stop(10 * time.Second)
 		killOrphans(l.runDir, l.dataDir)
-		if l.dataDir != "" {
-			removeAllocCgroups(l.dataDir, cgroupRoot)
-		}
+		removeAllocCgroups(l.dataDir, cgroupRoot)
 		for _, dir := range []string{l.dataDir, l.runDir} {
 			if dir == "" {
 				continue

@@ -387,10 +387,7 @@ func newHeteroPools(jobs []*policy.Job, models []string, nodeModel map[string]st
 		if counted > 0 && sums[mi] > 0 {
 			hp.price[mi] = sums[mi] / float64(counted)
 		}
-		hp.choice[mi] = hp.price[mi]
-		if priceExp != 1 {
-			hp.choice[mi] = math.Pow(hp.price[mi], priceExp)
-		}
+		hp.choice[mi] = math.Pow(hp.price[mi], priceExp) // Pow(x, 1) is x
 	}
 	for j := range jobs {
 		if hp.pool[j] < 0 {

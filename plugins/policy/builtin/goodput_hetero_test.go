@@ -79,15 +79,20 @@ func TestProperty_HeteroNeverMixesModels(t *testing.T) {
 	}
 }
 
+// slowFast is a snapshot at second now of two nodes of gpus GPUs each,
+// slow-0 of T4s and fast-0 of A100s, and jobs.
+func slowFast(now, gpus int, jobs ...policy.Job) *policy.Snapshot {
+	s := &policy.Snapshot{Now: at(now), Nodes: []policy.Node{node("slow-0", gpus, 0), node("fast-0", gpus, 0)}, Jobs: jobs}
+	s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
+	return s
+}
+
 // heteroPair is a running job on the slow model with the fast model's
 // node free: its goodput there is gain times its goodput where it is.
 func heteroPair(gain float64, resized int) *policy.Snapshot {
-	s := &policy.Snapshot{Now: at(3600), Nodes: []policy.Node{node("slow-0", 4, 0), node("fast-0", 4, 0)}}
-	s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
 	j := running("j", 0, 1, 4, 1, policy.Allocation{"slow-0": 4}, resized)
 	j.ByModel = map[string][]float64{"T4": {1, 2, 3, 4}, "A100": {gain, 2 * gain, 3 * gain, 4 * gain}}
-	s.Jobs = []policy.Job{j}
-	return s
+	return slowFast(3600, 4, j)
 }
 
 // TestGoodputHetero_MovesOnlyWhenTheGainPaysTheRestart: a job moves to a
@@ -141,12 +146,10 @@ func TestGoodputHetero_DefaultMoveCost(t *testing.T) {
 // of each model, the fast GPU goes to the job it speeds up more, though
 // both are faster there and the other was submitted first.
 func TestGoodputHetero_ComparativeAdvantage(t *testing.T) {
-	s := &policy.Snapshot{Now: at(60), Nodes: []policy.Node{node("slow-0", 1, 0), node("fast-0", 1, 0)}}
-	s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
 	a, b := queued("a", 0, 1, 1, 1), queued("b", 1, 1, 1, 1)
 	a.ByModel = map[string][]float64{"T4": {1}, "A100": {1.3}}
 	b.ByModel = map[string][]float64{"T4": {2}, "A100": {8}}
-	s.Jobs = []policy.Job{a, b}
+	s := slowFast(60, 1, a, b)
 	p := plan(t, builtin.NewGoodputHetero(), s)
 	must.Eq(t, policy.Allocation{"slow-0": 1}, p.Target(&s.Jobs[0]).Clone())
 	must.Eq(t, policy.Allocation{"fast-0": 1}, p.Target(&s.Jobs[1]).Clone())
@@ -155,12 +158,10 @@ func TestGoodputHetero_ComparativeAdvantage(t *testing.T) {
 // TestGoodputHetero_Constrained: a job constrained to a model runs only
 // there, though the other model is free and faster for it.
 func TestGoodputHetero_Constrained(t *testing.T) {
-	s := &policy.Snapshot{Now: at(60), Nodes: []policy.Node{node("slow-0", 2, 0), node("fast-0", 2, 0)}}
-	s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
 	a := queued("a", 0, 1, 2, 1)
 	a.Constraints.GPUModel = "T4"
 	a.ByModel = map[string][]float64{"T4": {1, 2}, "A100": {5, 10}}
-	s.Jobs = []policy.Job{a}
+	s := slowFast(60, 2, a)
 	p := plan(t, builtin.NewGoodputHetero(), s)
 	must.Eq(t, policy.Allocation{"slow-0": 2}, p.Target(&s.Jobs[0]).Clone())
 }
@@ -217,12 +218,10 @@ func TestGoodputHetero_PriceExponent(t *testing.T) {
 		{map[string]string{"price_exponent": "0.5"}, "slow-0"},
 		{map[string]string{"price_exponent": "0"}, "fast-0"},
 	} {
-		s := &policy.Snapshot{Now: at(60), Nodes: []policy.Node{node("slow-0", 4, 0), node("fast-0", 4, 0)}}
-		s.Nodes[0].GPUModel, s.Nodes[1].GPUModel = "T4", "A100"
 		a, b := queued("a", 0, 1, 1, 1), queued("b", 0, 1, 1, 1)
 		a.ByModel = map[string][]float64{"T4": {1}, "A100": {2}}
 		b.ByModel = map[string][]float64{"T4": {1}, "A100": {10}}
-		s.Jobs = []policy.Job{a, b}
+		s := slowFast(60, 4, a, b)
 		p := builtin.NewGoodputHetero()
 		must.NoError(t, p.SetConfig(tc.config))
 		out := plan(t, p, s)

@@ -107,10 +107,5 @@ func (c *Board) FreeFor(j int32) int {
 	if set < 0 || c.modelOf == nil {
 		return c.totalFree
 	}
-	stride := c.maxFree + 1
-	n := 0
-	for f := 1; f <= c.maxFree; f++ {
-		n += f * int(c.counts[set*stride+f])
-	}
-	return n
+	return c.setCapacity(set, 1, 0) // every free GPU of the set's nodes
 }
