@@ -387,8 +387,16 @@ func (g *goodputRound) fill() {
 		if g.target[j] < g.cur[j] {
 			continue // gave GPUs up this round: growing it again would move it
 		}
-		if to, score, ok := g.next(jj, c.Held(jj)); ok && to-c.Held(jj) <= c.FreeFor(jj) {
-			g.h = append(g.h, place.Step{Job: jj, From: c.Held(jj), To: to, Score: score, Running: g.cur[j] > 0})
+		held, least := c.Held(jj), g.req[j].PerWorker
+		if held == 0 {
+			least = g.req[j].Min
+		}
+		free := c.FreeFor(jj)
+		if least > free {
+			continue // no step of it fits: skipped before it is scored
+		}
+		if to, score, ok := g.next(jj, held); ok && to-held <= free {
+			g.h = append(g.h, place.Step{Job: jj, From: held, To: to, Score: score, Running: g.cur[j] > 0})
 		}
 	}
 	g.h.Init()

@@ -16,7 +16,7 @@ import (
 // third each) with jobs/2 jobs placed by a first goodput-hetero round and
 // jobs/2 more queued, every job with goodput by model: five shared
 // profiles, as the simulator's jobs of one application share theirs.
-func heteroBench(b *testing.B, nodes, jobs int) *policy.Snapshot {
+func heteroBench(b testing.TB, nodes, jobs int) *policy.Snapshot {
 	models := []string{"T4", "RTX", "A100"}
 	var profiles []map[string][]float64
 	for k := range 5 {

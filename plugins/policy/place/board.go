@@ -50,6 +50,9 @@ type Board struct {
 	counts    []int32
 	maxFree   int
 	totalFree int
+	// modelFree[m] is the free GPUs of model m's nodes (nil on a board of
+	// one model), kept by apply: FreeFor's answer for a job of one model.
+	modelFree []int
 
 	jobs   []*policy.Job    // submission order
 	jobIdx map[string]int32 // nil until an ID is looked up (index)
@@ -196,6 +199,9 @@ func NewBoard(s *policy.Snapshot) (*Board, error) {
 		c.buckets[f].set(int32(i))
 		c.counts[c.countAt(int32(i), f)]++
 		c.totalFree += f
+		if c.modelFree != nil {
+			c.modelFree[c.modelOf[i]] += f
+		}
 		if c.nodes[i].GPUs-c.nodes[i].Reserved > 0 {
 			c.all.set(int32(i))
 		}
@@ -628,6 +634,9 @@ func (c *Board) apply(j, n int32, d int) {
 	c.counts[c.countAt(n, old-d)]++
 	c.free[n] = old - d
 	c.totalFree -= d
+	if c.modelFree != nil {
+		c.modelFree[c.modelOf[n]] -= d
+	}
 	c.total[j] += d
 	c.moved[j] = true
 	a := c.alloc[j]

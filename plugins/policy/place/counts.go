@@ -107,5 +107,5 @@ func (c *Board) FreeFor(j int32) int {
 	if set < 0 || c.modelOf == nil {
 		return c.totalFree
 	}
-	return c.setCapacity(set, 1, 0) // every free GPU of the set's nodes
+	return c.modelFree[set] // every free GPU of the set's nodes
 }

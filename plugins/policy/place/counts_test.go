@@ -88,7 +88,8 @@ func hetero(r *rand.Rand, s *policy.Snapshot) {
 }
 
 // sameRooms checks that boards a and b give every job of s the same room,
-// in all and on each model, and that a's FreeFor bounds it; it returns how
+// in all and on each model, that a's FreeFor bounds it and that a keeps each
+// model's free GPUs as its counts give them; it returns how
 // many of those bounds were below all the free GPUs.
 func sameRooms(t *testing.T, s *policy.Snapshot, a, b *place.Board, at string) (tighter int) {
 	t.Helper()
@@ -99,6 +100,10 @@ func sameRooms(t *testing.T, s *policy.Snapshot, a, b *place.Board, at string) (
 		must.Between(t, a.RoomOf(jj), a.FreeFor(jj), a.FreeGPUs(), must.Sprintf("%s: job %d", at, j))
 		if a.FreeFor(jj) < a.FreeGPUs() {
 			tighter++
+		}
+		for m := range a.Models() {
+			kept, counted := place.FreeOfModel(a, m)
+			must.Eq(t, counted, kept, must.Sprintf("%s: free GPUs of model %d", at, m))
 		}
 		for _, m := range append(a.Models(), "A100") {
 			must.Eq(t, b.ModelRoom(jj, m), a.ModelRoom(jj, m), must.Sprintf("%s: job %d on %s", at, j, m))

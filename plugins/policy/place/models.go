@@ -43,6 +43,7 @@ func (c *Board) modelIndex() {
 	c.modelOf = make([]int16, len(c.nodes))
 	c.modelMask = make([]bitset, len(names))
 	c.modelRoom = make([]int, len(names))
+	c.modelFree = make([]int, len(names))
 	for m := range names {
 		c.modelMask[m] = newBitset(len(c.nodes))
 	}
