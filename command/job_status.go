@@ -315,6 +315,9 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 	if j.Progress != nil {
 		pairs = append(pairs, [2]string{"Progress", formatProgress(j)})
 	}
+	if o := j.Outlook; o != nil && o.RestartSeconds > 0 {
+		pairs = append(pairs, [2]string{"Restart cost", fmt.Sprintf("%.0f s a change of GPUs (measured)", o.RestartSeconds)})
+	}
 	if s.Batch != nil {
 		pairs = append(pairs, [2]string{"Batch", formatBatch(s.Batch, j.Batch)})
 	}

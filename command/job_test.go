@@ -632,7 +632,8 @@ func TestFormatLeft(t *testing.T) {
 
 // Issue 29: job status shows the GPU model a job runs on and its model
 // history, each run with the job's measured speed on one GPU of the model
-// and why it went there; the move's event says why.
+// and why it went there, and what a change of GPUs costs it; the move's
+// event says why.
 func TestJobStatus_GPUModels(t *testing.T) {
 	h := newHarness(t)
 	id := h.submit(elastic)
@@ -642,12 +643,14 @@ func TestJobStatus_GPUModels(t *testing.T) {
 		j.AddChange(structs.GPUChange{Time: t0, GPUs: 2, Model: "Tesla V100-SXM2-16GB", Reason: "started with 2 GPUs on 1 node"})
 		j.AddChange(structs.GPUChange{Time: t0.Add(time.Hour), GPUs: 0, Reason: "preempted"})
 		j.AddChange(structs.GPUChange{Time: t0.Add(2 * time.Hour), GPUs: 2, Model: "NVIDIA A100-SXM4-40GB", Reason: "moved: 3x faster on A100"})
-		j.Outlook = &structs.Outlook{Rates: map[string]structs.ModelRate{"Tesla V100-SXM2-16GB": {PerGPU: 100}, "NVIDIA A100-SXM4-40GB": {PerGPU: 312.5}}}
+		j.Outlook = &structs.Outlook{Rates: map[string]structs.ModelRate{"Tesla V100-SXM2-16GB": {PerGPU: 100}, "NVIDIA A100-SXM4-40GB": {PerGPU: 312.5}},
+			RestartSeconds: 45}
 	})
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	out := h.out.String()
 	for _, want := range []string{
 		"GPU model    = NVIDIA A100-SXM4-40GB",
+		"Restart cost = 45 s a change of GPUs (measured)",
 		"GPU Models\nModel                  Since",
 		"Tesla V100-SXM2-16GB   " + formatTime(t0) + "  " + formatTime(t0.Add(time.Hour)) + "  100 samples/s    started with 2 GPUs on 1 node",
 		"NVIDIA A100-SXM4-40GB  " + formatTime(t0.Add(2*time.Hour)) + "  <now>",

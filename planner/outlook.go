@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/schedulearn/schedulearn/planner/assess"
@@ -44,6 +45,7 @@ func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 		o.Speedup = tab
 	}
 	o.Rates = modelRates(prev, assess.PerGPU(all, o.Speedup), j.GPUModel, now)
+	o.RestartSeconds, o.RestartAt = measureRestart(j, prev)
 	if spec.Auto {
 		o.GPUs = &structs.GPUAssessment{Choice: sc.GPUs, Measuring: sc.Measuring, Reason: sc.Reason}
 		if n := len(sc.Points); n > 0 {
@@ -74,6 +76,50 @@ func renewOutlook(j *structs.Job, now time.Time, largest int, targets bool) {
 		}
 	}
 	j.Outlook = o
+}
+
+// measureRestart returns what job j's last change of GPUs cost it, from
+// its progress reports, and that change's time: training stopped at the
+// step of the last report before the change (0 before any) and, at the
+// rate of the first two reports after it, went on from there at the
+// first report's step less what that rate ran since; the restart is from
+// the change to then, at most to the first report (a job that went back
+// to an older checkpoint lost more, which the rate cannot see). The
+// result is the mean with prev's measure. A change is measured once,
+// when two reports after it show progress; a stop is not measured;
+// until then prev's measure stands.
+func measureRestart(j *structs.Job, prev *structs.Outlook) (float64, time.Time) {
+	var secs float64
+	var at time.Time
+	if prev != nil {
+		secs, at = prev.RestartSeconds, prev.RestartAt
+	}
+	n := len(j.History)
+	if n == 0 || j.History[n-1].GPUs <= 0 || !j.History[n-1].Time.After(at) {
+		return secs, at
+	}
+	change := j.History[n-1].Time
+	hist := j.Progress.History
+	i := slices.IndexFunc(hist, func(r structs.ProgressReport) bool { return r.Time.After(change) })
+	if i < 0 || i+1 >= len(hist) {
+		return secs, at
+	}
+	var stopped int64
+	if i > 0 {
+		stopped = hist[i-1].Step
+	}
+	a, b := hist[i], hist[i+1]
+	dt := b.Time.Sub(a.Time).Seconds()
+	if dt <= 0 || b.Step <= a.Step {
+		return secs, at
+	}
+	rate := float64(b.Step-a.Step) / dt
+	first := a.Time.Sub(change).Seconds()
+	m := min(max(first-float64(a.Step-stopped)/rate, 0), first, policy.MaxRestartSeconds)
+	if secs > 0 {
+		m = (secs + m) / 2
+	}
+	return m, change
 }
 
 // silentReports is how many progress reports without the target's metric
@@ -195,6 +241,7 @@ func applyOutlook(pj *policy.Job, j *structs.Job, now time.Time) {
 		return
 	}
 	pj.Speedup = o.Speedup
+	pj.RestartSeconds = min(max(o.RestartSeconds, 0), policy.MaxRestartSeconds)
 	if o.ByModel != nil {
 		pj.ByModel = o.ByModel
 	}

@@ -379,3 +379,83 @@ func TestPlan_BatchFollowingJobIsWorthMoreGPUs(t *testing.T) {
 	must.Eq(t, 8, a+f)
 	must.Greater(t, f, a, must.Sprintf("adaptive %d GPUs, fixed %d", a, f))
 }
+
+// The planner measures what a change of GPUs costs a job from its
+// reports: from the change to training going on at the step it stopped
+// at (the first report after the change, less what the rate of the
+// first two ran since); each change once, the mean with the last
+// measure; a stop is not measured; the policy's snapshot carries it.
+func TestOutlook_MeasuresRestart(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	rep := func(s int, step int64) structs.ProgressReport { return structs.ProgressReport{Time: at(s), Step: step} }
+	job := func(changes []structs.GPUChange, reports ...structs.ProgressReport) *structs.Job {
+		return &structs.Job{History: changes, Progress: &structs.Progress{History: reports}}
+	}
+	grown := []structs.GPUChange{{Time: at(0), GPUs: 2}, {Time: at(100), GPUs: 4}}
+	cases := []struct {
+		name string
+		j    *structs.Job
+		prev *structs.Outlook
+		want float64
+		at   time.Time
+	}{{
+		// Stopped at step 1000; at 10 steps/s after, step 1100 at 160
+		// is 10 s of training: it went on at 150, 50 s after the change.
+		name: "resumed 50 s after the change",
+		j:    job(grown, rep(90, 1000), rep(160, 1100), rep(170, 1200)),
+		want: 50, at: at(100),
+	}, {
+		name: "the mean with the last measure",
+		j:    job(grown, rep(90, 1000), rep(160, 1100), rep(170, 1200)),
+		prev: &structs.Outlook{RestartSeconds: 150, RestartAt: at(0)},
+		want: 100, at: at(100),
+	}, {
+		name: "measured once: the same change again keeps the measure",
+		j:    job(grown, rep(90, 1000), rep(160, 1100), rep(170, 1200)),
+		prev: &structs.Outlook{RestartSeconds: 70, RestartAt: at(100)},
+		want: 70, at: at(100),
+	}, {
+		name: "one report after the change: not yet",
+		j:    job(grown, rep(90, 1000), rep(160, 1100)),
+		prev: &structs.Outlook{RestartSeconds: 70, RestartAt: at(0)},
+		want: 70, at: at(0),
+	}, {
+		name: "a stop is not measured",
+		j:    job([]structs.GPUChange{{Time: at(0), GPUs: 2}, {Time: at(100), GPUs: 0}}, rep(90, 1000), rep(160, 1100), rep(170, 1200)),
+		want: 0,
+	}, {
+		name: "back to an older checkpoint: at most to the first report",
+		j:    job(grown, rep(90, 1000), rep(160, 900), rep(170, 1000)),
+		want: 60, at: at(100),
+	}, {
+		name: "the first start: from step 0",
+		j:    job(grown[:1], rep(40, 100), rep(50, 200)),
+		want: 30, at: at(0),
+	}, {
+		name: "no progress after it: not measured",
+		j:    job(grown, rep(90, 1000), rep(160, 1100), rep(170, 1100)),
+		want: 0,
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, when := measureRestart(c.j, c.prev)
+			must.Eq(t, c.want, got)
+			must.Eq(t, c.at, when)
+		})
+	}
+
+	p, st, _, now := newPlanner(t, "elastic-fifo", node("n1", 8))
+	j := submit(t, p, now, parseSpec(t, `training "r" {
+  command = "python3"
+  gpus    = 2
+}`, *now))
+	must.NoError(t, p.Round(context.Background()))
+	start := state(t, st, j.ID).LastChange()
+	for _, r := range []structs.ProgressReport{{Time: start.Add(40 * time.Second), Step: 100}, {Time: start.Add(50 * time.Second), Step: 200}} {
+		must.NoError(t, p.ReportProgress(context.Background(), j.ID, []structs.ProgressReport{r}))
+	}
+	rec := state(t, st, j.ID)
+	must.Eq(t, 30, rec.Outlook.RestartSeconds, must.Sprint("started, trained from 30 s on"))
+	must.Eq(t, 30, snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0].RestartSeconds)
+}

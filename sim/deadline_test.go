@@ -254,6 +254,25 @@ func TestRun_ProgressOfDeadlineJobs(t *testing.T) {
 	must.Eq(t, 1, r.Deadlines.Met)
 }
 
+// The policy sees what a change costs a job once one has cost it
+// something (policy.Job.RestartSeconds), as the planner would measure it:
+// the job's own delay; nothing after a first start that cost nothing.
+func TestRun_RestartSecondsOnceAChangeCostSomething(t *testing.T) {
+	spec := sim.JobSpec{ID: "a", GPUs: policy.GPURequest{Min: 1, Max: 4, PerWorker: 1}, Model: sim.NewAmdahl(1000, 2, 0.1),
+		Kind: "elastic", HasDeadline: true, Deadline: 900, RestartDelay: 45}
+	p := &recorder{script: script{steps: map[int]map[string]policy.Allocation{
+		1: {"a": {"node-0": 2}},
+		2: {"a": {"node-0": 4}},
+	}}}
+	_, err := sim.Run(context.Background(), config(1, 4), t0, []sim.JobSpec{spec}, p)
+	must.NoError(t, err)
+	var seen []float64
+	for _, js := range p.jobs[:3] {
+		seen = append(seen, js[0].RestartSeconds)
+	}
+	must.Eq(t, []float64{0, 0, 45}, seen, must.Sprint("queued, started for free, grown at its 45 s"))
+}
+
 // amdahl1 is a one-GPU job of d seconds (serial fraction 0).
 func amdahl1(id string, submit, d, deadline float64) sim.JobSpec {
 	return sim.JobSpec{ID: id, Submit: submit, GPUs: policy.GPURequest{Min: 1, Max: 1, PerWorker: 1},

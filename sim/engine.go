@@ -699,14 +699,23 @@ func (s *simulator) change(j *simJob, kind policy.ChangeKind, a policy.Allocatio
 		j.restarts++
 	}
 	s.setAllocation(j, a)
-	if j.spec.RestartDelay > 0 && delay == restart {
-		delay = j.spec.RestartDelay
+	if delay == restart {
+		delay = s.restartDelay(j)
 	}
 	if j.gpus > 0 {
 		j.pause = s.now + delay
 		j.rate, j.until = s.rateOf(j)
 	}
 	s.plan(j)
+}
+
+// restartDelay is what a (re)start costs job j: its own delay, else the
+// configuration's.
+func (s *simulator) restartDelay(j *simJob) float64 {
+	if j.spec.RestartDelay > 0 {
+		return j.spec.RestartDelay
+	}
+	return s.cfg.RestartDelay.Seconds()
 }
 
 // setAllocation gives job j allocation a (nil: none), keeping the GPU

@@ -202,6 +202,14 @@ func (s *simulator) amendOutlook(rec *structs.Job) {
 	}
 	rec.Outlook.Speedup = speedup
 	rec.Outlook.ByModel = j.reported.byModel
+	// What a change costs the job, once one has cost it something (the
+	// planner would measure it from the reports after it).
+	switch {
+	case s.cfg.Launcher == LauncherInPlace && j.restarts > 0:
+		rec.Outlook.RestartSeconds = s.cfg.InPlaceDelay.Seconds() // most changes: grows and shrinks
+	case j.started && (j.spec.ChargeStart || j.restarts > 0):
+		rec.Outlook.RestartSeconds = s.restartDelay(j)
+	}
 	if !j.deadline {
 		return
 	}

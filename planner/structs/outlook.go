@@ -30,6 +30,12 @@ type Outlook struct {
 	// measured), kept across runs; nil before any report on a known
 	// model. The policies' snapshot reads it (policy.Job.ByModel).
 	Rates map[string]ModelRate `json:"rates,omitempty"`
+	// RestartSeconds is what a change of the job's allocation costs it,
+	// measured (policy.Job.RestartSeconds): the mean of the last measure
+	// and the one before; 0 before any. RestartAt is the change last
+	// measured, each measured once.
+	RestartSeconds float64   `json:"restart_seconds,omitempty"`
+	RestartAt      time.Time `json:"restart_at,omitzero"`
 }
 
 // MaxOutlookModels bounds Outlook.Rates.

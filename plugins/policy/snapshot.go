@@ -147,6 +147,13 @@ type Job struct {
 	LastResized time.Time `json:"last_resized,omitzero"`
 	// AttainedGPUSeconds is the GPU time the job has used so far.
 	AttainedGPUSeconds float64 `json:"attained_gpu_seconds,omitempty"`
+	// RestartSeconds is what a change of its allocation has cost the job,
+	// as measured: the seconds from a change to its training going on
+	// where it stopped (a checkpoint-restore, or an in-place resize), in
+	// [0, MaxRestartSeconds]; 0 before any change was measured. The planner
+	// measures it from the job's progress reports; the simulator gives its
+	// job model's delay once the job has started.
+	RestartSeconds float64 `json:"restart_seconds,omitempty"`
 	// Progress is what the training script reports; zero if nothing yet.
 	Progress Progress `json:"progress,omitzero"`
 	// Speedup is the job's goodput by GPU count in units of its goodput on
@@ -168,6 +175,10 @@ type Job struct {
 	// not place by model ignore it.
 	ByModel map[string][]float64 `json:"by_model,omitempty"`
 }
+
+// MaxRestartSeconds bounds Job.RestartSeconds: a job measured to stall
+// longer after a change counts as stalling an hour.
+const MaxRestartSeconds = 3600.0
 
 // GPURequest is the gang rule's input: a job holds 0 GPUs, or a total in
 // [Min, Max] that is a multiple of PerWorker, with each worker's GPUs on one

@@ -28,9 +28,10 @@ const GoodputHeteroName = "goodput-hetero"
 const DefaultGoodputHeteroMoveCost = 15 * time.Minute
 
 // DefaultGoodputHeteroRestartCost is goodput-hetero's default price of a
-// restart on the same model (goodput-jct's restart_cost, whose own default
-// is Pollux's 30 s): two minutes, the middle of Sia's checkpoint-restore
-// delays.
+// restart on the same model for a job whose restart is not measured yet
+// (goodput-jct's restart_cost, whose own default is Pollux's 30 s; a
+// measured one, policy.Job.RestartSeconds, is the job's price): two
+// minutes, the middle of Sia's checkpoint-restore delays.
 const DefaultGoodputHeteroRestartCost = 2 * time.Minute
 
 // DefaultGoodputHeteroPriceExponent is goodput-hetero's default exponent

@@ -53,10 +53,11 @@ const (
 //     blur: on Philly's rigid jobs, which run to thousands of GPU-hours,
 //     every long job would weigh the same at the floor and the shorter of
 //     them wait behind the longest: 18,155 s average JCT against 15,135).
-//  2. Restarts priced in. A resize stops a job for a restart (restart_cost);
-//     that is worth it only if the new allocation lasts long enough. A
-//     running job's speedup at the count it holds is raised by the fraction
-//     restart_cost / max(age, restart_cost), age being the time since its
+//  2. Restarts priced in. A resize stops a job for a restart (its own,
+//     as measured: Job.RestartSeconds; restart_cost where not measured
+//     yet); that is worth it only if the new allocation lasts long enough.
+//     A running job's speedup at the count it holds is raised by the
+//     fraction restart / max(age, restart), age being the time since its
 //     allocation last changed (LastResized): an allocation that has lasted
 //     t is expected to last about t more, so moving off it costs about
 //     restart_cost / t of its speedup. A job just resized is hard to move
@@ -105,7 +106,8 @@ const (
 // Config: stickiness (as Goodput, default 0.1), attained_scale = GPU-seconds
 // > 0 (default 72000), attained_floor = a number in [0, 1] (default 0.3; 0
 // turns the floor off), restart_cost = a duration from 0s to MaxResizeCooldown
-// (default 30s; 0 turns the pricing off), aging = a duration from 0s to
+// (default 30s: the price of a restart not measured yet; 0 turns the
+// pricing off), aging = a duration from 0s to
 // MaxAging (default 1h; 0 turns aging off).
 type GoodputJCT struct {
 	stickiness atomic.Uint64 // math.Float64bits
@@ -221,7 +223,12 @@ func (p *GoodputJCT) setup(g *goodputRound, s *policy.Snapshot) func() {
 				}
 			}
 			if g.cur[j] > 0 && rc > 0 {
-				// A zero LastResized is long ago: no price.
+				// Its own restart where measured. A zero LastResized
+				// is long ago: no price.
+				rc := rc
+				if job.RestartSeconds > 0 {
+					rc = min(job.RestartSeconds, policy.MaxRestartSeconds)
+				}
 				g.bump[j] = rc / max(s.Now.Sub(job.LastResized).Seconds(), rc)
 			}
 		}

@@ -116,6 +116,22 @@ func TestGoodputJCT(t *testing.T) {
 		want:        map[string]A{"r1": {"n1": 1}, "r2": {"n1": 1}},
 		wantGoodput: map[string]A{"r1": {"n1": 1}, "r2": {"n1": 1}},
 	}, {
+		name:  "a job at its size for an hour whose restarts were measured at 20 minutes is not shrunk for a newcomer",
+		now:   3700,
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{restarts(sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 100), concave...), 1200),
+			sped(queued("b", 3640, 1, 4, 1), concave...)},
+		want:        map[string]A{"a": {"n1": 4}},
+		wantGoodput: map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+	}, {
+		name:  "the job resized 30 s ago, its restarts measured at 1 s, is shrunk for the newcomer",
+		now:   130,
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{restarts(sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 100), concave...), 1),
+			sped(queued("b", 2, 1, 4, 1), concave...)},
+		want:        map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+		wantGoodput: map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
+	}, {
 		name:   "restart_cost 0 turns the price off",
 		config: map[string]string{"restart_cost": "0s"},
 		now:    130,
@@ -208,4 +224,10 @@ func TestGoodputJCT_Config(t *testing.T) {
 // BenchmarkGoodputJCT: as BenchmarkGoodput.
 func BenchmarkGoodputJCT(b *testing.B) {
 	benchPreemptive(b, builtin.NewGoodputJCT())
+}
+
+// restarts sets j's measured restart (policy.Job.RestartSeconds).
+func restarts(j policy.Job, secs float64) policy.Job {
+	j.RestartSeconds = secs
+	return j
 }
