@@ -384,7 +384,8 @@ func TestPlan_BatchFollowingJobIsWorthMoreGPUs(t *testing.T) {
 // reports: from the change to training going on at the step it stopped
 // at (the first report after the change, less what the rate of the
 // first two ran since); each change once, the mean with the last
-// measure; a stop is not measured; the policy's snapshot carries it.
+// measure; a stop is not measured; the policy's snapshot carries it, and
+// the job's changes after its first start (Job.Restarts).
 func TestOutlook_MeasuresRestart(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -457,5 +458,14 @@ func TestOutlook_MeasuresRestart(t *testing.T) {
 	}
 	rec := state(t, st, j.ID)
 	must.Eq(t, 30, rec.Outlook.RestartSeconds, must.Sprint("started, trained from 30 s on"))
-	must.Eq(t, 30, snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0].RestartSeconds)
+	view := snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0]
+	must.Eq(t, 30, view.RestartSeconds)
+	must.Eq(t, 0, view.Restarts, must.Sprint("started: no change after its first start yet"))
+
+	// The policy sees the changes after the first start, those dropped
+	// from the history too.
+	rec.AddChange(structs.GPUChange{Time: now.Add(time.Minute), GPUs: 0, Reason: "preempted"})
+	rec.AddChange(structs.GPUChange{Time: now.Add(2 * time.Minute), GPUs: 2, Reason: "started"})
+	rec.Dropped.History = 3
+	must.Eq(t, 5, snapshot(*now, []policy.Node{node("n1", 8)}, []*structs.Job{rec}).Jobs[0].Restarts)
 }

@@ -154,6 +154,9 @@ type Job struct {
 	// measures it from the job's progress reports; the simulator gives its
 	// job model's delay once the job has started.
 	RestartSeconds float64 `json:"restart_seconds,omitempty"`
+	// Restarts is how many times the job's GPUs changed after its first
+	// start (resizes, moves, stops and starts again).
+	Restarts int `json:"restarts,omitempty"`
 	// Progress is what the training script reports; zero if nothing yet.
 	Progress Progress `json:"progress,omitzero"`
 	// Speedup is the job's goodput by GPU count in units of its goodput on

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/place"
@@ -47,10 +48,26 @@ const DefaultGoodputStickiness = 0.1
 // Running jobs are never moved. The round costs O((jobs + GPUs) log jobs)
 // plus the placements.
 //
-// Config: stickiness = a non-negative number (default 0.1).
+// Pollux's restart penalty, if restart_penalty d is set: Pollux scales
+// the speedup of any allocation other than a job's current one by
+// max(age - restarts * d, 0) / (age + d), age being the time since its
+// submission and restarts its changes so far (Job.Restarts), so a job
+// that has changed often for its age is hard to change again. Here the
+// held count's speedup is raised by the same ratio instead (by at most
+// MaxRestartPenaltyRaise times).
+//
+// Config: stickiness = a non-negative number (default 0.1),
+// restart_penalty = a duration from 0s to MaxResizeCooldown (default 0s:
+// off; Pollux's is 30s).
 type Goodput struct {
 	stickiness atomic.Uint64 // math.Float64bits
+	penalty    atomic.Int64  // time.Duration
 }
+
+// MaxRestartPenaltyRaise bounds the raise of a held count's speedup by
+// goodput's restart_penalty: where Pollux's ratio is 0 the job keeps its
+// GPUs (a raise beyond any gain), as Pollux's search would.
+const MaxRestartPenaltyRaise = 1e6
 
 // NewGoodput returns a goodput policy with the default configuration.
 func NewGoodput() *Goodput {
@@ -67,7 +84,7 @@ func (p *Goodput) PluginInfo() policy.Info {
 
 // SetConfig implements policy.Base.
 func (p *Goodput) SetConfig(config map[string]string) error {
-	if err := checkKeys(config, "stickiness"); err != nil {
+	if err := checkKeys(config, "stickiness", "restart_penalty"); err != nil {
 		return fmt.Errorf("failed to configure %s: %w", GoodputName, err)
 	}
 	s, err := floatConfig(GoodputName, config, "stickiness", DefaultGoodputStickiness,
@@ -75,7 +92,12 @@ func (p *Goodput) SetConfig(config map[string]string) error {
 	if err != nil {
 		return err
 	}
+	d, err := durationConfig(GoodputName, config, "restart_penalty", 0, MaxResizeCooldown)
+	if err != nil {
+		return err
+	}
 	p.stickiness.Store(math.Float64bits(s))
+	p.penalty.Store(int64(d))
 	return nil
 }
 
@@ -86,11 +108,32 @@ func (p *Goodput) Plan(ctx context.Context, s *policy.Snapshot) (*policy.Plan, e
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
 	g := goodputRound{c: c, jobs: c.Jobs(), bonus: 1 + math.Float64frombits(p.stickiness.Load())}
-	if err := g.counts(ctx, nil); err != nil {
+	var setup func()
+	if d := time.Duration(p.penalty.Load()).Seconds(); d > 0 {
+		setup = func() { g.restartPenalty(d, s.Now) }
+	}
+	if err := g.counts(ctx, setup); err != nil {
 		return nil, err
 	}
 	g.place()
 	return c.Plan(GoodputName), nil
+}
+
+// restartPenalty sets the raise of each running job's held count by
+// Pollux's restart penalty of d seconds at now (see Goodput).
+func (g *goodputRound) restartPenalty(d float64, now time.Time) {
+	g.bump = make([]float64, len(g.jobs))
+	for j, job := range g.jobs {
+		if g.cur[j] == 0 {
+			continue
+		}
+		age := max(now.Sub(job.Submitted).Seconds(), 0)
+		ratio := max(age-float64(max(job.Restarts, 0))*d, 0) / (age + d)
+		g.bump[j] = MaxRestartPenaltyRaise
+		if ratio > 1/MaxRestartPenaltyRaise {
+			g.bump[j] = min(1/ratio-1, MaxRestartPenaltyRaise)
+		}
+	}
 }
 
 // goodputRound is the state of one Goodput round.

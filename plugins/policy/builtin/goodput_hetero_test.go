@@ -179,6 +179,36 @@ func TestGoodputUnaware_CutsToTheModelHoldingMost(t *testing.T) {
 	must.Eq(t, 4, p.Target(&s.Jobs[0]).Total())
 }
 
+// TestGoodputUnaware_PolluxRestartPenalty: over goodput, the unaware
+// baseline charges Pollux's 30 s restart penalty, as Sia's Pollux does,
+// unless configured off; over goodput-jct it has none (restart_cost is
+// that base's price).
+func TestGoodputUnaware_PolluxRestartPenalty(t *testing.T) {
+	snap := func() *policy.Snapshot {
+		return &policy.Snapshot{Now: at(100), Nodes: []policy.Node{node("n1", 4, 0)}, Jobs: []policy.Job{
+			restarted(sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0), 3),
+			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)}}
+	}
+	kept := map[string]A{"a": {"n1": 4}}
+	moved := map[string]A{"a": {"n1": 1}, "b": {"n1": 3}}
+	for _, tc := range []struct {
+		config map[string]string
+		want   map[string]A
+	}{
+		{nil, kept},
+		{map[string]string{"stickiness": "0.1"}, kept},
+		{map[string]string{"restart_penalty": "0s"}, moved},
+		{map[string]string{"base": builtin.GoodputJCTName, "restart_cost": "0s"}, moved},
+	} {
+		p := builtin.NewGoodputUnaware()
+		if tc.config != nil {
+			must.NoError(t, p.SetConfig(tc.config))
+		}
+		s := snap()
+		must.Eq(t, tc.want, targets(s, plan(t, p, s)), must.Sprintf("config %v", tc.config))
+	}
+}
+
 // TestGoodputHetero_FairnessConfig: fairness is a number in [-4, 0]; 0
 // turns Sia's utility off.
 func TestGoodputHetero_FairnessConfig(t *testing.T) {

@@ -33,6 +33,26 @@ func TestGoodput(t *testing.T) {
 			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)},
 		want: map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
 	}, {
+		name:   "restart_penalty (Pollux's): a job that has changed three times in its 99 s keeps its GPUs",
+		config: map[string]string{"restart_penalty": "30s"},
+		nodes:  []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{restarted(sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0), 3),
+			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)},
+		want: map[string]A{"a": {"n1": 4}},
+	}, {
+		name:   "restart_penalty: one that has not changed yet gives its GPUs up as without it",
+		config: map[string]string{"restart_penalty": "30s"},
+		nodes:  []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0),
+			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)},
+		want: map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
+	}, {
+		name:  "no restart_penalty by default: three changes or none, the GPUs move",
+		nodes: []policy.Node{node("n1", 4, 0)},
+		jobs: []policy.Job{restarted(sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0), 3),
+			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)},
+		want: map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
+	}, {
 		name:  "stickiness keeps near ties in place",
 		nodes: []policy.Node{node("n1", 4, 0)},
 		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 3}, 1), 1, 1.9, 2.75, 3.5),
@@ -101,6 +121,16 @@ func TestGoodput_Config(t *testing.T) {
 		must.ErrorContains(t, p.SetConfig(map[string]string{"stickiness": bad}), "stickiness")
 	}
 	must.NoError(t, p.SetConfig(map[string]string{"stickiness": "0.25"}))
+	for _, bad := range []string{"x", "-1s", "30", "24h1s"} {
+		must.ErrorContains(t, p.SetConfig(map[string]string{"restart_penalty": bad}), "restart_penalty")
+	}
+	must.NoError(t, p.SetConfig(map[string]string{"restart_penalty": "30s"}))
+}
+
+// restarted is job j after n changes of its GPUs (Job.Restarts).
+func restarted(j policy.Job, n int) policy.Job {
+	j.Restarts = n
+	return j
 }
 
 // BenchmarkGoodput: as BenchmarkTiresias. The goal is a round in

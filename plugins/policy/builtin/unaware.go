@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -38,15 +39,23 @@ const GoodputUnawareName = "goodput-unaware"
 // On a cluster of one model and one node size it plans as its base.
 //
 // Config: base = goodput (default) or goodput-jct; any other key is the
-// base policy's.
+// base policy's. Over goodput, restart_penalty defaults to Pollux's 30 s
+// (Sia's Pollux charges it; goodput's own default is off).
 type GoodputUnaware struct {
 	base atomic.Pointer[policy.Policy]
 }
 
+// DefaultUnawareRestartPenalty is goodput-unaware's default
+// restart_penalty of its goodput base: Pollux's 30 s, which Sia's Pollux
+// baseline charges (sia-simulator's pollux_unaware.py).
+const DefaultUnawareRestartPenalty = 30 * time.Second
+
 // NewGoodputUnaware returns a goodput-unaware policy over goodput.
 func NewGoodputUnaware() *GoodputUnaware {
 	p := &GoodputUnaware{}
-	var b policy.Policy = NewGoodput()
+	g := NewGoodput()
+	g.penalty.Store(int64(DefaultUnawareRestartPenalty))
+	var b policy.Policy = g
 	p.base.Store(&b)
 	return p
 }
@@ -72,6 +81,9 @@ func (p *GoodputUnaware) SetConfig(config map[string]string) error {
 	switch name {
 	case GoodputName:
 		b = NewGoodput()
+		if _, ok := rest["restart_penalty"]; !ok {
+			rest["restart_penalty"] = DefaultUnawareRestartPenalty.String()
+		}
 	case GoodputJCTName:
 		b = NewGoodputJCT()
 	default:
