@@ -200,7 +200,7 @@ func (p *GoodputJCT) setup(g *goodputRound, s *policy.Snapshot) func() {
 	aging := time.Duration(p.aging.Load()).Seconds()
 	return func() {
 		g.weight = make([]float64, len(g.jobs))
-		g.bump = make([]float64, len(g.jobs))
+		g.bump, g.priced = make([]float64, len(g.jobs)), rc > 0
 		for j, job := range g.jobs {
 			a := job.AttainedGPUSeconds
 			if !(a > 0) { // NaN too

@@ -132,6 +132,13 @@ func TestGoodputJCT(t *testing.T) {
 		want:        map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
 		wantGoodput: map[string]A{"a": {"n1": 2}, "b": {"n1": 2}},
 	}, {
+		name:        "GPUs left free go to a job's best step that fits where its best does not, if the gain pays the restart",
+		now:         3700,
+		nodes:       []policy.Node{node("n1", 8, 0)},
+		jobs:        leftTwo(),
+		want:        map[string]A{"a": {"n1": 5}, "b": {"n1": 3}},
+		wantGoodput: map[string]A{"a": {"n1": 3}, "b": {"n1": 3}},
+	}, {
 		name:   "restart_cost 0 turns the price off",
 		config: map[string]string{"restart_cost": "0s"},
 		now:    130,

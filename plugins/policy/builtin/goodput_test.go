@@ -100,6 +100,14 @@ func TestGoodput(t *testing.T) {
 			sped(queued("b", 2, 1, 8, 1), 1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8)},
 		want: map[string]A{"a": {"n1": 4, "n2": 2}, "b": {"n2": 2}},
 	}, {
+		// From 3 GPUs a's best step per GPU is to 6, which the 2 GPUs
+		// left do not fit (goodput-jct, which prices the restart, takes
+		// the step to 5: TestGoodputJCT).
+		name:  "GPUs left free: a job whose best step does not fit is skipped",
+		nodes: []policy.Node{node("n1", 8, 0)},
+		jobs:  leftTwo(),
+		want:  map[string]A{"a": {"n1": 3}, "b": {"n1": 3}},
+	}, {
 		name:  "no head-of-line blocking",
 		nodes: []policy.Node{node("n1", 4, 0)},
 		jobs:  []policy.Job{queued("a", 1, 8, 8, 4), queued("b", 2, 2, 2, 2)},
@@ -137,4 +145,12 @@ func restarted(j policy.Job, n int) policy.Job {
 // milliseconds for 64-1,000 GPUs.
 func BenchmarkGoodput(b *testing.B) {
 	benchPreemptive(b, builtin.NewGoodput())
+}
+
+// leftTwo: job a at 3 GPUs of 8, whose best step per GPU is to 6 (0.77 a
+// GPU: its table jumps there) and whose step to 5 gains 0.35 a GPU, beside
+// a rigid job b at 3: 2 GPUs are left.
+func leftTwo() []policy.Job {
+	return []policy.Job{sped(running("a", 1, 1, 8, 1, A{"n1": 3}, 1), 1, 1.9, 2.7, 3.0, 3.4, 5.0, 5.1, 5.2),
+		running("b", 2, 3, 3, 1, A{"n1": 3}, 1)}
 }
