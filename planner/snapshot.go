@@ -272,7 +272,7 @@ func (v *views) policyJob(pj *policy.Job, j *structs.Job, now time.Time) int {
 		Allocation:   alloc,
 		Held:         slotsOf(alloc, known),
 		LastResized:  j.LastChange(),
-		Restarts:     max(len(j.History)+j.Dropped.History-1, 0),
+		Restarts:     max(j.AllHistory()-1, 0),
 	}
 	timed(pj, j, now, held)
 	// Tables the simulator gives (Outlook.ByModel, its job models) are

@@ -133,7 +133,7 @@ func (g *goodputRound) restartPenalty(d float64, now time.Time) {
 		ratio := max(age-float64(max(job.Restarts, 0))*d, 0) / (age + d)
 		g.bump[j] = MaxRestartPenaltyRaise
 		if ratio > 1/MaxRestartPenaltyRaise {
-			g.bump[j] = min(1/ratio-1, MaxRestartPenaltyRaise)
+			g.bump[j] = 1/ratio - 1
 		}
 	}
 }
@@ -468,12 +468,14 @@ func (g *goodputRound) fill() {
 		st := &g.h[0]
 		from := c.Held(st.Job)
 		if free := c.FreeFor(st.Job); st.To-from > free {
-			if to, score, ok := g.nextUpTo(st.Job, from, g.fillLimit(free)); ok && to-from <= free {
-				st.To, st.Score = to, score // its best step that may fit
-				g.h.Fix(0)
-			} else {
-				g.h.Take()
+			if g.priced { // fillLimit: its best step that may fit
+				if to, score, ok := g.nextUpTo(st.Job, from, free); ok {
+					st.To, st.Score = to, score
+					g.h.Fix(0)
+					continue
+				}
 			}
+			g.h.Take()
 			continue
 		}
 		if !g.growStep(st.Job, from, st.To) {

@@ -185,9 +185,7 @@ func TestGoodputUnaware_CutsToTheModelHoldingMost(t *testing.T) {
 // that base's price).
 func TestGoodputUnaware_PolluxRestartPenalty(t *testing.T) {
 	snap := func() *policy.Snapshot {
-		return &policy.Snapshot{Now: at(100), Nodes: []policy.Node{node("n1", 4, 0)}, Jobs: []policy.Job{
-			restarted(sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0), 3),
-			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)}}
+		return &policy.Snapshot{Now: at(100), Nodes: []policy.Node{node("n1", 4, 0)}, Jobs: givesUp(3)}
 	}
 	kept := map[string]A{"a": {"n1": 4}}
 	moved := map[string]A{"a": {"n1": 1}, "b": {"n1": 3}}

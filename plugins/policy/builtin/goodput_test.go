@@ -29,29 +29,25 @@ func TestGoodput(t *testing.T) {
 	}, {
 		name:  "GPUs move to where they add more goodput",
 		nodes: []policy.Node{node("n1", 4, 0)},
-		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0),
-			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)},
-		want: map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
+		jobs:  givesUp(0),
+		want:  map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
 	}, {
 		name:   "restart_penalty (Pollux's): a job that has changed three times in its 99 s keeps its GPUs",
 		config: map[string]string{"restart_penalty": "30s"},
 		nodes:  []policy.Node{node("n1", 4, 0)},
-		jobs: []policy.Job{restarted(sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0), 3),
-			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)},
-		want: map[string]A{"a": {"n1": 4}},
+		jobs:   givesUp(3),
+		want:   map[string]A{"a": {"n1": 4}},
 	}, {
 		name:   "restart_penalty: one that has not changed yet gives its GPUs up as without it",
 		config: map[string]string{"restart_penalty": "30s"},
 		nodes:  []policy.Node{node("n1", 4, 0)},
-		jobs: []policy.Job{sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0),
-			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)},
-		want: map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
+		jobs:   givesUp(0),
+		want:   map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
 	}, {
 		name:  "no restart_penalty by default: three changes or none, the GPUs move",
 		nodes: []policy.Node{node("n1", 4, 0)},
-		jobs: []policy.Job{restarted(sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0), 3),
-			sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)},
-		want: map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
+		jobs:  givesUp(3),
+		want:  map[string]A{"a": {"n1": 1}, "b": {"n1": 3}},
 	}, {
 		name:  "stickiness keeps near ties in place",
 		nodes: []policy.Node{node("n1", 4, 0)},
@@ -153,4 +149,12 @@ func BenchmarkGoodput(b *testing.B) {
 func leftTwo() []policy.Job {
 	return []policy.Job{sped(running("a", 1, 1, 8, 1, A{"n1": 3}, 1), 1, 1.9, 2.7, 3.0, 3.4, 5.0, 5.1, 5.2),
 		running("b", 2, 3, 3, 1, A{"n1": 3}, 1)}
+}
+
+// givesUp: job a at 4 GPUs that add little beyond the first (running
+// since second 1, after restarts changes of its GPUs) beside a queued b
+// that gains more from 3: without a restart price, a shrinks to 1.
+func givesUp(restarts int) []policy.Job {
+	return []policy.Job{restarted(sped(running("a", 1, 1, 4, 1, A{"n1": 4}, 1), 1, 1.5, 1.8, 2.0), restarts),
+		sped(queued("b", 2, 1, 4, 1), 1, 1.9, 2.7, 3.4)}
 }
