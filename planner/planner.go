@@ -74,11 +74,19 @@ type Actuator interface {
 	// it holds nothing yet, resizes it in place when it runs, and stops it
 	// when the target is empty. It must be idempotent. It may set job's
 	// NomadJobID, and must change none of its maps and lists (they are
-	// the stored record's).
+	// the stored record's). A start while a launcher of the job's previous
+	// run still runs starts nothing and fails with ErrRunEnding.
 	Apply(ctx context.Context, job *structs.Job, target policy.Allocation) error
 	// Outcome reports whether a running job has ended, and how.
 	Outcome(ctx context.Context, job *structs.Job) (Outcome, error)
 }
+
+// ErrRunEnding is a start of a job (Actuator.Apply) while a launcher of
+// its previous run still runs: one stopped and committing its checkpoint
+// (the launcher's kill timeout), or started again on a host that came back
+// before the planner stopped it there. Nothing is started, so one job never
+// has two launchers; the job stays queued and a later round starts it.
+var ErrRunEnding = errors.New("a launcher of the job's previous run has not stopped yet")
 
 // Deliverer delivers a job's models once its progress reaches a target
 // tier (planner/delivery): the planner checks a jobspec with it and

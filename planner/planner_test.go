@@ -3,6 +3,7 @@ package planner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,9 @@ type fakeActuator struct {
 	infra map[string]string
 	// onApply, when set, runs at the start of every Apply (unlocked).
 	onApply func(j *structs.Job)
+	// ending, by name: a start fails with ErrRunEnding, naming this
+	// launcher.
+	ending map[string]string
 }
 
 func (e *fakeActuator) Apply(_ context.Context, j *structs.Job, target policy.Allocation) error {
@@ -81,6 +85,9 @@ func (e *fakeActuator) Apply(_ context.Context, j *structs.Job, target policy.Al
 	if e.fail[j.Spec.Name] {
 		delete(e.fail, j.Spec.Name)
 		return errors.New("nomad said no")
+	}
+	if l, ok := e.ending[j.Spec.Name]; ok && target.Total() > 0 {
+		return fmt.Errorf("%w (%s)", ErrRunEnding, l)
 	}
 	e.applied = append(e.applied, j.Spec.Name+":"+strconv.Itoa(target.Total()))
 	return nil

@@ -212,6 +212,11 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 		j.GPUModel = to
 		applyStart := time.Now()
 		err := p.Actuator.Apply(ctx, j, ch.To)
+		if errors.Is(err, ErrRunEnding) {
+			// Not a failure: it starts once the old launcher is gone.
+			live[at[k]] = p.noteRunEnding(ctx, live[at[k]], err, now)
+			continue
+		}
 		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("failed to %s job %s: %w", ch.Kind, j.ID, err))
@@ -248,4 +253,28 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 		}
 	}
 	return errs
+}
+
+// EventWaiting is the event of a job the plan started that the planner
+// did not start yet, saying what it waits for.
+const EventWaiting = "waiting"
+
+// noteRunEnding says in queued job j's events (once per launcher waited
+// for) that its start waits for a launcher of its previous run to stop
+// (ErrRunEnding, err), and returns j's record after.
+func (p *Planner) noteRunEnding(ctx context.Context, j *structs.Job, err error, now time.Time) *structs.Job {
+	msg := "not started yet: " + err.Error()
+	p.Logger.Info("a start waits for the previous run's launcher to stop", "job", j.ID, "error", err)
+	if ev := j.Events; len(ev) > 0 && ev[len(ev)-1].Type == EventWaiting && ev[len(ev)-1].Message == msg {
+		return j
+	}
+	next := j.Clone() // the store's own where shared
+	if uerr := p.update(ctx, next, func(j *structs.Job) error {
+		j.AddEvents(structs.Event{Time: now, Type: EventWaiting, Message: msg})
+		return nil
+	}); uerr != nil {
+		p.Logger.Warn("failed to record a waiting start", "job", j.ID, "error", uerr)
+		return j
+	}
+	return next
 }

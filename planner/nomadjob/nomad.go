@@ -59,6 +59,11 @@ func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocat
 		return nil
 	}
 	if current == nil {
+		if running, err := n.runningLauncher(ctx, id); err != nil {
+			return err
+		} else if running != "" {
+			return fmt.Errorf("%w (%s)", planner.ErrRunEnding, running)
+		}
 		if err := n.writeSecrets(ctx, j); err != nil {
 			return err
 		}
@@ -69,6 +74,27 @@ func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocat
 		return nil
 	}
 	return n.resize(ctx, j, current, target)
+}
+
+// runningLauncher names a launcher allocation of the stopped (or never
+// registered) Nomad job id that runs, or may yet run (pending), "" when
+// none does: registering the job again would start a second launcher
+// beside it. An unknown one (its node cut off) is not waited for: it
+// fences itself there, and its node may never come back.
+func (n *Nomad) runningLauncher(ctx context.Context, id string) (string, error) {
+	allocs, _, err := n.Client.Jobs().Allocations(id, true, n.query(ctx))
+	if err != nil {
+		if isNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("failed to list allocations of %s: %w", id, err)
+	}
+	for _, a := range allocs {
+		if a.TaskGroup == LauncherGroup && (a.ClientStatus == nomadapi.AllocClientStatusRunning || a.ClientStatus == nomadapi.AllocClientStatusPending) {
+			return fmt.Sprintf("launcher allocation %s on %s is %s", shortID(a.ID), cmp.Or(a.NodeName, shortID(a.NodeID)), a.ClientStatus), nil
+		}
+	}
+	return "", nil
 }
 
 // registered returns the job as Nomad has it, or nil if there is none that

@@ -1,0 +1,79 @@
+package nomadjob
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	nomadapi "github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/schedulearn/schedulearn/planner"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
+)
+
+// A start of a job whose stopped Nomad job still has a launcher that runs
+// or is pending (stopping with its checkpoint, or started again on a host
+// that came back) registers nothing and says which launcher it waits for;
+// once that launcher has ended, or when it is unknown (its node cut off:
+// it fences itself), the job is registered.
+func TestApply_StartWaitsForTheLauncherOfThePreviousRun(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status string // the old launcher's client status
+		waits  bool
+	}{
+		{"running", nomadapi.AllocClientStatusRunning, true},
+		{"pending", nomadapi.AllocClientStatusPending, true},
+		{"complete", nomadapi.AllocClientStatusComplete, false},
+		{"failed", nomadapi.AllocClientStatusFailed, false},
+		{"lost", nomadapi.AllocClientStatusLost, false},
+		{"unknown", nomadapi.AllocClientStatusUnknown, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var registered, secrets atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.Method == http.MethodGet && r.URL.Path == "/v1/job/train-j-1":
+					stop := true
+					_ = json.NewEncoder(w).Encode(&nomadapi.Job{ID: ptr("train-j-1"), Stop: &stop})
+				case r.Method == http.MethodGet && r.URL.Path == "/v1/job/train-j-1/allocations":
+					_ = json.NewEncoder(w).Encode([]*nomadapi.AllocationListStub{
+						{ID: "0ld0ld00-0000-0000-0000-000000000000", TaskGroup: WorkerGroup("n1"), ClientStatus: nomadapi.AllocClientStatusRunning, NodeName: "node2"},
+						{ID: "1a2b3c4d-0000-0000-0000-000000000000", TaskGroup: LauncherGroup, ClientStatus: tc.status, NodeName: "node2"},
+					})
+				case strings.HasPrefix(r.URL.Path, "/v1/var/"):
+					secrets.Add(1)
+					_ = json.NewEncoder(w).Encode(&nomadapi.Variable{Path: strings.TrimPrefix(r.URL.Path, "/v1/var/")})
+				case r.Method != http.MethodGet && (r.URL.Path == "/v1/jobs" || r.URL.Path == "/v1/job/train-j-1"):
+					registered.Add(1)
+					_ = json.NewEncoder(w).Encode(&nomadapi.JobRegisterResponse{})
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
+			must.NoError(t, err)
+			n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
+			j := &structs.Job{ID: "j-1", State: structs.JobQueued, Spec: jobspec.Spec{Name: "j", Command: "python3", GPUs: jobspec.GPUs{Min: 1, Max: 1, PerWorker: 1}}}
+			err = n.Apply(context.Background(), j, policy.Allocation{"n1": 1})
+			if tc.waits {
+				must.ErrorIs(t, err, planner.ErrRunEnding)
+				must.StrContains(t, err.Error(), "launcher allocation 1a2b3c4d on node2 is "+tc.status)
+				must.Zero(t, registered.Load(), must.Sprint("a second launcher was registered beside the running one"))
+				must.Zero(t, secrets.Load(), must.Sprint("the job's secrets were written for a start that did not happen"))
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, 1, registered.Load())
+		})
+	}
+}
