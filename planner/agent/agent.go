@@ -66,6 +66,8 @@ type Agent struct {
 	events  *events.Broker
 	watch   *depwatch.Watcher // Consul and the Nomad servers
 	known   *lastKnown        // the API's job reads while the store does not answer
+	// submitTimeout bounds a submission (DefaultSubmitTimeout).
+	submitTimeout time.Duration
 
 	mu       sync.Mutex
 	leading  bool
@@ -127,6 +129,7 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 	a.store = rec.Store(a.store)
 	a.events = events.New(events.DefaultCapacity, time.Now())
 	a.known = newLastKnown(logger.Named("store"))
+	a.submitTimeout = DefaultSubmitTimeout
 
 	// The stored policy (set by `schedulearn policy set`) wins over the
 	// config's at start; a changed policy block wins at reload.

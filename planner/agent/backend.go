@@ -27,8 +27,27 @@ type backend struct{ a *Agent }
 
 var _ api.Backend = (*backend)(nil)
 
+// DefaultSubmitTimeout bounds a submission: a read of the cluster (itself
+// bounded by cluster.DefaultTimeout) and the store's writes. A frozen
+// Consul agent takes the store's request and never answers, and its
+// servers' RPCs time out after a minute: past the bound the API answers
+// 503, saying so, rather than hold the client until it gives up.
+const DefaultSubmitTimeout = 2 * cluster.DefaultTimeout
+
+// Submit stores the job, within submitTimeout.
 func (b *backend) Submit(ctx context.Context, spec *jobspec.Spec, source string, idem *structs.Idempotency) (*structs.Job, bool, error) {
-	return b.a.planner.Submit(ctx, spec, source, idem)
+	bounded, cancel := context.WithTimeout(ctx, b.a.submitTimeout)
+	defer cancel()
+	j, replayed, err := b.a.planner.Submit(bounded, spec, source, idem)
+	if err != nil && ctx.Err() == nil && errors.Is(bounded.Err(), context.DeadlineExceeded) {
+		again := "submit it again"
+		if idem != nil {
+			again = "submitting it again with the same " + api.IdempotencyHeader + " is safe"
+		}
+		return nil, false, fmt.Errorf("the %s store or the cluster did not answer within %s, so the job may not be stored (%s): %w: %w",
+			b.a.cfg.Store.Backend, b.a.submitTimeout, again, api.ErrUnavailable, err)
+	}
+	return j, replayed, err
 }
 
 // Job and Jobs answer from the records read last while the store does

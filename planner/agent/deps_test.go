@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -94,4 +95,36 @@ func newDepsAgent(t *testing.T, consulAddr string, edit func(*config.Config)) *A
 		_ = a.store.Close()
 	})
 	return a
+}
+
+// On the Consul store, a submission while the Consul agent is frozen is
+// answered 503 within the agent's bound, saying which store did not
+// answer and that the same Idempotency-Key may be sent again (the client
+// does), rather than held until the client gives up: the chaos run's
+// submissions timed out while node1's Consul was frozen.
+func TestAgent_SubmitAnswersUnavailableWhileConsulIsFrozen(t *testing.T) {
+	frozen := fakeagent.New(t, http.NotFoundHandler())
+	a := newDepsAgent(t, frozen.Addr(), func(cfg *config.Config) { cfg.Store.Backend = config.StoreConsul })
+	a.submitTimeout = 300 * time.Millisecond
+	frozen.Set(fakeagent.Freeze)
+	srv := httptest.NewServer(a.server.Handler)
+	t.Cleanup(srv.Close)
+	body, err := json.Marshal(api.SubmitRequest{Source: "training \"e\" {\n  command = \"x\"\n  gpus = 1\n}\n"})
+	must.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/jobs", bytes.NewReader(body))
+	must.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+fuzzToken)
+	req.Header.Set(api.IdempotencyHeader, "key-1")
+	client := srv.Client()
+	client.Timeout = 5 * time.Second
+	start := time.Now()
+	resp, err := client.Do(req)
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	must.NoError(t, err)
+	must.Eq(t, http.StatusServiceUnavailable, resp.StatusCode, must.Sprintf("body %s", raw))
+	must.Less(t, 2*time.Second, time.Since(start))
+	must.StrContains(t, string(raw), "the consul store or the cluster did not answer within 300ms")
+	must.StrContains(t, string(raw), "submitting it again with the same Idempotency-Key is safe")
 }
