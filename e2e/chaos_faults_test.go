@@ -25,8 +25,11 @@ type chaosFault struct {
 	injected time.Time
 	undone   time.Time // zero: not yet (or nothing to undo)
 	affected []string  // planner job IDs
-	skipped  string    // why it was not injected (nothing to inject it into)
-	undo     func(ctx context.Context) error
+	// tookLeader: the fault took the leading planner away (a leader
+	// kill, or a host-down or partition of the host it ran on).
+	tookLeader bool
+	skipped    string // why it was not injected (nothing to inject it into)
+	undo       func(ctx context.Context) error
 }
 
 // errChaosNoTarget: nothing runs that the fault could hit now.
@@ -108,6 +111,8 @@ func (r *chaosRun) hostFault(ctx context.Context, f *chaosFault, do, undo func(c
 func (r *chaosRun) hostFaultOn(ctx context.Context, f *chaosFault, host string, do, undo func(context.Context, string) error) error {
 	f.target = host
 	f.affected = r.jobsOn(ctx, host)
+	leader, _ := r.leaders.current()
+	f.tookLeader = leader == host
 	f.injected = time.Now()
 	if err := do(ctx, host); err != nil {
 		return err
@@ -154,6 +159,7 @@ func (r *chaosRun) killLeader(ctx context.Context, f *chaosFault) error {
 	}
 	f.target = leader
 	f.affected = r.jobsOn(ctx, "")
+	f.tookLeader = true
 	f.injected = time.Now()
 	if err := p.proc().Signal(syscall.SIGKILL); err != nil {
 		return fmt.Errorf("failed to kill the planner on %s: %w", leader, err)

@@ -20,8 +20,11 @@ import (
 // Bounds of the invariants, each above the product's own figure.
 const (
 	// chaosLeaderless: the planner may not answer for this long after
-	// its leader was killed (failover takes 6-7 s, docs/architecture.md;
-	// the proxy follows within its 0.5 s poll).
+	// its leader was killed, or its leader's host went down or was cut
+	// off (failover takes 6-7 s after a kill and about 9 s after a
+	// host-down, docs/architecture.md; the proxy follows within its 0.5 s
+	// poll, and a read in flight to the lost host waits for the client's
+	// timeout).
 	chaosLeaderless = 30 * time.Second
 	// chaosUnmarked: a running job's last progress (or GPU change, or its
 	// leader's new term) this long ago must be marked stalled: the health
@@ -115,7 +118,7 @@ func (c *chaosChecker) checkPlanner(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if c.r.sinceInjected(faultLeaderKill) < chaosLeaderless {
+		if c.r.sinceLeaderTaken() < chaosLeaderless {
 			return // the failover's bounded time without a leader
 		}
 		c.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,9 +83,17 @@ func startChaosLab(t *testing.T) *chaosLab {
 		must.NoError(t, cl.startPlanner(p))
 	}
 	t.Cleanup(func() {
+		// Kept whether the run passed or not (.cache/e2e-logs): a slow
+		// failover that broke no invariant is found in them.
+		for _, h := range c.Hosts {
+			testlab.SaveLog(t, h.Name+"-consul", c.Logs(h, lab.AgentConsul))
+			testlab.SaveLog(t, h.Name+"-nomad", c.Logs(h, lab.AgentNomad))
+		}
 		for _, p := range cl.planners {
 			for i, proc := range p.procs {
-				testlab.DumpLog(t, fmt.Sprintf("%s-planner-%d", p.spec.Host.Name, i), proc.Logs())
+				name := fmt.Sprintf("%s-planner-%d", p.spec.Host.Name, i)
+				testlab.SaveLog(t, name, proc.Logs())
+				testlab.DumpLog(t, name, proc.Logs())
 			}
 		}
 	})
@@ -177,6 +186,23 @@ func (lt *leaderTracker) current() (string, time.Time) {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	return lt.leader, lt.since
+}
+
+// timeline lists the changes of the leading planner, each as seconds
+// from start (negative: before the schedule began) and the host that led
+// from then ("none": no planner said it led).
+func (lt *leaderTracker) timeline(start time.Time) string {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	var b strings.Builder
+	for _, c := range lt.changes {
+		to := c.to
+		if to == "" {
+			to = "none"
+		}
+		fmt.Fprintf(&b, "  %6.1fs %s\n", c.at.Sub(start).Seconds(), to)
+	}
+	return b.String()
 }
 
 // firstLeaderAfter is when a planner other than old first led after at.

@@ -56,6 +56,8 @@ func (r *chaosRun) report(wall time.Duration) string {
 		}
 	}
 	r.mu.Unlock()
+	b.WriteString("\nThe leading planner (time from the start of the schedule):\n")
+	b.WriteString(r.leaders.timeline(r.start))
 	b.WriteString("\nJobs:\n")
 	b.WriteString(r.jobLines())
 	vs := r.checker.found()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoenig/test/must"
+
 	"github.com/schedulearn/schedulearn/planner/nomadjob"
 )
 
@@ -90,18 +92,25 @@ func (r *chaosRun) watch() func() {
 }
 
 // play submits the jobs and injects the faults on their schedule, each
-// fault undone after its hold, until both are done.
+// fault undone after its hold, until both are done. The jobs are
+// submitted apart from the faults: a submission the planner does not take
+// (its store frozen) is retried while the faults keep their times (a
+// thaw held up by retried submissions turned a 26 s freeze into 105 s).
 func (r *chaosRun) play(jobs []chaosJobPlan, faults []chaosFaultPlan) {
 	r.start = time.Now()
 	ctx := context.Background()
-	var pending []chaosJobPlan
+	specs := make([]chaosSpec, len(jobs))
+	for i, p := range jobs {
+		specs[i] = r.spec(p) // here: it may fail the test
+	}
+	submitted := make(chan struct{})
+	go func() {
+		defer close(submitted)
+		r.submitJobs(ctx, specs)
+	}()
 	var active *chaosFault
-	for len(jobs) > 0 || len(pending) > 0 || len(faults) > 0 || active != nil {
+	for len(faults) > 0 || active != nil {
 		now := time.Since(r.start)
-		for len(jobs) > 0 && jobs[0].at <= now {
-			pending, jobs = append(pending, jobs[0]), jobs[1:]
-		}
-		pending = r.submitAll(ctx, pending)
 		if active != nil && now >= active.plan.at+active.plan.hold {
 			r.undo(ctx, active)
 			active = nil
@@ -110,6 +119,29 @@ func (r *chaosRun) play(jobs []chaosJobPlan, faults []chaosFaultPlan) {
 			active = r.injectLogged(ctx, faults[0])
 			faults = faults[1:]
 		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	<-submitted
+}
+
+// submitJobs submits each job at its time; those the planner did not take
+// (it answered nothing, or 503 with no leader) are tried again a second
+// later with the same idempotency key, as a user would.
+func (r *chaosRun) submitJobs(ctx context.Context, specs []chaosSpec) {
+	var pending []chaosSpec
+	for len(specs) > 0 || len(pending) > 0 {
+		now := time.Since(r.start)
+		for len(specs) > 0 && specs[0].plan.at <= now {
+			pending, specs = append(pending, specs[0]), specs[1:]
+		}
+		var left []chaosSpec
+		for _, s := range pending {
+			if err := r.submit(ctx, s); err != nil {
+				r.t.Logf("chaos: submitting %s: %v (trying again)", s.plan.name, err)
+				left = append(left, s)
+			}
+		}
+		pending = left
 		time.Sleep(time.Second)
 	}
 }
@@ -144,21 +176,16 @@ func (r *chaosRun) undo(ctx context.Context, f *chaosFault) {
 	r.t.Logf("chaos: %s of %s undone", f.plan.kind, f.target)
 }
 
-// submitAll submits the jobs due; those the planner did not take (it
-// answered nothing, or 503 with no leader) are tried again next time with
-// the same idempotency key, as a user would.
-func (r *chaosRun) submitAll(ctx context.Context, due []chaosJobPlan) []chaosJobPlan {
-	var left []chaosJobPlan
-	for _, p := range due {
-		if err := r.submit(ctx, p); err != nil {
-			r.t.Logf("chaos: submitting %s: %v (trying again)", p.name, err)
-			left = append(left, p)
-		}
-	}
-	return left
+// chaosSpec is a job of the schedule with its jobspec written.
+type chaosSpec struct {
+	plan     chaosJobPlan
+	path     string // the jobspec
+	src      string
+	progress string // its progress file
 }
 
-func (r *chaosRun) submit(ctx context.Context, p chaosJobPlan) error {
+// spec writes p's jobspec.
+func (r *chaosRun) spec(p chaosJobPlan) chaosSpec {
 	progress := filepath.Join(r.cl.dir, p.name+".jsonl")
 	// No PYTHONPATH: the clients' warm interpreters fork the workers.
 	env := map[string]string{"TOTAL_STEPS": fmt.Sprint(p.steps), "STEP_SLEEP": chaosStepSleep, "PROGRESS_FILE": progress}
@@ -170,19 +197,22 @@ func (r *chaosRun) submit(ctx context.Context, p chaosJobPlan) error {
 	extra := fmt.Sprintf("  pool     = %q\n%s", p.pool, queueAttrs(p.queue, 50))
 	path := exampleSpecLauncher(r.t, r.cl.dir, p.name, p.launcher, queueGPUs(p.min, p.max, 1), extra, env)
 	src, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
+	must.NoError(r.t, err)
+	return chaosSpec{plan: p, path: path, src: string(src), progress: progress}
+}
+
+func (r *chaosRun) submit(ctx context.Context, s chaosSpec) error {
+	p := s.plan
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	j, err := r.cl.api.Submit(ctx, string(src), path, "chaos-"+p.name+fmt.Sprint(r.cfg.seed))
+	j, err := r.cl.api.Submit(ctx, s.src, s.path, "chaos-"+p.name+fmt.Sprint(r.cfg.seed))
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.jobs[j.ID]; !ok {
-		r.jobs[j.ID] = &chaosJob{plan: p, id: j.ID, progress: progress, submitted: time.Now()}
+		r.jobs[j.ID] = &chaosJob{plan: p, id: j.ID, progress: s.progress, submitted: time.Now()}
 		r.order = append(r.order, j.ID)
 	}
 	r.t.Logf("chaos: submitted %s as %s (%s, %s, pool %s, queue %s, %d..%d GPUs, %d steps)",
@@ -203,13 +233,15 @@ func (r *chaosRun) recentFault(kind string, window time.Duration) bool {
 	return r.recentFaultWhere(window, func(f *chaosFault) bool { return f.plan.kind == kind })
 }
 
-// sinceInjected is the time since the last fault of kind was injected
-// (a long time: none was).
-func (r *chaosRun) sinceInjected(kind string) time.Duration {
+// sinceLeaderTaken is the time since the last fault that took the leading
+// planner away was injected (a long time: none did): a leader kill, or a
+// host-down or partition of the leader's host, after which the planners
+// fail over.
+func (r *chaosRun) sinceLeaderTaken() time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.faults) - 1; i >= 0; i-- {
-		if f := r.faults[i]; f.plan.kind == kind && f.skipped == "" {
+		if f := r.faults[i]; f.tookLeader && f.skipped == "" {
 			return time.Since(f.injected)
 		}
 	}

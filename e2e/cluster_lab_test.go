@@ -252,3 +252,86 @@ func zombieChildrenOf(pid int) []string {
 	}
 	return out
 }
+
+// The host of the leading planner goes down (its link cut and everything
+// on it killed, as a machine that loses power): its planner can neither
+// release the lock nor let its check expire (the check lives on that
+// host's Consul agent, which went down with it), so the session ends with
+// the host's node health (serfHealth), which the Consul server marks
+// critical once gossip finds the host gone. The standby leads within 15 s;
+// the lab's proxy follows it, so reads and writes through it work again;
+// the host comes back, its planner with it, and stands by.
+func TestClusterLab_LeaderHostDown(t *testing.T) {
+	cfg := testlab.MultiHostConfig(t, twoHosts())
+	cfg.PlannerRound = "1s"
+	c := testlab.StartMultiHost(t, cfg)
+	root := testlab.Root(t)
+	bin := filepath.Join(root, "bin", "schedulearn")
+	deliveries := filepath.Join(t.TempDir(), "deliveries")
+	planners, err := command.StartClusterPlanners(context.Background(), c, bin, plannerToken, deliveries)
+	must.NoError(t, err)
+	procs := []*lab.Process{planners[0].Proc, planners[1].Proc}
+	t.Cleanup(func() {
+		for i, p := range procs {
+			testlab.DumpLog(t, fmt.Sprintf("planner-%d", i), p.Logs())
+		}
+	})
+	node1, node2 := planners[0], planners[1]
+	leads := func(p command.ClusterPlanner) func() error {
+		return func() error {
+			if ok, err := lab.PlannerLeads(context.Background(), p.Addr); err != nil || !ok {
+				return fmt.Errorf("%s does not lead (%v)", p.Host, err)
+			}
+			return nil
+		}
+	}
+	// node2 leads: node1 (the servers' host) cannot be taken down.
+	leader, err := command.WaitClusterLeader(context.Background(), planners, 30*time.Second)
+	must.NoError(t, err)
+	if leader == 0 {
+		must.NoError(t, node1.Proc.Signal(syscall.SIGKILL))
+		waitUntil(t, 30*time.Second, leads(node2))
+		p, err := command.StartClusterPlanner(context.Background(), c, c.Planners()[0], bin, plannerToken, deliveries, "")
+		must.NoError(t, err)
+		procs = append(procs, p)
+	}
+	proxy := &plannerProc{t: t, root: root, addr: c.PlannerProxy().Addr}
+	waitUntil(t, 5*time.Second, func() error {
+		if c.PlannerProxy().Target() != node2.Addr {
+			return fmt.Errorf("the proxy forwards to %q", c.PlannerProxy().Target())
+		}
+		return nil
+	})
+
+	must.NoError(t, c.TakeDown(context.Background(), "node2"))
+	down := time.Now()
+	var took time.Duration
+	waitUntil(t, 60*time.Second, func() error {
+		if err := leads(node1)(); err != nil {
+			return err
+		}
+		took = time.Since(down)
+		return nil
+	})
+	t.Logf("failover: node1 leads %.1fs after node2, the leader's host, went down", took.Seconds())
+	must.Less(t, 15*time.Second, took, must.Sprint("the standby leads within 15 s of the leader's host going down"))
+	waitUntil(t, 5*time.Second, func() error {
+		if c.PlannerProxy().Target() != node1.Addr {
+			return fmt.Errorf("the proxy forwards to %q", c.PlannerProxy().Target())
+		}
+		return nil
+	})
+	for _, args := range [][]string{{"job", "list"}, {"policy", "set", "fifo"}} {
+		out, code := proxy.cli(args...)
+		must.Zero(t, code, must.Sprintf("schedulearn %v through the proxy after the failover: %s", args, out))
+	}
+
+	must.NoError(t, c.BringUp(context.Background(), "node2"))
+	p, err := command.StartClusterPlanner(context.Background(), c, c.Planners()[1], bin, plannerToken, deliveries, "")
+	must.NoError(t, err)
+	procs = append(procs, p)
+	st, err := httpGetJSON(node2.Addr + "/v1/status")
+	must.NoError(t, err)
+	must.Eq(t, false, st["is_leader"], must.Sprint("the planner back on node2 stands by"))
+	must.NoError(t, leads(node1)())
+}
