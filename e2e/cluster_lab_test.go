@@ -279,8 +279,12 @@ func TestClusterLab_LeaderHostDown(t *testing.T) {
 	node1, node2 := planners[0], planners[1]
 	leads := func(p command.ClusterPlanner) func() error {
 		return func() error {
-			if ok, err := lab.PlannerLeads(context.Background(), p.Addr); err != nil || !ok {
-				return fmt.Errorf("%s does not lead (%v)", p.Host, err)
+			ok, err := lab.PlannerLeads(context.Background(), p.Addr)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s does not answer: %w", p.Host, err)
+			case !ok:
+				return fmt.Errorf("%s does not lead", p.Host)
 			}
 			return nil
 		}
