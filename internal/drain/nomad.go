@@ -74,9 +74,10 @@ func (c *Client) write(ctx context.Context) *nomadapi.WriteOptions {
 // 0): the workers that go, the highest-indexed of each group whose count
 // drops, are drained first (Drain), and only then does Nomad see the new
 // counts; the launcher's task is untouched and keeps running. next must
-// not share its task groups with current. It returns the drained
-// allocation IDs. A drain that fails, or that the re-registration then
-// fails, is cancelled (Undrain), so those workers rejoin the training;
+// not share its task groups with current. It returns the allocation IDs
+// that leave (those on a node cut off leave undrained). A drain that
+// fails, or that the re-registration then fails, is cancelled (Undrain),
+// so those workers rejoin the training;
 // one that only ran out of time goes on to the re-registration when the
 // Client has Forced (a resize is then bounded by Timeout twice, not
 // held by a run that does not let its workers go).
@@ -88,7 +89,12 @@ func (c *Client) Resize(ctx context.Context, current, next *nomadapi.Job) ([]str
 			want[*tg.Name] = *tg.Count
 		}
 	}
-	var leaving []string
+	// leaving: every worker that goes; drained: those of them that can
+	// be drained. A worker whose node is cut off (its allocation unknown)
+	// can neither go idle nor be seen to, and its host fences it: it goes
+	// with the re-registration, without holding the resize (a shrink off
+	// a departed node held the planner's round for the drain's 2 minutes).
+	var leaving, drained []string
 	for _, tg := range current.TaskGroups {
 		if tg.Name == nil || tg.Count == nil || want[*tg.Name] >= *tg.Count {
 			continue
@@ -97,24 +103,30 @@ func (c *Client) Resize(ctx context.Context, current, next *nomadapi.Job) ([]str
 		if err != nil {
 			return nil, err
 		}
-		leaving = append(leaving, HighestIndexed(allocs, want[*tg.Name])...)
+		gone := HighestIndexed(allocs, want[*tg.Name])
+		leaving = append(leaving, gone...)
+		for _, a := range allocs {
+			if slices.Contains(gone, a.ID) && a.ClientStatus != nomadapi.AllocClientStatusUnknown {
+				drained = append(drained, a.ID)
+			}
+		}
 	}
-	if len(leaving) > 0 {
-		if err := c.Drain(ctx, id, leaving); err != nil {
+	if len(drained) > 0 {
+		if err := c.Drain(ctx, id, drained); err != nil {
 			if c.Forced == nil || !errors.Is(err, errDrainTimeout) || ctx.Err() != nil {
 				// The workers rejoin: the job keeps its size.
-				if uerr := c.Undrain(context.WithoutCancel(ctx), id, leaving); uerr != nil {
+				if uerr := c.Undrain(context.WithoutCancel(ctx), id, drained); uerr != nil {
 					err = errors.Join(err, uerr)
 				}
 				return nil, err
 			}
-			c.Forced(id, leaving, err)
+			c.Forced(id, drained, err)
 		}
 	}
 	if _, _, err := c.Nomad.Jobs().EnforceRegister(next, *current.JobModifyIndex, c.write(ctx)); err != nil {
 		err = fmt.Errorf("failed to resize nomad job %s: %w", id, err)
-		if len(leaving) > 0 {
-			if uerr := c.Undrain(ctx, id, leaving); uerr != nil {
+		if len(drained) > 0 {
+			if uerr := c.Undrain(ctx, id, drained); uerr != nil {
 				err = errors.Join(err, uerr)
 			}
 		}

@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ type fakeNomad struct {
 	drains     []string // the drain variable's value after each write
 	registered []map[string]int
 	variable   *nomadapi.Variable
+	w1Status   string // w1's client status ("" running)
 }
 
 func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +35,7 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/job/train-x/allocations":
 		_ = json.NewEncoder(w).Encode([]*nomadapi.AllocationListStub{
 			{ID: "w0", Name: "train-x.worker-n1[0]", TaskGroup: "worker-n1", DesiredStatus: "run", ClientStatus: "running"},
-			{ID: "w1", Name: "train-x.worker-n1[1]", TaskGroup: "worker-n1", DesiredStatus: "run", ClientStatus: "running"},
+			{ID: "w1", Name: "train-x.worker-n1[1]", TaskGroup: "worker-n1", DesiredStatus: "run", ClientStatus: cmp.Or(f.w1Status, "running")},
 			{ID: "l0", Name: "train-x.launcher[0]", TaskGroup: "launcher", DesiredStatus: "run", ClientStatus: "pending"},
 		})
 	case strings.HasPrefix(r.URL.Path, "/v1/var/"):
@@ -124,4 +126,22 @@ func TestResize_DrainTimeout(t *testing.T) {
 		must.Eq(t, []string{"w1", ""}, f.drains)
 		must.SliceEmpty(t, f.registered)
 	})
+}
+
+// A worker whose node is cut off (its allocation unknown: a host down or
+// partitioned) leaves undrained: it can neither go idle nor be seen to,
+// so a shrink off it is re-registered at once instead of waiting out the
+// drain's timeout (which held the planner's round for 2 minutes).
+func TestResize_WorkerOnACutOffNodeLeavesUndrained(t *testing.T) {
+	c, f := fakeClient(t)
+	c.Timeout = time.Minute
+	f.w1Status = nomadapi.AllocClientStatusUnknown
+	c.Forced = func(string, []string, error) { t.Error("forced: the drain waited") }
+	start := time.Now()
+	left, err := c.Resize(context.Background(), job(2), job(1))
+	must.NoError(t, err)
+	must.Less(t, 5*time.Second, time.Since(start))
+	must.Eq(t, []string{"w1"}, left)
+	must.SliceEmpty(t, f.drains, must.Sprint("nothing to drain"))
+	must.Eq(t, []map[string]int{{"launcher": 1, "worker-n1": 1}}, f.registered)
 }
