@@ -104,7 +104,7 @@ func testLauncherHostPartitioned(t *testing.T, cl *clusterLab) {
 	t.Logf("partition of %s: training again %s after the cut", host, again.Sub(cut).Round(100*time.Millisecond))
 
 	// The new launcher started after the old one was fenced.
-	next := newestLauncher(t, cl, j.NomadJobID)
+	next := newestLauncher(t, cl.nomad, j.NomadJobID)
 	must.NotEq(t, old.ID, next.id)
 	must.True(t, fenced.Before(next.started), must.Sprintf("the new launcher started at %s, before the old one was fenced at %s", next.started, fenced))
 	t.Logf("partition of %s: the new launcher (%s) started %s after the old one was fenced", host, next.node, next.started.Sub(fenced).Round(100*time.Millisecond))
@@ -165,7 +165,7 @@ func completeJob(t *testing.T, cl *clusterLab, p *plannerProc, id, stop string, 
 	touch(t, stop)
 	done := p.waitState(id, structs.JobComplete, 3*time.Minute)
 	must.Eq(t, 0, *done.ExitCode)
-	assertLaunchersApart(t, cl, done.NomadJobID)
+	assertLaunchersApart(t, cl.nomad, done.NomadJobID)
 	t.Logf("job %s's events:\n%s", id, eventLines(done, fault))
 	return done
 }
@@ -330,9 +330,9 @@ type launcherRun struct {
 
 // launcherRuns are the job's launcher allocations, of every version of
 // the job (a requeued job is registered again under its ID), by start.
-func launcherRuns(t *testing.T, cl *clusterLab, nomadJob string) []launcherRun {
+func launcherRuns(t *testing.T, nomad *nomadapi.Client, nomadJob string) []launcherRun {
 	t.Helper()
-	allocs, _, err := cl.nomad.Jobs().Allocations(nomadJob, true, nil)
+	allocs, _, err := nomad.Jobs().Allocations(nomadJob, true, nil)
 	must.NoError(t, err)
 	var out []launcherRun
 	for _, a := range allocs {
@@ -350,9 +350,9 @@ func launcherRuns(t *testing.T, cl *clusterLab, nomadJob string) []launcherRun {
 }
 
 // newestLauncher is the launcher allocation that started last.
-func newestLauncher(t *testing.T, cl *clusterLab, nomadJob string) launcherRun {
+func newestLauncher(t *testing.T, nomad *nomadapi.Client, nomadJob string) launcherRun {
 	t.Helper()
-	runs := launcherRuns(t, cl, nomadJob)
+	runs := launcherRuns(t, nomad, nomadJob)
 	must.SliceNotEmpty(t, runs)
 	return runs[len(runs)-1]
 }
@@ -362,12 +362,12 @@ func newestLauncher(t *testing.T, cl *clusterLab, nomadJob string) launcherRun {
 // started. A launcher of a host back from a partition is unknown until its
 // client reconnects and reports how the task ended (20-40 s after the
 // heal here: the client's heartbeat retries back off): that is waited for.
-func assertLaunchersApart(t *testing.T, cl *clusterLab, nomadJob string) {
+func assertLaunchersApart(t *testing.T, nomad *nomadapi.Client, nomadJob string) {
 	t.Helper()
 	var runs []launcherRun
 	start := time.Now()
 	waitUntil(t, 2*time.Minute, func() error {
-		runs = launcherRuns(t, cl, nomadJob)
+		runs = launcherRuns(t, nomad, nomadJob)
 		for _, r := range runs {
 			switch r.status {
 			case nomadapi.AllocClientStatusRunning, nomadapi.AllocClientStatusPending, nomadapi.AllocClientStatusUnknown:

@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/lab"
+	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -178,4 +180,49 @@ func assertNeverBeforeCommit(t *testing.T, recs []progressRecord) {
 			must.Sprintf("step went back from %d to %d (record %d), past the last commit", high, r.Step, i))
 		high = max(high, r.Step)
 	}
+}
+
+// A job that stops making progress (its script hangs at step 40) is marked
+// stalled by the health watch, stopped and requeued (stalled_after and
+// act_after at their 10 s minimum), and runs again from its checkpoint to
+// completion. The planner plans it again at once, while the old launcher
+// still commits and stops: the new launcher starts only after the old one
+// has ended (one launcher a job, Nomad's task times say), and its events
+// say what the start waited for when it did.
+func TestRecovery_StalledJobRequeuedOneLauncherAtATime(t *testing.T) {
+	h := startHorovodLab(t, horovodConfig(t))
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "ckpt")
+	must.NoError(t, os.MkdirAll(ckpt, 0o755))
+	p := startPlanner(t, h.lab, filepath.Join(dir, "data"), fmt.Sprintf(`
+checkpoint_dirs = [%q]
+policy {
+  name = "fifo"
+}
+recovery {
+  stalled_after = "10s"
+  act_after     = "10s"
+}
+`, ckpt))
+	progress, mark := filepath.Join(dir, "progress.jsonl"), filepath.Join(dir, "stalled")
+	id := p.submit(exampleSpec(t, dir, "stalls", "gpus = 1", "", map[string]string{
+		"TOTAL_STEPS": "80", "STEP_SLEEP": "0.1", "PROGRESS_FILE": progress, "STALL_AT_STEP": "40", "STALL_MARK": mark,
+		"CHECKPOINT_DIR": filepath.Join(ckpt, "stalls"), "CHECKPOINT_EVERY": "1"}))
+	j := p.waitState(id, structs.JobRunning, 2*time.Minute)
+	h.dumpTaskLogs(t, j.NomadJobID)
+	started := time.Now()
+
+	stalled := waitEvent(t, p, id, "stalled", "no progress report", started, 3*time.Minute)
+	t.Logf("marked: %s", stalled.Message)
+	requeued := waitEvent(t, p, id, structs.EventRequeued, "stalled", started, 2*time.Minute)
+	t.Logf("requeued %s after it was marked: %s", requeued.Time.Sub(stalled.Time).Round(100*time.Millisecond), requeued.Message)
+	done := p.waitState(id, structs.JobComplete, 4*time.Minute)
+	must.SliceNotEmpty(t, resumedSteps(done), must.Sprintf("the second run did not resume from a checkpoint: %s", eventLines(done, started)))
+	for _, e := range done.Events {
+		if e.Type == planner.EventWaiting {
+			t.Logf("the start waited: %s", e.Message)
+		}
+	}
+	assertLaunchersApart(t, h.nomad, done.NomadJobID)
+	must.Len(t, 2, launcherRuns(t, h.nomad, done.NomadJobID), must.Sprint("two runs: the stalled one and the one after"))
 }

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -167,6 +168,9 @@ func (p *Planner) startMove(ctx context.Context, j *structs.Job, ended bool, nod
 	applyStart := time.Now()
 	err := p.Actuator.Apply(ctx, next, target)
 	p.metrics().Change(policy.Start, time.Since(applyStart), err != nil)
+	if errors.Is(err, ErrRunEnding) {
+		return p.releaseMove(ctx, j, fmt.Sprintf("%s, but %v: it waits to be placed again", why, err), now), false
+	}
 	if err != nil {
 		p.Logger.Warn("failed to start a moved job on its new GPUs", "job", j.ID, "to", m.To, "error", err)
 		return p.releaseMove(ctx, j, fmt.Sprintf("%s, but its start on %s failed: it waits to be placed again", why, m.To), now), false

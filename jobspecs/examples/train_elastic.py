@@ -80,6 +80,11 @@ Environment:
     BATCH_SIZE     samples per worker per step (default 64)
     PROGRESS_FILE  JSON lines progress, one per step and rank
     FAIL_AT_STEP   exit 3 with a message on stderr at this step (tests)
+    STALL_AT_STEP, STALL_MARK
+                   at this step, when the file STALL_MARK does not exist yet,
+                   create it and make no more progress until stopped (a hung
+                   collective or data loader, for the planner's health watch:
+                   tests); the run after that goes on
     STOP_FILE      when this file exists, training ends at the next commit
                    (tests and demos that rescale a running job)
     STOP_AT_GOAL   "1" (default): with a jobspec target on "accuracy", the
@@ -127,6 +132,8 @@ HOST_CHECK_EVERY = int(os.environ.get("HOST_CHECK_EVERY", "1"))
 BATCH_SIZE = int(os.environ.get("BATCH_SIZE", "64"))
 PROGRESS_FILE = os.environ.get("PROGRESS_FILE", "")
 FAIL_AT_STEP = int(os.environ.get("FAIL_AT_STEP", "0"))
+STALL_AT_STEP = int(os.environ.get("STALL_AT_STEP", "0"))
+STALL_MARK = os.environ.get("STALL_MARK", "")
 STOP_FILE = os.environ.get("STOP_FILE", "")
 CHECKPOINT_EVERY = max(1, int(os.environ.get("CHECKPOINT_EVERY", "4")))
 CHECKPOINT_DIR = os.environ.get("CHECKPOINT_DIR", "") or (
@@ -337,6 +344,15 @@ def maybe_fail(step):
     if FAIL_AT_STEP and step >= FAIL_AT_STEP:
         print(f"training failed: loss diverged at step {step}", file=sys.stderr, flush=True)
         sys.exit(3)
+    if STALL_AT_STEP and step >= STALL_AT_STEP and STALL_MARK:
+        try:
+            fd = os.open(STALL_MARK, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return  # stalled once already (this run, or one before it)
+        os.close(fd)
+        print(f"training stalls at step {step} (STALL_AT_STEP)", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(1)
 
 
 def batch_block():
