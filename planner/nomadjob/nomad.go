@@ -90,11 +90,18 @@ func (n *Nomad) runningLauncher(ctx context.Context, id string) (string, error) 
 		return "", fmt.Errorf("failed to list allocations of %s: %w", id, err)
 	}
 	for _, a := range allocs {
-		if a.TaskGroup == LauncherGroup && (a.ClientStatus == nomadapi.AllocClientStatusRunning || a.ClientStatus == nomadapi.AllocClientStatusPending) {
+		if a.TaskGroup == LauncherGroup && runGoesOn(a.ClientStatus) {
 			return fmt.Sprintf("launcher allocation %s on %s is %s", shortID(a.ID), cmp.Or(a.NodeName, shortID(a.NodeID)), a.ClientStatus), nil
 		}
 	}
 	return "", nil
+}
+
+// runGoesOn says whether a launcher allocation of client status runs, or
+// may yet (pending): neither ended nor unknown (its node cut off, where
+// it fences itself).
+func runGoesOn(status string) bool {
+	return !drain.ClientTerminal(status) && status != nomadapi.AllocClientStatusUnknown
 }
 
 // registered returns the job as Nomad has it, or nil if there is none that
@@ -211,7 +218,7 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 	// A launcher whose node is cut off is unknown, never replaced (the
 	// group's disconnect block): the run is over, and the launcher, fenced,
 	// stops itself there.
-	if !drain.ClientTerminal(launcher.ClientStatus) && launcher.ClientStatus != nomadapi.AllocClientStatusUnknown {
+	if runGoesOn(launcher.ClientStatus) {
 		return n.unplaced(ctx, j, allocs), nil
 	}
 	out := Ended(launcher)
