@@ -92,8 +92,11 @@ func startChaosLab(t *testing.T) *chaosLab {
 		for _, p := range cl.planners {
 			for i, proc := range p.procs {
 				name := fmt.Sprintf("%s-planner-%d", p.spec.Host.Name, i)
-				testlab.SaveLog(t, name, proc.Logs())
-				testlab.DumpLog(t, name, proc.Logs())
+				if t.Failed() {
+					testlab.DumpLog(t, name, proc.Logs()) // saves it too
+				} else {
+					testlab.SaveLog(t, name, proc.Logs())
+				}
 			}
 		}
 	})

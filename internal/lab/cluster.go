@@ -372,7 +372,8 @@ func (c *MultiHost) hostError(h *Host, err error) error {
 }
 
 // StartOn starts bin with args on host h: in its network namespace, with
-// its hostname, logging to <run>/<host>/<name>.log. The lab stops it with
+// its hostname, logging to <run>/<host>/<name>.log (<name>.<n>.log for the
+// n-th process of that name on the host). The lab stops it with
 // the host.
 func (c *MultiHost) StartOn(h *Host, name, bin string, args ...string) (*Process, error) {
 	ip, argv := inNamespace(h.Namespace, h.Name, bin, args...)

@@ -3,8 +3,10 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,10 +31,11 @@ type process struct {
 }
 
 // startProcess starts bin with args in its own process group, so that Stop
-// can signal it and everything it forked at once.
+// can signal it and everything it forked at once. Its output goes to
+// <logDir>/<name>.log, or to <name>.<n>.log for the n-th process of that
+// name: one started again never truncates the log of the one before it.
 func startProcess(name, bin string, args []string, logDir string, extraLog io.Writer, runDir string) (*process, error) {
-	logPath := filepath.Join(logDir, name+".log")
-	f, err := os.Create(logPath)
+	f, logPath, err := createLog(logDir, name)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create %s log: %w", name, err)
 	}
@@ -60,6 +63,28 @@ func startProcess(name, bin string, args []string, logDir string, extraLog io.Wr
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// maxLogsAName bounds the logs of one process name in one directory.
+const maxLogsAName = 1000
+
+// createLog creates the first of <name>.log, <name>.2.log, <name>.3.log, ...
+// in dir that does not exist yet.
+func createLog(dir, name string) (*os.File, string, error) {
+	for n := 1; n <= maxLogsAName; n++ {
+		path := filepath.Join(dir, name+".log")
+		if n > 1 {
+			path = filepath.Join(dir, name+"."+strconv.Itoa(n)+".log")
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			return f, path, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, "", err
+		}
+	}
+	return nil, "", fmt.Errorf("%d logs of %s in %s already", maxLogsAName, name, dir)
 }
 
 // agentEnv is the environment the agents run with: the caller's, less the
