@@ -167,10 +167,11 @@ func (p *Planner) startMove(ctx context.Context, j *structs.Job, ended bool, nod
 	next.GPUModel = m.To
 	applyStart := time.Now()
 	err := p.Actuator.Apply(ctx, next, target)
-	p.metrics().Change(policy.Start, time.Since(applyStart), err != nil)
 	if errors.Is(err, ErrRunEnding) {
+		// Not a failed change (as in the round): nothing was started.
 		return p.releaseMove(ctx, j, fmt.Sprintf("%s, but %v: it waits to be placed again", why, err), now), false
 	}
+	p.metrics().Change(policy.Start, time.Since(applyStart), err != nil)
 	if err != nil {
 		p.Logger.Warn("failed to start a moved job on its new GPUs", "job", j.ID, "to", m.To, "error", err)
 		return p.releaseMove(ctx, j, fmt.Sprintf("%s, but its start on %s failed: it waits to be placed again", why, m.To), now), false

@@ -351,28 +351,7 @@ func TestRound_MoveBetweenModels(t *testing.T) {
 // model in that round, on the GPUs the plan moved it to, as a change of
 // the plan would: the move costs the restart, not a round more.
 func TestRound_MoveEndedAtOnce(t *testing.T) {
-	ctx := context.Background()
-	p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))
-	p.Policies = NewFixedPolicyHost(mover{}, p.Logger)
-	applies := 0
-	exec.onApply = func(j *structs.Job) {
-		if j.Spec.Name == "m" {
-			applies++
-		}
-		if j.Spec.Name == "m" && applies == 2 { // the stop of the move
-			exec.mu.Lock()
-			exec.done["m"] = 0 // its run ends as it is stopped
-			exec.mu.Unlock()
-		}
-	}
-	submit(t, p, now, spec(t, "blocker", 2, 2))
-	m := submit(t, p, now, spec(t, "m", 2, 2))
-	must.NoError(t, p.Round(ctx))
-	must.Eq(t, []string{"blocker:2", "m:2"}, exec.take())
-
-	exec.done["blocker"] = 0
-	*now = now.Add(time.Minute)
-	must.NoError(t, p.Round(ctx))
+	st, exec, m := moveEndingAtOnce(t, nil, nil)
 	exec.mu.Lock()
 	delete(exec.done, "m")
 	exec.mu.Unlock()
@@ -382,6 +361,22 @@ func TestRound_MoveEndedAtOnce(t *testing.T) {
 	must.Nil(t, rec.Moving)
 	must.Eq(t, map[string]int{"a100": 2}, rec.Allocation)
 	must.Eq(t, "moved from V100 to A100: 3x faster on A100", rec.History[len(rec.History)-1].Reason)
+}
+
+// A moved job whose start on its new model waits for its old launcher to
+// stop (ErrRunEnding) is no failed change in the metrics, as in the round:
+// nothing was started, and it waits to be placed again.
+func TestStartMove_WaitingForTheLauncherIsNoFailedChange(t *testing.T) {
+	metrics := &countingMetrics{changes: map[policy.ChangeKind]int{}}
+	st, exec, m := moveEndingAtOnce(t, metrics, map[string]string{"m": "launcher allocation 9f8e7d6c on v100 is running"})
+	must.Eq(t, []string{"m:0"}, exec.take(), must.Sprint("stopped, not started"))
+	rec := state(t, st, m.ID)
+	must.Eq(t, structs.JobQueued, rec.State)
+	must.True(t, rec.Moving.Stopped)
+	must.StrContains(t, rec.Events[len(rec.Events)-1].Message, "(launcher allocation 9f8e7d6c on v100 is running): it waits to be placed again")
+	metrics.mu.Lock()
+	defer metrics.mu.Unlock()
+	must.Zero(t, metrics.failedChanges)
 }
 
 // A job moving between GPU models starts, once its run on the old model
@@ -431,4 +426,42 @@ func TestByModel_OwnFit(t *testing.T) {
 	must.Eq(t, map[string][]float64{"A100": {300, 400, 450}, "V100": {100, 200, 300}, "T4": {50, 100, 150}}, got)
 	must.Nil(t, byModel(j, []string{"A100"}, 3, nil), must.Sprint("one model: none"))
 	must.Nil(t, byModel(&structs.Job{Spec: j.Spec}, []string{"A100", "V100"}, 3, nil), must.Sprint("nothing measured: none"))
+}
+
+// moveEndingAtOnce runs two rounds under the mover policy on one node of
+// two A100s and one of two V100s: the first starts blocker on the A100s
+// and m on the V100s; blocker ends; the second moves m to the A100s, and
+// its run ends as it is stopped, and the actuator's starts wait for the
+// launchers ending names from then on. The planner reports to metrics
+// where it is set. It returns the planner's store and actuator, and m's
+// record as submitted.
+func moveEndingAtOnce(t *testing.T, metrics Metrics, ending map[string]string) (*memStore, *fakeActuator, *structs.Job) {
+	t.Helper()
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))
+	p.Policies = NewFixedPolicyHost(mover{}, p.Logger)
+	if metrics != nil {
+		p.Metrics = metrics
+	}
+	applies := 0
+	exec.onApply = func(j *structs.Job) {
+		if j.Spec.Name == "m" {
+			applies++
+		}
+		if j.Spec.Name == "m" && applies == 2 { // the stop of the move
+			exec.mu.Lock()
+			exec.done["m"] = 0 // its run ends as it is stopped
+			exec.ending = ending
+			exec.mu.Unlock()
+		}
+	}
+	submit(t, p, now, spec(t, "blocker", 2, 2))
+	m := submit(t, p, now, spec(t, "m", 2, 2))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"blocker:2", "m:2"}, exec.take())
+
+	exec.done["blocker"] = 0
+	*now = now.Add(time.Minute)
+	must.NoError(t, p.Round(ctx))
+	return st, exec, m
 }

@@ -24,7 +24,9 @@ type countingMetrics struct {
 	changes  map[policy.ChangeKind]int
 	reports  int
 	failures int
-	requeues map[string]int
+	// failedChanges counts the changes reported as failed.
+	failedChanges int
+	requeues      map[string]int
 }
 
 func (m *countingMetrics) Round(total, plan time.Duration, failed bool) {
@@ -41,6 +43,8 @@ func (m *countingMetrics) Change(kind policy.ChangeKind, _ time.Duration, failed
 	defer m.mu.Unlock()
 	if !failed {
 		m.changes[kind]++
+	} else {
+		m.failedChanges++
 	}
 }
 func (m *countingMetrics) Delivery(string, bool) {}
