@@ -17,6 +17,12 @@ import (
 // proxyPoll is how often the proxy asks every planner whether it leads.
 const proxyPoll = 500 * time.Millisecond
 
+// proxyGiveUp is how many of a planner's status checks in a row fail
+// before the proxy ends the requests it has in flight to that planner
+// (its host gone, it frozen): their clients get a 502 at once, not at
+// their own timeout.
+const proxyGiveUp = 2
+
 // PlannerProxy is one address for several planners that share a store: it
 // forwards each request to the planner that leads, or while none is known
 // to lead, to one that answers (a standby serves reads and takes
@@ -26,8 +32,8 @@ type PlannerProxy struct {
 	// Addr is the proxy's URL (http://host:port).
 	Addr string
 
-	backends []*url.URL
-	target   atomic.Pointer[url.URL]
+	backends []*backend
+	target   atomic.Pointer[backend]
 	srv      *http.Server
 	stop     chan struct{}
 	done     sync.WaitGroup
@@ -43,7 +49,7 @@ func StartPlannerProxy(listen string, backends []string) (*PlannerProxy, error) 
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("failed to parse planner address %q: want http://host:port", b)
 		}
-		p.backends = append(p.backends, u)
+		p.backends = append(p.backends, newBackend(u))
 	}
 	if len(p.backends) == 0 {
 		return nil, errors.New("failed to start the planner proxy: no planners")
@@ -69,8 +75,8 @@ func StartPlannerProxy(listen string, backends []string) (*PlannerProxy, error) 
 
 // Target is the planner the proxy forwards to now ("" when none answers).
 func (p *PlannerProxy) Target() string {
-	if u := p.target.Load(); u != nil {
-		return u.String()
+	if b := p.target.Load(); b != nil {
+		return b.url.String()
 	}
 	return ""
 }
@@ -82,6 +88,11 @@ func (p *PlannerProxy) Close() error {
 		close(p.stop)
 		err = p.srv.Close()
 		p.done.Wait()
+		for _, b := range p.backends {
+			b.mu.Lock()
+			b.cancel(errors.New("the planner proxy is closed"))
+			b.mu.Unlock()
+		}
 	})
 	return err
 }
@@ -92,7 +103,10 @@ func (p *PlannerProxy) handler() http.Handler {
 			r.SetURL(r.In.Context().Value(targetKey{}).(*url.URL))
 		},
 		FlushInterval: -1, // the event stream
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if cause := context.Cause(r.Context()); cause != nil && !errors.Is(cause, context.Canceled) {
+				err = cause
+			}
 			http.Error(w, fmt.Sprintf("the lab's planner proxy failed to reach a planner: %v", err), http.StatusBadGateway)
 		},
 	}
@@ -108,8 +122,53 @@ func (p *PlannerProxy) handler() http.Handler {
 			http.Error(w, "the lab's planner proxy: no planner answers", http.StatusServiceUnavailable)
 			return
 		}
-		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
+		ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), targetKey{}, target.url))
+		defer cancel(nil)
+		gone := target.gone()
+		defer context.AfterFunc(gone, func() { cancel(context.Cause(gone)) })()
+		rp.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// backend is one planner behind the proxy.
+type backend struct {
+	url *url.URL
+
+	mu    sync.Mutex
+	fails int // status checks failed in a row
+	// ctx ends, with the reason as its cause, when the planner stops
+	// answering; the requests in flight to it end with it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func newBackend(u *url.URL) *backend {
+	b := &backend{url: u}
+	b.ctx, b.cancel = context.WithCancelCause(context.Background())
+	return b
+}
+
+// gone is the context that ends when the planner stops answering.
+func (b *backend) gone() context.Context {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ctx
+}
+
+// checked records the result of a status check: after proxyGiveUp
+// failures in a row it ends the requests in flight to the planner.
+func (b *backend) checked(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil {
+		b.fails = 0
+		return
+	}
+	b.fails++
+	if b.fails >= proxyGiveUp {
+		b.cancel(fmt.Errorf("planner %s stopped answering (%d status checks in a row failed, the last: %w)", b.url, b.fails, err))
+		b.ctx, b.cancel = context.WithCancelCause(context.Background())
+	}
 }
 
 // targetKey carries a request's target from the handler to Rewrite.
@@ -134,10 +193,11 @@ func (p *PlannerProxy) follow() {
 // the records it read last: docs/api.md), or else the first planner that
 // answers, or else none.
 func (p *PlannerProxy) choose(ctx context.Context) {
-	var answering *url.URL
+	var answering *backend
 	current := p.target.Load()
 	for _, b := range p.backends {
-		leads, err := PlannerLeads(ctx, b.String())
+		leads, err := PlannerLeads(ctx, b.url.String())
+		b.checked(err)
 		if err != nil {
 			continue
 		}

@@ -19,13 +19,20 @@ type fakePlanner struct {
 	name    string
 	leading atomic.Bool
 	down    atomic.Bool // answers 503 to everything
-	srv     *httptest.Server
+	// hang: answers nothing, as a planner whose host vanished, until
+	// the request ends.
+	hang atomic.Bool
+	srv  *httptest.Server
 }
 
 func newFakePlanner(t *testing.T, name string, leading bool) *fakePlanner {
 	f := &fakePlanner{name: name}
 	f.leading.Store(leading)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f.hang.Load() {
+			<-r.Context().Done()
+			return
+		}
 		if f.down.Load() {
 			http.Error(w, "starting", http.StatusServiceUnavailable)
 			return
@@ -99,6 +106,31 @@ func TestPlannerProxy_KeepsTheLeaderThatSteppedDown(t *testing.T) {
 	time.Sleep(1200 * time.Millisecond) // two of the proxy's polls
 	must.Eq(t, b.srv.URL, p.Target())
 	must.Eq(t, "200 b /v1/jobs", get(p.Addr+"/v1/jobs"))
+}
+
+// A request in flight to a planner that stops answering altogether (its
+// host gone) ends with a 502 that says so once the proxy's status checks
+// of it fail, not at the client's own timeout; the next goes to the
+// planner that answers.
+func TestPlannerProxy_EndsRequestsToAPlannerThatStopsAnswering(t *testing.T) {
+	a := newFakePlanner(t, "a", false)
+	b := newFakePlanner(t, "b", true)
+	p, err := StartPlannerProxy("127.0.0.1:0", []string{a.srv.URL, b.srv.URL})
+	must.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	must.Eq(t, b.srv.URL, p.Target())
+
+	b.hang.Store(true)
+	client := &http.Client{Timeout: time.Minute}
+	start := time.Now()
+	resp, err := client.Get(p.Addr + "/v1/jobs")
+	t.Logf("answered in %s", time.Since(start))
+	must.NoError(t, err, must.Sprint("answered before the client's timeout"))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must.Eq(t, http.StatusBadGateway, resp.StatusCode)
+	must.StrContains(t, string(body), "planner "+b.srv.URL+" stopped answering (2 status checks in a row failed")
+	must.Eq(t, "200 a /v1/jobs", get(p.Addr+"/v1/jobs"))
 }
 
 // A planner that starts after the proxy is served at once, not after
