@@ -47,6 +47,20 @@ func newFakePlanner(t *testing.T, name string, leading bool) *fakePlanner {
 	return f
 }
 
+// startProxy starts a planner proxy in front of planners, stopped with
+// the test.
+func startProxy(t *testing.T, planners ...*fakePlanner) *PlannerProxy {
+	t.Helper()
+	var addrs []string
+	for _, f := range planners {
+		addrs = append(addrs, f.srv.URL)
+	}
+	p, err := StartPlannerProxy("127.0.0.1:0", addrs)
+	must.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
 func get(url string) string {
 	resp, err := http.Get(url)
 	if err != nil {
@@ -70,9 +84,7 @@ func waitBody(t *testing.T, url, want string) {
 func TestPlannerProxy_FollowsTheLeader(t *testing.T) {
 	a := newFakePlanner(t, "a", false)
 	b := newFakePlanner(t, "b", true)
-	p, err := StartPlannerProxy("127.0.0.1:0", []string{a.srv.URL, b.srv.URL})
-	must.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
+	p := startProxy(t, a, b)
 
 	must.Eq(t, b.srv.URL, p.Target())
 	must.Eq(t, "200 b /v1/jobs", get(p.Addr+"/v1/jobs"))
@@ -98,9 +110,7 @@ func TestPlannerProxy_FollowsTheLeader(t *testing.T) {
 func TestPlannerProxy_KeepsTheLeaderThatSteppedDown(t *testing.T) {
 	a := newFakePlanner(t, "a", false)
 	b := newFakePlanner(t, "b", true)
-	p, err := StartPlannerProxy("127.0.0.1:0", []string{a.srv.URL, b.srv.URL})
-	must.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
+	p := startProxy(t, a, b)
 	must.Eq(t, b.srv.URL, p.Target())
 	b.leading.Store(false)
 	time.Sleep(1200 * time.Millisecond) // two of the proxy's polls
@@ -115,9 +125,7 @@ func TestPlannerProxy_KeepsTheLeaderThatSteppedDown(t *testing.T) {
 func TestPlannerProxy_EndsRequestsToAPlannerThatStopsAnswering(t *testing.T) {
 	a := newFakePlanner(t, "a", false)
 	b := newFakePlanner(t, "b", true)
-	p, err := StartPlannerProxy("127.0.0.1:0", []string{a.srv.URL, b.srv.URL})
-	must.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
+	p := startProxy(t, a, b)
 	must.Eq(t, b.srv.URL, p.Target())
 
 	b.hang.Store(true)
@@ -138,9 +146,7 @@ func TestPlannerProxy_EndsRequestsToAPlannerThatStopsAnswering(t *testing.T) {
 func TestPlannerProxy_PlannerStartsLater(t *testing.T) {
 	a := newFakePlanner(t, "a", true)
 	a.down.Store(true)
-	p, err := StartPlannerProxy("127.0.0.1:0", []string{a.srv.URL})
-	must.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
+	p := startProxy(t, a)
 	must.Eq(t, "", p.Target())
 	a.down.Store(false)
 	must.Eq(t, "200 a /v1/jobs", get(p.Addr+"/v1/jobs"))
