@@ -377,7 +377,15 @@ func (r *planRun) fallback(lastQ, assign int) planOut {
 			return r.finish(planOut{alloc: r.allocOut(), free: r.freeOut(), end: end, realEnd: realEnd})
 		} else {
 			r.iterLeft -= it
-			r.nf.add(last, -qd, n)
+			if t > last {
+				// The period last..t holds the level. A late job's
+				// first period (its aligned deadline before now: it
+				// starts at now, itself a point) is empty and holds
+				// nothing, so the next level is read from what is free
+				// now whole (scheduler.py, ef_sim_allocation, "allocate
+				// from ddl": the points in [last, t) lose the level).
+				r.nf.add(last, -qd, n)
+			}
 		}
 		last = t
 	}
