@@ -117,3 +117,26 @@ func TestPlace_PowersOfTwoAlwaysFit(t *testing.T) {
 		}
 	}
 }
+
+// dlas-gpu steps as ElasticFlow's simulator does: arrivals within a slot
+// of an event move to a slot after it, merged, while another arrival is
+// pending. a starts at 0; b (at 10) and c (at 20) start together at 60,
+// so they finish together, 60 s after a; d (at 100), within a slot of
+// that event but the only arrival pending then, is not moved: it starts
+// at 100, and finishes 100 s after a.
+func TestRun_TiresiasMergesArrivalsWithinASlot(t *testing.T) {
+	tp := throughputs(t)
+	tr, err := elasticflow.ParseTrace(strings.NewReader(clusterHeader+"\n"+
+		"a,0,100,bert,5000,64,1,100\n"+
+		"b,10,100,bert,5000,64,1,100\n"+
+		"c,20,100,bert,5000,64,1,100\n"+
+		"d,100,100,bert,5000,64,1,100\n"), "t.csv", tp)
+	must.NoError(t, err)
+	r, err := elasticflow.Run(tr, elasticflow.Config{Spec: elasticflow.Spec{Switches: 1, NodesPerSwitch: 1, GPUsPerNode: 8}, Throughputs: tp, Policy: "dlas-gpu"})
+	must.NoError(t, err)
+	a, b, c, d := r.Jobs[0].Finish, r.Jobs[1].Finish, r.Jobs[2].Finish, r.Jobs[3].Finish
+	t.Logf("finishes %d %d %d %d", a, b, c, d)
+	must.Eq(t, b, c)
+	must.Eq(t, a+60, b)
+	must.Eq(t, a+100, d)
+}

@@ -14,14 +14,13 @@ import (
 	"github.com/schedulearn/schedulearn/sim/elasticflow"
 )
 
-// outcomeDigests are ef-accessctrl's outcomes on the shared traces, job by
-// job, as recorded in testdata/accessctrl_outcomes.txt: a trace, its
+// outcomeDigests are a policy's outcomes on the shared traces, job by job,
+// as recorded in file (testdata/<policy>_outcomes.txt): a trace, its
 // cluster spec, the jobs met, and the SHA-256 of its outcome lines (see
-// outcomeLines). Work that makes the policy faster must leave them as they
-// are.
-func outcomeDigests(t *testing.T) map[string][3]string {
+// outcomeLines).
+func outcomeDigests(t *testing.T, file string) map[string][3]string {
 	t.Helper()
-	f, err := os.Open("testdata/accessctrl_outcomes.txt")
+	f, err := os.Open(file)
 	must.NoError(t, err)
 	defer f.Close()
 	out := map[string][3]string{}
@@ -50,43 +49,61 @@ func outcomeLines(r *elasticflow.Result) string {
 }
 
 // TestAccessCtrl_OutcomesUnchanged replays ef-accessctrl on the shared
-// traces and compares each job's outcome with the recorded digests. Philly
-// (under a second) always runs when the shared traces are there; the
-// others take 5-10 s of CPU each (trace 4 about 70), so they run only with
+// traces and compares each job's outcome with the recorded digests: work
+// that makes the policy faster must leave them as they are. Philly (under a
+// second) always runs when the shared traces are there; the others take
+// 5-10 s of CPU each (trace 4 about 70), so they run only with
 // EF_OUTCOMES=all (or a comma-separated list of traces). With
 // EF_OUTCOMES_DIR set, each trace's outcome lines are written there too, to
 // diff job by job.
 func TestAccessCtrl_OutcomesUnchanged(t *testing.T) {
-	if _, err := os.Stat(shared); err != nil {
-		t.Skip("no shared ElasticFlow traces")
-	}
-	want := outcomeDigests(t)
 	names := []string{"philly_103959"}
 	switch v := os.Getenv("EF_OUTCOMES"); v {
 	case "":
 	case "all":
 		names = nil
+	default:
+		names = strings.Split(v, ",")
+	}
+	replayOutcomes(t, "ef-accessctrl", "testdata/accessctrl_outcomes.txt", names)
+}
+
+// TestTiresias_OutcomesAsElasticFlows replays dlas-gpu on every shared
+// trace (a tenth of a second each) and compares each job's outcome with the
+// recorded digests, which are what ElasticFlow's own simulator gives: every
+// job's finish is its job.csv's end_time (see the file's comments).
+func TestTiresias_OutcomesAsElasticFlows(t *testing.T) {
+	replayOutcomes(t, "dlas-gpu", "testdata/tiresias_outcomes.txt", nil)
+}
+
+// replayOutcomes replays policy on the traces named (nil: every trace file
+// records) and compares each with its line of file.
+func replayOutcomes(t *testing.T, policy, file string, names []string) {
+	t.Helper()
+	if _, err := os.Stat(shared); err != nil {
+		t.Skip("no shared ElasticFlow traces")
+	}
+	want := outcomeDigests(t, file)
+	if names == nil {
 		for name := range want {
 			names = append(names, name)
 		}
-	default:
-		names = strings.Split(v, ",")
 	}
 	tp, err := elasticflow.LoadThroughputs(filepath.Join(shared, "throughputs_A100"))
 	must.NoError(t, err)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			w, ok := want[name]
-			must.True(t, ok, must.Sprintf("no recorded outcome for %s", name))
+			must.True(t, ok, must.Sprintf("no recorded outcome for %s in %s", name, file))
 			tr, err := elasticflow.LoadTrace(filepath.Join(shared, "traces", name+".csv"), tp)
 			must.NoError(t, err)
 			spec, err := elasticflow.LoadSpec(filepath.Join(shared, "cluster_specs", w[0]+".csv"))
 			must.NoError(t, err)
-			r, err := elasticflow.Run(tr, elasticflow.Config{Spec: spec, Throughputs: tp, Policy: "ef-accessctrl"})
+			r, err := elasticflow.Run(tr, elasticflow.Config{Spec: spec, Throughputs: tp, Policy: policy})
 			must.NoError(t, err)
 			lines := outcomeLines(r)
 			if dir := os.Getenv("EF_OUTCOMES_DIR"); dir != "" {
-				must.NoError(t, os.WriteFile(filepath.Join(dir, name+".txt"), []byte(lines), 0o644))
+				must.NoError(t, os.WriteFile(filepath.Join(dir, policy+"-"+name+".txt"), []byte(lines), 0o644))
 			}
 			got := fmt.Sprintf("%x", sha256.Sum256([]byte(lines)))
 			t.Logf("%s %s %d %s (ratio %.3f)", name, w[0], r.Met, got, r.Ratio)

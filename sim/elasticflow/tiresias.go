@@ -44,7 +44,9 @@ func Overhead(clusterGPUs, g int, restart, cached bool) float64 {
 // (restart). Events are arrivals, the earliest completion (never sooner
 // than a slot after now) and the earliest time a running job reaches its
 // queue's limit, computed as ElasticFlow does: now + ceil((limit -
-// executed seconds) / GPUs).
+// executed seconds) / GPUs), and never sooner than a slot after now;
+// arrivals within a slot of now move to now + Slot, merged, while another
+// arrival is pending.
 func runTiresias(jobs []*job, cfg Config) error {
 	n := cfg.Spec.GPUs()
 	for _, j := range jobs {
@@ -54,15 +56,15 @@ func runTiresias(jobs []*job, cfg Config) error {
 	}
 	queues := make([][]*job, len(tiresiasLimits))
 	var runnable []*job
-	next := 0
+	arrivals := arrivalEvents(jobs)
 	count := 0
 	var endAt int64 = -1 // the earliest end event, and its jobs
 	var endJobs []*job
 	jump := int64(math.MaxInt64)
-	for next < len(jobs) || len(runnable) > 0 {
+	for len(arrivals) > 0 || len(runnable) > 0 {
 		start := int64(math.MaxInt64)
-		if next < len(jobs) {
-			start = jobs[next].Submit
+		if len(arrivals) > 0 {
+			start = arrivals[0].t
 		}
 		now := start
 		ending := endAt >= 0 && endAt <= start
@@ -82,12 +84,13 @@ func runTiresias(jobs []*job, cfg Config) error {
 				runnable = slices.DeleteFunc(runnable, func(x *job) bool { return x == e })
 			}
 		}
-		for next < len(jobs) && jobs[next].Submit == now {
-			j := jobs[next]
-			j.lastSeen = now
-			runnable = append(runnable, j)
-			queues[0] = append(queues[0], j)
-			next++
+		if len(arrivals) > 0 && arrivals[0].t == now {
+			for _, j := range arrivals[0].jobs {
+				j.lastSeen = now
+				runnable = append(runnable, j)
+				queues[0] = append(queues[0], j)
+			}
+			arrivals = arrivals[1:]
 		}
 		tiresiasCredit(runnable, queues, now)
 		restart := count > 0 && count%Slot == 0
@@ -97,6 +100,21 @@ func runTiresias(jobs []*job, cfg Config) error {
 			return fmt.Errorf("at %d s: %w", now, err)
 		}
 		endAt, endJobs, jump = tiresiasEvents(runnable, now, n, restart)
+		// As dlas_sim_jobs steps in a simulation (the end of its loop):
+		// no queue jump sooner than a slot after now, and the next
+		// arrivals within a slot move to now + Slot, merged, while
+		// another arrival is pending.
+		if jump != math.MaxInt64 && jump-now < Slot {
+			jump = now + Slot
+		}
+		for len(arrivals) > 1 && arrivals[0].t-now <= Slot {
+			arrivals[0].t = now + Slot
+			if arrivals[1].t-now > Slot {
+				break
+			}
+			arrivals[0].jobs = append(arrivals[0].jobs, arrivals[1].jobs...)
+			arrivals = slices.Delete(arrivals, 1, 2)
+		}
 	}
 	for _, j := range jobs {
 		if j.done {
@@ -106,6 +124,26 @@ func runTiresias(jobs []*job, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// arrival is one of dlas_sim_jobs' job events: the jobs submitted at one
+// time (jobs.py, prepare_job_start_events), until the loop moves it.
+type arrival struct {
+	t    int64
+	jobs []*job
+}
+
+// arrivalEvents groups jobs, in submission order, by submission time.
+func arrivalEvents(jobs []*job) []arrival {
+	var out []arrival
+	for _, j := range jobs {
+		if len(out) > 0 && out[len(out)-1].t == j.Submit {
+			out[len(out)-1].jobs = append(out[len(out)-1].jobs, j)
+			continue
+		}
+		out = append(out, arrival{t: j.Submit, jobs: []*job{j}})
+	}
+	return out
 }
 
 // tiresiasCredit brings the runnable jobs up to now: a running job is
