@@ -76,6 +76,14 @@ func TestTiresias_OutcomesAsElasticFlows(t *testing.T) {
 	replayOutcomes(t, "dlas-gpu", "testdata/tiresias_outcomes.txt", nil)
 }
 
+// TestThemis_OutcomesAsElasticFlows replays themis on traces 1, 2 and 5
+// (under 1.5 s of CPU in all), where every job runs at every round, and
+// compares each job's outcome with ElasticFlow's own simulator's (see the
+// file's comments).
+func TestThemis_OutcomesAsElasticFlows(t *testing.T) {
+	replayOutcomes(t, "themis", "testdata/themis_outcomes.txt", nil)
+}
+
 // replayOutcomes replays policy on the traces named (nil: every trace file
 // records) and compares each with its line of file.
 func replayOutcomes(t *testing.T, policy, file string, names []string) {
