@@ -69,7 +69,7 @@ func TestAccessCtrl_OutcomesUnchanged(t *testing.T) {
 }
 
 // TestTiresias_OutcomesAsElasticFlows replays dlas-gpu on every shared
-// trace (a tenth of a second each) and compares each job's outcome with the
+// trace (a tenth of a second each, trace 4 half a second) and compares each job's outcome with the
 // recorded digests, which are what ElasticFlow's own simulator gives: every
 // job's finish is its job.csv's end_time (see the file's comments).
 func TestTiresias_OutcomesAsElasticFlows(t *testing.T) {

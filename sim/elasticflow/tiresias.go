@@ -96,6 +96,11 @@ func runTiresias(jobs []*job, cfg Config) error {
 		restart := count > 0 && count%Slot == 0
 		count++
 		tiresiasAllocate(queues, n, restart)
+		// dlas_sim_jobs sorts its runnable jobs by GPUs, largest first
+		// (stable), before it places them: the order in which the next
+		// event credits them, and so the order of jobs demoted at one
+		// event in their next queue.
+		slices.SortStableFunc(runnable, func(a, b *job) int { return b.GPUs - a.GPUs })
 		if _, err := Place(cfg.Spec, gpuCounts(runnable)); err != nil {
 			return fmt.Errorf("at %d s: %w", now, err)
 		}
