@@ -1,6 +1,7 @@
 package elasticflow_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -139,4 +140,22 @@ func TestRun_TiresiasMergesArrivalsWithinASlot(t *testing.T) {
 	must.Eq(t, b, c)
 	must.Eq(t, a+60, b)
 	must.Eq(t, a+100, d)
+}
+
+// EDF steps as ElasticFlow's loop does: the next event, when it is within
+// a slot of now and another event is pending (any later arrival counts:
+// ElasticFlow's job events hold them all), moves to now + 60 s. a runs
+// alone and ends; b comes 30 s after a's end, c much later: b starts a
+// slot after a's end, not at its own submission.
+func TestRun_EDFMovesAnArrivalWithinASlotWhileAnotherIsPending(t *testing.T) {
+	tp := throughputs(t)
+	rate := tp.Rate("bert", 64, 8)
+	aEnd := int64(math.Ceil(11000 / rate))
+	rows := fmt.Sprintf("a,0,11000,bert,90000,64,8,10\nb,%d,5000,bert,90000,64,8,10\nc,%d,5000,bert,90000,64,8,10\n", aEnd+30, aEnd+9000)
+	tr, err := elasticflow.ParseTrace(strings.NewReader(clusterHeader+"\n"+rows), "t.csv", tp)
+	must.NoError(t, err)
+	r, err := elasticflow.Run(tr, elasticflow.Config{Spec: elasticflow.Spec{Switches: 1, NodesPerSwitch: 1, GPUsPerNode: 8}, Throughputs: tp, Policy: "edf"})
+	must.NoError(t, err)
+	must.Eq(t, aEnd, r.Jobs[0].Finish)
+	must.Eq(t, aEnd+60+int64(math.Ceil(5000/rate)), r.Jobs[1].Finish)
 }

@@ -76,6 +76,13 @@ func TestTiresias_OutcomesAsElasticFlows(t *testing.T) {
 	replayOutcomes(t, "dlas-gpu", "testdata/tiresias_outcomes.txt", nil)
 }
 
+// TestEDF_OutcomesAsElasticFlows replays edf on the shared traces (a
+// tenth of a second each) and compares each job's outcome with
+// ElasticFlow's own simulator's (see the file's comments).
+func TestEDF_OutcomesAsElasticFlows(t *testing.T) {
+	replayOutcomes(t, "edf", "testdata/edf_outcomes.txt", nil)
+}
+
 // TestThemis_OutcomesAsElasticFlows replays themis on traces 1, 2 and 5
 // (under 1.5 s of CPU in all), where every job runs at every round, and
 // compares each job's outcome with ElasticFlow's own simulator's (see the
