@@ -77,16 +77,7 @@ func runEDF(jobs []*job, cfg Config) error {
 		if _, err := Place(cfg.Spec, gpuCounts(running)); err != nil {
 			return fmt.Errorf("at %d s: %w", now, err)
 		}
-		// The pending events are every later arrival time (ElasticFlow's
-		// job events hold them all) and the running jobs' ends; nextEvent
-		// reads the earliest and whether there is another, so the next
-		// two arrival times stand for them all.
-		var times []int64
-		for k := next; k < len(jobs) && len(times) < 2; k++ {
-			if len(times) == 0 || jobs[k].Submit != times[0] {
-				times = append(times, jobs[k].Submit)
-			}
-		}
+		times := arrivalTimes(jobs, next)
 		for _, j := range running {
 			if j.endEvent > now {
 				times = append(times, j.endEvent)

@@ -158,6 +158,21 @@ func Possible(tr *Trace, spec Spec, tp *Throughputs) int {
 	return n
 }
 
+// arrivalTimes is the arrivals' part of the pending events nextEvent
+// steps to, from jobs[next:] (in submission order): ElasticFlow's job
+// events hold every later arrival, and nextEvent reads only the earliest
+// event and whether there is another, so the next two distinct
+// submission times stand for them all.
+func arrivalTimes(jobs []*job, next int) []int64 {
+	var times []int64
+	for k := next; k < len(jobs) && len(times) < 2; k++ {
+		if len(times) == 0 || jobs[k].Submit != times[0] {
+			times = append(times, jobs[k].Submit)
+		}
+	}
+	return times
+}
+
 // nextEvent is ElasticFlow's step from one scheduling event to the next
 // (scheduler.py, one_queue_edf_sim_jobs and ef_sim_jobs_access_control):
 // the earliest pending event, but when it is at most a slot after now and

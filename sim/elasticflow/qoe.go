@@ -72,10 +72,7 @@ func runQoE(jobs []*job, cfg Config) error {
 		if err := q.schedule(now); err != nil {
 			return fmt.Errorf("at %d s: %w", now, err)
 		}
-		var times []int64
-		if next < len(jobs) {
-			times = append(times, jobs[next].Submit)
-		}
+		times := arrivalTimes(jobs, next)
 		for _, j := range q.admitted {
 			if j.gpus > 0 {
 				times = append(times, now+int64(math.Ceil(j.overhead+j.iterLeft/j.rate(tp, j.gpus))))
