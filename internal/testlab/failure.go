@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/schedulearn/schedulearn/internal/lab"
@@ -42,6 +43,9 @@ func DumpLog(t testing.TB, name, text string) {
 // SaveLog writes text to .cache/e2e-logs/<test>/<name>.log in the
 // repository, whether the test passed or not, and returns the path, or ""
 // where it could not: the evidence of something slow that did not fail.
+// The first save of a test in a run empties its directory, so the logs
+// there are all of the last run (a run with fewer processes than the one
+// before left the others' logs beside its own).
 func SaveLog(t testing.TB, name, text string) string {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -52,12 +56,18 @@ func SaveLog(t testing.TB, name, text string) string {
 		return ""
 	}
 	dir := filepath.Join(root, ".cache", "e2e-logs", unsafeName.ReplaceAllString(t.Name(), "_"))
+	if _, again := savedDirs.LoadOrStore(dir, true); !again {
+		_ = os.RemoveAll(dir)
+	}
 	p := filepath.Join(dir, unsafeName.ReplaceAllString(name, "_")+".log")
 	if os.MkdirAll(dir, 0o755) != nil || os.WriteFile(p, []byte(text), 0o644) != nil {
 		return ""
 	}
 	return p
 }
+
+// savedDirs are the log directories SaveLog has written to in this run.
+var savedDirs sync.Map
 
 // routine are the log lines a planner writes every second or so whatever
 // happens (numbered rounds, accepted progress reports): in a failed test's
