@@ -117,8 +117,10 @@ func runTiresias(jobs []*job, cfg Config) error {
 			if arrivals[1].t-now > Slot {
 				break
 			}
-			arrivals[0].jobs = append(arrivals[0].jobs, arrivals[1].jobs...)
-			arrivals = slices.Delete(arrivals, 1, 2)
+			// The merged event takes the second's place (no copy of the
+			// events after it).
+			arrivals[1] = arrival{t: arrivals[0].t, jobs: append(arrivals[0].jobs, arrivals[1].jobs...)}
+			arrivals = arrivals[1:]
 		}
 	}
 	for _, j := range jobs {
