@@ -197,7 +197,9 @@ func (p *PlannerProxy) choose(ctx context.Context) {
 	current := p.target.Load()
 	for _, b := range p.backends {
 		leads, err := PlannerLeads(ctx, b.url.String())
-		b.checked(err)
+		if ctx.Err() == nil { // a check cut short by its caller says nothing of the planner
+			b.checked(err)
+		}
 		if err != nil {
 			continue
 		}
