@@ -61,6 +61,17 @@ func startProxy(t *testing.T, planners ...*fakePlanner) *PlannerProxy {
 	return p
 }
 
+// standbyAndLeader starts planners a (standing by) and b (leading) and a
+// proxy in front of them, which forwards to b.
+func standbyAndLeader(t *testing.T) (a, b *fakePlanner, p *PlannerProxy) {
+	t.Helper()
+	a = newFakePlanner(t, "a", false)
+	b = newFakePlanner(t, "b", true)
+	p = startProxy(t, a, b)
+	must.Eq(t, b.srv.URL, p.Target())
+	return a, b, p
+}
+
 func get(url string) string {
 	resp, err := http.Get(url)
 	if err != nil {
@@ -82,11 +93,7 @@ func waitBody(t *testing.T, url, want string) {
 // The proxy follows the leader; while none leads it sends requests to a
 // planner that answers; with none, it says so.
 func TestPlannerProxy_FollowsTheLeader(t *testing.T) {
-	a := newFakePlanner(t, "a", false)
-	b := newFakePlanner(t, "b", true)
-	p := startProxy(t, a, b)
-
-	must.Eq(t, b.srv.URL, p.Target())
+	a, b, p := standbyAndLeader(t)
 	must.Eq(t, "200 b /v1/jobs", get(p.Addr+"/v1/jobs"))
 
 	// The leader dies: the standby answers at once, and leads later.
@@ -108,10 +115,7 @@ func TestPlannerProxy_FollowsTheLeader(t *testing.T) {
 // lead) stays the target, rather than the first planner that answers:
 // it holds the freshest records.
 func TestPlannerProxy_KeepsTheLeaderThatSteppedDown(t *testing.T) {
-	a := newFakePlanner(t, "a", false)
-	b := newFakePlanner(t, "b", true)
-	p := startProxy(t, a, b)
-	must.Eq(t, b.srv.URL, p.Target())
+	_, b, p := standbyAndLeader(t)
 	b.leading.Store(false)
 	time.Sleep(1200 * time.Millisecond) // two of the proxy's polls
 	must.Eq(t, b.srv.URL, p.Target())
@@ -123,10 +127,7 @@ func TestPlannerProxy_KeepsTheLeaderThatSteppedDown(t *testing.T) {
 // of it fail, not at the client's own timeout; the next goes to the
 // planner that answers.
 func TestPlannerProxy_EndsRequestsToAPlannerThatStopsAnswering(t *testing.T) {
-	a := newFakePlanner(t, "a", false)
-	b := newFakePlanner(t, "b", true)
-	p := startProxy(t, a, b)
-	must.Eq(t, b.srv.URL, p.Target())
+	_, b, p := standbyAndLeader(t)
 
 	b.hang.Store(true)
 	client := &http.Client{Timeout: time.Minute}
