@@ -603,10 +603,14 @@ func (g *goodputRound) growOneNode(j int32, t, lo int) int {
 func (g *goodputRound) nodeCap(j int32) int {
 	job := g.jobs[j]
 	w, capN := max(job.GPUs.PerWorker, 1), job.Constraints.MaxGPUsPerNode
-	// Jobs constrained by GPU model alone (goodput-hetero sets it on
+	// Its constraints, with the GPU model goodput-hetero pinned it to.
+	cons := job.Constraints
+	if g.hp != nil && g.hp.pool[j] >= 0 {
+		cons.GPUModel = g.hp.models[g.hp.pool[j]]
+	}
+	// Jobs constrained by GPU model alone (goodput-hetero pins one on
 	// every job) share the answer: a pass over every node a job was most
 	// of a round at 10,000 nodes.
-	cons := &job.Constraints
 	key := nodeCapKey{cons.GPUModel, w, capN}
 	simple := cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0
 	if simple {
@@ -614,7 +618,7 @@ func (g *goodputRound) nodeCap(j int32) int {
 			return v
 		}
 	}
-	v := g.capOf(job, w, capN)
+	v := g.capOf(&cons, w, capN)
 	if simple {
 		if g.caps == nil {
 			g.caps = make(map[nodeCapKey]int)
@@ -631,12 +635,12 @@ type nodeCapKey struct {
 	w, capN int
 }
 
-// capOf is nodeCap's pass over the nodes.
-func (g *goodputRound) capOf(job *policy.Job, w, capN int) int {
+// capOf is nodeCap's pass over the nodes, for a job of constraints cons.
+func (g *goodputRound) capOf(cons *policy.Constraints, w, capN int) int {
 	most := 0
 	for i := range g.nodes {
 		nd := &g.nodes[i]
-		if !job.Constraints.Allows(nd) {
+		if !cons.Allows(nd) {
 			continue
 		}
 		k := nd.GPUs - nd.Reserved

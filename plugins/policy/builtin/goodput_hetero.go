@@ -98,8 +98,7 @@ const DefaultGoodputHeteroFairness = -0.5
 //     GPUs of two models, from before, is cut to the one holding most).
 //
 // The round costs goodput-jct's plus a pass over each job's tables (one
-// map lookup a model; jobs that share their goodput map share the pass)
-// and a copy of the snapshot's jobs (into the last round's array).
+// map lookup a model; jobs that share their goodput map share the pass).
 //
 // Config: goodput-jct's keys (stickiness, attained_scale, attained_floor,
 // restart_cost, whose default here is 2m, aging), move_cost = a duration
@@ -110,10 +109,6 @@ const DefaultGoodputHeteroFairness = -0.5
 type GoodputHetero struct {
 	jct  *GoodputJCT
 	move atomic.Int64 // time.Duration
-	// spare is the array of the last round's copy of the jobs, cleared,
-	// for the next round's (a concurrent round makes its own): at 100,000
-	// jobs it is 40 MB a round not allocated.
-	spare atomic.Pointer[[]policy.Job]
 	fair  atomic.Uint64 // math.Float64bits
 	pexp  atomic.Uint64 // math.Float64bits: price_exponent
 }
@@ -181,61 +176,46 @@ func (p *GoodputHetero) Plan(ctx context.Context, s *policy.Snapshot) (*policy.P
 		}
 		return plan, err
 	}
-	// The jobs are copied so that each one's GPU model constraint can be
-	// set to the model chosen for it (the board places by constraints),
-	// in the board's order (submission, then ID), so that a job's index
-	// is the same here and there.
-	var copied []policy.Job
-	if sp := p.spare.Swap(nil); sp != nil && cap(*sp) >= len(s.Jobs) {
-		copied = (*sp)[:len(s.Jobs)]
-	} else {
-		copied = make([]policy.Job, len(s.Jobs))
+	// The jobs in the board's order (submission, then ID), so that a
+	// job's index is the same here and there; the board is told each
+	// job's model (PinModel) instead of a copy of the job with its
+	// constraint set (100,000 jobs copied were a tenth of a round).
+	jobs := make([]*policy.Job, len(s.Jobs))
+	for i := range s.Jobs {
+		jobs[i] = &s.Jobs[i]
 	}
-	copy(copied, s.Jobs)
-	defer func() {
-		clear(copied) // holds nothing of this snapshot past the round
-		p.spare.Store(&copied)
-	}()
-	view := &policy.Snapshot{Now: s.Now, Nodes: s.Nodes, Jobs: copied}
-	if s.Vouched() {
-		view.Vouch()
-	} else {
-		slices.SortStableFunc(view.Jobs, func(a, b policy.Job) int {
+	if !s.Vouched() {
+		slices.SortFunc(jobs, func(a, b *policy.Job) int {
 			if x := a.Submitted.Compare(b.Submitted); x != 0 {
 				return x
 			}
 			return cmp.Compare(a.ID, b.ID)
 		})
 	}
-	jobs := make([]*policy.Job, len(view.Jobs))
-	for i := range view.Jobs {
-		jobs[i] = &view.Jobs[i]
-	}
 	hp := newHeteroPools(jobs, models, nodeModel, s, math.Float64frombits(p.pexp.Load()))
 	hp.fair = math.Float64frombits(p.fair.Load())
-	// Running jobs stay on their model (moves are step 4), their repairs
-	// too: set before the board is built.
-	for j, job := range jobs {
-		if m := hp.pool[j]; m >= 0 && hp.running[j] {
-			job.Constraints.GPUModel = models[m]
-		}
-	}
-	c, err := place.NewBoard(view)
+	c, err := place.NewBoard(s)
 	if err != nil {
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
 	if b := c.Jobs(); len(b) > 0 && (b[0] != jobs[0] || b[len(b)-1] != jobs[len(jobs)-1]) {
 		return nil, fmt.Errorf("failed to plan: the board's order of the jobs is not the snapshot's")
 	}
-	g := p.jct.round(c, view)
+	// Running jobs stay on their model (moves are step 4).
+	for j := range jobs {
+		if m := hp.pool[j]; m >= 0 && hp.running[j] {
+			c.PinModel(int32(j), models[m])
+		}
+	}
+	g := p.jct.round(c, s)
 	g.hp = hp
-	if err := g.counts(ctx, p.jct.setup(&g, view)); err != nil {
+	if err := g.counts(ctx, p.jct.setup(&g, s)); err != nil {
 		return nil, err
 	}
 	moved := hp.moves(&g, time.Duration(p.move.Load()).Seconds(), s.Now)
-	for j, job := range g.jobs {
+	for j := range g.jobs {
 		if m := hp.pool[j]; m >= 0 {
-			job.Constraints.GPUModel = models[m]
+			c.PinModel(int32(j), models[m])
 		}
 	}
 	for _, mv := range moved {

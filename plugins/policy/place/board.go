@@ -64,8 +64,12 @@ type Board struct {
 	// alone, by the model's name (eligible).
 	modelMasks map[string]*nodeMask
 	jobMask    []*nodeMask // per constrained job, nil until first needed (eligible)
-	allMask    nodeMask    // all as a nodeMask: unconstrained jobs'
-	antiJobs   []int32     // jobs with an anti-affinity selector
+	// pins are the GPU models jobs are confined to by PinModel, per job
+	// ("" for none); nil until the first pin.
+	pins     []string
+	noMask   nodeMask // no node: a job pinned to a model its constraint forbids
+	allMask  nodeMask // all as a nodeMask: unconstrained jobs'
+	antiJobs []int32  // jobs with an anti-affinity selector
 
 	// notes are the reasons noted per job since the last Plan: in few
 	// while at most fewNotes jobs have some (a round that starts nobody
@@ -662,10 +666,40 @@ func (c *Board) heldOn(j, n int32) int {
 	return 0
 }
 
-// eligible returns the nodes job j's constraints allow (shared; read-only).
+// PinModel confines job j from now on to nodes of GPU model model, as if
+// its constraints named that model (one they allow, or j has no room at
+// all), without a copy of the job to set it in: goodput-hetero chooses a
+// model for every job of a round. The placements already made stay; call
+// it before j's next room or placement.
+func (c *Board) PinModel(j int32, model string) {
+	if c.pins == nil {
+		c.pins = make([]string, len(c.jobs))
+	}
+	c.pins[j] = model
+	if c.jobMask != nil {
+		c.jobMask[j] = nil
+	}
+	if c.stale == j {
+		c.stale = -1
+	}
+}
+
+// eligible returns the nodes job j's constraints allow, its GPU model
+// pinned where PinModel set one (shared; read-only).
 func (c *Board) eligible(j int32) *nodeMask {
 	cons := &c.jobs[j].Constraints
-	if cons.GPUModel == "" && cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0 {
+	model := cons.GPUModel
+	if c.pins != nil && c.pins[j] != "" {
+		if model != "" && model != c.pins[j] {
+			// Pinned to a model its constraint forbids: no node.
+			if c.noMask.bits == nil {
+				c.noMask = nodeMask{bits: newBitset(len(c.nodes)), set: setOther}
+			}
+			return &c.noMask
+		}
+		model = c.pins[j]
+	}
+	if model == "" && cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0 {
 		return &c.allMask
 	}
 	if c.jobMask == nil {
@@ -678,13 +712,13 @@ func (c *Board) eligible(j int32) *nodeMask {
 	// name, without a key built for each job.
 	byModel := cons.MinGPUMemoryMiB == 0 && cons.Pool == "" && len(cons.NodeAttributes) == 0
 	if byModel {
-		if m, ok := c.modelMasks[cons.GPUModel]; ok {
+		if m, ok := c.modelMasks[model]; ok {
 			c.jobMask[j] = m
 			return m
 		}
 	}
 	var b strings.Builder
-	b.WriteString(cons.GPUModel)
+	b.WriteString(model)
 	b.WriteByte(0)
 	b.WriteString(strconv.Itoa(cons.MinGPUMemoryMiB))
 	b.WriteByte(0)
@@ -699,8 +733,10 @@ func (c *Board) eligible(j int32) *nodeMask {
 	m, ok := c.masks[key]
 	if !ok {
 		bits := newBitset(len(c.nodes))
+		pinned := *cons
+		pinned.GPUModel = model
 		for i, n := range c.nodes {
-			if c.all.has(int32(i)) && cons.Allows(n) {
+			if c.all.has(int32(i)) && pinned.Allows(n) {
 				bits.set(int32(i))
 			}
 		}
@@ -711,7 +747,7 @@ func (c *Board) eligible(j int32) *nodeMask {
 		if c.modelMasks == nil {
 			c.modelMasks = make(map[string]*nodeMask)
 		}
-		c.modelMasks[cons.GPUModel] = m
+		c.modelMasks[model] = m
 	}
 	c.jobMask[j] = m
 	return m

@@ -297,3 +297,34 @@ func mixSome(r *rand.Rand, s *policy.Snapshot) {
 }
 
 func nan() float64 { return math.NaN() }
+
+// PinModel confines a job to one model as a constraint naming it would,
+// without a copy of the job: its room and its placements are that model's
+// only, a pin set after a room was asked is the one the next placement
+// keeps to, and a pin its own constraints forbid leaves it no room.
+func TestBoard_PinModel(t *testing.T) {
+	s := &policy.Snapshot{Nodes: lab(), Jobs: []policy.Job{queued("a", 1, 1, 4, 1), queued("b", 2, 1, 4, 1), queued("c", 3, 1, 2, 1)}}
+	s.Jobs[2].Constraints.GPUModel = "A100"
+	c, err := place.NewBoard(s)
+	must.NoError(t, err)
+	must.Eq(t, 8, c.RoomOf(0), must.Sprint("unpinned: the most on one model (A100)"))
+	c.PinModel(0, "V100")
+	must.Eq(t, 2, c.RoomOf(0))
+	must.Eq(t, 2, c.FreeFor(0))
+	must.False(t, c.Grow(0, 3))
+	must.True(t, c.Grow(0, 2))
+	must.Eq(t, map[string]bool{"V100": true}, models(s, c, "a"))
+
+	c.PinModel(1, "V100")
+	must.Eq(t, 0, c.RoomOf(1), must.Sprint("the V100s are taken"))
+	c.PinModel(1, "A100")
+	must.True(t, c.Grow(1, 4))
+	must.Eq(t, map[string]bool{"A100": true}, models(s, c, "b"))
+
+	c.PinModel(2, "V100")
+	c.Shrink(0, 2)
+	must.Eq(t, 0, c.RoomOf(2), must.Sprint("pinned to a model its constraint forbids: no room, with V100s free"))
+	must.NoError(t, policy.Validate(s, c.Plan("pinned")))
+	// The snapshot's jobs are not touched.
+	must.Eq(t, "", s.Jobs[0].Constraints.GPUModel)
+}
