@@ -97,6 +97,9 @@ type Board struct {
 	// candidates cand is yet to hold (room, fillCand), or -1.
 	cand, aux bitset
 	stale     int32
+	// candSet is a set (counts.go) that holds every node of cand: setAll,
+	// a model's index, or setOther where none is known.
+	candSet int
 	// countsOff makes room count every job's candidates over the bits
 	// (counts.go), for the tests that compare the two.
 	countsOff bool
@@ -687,6 +690,13 @@ func (c *Board) PinModel(j int32, model string) {
 // eligible returns the nodes job j's constraints allow, its GPU model
 // pinned where PinModel set one (shared; read-only).
 func (c *Board) eligible(j int32) *nodeMask {
+	if c.jobMask != nil {
+		// Asked before: without a read of the job (a cache miss a job
+		// at 100,000 jobs, and a round asks most jobs' room).
+		if m := c.jobMask[j]; m != nil {
+			return m
+		}
+	}
 	cons := &c.jobs[j].Constraints
 	model := cons.GPUModel
 	if c.pins != nil && c.pins[j] != "" {
@@ -704,8 +714,6 @@ func (c *Board) eligible(j int32) *nodeMask {
 	}
 	if c.jobMask == nil {
 		c.jobMask = make([]*nodeMask, len(c.jobs))
-	} else if m := c.jobMask[j]; m != nil {
-		return m
 	}
 	// Most constrained jobs name a GPU model and nothing more (goodput-
 	// hetero sets one on every job): their masks are found by the model's

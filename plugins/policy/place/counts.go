@@ -109,3 +109,21 @@ func (c *Board) FreeFor(j int32) int {
 	}
 	return c.modelFree[set] // every free GPU of the set's nodes
 }
+
+// noneOf reports whether no node of set (setAll or a model's index) has
+// exactly f free GPUs, from the counts; false for setOther.
+func (c *Board) noneOf(set, f int) bool {
+	switch {
+	case set == setOther:
+		return false
+	case set >= 0:
+		return c.counts[set*(c.maxFree+1)+f] == 0
+	}
+	stride := c.maxFree + 1
+	for i := f; i < len(c.counts); i += stride {
+		if c.counts[i] != 0 {
+			return false
+		}
+	}
+	return true
+}

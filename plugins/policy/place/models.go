@@ -175,6 +175,7 @@ func (c *Board) settle(j int32, g int) {
 
 // restrict narrows c.cand to the nodes of model m.
 func (c *Board) restrict(m int) {
+	c.candSet = m
 	for i, w := range c.modelMask[m] {
 		c.cand[i] &= w
 	}

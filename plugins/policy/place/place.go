@@ -34,6 +34,7 @@ func nodeRoom(free, held, w, capN int) int {
 // it conflicts with.
 func (c *Board) candidates(j int32) {
 	c.stale = -1
+	c.candSet = setOther
 	copy(c.cand, c.eligible(j).bits)
 	if m := c.heldModel(j); m >= 0 {
 		c.restrict(m)
@@ -139,6 +140,7 @@ func (c *Board) fillCand() {
 		return
 	}
 	c.candidates(j)
+	c.candSet = c.countedSet(j) // room read it from the counts
 	for _, s := range c.alloc[j] {
 		c.cand.clear(s.node)
 	}
@@ -178,14 +180,14 @@ func (c *Board) growNew(j int32, rem, mark int, worst bool) bool {
 	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
 	if rem > 0 && (!job.Affinity.IsZero() || len(job.Locality) > 0) && c.preferred(j) {
 		if take := min(rem, c.capacity(c.aux, w, capN)); take > 0 {
-			rem -= take - c.pack(j, take, c.aux, worst)
+			rem -= take - c.pack(j, take, c.aux, setOther, worst)
 			for _, s := range c.alloc[j] {
 				c.cand.clear(s.node)
 			}
 		}
 	}
 	if rem > 0 {
-		rem = c.pack(j, rem, c.cand, worst)
+		rem = c.pack(j, rem, c.cand, c.candSet, worst)
 	}
 	if rem != 0 {
 		// Unreachable while room is exact; never leave half a gang.
@@ -238,14 +240,20 @@ func (c *Board) preferred(j int32) bool {
 // free GPUs fit most tightly (lowest index among equals); otherwise the node
 // with the most room, and repeat. With worst, always the node with the most
 // room (worst fit). Used nodes leave mask. It returns the GPUs it could not
-// place (0 unless the caller skipped the room check).
-func (c *Board) pack(j int32, g int, mask bitset, worst bool) int {
+// place (0 unless the caller skipped the room check). The nodes of mask
+// are some of set's (setAll or a model's; setOther: unknown): a free count
+// that no node of set has is skipped without a pass over its bits (on a
+// full cluster most are empty, and each pass is nodes/64 words).
+func (c *Board) pack(j int32, g int, mask bitset, set int, worst bool) int {
 	job := c.jobs[j]
 	w, capN := job.GPUs.PerWorker, job.Constraints.MaxGPUsPerNode
 	for g > 0 {
 		n, take := int32(-1), 0
 		if !worst && (capN == 0 || capN >= g) {
 			for f := g; f <= c.maxFree; f++ {
+				if c.noneOf(set, f) {
+					continue
+				}
 				if n = firstAnd(c.buckets[f], mask); n >= 0 {
 					take = g
 					break
@@ -255,7 +263,7 @@ func (c *Board) pack(j int32, g int, mask bitset, worst bool) int {
 		if n < 0 {
 			for f := c.maxFree; f >= w; f-- {
 				u := nodeRoom(f, 0, w, capN)
-				if u == 0 {
+				if u == 0 || c.noneOf(set, f) {
 					continue
 				}
 				if n = firstAnd(c.buckets[f], mask); n >= 0 {
