@@ -111,10 +111,11 @@ func (c *Board) FreeFor(j int32) int {
 }
 
 // noneOf reports whether no node of set (setAll or a model's index) has
-// exactly f free GPUs, from the counts; false for setOther.
+// exactly f free GPUs, from the counts; false for setOther (and with the
+// counts off, so that the tests compare pack with and without it).
 func (c *Board) noneOf(set, f int) bool {
 	switch {
-	case set == setOther:
+	case set == setOther || c.countsOff:
 		return false
 	case set >= 0:
 		return c.counts[set*(c.maxFree+1)+f] == 0

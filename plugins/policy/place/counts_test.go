@@ -17,7 +17,8 @@ import (
 // the candidates' bits did: on random snapshots (constraints, caps,
 // anti-affinity, two models; some with a third model and most jobs
 // constrained to one, as goodput-hetero's boards are), two boards take
-// the same random placements, one counting the bits, and agree on every
+// the same random placements, one counting the bits (and packing without
+// skipping the free counts the counts say are empty), and agree on every
 // job's room after each, on every model, and on the plan.
 func TestBoard_CountedRoomIsCountedBits(t *testing.T) {
 	tighter := 0 // FreeFor's bounds below all the free GPUs
