@@ -108,9 +108,9 @@ const DefaultGoodputHeteroFairness = -0.5
 // in [0, 1] (default 0.5; see 3.).
 type GoodputHetero struct {
 	jct  *GoodputJCT
-	move atomic.Int64 // time.Duration
-	fair  atomic.Uint64 // math.Float64bits
-	pexp  atomic.Uint64 // math.Float64bits: price_exponent
+	move atomic.Int64  // time.Duration
+	fair atomic.Uint64 // math.Float64bits
+	pexp atomic.Uint64 // math.Float64bits: price_exponent
 }
 
 // NewGoodputHetero returns a goodput-hetero policy with the default
