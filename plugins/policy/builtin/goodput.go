@@ -299,11 +299,17 @@ func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 		}
 	}
 	g.h.Init()
+	failed := 0 // steps dropped since the last dropDead
 	for steps := 0; g.h.Len() > 0 && rem > 0; steps++ {
 		if steps%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("failed to plan: %w", err)
 			}
+		}
+		if failed > dropThreshold(len(g.h)) {
+			g.dropDead(rem)
+			failed = 0
+			continue
 		}
 		st := &g.h[0]
 		cost := st.To - g.target[st.Job]
@@ -317,6 +323,7 @@ func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 				}
 			}
 			g.h.Take()
+			failed++
 			continue
 		}
 		rem -= cost
@@ -332,6 +339,36 @@ func (g *goodputRound) counts(ctx context.Context, setup func()) error {
 		}
 	}
 	return nil
+}
+
+// dropThreshold is how many steps counts and fill drop one by one, on a
+// heap of n steps, before they drop every step that can no longer be
+// taken at once (dropDead, dropUnfit): a pass over the heap, paid for by
+// the sifts it saves (the tests set dropAfter and dropShare to make a
+// pass after every drop).
+func dropThreshold(n int) int { return max(dropAfter, n/dropShare) }
+
+var dropAfter, dropShare = 1024, 4
+
+// dropDead takes off the heap at once the steps that can no longer be
+// taken with rem GPUs left, as each would be taken off when it came up:
+// rem only falls, so a step larger than rem never fits. (goodput-hetero's
+// queued jobs are left: theirs moves to their next model when it comes
+// up.) In a full cluster most of a round's steps came up only to be
+// dropped, one sift each, while the last GPUs waited for a step small
+// enough (80,000 a round at 100,000 jobs, some rounds after a burst).
+func (g *goodputRound) dropDead(rem int) {
+	k := 0
+	for _, st := range g.h {
+		j := st.Job
+		if st.To-g.target[j] > rem && (g.hp == nil || g.target[j] > 0) {
+			continue
+		}
+		g.h[k] = st
+		k++
+	}
+	g.h = g.h[:k]
+	g.h.Init()
 }
 
 // place is step 2: carry the counts out on the cluster.
@@ -464,7 +501,13 @@ func (g *goodputRound) fill() {
 	// grown: one reason a job, however many steps it took.
 	var grown map[int32]int
 	var order []int32
+	failed := 0 // steps dropped for want of free GPUs since the last dropUnfit
 	for g.h.Len() > 0 && c.FreeGPUs() > 0 {
+		if failed > dropThreshold(len(g.h)) {
+			g.dropUnfit()
+			failed = 0
+			continue
+		}
 		st := &g.h[0]
 		from := c.Held(st.Job)
 		if free := c.FreeFor(st.Job); st.To-from > free {
@@ -476,6 +519,7 @@ func (g *goodputRound) fill() {
 				}
 			}
 			g.h.Take()
+			failed++
 			continue
 		}
 		if !g.growStep(st.Job, from, st.To) {
@@ -503,6 +547,32 @@ func (g *goodputRound) fill() {
 			c.NoteGrown(j, from, "into GPUs left free", "")
 		}
 	}
+}
+
+// dropUnfit takes off fill's heap at once the steps that would be taken
+// off when they came up: the free GPUs only fall as fill hands them out,
+// so a step larger than its job's bound on them (FreeFor) never fits, nor,
+// where restarts are priced (fillLimit), does any step of a job whose
+// least step (a worker, or Min to start) is larger. In a full cluster
+// most of fill's steps were of jobs on models without a free GPU left.
+func (g *goodputRound) dropUnfit() {
+	c := g.c
+	k := 0
+	for _, st := range g.h {
+		j := st.Job
+		held, free := c.Held(j), c.FreeFor(j)
+		least := g.req[j].PerWorker
+		if held == 0 {
+			least = g.req[j].Min
+		}
+		if st.To-held > free && (!g.priced || least > free) {
+			continue
+		}
+		g.h[k] = st
+		k++
+	}
+	g.h = g.h[:k]
+	g.h.Init()
 }
 
 // fillLimit is the largest step fill gives a job where free GPUs are
