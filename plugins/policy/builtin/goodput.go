@@ -358,17 +358,10 @@ var dropAfter, dropShare = 1024, 4
 // dropped, one sift each, while the last GPUs waited for a step small
 // enough (80,000 a round at 100,000 jobs, some rounds after a burst).
 func (g *goodputRound) dropDead(rem int) {
-	k := 0
-	for _, st := range g.h {
+	g.h.Keep(func(st *place.Step) bool {
 		j := st.Job
-		if st.To-g.target[j] > rem && (g.hp == nil || g.target[j] > 0) {
-			continue
-		}
-		g.h[k] = st
-		k++
-	}
-	g.h = g.h[:k]
-	g.h.Init()
+		return st.To-g.target[j] <= rem || (g.hp != nil && g.target[j] == 0)
+	})
 }
 
 // place is step 2: carry the counts out on the cluster.
@@ -557,22 +550,15 @@ func (g *goodputRound) fill() {
 // most of fill's steps were of jobs on models without a free GPU left.
 func (g *goodputRound) dropUnfit() {
 	c := g.c
-	k := 0
-	for _, st := range g.h {
+	g.h.Keep(func(st *place.Step) bool {
 		j := st.Job
 		held, free := c.Held(j), c.FreeFor(j)
 		least := g.req[j].PerWorker
 		if held == 0 {
 			least = g.req[j].Min
 		}
-		if st.To-held > free && (!g.priced || least > free) {
-			continue
-		}
-		g.h[k] = st
-		k++
-	}
-	g.h = g.h[:k]
-	g.h.Init()
+		return st.To-held <= free || (g.priced && least <= free)
+	})
 }
 
 // fillLimit is the largest step fill gives a job where free GPUs are

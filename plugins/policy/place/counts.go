@@ -78,22 +78,28 @@ func (c *Board) countAt(n int32, f int) int {
 // setCapacity is capacity(nodes of set, w, capN) read from the counts:
 // set is setAll or a model's index.
 func (c *Board) setCapacity(set, w, capN int) int {
+	r := 0
+	for f := w; f <= c.maxFree; f++ {
+		if u := nodeRoom(f, 0, w, capN); u > 0 {
+			r += c.nodesWith(set, f) * u
+		}
+	}
+	return r
+}
+
+// nodesWith is the number of nodes of set (setAll or a model's index)
+// with exactly f free GPUs, read from the counts.
+func (c *Board) nodesWith(set, f int) int {
 	stride := c.maxFree + 1
 	lo, hi := 0, len(c.counts)/stride // the models counted
 	if set >= 0 {
 		lo, hi = set, set+1
 	}
-	r := 0
-	for f := w; f <= c.maxFree; f++ {
-		if u := nodeRoom(f, 0, w, capN); u > 0 {
-			n := 0
-			for m := lo; m < hi; m++ {
-				n += int(c.counts[m*stride+f])
-			}
-			r += n * u
-		}
+	n := 0
+	for m := lo; m < hi; m++ {
+		n += int(c.counts[m*stride+f])
 	}
-	return r
+	return n
 }
 
 // FreeFor returns a bound on the GPUs job j could gain now, at least its
@@ -114,17 +120,5 @@ func (c *Board) FreeFor(j int32) int {
 // exactly f free GPUs, from the counts; false for setOther (and with the
 // counts off, so that the tests compare pack with and without it).
 func (c *Board) noneOf(set, f int) bool {
-	switch {
-	case set == setOther || c.countsOff:
-		return false
-	case set >= 0:
-		return c.counts[set*(c.maxFree+1)+f] == 0
-	}
-	stride := c.maxFree + 1
-	for i := f; i < len(c.counts); i += stride {
-		if c.counts[i] != 0 {
-			return false
-		}
-	}
-	return true
+	return set != setOther && !c.countsOff && c.nodesWith(set, f) == 0
 }

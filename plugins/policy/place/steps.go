@@ -69,6 +69,21 @@ func (h *Steps) Take() Step {
 	return s
 }
 
+// Keep keeps the steps for which keep reports true, drops the others and
+// orders the rest as a heap again: a pass over the heap, where dropping
+// each as it comes up (Take) is a sift each.
+func (h *Steps) Keep(keep func(*Step) bool) {
+	k := 0
+	for i := range *h {
+		if keep(&(*h)[i]) {
+			(*h)[k] = (*h)[i]
+			k++
+		}
+	}
+	*h = (*h)[:k]
+	h.Init()
+}
+
 // Add adds step s (heap.Push).
 func (h *Steps) Add(s Step) {
 	*h = append(*h, s)

@@ -21,7 +21,7 @@ func (h *stdSteps) Pop() any {
 
 // The 4-ary heap takes steps in exactly container/heap's order, ties of
 // score included (Less is total for steps of distinct jobs), through any
-// mix of adds, takes and fixes of the best step.
+// mix of adds, takes, fixes of the best step and passes that keep some.
 func TestSteps_SameOrderAsContainerHeap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	step := func(job int) Step {
@@ -39,7 +39,7 @@ func TestSteps_SameOrderAsContainerHeap(t *testing.T) {
 		b.Init()
 		next := 1000
 		for a.Len() > 0 {
-			switch r.IntN(5) {
+			switch r.IntN(6) {
 			case 0: // fewer adds than takes: the heap empties
 				s := step(next)
 				next++
@@ -47,6 +47,17 @@ func TestSteps_SameOrderAsContainerHeap(t *testing.T) {
 				b.Add(s)
 			case 1, 2:
 				must.Eq(t, heap.Pop(&a).(Step), b.Take(), must.Sprintf("round %d", round))
+			case 5: // drop the steps of every third job
+				keep := func(s *Step) bool { return s.Job%3 != 0 }
+				var kept Steps
+				for i := range a.Steps {
+					if keep(&a.Steps[i]) {
+						kept = append(kept, a.Steps[i])
+					}
+				}
+				a.Steps = kept
+				heap.Init(&a)
+				b.Keep(keep)
 			default:
 				a.Steps[0].Score = float64(r.IntN(4))
 				b[0].Score = a.Steps[0].Score
