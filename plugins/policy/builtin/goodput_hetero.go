@@ -176,31 +176,17 @@ func (p *GoodputHetero) Plan(ctx context.Context, s *policy.Snapshot) (*policy.P
 		}
 		return plan, err
 	}
-	// The jobs in the board's order (submission, then ID), so that a
-	// job's index is the same here and there; the board is told each
-	// job's model (PinModel) instead of a copy of the job with its
-	// constraint set (100,000 jobs copied were a tenth of a round).
-	jobs := make([]*policy.Job, len(s.Jobs))
-	for i := range s.Jobs {
-		jobs[i] = &s.Jobs[i]
-	}
-	if !s.Vouched() {
-		slices.SortFunc(jobs, func(a, b *policy.Job) int {
-			if x := a.Submitted.Compare(b.Submitted); x != 0 {
-				return x
-			}
-			return cmp.Compare(a.ID, b.ID)
-		})
-	}
-	hp := newHeteroPools(jobs, models, nodeModel, s, math.Float64frombits(p.pexp.Load()))
-	hp.fair = math.Float64frombits(p.fair.Load())
+	// The model pools index the jobs as the board does (its order:
+	// submission, then ID); the board is told each job's model
+	// (PinModel) instead of a copy of the job with its constraint set
+	// (100,000 jobs copied were a tenth of a round).
 	c, err := place.NewBoard(s)
 	if err != nil {
 		return nil, fmt.Errorf("failed to plan: %w", err)
 	}
-	if b := c.Jobs(); len(b) > 0 && (b[0] != jobs[0] || b[len(b)-1] != jobs[len(jobs)-1]) {
-		return nil, fmt.Errorf("failed to plan: the board's order of the jobs is not the snapshot's")
-	}
+	jobs := c.Jobs()
+	hp := newHeteroPools(jobs, models, nodeModel, s, math.Float64frombits(p.pexp.Load()))
+	hp.fair = math.Float64frombits(p.fair.Load())
 	// Running jobs stay on their model (moves are step 4).
 	for j := range jobs {
 		if m := hp.pool[j]; m >= 0 && hp.running[j] {
