@@ -98,25 +98,28 @@ func (c *JobStatusCommand) runList(ctx context.Context, cl *client.Client, o *li
 	if o.all {
 		q := o.query()
 		q.PerPage = api.MaxPerPage
-		p = &client.JobPage{}
-		p.Jobs, err = cl.AllJobs(ctx, q)
-		p.Total = len(p.Jobs)
+		p, err = cl.AllJobsPage(ctx, q)
 	} else {
 		p, err = cl.ListJobs(ctx, o.query())
 	}
 	if err != nil {
 		return c.apiError(err)
 	}
-	note := o.pageNote(p)
+	var notes []string
+	for _, n := range []string{o.pageNote(p), staleJobsNote(p.StaleAsOf)} {
+		if n != "" {
+			notes = append(notes, n)
+		}
+	}
 	if asJSON {
-		if note != "" {
-			fmt.Fprintln(c.Err, note)
+		for _, n := range notes {
+			fmt.Fprintln(c.Err, n)
 		}
 		return c.printJSON(p.Jobs)
 	}
 	fmt.Fprintln(c.Out, formatJobList(p.Jobs, verbose))
-	if note != "" {
-		fmt.Fprintln(c.Out, "\n"+note)
+	if len(notes) > 0 {
+		fmt.Fprintln(c.Out, "\n"+strings.Join(notes, "\n"))
 	}
 	return ExitOK
 }

@@ -3,6 +3,7 @@ package command
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 
@@ -65,4 +66,28 @@ func TestJobList_BadOptions(t *testing.T) {
 	must.StrContains(t, h.err.String(), "invalid next_token")
 	must.Eq(t, ExitUsage, h.run("job", "status", id, "-state", "queued"))
 	must.StrContains(t, h.err.String(), "-state lists jobs: give no job ID with it")
+}
+
+// While the planner's store does not answer, job list (a page, -all,
+// -json) and queue status say the jobs are the records read last, and as
+// of when; a list the store gave says nothing of it.
+func TestJobList_SaysWhenJobsAreStale(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit(fourGPUs)
+	must.Eq(t, ExitOK, h.run("job", "list"))
+	must.StrNotContains(t, h.out.String(), "Stale")
+
+	h.backend.Stale(time.Date(2026, 11, 28, 9, 0, 0, 0, time.Local))
+	const want = "Stale: the planner's store does not answer; these jobs are as of 2026-11-28 09:00:00 ("
+	for _, args := range [][]string{{"job", "list"}, {"job", "list", "-all"}, {"queue", "status", "default"}} {
+		must.Eq(t, ExitOK, h.run(args...))
+		lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
+		must.StrHasPrefix(t, want, lines[len(lines)-1], must.Sprint(args))
+		must.StrContains(t, lines[len(lines)-1], "a job submitted or changed since may be missing or shown as it was")
+	}
+	must.Eq(t, ExitOK, h.run("job", "list", "-json"))
+	stubs := decodeOut[[]api.JobStub](t, &h.out)
+	must.Len(t, 1, stubs)
+	must.Eq(t, a, stubs[0].ID)
+	must.StrHasPrefix(t, want, h.err.String())
 }

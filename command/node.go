@@ -80,3 +80,14 @@ func staleNote(nodes []api.NodeInfo) string {
 	}
 	return ""
 }
+
+// staleJobsNote is the line that says the planner answered the job
+// records it read last (its store does not answer), and how old they
+// are; "" when the store answered.
+func staleJobsNote(asOf time.Time) string {
+	if asOf.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("Stale: the planner's store does not answer; these jobs are as of %s (%s ago): a job submitted or changed since may be missing or shown as it was",
+		asOf.Local().Format(time.DateTime), time.Since(asOf).Round(time.Second))
+}

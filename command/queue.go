@@ -189,11 +189,14 @@ func (c *QueueStatusCommand) Run(args []string) int {
 	if asJSON {
 		return c.printJSON(q)
 	}
-	jobs, err := cl.AllJobs(ctx, api.ListQuery{States: []structs.JobState{structs.JobQueued}})
+	jobs, err := cl.AllJobsPage(ctx, api.ListQuery{States: []structs.JobState{structs.JobQueued}})
 	if err != nil {
 		return c.apiError(err)
 	}
-	fmt.Fprintln(c.Out, formatQueue(q, waitingIn(q.Name, queues, jobs)))
+	fmt.Fprintln(c.Out, formatQueue(q, waitingIn(q.Name, queues, jobs.Jobs)))
+	if note := staleJobsNote(jobs.StaleAsOf); note != "" {
+		fmt.Fprintln(c.Out, "\n"+note)
+	}
 	return ExitOK
 }
 

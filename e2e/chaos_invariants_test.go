@@ -13,6 +13,7 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/schedulearn/schedulearn/planner/api"
 	"github.com/schedulearn/schedulearn/planner/nomadjob"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -111,9 +112,13 @@ func (c *chaosChecker) check(ctx context.Context) {
 
 // checkPlanner: the planner answers (GET /v1/jobs within its client's 5
 // s), knows every job submitted, and the records of the jobs not ended
-// are read again.
+// are read again. Every job whose submission was acknowledged before the
+// list was asked for is in it; where the planner answered the records it
+// read last (its store does not answer: the page says as of when), every
+// job acknowledged before that read began.
 func (c *chaosChecker) checkPlanner(ctx context.Context) {
-	stubs, err := c.r.cl.api.Jobs(ctx)
+	submitted := c.r.submitted() // before the list: each was acknowledged before it was asked for
+	page, err := c.r.cl.api.AllJobsPage(ctx, api.ListQuery{})
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -135,13 +140,22 @@ func (c *chaosChecker) checkPlanner(ctx context.Context) {
 	}
 	c.endOutage()
 	known := map[string]structs.JobState{}
-	for _, s := range stubs {
+	for _, s := range page.Jobs {
 		known[s.ID] = s.State
 	}
-	for _, id := range c.r.submitted() {
+	for _, id := range submitted {
 		state, ok := known[id]
 		if !ok {
-			c.violate("lost", id, "the planner does not list the job")
+			at := c.r.acknowledged(id)
+			switch {
+			case page.StaleAsOf.IsZero():
+				c.violate("lost", id, "the planner does not list the job")
+			case at.Before(page.StaleAsOf):
+				c.violate("lost", id, "the planner does not list the job: its records are as of %s, the job was acknowledged at %s",
+					page.StaleAsOf.Format(time.StampMilli), at.Format(time.StampMilli))
+			}
+			// Else acknowledged after the records answered were read:
+			// the next list the store gives must hold it.
 			continue
 		}
 		if state.Terminal() && c.record(id) != nil && c.record(id).State == state {

@@ -227,6 +227,16 @@ func (r *chaosRun) submitted() []string {
 	return append([]string(nil), r.order...)
 }
 
+// acknowledged is when the planner acknowledged job id's submission.
+func (r *chaosRun) acknowledged(id string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j := r.jobs[id]; j != nil {
+		return j.submitted
+	}
+	return time.Time{}
+}
+
 // recentFault says whether a fault of kind was injected within the last
 // window (or is still in effect).
 func (r *chaosRun) recentFault(kind string, window time.Duration) bool {

@@ -21,22 +21,26 @@ import (
 // list the store gave, as the cluster's reads answer with the nodes read
 // last. A page of jobs is answered with the last page the store gave for
 // the same query, else with that page of the last list; a job with its
-// record in either. The first such answer of an outage logs a warning; the
-// dependency watch says when Consul is down and back. Rounds never read
-// it: they plan from the store or not at all.
+// record in either. A page so answered says so (JobPage.StaleAsOf: when
+// the read that gave its records began, so every write acknowledged
+// before then is in it, and one acknowledged after may not be). The first
+// such answer of an outage logs a warning; the dependency watch says when
+// Consul is down and back. Rounds never read it: they plan from the store
+// or not at all.
 type lastKnown struct {
 	logger  hclog.Logger
 	timeout time.Duration
 
-	mu    sync.Mutex
-	jobs  []*structs.Job // the last list, in the store's order
-	at    time.Time      // when it was read
-	stale bool           // answering from jobs since the last warning
+	mu     sync.Mutex
+	jobs   []*structs.Job // the last list, in the store's order
+	listAt time.Time      // when the read that gave it began
+	at     time.Time      // when the store last answered a read
+	stale  bool           // answering from jobs since the last warning
 	// pages are the last page read of each query, by queryKey; queries
 	// its least recently read first. They are maxKnownPages at most and
 	// hold maxKnownPageJobs records at most (kept counts them): the
 	// least recently read go first.
-	pages   map[string]*structs.JobPage
+	pages   map[string]knownPage
 	queries []string
 	kept    int
 }
@@ -48,6 +52,13 @@ const (
 	maxKnownPages    = 256
 )
 
+// knownPage is a page the store gave, and when the read that gave it
+// began.
+type knownPage struct {
+	page *structs.JobPage
+	at   time.Time
+}
+
 func newLastKnown(logger hclog.Logger) *lastKnown {
 	return &lastKnown{logger: logger, timeout: cluster.DefaultTimeout}
 }
@@ -56,9 +67,10 @@ func newLastKnown(logger hclog.Logger) *lastKnown {
 func (k *lastKnown) list(ctx context.Context, read func(context.Context) ([]*structs.Job, error)) ([]*structs.Job, error) {
 	rctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
+	began := time.Now()
 	jobs, err := read(rctx)
 	if err == nil {
-		k.keep(jobs)
+		k.keep(jobs, began)
 		return jobs, nil
 	}
 	if !k.failing(ctx, err) {
@@ -73,13 +85,14 @@ func (k *lastKnown) list(ctx context.Context, read func(context.Context) ([]*str
 }
 
 // page reads the page of jobs q selects with read, or answers the last
-// such page read, or that page of the last list.
+// such page read, or that page of the last list, with its StaleAsOf.
 func (k *lastKnown) page(ctx context.Context, q structs.JobQuery, read func(context.Context, structs.JobQuery) (*structs.JobPage, error)) (*structs.JobPage, error) {
 	rctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
+	began := time.Now()
 	p, err := read(rctx, q)
 	if err == nil {
-		k.keepPage(q, p)
+		k.keepPage(q, p, began)
 		return p, nil
 	}
 	if !k.failing(ctx, err) {
@@ -88,8 +101,9 @@ func (k *lastKnown) page(ctx context.Context, q structs.JobQuery, read func(cont
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if kept, ok := k.pages[queryKey(&q)]; ok {
-		c := *kept
-		c.Jobs = clones(kept.Jobs)
+		c := *kept.page
+		c.Jobs = clones(kept.page.Jobs)
+		c.StaleAsOf = kept.at
 		return &c, nil
 	}
 	if k.jobs == nil {
@@ -100,31 +114,32 @@ func (k *lastKnown) page(ctx context.Context, q structs.JobQuery, read func(cont
 		sums[i] = structs.SummaryOf(j)
 	}
 	pg := structs.PageOf(len(sums), func(i int) *structs.JobSummary { return &sums[i] }, &q)
-	out := &structs.JobPage{Total: pg.Total, Before: pg.Before, Next: pg.Next}
+	out := &structs.JobPage{Total: pg.Total, Before: pg.Before, Next: pg.Next, StaleAsOf: k.listAt}
 	for _, i := range pg.Index {
 		out.Jobs = append(out.Jobs, k.jobs[i].Clone())
 	}
 	return out, nil
 }
 
-// keepPage remembers the page the store gave for q, forgetting the least
-// recently read pages beyond maxKnownPageJobs records.
-func (k *lastKnown) keepPage(q structs.JobQuery, p *structs.JobPage) {
+// keepPage remembers the page the store gave for q to a read that began
+// at began, forgetting the least recently read pages beyond
+// maxKnownPageJobs records.
+func (k *lastKnown) keepPage(q structs.JobQuery, p *structs.JobPage, began time.Time) {
 	key := queryKey(&q)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.fresh()
 	if old, ok := k.pages[key]; ok {
-		k.kept -= len(old.Jobs)
+		k.kept -= len(old.page.Jobs)
 		k.queries = slices.DeleteFunc(k.queries, func(s string) bool { return s == key })
 	}
 	if k.pages == nil {
-		k.pages = map[string]*structs.JobPage{}
+		k.pages = map[string]knownPage{}
 	}
-	k.pages[key], k.kept = p, k.kept+len(p.Jobs)
+	k.pages[key], k.kept = knownPage{page: p, at: began}, k.kept+len(p.Jobs)
 	k.queries = append(k.queries, key)
 	for (k.kept > maxKnownPageJobs || len(k.queries) > maxKnownPages) && len(k.queries) > 1 {
-		k.kept -= len(k.pages[k.queries[0]].Jobs)
+		k.kept -= len(k.pages[k.queries[0]].page.Jobs)
 		delete(k.pages, k.queries[0])
 		k.queries = k.queries[1:]
 	}
@@ -161,7 +176,7 @@ func (k *lastKnown) job(ctx context.Context, id string, read func(context.Contex
 		}
 	}
 	for _, p := range k.pages {
-		for _, c := range p.Jobs {
+		for _, c := range p.page.Jobs {
 			if c.ID == id {
 				return c.Clone(), nil
 			}
@@ -170,11 +185,11 @@ func (k *lastKnown) job(ctx context.Context, id string, read func(context.Contex
 	return nil, err
 }
 
-// keep remembers a list the store gave.
-func (k *lastKnown) keep(jobs []*structs.Job) {
+// keep remembers a list the store gave to a read that began at began.
+func (k *lastKnown) keep(jobs []*structs.Job, began time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.jobs = jobs
+	k.jobs, k.listAt = jobs, began
 	k.fresh()
 }
 

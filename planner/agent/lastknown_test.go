@@ -35,7 +35,7 @@ func TestLastKnown_AnswersTheLastListWhileTheStoreDoesNot(t *testing.T) {
 			must.ErrorIs(t, err, down)
 		}},
 		{"a failing store: the last list", func(t *testing.T, k *lastKnown) {
-			k.keep([]*structs.Job{{ID: "a", State: structs.JobRunning}, {ID: "b"}})
+			k.keep([]*structs.Job{{ID: "a", State: structs.JobRunning}, {ID: "b"}}, time.Now())
 			jobs, err := k.list(context.Background(), fail)
 			must.NoError(t, err)
 			must.Len(t, 2, jobs)
@@ -47,7 +47,7 @@ func TestLastKnown_AnswersTheLastListWhileTheStoreDoesNot(t *testing.T) {
 			must.ErrorIs(t, err, down, must.Sprint("a job the last list does not hold"))
 		}},
 		{"a store that never answers: bounded", func(t *testing.T, k *lastKnown) {
-			k.keep([]*structs.Job{{ID: "a"}})
+			k.keep([]*structs.Job{{ID: "a"}}, time.Now())
 			start := time.Now()
 			jobs, err := k.list(context.Background(), hang)
 			must.NoError(t, err)
@@ -55,14 +55,14 @@ func TestLastKnown_AnswersTheLastListWhileTheStoreDoesNot(t *testing.T) {
 			must.Less(t, time.Second, time.Since(start))
 		}},
 		{"not found stays not found", func(t *testing.T, k *lastKnown) {
-			k.keep([]*structs.Job{{ID: "a"}})
+			k.keep([]*structs.Job{{ID: "a"}}, time.Now())
 			_, err := k.job(context.Background(), "a", func(context.Context, string) (*structs.Job, error) {
 				return nil, structs.ErrNotFound
 			})
 			must.ErrorIs(t, err, structs.ErrNotFound)
 		}},
 		{"a caller that gave up: its error", func(t *testing.T, k *lastKnown) {
-			k.keep([]*structs.Job{{ID: "a"}})
+			k.keep([]*structs.Job{{ID: "a"}}, time.Now())
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			_, err := k.list(ctx, hang)
@@ -108,12 +108,25 @@ func TestLastKnown_AnswersPages(t *testing.T) {
 	must.ErrorIs(t, err, down, must.Sprint("nothing read before"))
 
 	kept := &structs.JobPage{Jobs: []*structs.Job{job(7, structs.JobQueued)}, Total: 9}
-	_, err = k.page(context.Background(), queued, answer(kept))
+	var readBegan, readEnded time.Time
+	slow := func(context.Context, structs.JobQuery) (*structs.JobPage, error) {
+		readBegan = time.Now()
+		time.Sleep(20 * time.Millisecond) // a write acknowledged meanwhile may be missing
+		defer func() { readEnded = time.Now() }()
+		return kept, nil
+	}
+	fresh, err := k.page(context.Background(), queued, slow)
 	must.NoError(t, err)
+	must.Eq(t, time.Time{}, fresh.StaleAsOf, must.Sprint("the store answered: not stale"))
 	p, err := k.page(context.Background(), queued, failPage)
 	must.NoError(t, err)
 	must.Eq(t, []string{"j7"}, ids(p))
 	must.Eq(t, 9, p.Total)
+	// Stale as of when the read began, not when it ended: a job
+	// acknowledged while it was under way may not be in it.
+	must.False(t, p.StaleAsOf.IsZero())
+	must.False(t, p.StaleAsOf.After(readBegan), must.Sprint("as of when the read began"))
+	must.True(t, p.StaleAsOf.Before(readEnded))
 	p.Jobs[0].State = structs.JobFailed // a copy
 	j, err := k.job(context.Background(), "j7", getFail)
 	must.NoError(t, err)
@@ -123,12 +136,14 @@ func TestLastKnown_AnswersPages(t *testing.T) {
 	other.Reverse = true
 	_, err = k.page(context.Background(), other, failPage)
 	must.ErrorIs(t, err, down, must.Sprint("another query, and no list read whole"))
-	k.keep([]*structs.Job{job(0, structs.JobRunning), job(1, structs.JobQueued), job(2, structs.JobQueued), job(3, structs.JobQueued)})
+	listed := time.Now()
+	k.keep([]*structs.Job{job(0, structs.JobRunning), job(1, structs.JobQueued), job(2, structs.JobQueued), job(3, structs.JobQueued)}, listed)
 	p, err = k.page(context.Background(), other, failPage)
 	must.NoError(t, err)
 	must.Eq(t, []string{"j3", "j2"}, ids(p), must.Sprint("that page of the last list"))
 	must.Eq(t, 3, p.Total)
 	must.Eq(t, "j1", p.Next.ID)
+	must.Eq(t, listed, p.StaleAsOf, must.Sprint("as of the last list"))
 
 	big := &structs.JobPage{}
 	for i := range maxKnownPageJobs {

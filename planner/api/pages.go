@@ -32,6 +32,11 @@ const (
 	// TotalHeader counts the jobs the request's filters select, on every
 	// page.
 	TotalHeader = "X-Schedulearn-Total"
+	// StaleAsOfHeader is on an answer the store did not give (it does not
+	// answer): the records are those of a read that began at this time
+	// (RFC 3339), so a job submitted or changed since may be missing or
+	// shown as it was then.
+	StaleAsOfHeader = "X-Schedulearn-Stale-As-Of"
 	// DefaultQueue is the queue of a jobspec that names none: ?queue=
 	// default selects its jobs too.
 	DefaultQueue = "default"
@@ -196,6 +201,9 @@ func setPageHeaders(w http.ResponseWriter, p *structs.JobPage) {
 	w.Header().Set(TotalHeader, strconv.Itoa(p.Total))
 	if p.Next != nil {
 		w.Header().Set(NextTokenHeader, pageToken(*p.Next))
+	}
+	if !p.StaleAsOf.IsZero() {
+		w.Header().Set(StaleAsOfHeader, p.StaleAsOf.UTC().Format(time.RFC3339Nano))
 	}
 }
 

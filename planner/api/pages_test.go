@@ -271,3 +271,22 @@ func TestListNodes_Pages(t *testing.T) {
 		must.Eq(t, http.StatusBadRequest, code, must.Sprintf("%s: %s", bad, raw))
 	}
 }
+
+// A page the planner answered from the records it read last (its store
+// does not answer) says as of when, on both job lists; a page the store
+// gave says nothing.
+func TestPages_SayWhenStale(t *testing.T) {
+	b, _ := pagedBackend(t, 3)
+	srv := apitest.NewServer(t, b)
+	for _, path := range []string{"/v1/jobs", "/v1/queue"} {
+		code, h, raw := doHeader(t, srv, call{method: http.MethodGet, path: path, header: withRead})
+		must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))
+		must.Eq(t, "", h.Get(api.StaleAsOfHeader), must.Sprint(path, ": the store answered"))
+	}
+	b.Stale(time.Date(2026, 3, 1, 9, 0, 5, 250_000_000, time.FixedZone("CET", 3600)))
+	for _, path := range []string{"/v1/jobs", "/v1/queue"} {
+		code, h, raw := doHeader(t, srv, call{method: http.MethodGet, path: path, header: withRead})
+		must.Eq(t, http.StatusOK, code, must.Sprintf("%s", raw))
+		must.Eq(t, "2026-03-01T08:00:05.25Z", h.Get(api.StaleAsOfHeader), must.Sprint(path))
+	}
+}

@@ -121,6 +121,11 @@ type JobPage struct {
 	// Next is the key of the first job of the next page; nil on the last
 	// page.
 	Next *JobKey
+	// StaleAsOf is zero when the store answered the page. Else the store
+	// did not answer, and the page holds the records of a read that began
+	// at StaleAsOf: every write acknowledged before then is in them, one
+	// acknowledged after may not be.
+	StaleAsOf time.Time
 }
 
 // Paged is the result of PageOf: where a page's jobs are in the list

@@ -36,17 +36,28 @@ type pill struct {
 // "offline"), and returns what it shows.
 func follow(t *testing.T, node, url, token, want string) pill {
 	t.Helper()
+	return runScript[pill](t, node, nil, "follow.js", url, token, want)
+}
+
+// runScript runs testdata's script in Node with app.js and args (stdin
+// on its input, when not nil), and decodes what it prints as T.
+func runScript[T any](t *testing.T, node string, stdin []byte, script string, args ...string) T {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, node, filepath.Join("testdata", "follow.js"), filepath.Join("assets", "app.js"), url, token, want).Output()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("testdata", script), filepath.Join("assets", "app.js")}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.Output()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		t.Fatalf("node: %v: %s", err, ee.Stderr)
 	}
 	must.NoError(t, err)
-	var p pill
-	must.NoError(t, json.Unmarshal(out, &p), must.Sprint(string(out)))
-	return p
+	var got T
+	must.NoError(t, json.Unmarshal(out, &got), must.Sprint(string(out)))
+	return got
 }
 
 // N5 of issue 28: when the planner refused the dashboard's event stream
@@ -129,21 +140,15 @@ func TestDashboard_ReadsPages(t *testing.T) {
 	b.Start(ids[2], map[string]int{"n00001": 1}, "fifo")
 	srv := apitest.NewServer(t, b)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, node, filepath.Join("testdata", "pages.js"), filepath.Join("assets", "app.js"), srv.URL, apitest.ReadToken).Output()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		t.Fatalf("node: %v: %s", err, ee.Stderr)
-	}
-	must.NoError(t, err)
-	var got struct {
+	type read struct {
 		Nodes, Newest, Running, Asked []string
 		Total                         int
 		More                          bool
-		Heading                       string
+		Heading, Stale                string
 	}
-	must.NoError(t, json.Unmarshal(out, &got), must.Sprint(string(out)))
+	pages := func() read { return runScript[read](t, node, nil, "pages.js", srv.URL, apitest.ReadToken) }
+	got := pages()
+	must.Eq(t, "", got.Stale, must.Sprint("the store answered"))
 	must.Len(t, api.MaxPerPage+1, got.Nodes)
 	must.Eq(t, "n05000", got.Nodes[api.MaxPerPage])
 	must.Eq(t, []string{ids[3], ids[2]}, got.Newest)
@@ -152,6 +157,13 @@ func TestDashboard_ReadsPages(t *testing.T) {
 	must.Eq(t, "(the newest 2 of 4)", got.Heading)
 	must.Eq(t, []string{ids[0], ids[2]}, got.Running)
 	must.Len(t, 4, got.Asked, must.Sprint("two pages of nodes, one of jobs, one of running jobs"))
+
+	// A planner whose store does not answer: the overview says its jobs
+	// are the records read last.
+	b.Stale(time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC))
+	got = pages()
+	must.StrHasPrefix(t, "The planner's store does not answer: these jobs are as of ", got.Stale)
+	must.StrContains(t, got.Stale, "a job submitted or changed since may be missing")
 }
 
 // Issue 29: the job page shows the GPU model a job runs on and its model
@@ -171,19 +183,7 @@ func TestDashboard_JobGPUModels(t *testing.T) {
 		t.Helper()
 		in, err := json.Marshal(j)
 		must.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "models.js"), filepath.Join("assets", "app.js"))
-		cmd.Stdin = bytes.NewReader(in)
-		out, err := cmd.Output()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("node: %v: %s", err, ee.Stderr)
-		}
-		must.NoError(t, err)
-		var got [][2]string
-		must.NoError(t, json.Unmarshal(out, &got), must.Sprint(string(out)))
-		return got
+		return runScript[[][2]string](t, node, in, "models.js")
 	}
 	got := facts(j)
 	must.Len(t, 2, got)

@@ -53,6 +53,9 @@ type Backend struct {
 	// QueueList, when set, is what Queues returns; nil: one queue,
 	// "default", without a quota, holding every job.
 	QueueList []structs.QueueStatus
+	// staleAsOf, when set (Stale), is what job pages say they are as
+	// of: the records a planner whose store does not answer read last.
+	staleAsOf time.Time
 	// Err, when set, is returned by every method (a failing planner).
 	// Set it before serving, or with Fail.
 	Err error
@@ -238,7 +241,7 @@ func (b *Backend) JobPage(_ context.Context, q structs.JobQuery) (*structs.JobPa
 	}
 	slices.SortFunc(sums, func(a, b structs.JobSummary) int { return a.Compare(b.JobKey) })
 	p := structs.PageOf(len(sums), func(i int) *structs.JobSummary { return &sums[i] }, &q)
-	out := &structs.JobPage{Total: p.Total, Before: p.Before, Next: p.Next}
+	out := &structs.JobPage{Total: p.Total, Before: p.Before, Next: p.Next, StaleAsOf: b.staleAsOf}
 	for _, i := range p.Index {
 		out.Jobs = append(out.Jobs, clone(b.jobs[sums[i].ID]))
 	}
@@ -457,6 +460,14 @@ func (b *Backend) Fail(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.Err = err
+}
+
+// Stale makes job pages say they are the records read at asOf (a store
+// that does not answer); zero: the store answers again.
+func (b *Backend) Stale(asOf time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.staleAsOf = asOf
 }
 
 // Update changes a stored job with fn (and bumps its version).

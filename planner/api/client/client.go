@@ -212,62 +212,97 @@ type JobPage struct {
 	// NextToken is where the next page starts (the query's NextToken);
 	// "" on the last page.
 	NextToken string
+	// StaleAsOf is zero when the planner's store answered. Else it did
+	// not, and the jobs are the records of a read that began then: one
+	// submitted or changed since may be missing or shown as it was (the
+	// oldest page's, for every page read).
+	StaleAsOf time.Time
 }
 
 // ListJobs reads one page of the jobs q selects (GET /v1/jobs). From a
 // planner that does not page, the page holds every job.
 func (c *Client) ListJobs(ctx context.Context, q api.ListQuery) (*JobPage, error) {
-	var p JobPage
-	var err error
-	p.Jobs, p.Total, p.NextToken, err = page[api.JobStub](ctx, c, "/v1/jobs", q.Values())
+	p, err := page[api.JobStub](ctx, c, "/v1/jobs", q.Values())
 	if err != nil {
 		return nil, err
 	}
-	return &p, nil
+	return &JobPage{Jobs: p.items, Total: p.total, NextToken: p.next, StaleAsOf: p.staleAsOf}, nil
 }
 
 // AllJobs reads every page of the jobs q selects, from q.NextToken on,
 // api.MaxPerPage at a time unless q.PerPage says otherwise.
 func (c *Client) AllJobs(ctx context.Context, q api.ListQuery) ([]api.JobStub, error) {
-	return allPages[api.JobStub](ctx, c, "/v1/jobs", q.Values())
+	p, err := c.AllJobsPage(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return p.Jobs, nil
 }
 
-// page reads one page of a list route (api.ListQuery's parameters in v):
-// its items, how many there are in all, and the next page's token ("" on
-// the last page). From a planner that does not page, every item.
-func page[T any](ctx context.Context, c *Client, path string, v url.Values) ([]T, int, string, error) {
+// AllJobsPage is AllJobs with what the pages said: Total counts the jobs
+// read, and StaleAsOf is the oldest page's.
+func (c *Client) AllJobsPage(ctx context.Context, q api.ListQuery) (*JobPage, error) {
+	p, err := allPages[api.JobStub](ctx, c, "/v1/jobs", q.Values())
+	if err != nil {
+		return nil, err
+	}
+	return &JobPage{Jobs: p.items, Total: len(p.items), StaleAsOf: p.staleAsOf}, nil
+}
+
+// listPage is a page of a list route as its answer gives it.
+type listPage[T any] struct {
+	items     []T
+	total     int       // how many there are in all
+	next      string    // the next page's token; "" on the last page
+	staleAsOf time.Time // api.StaleAsOfHeader; zero when not set
+}
+
+// page reads one page of a list route (api.ListQuery's parameters in v).
+// From a planner that does not page, every item.
+func page[T any](ctx context.Context, c *Client, path string, v url.Values) (listPage[T], error) {
 	if len(v) > 0 {
 		path += "?" + v.Encode()
 	}
-	var items []T
-	h, err := c.doHeader(ctx, http.MethodGet, path, nil, nil, &items)
+	var p listPage[T]
+	h, err := c.doHeader(ctx, http.MethodGet, path, nil, nil, &p.items)
 	if err != nil {
-		return nil, 0, "", err
+		return p, err
 	}
-	total, err := strconv.Atoi(h.Get(api.TotalHeader))
+	p.total, err = strconv.Atoi(h.Get(api.TotalHeader))
 	if err != nil {
-		total = len(items)
+		p.total = len(p.items)
 	}
-	return items, total, h.Get(api.NextTokenHeader), nil
+	p.next = h.Get(api.NextTokenHeader)
+	if s := h.Get(api.StaleAsOfHeader); s != "" {
+		if p.staleAsOf, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return p, fmt.Errorf("the planner answered %s %q, not a time: %w", api.StaleAsOfHeader, s, err)
+		}
+	}
+	return p, nil
 }
 
 // allPages reads every page of a list route from v's next_token on,
-// api.MaxPerPage items at a time unless v's per_page says otherwise.
-func allPages[T any](ctx context.Context, c *Client, path string, v url.Values) ([]T, error) {
+// api.MaxPerPage items at a time unless v's per_page says otherwise:
+// every item, and the oldest page's staleAsOf.
+func allPages[T any](ctx context.Context, c *Client, path string, v url.Values) (listPage[T], error) {
 	if v.Get("per_page") == "" {
 		v.Set("per_page", strconv.Itoa(api.MaxPerPage))
 	}
-	var out []T
+	var out listPage[T]
 	for {
-		items, _, next, err := page[T](ctx, c, path, v)
+		p, err := page[T](ctx, c, path, v)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
-		out = append(out, items...)
-		if next == "" || next == v.Get("next_token") {
+		out.items = append(out.items, p.items...)
+		if !p.staleAsOf.IsZero() && (out.staleAsOf.IsZero() || p.staleAsOf.Before(out.staleAsOf)) {
+			out.staleAsOf = p.staleAsOf
+		}
+		if p.next == "" || p.next == v.Get("next_token") {
+			out.total = len(out.items)
 			return out, nil
 		}
-		v.Set("next_token", next)
+		v.Set("next_token", p.next)
 	}
 }
 
@@ -335,11 +370,14 @@ func (c *Client) SetQueues(ctx context.Context, source, filename string) ([]stru
 
 // Nodes lists the nodes, reading every page.
 func (c *Client) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
-	nodes, err := allPages[api.NodeInfo](ctx, c, "/v1/nodes", url.Values{})
-	if nodes == nil && err == nil {
-		nodes = []api.NodeInfo{}
+	p, err := allPages[api.NodeInfo](ctx, c, "/v1/nodes", url.Values{})
+	if err != nil {
+		return nil, err
 	}
-	return nodes, err
+	if p.items == nil {
+		p.items = []api.NodeInfo{}
+	}
+	return p.items, nil
 }
 
 // Status reads the planner's status.

@@ -216,6 +216,21 @@ func TestClient_Pages(t *testing.T) {
 	all, err = c.Jobs(ctx)
 	must.NoError(t, err)
 	must.Eq(t, ids, stubIDs(all))
+	must.True(t, p.StaleAsOf.IsZero(), must.Sprint("the store answered"))
+
+	// A planner whose store does not answer says as of when its records
+	// are, on each page and on every page read.
+	asOf := time.Date(2026, 3, 1, 9, 0, 5, 0, time.UTC)
+	b.Stale(asOf)
+	p, err = c.ListJobs(ctx, api.ListQuery{PerPage: 2})
+	must.NoError(t, err)
+	must.Eq(t, asOf, p.StaleAsOf.UTC())
+	every, err := c.AllJobsPage(ctx, api.ListQuery{PerPage: 2})
+	must.NoError(t, err)
+	must.Eq(t, ids, stubIDs(every.Jobs))
+	must.Eq(t, len(ids), every.Total)
+	must.Eq(t, asOf, every.StaleAsOf.UTC())
+	b.Stale(time.Time{})
 
 	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`[{"id":"x-1","state":"queued"},{"id":"x-2","state":"running"}]`))
@@ -238,4 +253,37 @@ func stubIDs(stubs []api.JobStub) []string {
 		out = append(out, s.ID)
 	}
 	return out
+}
+
+// Every page read: the jobs are as of the oldest page's records, and a
+// planner that sends a time that is not one is an error, not a fresh list.
+func TestAllJobsPage_StaleAsOfTheOldestPage(t *testing.T) {
+	older := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	newer := older.Add(time.Minute)
+	var bad atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case bad.Load():
+			w.Header().Set(api.StaleAsOfHeader, "yesterday")
+			_, _ = w.Write([]byte(`[]`))
+		case r.URL.Query().Get("next_token") == "":
+			w.Header().Set(api.StaleAsOfHeader, newer.Format(time.RFC3339Nano))
+			w.Header().Set(api.NextTokenHeader, "second")
+			_, _ = w.Write([]byte(`[{"id":"x-1","state":"queued"}]`))
+		default:
+			w.Header().Set(api.StaleAsOfHeader, older.Format(time.RFC3339Nano))
+			_, _ = w.Write([]byte(`[{"id":"x-2","state":"running"}]`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.New(client.Config{Address: srv.URL})
+	must.NoError(t, err)
+	p, err := c.AllJobsPage(context.Background(), api.ListQuery{})
+	must.NoError(t, err)
+	must.Eq(t, []string{"x-1", "x-2"}, stubIDs(p.Jobs))
+	must.Eq(t, older, p.StaleAsOf.UTC())
+
+	bad.Store(true)
+	_, err = c.ListJobs(context.Background(), api.ListQuery{})
+	must.ErrorContains(t, err, `X-Schedulearn-Stale-As-Of "yesterday", not a time`)
 }

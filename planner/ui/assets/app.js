@@ -42,13 +42,22 @@ async function request(path, opts) {
 }
 async function api(path, opts) { return (await request(path, opts)).body; }
 // apiPage reads one page of a list route (GET /v1/jobs, /v1/queue,
-// /v1/nodes): its items, how many there are in all, and the next page's
-// token ("" on the last).
+// /v1/nodes): its items, how many there are in all, the next page's
+// token ("" on the last), and, where the planner's store did not answer,
+// as of when its records are ("" when it answered).
 async function apiPage(path) {
   const r = await request(path);
   const items = r.body || [];
   const total = parseInt(r.headers.get("X-Schedulearn-Total"), 10);
-  return { items: items, total: isNaN(total) ? items.length : total, next: r.headers.get("X-Schedulearn-Next-Token") || "" };
+  return { items: items, total: isNaN(total) ? items.length : total, next: r.headers.get("X-Schedulearn-Next-Token") || "",
+    stale: r.headers.get("X-Schedulearn-Stale-As-Of") || "" };
+}
+// staleNote says the jobs the overview shows are the records the planner
+// read last (its store did not answer the pages), and as of when; "" when
+// it answered.
+function staleNote(pages) {
+  const asOf = pages.map(p => p.stale).filter(Boolean).sort((a, b) => Date.parse(a) - Date.parse(b))[0];
+  return asOf ? `The planner's store does not answer: these jobs are as of ${fmtTime(asOf)}; a job submitted or changed since may be missing or shown as it was.` : "";
 }
 // apiAll reads every page of a list route, the largest pages the API
 // serves.
@@ -159,6 +168,9 @@ async function renderOverview() {
     apiAll("/v1/jobs?state=running"), apiPage("/v1/jobs?reverse=true&per_page=" + SHOWN), api("/v1/utilization?window=1h"),
     api("/v1/queues?window=" + encodeURIComponent(win))]);
   renderQueues(queues, win);
+  const stale = staleNote([queue, jobs]), st = $("#stale");
+  st.textContent = stale;
+  st.hidden = !stale;
   $("#queue-count").textContent = shownOf(queue, "first");
   fill($("#queue tbody"), queue.items.map(q => el("tr", { "data-job": q.job.id },
     el("td", {}, q.position), el("td", {}, jobLink(q.job.id)), el("td", {}, [q.job.user, q.job.queue].filter(Boolean).join(" / ")),

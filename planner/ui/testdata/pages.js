@@ -1,7 +1,7 @@
 // Runs the dashboard's page readers (app.js's apiPage, apiAll and
 // shownOf) in Node against a planner, and prints what they got as JSON:
 // every node, the newest 2 jobs with the total and whether a next page is
-// said, every running job, and the heading's count.
+// said, every running job, the heading's count, and the stale note.
 //
 //   node pages.js <app.js> <planner URL> <token>
 "use strict";
@@ -26,5 +26,6 @@ vm.runInThisContext(fs.readFileSync(appPath, "utf8"), { filename: appPath });
   process.stdout.write(JSON.stringify({
     nodes: nodes.map(n => n.id), newest: newest.items.map(j => j.id), total: newest.total, more: newest.next !== "",
     running: running.map(j => j.id), heading: globalThis.shownOf(newest, "newest"), asked: asked,
+    stale: globalThis.staleNote([newest]),
   }));
 })().catch(e => { process.stderr.write(String(e.stack || e) + "\n"); process.exit(1); });
