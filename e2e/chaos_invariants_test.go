@@ -155,8 +155,11 @@ func (c *chaosChecker) checkPlanner(ctx context.Context) {
 					page.StaleAsOf.Format(time.StampMilli), at.Format(time.StampMilli))
 			}
 			// Else acknowledged after the records answered were read:
-			// the next list the store gives must hold it.
+			// a later list the store gives must hold it.
 			continue
+		}
+		if !page.StaleAsOf.IsZero() {
+			continue // the records read last: read again once the store answers
 		}
 		if state.Terminal() && c.record(id) != nil && c.record(id).State == state {
 			continue

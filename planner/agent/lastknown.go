@@ -85,7 +85,8 @@ func (k *lastKnown) list(ctx context.Context, read func(context.Context) ([]*str
 }
 
 // page reads the page of jobs q selects with read, or answers the last
-// such page read, or that page of the last list, with its StaleAsOf.
+// such page read, or that page of the last list where that is newer, with
+// its StaleAsOf.
 func (k *lastKnown) page(ctx context.Context, q structs.JobQuery, read func(context.Context, structs.JobQuery) (*structs.JobPage, error)) (*structs.JobPage, error) {
 	rctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
@@ -100,7 +101,7 @@ func (k *lastKnown) page(ctx context.Context, q structs.JobQuery, read func(cont
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if kept, ok := k.pages[queryKey(&q)]; ok {
+	if kept, ok := k.pages[queryKey(&q)]; ok && (k.jobs == nil || !k.listAt.After(kept.at)) {
 		c := *kept.page
 		c.Jobs = clones(kept.page.Jobs)
 		c.StaleAsOf = kept.at
@@ -122,14 +123,18 @@ func (k *lastKnown) page(ctx context.Context, q structs.JobQuery, read func(cont
 }
 
 // keepPage remembers the page the store gave for q to a read that began
-// at began, forgetting the least recently read pages beyond
-// maxKnownPageJobs records.
+// at began (unless one that began later gave it already), forgetting the
+// least recently read pages beyond maxKnownPageJobs records.
 func (k *lastKnown) keepPage(q structs.JobQuery, p *structs.JobPage, began time.Time) {
 	key := queryKey(&q)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.fresh()
-	if old, ok := k.pages[key]; ok {
+	old, ok := k.pages[key]
+	if ok && began.Before(old.at) {
+		return // a read that began after this one gave it already
+	}
+	if ok {
 		k.kept -= len(old.page.Jobs)
 		k.queries = slices.DeleteFunc(k.queries, func(s string) bool { return s == key })
 	}
@@ -185,12 +190,16 @@ func (k *lastKnown) job(ctx context.Context, id string, read func(context.Contex
 	return nil, err
 }
 
-// keep remembers a list the store gave to a read that began at began.
+// keep remembers a list the store gave to a read that began at began,
+// unless one that began later gave one already.
 func (k *lastKnown) keep(jobs []*structs.Job, began time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.jobs, k.listAt = jobs, began
 	k.fresh()
+	if k.jobs != nil && began.Before(k.listAt) {
+		return // a read that began after this one gave it already
+	}
+	k.jobs, k.listAt = jobs, began
 }
 
 // fresh notes a read the store answered; k.mu is held.

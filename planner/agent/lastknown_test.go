@@ -166,3 +166,53 @@ func TestLastKnown_AnswersPages(t *testing.T) {
 	must.MapLen(t, maxKnownPages, k.pages)
 	must.Len(t, maxKnownPages, k.queries)
 }
+
+// Reads that end out of order leave the records of the one that began
+// last, and a page the store does not answer comes from the newer of the
+// page kept for its query and the last list: the answer is never older
+// than what the planner read.
+func TestLastKnown_AnswersTheNewestRecords(t *testing.T) {
+	down := errors.New("Unexpected response code: 500 (No known Consul servers)")
+	failPage := func(context.Context, structs.JobQuery) (*structs.JobPage, error) { return nil, down }
+	fail := func(context.Context) ([]*structs.Job, error) { return nil, down }
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	q := structs.JobQuery{Limit: 10}
+	ids := func(jobs []*structs.Job) []string {
+		var out []string
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	jobs := func(ids ...string) []*structs.Job {
+		var out []*structs.Job
+		for i, id := range ids {
+			out = append(out, &structs.Job{ID: id, Submitted: t0.Add(time.Duration(i) * time.Second)})
+		}
+		return out
+	}
+
+	k := newLastKnown(hclog.NewNullLogger())
+	k.keepPage(q, &structs.JobPage{Jobs: jobs("a", "b"), Total: 2}, t0.Add(2*time.Second))
+	k.keepPage(q, &structs.JobPage{Jobs: jobs("a"), Total: 1}, t0.Add(time.Second)) // began first, ended last
+	p, err := k.page(context.Background(), q, failPage)
+	must.NoError(t, err)
+	must.Eq(t, []string{"a", "b"}, ids(p.Jobs))
+	must.Eq(t, t0.Add(2*time.Second), p.StaleAsOf)
+
+	k.keep(jobs("a", "b", "c"), t0.Add(4*time.Second))
+	k.keep(jobs("a"), t0.Add(3*time.Second)) // began first, ended last
+	all, err := k.list(context.Background(), fail)
+	must.NoError(t, err)
+	must.Eq(t, []string{"a", "b", "c"}, ids(all))
+	p, err = k.page(context.Background(), q, failPage)
+	must.NoError(t, err)
+	must.Eq(t, []string{"a", "b", "c"}, ids(p.Jobs), must.Sprint("the last list is newer than the page kept"))
+	must.Eq(t, t0.Add(4*time.Second), p.StaleAsOf)
+
+	k.keepPage(q, &structs.JobPage{Jobs: jobs("a", "b", "c", "d"), Total: 4}, t0.Add(5*time.Second))
+	p, err = k.page(context.Background(), q, failPage)
+	must.NoError(t, err)
+	must.Eq(t, []string{"a", "b", "c", "d"}, ids(p.Jobs), must.Sprint("the page kept is newer than the last list"))
+	must.Eq(t, t0.Add(5*time.Second), p.StaleAsOf)
+}

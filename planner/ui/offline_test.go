@@ -144,11 +144,12 @@ func TestDashboard_ReadsPages(t *testing.T) {
 		Nodes, Newest, Running, Asked []string
 		Total                         int
 		More                          bool
-		Heading, Stale                string
+		Heading, Stale, RunningStale  string
 	}
 	pages := func() read { return runScript[read](t, node, nil, "pages.js", srv.URL, apitest.ReadToken) }
 	got := pages()
 	must.Eq(t, "", got.Stale, must.Sprint("the store answered"))
+	must.Eq(t, "", got.RunningStale)
 	must.Len(t, api.MaxPerPage+1, got.Nodes)
 	must.Eq(t, "n05000", got.Nodes[api.MaxPerPage])
 	must.Eq(t, []string{ids[3], ids[2]}, got.Newest)
@@ -164,6 +165,7 @@ func TestDashboard_ReadsPages(t *testing.T) {
 	got = pages()
 	must.StrHasPrefix(t, "The planner's store does not answer: these jobs are as of ", got.Stale)
 	must.StrContains(t, got.Stale, "a job submitted or changed since may be missing")
+	must.Eq(t, got.Stale, got.RunningStale, must.Sprint("every page of the running jobs read"))
 }
 
 // Issue 29: the job page shows the GPU model a job runs on and its model

@@ -52,25 +52,31 @@ async function apiPage(path) {
   return { items: items, total: isNaN(total) ? items.length : total, next: r.headers.get("X-Schedulearn-Next-Token") || "",
     stale: r.headers.get("X-Schedulearn-Stale-As-Of") || "" };
 }
+// oldestStale is the oldest stale of pages ("" when none is).
+function oldestStale(pages) {
+  return pages.map(p => p.stale).filter(Boolean).sort((a, b) => Date.parse(a) - Date.parse(b))[0] || "";
+}
 // staleNote says the jobs the overview shows are the records the planner
 // read last (its store did not answer the pages), and as of when; "" when
 // it answered.
 function staleNote(pages) {
-  const asOf = pages.map(p => p.stale).filter(Boolean).sort((a, b) => Date.parse(a) - Date.parse(b))[0];
+  const asOf = oldestStale(pages);
   return asOf ? `The planner's store does not answer: these jobs are as of ${fmtTime(asOf)}; a job submitted or changed since may be missing or shown as it was.` : "";
 }
 // apiAll reads every page of a list route, the largest pages the API
-// serves.
+// serves: every item, and the oldest page's stale ("" when none was).
 async function apiAll(path) {
   const sep = path.includes("?") ? "&" : "?";
   let items = [], next = "";
+  const stale = [];
   do {
     const p = await apiPage(path + sep + "per_page=5000" + (next ? "&next_token=" + encodeURIComponent(next) : ""));
     items = items.concat(p.items);
+    stale.push(p);
     if (p.next === next) break;
     next = p.next;
   } while (next);
-  return items;
+  return { items: items, stale: oldestStale(stale) };
 }
 function showError(msg) { const e = $("#error"); e.textContent = msg || ""; e.hidden = !msg; }
 function fmtTime(t) { if (!t || t.startsWith("0001")) return ""; return new Date(t).toLocaleString(); }
@@ -164,11 +170,12 @@ async function renderOverview() {
   // The first 200 waiting jobs and the 200 newest jobs, a page each (a
   // long queue is for the CLI's job list); every node and every running
   // job (those holding GPUs), for the map.
-  const [queue, nodes, running, jobs, util, queues] = await Promise.all([apiPage("/v1/queue?per_page=" + SHOWN), apiAll("/v1/nodes"),
+  const [queue, allNodes, allRunning, jobs, util, queues] = await Promise.all([apiPage("/v1/queue?per_page=" + SHOWN), apiAll("/v1/nodes"),
     apiAll("/v1/jobs?state=running"), apiPage("/v1/jobs?reverse=true&per_page=" + SHOWN), api("/v1/utilization?window=1h"),
     api("/v1/queues?window=" + encodeURIComponent(win))]);
+  const nodes = allNodes.items, running = allRunning.items;
   renderQueues(queues, win);
-  const stale = staleNote([queue, jobs]), st = $("#stale");
+  const stale = staleNote([queue, jobs, allRunning]), st = $("#stale");
   st.textContent = stale;
   st.hidden = !stale;
   $("#queue-count").textContent = shownOf(queue, "first");

@@ -24,8 +24,8 @@ vm.runInThisContext(fs.readFileSync(appPath, "utf8"), { filename: appPath });
   const newest = await globalThis.apiPage("/v1/jobs?reverse=true&per_page=2");
   const running = await globalThis.apiAll("/v1/jobs?state=running");
   process.stdout.write(JSON.stringify({
-    nodes: nodes.map(n => n.id), newest: newest.items.map(j => j.id), total: newest.total, more: newest.next !== "",
-    running: running.map(j => j.id), heading: globalThis.shownOf(newest, "newest"), asked: asked,
-    stale: globalThis.staleNote([newest]),
+    nodes: nodes.items.map(n => n.id), newest: newest.items.map(j => j.id), total: newest.total, more: newest.next !== "",
+    running: running.items.map(j => j.id), heading: globalThis.shownOf(newest, "newest"), asked: asked,
+    stale: globalThis.staleNote([newest]), runningStale: globalThis.staleNote([running]),
   }));
 })().catch(e => { process.stderr.write(String(e.stack || e) + "\n"); process.exit(1); });
