@@ -246,7 +246,7 @@ func (c *Client) AllJobsPage(ctx context.Context, q api.ListQuery) (*JobPage, er
 	if err != nil {
 		return nil, err
 	}
-	return &JobPage{Jobs: p.items, Total: len(p.items), StaleAsOf: p.staleAsOf}, nil
+	return &JobPage{Jobs: p.items, Total: p.total, StaleAsOf: p.staleAsOf}, nil
 }
 
 // listPage is a page of a list route as its answer gives it.

@@ -68,15 +68,15 @@ function staleNote(pages) {
 async function apiAll(path) {
   const sep = path.includes("?") ? "&" : "?";
   let items = [], next = "";
-  const stale = [];
+  const pages = [];
   do {
     const p = await apiPage(path + sep + "per_page=5000" + (next ? "&next_token=" + encodeURIComponent(next) : ""));
     items = items.concat(p.items);
-    stale.push(p);
+    pages.push(p);
     if (p.next === next) break;
     next = p.next;
   } while (next);
-  return { items: items, stale: oldestStale(stale) };
+  return { items: items, stale: oldestStale(pages) };
 }
 function showError(msg) { const e = $("#error"); e.textContent = msg || ""; e.hidden = !msg; }
 function fmtTime(t) { if (!t || t.startsWith("0001")) return ""; return new Date(t).toLocaleString(); }
