@@ -237,7 +237,7 @@ func checkMetrics(t *testing.T, p *plannerProc) {
 			}
 		}
 		for _, n := range after {
-			l := map[string]string{"node": n.ID, "node_name": n.Name, "pool": n.Pool}
+			l := map[string]string{"node": n.ID, "node_name": n.Name, "pool": n.Pool, "gpu_model": n.GPUModel}
 			for name, want := range map[string]int{metrics.NameGPUsTotal: n.GPUsTotal, metrics.NameGPUsAllocated: n.GPUsUsed, metrics.NameGPUsIdle: n.GPUsFree} {
 				if got := gauge(fams, name, l); got != float64(want) {
 					return errorf("%s%v = %v, node list says %d", name, l, got, want)

@@ -15,7 +15,7 @@ import (
 var (
 	descJobs = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameJobs),
 		"Jobs in the store, by state and queue: each configured queue that holds jobs (\"default\" without queues), and \"(other)\" for stored jobs whose queue is no longer configured.", []string{"state", "queue"}, nil)
-	nodeLabels    = []string{"node", "node_name", "pool"}
+	nodeLabels    = []string{"node", "node_name", "pool", "gpu_model"}
 	descGPUsTotal = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameGPUsTotal),
 		"GPUs a node offers the planner.", nodeLabels, nil)
 	descGPUsAllocated = prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", NameGPUsAllocated),
@@ -65,7 +65,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(descGPUsTotal, fmt.Errorf("failed to list nodes: %w", err))
 	} else {
 		for _, n := range nodes {
-			labels := []string{n.ID, n.Name, n.Pool}
+			labels := []string{n.ID, n.Name, n.Pool, n.GPUModel}
 			ch <- prometheus.MustNewConstMetric(descGPUsTotal, prometheus.GaugeValue, float64(n.GPUsTotal), labels...)
 			ch <- prometheus.MustNewConstMetric(descGPUsAllocated, prometheus.GaugeValue, float64(n.GPUsUsed), labels...)
 			ch <- prometheus.MustNewConstMetric(descGPUsIdle, prometheus.GaugeValue, float64(n.GPUsFree), labels...)

@@ -121,7 +121,7 @@ func TestMetrics_AllNamedAndConsistent(t *testing.T) {
 	must.Eq(t, 1.0, get(metrics.NameJobs, map[string]string{"state": "queued", "queue": "default"}).GetGauge().GetValue())
 	must.Eq(t, 1.0, get(metrics.NameJobs, map[string]string{"state": "failed", "queue": "default"}).GetGauge().GetValue())
 	must.Eq(t, 0.0, get(metrics.NameJobs, map[string]string{"state": "complete", "queue": "default"}).GetGauge().GetValue())
-	n1 := map[string]string{"node": "n1", "node_name": "node-1", "pool": "default"}
+	n1 := map[string]string{"node": "n1", "node_name": "node-1", "pool": "default", "gpu_model": "NVIDIA A100-SXM4-40GB"}
 	must.Eq(t, 8.0, get(metrics.NameGPUsTotal, n1).GetGauge().GetValue())
 	must.Eq(t, 4.0, get(metrics.NameGPUsAllocated, n1).GetGauge().GetValue())
 	must.Eq(t, 4.0, get(metrics.NameGPUsIdle, n1).GetGauge().GetValue())
