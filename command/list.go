@@ -21,8 +21,9 @@ type list[T any] struct {
 	Fetch func(ctx context.Context, cl *client.Client) ([]T, error)
 	// Table is the rows to print, the header first.
 	Table func(items []T) [][]string
-	// Note, when set, is a line to print after the table ("" for none).
-	Note func(items []T) string
+	// Notes, when set, are the lines to print after the table ("" lines
+	// are left out).
+	Notes func(items []T) []string
 }
 
 func runList[T any](m *Meta, args []string, l list[T]) int {
@@ -48,9 +49,11 @@ func runList[T any](m *Meta, args []string, l list[T]) int {
 		return ExitOK
 	}
 	fmt.Fprintln(m.Out, formatList(l.Table(items)))
-	if l.Note != nil {
-		if note := l.Note(items); note != "" {
-			fmt.Fprintln(m.Out, termtext.Escape(note))
+	if l.Notes != nil {
+		for _, note := range l.Notes(items) {
+			if note != "" {
+				fmt.Fprintln(m.Out, termtext.Escape(note))
+			}
 		}
 	}
 	return ExitOK

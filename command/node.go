@@ -28,9 +28,10 @@ Usage: schedulearn node list [options]
   Lists the cluster's Nomad client nodes and their GPUs: the model, how
   many in all, how many are free for the planner, how many Schedulearn
   jobs use, and which jobs hold them. GPUs neither free nor used are
-  unhealthy or held by other Nomad jobs. While the planner cannot read
-  Nomad or Consul, it answers what it read last, and a line after the
-  table says since when and as of when.`,
+  unhealthy or held by other Nomad jobs. Where the nodes have several GPU
+  models, a line after the table sums their GPUs by model. While the
+  planner cannot read Nomad or Consul, it answers what it read last, and
+  a line after the table says since when and as of when.`,
 		generalHelp, `List Options:
 
   -json
@@ -63,8 +64,37 @@ func (c *NodeListCommand) Run(args []string) int {
 			}
 			return rows
 		},
-		Note: staleNote,
+		Notes: func(nodes []api.NodeInfo) []string { return []string{modelsNote(nodes), staleNote(nodes)} },
 	})
+}
+
+// modelsNote is the line that sums the nodes' GPUs by GPU model where the
+// cluster mixes models ("" where it has one): in all, free and used.
+func modelsNote(nodes []api.NodeInfo) string {
+	type sum struct{ total, free, used int }
+	by := map[string]*sum{}
+	for _, n := range nodes {
+		if n.GPUModel == "" {
+			continue
+		}
+		s := by[n.GPUModel]
+		if s == nil {
+			s = &sum{}
+			by[n.GPUModel] = s
+		}
+		s.total += n.GPUsTotal
+		s.free += n.GPUsFree
+		s.used += n.GPUsUsed
+	}
+	if len(by) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(by)) {
+		s := by[m]
+		parts = append(parts, fmt.Sprintf("%s %d (%d free, %d used)", m, s.total, s.free, s.used))
+	}
+	return "GPUs by model: " + strings.Join(parts, "; ")
 }
 
 // staleNote is the line that says the planner answered what it last knew

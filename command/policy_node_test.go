@@ -102,6 +102,29 @@ func TestNodeList(t *testing.T) {
 	must.Eq(t, 2, nodes[1].GPUsUsed)
 }
 
+// On a cluster of several GPU models node list sums the GPUs of each model
+// after the table (a cluster of one model gets no such line: TestNodeList).
+func TestNodeList_SumsGPUsByModel(t *testing.T) {
+	a1 := apitest.Node("9f1c2d3e-0000-4000-8000-000000000001", "gpu-1", 8)
+	a2 := apitest.Node("5a6b7c8d-0000-4000-8000-000000000002", "gpu-2", 4)
+	v := apitest.Node("1c1ab9ad-0000-4000-8000-000000000003", "gpu-3", 2)
+	v.GPUModel = "Tesla V100-SXM2-16GB"
+	b := apitest.NewBackend(a1, a2, v)
+	srv := apitest.NewServer(t, b)
+	h := &harness{t: t, backend: b, server: srv, env: map[string]string{client.EnvAddress: srv.URL, client.EnvToken: apitest.Token}}
+	id := h.submit(fourGPUs)
+	h.backend.Start(id, map[string]int{a1.ID: 3, a2.ID: 1}, "start")
+
+	must.Eq(t, ExitOK, h.run("node", "list"))
+	lines := strings.Split(strings.TrimSpace(h.out.String()), "\n")
+	must.Len(t, 5, lines)
+	must.Eq(t, "GPUs by model: NVIDIA A100-SXM4-40GB 12 (8 free, 4 used); Tesla V100-SXM2-16GB 2 (2 free, 0 used)", lines[4])
+
+	// -json is the nodes alone.
+	must.Eq(t, ExitOK, h.run("node", "list", "-json"))
+	must.Len(t, 3, decodeOut[[]api.NodeInfo](t, &h.out))
+}
+
 // While the planner answers what it last knew of the cluster, node list
 // says so after the table: since when reads fail, as of when the nodes
 // are, and why.

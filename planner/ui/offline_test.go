@@ -185,7 +185,7 @@ func TestDashboard_JobGPUModels(t *testing.T) {
 		t.Helper()
 		in, err := json.Marshal(j)
 		must.NoError(t, err)
-		return runScript[[][2]string](t, node, in, "models.js")
+		return runScript[[][2]string](t, node, in, "call.js", "modelFacts")
 	}
 	got := facts(j)
 	must.Len(t, 2, got)
@@ -198,4 +198,27 @@ func TestDashboard_JobGPUModels(t *testing.T) {
 	must.Len(t, 3, got)
 	must.Eq(t, "Moving", got[2][0])
 	must.RegexMatch(t, regexp.MustCompile(`^from A100 to V100 since .+: A100s reclaimed \(stopped with a checkpoint; waiting for its run to end\)$`), got[2][1])
+}
+
+// Issue 29: on a cluster of several GPU models the GPU map's line says
+// what is held and idle of each model besides the whole (run in Node on
+// the nodes as the API sends them); one model, only the whole.
+func TestDashboard_GPUSummaryByModel(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the dashboard is tested in Chromium by the e2e tier")
+	}
+	summary := func(nodes ...api.NodeInfo) string {
+		t.Helper()
+		in, err := json.Marshal(nodes)
+		must.NoError(t, err)
+		return runScript[string](t, node, in, "call.js", "gpuSummary")
+	}
+	a1, a2 := apitest.Node("n1", "gpu-1", 4), apitest.Node("n2", "gpu-2", 4)
+	a1.GPUsFree, a1.GPUsUsed = 1, 3
+	must.Eq(t, "3 of 8 held, 5 idle", summary(a1, a2))
+	v := apitest.Node("n3", "gpu-3", 2)
+	v.GPUModel = "Tesla V100-SXM2-16GB"
+	v.GPUsFree, v.GPUsUsed = 0, 1 // one unavailable
+	must.Eq(t, "4 of 10 held, 5 idle · NVIDIA A100-SXM4-40GB: 3 of 8 held, 5 idle · Tesla V100-SXM2-16GB: 1 of 2 held, 0 idle", summary(a1, a2, v))
 }

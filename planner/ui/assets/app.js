@@ -185,13 +185,11 @@ async function renderOverview() {
     el("td", {}, asked(q.job)), el("td", {}, fmtDur(q.waiting_seconds)), el("td", { class: "reason" }, q.reason))));
   // GPU map: each job's cells in its own colour and label, its name,
   // user and GPUs in the tooltip, and a legend of the jobs on the map.
-  let total = 0, used = 0, free = 0;
   const map = $("#gpu-map");
   const stubs = new Map(running.map(j => [j.id, j]));
   const held = [...new Set(nodes.flatMap(n => Object.keys(n.jobs || {})))].sort();
   const keys = mapKeys(held, stubs);
   map.replaceChildren(...nodes.map(n => {
-    total += n.gpus_total; used += n.gpus_used; free += n.gpus_free;
     const cells = [];
     for (const id of Object.keys(n.jobs || {}).sort()) {
       const st = stubs.get(id), k = keys.get(id);
@@ -210,7 +208,7 @@ async function renderOverview() {
       el("div", { class: "gpus" }, ...cells));
   }));
   if (nodes.length === 0) map.replaceChildren(el("p", { class: "muted" }, "No GPU nodes."));
-  $("#gpu-summary").textContent = `${used} of ${total} held, ${free} idle`;
+  $("#gpu-summary").textContent = gpuSummary(nodes);
   fill($("#gpu-legend"), held.map(id => {
     const sw = el("span", { class: "legend job" }, keys.get(id).label);
     sw.style.background = keys.get(id).color;
@@ -235,6 +233,22 @@ async function renderOverview() {
   }
   chart($("#util-chart"), { series: [{ points: pts, step: true, cls: "series", extendTo: now }], hlines: [{ y: util.total_gpus, cls: "total", label: "total " + util.total_gpus }], yMin: 0, xMax: now });
   $("#util-summary").textContent = util.total_gpus ? `(last hour: ${(100 * avg / util.total_gpus).toFixed(0)}% on average)` : "";
+}
+// gpuSummary is the GPU map's line: GPUs held, in all and idle, and the
+// same for each GPU model where the nodes have several.
+function gpuSummary(nodes) {
+  const sum = new Map(), all = { total: 0, used: 0, free: 0 };
+  for (const n of nodes) {
+    const parts = [all];
+    if (n.gpu_model) {
+      if (!sum.has(n.gpu_model)) sum.set(n.gpu_model, { total: 0, used: 0, free: 0 });
+      parts.push(sum.get(n.gpu_model));
+    }
+    for (const s of parts) { s.total += n.gpus_total; s.used += n.gpus_used; s.free += n.gpus_free; }
+  }
+  const line = s => `${s.used} of ${s.total} held, ${s.free} idle`;
+  if (sum.size < 2) return line(all);
+  return [line(all), ...[...sum.keys()].sort().map(m => `${m}: ${line(sum.get(m))}`)].join(" · ");
 }
 // SHOWN is how many jobs a table of the overview shows.
 const SHOWN = 200;
