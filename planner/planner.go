@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/quota"
@@ -320,18 +321,36 @@ func (p *Planner) submitNodes(ctx context.Context, spec *jobspec.Spec) ([]policy
 }
 
 // fits says why no node or pool could ever run the job, if none could: the
-// GPUs are counted per pool and model, as the job's constraints allow.
+// GPUs are counted per pool and model, as the job's constraints allow. A
+// pool, or a GPU model, that no node has is an error at the jobspec's
+// attribute that names the ones the cluster has (a model's name is
+// Nomad's device name, "NVIDIA A100-SXM4-40GB", which "A100" is not).
 func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 	req := requestOf(spec)
 	cons := constraintsOf(spec)
 	total, best := 0, 0
+	pools, models := map[string]int{}, map[string]int{} // GPUs by pool; by model in the job's pool
 	for _, n := range nodes {
+		pools[n.Pool] += n.GPUs
+		if spec.Pool == "" || n.Pool == spec.Pool {
+			models[n.GPUModel] += n.GPUs
+		}
 		if !cons.Allows(&n) {
 			continue
 		}
 		usable := n.GPUs - n.GPUs%req.PerWorker
 		total += usable
 		best = max(best, usable)
+	}
+	if _, ok := pools[spec.Pool]; spec.Pool != "" && !ok {
+		return noSuch(spec, spec.PoolRange, "No node is in this pool", "pool", spec.Pool, "the cluster's pools", pools)
+	}
+	if _, ok := models[spec.GPUs.Model]; spec.GPUs.Model != "" && !ok {
+		in := "the cluster's GPU models"
+		if spec.Pool != "" {
+			in = fmt.Sprintf("the GPU models of pool %q", spec.Pool)
+		}
+		return noSuch(spec, spec.ModelRange, "No node has this GPU model", "GPU model", spec.GPUs.Model, in, models)
 	}
 	if total < req.Min {
 		where := "the cluster"
@@ -345,6 +364,33 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 	}
 	return nil
 }
+
+// noSuch is fits' error for a pool or GPU model (what, named name) that
+// no node has, at r in the jobspec: it names those the cluster has (in,
+// with their GPUs), at most maxNamed of them.
+func noSuch(spec *jobspec.Spec, r hcl.Range, summary, what, name, in string, have map[string]int) error {
+	delete(have, "") // nodes without one
+	var named []string
+	for _, k := range slices.Sorted(maps.Keys(have)) {
+		if len(named) == maxNamed {
+			named = append(named, fmt.Sprintf("and %d more", len(have)-maxNamed))
+			break
+		}
+		named = append(named, fmt.Sprintf("%q (%s)", k, policy.GPUs(have[k])))
+	}
+	detail := fmt.Sprintf("%q; %s: %s.", name, in, strings.Join(named, ", "))
+	if len(named) == 0 {
+		detail = fmt.Sprintf("%q; no node has any %s.", name, what)
+	}
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail}
+	if r.Filename != "" {
+		d.Subject = r.Ptr()
+	}
+	return &structs.InputError{Msg: fmt.Sprintf("failed to queue job %s", spec.Name), Diags: hcl.Diagnostics{d}}
+}
+
+// maxNamed bounds the pools or GPU models an error names.
+const maxNamed = 16
 
 // Round runs one scheduling round.
 func (p *Planner) Round(ctx context.Context) error {

@@ -212,8 +212,8 @@ func TestSubmit_RefusesWhatCanNeverRun(t *testing.T) {
 	must.True(t, errors.As(err, &ie), must.Sprint(err))
 	must.StrContains(t, err.Error(), "needs at least 13 GPUs but the cluster has 12")
 
-	s := spec(t, "wrong-model", 1, 1)
-	s.GPUs.Model = "H100"
+	s := spec(t, "big-memory", 1, 1)
+	s.GPUs.MinMemoryMiB = 81920
 	_, _, err = p.Submit(ctx, s, "", nil)
 	must.ErrorContains(t, err, "GPU model/memory constraints")
 
@@ -221,6 +221,50 @@ func TestSubmit_RefusesWhatCanNeverRun(t *testing.T) {
 	must.NoError(t, err)
 	must.Len(t, 1, jobs)
 	must.Eq(t, ok.ID, jobs[0].ID)
+}
+
+// A pool or GPU model that no node has is an error at its attribute in
+// the jobspec that names those the cluster has (a model is Nomad's device
+// name: "A100" for "NVIDIA A100-SXM4-40GB" was refused as "0 GPUs it could
+// use", which said nothing of why).
+func TestSubmit_NamesThePoolsAndModelsTheClusterHas(t *testing.T) {
+	ctx := context.Background()
+	a, v := node("n1", 8), node("n2", 2)
+	a.Pool, a.GPUModel = "a100", "NVIDIA A100-SXM4-40GB"
+	v.Pool, v.GPUModel = "v100", "Tesla V100-SXM2-16GB"
+	p, st, _, _ := newPlanner(t, "fifo", a, v)
+	refused := func(src string) string {
+		t.Helper()
+		s, diags := jobspec.Parse([]byte(src), "j.hcl", time.Now())
+		must.False(t, diags.HasErrors(), must.Sprint(diags.Error()))
+		_, _, err := p.Submit(ctx, s, "", nil)
+		var ie *structs.InputError
+		must.True(t, errors.As(err, &ie), must.Sprint(err))
+		return err.Error()
+	}
+	must.Eq(t, `failed to queue job x: j.hcl:6:5: error: No node has this GPU model: "A100"; the cluster's GPU models: "NVIDIA A100-SXM4-40GB" (8 GPUs), "Tesla V100-SXM2-16GB" (2 GPUs).`,
+		refused("training \"x\" {\n  command = \"python3\"\n  gpus {\n    min = 1\n    max = 2\n    model = \"A100\"\n  }\n}\n"))
+	must.Eq(t, `failed to queue job x: j.hcl:3:3: error: No node is in this pool: "h100"; the cluster's pools: "a100" (8 GPUs), "v100" (2 GPUs).`,
+		refused("training \"x\" {\n  command = \"python3\"\n  pool = \"h100\"\n  gpus = 1\n}\n"))
+	// The model is the cluster's, not the pool's.
+	must.StrContains(t, refused("training \"x\" {\n  command = \"python3\"\n  pool = \"v100\"\n  gpus {\n    min = 1\n    max = 2\n    model = \"NVIDIA A100-SXM4-40GB\"\n  }\n}\n"),
+		`the GPU models of pool "v100": "Tesla V100-SXM2-16GB" (2 GPUs).`)
+
+	jobs, err := st.ListJobs(ctx)
+	must.NoError(t, err)
+	must.SliceEmpty(t, jobs)
+
+	// At most maxNamed are named.
+	var many []policy.Node
+	for i := range maxNamed + 4 {
+		n := node(fmt.Sprintf("n%02d", i), 1)
+		n.Pool = fmt.Sprintf("p%02d", i)
+		many = append(many, n)
+	}
+	p, _, _, _ = newPlanner(t, "fifo", many...)
+	got := refused("training \"x\" {\n  command = \"python3\"\n  pool = \"h100\"\n  gpus = 1\n}\n")
+	must.StrContains(t, got, `"p15" (1 GPU), and 4 more.`)
+	must.StrNotContains(t, got, `"p16"`)
 }
 
 // A submission whose ID another job has (the random suffix met one) gets

@@ -77,6 +77,8 @@ func FuzzParse(f *testing.F) {
 		must.False(t, diags.HasErrors(), must.Sprintf("%s\nrendered:\n%s", diags.Error(), render(spec)))
 		spec.Range, again.Range = hcl.Range{}, hcl.Range{}
 		spec.QueueRange, again.QueueRange = hcl.Range{}, hcl.Range{}
+		spec.PoolRange, again.PoolRange = hcl.Range{}, hcl.Range{}
+		spec.ModelRange, again.ModelRange = hcl.Range{}, hcl.Range{}
 		spec.Secrets, again.Secrets = nil, nil
 		must.Eq(t, spec, again, must.Sprintf("rendered:\n%s", render(spec)))
 	})

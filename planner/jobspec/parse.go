@@ -273,6 +273,7 @@ func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
 	gpus, more := decodeGPUs(t.Remain, t.DefRange)
 	diags = append(diags, more...)
 	spec.GPUs = gpus
+	spec.PoolRange, spec.ModelRange = attrs("pool"), modelRange(t.Remain, t.DefRange)
 
 	if t.Target != nil {
 		target, more := convertTarget(t.Target, now)
@@ -667,6 +668,20 @@ func attrRanges(body hcl.Body, def hcl.Range) func(string) hcl.Range {
 		}
 		return def
 	}
+}
+
+// modelRange is where the gpus block's model attribute is in a training
+// block's body (the gpus block where it has none, def where there is no
+// gpus block).
+func modelRange(body hcl.Body, def hcl.Range) hcl.Range {
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		for _, b := range sb.Blocks {
+			if b.Type == "gpus" {
+				return attrRanges(b.Body, b.DefRange())("model")
+			}
+		}
+	}
+	return def
 }
 
 // ValidName reports whether s is a valid job (or queue) name: 1 to 63

@@ -197,6 +197,22 @@ func TestParse_Errors(t *testing.T) {
 	}
 }
 
+// The spec says where its pool and GPU model are, for the planner's
+// errors when no node has them: the attributes, else the block.
+func TestParse_PoolAndModelRanges(t *testing.T) {
+	src := "training \"a\" {\n  command = \"x\"\n  pool    = \"a100\"\n  gpus {\n    min   = 1\n    max   = 2\n    model = \"A100\"\n  }\n}\n"
+	spec, diags := Parse([]byte(src), "job.hcl", submitted)
+	must.False(t, diags.HasErrors(), must.Sprint(diags))
+	must.Eq(t, "job.hcl:3:3", position(&spec.PoolRange))
+	must.Eq(t, "job.hcl:7:5", position(&spec.ModelRange))
+
+	src = "training \"a\" {\n  command = \"x\"\n  gpus {\n    min = 1\n    max = 2\n  }\n}\n"
+	spec, diags = Parse([]byte(src), "job.hcl", submitted)
+	must.False(t, diags.HasErrors(), must.Sprint(diags))
+	must.Eq(t, "job.hcl:1:1", position(&spec.PoolRange))
+	must.Eq(t, "job.hcl:3:3", position(&spec.ModelRange))
+}
+
 // A deadline already past is a warning: the job is accepted.
 func TestParse_PastDeadlineWarns(t *testing.T) {
 	src := "training \"a\" {\n  command = \"x\"\n  gpus = 1\n  target {\n    metric = \"accuracy\"\n    goal = 0.9\n    deadline = \"2026-11-21T10:00:00Z\"\n  }\n}\n"

@@ -120,6 +120,12 @@ type Spec struct {
 	// QueueRange is where the queue attribute is (the training block's
 	// Range when there is none), for the planner's diagnostics.
 	QueueRange hcl.Range
+	// PoolRange and ModelRange are where the pool attribute and the gpus
+	// block's model are (the training or gpus block where there is none),
+	// for the planner's diagnostics when no node has them; not stored
+	// with a job (the checks are made when it is submitted).
+	PoolRange  hcl.Range `json:"-"`
+	ModelRange hcl.Range `json:"-"`
 	// Secrets are where the text Parse read holds the values the API does
 	// not show back, so that the text can be redacted without parsing it
 	// again. Not stored with a job: a record read back has none (nil),
