@@ -188,6 +188,10 @@ policy {
 		{"broken", "training \"x\" {\n  command = \n}\n", "broken.hcl:2:13: error"},
 		{"min-over-max", "training \"x\" {\n  command = \"python3\"\n  gpus {\n    min = 4\n    max = 2\n  }\n}\n", "min-over-max.hcl:5:5: error: Invalid GPU range"},
 		{"too-big", "training \"x\" {\n  command = \"python3\"\n  gpus = 9\n}\n", "needs at least 9 GPUs but the cluster has 8"},
+		// A model no node has, as a user may write it: the error names
+		// the lab's model (the device plugin's fingerprint).
+		{"no-such-model", "training \"x\" {\n  command = \"python3\"\n  gpus {\n    min = 1\n    max = 1\n    model = \"A100\"\n  }\n}\n",
+			`no-such-model.hcl:6:5: error: No node has this GPU model: "A100"; the cluster's GPU models: "NVIDIA A100-SXM4-40GB" (8 GPUs).`},
 	}
 	for _, tc := range cases {
 		path := filepath.Join(dir, tc.name+".hcl")
