@@ -191,7 +191,7 @@ policy {
 		// A model no node has, as a user may write it: the error names
 		// the lab's model (the device plugin's fingerprint).
 		{"no-such-model", "training \"x\" {\n  command = \"python3\"\n  gpus {\n    min = 1\n    max = 1\n    model = \"A100\"\n  }\n}\n",
-			`no-such-model.hcl:6:5: error: No node has this GPU model: "A100"; the cluster's GPU models: "NVIDIA A100-SXM4-40GB" (8 GPUs).`},
+			`no-such-model.hcl:6:5: error: No ready node has this GPU model: "A100"; the ready nodes' GPU models: "NVIDIA A100-SXM4-40GB" (8 GPUs).`},
 	}
 	for _, tc := range cases {
 		path := filepath.Join(dir, tc.name+".hcl")

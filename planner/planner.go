@@ -323,8 +323,10 @@ func (p *Planner) submitNodes(ctx context.Context, spec *jobspec.Spec) ([]policy
 // fits says why no node or pool could ever run the job, if none could: the
 // GPUs are counted per pool and model, as the job's constraints allow. A
 // pool, or a GPU model, that no node has is an error at the jobspec's
-// attribute that names the ones the cluster has (a model's name is
+// attribute that names the ones the nodes have (a model's name is
 // Nomad's device name, "NVIDIA A100-SXM4-40GB", which "A100" is not).
+// The nodes are those the planner may use (ready, eligible, with healthy
+// GPUs), as node list shows them: a pool whose nodes all drain has none.
 func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 	req := requestOf(spec)
 	cons := constraintsOf(spec)
@@ -343,14 +345,14 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 		best = max(best, usable)
 	}
 	if _, ok := pools[spec.Pool]; spec.Pool != "" && !ok {
-		return noSuch(spec, spec.PoolRange, "No node is in this pool", "pool", spec.Pool, "the cluster's pools", pools)
+		return noSuch(spec, spec.PoolRange, "No ready node is in this pool", "pool", spec.Pool, "the ready nodes' pools", pools)
 	}
 	if _, ok := models[spec.GPUs.Model]; spec.GPUs.Model != "" && !ok {
-		in := "the cluster's GPU models"
+		in := "the ready nodes' GPU models"
 		if spec.Pool != "" {
-			in = fmt.Sprintf("the GPU models of pool %q", spec.Pool)
+			in = fmt.Sprintf("the GPU models of pool %q's ready nodes", spec.Pool)
 		}
-		return noSuch(spec, spec.ModelRange, "No node has this GPU model", "GPU model", spec.GPUs.Model, in, models)
+		return noSuch(spec, spec.ModelRange, "No ready node has this GPU model", "GPU model", spec.GPUs.Model, in, models)
 	}
 	if total < req.Min {
 		where := "the cluster"
@@ -380,7 +382,7 @@ func noSuch(spec *jobspec.Spec, r hcl.Range, summary, what, name, in string, hav
 	}
 	detail := fmt.Sprintf("%q; %s: %s.", name, in, strings.Join(named, ", "))
 	if len(named) == 0 {
-		detail = fmt.Sprintf("%q; no node has any %s.", name, what)
+		detail = fmt.Sprintf("%q; no ready node has any %s.", name, what)
 	}
 	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail}
 	if r.Filename != "" {

@@ -242,13 +242,13 @@ func TestSubmit_NamesThePoolsAndModelsTheClusterHas(t *testing.T) {
 		must.True(t, errors.As(err, &ie), must.Sprint(err))
 		return err.Error()
 	}
-	must.Eq(t, `failed to queue job x: j.hcl:6:5: error: No node has this GPU model: "A100"; the cluster's GPU models: "NVIDIA A100-SXM4-40GB" (8 GPUs), "Tesla V100-SXM2-16GB" (2 GPUs).`,
+	must.Eq(t, `failed to queue job x: j.hcl:6:5: error: No ready node has this GPU model: "A100"; the ready nodes' GPU models: "NVIDIA A100-SXM4-40GB" (8 GPUs), "Tesla V100-SXM2-16GB" (2 GPUs).`,
 		refused("training \"x\" {\n  command = \"python3\"\n  gpus {\n    min = 1\n    max = 2\n    model = \"A100\"\n  }\n}\n"))
-	must.Eq(t, `failed to queue job x: j.hcl:3:3: error: No node is in this pool: "h100"; the cluster's pools: "a100" (8 GPUs), "v100" (2 GPUs).`,
+	must.Eq(t, `failed to queue job x: j.hcl:3:3: error: No ready node is in this pool: "h100"; the ready nodes' pools: "a100" (8 GPUs), "v100" (2 GPUs).`,
 		refused("training \"x\" {\n  command = \"python3\"\n  pool = \"h100\"\n  gpus = 1\n}\n"))
 	// The model is the cluster's, not the pool's.
 	must.StrContains(t, refused("training \"x\" {\n  command = \"python3\"\n  pool = \"v100\"\n  gpus {\n    min = 1\n    max = 2\n    model = \"NVIDIA A100-SXM4-40GB\"\n  }\n}\n"),
-		`the GPU models of pool "v100": "Tesla V100-SXM2-16GB" (2 GPUs).`)
+		`the GPU models of pool "v100"'s ready nodes: "Tesla V100-SXM2-16GB" (2 GPUs).`)
 
 	jobs, err := st.ListJobs(ctx)
 	must.NoError(t, err)

@@ -114,8 +114,8 @@ type NodeInfo struct {
 	Status string `json:"status"` // Nomad's: "ready", "down", "initializing", "disconnected"
 	// Eligible is false where the node is draining or marked ineligible.
 	Eligible bool `json:"eligible"`
-	// GPUModel is the node's GPU model (Nomad's device name); a node with
-	// several models lists them comma-separated.
+	// GPUModel is the node's GPU model: the name of its GPU device group
+	// (Nomad's device name), the largest group on a node with several.
 	GPUModel  string `json:"gpu_model,omitempty"`
 	GPUsTotal int    `json:"gpus_total"`
 	GPUsFree  int    `json:"gpus_free"`
