@@ -298,7 +298,7 @@ func formatJob(j *structs.Job, verbose bool, names map[string]string) string {
 	if len(j.Models) > 0 {
 		pairs = append(pairs, [2]string{"GPU model", orNone(j.GPUModel)})
 	}
-	if m := j.Moving; m != nil {
+	if m := j.Moving; m != nil && j.State == structs.JobQueued {
 		pairs = append(pairs, [2]string{"Moving", formatMove(m)})
 	}
 	pairs = append(pairs,
@@ -380,7 +380,10 @@ func formatMove(m *structs.Move) string {
 		s += ": " + m.Reason
 	}
 	if m.Stopped {
-		return s + " (its run on " + m.From + " has ended; it starts where the policy places it)"
+		// The run ended and the target was taken, or the planner stopped
+		// waiting for the run or could not start it there: the events say
+		// which.
+		return s + " (no longer held on " + m.To + "; it starts where the policy places it)"
 	}
 	return s + " (stopped with a checkpoint; waiting for its run on " + m.From + " to end)"
 }

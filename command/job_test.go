@@ -659,12 +659,22 @@ func TestJobStatus_GPUModels(t *testing.T) {
 		must.StrContains(t, out, want)
 	}
 
+	// A moving job is queued (its run stopped) until it starts again.
 	h.backend.Update(id, func(j *structs.Job) {
+		j.State, j.Allocation = structs.JobQueued, nil
 		j.Moving = &structs.Move{From: "NVIDIA A100-SXM4-40GB", To: "Tesla V100-SXM2-16GB", Since: t0.Add(3 * time.Hour), Reason: "A100s reclaimed"}
 	})
 	must.Eq(t, ExitOK, h.run("job", "status", id))
 	must.StrContains(t, h.out.String(), "Moving       = from NVIDIA A100-SXM4-40GB to Tesla V100-SXM2-16GB since "+formatTime(t0.Add(3*time.Hour))+
 		": A100s reclaimed (stopped with a checkpoint; waiting for its run on NVIDIA A100-SXM4-40GB to end)")
+	// Once its target is no longer held for it, whatever the reason.
+	h.backend.Update(id, func(j *structs.Job) { j.Moving.Stopped = true })
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrContains(t, h.out.String(), ": A100s reclaimed (no longer held on Tesla V100-SXM2-16GB; it starts where the policy places it)")
+	// A record of a job that ended while it moved says nothing of a move.
+	h.backend.Update(id, func(j *structs.Job) { j.State = structs.JobStopped })
+	must.Eq(t, ExitOK, h.run("job", "status", id))
+	must.StrNotContains(t, h.out.String(), "Moving")
 
 	// A job with no model history (a cluster whose nodes name no model)
 	// shows neither.

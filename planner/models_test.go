@@ -346,6 +346,30 @@ func TestRound_MoveBetweenModels(t *testing.T) {
 	must.Eq(t, []string{"m:2"}, exec.take(), must.Sprint("the policy placed it again"))
 }
 
+// A job stopped by its user while it moves between models is stopped,
+// moves no more (its record, job status and the dashboard no longer say
+// it moves), and the GPUs held for it go to the next job.
+func TestStop_MovingJob(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))
+	p.Policies = NewFixedPolicyHost(mover{}, p.Logger)
+	m := moveM(t, p, exec, now)
+	must.Eq(t, []string{"m:0"}, exec.take())
+	must.NotNil(t, state(t, st, m.ID).Moving, must.Sprint("m moves to the A100s"))
+
+	_, err := p.Stop(ctx, m.ID)
+	must.NoError(t, err)
+	rec := state(t, st, m.ID)
+	must.Eq(t, structs.JobStopped, rec.State)
+	must.Nil(t, rec.Moving)
+
+	next := submit(t, p, now, spec(t, "next", 2, 2))
+	*now = now.Add(10 * time.Second)
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"next:2"}, exec.take())
+	must.Eq(t, "A100", state(t, st, next.ID).GPUModel, must.Sprint("the A100s held for m are free"))
+}
+
 // A move whose run on the old model has ended by the end of the round
 // that stopped it (the simulator's runs end at once) starts on the new
 // model in that round, on the GPUs the plan moved it to, as a change of
@@ -428,16 +452,12 @@ func TestByModel_OwnFit(t *testing.T) {
 	must.Nil(t, byModel(&structs.Job{Spec: j.Spec}, []string{"A100", "V100"}, 3, nil), must.Sprint("nothing measured: none"))
 }
 
-// moveEndingAtOnce runs two rounds under the mover policy on one node of
-// two A100s and one of two V100s: the first starts blocker on the A100s
-// and m on the V100s; blocker ends; the second moves m to the A100s, and
-// its run ends as it is stopped, and the actuator's starts wait for the
-// launchers ending names from then on. The planner reports to metrics
-// where it is set. It returns the planner's store and actuator, and m's
-// record as submitted.
+// moveEndingAtOnce runs moveM where m's run ends as it is stopped, and
+// the actuator's starts wait for the launchers ending names from then on.
+// The planner reports to metrics where it is set. It returns the
+// planner's store and actuator, and m's record as submitted.
 func moveEndingAtOnce(t *testing.T, metrics Metrics, ending map[string]string) (*memStore, *fakeActuator, *structs.Job) {
 	t.Helper()
-	ctx := context.Background()
 	p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))
 	p.Policies = NewFixedPolicyHost(mover{}, p.Logger)
 	if metrics != nil {
@@ -455,13 +475,24 @@ func moveEndingAtOnce(t *testing.T, metrics Metrics, ending map[string]string) (
 			exec.mu.Unlock()
 		}
 	}
+	return st, exec, moveM(t, p, exec, now)
+}
+
+// moveM runs two rounds of p under the mover policy on one node of two
+// A100s and one of two V100s: the first starts blocker on the A100s and m
+// on the V100s; blocker ends; the second moves m to the A100s. It returns
+// m's record as submitted.
+func moveM(t *testing.T, p *Planner, exec *fakeActuator, now *time.Time) *structs.Job {
+	t.Helper()
+	ctx := context.Background()
 	submit(t, p, now, spec(t, "blocker", 2, 2))
 	m := submit(t, p, now, spec(t, "m", 2, 2))
 	must.NoError(t, p.Round(ctx))
 	must.Eq(t, []string{"blocker:2", "m:2"}, exec.take())
-
+	exec.mu.Lock()
 	exec.done["blocker"] = 0
+	exec.mu.Unlock()
 	*now = now.Add(time.Minute)
 	must.NoError(t, p.Round(ctx))
-	return st, exec, m
+	return m
 }

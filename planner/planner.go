@@ -738,6 +738,7 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 		}
 		j.State = structs.JobStopped
 		j.Allocation = nil
+		j.Moving = nil // a job stopped while it moved between models moves no more
 		j.Finished = now
 		j.AddEvents(structs.Event{Time: now, Type: "stopped", Message: "stopped by user"})
 		return nil

@@ -207,9 +207,10 @@ type Move struct {
 	Target map[string]int `json:"target,omitempty"`
 	// Policy is the policy that planned the move.
 	Policy string `json:"policy,omitempty"`
-	// Stopped is set once the run on From has ended (or the planner
-	// stopped waiting for it) and Target was no longer free: the job
-	// waits to be placed again.
+	// Stopped is set once Target is no longer held for it: the run on
+	// From ended and Target was no longer free, or the planner stopped
+	// waiting for the run, or could not start it there (its events say
+	// which). The job waits to be placed again.
 	Stopped bool `json:"stopped,omitempty"`
 }
 

@@ -194,10 +194,15 @@ func TestDashboard_JobGPUModels(t *testing.T) {
 	must.RegexMatch(t, regexp.MustCompile(`^V100 .+–.+ → A100 .+–now \(312\.5 samples/s a GPU\)$`), got[1][1])
 	must.SliceEmpty(t, facts(&structs.Job{ID: "b"}))
 	j.Moving = &structs.Move{From: "A100", To: "V100", Since: t0.Add(2 * time.Hour), Reason: "A100s reclaimed"}
+	j.State = structs.JobQueued // a moving job is queued until it starts again
 	got = facts(j)
 	must.Len(t, 3, got)
 	must.Eq(t, "Moving", got[2][0])
 	must.RegexMatch(t, regexp.MustCompile(`^from A100 to V100 since .+: A100s reclaimed \(stopped with a checkpoint; waiting for its run to end\)$`), got[2][1])
+	j.Moving.Stopped = true
+	must.StrHasSuffix(t, "(no longer held on V100; it starts where the policy places it)", facts(j)[2][1])
+	j.State = structs.JobStopped // ended while it moved: no move shown
+	must.Len(t, 2, facts(j))
 }
 
 // Issue 29: on a cluster of several GPU models the GPU map's line says

@@ -334,9 +334,9 @@ function modelFacts(j) {
   });
   const dropped = (j.dropped && j.dropped.models) ? `${j.dropped.models} older not kept; ` : "";
   const facts = [["GPU model", j.gpu_model || "—"], ["GPU models", dropped + hist.join(" → ")]];
-  const m = j.moving;
+  const m = j.state === "queued" ? j.moving : null; // a moving job is queued until it starts
   if (m) facts.push(["Moving", `from ${m.from} to ${m.to} since ${fmtTime(m.since)}` + (m.reason ? ": " + m.reason : "") +
-    (m.stopped ? " (its run has ended; it starts where the policy places it)" : " (stopped with a checkpoint; waiting for its run to end)")]);
+    (m.stopped ? ` (no longer held on ${m.to}; it starts where the policy places it)` : " (stopped with a checkpoint; waiting for its run to end)")]);
   return facts;
 }
 
