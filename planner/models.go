@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
@@ -247,11 +248,14 @@ func (p *Planner) releaseMove(ctx context.Context, j *structs.Job, msg string, n
 // holdTargets returns nodes with the GPUs that held moving jobs (holding)
 // were moved to reserved for them (policy.Node.Reserved), so that no
 // other job is given them while each waits for its run on the old model
-// to end: a copy of nodes where there is any, else nodes itself. A node's
-// reservation is capped at its GPUs free of live's allocations and of
-// what it reserves already, so the snapshot stays consistent (a node
-// that shrank, or work from outside the planner, may have taken some).
-func holdTargets(nodes []policy.Node, holding, live []*structs.Job) []policy.Node {
+// to end: a copy of nodes where there is any, else nodes itself; and
+// what it reserved for each job, for the queues (quota.Held: they count
+// as the job's queue's). A node's reservation is capped at its GPUs free
+// of live's allocations and of what it reserves already, so the snapshot
+// stays consistent (a node that shrank, or work from outside the
+// planner, may have taken some): the jobs of holding take what is left
+// in turn.
+func holdTargets(nodes []policy.Node, holding, live []*structs.Job) ([]policy.Node, []quota.Held) {
 	want := map[string]int{}
 	for _, j := range holding {
 		for n, g := range j.Moving.Target {
@@ -261,15 +265,38 @@ func holdTargets(nodes []policy.Node, holding, live []*structs.Job) []policy.Nod
 		}
 	}
 	if len(want) == 0 {
-		return nodes
+		return nodes, nil
 	}
 	used := usedOn(live, want)
 	out := slices.Clone(nodes)
+	at := make(map[string]int, len(want)) // node ID -> index in out, of the nodes wanted
 	for i := range out {
-		n := &out[i]
-		if g, ok := want[n.ID]; ok {
-			n.Reserved += max(0, min(g, n.GPUs-n.Reserved-used[n.ID]))
+		if _, ok := want[out[i].ID]; ok {
+			at[out[i].ID] = i
 		}
 	}
-	return out
+	var held []quota.Held
+	for _, j := range holding {
+		h := quota.Held{Queue: queueOf(&j.Spec)}
+		for _, id := range slices.Sorted(maps.Keys(j.Moving.Target)) {
+			i, ok := at[id]
+			if !ok {
+				continue
+			}
+			n := &out[i]
+			take := max(0, min(j.Moving.Target[id], n.GPUs-n.Reserved-used[id]))
+			if take == 0 {
+				continue
+			}
+			n.Reserved += take
+			if h.GPUs == nil {
+				h.GPUs = policy.Allocation{}
+			}
+			h.GPUs[id] = take
+		}
+		if len(h.GPUs) > 0 {
+			held = append(held, h)
+		}
+	}
+	return out, held
 }

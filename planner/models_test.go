@@ -11,6 +11,8 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/planner/assess"
+	"github.com/schedulearn/schedulearn/planner/jobspec"
+	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 	"github.com/schedulearn/schedulearn/plugins/policy/place"
@@ -370,6 +372,47 @@ func TestStop_MovingJob(t *testing.T) {
 	must.Eq(t, "A100", state(t, st, next.ID).GPUModel, must.Sprint("the A100s held for m are free"))
 }
 
+// The GPUs held for a moving job count against its queue, not as work
+// from outside the planner: a job of the same queue submitted while it
+// waits does not start beyond the queue's limit (it would have gone on
+// the GPUs the move left, and the queue held twice its limit once the
+// move started).
+func TestRound_HeldMoveCountsAgainstItsQueue(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))
+	p.Policies = NewFixedPolicyHost(mover{}, p.Logger)
+	p.SetQueues(mustTree(t,
+		quota.Def{Name: "a", Nominal: quota.Amount{"": 2}, BorrowingLimit: quota.Amount{"": 0}},
+		quota.Def{Name: "b", Nominal: quota.Amount{"": 2}, BorrowingLimit: quota.Amount{"": 0}}))
+	submit(t, p, now, queueSpec(t, "blocker", "b", 50, 2, 2))
+	m := submit(t, p, now, queueSpec(t, "m", "a", 50, 2, 2))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"blocker:2", "m:2"}, exec.take())
+	exec.done["blocker"] = 0
+	*now = now.Add(time.Minute)
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"m:0"}, exec.take())
+	must.NotNil(t, state(t, st, m.ID).Moving)
+	qs, err := p.QueueStatus(ctx, 0)
+	must.NoError(t, err)
+	must.Eq(t, "a", qs[0].Name)
+	must.Eq(t, 2, qs[0].GPUs[0].Used, must.Sprint("queue list counts the held A100s as queue a's"))
+	must.Eq(t, 0, qs[1].GPUs[0].Used)
+
+	intruder := submit(t, p, now, queueSpec(t, "intruder", "a", 50, 2, 2))
+	*now = now.Add(10 * time.Second)
+	must.NoError(t, p.Round(ctx))
+	must.SliceEmpty(t, exec.take(), must.Sprint("queue a is at its limit with m's held GPUs"))
+	must.Eq(t, structs.JobQueued, state(t, st, intruder.ID).State)
+
+	exec.done["m"] = 0
+	*now = now.Add(10 * time.Second)
+	must.NoError(t, p.Round(ctx))
+	delete(exec.done, "m")
+	must.Eq(t, []string{"m:2"}, exec.take())
+	must.Eq(t, "A100", state(t, st, m.ID).GPUModel)
+}
+
 // A move whose run on the old model has ended by the end of the round
 // that stopped it (the simulator's runs end at once) starts on the new
 // model in that round, on the GPUs the plan moved it to, as a change of
@@ -430,14 +473,24 @@ func TestHoldTargets(t *testing.T) {
 	nodes[0].Reserved = 1
 	moving := &structs.Job{ID: "m", Moving: &structs.Move{Target: map[string]int{"a": 2, "b": 2, "gone": 2}}}
 	other := &structs.Job{ID: "o", Allocation: map[string]int{"a": 2, "c": 2}}
-	got := holdTargets(nodes, []*structs.Job{moving}, []*structs.Job{other})
+	got, held := holdTargets(nodes, []*structs.Job{moving}, []*structs.Job{other})
 	must.Eq(t, []int{2, 2, 0}, []int{got[0].Reserved, got[1].Reserved, got[2].Reserved}, must.Sprint("a: 1 free of 4 (1 reserved, 2 held)"))
 	must.Eq(t, 1, nodes[0].Reserved)
 	must.Eq(t, 0, nodes[1].Reserved)
-	must.Eq(t, nodes, holdTargets(nodes, nil, []*structs.Job{other}))
+	must.Eq(t, []quota.Held{{Queue: quota.DefaultQueue, GPUs: policy.Allocation{"a": 1, "b": 2}}}, held, must.Sprint("what it reserved, for the job's queue"))
 	s := snapshot(time.Now(), got, []*structs.Job{{ID: "o", State: structs.JobRunning, Allocation: other.Allocation, Spec: *spec(t, "o", 4, 4)}})
 	_, err := place.NewBoard(s)
 	must.NoError(t, err, must.Sprint("a consistent snapshot"))
+
+	// Two jobs wanting more than a node has left take it in turn.
+	second := &structs.Job{ID: "n", Spec: jobspec.Spec{Queue: "q"}, Moving: &structs.Move{Target: map[string]int{"b": 3}}}
+	got, held = holdTargets(nodes, []*structs.Job{moving, second}, []*structs.Job{other})
+	must.Eq(t, 4, got[1].Reserved, must.Sprint("b's 4: 2 for m, the 2 left for n"))
+	must.Eq(t, []quota.Held{{Queue: quota.DefaultQueue, GPUs: policy.Allocation{"a": 1, "b": 2}}, {Queue: "q", GPUs: policy.Allocation{"b": 2}}}, held)
+
+	got, held = holdTargets(nodes, nil, []*structs.Job{other})
+	must.Eq(t, nodes, got)
+	must.Nil(t, held)
 }
 
 // A model with a step-time fit of its own is read on its own curve; one

@@ -81,12 +81,13 @@ func (p *Planner) checkQueue(spec *jobspec.Spec, nodes []policy.Node) error {
 // planQueues asks the active policy for a plan within the queues' rules
 // (planner/quota): the policy sees the jobs their queues may start, and
 // its plan is trimmed to the queues' limits, with GPUs reclaimed for
-// queues below their nominal quota. It also returns where each job left
+// queues below their nominal quota; the GPUs held for moving jobs (held)
+// count as their queues'. It also returns where each job left
 // queued stands in its queue (worked out when called: Waits asks only
 // when the API does), and who took the GPUs of the jobs reclaim shrank
 // or stopped.
-func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot) (*policy.Plan, func() map[string]quota.Wait, map[string]quota.Taken, error) {
-	view := quota.NewLedger(p.Queues(), snap)
+func (p *Planner) planQueues(ctx context.Context, snap *policy.Snapshot, held []quota.Held) (*policy.Plan, func() map[string]quota.Wait, map[string]quota.Taken, error) {
+	view := quota.NewLedger(p.Queues(), snap, held...)
 	plan, perr := p.Policies.Plan(ctx, view.Gate())
 	if plan == nil {
 		return nil, nil, nil, perr
@@ -115,17 +116,22 @@ func (p *Planner) QueueStatus(ctx context.Context, window time.Duration) ([]stru
 	// each queue uses); the others count as waiting in their queue, which
 	// at 100,000 queued jobs is most of them (a view each was 150 ms).
 	t, now := p.Queues(), p.now()
-	var holding []*structs.Job
+	var holding, moving []*structs.Job
 	waiting := map[string]int{}
 	for _, j := range live {
-		if len(j.Allocation) > 0 {
+		switch {
+		case len(j.Allocation) > 0:
 			holding = append(holding, j)
-		} else {
+		default:
+			if m := j.Moving; m != nil && !m.Stopped && j.State == structs.JobQueued {
+				moving = append(moving, j) // the GPUs it moves to are its queue's (holdTargets)
+			}
 			waiting[t.QueueFor(queueOf(&j.Spec))]++
 		}
 	}
+	nodes, held := holdTargets(nodes, moving, holding)
 	var out []structs.QueueStatus
-	for _, s := range quota.NewLedger(t, snapshot(now, nodes, holding)).Status() {
+	for _, s := range quota.NewLedger(t, snapshot(now, nodes, holding), held...).Status() {
 		qs := structs.QueueStatus{Name: s.Name, Parent: s.Parent, Children: s.Children, Weight: s.Weight,
 			Running: s.Running, Waiting: s.Waiting}
 		for _, g := range s.GPUs {

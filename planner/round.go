@@ -36,6 +36,9 @@ type roundJobs struct {
 	// whether their run on the old model has ended.
 	holding []*structs.Job
 	moved   map[string]bool
+	// held is what the nodes reserve for holding's jobs (holdTargets):
+	// their queues' use.
+	held []quota.Held
 }
 
 // round is Round's work; it sets *planTime to the policy's planning time.
@@ -53,7 +56,7 @@ func (p *Planner) round(ctx context.Context, planTime *time.Duration) error {
 	snap := p.snapshot(now, nodes, r.live, r.named)
 	p.snaps.ran, p.snaps.placed = r.ran, r.placed // beside the records the snapshot keeps (snapCache.recs)
 	planStart := time.Now()
-	plan, waits, taken, perr := p.planQueues(ctx, snap)
+	plan, waits, taken, perr := p.planQueues(ctx, snap, r.held)
 	*planTime = time.Since(planStart)
 	if perr != nil {
 		p.Logger.Warn("policy", "error", perr)
@@ -164,7 +167,7 @@ func (p *Planner) nodes(ctx context.Context, r *roundJobs, now time.Time) ([]pol
 	}
 	p.noteNodes(nodes)
 	p.noteNodesSeen(nodes, now)
-	nodes = holdTargets(nodes, r.holding, r.live)
+	nodes, r.held = holdTargets(nodes, r.holding, r.live)
 	for i := 0; i < len(r.live) && len(r.moved) > 0; i++ {
 		if ended, ok := r.moved[r.live[i].ID]; ok {
 			delete(r.moved, r.live[i].ID)

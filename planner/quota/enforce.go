@@ -116,9 +116,10 @@ func (e *enforcer) changed(p *policy.Plan) bool {
 	return false
 }
 
-// usage is the leaves' usage under targets tgt.
+// usage is the leaves' usage under targets tgt, the GPUs held outside
+// the snapshot included.
 func (v *Ledger) usage(tgt []policy.Allocation) [][]int {
-	u := v.matrix()
+	u := clone(v.reserved)
 	for i, a := range tgt {
 		if q := v.leaf[i]; q != -1 {
 			v.add(u, q, a, 1)

@@ -35,7 +35,10 @@ type Ledger struct {
 	// may promise more than the cluster has; what is physically there is
 	// the gang rule's to enforce).
 	capacity, physical []int
-	cur                [][]int // usage by current allocations
+	cur                [][]int // usage by current allocations, held GPUs included
+	// reserved is the GPUs held for jobs outside the snapshot (NewLedger's
+	// held), per queue and resource: part of every usage.
+	reserved [][]int
 
 	allow map[string][]bool // allowed, by constraints
 	anyOK []bool            // allowed, for a job without constraints
@@ -59,9 +62,21 @@ type Ledger struct {
 	taken map[string]Taken
 }
 
+// Held is GPUs held for a job that is not in the snapshot: a job moving
+// between GPU models waits, out of the policy's sight, for its run on the
+// old model to end, with the GPUs it moves to held for it (its nodes
+// reserve them: policy.Node.Reserved). They are its queue's, not work from
+// outside the planner.
+type Held struct {
+	Queue string            // the job's queue ("" is DefaultQueue)
+	GPUs  policy.Allocation // by node ID, within what the nodes reserve
+}
+
 // NewLedger accounts snapshot s against tree t. Jobs name their queue in
-// policy.Job.Queue ("" is DefaultQueue).
-func NewLedger(t *Tree, s *policy.Snapshot) *Ledger {
+// policy.Job.Queue ("" is DefaultQueue). The GPUs of held count as their
+// queues' use, of the cluster's GPUs (the nodes' reservations that hold
+// them are the queues').
+func NewLedger(t *Tree, s *policy.Snapshot, held ...Held) *Ledger {
 	v := &Ledger{t: t, s: s, nodeRes: make(map[string]int, len(s.Nodes)),
 		leaf: make([]int, len(s.Jobs)), gpus: make([]int, len(s.Jobs)),
 		held: map[string]string{}, why: map[string]string{}, taken: map[string]Taken{}}
@@ -69,10 +84,30 @@ func NewLedger(t *Tree, s *policy.Snapshot) *Ledger {
 	// A vouched snapshot's jobs name their nodes by index (policy.Job.Held).
 	vouched := s.Vouched()
 	resAt := v.readNodes(vouched)
+	v.readHeld(held)
 	v.readQuotas()
-	v.cur = v.matrix()
+	v.cur = clone(v.reserved)
 	v.readJobs(vouched, resAt)
 	return v
+}
+
+// readHeld counts the GPUs of held as their queues' (reserved) and as the
+// cluster's (physical): a job whose queue is not a leaf of the tree leaves
+// them to outside work, as before.
+func (v *Ledger) readHeld(held []Held) {
+	v.reserved = v.matrix()
+	for _, h := range held {
+		q, ok := v.t.index[v.t.queueFor(cmp.Or(h.Queue, DefaultQueue))]
+		if !ok || len(v.t.queues[q].children) > 0 {
+			continue
+		}
+		for n, g := range h.GPUs {
+			if r, ok := v.nodeRes[n]; ok && g > 0 {
+				v.reserved[q][r] += g
+				v.physical[r] += g
+			}
+		}
+	}
 }
 
 // resources is the round's resources: where quotas are per model, the GPU

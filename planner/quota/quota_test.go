@@ -202,6 +202,29 @@ func TestEnforce_Trim(t *testing.T) {
 	must.Eq(t, []string{"not grown: queue a would hold 7 GPUs, above its limit of 6 (nominal 4 + borrowing limit 2)"}, plan.Reasons["run"])
 }
 
+// GPUs held for a job outside the snapshot (a job moving between GPU
+// models; its nodes reserve them) are its queue's: Gate, Enforce and
+// Status count them there, and the cluster's GPUs still include them; a
+// queue the tree lacks leaves them to outside work.
+func TestNewLedger_Held(t *testing.T) {
+	tr := tree(t, quota.Def{Name: "a", Nominal: gpus(4), BorrowingLimit: gpus(0)}, quota.Def{Name: "b", Nominal: gpus(4)})
+	n := nodes("n1")
+	n[0].Reserved = 2 // held for the moving job
+	s := &policy.Snapshot{Now: at(100), Nodes: n, Jobs: []policy.Job{job("a33", "a", 50, 3, 3, nil), job("a1", "a", 50, 2, 2, nil)}}
+	v := quota.NewLedger(tr, s, quota.Held{Queue: "a", GPUs: policy.Allocation{"n1": 2}})
+	must.Eq(t, []string{"a1"}, ids(v.Gate()), must.Sprint("a at 2 of 4 with the held GPUs: 2 more"))
+	must.Eq(t, "needs 3 GPUs; queue a at 2 of 4 GPUs; may borrow 0 more", v.Waits(&policy.Plan{})["a33"].Reason)
+	must.Eq(t, 2, v.Status()[0].GPUs[0].Used)
+	// A plan beyond the limit with them is trimmed.
+	got, err := v.Enforce(&policy.Plan{Allocations: map[string]policy.Allocation{"a33": {"n1": 3}, "a1": {"n1": 2}}})
+	must.NoError(t, err)
+	must.Eq(t, 2, got.Allocations["a1"].Total()+got.Allocations["a33"].Total())
+
+	v = quota.NewLedger(tr, s, quota.Held{Queue: "gone", GPUs: policy.Allocation{"n1": 2}})
+	must.Eq(t, 0, v.Status()[0].GPUs[0].Used)
+	must.Eq(t, []string{"a33", "a1"}, ids(v.Gate()))
+}
+
 // Per-model quotas hold per model: a queue with A100s only waits for
 // A100s even while H100s idle.
 func TestGate_PerModel(t *testing.T) {
