@@ -348,9 +348,10 @@ func TestRound_MoveBetweenModels(t *testing.T) {
 	must.Eq(t, []string{"m:2"}, exec.take(), must.Sprint("the policy placed it again"))
 }
 
-// A job stopped by its user while it moves between models is stopped,
-// moves no more (its record, job status and the dashboard no longer say
-// it moves), and the GPUs held for it go to the next job.
+// A job stopped by its user while it moves between models is stopped and
+// moves no more: its record, and so job status and the dashboard, no
+// longer say it moves (they did, forever); the GPUs held for it go to the
+// next job, as an ended job's do.
 func TestStop_MovingJob(t *testing.T) {
 	ctx := context.Background()
 	p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))

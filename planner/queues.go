@@ -124,7 +124,10 @@ func (p *Planner) QueueStatus(ctx context.Context, window time.Duration) ([]stru
 			holding = append(holding, j)
 		default:
 			if m := j.Moving; m != nil && !m.Stopped && j.State == structs.JobQueued {
-				moving = append(moving, j) // the GPUs it moves to are its queue's (holdTargets)
+				// The GPUs it moves to are its queue's (holdTargets), as
+				// in the round; until the next round, also where the
+				// round will find its hold over.
+				moving = append(moving, j)
 			}
 			waiting[t.QueueFor(queueOf(&j.Spec))]++
 		}

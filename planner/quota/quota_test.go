@@ -215,14 +215,26 @@ func TestNewLedger_Held(t *testing.T) {
 	must.Eq(t, []string{"a1"}, ids(v.Gate()), must.Sprint("a at 2 of 4 with the held GPUs: 2 more"))
 	must.Eq(t, "needs 3 GPUs; queue a at 2 of 4 GPUs; may borrow 0 more", v.Waits(&policy.Plan{})["a33"].Reason)
 	must.Eq(t, 2, v.Status()[0].GPUs[0].Used)
-	// A plan beyond the limit with them is trimmed.
-	got, err := v.Enforce(&policy.Plan{Allocations: map[string]policy.Allocation{"a33": {"n1": 3}, "a1": {"n1": 2}}})
+	// A plan beyond the limit with them is trimmed: 3 more would make 5.
+	got, err := v.Enforce(&policy.Plan{Allocations: map[string]policy.Allocation{"a33": {"n1": 3}}})
 	must.NoError(t, err)
-	must.Eq(t, 2, got.Allocations["a1"].Total()+got.Allocations["a33"].Total())
+	must.Zero(t, got.Allocations["a33"].Total())
 
+	// A queue the tree lacks leaves them to outside work, as before.
 	v = quota.NewLedger(tr, s, quota.Held{Queue: "gone", GPUs: policy.Allocation{"n1": 2}})
 	must.Eq(t, 0, v.Status()[0].GPUs[0].Used)
 	must.Eq(t, []string{"a33", "a1"}, ids(v.Gate()))
+
+	// Their GPUs are the cluster's, not outside work: a queue may borrow
+	// the rest of the node, all that is free.
+	open := tree(t, quota.Def{Name: "a", Nominal: gpus(2)}, quota.Def{Name: "b", Nominal: gpus(0)})
+	n[0].Reserved = 4
+	s = &policy.Snapshot{Now: at(100), Nodes: n, Jobs: []policy.Job{job("a4", "a", 50, 4, 4, nil)}}
+	v = quota.NewLedger(open, s, quota.Held{Queue: "a", GPUs: policy.Allocation{"n1": 4}})
+	must.Eq(t, []string{"a4"}, ids(v.Gate()), must.Sprint(v.Waits(&policy.Plan{})["a4"].Reason))
+	got, err = v.Enforce(&policy.Plan{Allocations: map[string]policy.Allocation{"a4": {"n1": 4}}})
+	must.NoError(t, err)
+	must.Eq(t, 4, got.Allocations["a4"].Total())
 }
 
 // Per-model quotas hold per model: a queue with A100s only waits for

@@ -21,7 +21,8 @@ type ResourceStatus struct {
 	// derived (a parent's nominal quota from its children's); Unlimited
 	// where there is none.
 	Nominal, BorrowingLimit, LendingLimit int
-	// Used is what the queue's jobs hold (a parent: its children's);
+	// Used is what the queue's jobs hold, and what is held for them
+	// outside the snapshot (NewLedger's held) (a parent: its children's);
 	// Borrowed the part above the nominal quota.
 	Used, Borrowed int
 }

@@ -41,8 +41,9 @@ type QueueGPUs struct {
 	Nominal        *int `json:"nominal"`
 	BorrowingLimit *int `json:"borrowing_limit"`
 	LendingLimit   *int `json:"lending_limit"`
-	// Used is what the queue's jobs hold (a parent: its children's),
-	// Borrowed the part above its nominal quota.
+	// Used is what the queue's jobs hold, and the GPUs held for its jobs
+	// moving between GPU models (a job moving counts as waiting) (a
+	// parent: its children's), Borrowed the part above its nominal quota.
 	Used     int `json:"used"`
 	Borrowed int `json:"borrowed"`
 }
