@@ -285,7 +285,7 @@ func testPools(t *testing.T, cl *clusterLab) {
 			// Accepted before the planner saw the pool go: stop it, try again.
 			return fmt.Errorf("pool v100 still takes jobs: %s", out)
 		}
-		if !strings.Contains(out, `pool "v100" has 0`) {
+		if !strings.Contains(out, `error: No ready node is in this pool: "v100"; the ready nodes' pools: "a100" (`) {
 			return fmt.Errorf("refused for another reason: %s", out)
 		}
 		return nil
