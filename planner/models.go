@@ -128,6 +128,14 @@ func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Chang
 	return nil
 }
 
+// waitsToMove reports whether job j is queued, moving to another GPU model,
+// with the GPUs it moves to held for it (the move not Stopped): the round
+// asks holdMove whether to go on holding it.
+func waitsToMove(j *structs.Job) bool {
+	m := j.Moving
+	return m != nil && !m.Stopped && j.State == structs.JobQueued
+}
+
 // holdMove reports whether job j, queued and moving to another GPU model
 // (Moving), is still held: its run on the old model has not ended (the
 // actuator's Outcome) and MoveHold has not passed since it was stopped.

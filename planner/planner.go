@@ -331,12 +331,11 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 	req := requestOf(spec)
 	cons := constraintsOf(spec)
 	total, best := 0, 0
-	pools, models := map[string]int{}, map[string]int{} // GPUs by pool; by model in the job's pool
+	inPool := func(n *policy.Node) bool { return spec.Pool == "" || n.Pool == spec.Pool }
+	hasPool, hasModel := spec.Pool == "", spec.GPUs.Model == "" // some node has the job's (or it names none)
 	for _, n := range nodes {
-		pools[n.Pool] += n.GPUs
-		if spec.Pool == "" || n.Pool == spec.Pool {
-			models[n.GPUModel] += n.GPUs
-		}
+		hasPool = hasPool || inPool(&n)
+		hasModel = hasModel || (inPool(&n) && n.GPUModel == spec.GPUs.Model)
 		if !cons.Allows(&n) {
 			continue
 		}
@@ -344,14 +343,16 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 		total += usable
 		best = max(best, usable)
 	}
-	if _, ok := pools[spec.Pool]; spec.Pool != "" && !ok {
+	if !hasPool {
+		pools := gpusBy(nodes, func(n *policy.Node) (string, bool) { return n.Pool, true })
 		return noSuch(spec, spec.PoolRange, "No ready node is in this pool", "pool", spec.Pool, "the ready nodes' pools", pools)
 	}
-	if _, ok := models[spec.GPUs.Model]; spec.GPUs.Model != "" && !ok {
+	if !hasModel {
 		in := "the ready nodes' GPU models"
 		if spec.Pool != "" {
 			in = fmt.Sprintf("the GPU models of pool %q's ready nodes", spec.Pool)
 		}
+		models := gpusBy(nodes, func(n *policy.Node) (string, bool) { return n.GPUModel, inPool(n) })
 		return noSuch(spec, spec.ModelRange, "No ready node has this GPU model", "GPU model", spec.GPUs.Model, in, models)
 	}
 	if total < req.Min {
@@ -367,11 +368,22 @@ func fits(spec *jobspec.Spec, nodes []policy.Node) error {
 	return nil
 }
 
+// gpusBy sums the GPUs of nodes by key (a pool, a GPU model), of the nodes
+// key takes (ok); a node with an empty key counts under none.
+func gpusBy(nodes []policy.Node, key func(*policy.Node) (string, bool)) map[string]int {
+	out := map[string]int{}
+	for i := range nodes {
+		if k, ok := key(&nodes[i]); ok && k != "" {
+			out[k] += nodes[i].GPUs
+		}
+	}
+	return out
+}
+
 // noSuch is fits' error for a pool or GPU model (what, named name) that
 // no node has, at r in the jobspec: it names those the cluster has (in,
 // with their GPUs), at most maxNamed of them.
 func noSuch(spec *jobspec.Spec, r hcl.Range, summary, what, name, in string, have map[string]int) error {
-	delete(have, "") // nodes without one
 	var named []string
 	for _, k := range slices.Sorted(maps.Keys(have)) {
 		if len(named) == maxNamed {

@@ -119,18 +119,17 @@ func (p *Planner) QueueStatus(ctx context.Context, window time.Duration) ([]stru
 	var holding, moving []*structs.Job
 	waiting := map[string]int{}
 	for _, j := range live {
-		switch {
-		case len(j.Allocation) > 0:
+		if len(j.Allocation) > 0 {
 			holding = append(holding, j)
-		default:
-			if m := j.Moving; m != nil && !m.Stopped && j.State == structs.JobQueued {
-				// The GPUs it moves to are its queue's (holdTargets), as
-				// in the round; until the next round, also where the
-				// round will find its hold over.
-				moving = append(moving, j)
-			}
-			waiting[t.QueueFor(queueOf(&j.Spec))]++
+			continue
 		}
+		if waitsToMove(j) {
+			// The GPUs it moves to are its queue's (holdTargets), as in
+			// the round; until the next round, also where the round will
+			// find its hold over.
+			moving = append(moving, j)
+		}
+		waiting[t.QueueFor(queueOf(&j.Spec))]++
 	}
 	nodes, held := holdTargets(nodes, moving, holding)
 	var out []structs.QueueStatus

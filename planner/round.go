@@ -90,7 +90,7 @@ func (p *Planner) collect(ctx context.Context, now time.Time) (*roundJobs, error
 	// known, and it names no jobs if none did then.
 	w := p.snaps.walk()
 	for _, j := range active {
-		if m := j.Moving; m != nil && !m.Stopped && j.State == structs.JobQueued {
+		if waitsToMove(j) {
 			// Moving to another GPU model: not offered to the policy
 			// until its run on the old one has ended (its checkpoint);
 			// the GPUs it moves to are held for it (holdTargets), and

@@ -270,10 +270,10 @@ func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
 		}
 	}
 
-	gpus, more := decodeGPUs(t.Remain, t.DefRange)
+	gpus, modelAt, more := decodeGPUs(t.Remain, t.DefRange)
 	diags = append(diags, more...)
 	spec.GPUs = gpus
-	spec.PoolRange, spec.ModelRange = attrs("pool"), modelRange(t.Remain, t.DefRange)
+	spec.PoolRange, spec.ModelRange = attrs("pool"), modelAt
 
 	if t.Target != nil {
 		target, more := convertTarget(t.Target, now)
@@ -372,27 +372,28 @@ func evalContext(filename string) *hcl.EvalContext {
 }
 
 // decodeGPUs reads gpus = N, gpus = "auto", or a gpus { ... } block from
-// what gohcl left over, and reports anything else left as unsupported.
-func decodeGPUs(body hcl.Body, blockRange hcl.Range) (GPUs, hcl.Diagnostics) {
+// what gohcl left over, and reports anything else left as unsupported. It
+// also returns where the block's model attribute is (the block where it
+// has none, blockRange where there is no block), for Spec.ModelRange.
+func decodeGPUs(body hcl.Body, blockRange hcl.Range) (GPUs, hcl.Range, hcl.Diagnostics) {
 	content, diags := body.Content(&hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "gpus"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "gpus"}},
 	})
 	if diags.HasErrors() {
-		return GPUs{}, diags
+		return GPUs{}, blockRange, diags
 	}
 	attr, hasAttr := content.Attributes["gpus"]
 	if d := gpusGivenOnce(hasAttr, content.Blocks, blockRange); d != nil {
-		return GPUs{}, append(diags, d)
+		return GPUs{}, blockRange, append(diags, d)
 	}
-	var g GPUs
-	var more hcl.Diagnostics
 	if hasAttr {
-		g, more = decodeGPUsAttr(attr)
-	} else {
-		g, more = decodeGPUsBlock(content.Blocks[0])
+		g, more := decodeGPUsAttr(attr)
+		return g, blockRange, append(diags, more...)
 	}
-	return g, append(diags, more...)
+	b := content.Blocks[0]
+	g, more := decodeGPUsBlock(b)
+	return g, attrRanges(b.Body, b.DefRange)("model"), append(diags, more...)
 }
 
 // errorAt is an error diagnostic about what stands at r.
@@ -668,20 +669,6 @@ func attrRanges(body hcl.Body, def hcl.Range) func(string) hcl.Range {
 		}
 		return def
 	}
-}
-
-// modelRange is where the gpus block's model attribute is in a training
-// block's body (the gpus block where it has none, def where there is no
-// gpus block).
-func modelRange(body hcl.Body, def hcl.Range) hcl.Range {
-	if sb, ok := body.(*hclsyntax.Body); ok {
-		for _, b := range sb.Blocks {
-			if b.Type == "gpus" {
-				return attrRanges(b.Body, b.DefRange())("model")
-			}
-		}
-	}
-	return def
 }
 
 // ValidName reports whether s is a valid job (or queue) name: 1 to 63

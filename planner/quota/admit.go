@@ -99,7 +99,13 @@ func (t *Tree) Leaves() []string {
 
 // HoldsJobs reports whether the tree has a queue of that name without
 // children (one that jobs may name); the default tree holds any.
-func (t *Tree) HoldsJobs(name string) bool {
-	q, ok := t.index[t.queueFor(name)]
-	return ok && len(t.queues[q].children) == 0
+func (t *Tree) HoldsJobs(name string) bool { return t.leafOf(name) != -1 }
+
+// leafOf is the index of the queue without children that name is (as
+// queueFor takes it), -1 where there is none.
+func (t *Tree) leafOf(name string) int {
+	if q, ok := t.index[t.queueFor(name)]; ok && len(t.queues[q].children) == 0 {
+		return q
+	}
+	return -1
 }

@@ -97,8 +97,8 @@ func NewLedger(t *Tree, s *policy.Snapshot, held ...Held) *Ledger {
 func (v *Ledger) readHeld(held []Held) {
 	v.reserved = v.matrix()
 	for _, h := range held {
-		q, ok := v.t.index[v.t.queueFor(cmp.Or(h.Queue, DefaultQueue))]
-		if !ok || len(v.t.queues[q].children) > 0 {
+		q := v.t.leafOf(cmp.Or(h.Queue, DefaultQueue))
+		if q == -1 {
 			continue
 		}
 		for n, g := range h.GPUs {
@@ -193,10 +193,7 @@ func (v *Ledger) readJobs(vouched bool, resAt []int) {
 			name = t.queueFor(QueueOf(j)) // not read otherwise: a cache line a job
 		}
 		if i == 0 || name != lastName {
-			lastName, lastLeaf = name, -1
-			if q, ok := t.index[name]; ok && len(t.queues[q].children) == 0 {
-				lastLeaf = q
-			}
+			lastName, lastLeaf = name, t.leafOf(name)
 		}
 		v.leaf[i] = lastLeaf
 		if vouched { // its slots: known nodes, counts above 0
