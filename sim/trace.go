@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
@@ -196,8 +197,11 @@ func loadPollux(path string, apps map[string]*App) (*Trace, error) {
 		Start: time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)}
 	seen := make(map[string]bool)
 	err := readCSV(path, polluxHeader, func(line int, f []string) error {
-		if f[0] == "" || seen[f[0]] {
-			return fmt.Errorf("name %q is empty or not unique", f[0])
+		if !jobspec.ValidName(f[0]) {
+			return fmt.Errorf("name %q is not a job name (%s)", f[0], jobspec.NameRule)
+		}
+		if seen[f[0]] {
+			return fmt.Errorf("name %q is not unique", f[0])
 		}
 		seen[f[0]] = true
 		sec, err := parseSeconds("time", f[1])

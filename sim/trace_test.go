@@ -3,6 +3,7 @@ package sim_test
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/schedulearn/schedulearn/plugins/policy"
@@ -65,6 +66,25 @@ func TestLoadTrace_BadLines(t *testing.T) {
 			must.Eq(t, tc.line, pe.Line)
 			must.Eq(t, path, pe.Path)
 		})
+	}
+}
+
+// TestLoadTrace_PolluxNames: a name is a job name (the store and the
+// reports take it as one), and unique; the error names the line.
+func TestLoadTrace_PolluxNames(t *testing.T) {
+	const head = "name,time,application,num_replicas,batch_size"
+	for _, tc := range []struct{ rows, want string }{
+		{"to\x00\x801,10,toy,1,256", `w.csv:2: name "to\x00\x801" is not a job name (1 to 63 letters`},
+		{"a/b,10,toy,1,256", `w.csv:2: name "a/b" is not a job name`},
+		{",10,toy,1,256", `w.csv:2: name "" is not a job name`},
+		{"toy-,10,toy,1,256", `w.csv:2: name "toy-" is not a job name`},
+		{strings.Repeat("x", 64) + ",10,toy,1,256", `w.csv:2: name "xxxx`},
+		{"a,10,toy,1,256\na,11,toy,1,256", `w.csv:3: name "a" is not unique`},
+	} {
+		path := writeFile(t, "w.csv", head, tc.rows)
+		tr, err := sim.LoadTrace(path, sim.FormatPollux, "testdata/apps")
+		must.Nil(t, tr)
+		must.ErrorContains(t, err, tc.want)
 	}
 }
 

@@ -82,7 +82,7 @@ func (c *Config) validateQueues() hcl.Diagnostics {
 	for _, q := range c.Queues {
 		if !jobspec.ValidName(q.Name) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid queue",
-				Detail:  fmt.Sprintf("%q: a queue name is 1 to 63 letters, digits, '-' or '_', starting with a letter or digit.", q.Name),
+				Detail:  fmt.Sprintf("%q: a queue name is %s.", q.Name, jobspec.NameRule),
 				Subject: c.queueRange(q.Name, "")})
 		}
 		d := quota.Def{Name: q.Name, Parent: q.Parent}

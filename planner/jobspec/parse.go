@@ -242,7 +242,7 @@ func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
 		Range:    t.DefRange,
 	}
 	if !validName(t.Name) {
-		errAt(t.DefRange, "Invalid job name", fmt.Sprintf("%q: a job name is 1 to 63 letters, digits, '-' or '_', starting with a letter or digit.", t.Name))
+		errAt(t.DefRange, "Invalid job name", fmt.Sprintf("%q: a job name is %s.", t.Name, NameRule))
 	}
 	if spec.Command == "" {
 		errAt(t.DefRange, "Missing command", `The training block needs command = "..." (the program to run, e.g. "python3").`)
@@ -261,7 +261,7 @@ func convert(t *trainingHCL, now time.Time) (*Spec, hcl.Diagnostics) {
 	if spec.Queue == "" {
 		spec.Queue = DefaultQueue
 	} else if !validName(spec.Queue) {
-		errAt(attrs("queue"), "Invalid queue", fmt.Sprintf("%q: a queue name is 1 to 63 letters, digits, '-' or '_', starting with a letter or digit.", spec.Queue))
+		errAt(attrs("queue"), "Invalid queue", fmt.Sprintf("%q: a queue name is %s.", spec.Queue, NameRule))
 	}
 	if t.Priority != nil {
 		spec.Priority = *t.Priority
@@ -671,8 +671,10 @@ func attrRanges(body hcl.Body, def hcl.Range) func(string) hcl.Range {
 	}
 }
 
-// ValidName reports whether s is a valid job (or queue) name: 1 to 63
-// letters, digits, '-' or '_', starting with a letter or digit.
+// NameRule says what ValidName accepts, for errors.
+const NameRule = "1 to 63 letters, digits, '-' or '_', starting with a letter or digit and not ending in '-'"
+
+// ValidName reports whether s is a valid job (or queue) name: NameRule.
 func ValidName(s string) bool { return validName(s) }
 
 func validName(s string) bool {

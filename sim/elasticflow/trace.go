@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/sim"
 )
 
@@ -115,8 +116,8 @@ func parseRow(f, header []string, tp *Throughputs) (Job, error) {
 	}
 	col := func(name string) string { return f[slices.Index(header, name)] }
 	j := Job{ID: f[0], Model: f[3]}
-	if j.ID == "" {
-		return Job{}, errors.New("job_id is empty")
+	if !jobspec.ValidName(j.ID) {
+		return Job{}, fmt.Errorf("job_id %q is not a job name (%s)", j.ID, jobspec.NameRule)
 	}
 	var err error
 	if header[1] == "submission_time" {

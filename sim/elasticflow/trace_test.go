@@ -65,7 +65,9 @@ func TestParseTrace_RefusesBadRows(t *testing.T) {
 		{"no iterations", "a,1,0,bert,100,64,1,10", `t.csv:2: num_iteration "0" is not`},
 		{"no gpus", "a,1,10,bert,100,64,0,10", `t.csv:2: num_gpu "0" is not`},
 		{"overflow", "a,99999999999999999999,10,bert,100,64,1,10", `t.csv:2: submission_time "99999999999999999999"`},
-		{"empty id", ",1,10,bert,100,64,1,10", "t.csv:2: job_id is empty"},
+		{"empty id", ",1,10,bert,100,64,1,10", `t.csv:2: job_id "" is not a job name (1 to 63 letters`},
+		{"control in id", "a\x00\x80b,1,10,bert,100,64,1,10", `t.csv:2: job_id "a\x00\x80b" is not a job name`},
+		{"slash in id", "a/b,1,10,bert,100,64,1,10", `t.csv:2: job_id "a/b" is not a job name`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -106,7 +108,7 @@ func FuzzParseTrace(f *testing.F) {
 			f.Add(strings.Join(lines[:len(lines)-1], "\n") + "\n")
 		}
 	}
-	for _, row := range []string{"a,1,10,bert,100,64,1,10\nb,0,5,vgg16,0,256,8,3", "a,-1,10,bert,100,64,1,10", "a,1,10,bert,0,64,1,10", "a,1,10,x,100,64,1,10", "a,1,1e3,bert,100,64,1,10"} {
+	for _, row := range []string{"a,1,10,bert,100,64,1,10\nb,0,5,vgg16,0,256,8,3", "a,-1,10,bert,100,64,1,10", "a,1,10,bert,0,64,1,10", "a,1,10,x,100,64,1,10", "a,1,1e3,bert,100,64,1,10", "to\x00\x801,1,10,bert,100,64,1,10"} {
 		f.Add(clusterHeader + "\n" + row + "\n")
 	}
 	f.Add(phillyHeader + "\n0,0,1282877,vgg16,771220,256,1,976570,976570,1282877\n")
