@@ -87,7 +87,8 @@ func TestConsul_Layout(t *testing.T) {
 //   - the leader stops (a SIGKILLed or frozen planner): its check goes
 //     critical CheckTTL (4s) after its last mark, at most 1s before the
 //     stop, so 3-4s after it; Consul invalidates the session at once; then
-//     as above: 6-7.3s. Issue 18's goal is 10s; it was 20-25s.
+//     as above: 6-7.3s. Issue 18's goal is 10s; it was 20-25s. (Or the
+//     standby ends the session when the beat stops: the same bound.)
 //   - released: no lock-delay applies: about the standby's next read.
 const (
 	slack            = 3 * time.Second

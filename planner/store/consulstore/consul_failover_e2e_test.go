@@ -102,6 +102,109 @@ func TestConsulLeadership_SIGKILLedLeader(t *testing.T) {
 	}
 }
 
+// A leader that stops (frozen here) while the servers still see its check
+// passing, as when its Consul agent holds the critical state back (the
+// agent's anti-entropy waits up to 3s after a server joins before it syncs
+// anything, and 15-30s after a failed sync): the standby judges it by its
+// beat and leads within failoverGoal anyway. Before the beat it waited
+// for the session's TTL (20-25s). While the leader beats, the standby
+// waits, for longer than the check TTL; and a leader that never beat (a
+// planner from before the beat) is left to its check, not deposed.
+func TestConsulLeadership_SilentAgent(t *testing.T) {
+	l := testlab.StartConsul(t)
+	c := consulClient(t, l)
+	t.Run("leader frozen, its check kept passing", func(t *testing.T) {
+		t.Parallel()
+		prefix := uniquePrefix()
+		a := newCandidate(t, l, prefix, "planner-a")
+		b := newCandidate(t, l, prefix, "planner-b")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := a.Acquire(ctx)
+		must.NoError(t, err)
+		bDone := make(chan error, 1)
+		go func() {
+			_, err := b.Acquire(ctx)
+			bDone <- err
+		}()
+		select {
+		case err := <-bDone:
+			t.Fatalf("standby acquired while the leader beat (err: %v)", err)
+		case <-time.After(DefaultCheckTTL + 2*time.Second):
+		}
+
+		held := a.heldTerm()
+		held.bgCancel() // no more check marks, beats or renewals
+		froze := time.Now()
+		stopMarks := make(chan struct{})
+		marked := make(chan error, 1)
+		go func() { // the servers go on seeing A's check passing
+			tick := time.NewTicker(DefaultCheckTTL / 4)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stopMarks:
+					marked <- nil
+					return
+				case <-tick.C:
+				}
+				if err := c.Agent().UpdateTTL(held.checkID, "", api.HealthPassing); err != nil {
+					marked <- err
+					return
+				}
+			}
+		}()
+		select {
+		case err := <-bDone:
+			close(stopMarks)
+			must.NoError(t, err)
+			took := time.Since(froze)
+			t.Logf("failover: the standby leads %s after the leader froze, its check passing (goal %s)", took.Round(time.Millisecond), failoverGoal)
+			must.Less(t, failoverGoal, took)
+			must.EqOp(t, "planner-b", lockHolder(t, l, b.Key()))
+		case <-time.After(time.Minute):
+			close(stopMarks)
+			t.Fatalf("standby did not take over within a minute (goal %s)", failoverGoal)
+		}
+		must.NoError(t, <-marked, must.Sprint("A's check was not kept passing"))
+		checks, _, err := c.Health().Checks(DefaultCheckService, nil)
+		must.NoError(t, err)
+		for _, ch := range checks {
+			if ch.CheckID == held.checkID {
+				must.EqOp(t, api.HealthPassing, ch.Status, must.Sprint("A's check went critical: the test proves nothing"))
+			}
+		}
+	})
+	t.Run("leader that never beat", func(t *testing.T) {
+		t.Parallel()
+		prefix := uniquePrefix()
+		key := prefix + "leader"
+		id, _, err := c.Session().Create(&api.SessionEntry{TTL: "10s", LockDelay: DefaultLockDelay, Behavior: api.SessionBehaviorRelease}, nil)
+		must.NoError(t, err)
+		stopRenew := make(chan struct{})
+		renewed := make(chan struct{})
+		go func() {
+			defer close(renewed)
+			_ = c.Session().RenewPeriodic("10s", id, nil, stopRenew)
+		}()
+		t.Cleanup(func() {
+			close(stopRenew)
+			<-renewed
+			_, _ = c.Session().Destroy(id, nil)
+		})
+		ok, _, err := c.KV().Acquire(&api.KVPair{Key: key, Value: []byte("old-planner"), Session: id, Flags: api.LockFlagValue}, nil)
+		must.NoError(t, err)
+		must.True(t, ok)
+
+		b := newCandidate(t, l, prefix, "planner-b")
+		ctx, cancel := context.WithTimeout(context.Background(), failoverGoal)
+		defer cancel()
+		_, err = b.Acquire(ctx)
+		must.ErrorIs(t, err, context.DeadlineExceeded)
+		must.EqOp(t, "old-planner", lockHolder(t, l, key))
+	})
+}
+
 // A leader that lost the lock without acting on it (its session destroyed,
 // or frozen until its check expired) cannot write once another planner
 // leads: each of its writes fails with ErrFenced, saying so, and the store
@@ -210,6 +313,17 @@ func TestConsulLeadership_PlannerToken(t *testing.T) {
 			must.NoError(t, err)
 			must.NotNil(t, info)
 			must.Len(t, tc.checks, info.ServiceChecks)
+			// The token may write the leader's beat (the store's prefix).
+			deadline := time.Now().Add(3 * DefaultCheckTTL / 4)
+			for {
+				pair, _, err := consulClient(t, l).KV().Get(c.Key()+"-beat", nil)
+				must.NoError(t, err)
+				if pair != nil && string(pair.Value) == info.ID {
+					break
+				}
+				must.True(t, time.Now().Before(deadline), must.Sprintf("no beat of session %s: %v", info.ID, pair))
+				time.Sleep(50 * time.Millisecond)
+			}
 			must.NoError(t, c.Release())
 		})
 	}

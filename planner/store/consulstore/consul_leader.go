@@ -63,7 +63,8 @@ const checkReapAfter = "1m"
 
 // LeaderOptions tune ConsulLeadership. Zero values take the defaults.
 type LeaderOptions struct {
-	// Key is the lock's KV key (default "<prefix>leader").
+	// Key is the lock's KV key (default "<prefix>leader"); the leader's
+	// beat is Key+"-beat".
 	Key string
 	// Identity is written as the lock's value, to say who leads (default
 	// "<hostname>:<pid>"); a planner puts its API address here.
@@ -228,6 +229,7 @@ type term struct {
 	checkID string // also the ID of the service that holds the check
 	session string
 	held    atomic.Bool
+	beats   uint64 // the beats written (the beat's flags; only beat uses it)
 
 	lost     chan struct{} // closed when the term ends, held or not
 	loseOnce sync.Once
@@ -283,8 +285,9 @@ func (t *term) campaign(ctx context.Context) error {
 		return err
 	}
 	t.held.Store(true)
-	t.bgWG.Add(1)
+	t.bgWG.Add(2)
 	go t.monitor()
+	go t.keep("the leader beat", t.beat, "key", t.beatKey())
 	return nil
 }
 
@@ -313,7 +316,7 @@ func (t *term) start(ctx context.Context) error {
 		return fmt.Errorf("failed to register leader check with the consul agent: %w", err)
 	default:
 		t.bgWG.Add(1)
-		go t.heartbeat(time.Now())
+		go t.keep("the leader check", t.heartbeat, "check", t.checkID)
 		if err := t.awaitCheck(ctx); err != nil {
 			return err
 		}
@@ -394,16 +397,19 @@ func (t *term) awaitCheck(ctx context.Context) error {
 	}
 }
 
-// heartbeat marks the check passing every CheckTTL/4. When it has not
-// managed to for CheckTTL less one interval (a Consul agent out of reach,
-// or this process starved or paused), the term ends: before the check can
-// expire, so the planner stops acting before another can lead.
-func (t *term) heartbeat(lastOK time.Time) {
+// keep calls mark every CheckTTL/4 until the term ends: the liveness
+// check's heartbeat, and while it leads the beat. When mark has not
+// succeeded for CheckTTL less one interval (a Consul agent or the servers
+// out of reach, or this process starved or paused), the term ends, before
+// the check can expire or a standby can judge the beat stale: the planner
+// stops acting before another can lead. A mark that returns errStopMarking
+// ends the loop, and only the loop.
+func (t *term) keep(what string, mark func(context.Context) error, args ...any) {
 	defer t.bgWG.Done()
 	interval := t.opts.CheckTTL / 4
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	agent := t.client.Agent()
+	lastOK := time.Now()
 	for {
 		select {
 		case <-t.bg.Done():
@@ -411,23 +417,78 @@ func (t *term) heartbeat(lastOK time.Time) {
 		case <-tick.C:
 		}
 		if since := time.Since(lastOK); since >= t.opts.CheckTTL-interval {
-			t.lose("the leader check could not be kept passing", "check", t.checkID, "since", since.Round(time.Millisecond))
+			t.lose(what+" could not be kept up", append(args, "since", since.Round(time.Millisecond))...)
 			return
 		}
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(t.bg, interval)
-		err := agent.UpdateTTLOpts(t.checkID, "", api.HealthPassing, (&api.QueryOptions{}).WithContext(ctx))
+		err := mark(ctx)
 		cancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			lastOK = sent
+		case errors.Is(err, errStopMarking):
+			return
 		}
 	}
+}
+
+// errStopMarking: keep's mark will never succeed; the loop ends.
+var errStopMarking = errors.New("stop marking")
+
+// heartbeat marks the liveness check passing.
+func (t *term) heartbeat(ctx context.Context) error {
+	return t.client.Agent().UpdateTTLOpts(t.checkID, "", api.HealthPassing, (&api.QueryOptions{}).WithContext(ctx))
+}
+
+// beatKey is where the leader beats: the lock's key + "-beat".
+func (t *term) beatKey() string { return t.opts.Key + "-beat" }
+
+// beat writes the term's session to the beat key, with a count in its
+// flags (Consul leaves a key's index as it was when a write changes
+// nothing), in one transaction with a check that the session holds the
+// lock (so only the leader beats).
+// Standbys read it (watchBeat): unlike the check, whose state reaches the
+// servers only when its agent syncs it (which Consul's anti-entropy can
+// hold back for seconds), a beat is a write the servers commit. A token
+// that may not write the key gets a warning and no beat: standbys then rely
+// on the check alone, as before the beat.
+func (t *term) beat(ctx context.Context) error {
+	t.beats++
+	ops := api.KVTxnOps{
+		{Verb: api.KVCheckSession, Key: t.opts.Key, Session: t.session},
+		{Verb: api.KVSet, Key: t.beatKey(), Value: []byte(t.session), Flags: t.beats},
+	}
+	ok, resp, _, err := t.client.KV().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
+	var denied api.StatusError
+	switch {
+	case errors.As(err, &denied) && denied.Code == http.StatusForbidden:
+		t.opts.Logger.Warn("the Consul token may not write the leader beat; standbys detect this leader's death by its check alone, which Consul's anti-entropy can delay by seconds: grant it write on the key (docs/acl.md)",
+			"key", t.beatKey(), "error", err)
+		return errStopMarking
+	case err != nil:
+		return err
+	case !ok && resp != nil:
+		return fmt.Errorf("leader beat refused: %v", resp.Errors)
+	case !ok:
+		return errors.New("leader beat refused")
+	}
+	return nil
 }
 
 // acquire waits for the lock: blocking reads while another session holds
 // it, a try whenever it is free, and a short pause after a refused try
 // (a lock-delay in effect, or another standby was quicker).
 func (t *term) acquire(ctx context.Context) error {
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		t.watchBeat(watchCtx)
+	}()
+	defer watching.Wait()
+	defer stopWatch()
 	kv := t.client.KV()
 	entry := &api.KVPair{Key: t.opts.Key, Value: []byte(t.opts.Identity), Session: t.session, Flags: api.LockFlagValue}
 	q := &api.QueryOptions{RequireConsistent: true, WaitTime: t.opts.LockWaitTime}
@@ -462,6 +523,74 @@ func (t *term) acquire(ctx context.Context) error {
 		if err := t.pause(ctx, t.opts.LockRetryTime); err != nil {
 			return err
 		}
+	}
+}
+
+// watchBeat runs while a standby waits for the lock. It reads the leader's
+// beat with consistent blocking reads, and when a read that began CheckTTL
+// or more after this standby first saw the beat finds it unchanged (the
+// leader has not beaten for at least that long, by this standby's clock,
+// pauses included), it ends the session the beat names if that session
+// still holds the lock (endStale). A leader that never beat (a planner
+// from before the beat) is left to its check.
+func (t *term) watchBeat(ctx context.Context) {
+	kv := t.client.KV()
+	var (
+		idx    uint64    // the beat's ModifyIndex as last read; 0: no beat
+		seen   time.Time // when this standby first read it
+		judged bool      // it was judged stale already
+		wait   uint64    // the index the next read blocks on
+	)
+	for {
+		q := &api.QueryOptions{RequireConsistent: true, WaitIndex: wait, WaitTime: t.opts.LockWaitTime}
+		if idx != 0 && !judged {
+			if left := time.Until(seen.Add(t.opts.CheckTTL)); left > 0 {
+				q.WaitTime = left
+			} else {
+				q.WaitIndex = 0 // the proof needs a read begun now: no wait
+			}
+		}
+		start := time.Now()
+		pair, meta, err := kv.Get(t.beatKey(), q.WithContext(ctx))
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			wait = 0
+			if t.pause(ctx, t.opts.LockRetryTime) != nil {
+				return
+			}
+			continue
+		}
+		wait = meta.LastIndex
+		switch {
+		case pair == nil:
+			idx = 0
+		case pair.ModifyIndex != idx:
+			idx, seen, judged = pair.ModifyIndex, time.Now(), false
+		case !judged && !start.Before(seen.Add(t.opts.CheckTTL)):
+			judged = true
+			t.endStale(ctx, string(pair.Value))
+		}
+	}
+}
+
+// endStale destroys session if it still holds the lock: its leader has
+// not beaten for CheckTTL, so it stopped acting (keep) and is dead, frozen
+// or cut off, whatever its check says yet. Consul then frees the lock
+// after the session's lock-delay, as when the check goes critical.
+func (t *term) endStale(ctx context.Context, session string) {
+	if session == "" {
+		return
+	}
+	pair, _, err := t.client.KV().Get(t.opts.Key, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil || pair == nil || pair.Session != session {
+		return
+	}
+	t.opts.Logger.Warn("the leader has not beaten for the check TTL; ending its session", "leader", string(pair.Value),
+		"session", session, "check_ttl", t.opts.CheckTTL)
+	if _, err := t.client.Session().Destroy(session, (&api.WriteOptions{}).WithContext(ctx)); err != nil && ctx.Err() == nil {
+		t.opts.Logger.Warn("failed to end the silent leader's session; its check or TTL will", "session", session, "error", err)
 	}
 }
 

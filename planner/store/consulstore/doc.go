@@ -13,6 +13,7 @@
 //	<prefix>idempotency/<SHA-256>    the ID of the job created with the Idempotency key (hex)
 //	<prefix>meta/policy              JSON structs.PolicyState
 //	<prefix>leader                   the leader lock (value: the leader's identity)
+//	<prefix>leader-beat              the leader's beat (value: its session; flags: a count)
 //
 // and, on each planner's Consul agent, a service "schedulearn-leader" per
 // candidate with its TTL check (see Leadership below).
@@ -59,14 +60,28 @@
 //     backstop).
 //  3. It waits for the lock <prefix>leader: blocking reads while another
 //     session holds it, a try whenever it is free, a new try every 250ms
-//     while Consul refuses a free lock (a lock-delay in effect).
+//     while Consul refuses a free lock (a lock-delay in effect). Meanwhile
+//     it watches the leader's beat (4).
+//  4. Once it leads, it beats every second: it writes its session and a
+//     count to <prefix>leader-beat, in a transaction that checks that the
+//     session holds the lock. A standby that finds the beat unchanged
+//     CheckTTL after it last changed (by a read begun then, so a standby
+//     paused meanwhile judges nothing) destroys the session the beat names
+//     if that session still holds the lock. The check alone is not enough:
+//     its critical state reaches the servers only when the leader's agent
+//     syncs it, and Consul's anti-entropy holds every sync back for up to
+//     3s after a server joins (agent/ae, serverUpIntv) and for 15-30s
+//     after a failed sync. A beat is a write the servers commit. A leader
+//     that never beat (a planner from before the beat, or a token that may
+//     not write the key: a warning) is left to its check.
 //
 // The channel Acquire returns is closed when the key is no longer held by
 // the session (watched with consistent blocking reads), when the lock
 // cannot be read for longer than CheckTTL, when the planner has not managed
-// to mark its check for 3s (before Consul could expire it: a planner cut off
-// from its agent, or starved, steps down before another can lead), when
-// the session cannot be renewed, or on Release.
+// to mark its check, or to beat, for 3s (before Consul could expire it or
+// a standby judge the beat stale: a planner cut off from its agent or the
+// servers, or starved, steps down before another can lead), when the
+// session cannot be renewed, or on Release.
 //
 // How long a standby takes to lead once the leader is gone (measured on the
 // pinned Consul v1.22.3, dev agent; before the check: 20-25s):
@@ -77,8 +92,13 @@
 //     goes critical 4s after its last mark (at most 1s before the death),
 //     Consul invalidates the session at once and releases the lock, the
 //     lock-delay of 3s runs, and the standby's next try takes it: 6-7.3s
-//     after the death (6.2-6.9s measured; TestConsulLeadership_SIGKILLedLeader).
-//     A lost node fails serfHealth, as quickly as Serf detects it.
+//     after the death (6.1-6.9s measured; TestConsulLeadership_SIGKILLedLeader).
+//     A lost node fails serfHealth, as quickly as Serf detects it. Where
+//     the agent holds the check's state back, the beat ends the session
+//     instead, CheckTTL after the standby saw the last beat (up to about
+//     0.3s more: Consul's jitter on a blocking read, and the read after
+//     it), so the bound holds (6.2s measured with the check kept passing;
+//     TestConsulLeadership_SilentAgent).
 //   - The leader's session is destroyed (by an operator): the lock-delay,
 //     then the next try: about 3.3s (3.1s measured).
 //
