@@ -276,10 +276,12 @@ func TestConsul_DeposedLeaderCannotWrite(t *testing.T) {
 }
 
 // With ACLs on: the documented policy (jobspecs/acl/planner-consul.hcl)
-// lets the planner tie its session to its liveness check; a token from
-// before the check (no write on its service) still leads, its session tied
-// to no check of its own (a failover then takes the session TTL, and the
-// planner warns), rather than not at all.
+// lets the planner tie its session to its liveness check and beat; a token
+// from before the check (no write on its service) still leads, its session
+// tied to no check of its own (a failover then takes the session TTL, and
+// the planner warns), rather than not at all; and a token that may write
+// the lock but not the beat leads, without beating (and warns), and keeps
+// the lead: a refused beat does not depose it.
 func TestConsulLeadership_PlannerToken(t *testing.T) {
 	l := testlab.StartConsulACL(t)
 	b, err := os.ReadFile(filepath.Join(testlab.Root(t), "jobspecs", "acl", "planner-consul.hcl"))
@@ -288,13 +290,18 @@ func TestConsulLeadership_PlannerToken(t *testing.T) {
 	grant := "service \"" + DefaultCheckService + "\" {\n  policy = \"write\"\n}\n"
 	before := strings.Replace(documented, grant, "", 1)
 	must.NotEq(t, documented, before, must.Sprint("the documented policy has no grant for the leader check"))
+	prefixGrant := "key_prefix \"schedulearn/\" {\n  policy = \"write\"\n}\n"
+	lockOnly := strings.Replace(documented, prefixGrant, "key \"schedulearn/leader\" {\n  policy = \"write\"\n}\n", 1)
+	must.NotEq(t, documented, lockOnly, must.Sprint("the documented policy has no grant for the store's prefix"))
 
 	cases := []struct {
 		name, rules string
 		checks      int
+		beats       bool
 	}{
-		{"documented policy", documented, 1},
-		{"policy from before the check", before, 0},
+		{"documented policy", documented, 1, true},
+		{"policy from before the check", before, 0, true},
+		{"the lock but not the beat", lockOnly, 1, false},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -307,12 +314,21 @@ func TestConsulLeadership_PlannerToken(t *testing.T) {
 			c, err := NewConsulLeadership(client, "", LeaderOptions{Identity: "planner"})
 			must.NoError(t, err)
 			t.Cleanup(func() { _ = c.Release() })
-			_, err = c.Acquire(ctx)
+			lost, err := c.Acquire(ctx)
 			must.NoError(t, err)
 			info, _, err := consulClient(t, l).Session().Info(c.Fence().Session, nil)
 			must.NoError(t, err)
 			must.NotNil(t, info)
 			must.Len(t, tc.checks, info.ServiceChecks)
+			if !tc.beats {
+				time.Sleep(2 * DefaultCheckTTL)
+				must.False(t, storetest.Closed(lost), must.Sprint("the leader stepped down over its refused beats"))
+				pair, _, err := consulClient(t, l).KV().Get(c.Key()+"-beat", nil)
+				must.NoError(t, err)
+				must.True(t, pair == nil || string(pair.Value) != info.ID, must.Sprint("it beat")) // an earlier case's beat may be there
+				must.NoError(t, c.Release())
+				return
+			}
 			// The token may write the leader's beat (the store's prefix).
 			deadline := time.Now().Add(3 * DefaultCheckTTL / 4)
 			for {

@@ -163,6 +163,7 @@ func (l *ConsulLeadership) Acquire(ctx context.Context) (<-chan struct{}, error)
 	if old := l.cur; old != nil && old.isLost() {
 		l.cur = nil
 		l.mu.Unlock()
+		<-old.settled // its campaign has returned (lose cancelled it)
 		_ = old.end()
 		l.mu.Lock()
 	}
@@ -229,7 +230,8 @@ type term struct {
 	checkID string // also the ID of the service that holds the check
 	session string
 	held    atomic.Bool
-	beats   uint64 // the beats written (the beat's flags; only beat uses it)
+	beats   uint64 // the beats sent (the beat's flags); only beat uses it
+	beaten  bool   // a beat was written this term; only beat uses it
 
 	lost     chan struct{} // closed when the term ends, held or not
 	loseOnce sync.Once
@@ -399,34 +401,40 @@ func (t *term) awaitCheck(ctx context.Context) error {
 
 // keep calls mark every CheckTTL/4 until the term ends: the liveness
 // check's heartbeat, and while it leads the beat. When mark has not
-// succeeded for CheckTTL less one interval (a Consul agent or the servers
-// out of reach, or this process starved or paused), the term ends, before
-// the check can expire or a standby can judge the beat stale: the planner
-// stops acting before another can lead. A mark that returns errStopMarking
-// ends the loop, and only the loop.
+// succeeded for CheckTTL less one interval since it was last sent and
+// succeeded (a Consul agent or the servers out of reach or slow, or this
+// process starved or paused), the term ends, before the check can expire
+// or a standby can judge the beat stale (CheckTTL after it saw the beat,
+// which was sent before): the planner stops acting before another can
+// lead. A timer, not the ticks, says when, and each mark may take only
+// until then. A mark that returns errStopMarking ends the loop, and only
+// the loop.
 func (t *term) keep(what string, mark func(context.Context) error, args ...any) {
 	defer t.bgWG.Done()
 	interval := t.opts.CheckTTL / 4
+	limit := t.opts.CheckTTL - interval
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	lastOK := time.Now()
+	expired := time.NewTimer(limit)
+	defer expired.Stop()
 	for {
 		select {
 		case <-t.bg.Done():
 			return
+		case <-expired.C:
+			t.lose(what+" could not be kept up", append(args, "since", time.Since(lastOK).Round(time.Millisecond))...)
+			return
 		case <-tick.C:
 		}
-		if since := time.Since(lastOK); since >= t.opts.CheckTTL-interval {
-			t.lose(what+" could not be kept up", append(args, "since", since.Round(time.Millisecond))...)
-			return
-		}
 		sent := time.Now()
-		ctx, cancel := context.WithTimeout(t.bg, interval)
+		ctx, cancel := context.WithDeadline(t.bg, lastOK.Add(limit))
 		err := mark(ctx)
 		cancel()
 		switch {
 		case err == nil:
 			lastOK = sent
+			expired.Reset(time.Until(sent.Add(limit)))
 		case errors.Is(err, errStopMarking):
 			return
 		}
@@ -460,20 +468,29 @@ func (t *term) beat(ctx context.Context) error {
 		{Verb: api.KVSet, Key: t.beatKey(), Value: []byte(t.session), Flags: t.beats},
 	}
 	ok, resp, _, err := t.client.KV().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
-	var denied api.StatusError
-	switch {
-	case errors.As(err, &denied) && denied.Code == http.StatusForbidden:
-		t.opts.Logger.Warn("the Consul token may not write the leader beat; standbys detect this leader's death by its check alone, which Consul's anti-entropy can delay by seconds: grant it write on the key (docs/acl.md)",
-			"key", t.beatKey(), "error", err)
-		return errStopMarking
-	case err != nil:
+	if err != nil || ok {
+		t.beaten = t.beaten || ok
 		return err
-	case !ok && resp != nil:
-		return fmt.Errorf("leader beat refused: %v", resp.Errors)
-	case !ok:
-		return errors.New("leader beat refused")
 	}
-	return nil
+	// Refused: Consul names the operation that failed.
+	var errs []string
+	for _, e := range resp.Errors {
+		switch {
+		case e.OpIndex == 0:
+			t.lose("the leader lock is no longer held by this planner's session", "key", t.opts.Key, "session", t.session, "error", e.What)
+			return errStopMarking
+		case strings.Contains(e.What, "Permission denied") && !t.beaten:
+			t.opts.Logger.Warn("the Consul token may not write the leader beat; standbys detect this leader's death by its check alone, which Consul's anti-entropy can delay by seconds: grant it write on the key (docs/acl.md)",
+				"key", t.beatKey(), "error", e.What)
+			return errStopMarking
+		case strings.Contains(e.What, "Permission denied"):
+			// Standbys saw it beat, and would take its silence for death.
+			t.lose("the Consul token may no longer write the leader beat", "key", t.beatKey(), "error", e.What)
+			return errStopMarking
+		}
+		errs = append(errs, e.What)
+	}
+	return fmt.Errorf("leader beat refused: %s", strings.Join(errs, "; "))
 }
 
 // acquire waits for the lock: blocking reads while another session holds
@@ -540,6 +557,7 @@ func (t *term) watchBeat(ctx context.Context) {
 		seen   time.Time // when this standby first read it
 		judged bool      // it was judged stale already
 		wait   uint64    // the index the next read blocks on
+		failed bool      // the last read failed (said once)
 	)
 	for {
 		q := &api.QueryOptions{RequireConsistent: true, WaitIndex: wait, WaitTime: t.opts.LockWaitTime}
@@ -556,13 +574,16 @@ func (t *term) watchBeat(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			wait = 0
-			if t.pause(ctx, t.opts.LockRetryTime) != nil {
+			if !failed {
+				t.opts.Logger.Warn("failed to read the leader's beat; trying again every "+t.opts.LockWaitTime.String(), "key", t.beatKey(), "error", err)
+			}
+			wait, failed = 0, true
+			if t.pause(ctx, t.opts.LockWaitTime) != nil {
 				return
 			}
 			continue
 		}
-		wait = meta.LastIndex
+		wait, failed = meta.LastIndex, false
 		switch {
 		case pair == nil:
 			idx = 0
