@@ -256,9 +256,10 @@ func zombieChildrenOf(pid int) []string {
 // The host of the leading planner goes down (its link cut and everything
 // on it killed, as a machine that loses power): its planner can neither
 // release the lock nor let its check expire (the check lives on that
-// host's Consul agent, which went down with it), so the session ends with
-// the host's node health (serfHealth), which the Consul server marks
-// critical once gossip finds the host gone. The standby leads within 15 s;
+// host's Consul agent, which went down with it), so the session ends when
+// the standby finds its beat stopped (7 s), or with the host's node health
+// (serfHealth), which the Consul server marks critical once gossip finds
+// the host gone (9-10 s). The standby leads within 15 s;
 // the lab's proxy follows it, so reads and writes through it work again;
 // the host comes back, its planner with it, and stands by.
 func TestClusterLab_LeaderHostDown(t *testing.T) {

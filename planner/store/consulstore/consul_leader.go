@@ -399,8 +399,9 @@ func (t *term) awaitCheck(ctx context.Context) error {
 	}
 }
 
-// keep calls mark every CheckTTL/4 until the term ends: the liveness
-// check's heartbeat, and while it leads the beat. When mark has not
+// keep calls mark at once, then every CheckTTL/4 until the term ends: the
+// liveness check's heartbeat, and while it leads the beat (at once, as a
+// leader that dies before its first beat is left to its check). When mark has not
 // succeeded for CheckTTL less one interval since it was last sent and
 // succeeded (a Consul agent or the servers out of reach or slow, or this
 // process starved or paused), the term ends, before the check can expire
@@ -418,14 +419,16 @@ func (t *term) keep(what string, mark func(context.Context) error, args ...any) 
 	lastOK := time.Now()
 	expired := time.NewTimer(limit)
 	defer expired.Stop()
-	for {
-		select {
-		case <-t.bg.Done():
-			return
-		case <-expired.C:
-			t.lose(what+" could not be kept up", append(args, "since", time.Since(lastOK).Round(time.Millisecond))...)
-			return
-		case <-tick.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-t.bg.Done():
+				return
+			case <-expired.C:
+				t.lose(what+" could not be kept up", append(args, "since", time.Since(lastOK).Round(time.Millisecond))...)
+				return
+			case <-tick.C:
+			}
 		}
 		sent := time.Now()
 		ctx, cancel := context.WithDeadline(t.bg, lastOK.Add(limit))
