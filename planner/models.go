@@ -92,25 +92,21 @@ const MoveHold = 2 * time.Minute
 
 // moveModel carries out change ch of job j (a copy of its record) from
 // GPUs of model from to GPUs of model to, which the policy named called
-// policyName planned for reason: it stops the run (SIGTERM: the training
-// commits a checkpoint), and records the job queued and moving (Moving).
-// The job starts again, from that checkpoint, on the GPUs the policy
-// moved it to (held for it meanwhile: holdTargets) once the run has ended
-// (holdMove, startMove).
+// policyName planned for reason: it records the job queued and moving
+// (Moving), then stops the run (SIGTERM: the training commits a
+// checkpoint). The job starts again, from that checkpoint, on the GPUs the
+// policy moved it to (held for it meanwhile: holdTargets) once the run has
+// ended (holdMove, startMove). The record goes first: a run stopped while
+// its record still said it ran would be taken, once ended, for the job's
+// end (reap). A record that cannot be written leaves the run alone; a stop
+// that fails puts the record back as it was, saying so.
 func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Change, from, to, policyName, reason string, now time.Time) error {
-	applyStart := time.Now()
-	err := p.Actuator.Apply(ctx, j, nil)
-	p.metrics().Change(policy.Stop, time.Since(applyStart), err != nil)
-	if err != nil {
-		return fmt.Errorf("failed to stop job %s to move it from %s to %s: %w", j.ID, from, to, err)
-	}
 	why := fmt.Sprintf("moving from %s to %s", from, to)
 	if reason != "" {
 		why += ": " + structs.Clip(reason, structs.MaxModelReason)
 	}
-	nomadJobID := j.NomadJobID
-	err = p.update(ctx, j, func(j *structs.Job) error {
-		j.NomadJobID = nomadJobID
+	was := *j // the record before the move, to put back if the stop fails
+	err := p.update(ctx, j, func(j *structs.Job) error {
 		accrue(j, now)
 		j.Allocation = nil
 		j.State = structs.JobQueued
@@ -122,7 +118,23 @@ func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Chang
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("failed to record the move of job %s: %w", j.ID, err)
+		return fmt.Errorf("failed to record the move of job %s from %s to %s (its run goes on): %w", j.ID, from, to, err)
+	}
+	applyStart := time.Now()
+	err = p.Actuator.Apply(ctx, j, nil)
+	p.metrics().Change(policy.Stop, time.Since(applyStart), err != nil)
+	if err != nil {
+		err = fmt.Errorf("failed to stop job %s to move it from %s to %s: %w", j.ID, from, to, err)
+		if uerr := p.update(ctx, j, func(j *structs.Job) error {
+			j.State, j.Allocation, j.Moving = was.State, was.Allocation, was.Moving
+			j.AttainedGPUSeconds, j.History, j.Models, j.GPUModel, j.Dropped = was.AttainedGPUSeconds, was.History, was.Models, was.GPUModel, was.Dropped
+			j.AddEvents(structs.Event{Time: now, Type: EventModel, Message: fmt.Sprintf("not moved from %s to %s: %v; it runs on as it was", from, to, err)})
+			return nil
+		}); uerr != nil {
+			// Queued and moving, the run on: holdMove waits for it, MoveHold at most.
+			p.Logger.Warn("failed to record that a move's stop failed", "job", j.ID, "error", uerr)
+		}
+		return err
 	}
 	p.Logger.Info("job moving between GPU models", "job", j.ID, "from", from, "to", to, "policy", policyName)
 	return nil

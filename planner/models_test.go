@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -412,6 +413,66 @@ func TestRound_HeldMoveCountsAgainstItsQueue(t *testing.T) {
 	delete(exec.done, "m")
 	must.Eq(t, []string{"m:2"}, exec.take())
 	must.Eq(t, "A100", state(t, st, m.ID).GPUModel)
+}
+
+// A move is recorded before the run is stopped. A record that cannot be
+// written leaves the run alone (the run was stopped first, and its end
+// then taken for the job's: it ended complete); a stop that fails puts
+// the record back as it was, with an event that says so. Either way the
+// next round moves it.
+func TestRound_MoveRecordedBeforeTheStop(t *testing.T) {
+	for _, tc := range []struct {
+		name, err string
+		fail      func(st *memStore, exec *fakeActuator, m *structs.Job)
+	}{
+		{"the record fails", "failed to record the move", func(st *memStore, _ *fakeActuator, m *structs.Job) {
+			st.refuse = func(j *structs.Job) error {
+				if j.ID == m.ID && j.Moving != nil {
+					return errors.New("store down")
+				}
+				return nil
+			}
+		}},
+		{"the stop fails", "nomad said no", func(_ *memStore, exec *fakeActuator, _ *structs.Job) {
+			exec.fail["m"] = true
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))
+			p.Policies = NewFixedPolicyHost(mover{}, p.Logger)
+			submit(t, p, now, spec(t, "blocker", 2, 2))
+			m := submit(t, p, now, spec(t, "m", 2, 2))
+			must.NoError(t, p.Round(ctx))
+			must.Eq(t, []string{"blocker:2", "m:2"}, exec.take())
+			before := state(t, st, m.ID)
+
+			exec.done["blocker"] = 0
+			tc.fail(st, exec, m)
+			*now = now.Add(time.Minute)
+			must.ErrorContains(t, p.Round(ctx), tc.err)
+			st.refuse = nil
+			must.SliceEmpty(t, exec.take(), must.Sprint("m's run was stopped"))
+			rec := state(t, st, m.ID)
+			must.Eq(t, structs.JobRunning, rec.State)
+			must.Eq(t, before.Allocation, rec.Allocation)
+			must.Nil(t, rec.Moving)
+			must.Eq(t, "V100", rec.GPUModel)
+			must.Eq(t, before.History, rec.History)
+			must.Eq(t, before.Models, rec.Models)
+			if tc.name == "the stop fails" {
+				last := rec.Events[len(rec.Events)-1]
+				must.Eq(t, EventModel, last.Type)
+				must.StrContains(t, last.Message, "not moved from V100 to A100: failed to stop job")
+				must.StrContains(t, last.Message, "it runs on as it was")
+			}
+
+			*now = now.Add(10 * time.Second)
+			must.NoError(t, p.Round(ctx))
+			must.Eq(t, []string{"m:0"}, exec.take(), must.Sprint("the next round moves it"))
+			must.NotNil(t, state(t, st, m.ID).Moving)
+		})
+	}
 }
 
 // A move whose run on the old model has ended by the end of the round

@@ -29,6 +29,9 @@ type memStore struct {
 	*store.Memory
 	mu        sync.Mutex
 	conflicts int
+	// refuse, when set, fails each UpdateJob of a record it returns an
+	// error for (the store down, the leadership lost).
+	refuse func(j *structs.Job) error
 }
 
 func newMemStore() *memStore { return &memStore{Memory: store.NewMemory()} }
@@ -39,7 +42,13 @@ func (s *memStore) UpdateJob(ctx context.Context, j *structs.Job) error {
 	if race {
 		s.conflicts--
 	}
+	refuse := s.refuse
 	s.mu.Unlock()
+	if refuse != nil {
+		if err := refuse(j); err != nil {
+			return err
+		}
+	}
 	if race {
 		other, err := s.GetJob(ctx, j.ID)
 		if err != nil {
