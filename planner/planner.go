@@ -548,11 +548,11 @@ func lastUnplacedAt(j *structs.Job) (string, time.Time) {
 // record writes an applied change into the job's record. by is who took
 // the GPUs of a job that reclaim stopped.
 func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, by *quota.Taken, now time.Time) error {
-	nomadJobID := j.NomadJobID // the actuator's, not yet stored
-	resume := j.Resume         // what the start was told (round), not yet stored
-	model := j.GPUModel        // the round's, of ch.To's nodes
+	nomadJobID, runIndex := j.NomadJobID, j.NomadRunIndex // the actuator's, not yet stored
+	resume := j.Resume                                    // what the start was told (round), not yet stored
+	model := j.GPUModel                                   // the round's, of ch.To's nodes
 	err := p.update(ctx, j, func(j *structs.Job) error {
-		j.NomadJobID = nomadJobID
+		j.NomadJobID, j.NomadRunIndex = nomadJobID, runIndex
 		accrue(j, now)
 		j.Allocation = maps.Clone(map[string]int(ch.To))
 		events := []structs.Event{{Time: now, Type: string(ch.Kind),

@@ -210,6 +210,20 @@ func TestRound_ExecutorFailureRetried(t *testing.T) {
 	must.Eq(t, []string{"a:2"}, exec.take())
 }
 
+// The actuator's NomadRunIndex of a start is stored with the record, also
+// when the write is retried after a conflict (Outcome tells this run's
+// launcher from an earlier run's by it).
+func TestRound_StartStoresRunIndex(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	exec.onApply = func(j *structs.Job) { j.NomadRunIndex = 42 }
+	a := submit(t, p, now, spec(t, "a", 2, 2))
+	st.conflicts = 1
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, structs.JobRunning, state(t, st, a.ID).State)
+	must.Eq(t, 42, state(t, st, a.ID).NomadRunIndex)
+}
+
 // A job larger than the cluster is refused at submission; one that fits is
 // queued; nothing already queued is lost by a refusal.
 func TestSubmit_RefusesWhatCanNeverRun(t *testing.T) {

@@ -54,7 +54,7 @@ func TestApply_StartWaitsForTheLauncherOfThePreviousRun(t *testing.T) {
 					_ = json.NewEncoder(w).Encode(&nomadapi.Variable{Path: strings.TrimPrefix(r.URL.Path, "/v1/var/")})
 				case r.Method != http.MethodGet && (r.URL.Path == "/v1/jobs" || r.URL.Path == "/v1/job/train-j-1"):
 					registered.Add(1)
-					_ = json.NewEncoder(w).Encode(&nomadapi.JobRegisterResponse{})
+					_ = json.NewEncoder(w).Encode(&nomadapi.JobRegisterResponse{JobModifyIndex: 42})
 				default:
 					http.NotFound(w, r)
 				}
@@ -74,6 +74,7 @@ func TestApply_StartWaitsForTheLauncherOfThePreviousRun(t *testing.T) {
 			}
 			must.NoError(t, err)
 			must.Eq(t, 1, registered.Load())
+			must.Eq(t, 42, j.NomadRunIndex, must.Sprint("the start's modify index, which tells this run's launcher from the last one's"))
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -128,6 +129,65 @@ func TestOutcome_LostLauncherIsInfrastructure(t *testing.T) {
 			defer mu.Unlock()
 			must.SliceContains(t, calls, "DELETE /v1/job/"+JobID(j))
 			must.SliceContains(t, calls, "DELETE /v1/var/"+SecretVariable(j))
+		})
+	}
+}
+
+// A job started again (after a stop or a preemption) whose launcher Nomad
+// has not placed yet has only the earlier run's launcher, ended: that is
+// not this run's end (a chaos run saw a preempted job restarted, and the
+// next round took its old launcher's exit 1 for the new run's failure and
+// stopped the new workers). Once this run's launcher is there, its end is
+// the run's. A record from before NomadRunIndex reads the newest launcher.
+func TestOutcome_EarlierRunsLauncherIsNotThisRunsEnd(t *testing.T) {
+	old := &nomadapi.AllocationListStub{ID: "l0", TaskGroup: LauncherGroup, ClientStatus: nomadapi.AllocClientStatusFailed, CreateIndex: 11,
+		TaskStates: map[string]*nomadapi.TaskState{LauncherTask: {State: "dead", Failed: true,
+			Events: []*nomadapi.TaskEvent{{Type: nomadapi.TaskTerminated, ExitCode: 1, DisplayMessage: "Exit Code: 1"}}}}}
+	cur := func(status string, code int) *nomadapi.AllocationListStub {
+		return &nomadapi.AllocationListStub{ID: "l1", TaskGroup: LauncherGroup, ClientStatus: status, CreateIndex: 21,
+			TaskStates: map[string]*nomadapi.TaskState{LauncherTask: {State: "dead",
+				Events: []*nomadapi.TaskEvent{{Type: nomadapi.TaskTerminated, ExitCode: code}}}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		runIndex uint64
+		allocs   []*nomadapi.AllocationListStub
+		done     bool
+		code     int
+	}{
+		{"only the earlier run's launcher", 20, []*nomadapi.AllocationListStub{old}, false, 0},
+		{"this run's launcher runs", 20, []*nomadapi.AllocationListStub{old, cur(nomadapi.AllocClientStatusRunning, 0)}, false, 0},
+		{"this run's launcher ended", 20, []*nomadapi.AllocationListStub{old, cur(nomadapi.AllocClientStatusComplete, 0)}, true, 0},
+		{"a record from before the index", 0, []*nomadapi.AllocationListStub{old}, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &structs.Job{ID: "a-1", NomadRunIndex: tc.runIndex}
+			var stops atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.Method == http.MethodGet && r.URL.Path == "/v1/job/"+JobID(j)+"/allocations":
+					_ = json.NewEncoder(w).Encode(tc.allocs)
+				case r.Method == http.MethodGet && r.URL.Path == "/v1/job/"+JobID(j):
+					_ = json.NewEncoder(w).Encode(&nomadapi.Job{ID: ptr(JobID(j)), Status: ptr("running"), JobModifyIndex: ptr(uint64(20))})
+				case r.Method == http.MethodDelete:
+					stops.Add(1)
+					_, _ = w.Write([]byte("{}"))
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
+			must.NoError(t, err)
+			n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
+			out, err := n.Outcome(context.Background(), j)
+			must.NoError(t, err)
+			must.Eq(t, tc.done, out.Done)
+			if tc.done {
+				must.Eq(t, tc.code, out.ExitCode)
+				return
+			}
+			must.Zero(t, stops.Load(), must.Sprint("the new run's Nomad job was stopped"))
 		})
 	}
 }

@@ -38,7 +38,9 @@ func (n *Nomad) write(ctx context.Context) *nomadapi.WriteOptions {
 	return (&nomadapi.WriteOptions{Namespace: n.Options.Namespace}).WithContext(ctx)
 }
 
-// Apply implements planner.Actuator. It records the Nomad job's ID in j.
+// Apply implements planner.Actuator. It records the Nomad job's ID in j,
+// and at a start the job's modify index (NomadRunIndex: Outcome tells
+// this run's launcher from an earlier one's by it).
 func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocation) error {
 	id := JobID(j)
 	j.NomadJobID = id
@@ -67,10 +69,11 @@ func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocat
 		if err := n.writeSecrets(ctx, j); err != nil {
 			return err
 		}
-		_, _, err := n.Client.Jobs().Register(Build(j, target, n.Options), n.write(ctx))
+		resp, _, err := n.Client.Jobs().Register(Build(j, target, n.Options), n.write(ctx))
 		if err != nil {
 			return fmt.Errorf("failed to register nomad job %s: %w", id, err)
 		}
+		j.NomadRunIndex = resp.JobModifyIndex
 		return nil
 	}
 	return n.resize(ctx, j, current, target)
@@ -199,7 +202,10 @@ func (n *Nomad) Outcome(ctx context.Context, j *structs.Job) (planner.Outcome, e
 	}
 	var launcher *nomadapi.AllocationListStub
 	for _, a := range allocs {
-		if a.TaskGroup == LauncherGroup && (launcher == nil || a.CreateIndex > launcher.CreateIndex) {
+		// A launcher created before this run's start is an earlier run's
+		// (stopped, or preempted): until Nomad places this run's, its end
+		// would read as this run's, and stop the new workers.
+		if a.TaskGroup == LauncherGroup && (j.NomadRunIndex == 0 || a.CreateIndex > j.NomadRunIndex) && (launcher == nil || a.CreateIndex > launcher.CreateIndex) {
 			launcher = a
 		}
 	}

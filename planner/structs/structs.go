@@ -52,6 +52,10 @@ type Job struct {
 
 	// NomadJobID is the Nomad job the actuator registered ("train-<id>").
 	NomadJobID string `json:"nomad_job_id,omitempty"`
+	// NomadRunIndex is the Nomad job's modify index at the run's start
+	// (the actuator's): allocations created before it are an earlier
+	// run's, whose ended launcher is not this run's end.
+	NomadRunIndex uint64 `json:"nomad_run_index,omitempty"`
 	// Allocation is the GPUs per node the job holds now (as the planner
 	// last applied it).
 	Allocation map[string]int `json:"allocation,omitempty"`
