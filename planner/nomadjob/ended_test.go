@@ -14,6 +14,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/drain"
+	"github.com/schedulearn/schedulearn/planner"
 	"github.com/schedulearn/schedulearn/planner/jobspec"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
@@ -99,7 +100,7 @@ func TestOutcome_LostLauncherIsInfrastructure(t *testing.T) {
 			j := &structs.Job{ID: "a-1"}
 			var mu sync.Mutex
 			var calls []string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			out := outcomeOf(t, j, func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				calls = append(calls, r.Method+" "+r.URL.Path)
 				mu.Unlock()
@@ -115,14 +116,7 @@ func TestOutcome_LostLauncherIsInfrastructure(t *testing.T) {
 				default:
 					http.NotFound(w, r)
 				}
-			}))
-			t.Cleanup(srv.Close)
-			client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
-			must.NoError(t, err)
-			n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
-
-			out, err := n.Outcome(context.Background(), j)
-			must.NoError(t, err)
+			})
 			must.True(t, out.Done)
 			must.StrHasPrefix(t, want, out.Infrastructure)
 			mu.Lock()
@@ -163,7 +157,7 @@ func TestOutcome_EarlierRunsLauncherIsNotThisRunsEnd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			j := &structs.Job{ID: "a-1", NomadRunIndex: tc.runIndex}
 			var stops atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			out := outcomeOf(t, j, func(w http.ResponseWriter, r *http.Request) {
 				switch {
 				case r.Method == http.MethodGet && r.URL.Path == "/v1/job/"+JobID(j)+"/allocations":
 					_ = json.NewEncoder(w).Encode(tc.allocs)
@@ -175,13 +169,7 @@ func TestOutcome_EarlierRunsLauncherIsNotThisRunsEnd(t *testing.T) {
 				default:
 					http.NotFound(w, r)
 				}
-			}))
-			t.Cleanup(srv.Close)
-			client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
-			must.NoError(t, err)
-			n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
-			out, err := n.Outcome(context.Background(), j)
-			must.NoError(t, err)
+			})
 			must.Eq(t, tc.done, out.Done)
 			if tc.done {
 				must.Eq(t, tc.code, out.ExitCode)
@@ -203,7 +191,7 @@ func TestOutcome_WorkersOfAGoneNodeAreNotUnplaced(t *testing.T) {
 	} {
 		t.Run(status, func(t *testing.T) {
 			j := &structs.Job{ID: "a-1", Allocation: map[string]int{"n1": 1, "n2": 1}, Spec: jobspec.Spec{GPUs: jobspec.GPUs{PerWorker: 1}}}
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			out := outcomeOf(t, j, func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path {
 				case "/v1/job/" + JobID(j) + "/allocations":
 					_ = json.NewEncoder(w).Encode([]*nomadapi.AllocationListStub{
@@ -219,12 +207,7 @@ func TestOutcome_WorkersOfAGoneNodeAreNotUnplaced(t *testing.T) {
 				default:
 					http.NotFound(w, r)
 				}
-			}))
-			t.Cleanup(srv.Close)
-			client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
-			must.NoError(t, err)
-			out, err := (&Nomad{Client: client, Logger: hclog.NewNullLogger()}).Outcome(context.Background(), j)
-			must.NoError(t, err)
+			})
 			must.False(t, out.Done)
 			must.Eq(t, unplaced, out.Unplaced != "", must.Sprintf("unplaced: %q", out.Unplaced))
 			if unplaced {
@@ -232,4 +215,16 @@ func TestOutcome_WorkersOfAGoneNodeAreNotUnplaced(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outcomeOf is Outcome of job j from a Nomad whose API is h.
+func outcomeOf(t *testing.T, j *structs.Job, h http.HandlerFunc) planner.Outcome {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
+	must.NoError(t, err)
+	out, err := (&Nomad{Client: client, Logger: hclog.NewNullLogger()}).Outcome(context.Background(), j)
+	must.NoError(t, err)
+	return out
 }
