@@ -125,15 +125,9 @@ func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Chang
 	p.metrics().Change(policy.Stop, time.Since(applyStart), err != nil)
 	if err != nil {
 		err = fmt.Errorf("failed to stop job %s to move it from %s to %s: %w", j.ID, from, to, err)
-		if uerr := p.update(ctx, j, func(j *structs.Job) error {
-			j.State, j.Allocation, j.Moving = was.State, was.Allocation, was.Moving
-			j.AttainedGPUSeconds, j.History, j.Models, j.GPUModel, j.Dropped = was.AttainedGPUSeconds, was.History, was.Models, was.GPUModel, was.Dropped
-			j.AddEvents(structs.Event{Time: now, Type: EventModel, Message: fmt.Sprintf("not moved from %s to %s: %v; it runs on as it was", from, to, err)})
-			return nil
-		}); uerr != nil {
-			// Queued and moving, the run on: holdMove waits for it, MoveHold at most.
-			p.Logger.Warn("failed to record that a move's stop failed", "job", j.ID, "error", uerr)
-		}
+		// If this write fails too, the job is queued and moving while its
+		// run goes on: holdMove waits for the run, MoveHold at most.
+		p.unstop(ctx, j, &was, structs.Event{Time: now, Type: EventModel, Message: fmt.Sprintf("not moved from %s to %s: %v; it runs on as it was", from, to, err)})
 		return err
 	}
 	p.Logger.Info("job moving between GPU models", "job", j.ID, "from", from, "to", to, "policy", policyName)

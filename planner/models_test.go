@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -421,22 +420,7 @@ func TestRound_HeldMoveCountsAgainstItsQueue(t *testing.T) {
 // the record back as it was, with an event that says so. Either way the
 // next round moves it.
 func TestRound_MoveRecordedBeforeTheStop(t *testing.T) {
-	for _, tc := range []struct {
-		name, err string
-		fail      func(st *memStore, exec *fakeActuator, m *structs.Job)
-	}{
-		{"the record fails", "failed to record the move", func(st *memStore, _ *fakeActuator, m *structs.Job) {
-			st.refuse = func(j *structs.Job) error {
-				if j.ID == m.ID && j.Moving != nil {
-					return errors.New("store down")
-				}
-				return nil
-			}
-		}},
-		{"the stop fails", "nomad said no", func(_ *memStore, exec *fakeActuator, _ *structs.Job) {
-			exec.fail["m"] = true
-		}},
-	} {
+	for _, tc := range failedStops(func(j *structs.Job) bool { return j.Moving != nil }, "failed to record the move") {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 2), typedNode("v100", "V100", 2))

@@ -61,6 +61,32 @@ func (s *memStore) UpdateJob(ctx context.Context, j *structs.Job) error {
 	return s.Memory.UpdateJob(ctx, j)
 }
 
+// failedStop is one way a stop that the planner records before it stops
+// the run can fail: fail sets it up for job j; err is in the round's error.
+type failedStop struct {
+	name, err string
+	fail      func(st *memStore, exec *fakeActuator, j *structs.Job)
+}
+
+// failedStops: the stop's record is refused (the store down; recorded
+// tells it from the job's other writes, and recordErr is the round's
+// error), or the actuator's stop fails.
+func failedStops(recorded func(*structs.Job) bool, recordErr string) []failedStop {
+	return []failedStop{
+		{"the record fails", recordErr, func(st *memStore, _ *fakeActuator, stopped *structs.Job) {
+			st.refuse = func(j *structs.Job) error {
+				if j.ID == stopped.ID && recorded(j) {
+					return errors.New("store down")
+				}
+				return nil
+			}
+		}},
+		{"the stop fails", "nomad said no", func(_ *memStore, exec *fakeActuator, stopped *structs.Job) {
+			exec.fail[stopped.Spec.Name] = true
+		}},
+	}
+}
+
 type staticCluster []policy.Node
 
 func (c staticCluster) Nodes(context.Context) ([]policy.Node, error) { return slices.Clone(c), nil }

@@ -95,3 +95,52 @@ func TestStop_NoPreemptionRecorded(t *testing.T) {
 	must.NoError(t, err)
 	must.SliceEmpty(t, state(t, st, j.ID).Preemptions)
 }
+
+// A preemption is recorded before the run is stopped, as a move between
+// models is (TestRound_MoveRecordedBeforeTheStop): a record that cannot be
+// written leaves the run alone (before, the run was stopped first, and its
+// end was then taken for the job's: a chaos run saw exit 1); a stop that
+// fails puts the record back as it was (no preemption, its history as
+// before), with an event that says so. Either way b1, which was to take
+// its GPUs, waits for the next round (else the records would hold 12 of
+// the node's 8 GPUs, and every round's snapshot be refused); the next
+// round preempts a2 and starts b1.
+func TestRound_PreemptionRecordedBeforeTheStop(t *testing.T) {
+	for _, tc := range failedStops(func(j *structs.Job) bool { return j.State == structs.JobQueued }, "its run goes on") {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+			p.SetQueues(mustTree(t, quota.Def{Name: "a", Nominal: quota.Amount{"": 4}}, quota.Def{Name: "b", Nominal: quota.Amount{"": 4}}))
+			submit(t, p, now, queueSpec(t, "a1", "a", 90, 4, 4))
+			a2 := submit(t, p, now, queueSpec(t, "a2", "a", 10, 4, 4))
+			must.NoError(t, p.Round(ctx))
+			must.Eq(t, []string{"a1:4", "a2:4"}, exec.take())
+			before := state(t, st, a2.ID)
+
+			b1 := submit(t, p, now, queueSpec(t, "b1", "b", 50, 4, 4))
+			tc.fail(st, exec, a2)
+			err := p.Round(ctx)
+			must.ErrorContains(t, err, tc.err)
+			must.ErrorContains(t, err, "start of job "+b1.ID+" waits for the next round: 4 GPUs on node n1")
+			st.refuse = nil
+			must.SliceEmpty(t, exec.take(), must.Sprint("a2's run was stopped, or b1 started beside it"))
+			must.Eq(t, structs.JobQueued, state(t, st, b1.ID).State)
+			j := state(t, st, a2.ID)
+			must.Eq(t, structs.JobRunning, j.State)
+			must.Eq(t, before.Allocation, j.Allocation)
+			must.SliceEmpty(t, j.Preemptions)
+			must.Eq(t, before.History, j.History)
+			if tc.name == "the stop fails" {
+				last := j.Events[len(j.Events)-1]
+				must.Eq(t, "stop", last.Type)
+				must.StrContains(t, last.Message, "not stopped: failed to stop job "+a2.ID+": nomad said no; it runs on as it was")
+			}
+
+			*now = now.Add(10 * time.Second)
+			must.NoError(t, p.Round(ctx))
+			must.Eq(t, []string{"a2:0", "b1:4"}, exec.take(), must.Sprint("the next round preempts a2 and starts b1"))
+			must.Eq(t, structs.JobQueued, state(t, st, a2.ID).State)
+			must.Len(t, 1, state(t, st, a2.ID).Preemptions)
+		})
+	}
+}

@@ -180,14 +180,32 @@ func (p *Planner) nodes(ctx context.Context, r *roundJobs, now time.Time) ([]pol
 // apply carries out plan's changes of live's jobs (snap's) and records
 // each; taken says who took the GPUs of a job the quotas' reclaim
 // stopped. A change from GPUs of one model to another's is a move
-// (moveModel). It returns what it failed to do.
+// (moveModel). A change that was to free GPUs on a node and failed
+// (applied or recorded) leaves them held: the round's later changes that
+// add GPUs on that node wait for the next round, which plans from what
+// is held (else the records would hold more than the node has, and the
+// next snapshot be refused as overcommitted). It returns what it failed
+// to do.
 func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.Snapshot, plan *policy.Plan, taken map[string]quota.Taken, nodes []policy.Node, now time.Time) []error {
 	changes, at := plan.AllAt(snap)                  // snap.Jobs[i] is live[i]'s
 	var moving []int                                 // live's jobs this round moved between GPU models (moveModel)
 	done := make(map[int]*structs.Job, len(changes)) // live's index -> its record after its change
 	models := nodeModels{nodes: nodes}
 	var errs []error
+	kept := map[string]int{} // GPUs by node that failed changes did not free
 	for k, ch := range changes {
+		fail := func(err error) {
+			errs = append(errs, err)
+			for n, g := range ch.From {
+				if d := g - ch.To[n]; d > 0 {
+					kept[n] += d
+				}
+			}
+		}
+		if n := keptNode(ch, kept); n != "" {
+			errs = append(errs, fmt.Errorf("%s of job %s waits for the next round: %d GPUs on node %s that it was given are still held (a change that was to free them failed)", ch.Kind, ch.Job, kept[n], n))
+			continue
+		}
 		// A copy of the record (the store's own where shared) for the
 		// fields the change sets before it is recorded (Resume, and the
 		// actuator's NomadJobID); its maps and lists stay the record's,
@@ -204,7 +222,7 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 		from, to := cmp.Or(j.GPUModel, models.of(ch.From)), models.of(ch.To)
 		if ch.From.Total() > 0 && ch.To.Total() > 0 && from != "" && to != "" && from != to {
 			if err := p.moveModel(ctx, j, ch, from, to, plan.Policy, strings.Join(plan.Reasons[j.ID], "; "), now); err != nil {
-				errs = append(errs, err)
+				fail(err)
 			} else {
 				moving = append(moving, at[k])
 				done[at[k]] = j
@@ -213,6 +231,19 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 		}
 		// The model of its GPUs, to which the actuator pins its workers.
 		j.GPUModel = to
+		reason := strings.Join(plan.Reasons[j.ID], "; ")
+		var by *quota.Taken
+		if t, ok := taken[j.ID]; ok && ch.To.Total() == 0 {
+			by = &t
+		}
+		if ch.From.Total() > 0 && ch.To.Total() == 0 {
+			if err := p.stopRecorded(ctx, j, ch, plan.Policy, reason, by, now); err != nil {
+				fail(err)
+			} else {
+				done[at[k]] = j
+			}
+			continue
+		}
 		applyStart := time.Now()
 		err := p.Actuator.Apply(ctx, j, ch.To)
 		if errors.Is(err, ErrRunEnding) {
@@ -222,21 +253,16 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 		}
 		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("failed to %s job %s: %w", ch.Kind, j.ID, err))
+			fail(fmt.Errorf("failed to %s job %s: %w", ch.Kind, j.ID, err))
 			continue
 		}
-		reason := strings.Join(plan.Reasons[j.ID], "; ")
 		if ch.To.Total() > ch.From.Total() {
 			if miss := localityMiss(&j.Spec, ch.To, nodes); miss != "" {
 				reason = strings.TrimPrefix(reason+"; "+miss, "; ")
 			}
 		}
-		var by *quota.Taken
-		if t, ok := taken[j.ID]; ok && ch.To.Total() == 0 {
-			by = &t
-		}
 		if err := p.record(ctx, j, ch, plan.Policy, reason, by, now); err != nil {
-			errs = append(errs, err)
+			fail(err) // a shrink's GPUs are free, but its record holds them
 		} else {
 			done[at[k]] = j
 		}
@@ -256,6 +282,60 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 		}
 	}
 	return errs
+}
+
+// keptNode names a node on which change ch adds GPUs that failed changes
+// of the round left held (kept), "" when none.
+func keptNode(ch policy.Change, kept map[string]int) string {
+	for n, g := range ch.To {
+		if g > ch.From[n] && kept[n] > 0 {
+			return n
+		}
+	}
+	return ""
+}
+
+// stopRecorded carries out change ch, a stop of running job j (a copy of
+// its record) that policyName planned for reason (by: who took its GPUs,
+// for a reclaim): it records the job queued (record), then stops the run.
+// The record goes first, as for a move between models (moveModel): a run
+// stopped while its record still said it ran would be taken, once ended,
+// for the job's end (reap). A record that cannot be written leaves the run
+// alone; a stop that fails puts the record back as it was, saying so.
+func (p *Planner) stopRecorded(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, by *quota.Taken, now time.Time) error {
+	was := *j
+	if err := p.record(ctx, j, ch, policyName, reason, by, now); err != nil {
+		return fmt.Errorf("%w (its run goes on)", err)
+	}
+	applyStart := time.Now()
+	err := p.Actuator.Apply(ctx, j, nil)
+	p.metrics().Change(policy.Stop, time.Since(applyStart), err != nil)
+	if err != nil {
+		err = fmt.Errorf("failed to stop job %s: %w", j.ID, err)
+		// If this write fails too, the job is queued while its run goes
+		// on: a start of it then finds its Nomad job registered, and
+		// resizes it (Apply).
+		p.unstop(ctx, j, &was, structs.Event{Time: now, Type: string(policy.Stop), Message: fmt.Sprintf("not stopped: %v; it runs on as it was", err)})
+		return err
+	}
+	return nil
+}
+
+// unstop puts job j's record back as it was (was) before a stop that was
+// recorded but failed, adding event e: it runs, where it ran, and its
+// history, model runs, preemptions and health are as they were.
+func (p *Planner) unstop(ctx context.Context, j, was *structs.Job, e structs.Event) {
+	err := p.update(ctx, j, func(j *structs.Job) error {
+		j.State, j.Allocation, j.Moving, j.Health = was.State, was.Allocation, was.Moving, was.Health
+		j.AttainedGPUSeconds, j.History, j.Models, j.GPUModel = was.AttainedGPUSeconds, was.History, was.Models, was.GPUModel
+		j.Preemptions = was.Preemptions
+		j.Dropped.History, j.Dropped.Models, j.Dropped.Preemptions = was.Dropped.History, was.Dropped.Models, was.Dropped.Preemptions
+		j.AddEvents(e) // the events stay, the stop's among them
+		return nil
+	})
+	if err != nil {
+		p.Logger.Warn("failed to record that a stop failed", "job", j.ID, "error", err)
+	}
 }
 
 // EventWaiting is the event of a job the plan started that the planner
