@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -444,6 +445,7 @@ func TestRound_MoveRecordedBeforeTheStop(t *testing.T) {
 			must.Eq(t, "V100", rec.GPUModel)
 			must.Eq(t, before.History, rec.History)
 			must.Eq(t, before.Models, rec.Models)
+			must.Eq(t, before.AttainedGPUSeconds, rec.AttainedGPUSeconds)
 			if tc.name == "the stop fails" {
 				last := rec.Events[len(rec.Events)-1]
 				must.Eq(t, EventModel, last.Type)
@@ -594,4 +596,53 @@ func moveM(t *testing.T, p *Planner, exec *fakeActuator, now *time.Time) *struct
 	*now = now.Add(time.Minute)
 	must.NoError(t, p.Round(ctx))
 	return m
+}
+
+// planned is a test policy whose plan gives each job named in it (by the
+// name its ID starts with) the allocation it names.
+type planned struct{ plan *map[string]policy.Allocation }
+
+func (planned) PluginInfo() policy.Info           { return policy.Info{Name: "planned"} }
+func (planned) SetConfig(map[string]string) error { return nil }
+func (p planned) Plan(_ context.Context, s *policy.Snapshot) (*policy.Plan, error) {
+	out := &policy.Plan{Allocations: map[string]policy.Allocation{}, Policy: "planned"}
+	for _, j := range s.Jobs {
+		for name, a := range *p.plan {
+			if strings.HasPrefix(j.ID, name+"-") {
+				out.Allocations[j.ID] = a
+			}
+		}
+	}
+	return out, nil
+}
+
+// A move between models goes before the grows and starts of its round,
+// whatever its totals (2 -> 3 GPUs here, a grow by them): when its stop
+// fails, the job that was to grow onto the V100s it leaves waits for the
+// next round. Before, g grew first, and the records then held 6 of the
+// node's 4 V100s: every later round's snapshot was refused.
+func TestRound_FailedMoveKeepsItsGPUsFromTheRound(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", typedNode("a100", "A100", 4), typedNode("v100", "V100", 4))
+	plan := map[string]policy.Allocation{"g": {"v100": 2}, "m": {"v100": 2}}
+	p.Policies = NewFixedPolicyHost(planned{&plan}, p.Logger)
+	g := submit(t, p, now, spec(t, "g", 2, 4))
+	m := submit(t, p, now, spec(t, "m", 2, 4))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"g:2", "m:2"}, exec.take())
+
+	plan = map[string]policy.Allocation{"g": {"v100": 4}, "m": {"a100": 3}}
+	exec.failTimes = map[string]int{"m": 2} // the stop and its retry
+	*now = now.Add(time.Minute)
+	err := p.Round(ctx)
+	must.ErrorContains(t, err, "failed to stop job "+m.ID+" to move it from V100 to A100")
+	must.ErrorContains(t, err, "grow of job "+g.ID+" waits for the next round: a change that was to free GPUs on node v100 failed (2 GPUs there are still held)")
+	must.SliceEmpty(t, exec.take())
+	must.Eq(t, map[string]int{"v100": 2}, state(t, st, g.ID).Allocation)
+	must.Eq(t, map[string]int{"v100": 2}, state(t, st, m.ID).Allocation)
+	must.Eq(t, structs.JobRunning, state(t, st, m.ID).State)
+
+	*now = now.Add(time.Minute)
+	must.NoError(t, p.Round(ctx), must.Sprint("the next round plans from what is held"))
+	must.Eq(t, []string{"m:0", "g:4"}, exec.take())
 }

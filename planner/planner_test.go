@@ -82,7 +82,7 @@ func failedStops(recorded func(*structs.Job) bool, recordErr string) []failedSto
 			}
 		}},
 		{"the stop fails", "nomad said no", func(_ *memStore, exec *fakeActuator, stopped *structs.Job) {
-			exec.fail[stopped.Spec.Name] = true
+			exec.failTimes = map[string]int{stopped.Spec.Name: 2} // and its retry
 		}},
 	}
 }
@@ -109,6 +109,8 @@ type fakeActuator struct {
 	// ending, by name: a start fails with ErrRunEnding, naming this
 	// launcher.
 	ending map[string]string
+	// failTimes, by name: the next n Applies of the job fail.
+	failTimes map[string]int
 }
 
 func (e *fakeActuator) Apply(_ context.Context, j *structs.Job, target policy.Allocation) error {
@@ -119,6 +121,10 @@ func (e *fakeActuator) Apply(_ context.Context, j *structs.Job, target policy.Al
 	defer e.mu.Unlock()
 	if e.fail[j.Spec.Name] {
 		delete(e.fail, j.Spec.Name)
+		return errors.New("nomad said no")
+	}
+	if e.failTimes[j.Spec.Name] > 0 {
+		e.failTimes[j.Spec.Name]--
 		return errors.New("nomad said no")
 	}
 	if l, ok := e.ending[j.Spec.Name]; ok && target.Total() > 0 {

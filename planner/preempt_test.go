@@ -109,7 +109,7 @@ func TestRound_PreemptionRecordedBeforeTheStop(t *testing.T) {
 	for _, tc := range failedStops(func(j *structs.Job) bool { return j.State == structs.JobQueued }, "its run goes on") {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+			p, st, exec, now := newPlanner(t, "fifo", typedNode("n1", "A100", 8))
 			p.SetQueues(mustTree(t, quota.Def{Name: "a", Nominal: quota.Amount{"": 4}}, quota.Def{Name: "b", Nominal: quota.Amount{"": 4}}))
 			submit(t, p, now, queueSpec(t, "a1", "a", 90, 4, 4))
 			a2 := submit(t, p, now, queueSpec(t, "a2", "a", 10, 4, 4))
@@ -121,7 +121,7 @@ func TestRound_PreemptionRecordedBeforeTheStop(t *testing.T) {
 			tc.fail(st, exec, a2)
 			err := p.Round(ctx)
 			must.ErrorContains(t, err, tc.err)
-			must.ErrorContains(t, err, "start of job "+b1.ID+" waits for the next round: 4 GPUs on node n1")
+			must.ErrorContains(t, err, "start of job "+b1.ID+" waits for the next round: a change that was to free GPUs on node n1 failed (4 GPUs there are still held)")
 			st.refuse = nil
 			must.SliceEmpty(t, exec.take(), must.Sprint("a2's run was stopped, or b1 started beside it"))
 			must.Eq(t, structs.JobQueued, state(t, st, b1.ID).State)
@@ -130,6 +130,9 @@ func TestRound_PreemptionRecordedBeforeTheStop(t *testing.T) {
 			must.Eq(t, before.Allocation, j.Allocation)
 			must.SliceEmpty(t, j.Preemptions)
 			must.Eq(t, before.History, j.History)
+			must.Eq(t, before.Models, j.Models)
+			must.Eq(t, "A100", j.GPUModel)
+			must.Eq(t, before.AttainedGPUSeconds, j.AttainedGPUSeconds)
 			if tc.name == "the stop fails" {
 				last := j.Events[len(j.Events)-1]
 				must.Eq(t, "stop", last.Type)
@@ -143,4 +146,25 @@ func TestRound_PreemptionRecordedBeforeTheStop(t *testing.T) {
 			must.Len(t, 1, state(t, st, a2.ID).Preemptions)
 		})
 	}
+}
+
+// A stop whose answer was lost though it took effect (tried again, the
+// Nomad job is stopped already) is a stop: the preemption stands, and its
+// record is not put back to running (whose ended run reap would then take
+// for the job's end).
+func TestRound_StopTriedAgainOnce(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	p.SetQueues(mustTree(t, quota.Def{Name: "a", Nominal: quota.Amount{"": 4}}, quota.Def{Name: "b", Nominal: quota.Amount{"": 4}}))
+	submit(t, p, now, queueSpec(t, "a1", "a", 90, 4, 4))
+	a2 := submit(t, p, now, queueSpec(t, "a2", "a", 10, 4, 4))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a1:4", "a2:4"}, exec.take())
+	submit(t, p, now, queueSpec(t, "b1", "b", 50, 4, 4))
+	exec.failTimes = map[string]int{"a2": 1}
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a2:0", "b1:4"}, exec.take())
+	j := state(t, st, a2.ID)
+	must.Eq(t, structs.JobQueued, j.State)
+	must.Len(t, 1, j.Preemptions)
 }

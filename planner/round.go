@@ -193,7 +193,21 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 	models := nodeModels{nodes: nodes}
 	var errs []error
 	kept := map[string]int{} // GPUs by node that failed changes did not free
-	for k, ch := range changes {
+	// The changes that add GPUs on no node in the records (stops, shrinks,
+	// and moves between models, whose runs stop first) go first, in the
+	// plan's order, so that one that fails keeps its GPUs from the others
+	// (kept).
+	order := make([]int, 0, len(changes))
+	for _, first := range []bool{true, false} {
+		for k, ch := range changes {
+			_, _, moves := modelMove(live[at[k]], ch, models)
+			if (moves || addsNone(ch)) == first {
+				order = append(order, k)
+			}
+		}
+	}
+	for _, k := range order {
+		ch := changes[k]
 		fail := func(err error) {
 			errs = append(errs, err)
 			for n, g := range ch.From {
@@ -203,7 +217,7 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 			}
 		}
 		if n := keptNode(ch, kept); n != "" {
-			errs = append(errs, fmt.Errorf("%s of job %s waits for the next round: %d GPUs on node %s that it was given are still held (a change that was to free them failed)", ch.Kind, ch.Job, kept[n], n))
+			errs = append(errs, fmt.Errorf("%s of job %s waits for the next round: a change that was to free GPUs on node %s failed (%d GPUs there are still held)", ch.Kind, ch.Job, n, kept[n]))
 			continue
 		}
 		// A copy of the record (the store's own where shared) for the
@@ -219,9 +233,9 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 		// A change from GPUs of one model to another's is a move: the
 		// run is stopped with a checkpoint, and started again on the new
 		// model from it once it has ended (holdMove).
-		from, to := cmp.Or(j.GPUModel, models.of(ch.From)), models.of(ch.To)
-		if ch.From.Total() > 0 && ch.To.Total() > 0 && from != "" && to != "" && from != to {
-			if err := p.moveModel(ctx, j, ch, from, to, plan.Policy, strings.Join(plan.Reasons[j.ID], "; "), now); err != nil {
+		reason := strings.Join(plan.Reasons[j.ID], "; ")
+		if from, to, ok := modelMove(j, ch, models); ok {
+			if err := p.moveModel(ctx, j, ch, from, to, plan.Policy, reason, now); err != nil {
 				fail(err)
 			} else {
 				moving = append(moving, at[k])
@@ -229,9 +243,6 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 			}
 			continue
 		}
-		// The model of its GPUs, to which the actuator pins its workers.
-		j.GPUModel = to
-		reason := strings.Join(plan.Reasons[j.ID], "; ")
 		var by *quota.Taken
 		if t, ok := taken[j.ID]; ok && ch.To.Total() == 0 {
 			by = &t
@@ -244,6 +255,8 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 			}
 			continue
 		}
+		// The model of its GPUs, to which the actuator pins its workers.
+		j.GPUModel = models.of(ch.To)
 		applyStart := time.Now()
 		err := p.Actuator.Apply(ctx, j, ch.To)
 		if errors.Is(err, ErrRunEnding) {
@@ -284,6 +297,26 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 	return errs
 }
 
+// modelMove says whether change ch of job j (its record) moves it from
+// GPUs of one model to another's, and which.
+func modelMove(j *structs.Job, ch policy.Change, models nodeModels) (from, to string, ok bool) {
+	if ch.From.Total() == 0 || ch.To.Total() == 0 {
+		return "", "", false
+	}
+	from, to = cmp.Or(j.GPUModel, models.of(ch.From)), models.of(ch.To)
+	return from, to, from != "" && to != "" && from != to
+}
+
+// addsNone says whether change ch adds GPUs on no node.
+func addsNone(ch policy.Change) bool {
+	for n, g := range ch.To {
+		if g > ch.From[n] {
+			return false
+		}
+	}
+	return true
+}
+
 // keptNode names a node on which change ch adds GPUs that failed changes
 // of the round left held (kept), "" when none.
 func keptNode(ch policy.Change, kept map[string]int) string {
@@ -304,13 +337,11 @@ func keptNode(ch policy.Change, kept map[string]int) string {
 // alone; a stop that fails puts the record back as it was, saying so.
 func (p *Planner) stopRecorded(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, by *quota.Taken, now time.Time) error {
 	was := *j
+	j.GPUModel = "" // no GPUs, of no model
 	if err := p.record(ctx, j, ch, policyName, reason, by, now); err != nil {
 		return fmt.Errorf("%w (its run goes on)", err)
 	}
-	applyStart := time.Now()
-	err := p.Actuator.Apply(ctx, j, nil)
-	p.metrics().Change(policy.Stop, time.Since(applyStart), err != nil)
-	if err != nil {
+	if err := p.stopRun(ctx, j); err != nil {
 		err = fmt.Errorf("failed to stop job %s: %w", j.ID, err)
 		// If this write fails too, the job is queued while its run goes
 		// on: a start of it then finds its Nomad job registered, and
@@ -319,6 +350,24 @@ func (p *Planner) stopRecorded(ctx context.Context, j *structs.Job, ch policy.Ch
 		return err
 	}
 	return nil
+}
+
+// stopRun stops job j's run (Apply with no GPUs), and tries once more if
+// that fails: a stop that took effect though its answer was lost then
+// succeeds (the Nomad job is stopped already), so that only a stop that
+// did not happen is put back (unstop), and its run not taken for the
+// job's end.
+func (p *Planner) stopRun(ctx context.Context, j *structs.Job) error {
+	var err error
+	for range 2 {
+		start := time.Now()
+		err = p.Actuator.Apply(ctx, j, nil)
+		p.metrics().Change(policy.Stop, time.Since(start), err != nil)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	return err
 }
 
 // unstop puts job j's record back as it was (was) before a stop that was
