@@ -71,9 +71,9 @@ func (p *Planner) releaseDeparted(ctx context.Context, d Departures, live []*str
 		} else {
 			msg += "; training goes on"
 		}
-		runIndex := j.NomadRunIndex // the actuator's, if it started the job again
+		carry := actuated(j)
 		err := p.update(ctx, j, func(j *structs.Job) error {
-			j.NomadRunIndex = runIndex
+			carry(j)
 			accrue(j, now)
 			j.Allocation = maps.Clone(map[string]int(keep))
 			if keep.Total() == 0 {

@@ -235,9 +235,9 @@ func (p *Planner) shrinkDegraded(ctx context.Context, j *structs.Job, keep polic
 		return j, fmt.Errorf("failed to shrink degraded job %s: %w", j.ID, err)
 	}
 	reason := "health watch: " + why
-	runIndex := next.NomadRunIndex // the actuator's, if it started the job again
+	carry := actuated(next)
 	err := p.update(ctx, next, func(j *structs.Job) error {
-		j.NomadRunIndex = runIndex
+		carry(j)
 		accrue(j, now)
 		j.Allocation = maps.Clone(map[string]int(keep))
 		j.Health = nil

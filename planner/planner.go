@@ -548,11 +548,11 @@ func lastUnplacedAt(j *structs.Job) (string, time.Time) {
 // record writes an applied change into the job's record. by is who took
 // the GPUs of a job that reclaim stopped.
 func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, policyName, reason string, by *quota.Taken, now time.Time) error {
-	nomadJobID, runIndex := j.NomadJobID, j.NomadRunIndex // the actuator's, not yet stored
-	resume := j.Resume                                    // what the start was told (round), not yet stored
-	model := j.GPUModel                                   // the round's, of ch.To's nodes
+	carry := actuated(j)
+	resume := j.Resume  // what the start was told (round), not yet stored
+	model := j.GPUModel // the round's, of ch.To's nodes
 	err := p.update(ctx, j, func(j *structs.Job) error {
-		j.NomadJobID, j.NomadRunIndex = nomadJobID, runIndex
+		carry(j)
 		accrue(j, now)
 		j.Allocation = maps.Clone(map[string]int(ch.To))
 		events := []structs.Event{{Time: now, Type: string(ch.Kind),
@@ -598,6 +598,14 @@ func (p *Planner) record(ctx context.Context, j *structs.Job, ch policy.Change, 
 	}
 	p.Logger.Info("job resized", "job", j.ID, "change", ch.Kind, "gpus", ch.To.Total(), "policy", policyName)
 	return nil
+}
+
+// actuated returns what the actuator set in job j and the store does not
+// have yet (NomadJobID; at a start, NomadRunIndex), to be set again in
+// the record that update reads afresh after a conflict.
+func actuated(j *structs.Job) func(*structs.Job) {
+	id, runIndex := j.NomadJobID, j.NomadRunIndex
+	return func(r *structs.Job) { r.NomadJobID, r.NomadRunIndex = id, runIndex }
 }
 
 // updateAttempts bounds how often a write is retried after losing a race
@@ -741,9 +749,9 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 			return nil, fmt.Errorf("failed to stop job %s: %w", id, err)
 		}
 	}
-	nomadJobID := j.NomadJobID
+	carry := actuated(j)
 	err = p.update(ctx, j, func(j *structs.Job) error {
-		j.NomadJobID = nomadJobID
+		carry(j)
 		if running {
 			accrue(j, now)
 			j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Reason: "stopped by user"})

@@ -401,15 +401,15 @@ func (t *term) awaitCheck(ctx context.Context) error {
 
 // keep calls mark at once, then every CheckTTL/4 until the term ends: the
 // liveness check's heartbeat, and while it leads the beat (at once, as a
-// leader that dies before its first beat is left to its check). When mark has not
-// succeeded for CheckTTL less one interval since it was last sent and
-// succeeded (a Consul agent or the servers out of reach or slow, or this
-// process starved or paused), the term ends, before the check can expire
-// or a standby can judge the beat stale (CheckTTL after it saw the beat,
-// which was sent before): the planner stops acting before another can
-// lead. A timer, not the ticks, says when, and each mark may take only
-// until then. A mark that returns errStopMarking ends the loop, and only
-// the loop.
+// leader that dies before its first beat is left to its check). When
+// mark has not succeeded for CheckTTL less one interval since it was last
+// sent and succeeded (a Consul agent or the servers out of reach or slow,
+// or this process starved or paused), the term ends, before the check can
+// expire or a standby can judge the beat stale (CheckTTL after it saw the
+// beat, which was sent before): the planner stops acting before another
+// can lead. A timer, not the ticks, says when, and each mark may take
+// only until then. A mark that returns errStopMarking ends the loop, and
+// only the loop.
 func (t *term) keep(what string, mark func(context.Context) error, args ...any) {
 	defer t.bgWG.Done()
 	interval := t.opts.CheckTTL / 4
