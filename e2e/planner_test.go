@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/schedulearn/schedulearn/internal/lab"
+	"github.com/schedulearn/schedulearn/planner/store/boltstore"
 	"github.com/schedulearn/schedulearn/planner/structs"
 )
 
@@ -163,6 +166,62 @@ policy {
 	touch(t, stops[2])
 	p.waitState(ids[1], structs.JobComplete, 2*time.Minute)
 	p.waitState(ids[2], structs.JobComplete, 3*time.Minute)
+}
+
+// A user's stop is recorded before the run is stopped. A planner killed
+// between the two leaves a run going on for a job that has ended, which
+// no round sees (they plan queued and running jobs): here the planner is
+// SIGKILLed and the record then written as the stop writes it. Started
+// again, the planner stops that run before its first round (the job's
+// events say so), and its GPUs go to the job queued behind it.
+func TestPlanner_EndedJobsRunSweptAtRestart(t *testing.T) {
+	h := startHorovodLab(t, horovodConfig(t))
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	p := startPlanner(t, h.lab, data, `
+policy {
+  name = "fifo"
+}
+`)
+	a := p.submit(trainingSpec(t, dir, "a", 8, 8, filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "a.stop")))
+	bStop := filepath.Join(dir, "b.stop")
+	b := p.submit(trainingSpec(t, dir, "b", 8, 8, filepath.Join(dir, "b.jsonl"), bStop))
+	nomadID := p.waitState(a, structs.JobRunning, 2*time.Minute).NomadJobID
+	waitWorldSize(t, filepath.Join(dir, "a.jsonl"), 8, 3*time.Minute)
+	must.Eq(t, structs.JobQueued, p.job(b).State)
+
+	p.kill()
+	ctx := context.Background()
+	s, err := boltstore.Open(filepath.Join(data, "planner.db"))
+	must.NoError(t, err)
+	rec, err := s.GetJob(ctx, a)
+	must.NoError(t, err)
+	now := time.Now()
+	rec.State, rec.Allocation, rec.Finished = structs.JobStopped, nil, now
+	rec.AddEvents(structs.Event{Time: now, Type: "stopped", Message: "stopped by user"})
+	must.NoError(t, s.UpdateJob(ctx, rec))
+	must.NoError(t, s.Close())
+	must.Eq(t, []string{nomadID}, nomadTrainJobs(t, h), must.Sprint("a's run goes on"))
+
+	p.start()
+	waitUntil(t, 30*time.Second, func() error {
+		job, _, err := h.nomad.Jobs().Info(nomadID, nil)
+		if err != nil {
+			return err
+		}
+		if job.Stop == nil || !*job.Stop {
+			return fmt.Errorf("nomad job %s is not stopped", nomadID)
+		}
+		return nil
+	})
+	got := p.job(a)
+	must.Eq(t, structs.JobStopped, got.State)
+	last := got.Events[len(got.Events)-1]
+	must.Eq(t, "swept", last.Type)
+	must.Eq(t, "its run went on after the job ended (stopped): stopped", last.Message)
+	p.waitState(b, structs.JobRunning, 2*time.Minute)
+	touch(t, bStop)
+	p.waitState(b, structs.JobComplete, 3*time.Minute)
 }
 
 // Bad input is refused with a clear error, and nothing already queued is

@@ -120,7 +120,7 @@ func (p *Planner) moveModel(ctx context.Context, j *structs.Job, ch policy.Chang
 	if err != nil {
 		return fmt.Errorf("failed to record the move of job %s from %s to %s (its run goes on): %w", j.ID, from, to, err)
 	}
-	if err := p.stopRun(ctx, j); err != nil {
+	if err := p.stopRun(ctx, j, true); err != nil {
 		err = fmt.Errorf("failed to stop job %s to move it from %s to %s: %w", j.ID, from, to, err)
 		// If this write fails too, the job is queued and moving while its
 		// run goes on: holdMove waits for the run, MoveHold at most.

@@ -201,10 +201,15 @@ func (p *Planner) Kick() {
 
 // Run plans a round on every kick and every interval until ctx ends. The
 // health watch begins again with its first round (a new leader's term).
+// Before the first round, and every SweepEvery, it stops the runs of jobs
+// that have ended (SweepRuns): the first round then plans none of their
+// GPUs as free.
 func (p *Planner) Run(ctx context.Context, interval time.Duration) {
 	p.roundMu.Lock()
 	p.watching = time.Time{}
 	p.roundMu.Unlock()
+	p.sweep(ctx)
+	swept := time.Now()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -213,6 +218,10 @@ func (p *Planner) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-timer.C:
 		case <-p.kicks():
+		}
+		if time.Since(swept) >= SweepEvery {
+			p.sweep(ctx)
+			swept = time.Now()
 		}
 		if err := p.Round(ctx); err != nil && ctx.Err() == nil {
 			p.Logger.Error("scheduling round failed", "error", err)
@@ -743,15 +752,19 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 		return nil, fmt.Errorf("job %s has already ended (%s): %w", id, j.State, structs.ErrConflict)
 	}
 	now := p.now()
-	running := j.State == structs.JobRunning
-	if running {
-		if err := p.Actuator.Apply(ctx, j, nil); err != nil {
-			return nil, fmt.Errorf("failed to stop job %s: %w", id, err)
-		}
-	}
+	// Recorded first, as the round's stops are (stopRecorded): a stop
+	// whose record then failed would leave the record running on a run
+	// that is not, and the next round take its end for the job's.
+	var was structs.Job // the record before the stop, to put back if it fails
+	running := false
 	carry := actuated(j)
 	err = p.update(ctx, j, func(j *structs.Job) error {
+		running = false
+		if j.State.Terminal() { // ended since it was read (a departure)
+			return fmt.Errorf("job %s has already ended (%s): %w", id, j.State, structs.ErrConflict)
+		}
 		carry(j)
+		was, running = *j, j.State == structs.JobRunning
 		if running {
 			accrue(j, now)
 			j.AddChange(structs.GPUChange{Time: now, GPUs: 0, Reason: "stopped by user"})
@@ -763,8 +776,18 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 		j.AddEvents(structs.Event{Time: now, Type: "stopped", Message: "stopped by user"})
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil && running:
+		return nil, fmt.Errorf("failed to record stop of job %s (its run goes on): %w", id, err)
+	case err != nil:
 		return nil, fmt.Errorf("failed to record stop of job %s: %w", id, err)
+	}
+	if running {
+		if err := p.stopRun(ctx, j, false); err != nil {
+			err = fmt.Errorf("failed to stop job %s: %w", id, err)
+			p.unstop(ctx, j, &was, structs.Event{Time: now, Type: string(policy.Stop), Message: fmt.Sprintf("not stopped: %v; it runs on as it was", err)})
+			return nil, err
+		}
 	}
 	p.Kick()
 	return j, nil

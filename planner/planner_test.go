@@ -111,6 +111,14 @@ type fakeActuator struct {
 	ending map[string]string
 	// failTimes, by name: the next n Applies of the job fail.
 	failTimes map[string]int
+	// runs is what Runs lists (RunLister), by job ID.
+	runs []string
+}
+
+func (e *fakeActuator) Runs(context.Context) ([]string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.runs), nil
 }
 
 func (e *fakeActuator) Apply(_ context.Context, j *structs.Job, target policy.Allocation) error {
@@ -394,6 +402,55 @@ func TestStop_EndedJobIsConflict(t *testing.T) {
 
 	_, err = p.Stop(ctx, "nope-1a2b3c4d")
 	must.ErrorIs(t, err, structs.ErrNotFound)
+}
+
+// A user's stop is recorded before the run is stopped, as the round's
+// stops are. A record that cannot be written leaves the run alone (the
+// run was stopped first, and the record left saying it ran); a stop that
+// fails, tried twice, puts the record back as it was, with an event that
+// says so. Either way the job runs on, the next round leaves it so, and
+// the stop tried again stops it.
+func TestStop_RecordedBeforeTheStop(t *testing.T) {
+	for _, tc := range failedStops(func(j *structs.Job) bool { return j.State == structs.JobStopped }, "failed to record stop of job") {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			p, st, exec, now := newPlanner(t, "fifo", node("n1", 4))
+			a := submit(t, p, now, spec(t, "a", 4, 4))
+			must.NoError(t, p.Round(ctx))
+			must.Eq(t, []string{"a:4"}, exec.take())
+			before := state(t, st, a.ID)
+
+			tc.fail(st, exec, a)
+			*now = now.Add(time.Minute)
+			_, err := p.Stop(ctx, a.ID)
+			must.ErrorContains(t, err, tc.err)
+			st.refuse = nil
+			must.SliceEmpty(t, exec.take(), must.Sprint("a's run was stopped"))
+			rec := state(t, st, a.ID)
+			must.Eq(t, structs.JobRunning, rec.State)
+			must.Eq(t, before.Allocation, rec.Allocation)
+			must.Eq(t, before.History, rec.History)
+			must.Eq(t, before.AttainedGPUSeconds, rec.AttainedGPUSeconds)
+			must.True(t, rec.Finished.IsZero(), must.Sprint("a running job has not ended"))
+			if tc.name == "the stop fails" {
+				last := rec.Events[len(rec.Events)-1]
+				must.Eq(t, string(policy.Stop), last.Type)
+				must.StrContains(t, last.Message, "not stopped: failed to stop job")
+				must.StrContains(t, last.Message, "it runs on as it was")
+			}
+
+			*now = now.Add(10 * time.Second)
+			must.NoError(t, p.Round(ctx))
+			must.SliceEmpty(t, exec.take())
+			must.Eq(t, structs.JobRunning, state(t, st, a.ID).State)
+			_, err = p.Stop(ctx, a.ID)
+			must.NoError(t, err)
+			must.Eq(t, []string{"a:0"}, exec.take())
+			rec = state(t, st, a.ID)
+			must.Eq(t, structs.JobStopped, rec.State)
+			must.Eq(t, *now, rec.Finished)
+		})
+	}
 }
 
 // GPUs on a node that is gone are not planned on: the job's allocation is

@@ -9,6 +9,7 @@ import (
 
 	"github.com/schedulearn/schedulearn/planner/quota"
 	"github.com/schedulearn/schedulearn/planner/structs"
+	"github.com/schedulearn/schedulearn/plugins/policy"
 )
 
 // Issue 16: a job that reclaim stops records the preemption (when, which
@@ -84,16 +85,24 @@ func TestRound_PreemptionRecordedAndResumed(t *testing.T) {
 	}
 }
 
-// A job stopped by the user is no preemption.
+// A job stopped by the user is no preemption: not in its record, nor in
+// the metrics' changes (a stop there counts as a preemption).
 func TestStop_NoPreemptionRecorded(t *testing.T) {
 	ctx := context.Background()
 	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	metrics := &countingMetrics{changes: map[policy.ChangeKind]int{}}
+	p.Metrics = metrics
 	j := submit(t, p, now, queueSpec(t, "a1", "default", 50, 4, 4))
 	must.NoError(t, p.Round(ctx))
 	exec.take()
 	_, err := p.Stop(ctx, j.ID)
 	must.NoError(t, err)
+	must.Eq(t, []string{"a1:0"}, exec.take())
 	must.SliceEmpty(t, state(t, st, j.ID).Preemptions)
+	metrics.mu.Lock()
+	defer metrics.mu.Unlock()
+	must.Zero(t, metrics.changes[policy.Stop])
+	must.Eq(t, 1, metrics.changes[policy.Start])
 }
 
 // A preemption is recorded before the run is stopped, as a move between

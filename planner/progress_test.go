@@ -143,14 +143,17 @@ func TestRound_RecordSurvivesProgressRace(t *testing.T) {
 	must.Eq(t, 2, rec.GPUs())
 	must.Eq(t, int64(3), rec.Progress.Step)
 
-	// Stop, too.
+	// Stop, too: it records the stop, then stops the run; a report
+	// meanwhile is kept on the stopped record.
 	*now = now.Add(time.Minute)
 	stopped, err := p.Stop(ctx, j.ID)
 	must.NoError(t, err)
 	must.Eq(t, structs.JobStopped, stopped.State)
-	must.Eq(t, int64(2), stopped.Progress.Reports)
 	must.Eq(t, 120.0, stopped.AttainedGPUSeconds)
-	must.Eq(t, stopped.Version, state(t, st, j.ID).Version)
+	rec = state(t, st, j.ID)
+	must.Eq(t, structs.JobStopped, rec.State)
+	must.Eq(t, int64(2), rec.Progress.Reports)
+	must.Eq(t, 120.0, rec.AttainedGPUSeconds)
 
 	// And the end of a job.
 	exec.onApply = nil

@@ -341,7 +341,7 @@ func (p *Planner) stopRecorded(ctx context.Context, j *structs.Job, ch policy.Ch
 	if err := p.record(ctx, j, ch, policyName, reason, by, now); err != nil {
 		return fmt.Errorf("%w (its run goes on)", err)
 	}
-	if err := p.stopRun(ctx, j); err != nil {
+	if err := p.stopRun(ctx, j, true); err != nil {
 		err = fmt.Errorf("failed to stop job %s: %w", j.ID, err)
 		// If this write fails too, the job is queued while its run goes
 		// on: a start of it then finds its Nomad job registered, and
@@ -356,13 +356,16 @@ func (p *Planner) stopRecorded(ctx context.Context, j *structs.Job, ch policy.Ch
 // that fails: a stop that took effect though its answer was lost then
 // succeeds (the Nomad job is stopped already), so that only a stop that
 // did not happen is put back (unstop), and its run not taken for the
-// job's end.
-func (p *Planner) stopRun(ctx context.Context, j *structs.Job) error {
+// job's end. A planned stop (a preemption, a move) counts among the
+// metrics' changes; a user's does not.
+func (p *Planner) stopRun(ctx context.Context, j *structs.Job, planned bool) error {
 	var err error
 	for range 2 {
 		start := time.Now()
 		err = p.Actuator.Apply(ctx, j, nil)
-		p.metrics().Change(policy.Stop, time.Since(start), err != nil)
+		if planned {
+			p.metrics().Change(policy.Stop, time.Since(start), err != nil)
+		}
 		if err == nil || ctx.Err() != nil {
 			break
 		}
@@ -372,12 +375,13 @@ func (p *Planner) stopRun(ctx context.Context, j *structs.Job) error {
 
 // unstop puts job j's record back as it was (was) before a stop that was
 // recorded but failed, adding event e: it runs, where it ran, and its
-// history, model runs, preemptions and health are as they were.
+// history, model runs, preemptions, health and end (a user's stop sets
+// one) are as they were.
 func (p *Planner) unstop(ctx context.Context, j, was *structs.Job, e structs.Event) {
 	err := p.update(ctx, j, func(j *structs.Job) error {
 		j.State, j.Allocation, j.Moving, j.Health = was.State, was.Allocation, was.Moving, was.Health
 		j.AttainedGPUSeconds, j.History, j.Models, j.GPUModel = was.AttainedGPUSeconds, was.History, was.Models, was.GPUModel
-		j.Preemptions = was.Preemptions
+		j.Preemptions, j.Finished = was.Preemptions, was.Finished
 		j.Dropped.History, j.Dropped.Models, j.Dropped.Preemptions = was.Dropped.History, was.Dropped.Models, was.Dropped.Preemptions
 		j.AddEvents(e) // the events stay, the stop's among them
 		return nil

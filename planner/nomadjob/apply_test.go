@@ -78,3 +78,38 @@ func TestApply_StartWaitsForTheLauncherOfThePreviousRun(t *testing.T) {
 		})
 	}
 }
+
+// Runs lists the planner's jobs whose Nomad jobs are not stopped and have
+// a launcher running, starting or queued, from one list of the train-*
+// jobs: not a stopped one, not one whose launcher has ended (its workers
+// stopping), not one of another name.
+func TestRuns(t *testing.T) {
+	var lists atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/jobs" || r.URL.Query().Get("prefix") != JobPrefix {
+			http.NotFound(w, r)
+			return
+		}
+		lists.Add(1)
+		launcher := func(s nomadapi.TaskGroupSummary) *nomadapi.JobSummary {
+			return &nomadapi.JobSummary{Summary: map[string]nomadapi.TaskGroupSummary{LauncherGroup: s, WorkerGroup("n1"): {Running: 1}}}
+		}
+		_ = json.NewEncoder(w).Encode([]*nomadapi.JobListStub{
+			{ID: "train-running-1", Status: "running", JobSummary: launcher(nomadapi.TaskGroupSummary{Running: 1})},
+			{ID: "train-starting-2", Status: "pending", JobSummary: launcher(nomadapi.TaskGroupSummary{Starting: 1})},
+			{ID: "train-queued-3", Status: "pending", JobSummary: launcher(nomadapi.TaskGroupSummary{Queued: 1})},
+			{ID: "train-stopped-4", Status: "running", Stop: true, JobSummary: launcher(nomadapi.TaskGroupSummary{Running: 1})},
+			{ID: "train-ended-5", Status: "running", JobSummary: launcher(nomadapi.TaskGroupSummary{Complete: 1})},
+			{ID: "train-nosummary-6", Status: "running"},
+			{ID: "trainer-7", Status: "running", JobSummary: launcher(nomadapi.TaskGroupSummary{Running: 1})},
+		})
+	}))
+	defer srv.Close()
+	client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
+	must.NoError(t, err)
+	n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
+	ids, err := n.Runs(context.Background())
+	must.NoError(t, err)
+	must.Eq(t, []string{"queued-3", "running-1", "starting-2"}, ids) // the client sorts by ID
+	must.Eq(t, 1, lists.Load())
+}

@@ -28,7 +28,10 @@ type Nomad struct {
 	OutcomeTimeout time.Duration
 }
 
-var _ planner.Actuator = (*Nomad)(nil)
+var (
+	_ planner.Actuator  = (*Nomad)(nil)
+	_ planner.RunLister = (*Nomad)(nil)
+)
 
 func (n *Nomad) query(ctx context.Context) *nomadapi.QueryOptions {
 	return (&nomadapi.QueryOptions{Namespace: n.Options.Namespace}).WithContext(ctx)
@@ -78,6 +81,35 @@ func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocat
 	}
 	return n.resize(ctx, j, current, target)
 }
+
+// Runs implements planner.RunLister: the jobs (by the planner's job ID)
+// whose Nomad jobs, named train-<id>, are not stopped and have a launcher
+// running, starting or queued, from one list of the Nomad jobs so named,
+// within runsTimeout (a frozen Nomad would hold the planner's rounds).
+func (n *Nomad) Runs(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, runsTimeout)
+	defer cancel()
+	q := n.query(ctx)
+	q.Prefix = JobPrefix
+	stubs, _, err := n.Client.Jobs().List(q)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list nomad jobs %s*: %w", JobPrefix, err)
+	}
+	var ids []string
+	for _, s := range stubs {
+		if s.Stop || s.JobSummary == nil || !strings.HasPrefix(s.ID, JobPrefix) {
+			continue
+		}
+		if g, ok := s.JobSummary.Summary[LauncherGroup]; ok && g.Running+g.Starting+g.Queued > 0 {
+			ids = append(ids, strings.TrimPrefix(s.ID, JobPrefix))
+		}
+	}
+	return ids, nil
+}
+
+// runsTimeout bounds Runs: one list of every train-* job (at 20,000 jobs,
+// some megabytes).
+const runsTimeout = 30 * time.Second
 
 // runningLauncher names a launcher allocation of the stopped (or never
 // registered) Nomad job id that runs, or may yet run (pending), "" when
