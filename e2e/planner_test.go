@@ -214,11 +214,17 @@ policy {
 		}
 		return nil
 	})
+	// The event is written after the stop.
+	waitUntil(t, 10*time.Second, func() error {
+		got := p.job(a)
+		if last := got.Events[len(got.Events)-1]; last.Type != "swept" {
+			return fmt.Errorf("last event %+v", last)
+		}
+		return nil
+	})
 	got := p.job(a)
 	must.Eq(t, structs.JobStopped, got.State)
-	last := got.Events[len(got.Events)-1]
-	must.Eq(t, "swept", last.Type)
-	must.Eq(t, "its run went on after the job ended (stopped): stopped", last.Message)
+	must.Eq(t, "its run went on after the job ended (stopped): stopped", got.Events[len(got.Events)-1].Message)
 	p.waitState(b, structs.JobRunning, 2*time.Minute)
 	touch(t, bStop)
 	p.waitState(b, structs.JobComplete, 3*time.Minute)

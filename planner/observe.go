@@ -28,6 +28,9 @@ type Metrics interface {
 	// Requeue: a job was requeued for a reason of kind (one of
 	// structs.RequeueKinds).
 	Requeue(kind string)
+	// SweptRun: the run of a job that had ended was found going on, and
+	// stopped (SweepRuns).
+	SweptRun()
 }
 
 // Publisher takes the planner's stream events (planner/events.Broker).
@@ -41,6 +44,7 @@ func (noMetrics) Round(time.Duration, time.Duration, bool)      {}
 func (noMetrics) Change(policy.ChangeKind, time.Duration, bool) {}
 func (noMetrics) ProgressReports(int)                           {}
 func (noMetrics) Requeue(string)                                {}
+func (noMetrics) SweptRun()                                     {}
 func (p *Planner) metrics() Metrics {
 	if p.Metrics == nil {
 		return noMetrics{}

@@ -27,6 +27,7 @@ type countingMetrics struct {
 	// failedChanges counts the changes reported as failed.
 	failedChanges int
 	requeues      map[string]int
+	swept         int
 }
 
 func (m *countingMetrics) Round(total, plan time.Duration, failed bool) {
@@ -53,6 +54,12 @@ func (m *countingMetrics) ProgressReports(n int) {
 	defer m.mu.Unlock()
 	m.reports += n
 }
+func (m *countingMetrics) SweptRun() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.swept++
+}
+
 func (m *countingMetrics) Requeue(kind string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -209,19 +209,19 @@ func (p *Planner) Run(ctx context.Context, interval time.Duration) {
 	p.watching = time.Time{}
 	p.roundMu.Unlock()
 	p.sweep(ctx)
-	swept := time.Now()
+	sweeps := time.NewTicker(SweepEvery)
+	defer sweeps.Stop()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-sweeps.C:
+			p.sweep(ctx)
+			continue
 		case <-timer.C:
 		case <-p.kicks():
-		}
-		if time.Since(swept) >= SweepEvery {
-			p.sweep(ctx)
-			swept = time.Now()
 		}
 		if err := p.Round(ctx); err != nil && ctx.Err() == nil {
 			p.Logger.Error("scheduling round failed", "error", err)
@@ -756,12 +756,14 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 	// whose record then failed would leave the record running on a run
 	// that is not, and the next round take its end for the job's.
 	var was structs.Job // the record before the stop, to put back if it fails
+	var ended error     // the job ended since it was read (a departure)
 	running := false
 	carry := actuated(j)
 	err = p.update(ctx, j, func(j *structs.Job) error {
 		running = false
-		if j.State.Terminal() { // ended since it was read (a departure)
-			return fmt.Errorf("job %s has already ended (%s): %w", id, j.State, structs.ErrConflict)
+		if j.State.Terminal() {
+			ended = fmt.Errorf("job %s has already ended (%s): %w", id, j.State, structs.ErrConflict)
+			return ended
 		}
 		carry(j)
 		was, running = *j, j.State == structs.JobRunning
@@ -777,21 +779,35 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 		return nil
 	})
 	switch {
+	case ended != nil && errors.Is(err, ended):
+		return nil, ended
 	case err != nil && running:
 		return nil, fmt.Errorf("failed to record stop of job %s (its run goes on): %w", id, err)
 	case err != nil:
 		return nil, fmt.Errorf("failed to record stop of job %s: %w", id, err)
 	}
 	if running {
-		if err := p.stopRun(ctx, j, false); err != nil {
+		// Recorded, the stop is carried out, or the record put back, even
+		// where the request gives up meanwhile (its client's timeout).
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
+		defer cancel()
+		if err := p.stopRun(sctx, j, false); err != nil {
 			err = fmt.Errorf("failed to stop job %s: %w", id, err)
-			p.unstop(ctx, j, &was, structs.Event{Time: now, Type: string(policy.Stop), Message: fmt.Sprintf("not stopped: %v; it runs on as it was", err)})
+			p.unstop(sctx, j, &was, structs.Event{Time: now, Type: EventNotStopped, Message: fmt.Sprintf("not stopped: %v; it runs on as it was", err)})
 			return nil, err
 		}
 	}
 	p.Kick()
 	return j, nil
 }
+
+// EventNotStopped is the event of a job whose user's stop was recorded but
+// failed: the record is put back, and the job runs on.
+const EventNotStopped = "not-stopped"
+
+// StopTimeout bounds a stop the planner has recorded (a user's, a swept
+// run's): the stop, tried twice, and putting the record back if it fails.
+const StopTimeout = time.Minute
 
 // idAttempts is how many IDs Submit tries for a job before it gives up:
 // an ID taken twice running means the IDs are not random.

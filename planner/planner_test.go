@@ -434,7 +434,7 @@ func TestStop_RecordedBeforeTheStop(t *testing.T) {
 			must.True(t, rec.Finished.IsZero(), must.Sprint("a running job has not ended"))
 			if tc.name == "the stop fails" {
 				last := rec.Events[len(rec.Events)-1]
-				must.Eq(t, string(policy.Stop), last.Type)
+				must.Eq(t, EventNotStopped, last.Type)
 				must.StrContains(t, last.Message, "not stopped: failed to stop job")
 				must.StrContains(t, last.Message, "it runs on as it was")
 			}
@@ -451,6 +451,53 @@ func TestStop_RecordedBeforeTheStop(t *testing.T) {
 			must.Eq(t, *now, rec.Finished)
 		})
 	}
+}
+
+// A user's stop, once recorded, is carried out even where the request
+// gives up meanwhile (its client's timeout): the stop's retry does not
+// end with the request, nor is the record then left saying stopped on a
+// run that goes on.
+func TestStop_CarriedOutWhenTheRequestGivesUp(t *testing.T) {
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 4))
+	a := submit(t, p, now, spec(t, "a", 4, 4))
+	must.NoError(t, p.Round(context.Background()))
+	must.Eq(t, []string{"a:4"}, exec.take())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exec.failTimes = map[string]int{"a": 1}
+	exec.onApply = func(*structs.Job) { cancel() } // the client gives up during the stop
+	_, err := p.Stop(ctx, a.ID)
+	must.NoError(t, err)
+	must.Eq(t, []string{"a:0"}, exec.take(), must.Sprint("the stop was tried again"))
+	must.Eq(t, structs.JobStopped, state(t, st, a.ID).State)
+}
+
+// A job that ends between the stop's read and its write (its launcher
+// exits, a departure) is a conflict, as one that had ended before, and
+// its end stands.
+func TestStop_JobEndedMeanwhileIsConflict(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 4))
+	a := submit(t, p, now, spec(t, "a", 4, 4))
+	must.NoError(t, p.Round(ctx))
+	exec.take()
+	var once sync.Once
+	st.refuse = func(j *structs.Job) error {
+		once.Do(func() { // the job completes just before the stop's write
+			done, err := st.GetJob(ctx, j.ID)
+			must.NoError(t, err)
+			code := 0
+			done.State, done.ExitCode, done.Finished = structs.JobComplete, &code, *now
+			must.NoError(t, st.Memory.UpdateJob(ctx, done))
+		})
+		return nil
+	}
+	_, err := p.Stop(ctx, a.ID)
+	must.ErrorIs(t, err, structs.ErrConflict)
+	must.EqError(t, err, "job "+a.ID+" has already ended (complete): conflict")
+	must.SliceEmpty(t, exec.take())
+	must.Eq(t, structs.JobComplete, state(t, st, a.ID).State)
 }
 
 // GPUs on a node that is gone are not planned on: the job's allocation is

@@ -143,17 +143,26 @@ func TestRound_RecordSurvivesProgressRace(t *testing.T) {
 	must.Eq(t, 2, rec.GPUs())
 	must.Eq(t, int64(3), rec.Progress.Step)
 
-	// Stop, too: it records the stop, then stops the run; a report
-	// meanwhile is kept on the stopped record.
+	// Stop, too: a report between its read and its write (the stop is
+	// recorded before the run is stopped).
 	*now = now.Add(time.Minute)
+	exec.onApply = nil
+	reported := false
+	st.refuse = func(*structs.Job) error {
+		if !reported { // the report's own write comes here too
+			reported = true
+			must.NoError(t, p.ReportProgress(ctx, j.ID, []structs.ProgressReport{{Step: 4}}))
+		}
+		return nil
+	}
 	stopped, err := p.Stop(ctx, j.ID)
 	must.NoError(t, err)
+	st.refuse = nil
 	must.Eq(t, structs.JobStopped, stopped.State)
+	must.Eq(t, int64(2), stopped.Progress.Reports)
+	must.Eq(t, int64(4), stopped.Progress.Step)
 	must.Eq(t, 120.0, stopped.AttainedGPUSeconds)
-	rec = state(t, st, j.ID)
-	must.Eq(t, structs.JobStopped, rec.State)
-	must.Eq(t, int64(2), rec.Progress.Reports)
-	must.Eq(t, 120.0, rec.AttainedGPUSeconds)
+	must.Eq(t, stopped.Version, state(t, st, j.ID).Version)
 
 	// And the end of a job.
 	exec.onApply = nil

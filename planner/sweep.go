@@ -10,7 +10,8 @@ import (
 )
 
 // RunLister is what an Actuator may also do: list, by job ID, the jobs
-// whose runs go on (a launcher running or about to), for SweepRuns.
+// whose runs go on (any of their tasks running or about to), for
+// SweepRuns.
 type RunLister interface {
 	Runs(ctx context.Context) ([]string, error)
 }
@@ -69,12 +70,15 @@ func (p *Planner) SweepRuns(ctx context.Context) (int, error) {
 		case !j.State.Terminal():
 			continue // active since the list
 		}
-		j = j.Clone() // the store's own where shared
-		if err := p.stopRun(ctx, j, false); err != nil {
+		sctx, cancel := context.WithTimeout(ctx, StopTimeout) // a frozen Nomad holds no round for long
+		err = p.stopRun(sctx, j, false)
+		cancel()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("failed to stop the run of job %s, which has ended (%s): %w", id, j.State, err))
 			continue
 		}
 		stopped++
+		p.metrics().SweptRun()
 		p.Logger.Warn("stopped the run of a job that had ended", "job", id, "state", j.State)
 		now := p.now()
 		if err := p.update(ctx, j, func(j *structs.Job) error {

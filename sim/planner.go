@@ -285,3 +285,4 @@ func (simMetrics) Change(policy.ChangeKind, time.Duration, bool) {}
 func (simMetrics) Delivery(string, bool)                         {}
 func (simMetrics) ProgressReports(int)                           {}
 func (simMetrics) Requeue(string)                                {}
+func (simMetrics) SweptRun()                                     {}

@@ -42,6 +42,7 @@ const (
 	NameDeliveries      = "deliveries_total"
 	NameProgressReports = "progress_reports_total"
 	NameRequeues        = "requeues_total"
+	NameSweptRuns       = "swept_runs_total"
 	NameJobHealth       = "job_health"
 	NameStoreDuration   = "store_operation_duration_seconds"
 	NameLeader          = "leader"
@@ -52,7 +53,7 @@ const (
 // Names lists every metric name above (without Namespace).
 var Names = []string{NameJobs, NameGPUsTotal, NameGPUsAllocated, NameGPUsIdle, NameRoundDuration, NameRoundFailures,
 	NamePlanDuration, NameChangeDuration, NameChangeFailures, NamePreemptions, NameDeliveries, NameProgressReports,
-	NameRequeues, NameJobHealth, NameStoreDuration, NameLeader, NamePolicy, NameDependencyUp}
+	NameRequeues, NameSweptRuns, NameJobHealth, NameStoreDuration, NameLeader, NamePolicy, NameDependencyUp}
 
 // Dependencies are the label values of NameDependencyUp: the planner's
 // dependencies (planner/depwatch), each a series from the start.
@@ -84,6 +85,7 @@ type Recorder struct {
 	deliveries     *prometheus.CounterVec
 	reports        prometheus.Counter
 	requeues       *prometheus.CounterVec
+	swept          prometheus.Counter
 	store          *prometheus.HistogramVec
 	dependencyUp   *prometheus.GaugeVec
 }
@@ -116,6 +118,8 @@ func New(src Source) *Recorder {
 			Help: "Progress reports received from training scripts."}),
 		requeues: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(NameRequeues),
 			Help: "Jobs the planner requeued to run again from their checkpoint, by reason (infrastructure: the cluster ended the run; stalled, degraded: the health watch stopped it)."}, []string{"reason"}),
+		swept: prometheus.NewCounter(prometheus.CounterOpts{Name: name(NameSweptRuns),
+			Help: "Runs found going on after their jobs had ended, and stopped (a stop recorded but not carried out: the planner died between the two, or its writes failed)."}),
 		store: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name(NameStoreDuration),
 			Help:    "Latency of the planner's store operations, by operation.",
 			Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5}}, []string{"op"}),
@@ -144,7 +148,7 @@ func New(src Source) *Recorder {
 		r.requeues.WithLabelValues(kind)
 	}
 	r.reg.MustRegister(r.round, r.plan, r.roundFailures, r.change, r.changeFailures, r.preemptions, r.deliveries, r.reports,
-		r.requeues, r.store, r.dependencyUp,
+		r.requeues, r.swept, r.store, r.dependencyUp,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if src != nil {
 		r.reg.MustRegister(&gauges{src: src})
@@ -214,6 +218,9 @@ func (r *Recorder) Requeue(kind string) {
 		r.requeues.WithLabelValues(kind).Inc()
 	}
 }
+
+// SweptRun counts a run of an ended job that was stopped (planner.Metrics).
+func (r *Recorder) SweptRun() { r.swept.Inc() }
 
 // storeOp records one store operation's latency.
 func (r *Recorder) storeOp(op string, start time.Time) {

@@ -39,6 +39,7 @@ var Names = map[string]dto.MetricType{
 	metrics.NameDeliveries:      dto.MetricType_COUNTER,
 	metrics.NameProgressReports: dto.MetricType_COUNTER,
 	metrics.NameRequeues:        dto.MetricType_COUNTER,
+	metrics.NameSweptRuns:       dto.MetricType_COUNTER,
 	metrics.NameJobHealth:       dto.MetricType_GAUGE,
 	metrics.NameStoreDuration:   dto.MetricType_HISTOGRAM,
 	metrics.NameLeader:          dto.MetricType_GAUGE,
@@ -102,6 +103,7 @@ func TestMetrics_AllNamedAndConsistent(t *testing.T) {
 	r.DependencyUp("vault", false) // not a dependency: no series
 	r.Requeue(structs.RequeueStalled)
 	r.Requeue("made-up") // not a kind: no series of its own
+	r.SweptRun()
 	st := r.Store(storeStub{})
 	_, _ = st.ListJobs(ctx)
 
@@ -140,6 +142,7 @@ func TestMetrics_AllNamedAndConsistent(t *testing.T) {
 	must.Eq(t, 1.0, get(metrics.NameRequeues, map[string]string{"reason": structs.RequeueStalled}).GetCounter().GetValue())
 	must.Eq(t, 0.0, get(metrics.NameRequeues, map[string]string{"reason": structs.RequeueInfrastructure}).GetCounter().GetValue())
 	must.Len(t, len(structs.RequeueKinds), fams[metrics.Namespace+"_"+metrics.NameRequeues].Metric)
+	must.Eq(t, 1.0, get(metrics.NameSweptRuns, nil).GetCounter().GetValue())
 	must.Eq(t, 1.0, get(metrics.NameJobHealth, map[string]string{"health": "ok"}).GetGauge().GetValue())
 	must.Eq(t, 0.0, get(metrics.NameJobHealth, map[string]string{"health": "stalled"}).GetGauge().GetValue())
 	must.Eq(t, uint64(1), get(metrics.NameStoreDuration, map[string]string{"op": "list_jobs"}).GetHistogram().GetSampleCount())

@@ -80,9 +80,9 @@ func TestApply_StartWaitsForTheLauncherOfThePreviousRun(t *testing.T) {
 }
 
 // Runs lists the planner's jobs whose Nomad jobs are not stopped and have
-// a launcher running, starting or queued, from one list of the train-*
-// jobs: not a stopped one, not one whose launcher has ended (its workers
-// stopping), not one of another name.
+// a group (the launcher, or workers left behind) running, starting or
+// queued, from one list of the train-* jobs: not a stopped one, not one
+// whose every allocation has ended, not one of another name.
 func TestRuns(t *testing.T) {
 	var lists atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +92,7 @@ func TestRuns(t *testing.T) {
 		}
 		lists.Add(1)
 		launcher := func(s nomadapi.TaskGroupSummary) *nomadapi.JobSummary {
-			return &nomadapi.JobSummary{Summary: map[string]nomadapi.TaskGroupSummary{LauncherGroup: s, WorkerGroup("n1"): {Running: 1}}}
+			return &nomadapi.JobSummary{Summary: map[string]nomadapi.TaskGroupSummary{LauncherGroup: s, WorkerGroup("n1"): {Complete: 1}}}
 		}
 		_ = json.NewEncoder(w).Encode([]*nomadapi.JobListStub{
 			{ID: "train-running-1", Status: "running", JobSummary: launcher(nomadapi.TaskGroupSummary{Running: 1})},
@@ -101,6 +101,8 @@ func TestRuns(t *testing.T) {
 			{ID: "train-stopped-4", Status: "running", Stop: true, JobSummary: launcher(nomadapi.TaskGroupSummary{Running: 1})},
 			{ID: "train-ended-5", Status: "running", JobSummary: launcher(nomadapi.TaskGroupSummary{Complete: 1})},
 			{ID: "train-nosummary-6", Status: "running"},
+			{ID: "train-workers-left-8", Status: "running", JobSummary: &nomadapi.JobSummary{Summary: map[string]nomadapi.TaskGroupSummary{
+				LauncherGroup: {Complete: 1}, WorkerGroup("n1"): {Running: 1}}}},
 			{ID: "trainer-7", Status: "running", JobSummary: launcher(nomadapi.TaskGroupSummary{Running: 1})},
 		})
 	}))
@@ -110,6 +112,6 @@ func TestRuns(t *testing.T) {
 	n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
 	ids, err := n.Runs(context.Background())
 	must.NoError(t, err)
-	must.Eq(t, []string{"queued-3", "running-1", "starting-2"}, ids) // the client sorts by ID
+	must.Eq(t, []string{"queued-3", "running-1", "starting-2", "workers-left-8"}, ids) // the client sorts by ID
 	must.Eq(t, 1, lists.Load())
 }

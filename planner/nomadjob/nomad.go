@@ -83,9 +83,11 @@ func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocat
 }
 
 // Runs implements planner.RunLister: the jobs (by the planner's job ID)
-// whose Nomad jobs, named train-<id>, are not stopped and have a launcher
-// running, starting or queued, from one list of the Nomad jobs so named,
-// within runsTimeout (a frozen Nomad would hold the planner's rounds).
+// whose Nomad jobs, named train-<id>, are not stopped and have a task
+// group (the launcher, or workers left by a deregistration that failed)
+// with allocations running, starting or queued, from one list of the
+// Nomad jobs so named, within runsTimeout (a frozen Nomad would hold the
+// planner's rounds).
 func (n *Nomad) Runs(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, runsTimeout)
 	defer cancel()
@@ -100,8 +102,11 @@ func (n *Nomad) Runs(ctx context.Context) ([]string, error) {
 		if s.Stop || s.JobSummary == nil || !strings.HasPrefix(s.ID, JobPrefix) {
 			continue
 		}
-		if g, ok := s.JobSummary.Summary[LauncherGroup]; ok && g.Running+g.Starting+g.Queued > 0 {
-			ids = append(ids, strings.TrimPrefix(s.ID, JobPrefix))
+		for _, g := range s.JobSummary.Summary {
+			if g.Running+g.Starting+g.Queued > 0 {
+				ids = append(ids, strings.TrimPrefix(s.ID, JobPrefix))
+				break
+			}
 		}
 	}
 	return ids, nil
