@@ -52,7 +52,9 @@ Model checkpoints, for the planner's model delivery: every CHECKPOINT_EVERY
 commits, rank 0 saves the model's state_dict (torch.save) to
 model-step<step>.pt in $CHECKPOINT_DIR, or in $NOMAD_ALLOC_DIR/checkpoints
 when that is unset (neither: no checkpoints), writing a temporary file and
-renaming it, keeps the last three, and reports the path with the SDK's
+renaming it, keeps the last three (and the newest the planner took, and
+the one it resumed from: a restart resumes from what the planner holds,
+which may be older when it was away), and reports the path with the SDK's
 checkpoint= argument. When the accuracy reaches the jobspec's tier1 (and
 goal), the planner copies the first checkpoint reported at or after that
 step; it reads the path on its own machine, so CHECKPOINT_DIR should be on
@@ -284,10 +286,27 @@ def validation_accuracy(model, val):
     return acc
 
 
-def save_model(model, step, force=False):
+def kept(reporter, resumed):
+    """The checkpoints save_model must not delete: the one this process
+    resumed from, and the newest the planner took (the SDK reporter's
+    acknowledged_checkpoint). Either may be where the job resumes if it
+    starts again now: newer ones may exist whose reports have not reached
+    the planner (away, or cut off from this host), and a restart resumes
+    from what the planner holds."""
+    out = set()
+    if resumed is not None:
+        out.add(os.path.abspath(resumed[0]))
+    ack = getattr(reporter, "acknowledged_checkpoint", None) if reporter is not None else None
+    if ack is not None:
+        out.add(os.path.abspath(ack.checkpoint))
+    return out
+
+
+def save_model(model, step, force=False, keep=()):
     """Saves the model's weights for delivery, every CHECKPOINT_EVERY
-    commits, or now if force (call it at commits, on rank 0); returns the
-    path, or None."""
+    commits, or now if force (call it at commits, on rank 0), and deletes
+    all but the last CHECKPOINT_KEEP, except those in keep (kept());
+    returns the path, or None."""
     if not CHECKPOINT_DIR or (not force and step % (COMMIT_EVERY * CHECKPOINT_EVERY) != 0):
         return None
     try:
@@ -298,7 +317,8 @@ def save_model(model, step, force=False):
         os.replace(tmp, path)
         saved = sorted(f for f in os.listdir(CHECKPOINT_DIR) if f.startswith("model-step") and f.endswith(".pt"))
         for old in saved[:-CHECKPOINT_KEEP]:
-            os.remove(os.path.join(CHECKPOINT_DIR, old))
+            if os.path.abspath(os.path.join(CHECKPOINT_DIR, old)) not in keep:
+                os.remove(os.path.join(CHECKPOINT_DIR, old))
         return path
     except OSError as e:  # a full disk must not stop training
         print(f"failed to save a checkpoint at step {step}: {e}", file=sys.stderr, flush=True)
@@ -453,7 +473,7 @@ def run_horovod():
                     acc = validation_accuracy(model, val)
                     # At the goal, save at once: that model is the one delivered.
                     at_goal = TARGET is not None and TARGET.reached("accuracy", acc)
-                    path = save_model(model, state.step, force=at_goal)
+                    path = save_model(model, state.step, force=at_goal, keep=kept(reporter, resumed))
                     if reporter is not None:
                         reporter.report(state.step, metric="accuracy", value=acc, checkpoint=path)
                     if at_goal:
@@ -493,7 +513,7 @@ def run_horovod():
     def save_now():
         if hvd.rank() != 0:
             return None
-        path = save_model(model, state.step, force=True)
+        path = save_model(model, state.step, force=True, keep=kept(reporter, resumed))
         return (path, state.step) if path else None
 
     save_on_sigterm(reporter, save_now, step_lock)
@@ -549,7 +569,7 @@ def run_torchrun():
     def save_now():
         if rank != 0:
             return None
-        path = save_model(model, current["step"], force=True)
+        path = save_model(model, current["step"], force=True, keep=kept(reporter, resumed))
         return (path, current["step"]) if path else None
 
     save_on_sigterm(reporter, save_now, step_lock)
@@ -579,7 +599,7 @@ def run_torchrun():
                     reporter.report(step, checkpoint=os.path.abspath(ckpt))
             if rank == 0:
                 acc = validation_accuracy(model, val)
-                path = save_model(model, step)
+                path = save_model(model, step, keep=kept(reporter, resumed))
                 if reporter is not None:
                     reporter.report(step, metric="accuracy", value=acc, checkpoint=path)
             if STOP_FILE:

@@ -151,6 +151,40 @@ def test_planner_down_then_up(clean_env, reporters):
         planner.stop()
 
 
+def test_acknowledged_checkpoint(clean_env, reporters, tmp_path):
+    # The newest checkpoint of a report the planner took: where a restart
+    # resumes, so the file a script that prunes checkpoints must keep
+    # while the planner is away.
+    port = free_port()
+    planner = FakePlanner(port)
+    try:
+        r = reporters(planner.addr, "job", "t", interval=0.05)
+        assert r.acknowledged_checkpoint is None
+        r.report(10, checkpoint=str(tmp_path / "a-10.pt"))
+        r.report(11)
+        assert r.flush(5)
+        assert r.acknowledged_checkpoint == schedulearn.Resume(str(tmp_path / "a-10.pt"), 10)
+        r.report(20, checkpoint=str(tmp_path / "a-20.pt"))
+        r.report(30, checkpoint=str(tmp_path / "a-30.pt"))
+        assert r.flush(5)
+        assert r.acknowledged_checkpoint == schedulearn.Resume(str(tmp_path / "a-30.pt"), 30)
+    finally:
+        planner.stop()
+    r.report(40, checkpoint=str(tmp_path / "a-40.pt"))  # the planner is away
+    assert not r.flush(0.5)
+    assert r.acknowledged_checkpoint == schedulearn.Resume(str(tmp_path / "a-30.pt"), 30), \
+        "a report not taken is no acknowledgement"
+
+
+def test_refused_checkpoint_is_not_acknowledged(clean_env, planner, reporters, tmp_path):
+    planner.codes = [400]
+    r = reporters(planner.addr, "job", "t", interval=0.05)
+    r.report(10, checkpoint=str(tmp_path / "a-10.pt"))
+    assert r.flush(5)
+    assert r.dropped == 1
+    assert r.acknowledged_checkpoint is None
+
+
 def test_5xx_and_409_are_retried(clean_env, planner, reporters):
     planner.codes = [503, 500, 409]
     r = reporters(planner.addr, "job", "t", interval=60)

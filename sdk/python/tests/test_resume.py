@@ -147,6 +147,32 @@ def test_missing_files_are_skipped(tmp_path, planner, warned):
     assert schedulearn.resume(env) is None, "a relative path, and the environment's gone"
 
 
+def test_a_newer_checkpoint_not_here_is_said(tmp_path, planner, warned, caplog):
+    # Never silent: the job got further than the script can resume from
+    # (the planner's checkpoint is gone: pruned, or on another host).
+    old, = checkpoints(tmp_path, 40)
+    gone = str(tmp_path / "model-step00000080.pt")
+    planner.get_answer = (200, {"checkpoint": gone, "step": 80})
+    env = job_env(planner.addr, SCHEDULEARN_RESUME_CHECKPOINT=old, SCHEDULEARN_RESUME_STEP="40")
+    with caplog.at_level("WARNING", logger="schedulearn"):
+        assert schedulearn.resume(env) == schedulearn.Resume(old, 40)
+    assert caplog.messages == [
+        "schedulearn: the checkpoint to resume from, %s (step 80), is not a file on this host; resuming from step 40" % gone]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="schedulearn"):
+        assert schedulearn.resume(job_env(planner.addr)) is None
+    assert caplog.messages == [
+        "schedulearn: the checkpoint to resume from, %s (step 80), is not a file on this host; starting over from step 0" % gone]
+    # An older answer whose file is gone is no loss: nothing said.
+    new, = checkpoints(tmp_path, 80)
+    planner.get_answer = (200, {"checkpoint": new, "step": 80})
+    env["SCHEDULEARN_RESUME_CHECKPOINT"] = str(tmp_path / "gone-step40.pt")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="schedulearn"):
+        assert schedulearn.resume(env) == schedulearn.Resume(new, 80)
+    assert caplog.messages == []
+
+
 def test_injected_opener(tmp_path, warned):
     new, = checkpoints(tmp_path, 80)
     seen = []

@@ -251,6 +251,8 @@ class Reporter:
         self.dropped = 0
         #: The last step reported (None before the first report).
         self.last_step = None
+        # The newest checkpoint (path, step) of a report the planner took.
+        self._acknowledged = None
 
         # Reentrant: a signal handler (on_sigterm) may report and flush
         # while the main thread it interrupted is inside report().
@@ -294,6 +296,23 @@ class Reporter:
     def url(self):
         """Where reports go ("" when disabled)."""
         return self._url
+
+    @property
+    def acknowledged_checkpoint(self):
+        """The newest checkpoint of a report the planner took, as a
+        :class:`schedulearn.Resume` (path and step), or None before any.
+
+        It is where the job resumes if it starts again now (the planner's
+        ``checkpoint_dirs`` permitting): a script that deletes old
+        checkpoints must keep this file, even where newer ones exist
+        whose reports have not reached the planner (it may be away for a
+        while, and the job be restarted meanwhile).
+        """
+        from .resume import Resume  # resume imports this module
+
+        with self._lock:
+            a = self._acknowledged
+        return Resume(*a) if a is not None else None
 
     def pending(self):
         """How many reports wait to be sent."""
@@ -484,6 +503,9 @@ class Reporter:
                         self._pending.popleft()
                     if outcome == "ok":
                         self.sent += len(batch)
+                        for _, _, r in batch:
+                            if "checkpoint" in r and (self._acknowledged is None or r["step"] >= self._acknowledged[1]):
+                                self._acknowledged = (r["checkpoint"], r["step"])
                     else:
                         self.dropped += len(batch)
                 if outcome == "fatal":

@@ -64,9 +64,11 @@ def resume(environ=None, *, opener=None, timeout=PLANNER_TIMEOUT):
     ``SCHEDULEARN_ADDR``, ``SCHEDULEARN_JOB_ID`` and
     ``SCHEDULEARN_REPORT_TOKEN``, else ``SCHEDULEARN_TOKEN``, are set), of
     those whose step is a whole number above 0 and whose path is absolute
-    and a file here. Never raises for the planner's sake: a planner that is
-    down, slow (``timeout`` seconds) or answers garbage leaves the
-    environment's answer.
+    and a file here; a newer answer whose file is not here is logged as a
+    warning (the job then goes on from an older step, or starts over).
+    Never raises for the planner's sake: a planner that is down, slow
+    (``timeout`` seconds) or answers garbage leaves the environment's
+    answer.
 
     Args:
         environ: the environment to read; default ``os.environ``.
@@ -77,10 +79,20 @@ def resume(environ=None, *, opener=None, timeout=PLANNER_TIMEOUT):
         timeout: seconds the planner may take.
     """
     env = os.environ if environ is None else environ
-    found = [r for r in (_from_environment(env), _from_planner(env, opener, timeout))
-             if r is not None and _usable(r)]
+    answers = [r for r in (_from_environment(env), _from_planner(env, opener, timeout))
+               if r is not None and r.step > 0]
+    found = [r for r in answers if _usable(r)]
     # On a tie the environment's: what the planner told this start.
-    return max(found, key=lambda r: r.step) if found else None
+    best = max(found, key=lambda r: r.step) if found else None
+    for r in answers:
+        if not _usable(r) and (best is None or r.step > best.step):
+            # Never silent: the script goes on from an older step, or
+            # starts over, though the job got further.
+            log.warning("schedulearn: the checkpoint to resume from, %s (step %d), is not a file on this "
+                        "host; %s", r.checkpoint, r.step,
+                        "starting over from step 0" if best is None else "resuming from step %d" % best.step)
+            break
+    return best
 
 
 def _usable(r):
