@@ -112,9 +112,10 @@ func (n *Nomad) Runs(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// runsTimeout bounds Runs: one list of every train-* job (at 20,000 jobs,
-// some megabytes).
-const runsTimeout = 30 * time.Second
+// runsTimeout bounds Runs: one list of every train-* job (some megabytes at
+// 20,000 jobs, well under a second from a Nomad that answers). A new
+// leader sweeps before its first round, which waits this long at most.
+const runsTimeout = 10 * time.Second
 
 // runningLauncher names a launcher allocation of the stopped (or never
 // registered) Nomad job id that runs, or may yet run (pending), "" when
