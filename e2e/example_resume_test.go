@@ -86,8 +86,11 @@ func startTorchrunExample(t *testing.T, procs int, progress string, env ...strin
 	root := testlab.Root(t)
 	cmd := exec.Command(filepath.Join(bin, "torchrun"), "--standalone", "--nproc_per_node", strconv.Itoa(procs),
 		filepath.Join(root, "jobspecs", "examples", "train_elastic.py"), "--torchrun")
+	// Nothing of the test's own environment that the example or the SDK
+	// reads: env sets what a test needs.
 	cmd.Env = append(os.Environ(), append([]string{"PYTHONPATH=" + filepath.Join(root, "sdk", "python", "src"),
-		"PROGRESS_FILE=" + progress, "OMP_NUM_THREADS=1"}, env...)...)
+		"PROGRESS_FILE=" + progress, "OMP_NUM_THREADS=1", "CHECKPOINT=", "SCHEDULEARN_RESUME_CHECKPOINT=",
+		"SCHEDULEARN_RESUME_STEP=", "SCHEDULEARN_JOB_ID=", "SCHEDULEARN_TOKEN=", "SCHEDULEARN_REPORT_TOKEN="}, env...)...)
 	log, err := os.Create(progress + ".log")
 	must.NoError(t, err)
 	t.Cleanup(func() { log.Close() })

@@ -52,9 +52,10 @@ Model checkpoints, for the planner's model delivery: every CHECKPOINT_EVERY
 commits, rank 0 saves the model's state_dict (torch.save) to
 model-step<step>.pt in $CHECKPOINT_DIR, or in $NOMAD_ALLOC_DIR/checkpoints
 when that is unset (neither: no checkpoints), writing a temporary file and
-renaming it, keeps the last three (and the newest the planner took, and
-the one it resumed from: a restart resumes from what the planner holds,
-which may be older when it was away), and reports the path with the SDK's
+renaming it, keeps the last three (and those the planner may hold, named
+in .planner-holds.json there for the next process, and the one it resumed
+from: a restart resumes from what the planner holds, which may be older
+when it was away; see kept()), and reports the path with the SDK's
 checkpoint= argument. When the accuracy reaches the jobspec's tier1 (and
 goal), the planner copies the first checkpoint reported at or after that
 step; it reads the path on its own machine, so CHECKPOINT_DIR should be on
@@ -286,27 +287,60 @@ def validation_accuracy(model, val):
     return acc
 
 
+# The file in CHECKPOINT_DIR naming the checkpoints the planner may hold
+# (kept()): a new process that saves there (a new rank 0, workers started
+# again) knows nothing of what the last one reported.
+HELD_FILE = ".planner-holds.json"
+
+
 def kept(reporter, resumed):
     """The checkpoints save_model must not delete: the one this process
-    resumed from, and the newest the planner took (the SDK reporter's
-    acknowledged_checkpoint). Either may be where the job resumes if it
-    starts again now: newer ones may exist whose reports have not reached
-    the planner (away, or cut off from this host), and a restart resumes
-    from what the planner holds."""
+    resumed from, and those the planner may hold as the job's resume point
+    (the SDK reporter's held_checkpoints(): the newest it took, and any of
+    reports whose answer was lost), or, before this process has any, those
+    HELD_FILE names. A restart resumes from what the planner holds, which
+    may be older than what the job saved since: the planner may be away,
+    or cut off from this host."""
     out = set()
     if resumed is not None:
         out.add(os.path.abspath(resumed[0]))
-    ack = getattr(reporter, "acknowledged_checkpoint", None) if reporter is not None else None
-    if ack is not None:
-        out.add(os.path.abspath(ack.checkpoint))
+    held_of = getattr(reporter, "held_checkpoints", None) if reporter is not None else None
+    held = [c.checkpoint for c in held_of()] if held_of is not None else []
+    marker = os.path.join(CHECKPOINT_DIR, HELD_FILE) if CHECKPOINT_DIR else ""
+    if held and marker:
+        try:
+            os.makedirs(CHECKPOINT_DIR, exist_ok=True)
+            with open(marker + ".tmp", "w") as f:
+                json.dump(held, f)
+            os.replace(marker + ".tmp", marker)
+        except OSError as e:
+            print(f"failed to write {marker}: {e}", file=sys.stderr, flush=True)
+    elif marker:
+        try:
+            with open(marker) as f:
+                named = json.load(f)
+            held = [p for p in named if isinstance(p, str)] if isinstance(named, list) else []
+        except (OSError, ValueError):
+            held = []
+    out.update(os.path.abspath(p) for p in held)
     return out
+
+
+def checkpoint_step(name):
+    """The step of model checkpoint file name (model-step<step>.pt), or
+    None for another file."""
+    if not (name.startswith("model-step") and name.endswith(".pt")):
+        return None
+    digits = name[len("model-step"):-len(".pt")]
+    return int(digits) if digits.isdigit() else None
 
 
 def save_model(model, step, force=False, keep=()):
     """Saves the model's weights for delivery, every CHECKPOINT_EVERY
-    commits, or now if force (call it at commits, on rank 0), and deletes
-    all but the last CHECKPOINT_KEEP, except those in keep (kept());
-    returns the path, or None."""
+    commits, or now if force (call it at commits, on rank 0); returns the
+    path, or None. Then deletes, but for those in keep (kept()), the
+    checkpoints of later steps (a run this one resumed before: abandoned)
+    and all but the last CHECKPOINT_KEEP up to this step."""
     if not CHECKPOINT_DIR or (not force and step % (COMMIT_EVERY * CHECKPOINT_EVERY) != 0):
         return None
     try:
@@ -315,10 +349,12 @@ def save_model(model, step, force=False, keep=()):
         tmp = path + ".tmp"
         torch.save(model.state_dict(), tmp)
         os.replace(tmp, path)
-        saved = sorted(f for f in os.listdir(CHECKPOINT_DIR) if f.startswith("model-step") and f.endswith(".pt"))
-        for old in saved[:-CHECKPOINT_KEEP]:
-            if os.path.abspath(os.path.join(CHECKPOINT_DIR, old)) not in keep:
-                os.remove(os.path.join(CHECKPOINT_DIR, old))
+        steps = sorted((s, f) for f in os.listdir(CHECKPOINT_DIR) if (s := checkpoint_step(f)) is not None)
+        upto = [f for s, f in steps if s <= step]
+        for f in [f for s, f in steps if s > step] + upto[:-CHECKPOINT_KEEP]:
+            old = os.path.abspath(os.path.join(CHECKPOINT_DIR, f))
+            if old not in keep and old != path:
+                os.remove(old)
         return path
     except OSError as e:  # a full disk must not stop training
         print(f"failed to save a checkpoint at step {step}: {e}", file=sys.stderr, flush=True)

@@ -25,6 +25,9 @@ class FakePlanner:
         # JSON, or bytes, as they are); the GETs asked, (path, headers).
         self.get_answer = (200, {"checkpoint": "", "step": 0})
         self.gets = []
+        # How many of the next reports are recorded and answered 503 (the
+        # answer lost after the planner recorded them), before codes.
+        self.lose = 0
         self.lock = threading.Lock()
         planner = self
 
@@ -33,7 +36,12 @@ class FakePlanner:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 out = None
                 with planner.lock:
-                    code = planner.codes.pop(0) if planner.codes else 204
+                    if planner.lose > 0:
+                        planner.lose -= 1
+                        planner.requests.append((self.path, dict(self.headers), json.loads(body)))
+                        code = 503
+                    else:
+                        code = planner.codes.pop(0) if planner.codes else 204
                     if code == 204:
                         planner.requests.append((self.path, dict(self.headers), json.loads(body)))
                         out = planner.replies.pop(0) if planner.replies else None

@@ -176,6 +176,27 @@ def test_acknowledged_checkpoint(clean_env, reporters, tmp_path):
         "a report not taken is no acknowledgement"
 
 
+def test_held_checkpoints_include_a_lost_answer(clean_env, planner, reporters, tmp_path):
+    # The planner recorded the batch but its answer was lost (a 503 after
+    # the write, a timeout): it may hold that checkpoint, until a later
+    # batch is taken.
+    r = reporters(planner.addr, "job", "t", interval=0.05)
+    r.report(10, checkpoint=str(tmp_path / "a-10.pt"))
+    assert r.flush(5)
+    assert r.held_checkpoints() == [schedulearn.Resume(str(tmp_path / "a-10.pt"), 10)]
+    planner.lose = 1
+    planner.codes = [503] * 200  # then away
+    r.report(20, checkpoint=str(tmp_path / "a-20.pt"))
+    assert not r.flush(1)
+    assert [x["step"] for x in planner.reports()] == [10, 20], "the planner recorded step 20"
+    assert r.acknowledged_checkpoint == schedulearn.Resume(str(tmp_path / "a-10.pt"), 10)
+    assert sorted(c.step for c in r.held_checkpoints()) == [10, 20]
+    planner.codes = []
+    r.report(30, checkpoint=str(tmp_path / "a-30.pt"))
+    assert r.flush(5)
+    assert r.held_checkpoints() == [schedulearn.Resume(str(tmp_path / "a-30.pt"), 30)]
+
+
 def test_refused_checkpoint_is_not_acknowledged(clean_env, planner, reporters, tmp_path):
     planner.codes = [400]
     r = reporters(planner.addr, "job", "t", interval=0.05)
@@ -183,6 +204,7 @@ def test_refused_checkpoint_is_not_acknowledged(clean_env, planner, reporters, t
     assert r.flush(5)
     assert r.dropped == 1
     assert r.acknowledged_checkpoint is None
+    assert r.held_checkpoints() == []
 
 
 def test_5xx_and_409_are_retried(clean_env, planner, reporters):

@@ -157,12 +157,24 @@ def test_a_newer_checkpoint_not_here_is_said(tmp_path, planner, warned, caplog):
     with caplog.at_level("WARNING", logger="schedulearn"):
         assert schedulearn.resume(env) == schedulearn.Resume(old, 40)
     assert caplog.messages == [
-        "schedulearn: the checkpoint to resume from, %s (step 80), is not a file on this host; resuming from step 40" % gone]
+        "schedulearn: the checkpoint of step 80 to resume from, %s, is not a file on this host; "
+        "resume() answers step 40" % gone]
     caplog.clear()
     with caplog.at_level("WARNING", logger="schedulearn"):
         assert schedulearn.resume(job_env(planner.addr)) is None
     assert caplog.messages == [
-        "schedulearn: the checkpoint to resume from, %s (step 80), is not a file on this host; starting over from step 0" % gone]
+        "schedulearn: the checkpoint of step 80 to resume from, %s, is not a file on this host; "
+        "resume() answers no checkpoint" % gone]
+    # The newest of those missing is said; a relative path as such.
+    planner.get_answer = (200, {"checkpoint": "model-step00000090.pt", "step": 90})
+    env["SCHEDULEARN_RESUME_CHECKPOINT"], env["SCHEDULEARN_RESUME_STEP"] = gone, "80"
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="schedulearn"):
+        assert schedulearn.resume(env) is None
+    assert caplog.messages == [
+        "schedulearn: the checkpoint of step 90 to resume from, model-step00000090.pt, is not an absolute "
+        "path to a file on this host; resume() answers no checkpoint"]
+    env["SCHEDULEARN_RESUME_CHECKPOINT"], env["SCHEDULEARN_RESUME_STEP"] = old, "40"
     # An older answer whose file is gone is no loss: nothing said.
     new, = checkpoints(tmp_path, 80)
     planner.get_answer = (200, {"checkpoint": new, "step": 80})

@@ -251,8 +251,12 @@ class Reporter:
         self.dropped = 0
         #: The last step reported (None before the first report).
         self.last_step = None
-        # The newest checkpoint (path, step) of a report the planner took.
+        # The newest checkpoint (path, step) of a report the planner took,
+        # and those of the batch last sent whose answer was lost (a timeout,
+        # a reset, a 5xx: it may have been recorded), until a batch is taken
+        # or refused.
         self._acknowledged = None
+        self._unanswered = []
 
         # Reentrant: a signal handler (on_sigterm) may report and flush
         # while the main thread it interrupted is inside report().
@@ -300,19 +304,32 @@ class Reporter:
     @property
     def acknowledged_checkpoint(self):
         """The newest checkpoint of a report the planner took, as a
-        :class:`schedulearn.Resume` (path and step), or None before any.
-
-        It is where the job resumes if it starts again now (the planner's
-        ``checkpoint_dirs`` permitting): a script that deletes old
-        checkpoints must keep this file, even where newer ones exist
-        whose reports have not reached the planner (it may be away for a
-        while, and the job be restarted meanwhile).
-        """
+        :class:`schedulearn.Resume` (path and step), or None before any."""
         from .resume import Resume  # resume imports this module
 
         with self._lock:
             a = self._acknowledged
         return Resume(*a) if a is not None else None
+
+    def held_checkpoints(self):
+        """The checkpoints the planner may hold as the job's resume point,
+        as :class:`schedulearn.Resume` (path and step): the newest of a
+        report it took (:attr:`acknowledged_checkpoint`), and those of the
+        reports sent since whose answer was lost (a timeout, a reset, a
+        5xx: the planner may have recorded them). Empty before any.
+
+        A restart resumes from what the planner holds, which may be older
+        than the newest checkpoint the job saved: the planner may be away,
+        or cut off from this host, while the job saves more. A script that
+        deletes old checkpoints must keep these files.
+        """
+        from .resume import Resume  # resume imports this module
+
+        with self._lock:
+            out = list(self._unanswered)
+            if self._acknowledged is not None:
+                out.append(self._acknowledged)
+        return [Resume(*c) for c in out]
 
     def pending(self):
         """How many reports wait to be sent."""
@@ -497,17 +514,24 @@ class Reporter:
             last_attempt = time.monotonic()
             outcome = self._send(batch)
             with self._changed:
-                if outcome != "retry":
+                if outcome == "retry":
+                    # Lost answers included: the planner may hold these
+                    # (a batch that was recorded, then dropped from the
+                    # queue while it grew, as well).
+                    sent = [(r["checkpoint"], r["step"]) for _, _, r in batch if "checkpoint" in r]
+                    self._unanswered = list(dict.fromkeys(self._unanswered + sent))[-_MAX_UNANSWERED:]
+                else:
                     last = batch[-1][0]
                     while self._pending and self._pending[0][0] <= last:
                         self._pending.popleft()
                     if outcome == "ok":
                         self.sent += len(batch)
                         for _, _, r in batch:
-                            if "checkpoint" in r and (self._acknowledged is None or r["step"] >= self._acknowledged[1]):
+                            if "checkpoint" in r:  # the planner keeps the last it took
                                 self._acknowledged = (r["checkpoint"], r["step"])
                     else:
                         self.dropped += len(batch)
+                    self._unanswered = []
                 if outcome == "fatal":
                     self.dropped += len(self._pending)
                     self._pending.clear()
@@ -583,6 +607,10 @@ class Reporter:
         if key not in self._warned:
             self._warned.add(key)
             log.warning(fmt, *args)
+
+
+# The most checkpoints of unanswered batches held_checkpoints keeps.
+_MAX_UNANSWERED = 16
 
 
 def failures_backoff(failures, cap):

@@ -65,7 +65,7 @@ def resume(environ=None, *, opener=None, timeout=PLANNER_TIMEOUT):
     ``SCHEDULEARN_REPORT_TOKEN``, else ``SCHEDULEARN_TOKEN``, are set), of
     those whose step is a whole number above 0 and whose path is absolute
     and a file here; a newer answer whose file is not here is logged as a
-    warning (the job then goes on from an older step, or starts over).
+    warning (the job may then go on from an older step, or start over).
     Never raises for the planner's sake: a planner that is down, slow
     (``timeout`` seconds) or answers garbage leaves the environment's
     answer.
@@ -84,14 +84,14 @@ def resume(environ=None, *, opener=None, timeout=PLANNER_TIMEOUT):
     found = [r for r in answers if _usable(r)]
     # On a tie the environment's: what the planner told this start.
     best = max(found, key=lambda r: r.step) if found else None
-    for r in answers:
-        if not _usable(r) and (best is None or r.step > best.step):
-            # Never silent: the script goes on from an older step, or
-            # starts over, though the job got further.
-            log.warning("schedulearn: the checkpoint to resume from, %s (step %d), is not a file on this "
-                        "host; %s", r.checkpoint, r.step,
-                        "starting over from step 0" if best is None else "resuming from step %d" % best.step)
-            break
+    missing = [r for r in answers if not _usable(r) and (best is None or r.step > best.step)]
+    if missing:
+        # Never silent: the job got further than what resume() answers.
+        r = max(missing, key=lambda r: r.step)
+        log.warning("schedulearn: the checkpoint of step %d to resume from, %s, is not %s on this host; "
+                    "resume() answers %s", r.step, r.checkpoint,
+                    "a file" if os.path.isabs(r.checkpoint) else "an absolute path to a file",
+                    "no checkpoint" if best is None else "step %d" % best.step)
     return best
 
 
