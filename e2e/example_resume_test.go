@@ -107,22 +107,33 @@ func startTorchrunExample(t *testing.T, procs int, progress string, env ...strin
 }
 
 // The example keeps its last three model checkpoints, and never deletes
-// the newest one the planner took, which is where a restart resumes: a
-// planner cut off from the job (chaos seed 57: a partition) holds an older
+// the one the planner holds, which is where a restart resumes: a planner
+// cut off from the job (chaos seed 57: a partition) holds an older
 // checkpoint than the job has saved since, and the example had pruned it,
 // so the restarted job found no file and started over from step 1. Here a
-// fake planner takes the reports until the first with a checkpoint, then
-// answers 503; the example saves five more checkpoints, and one more on
-// SIGTERM.
-func TestExample_PruneKeepsTheCheckpointThePlannerTook(t *testing.T) {
+// fake planner records the reports until the first with a checkpoint,
+// then is away (503) while the example saves five more: none is deleted,
+// as the planner cannot be asked which it holds. Back, it records the
+// reports queued meanwhile, and the example is down to its last three.
+func TestExample_PruneKeepsTheCheckpointThePlannerHolds(t *testing.T) {
 	dir := t.TempDir()
 	ckpt := filepath.Join(dir, "ckpt")
+	const (
+		up = iota
+		away
+		back
+	)
 	var mu sync.Mutex
-	var took string // the checkpoint the planner took
+	phase := up
+	var held string // the checkpoint the planner holds
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
+		case phase == away:
+			http.Error(w, "away", http.StatusServiceUnavailable)
 		case r.Method == http.MethodGet && r.URL.Path == "/v1/jobs/j-1/resume":
-			_, _ = w.Write([]byte(`{"checkpoint": "", "step": 0}`))
+			_ = json.NewEncoder(w).Encode(map[string]any{"checkpoint": held, "step": 1})
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/jobs/j-1/progress":
 			var batch []struct {
 				Checkpoint string `json:"checkpoint"`
@@ -131,16 +142,13 @@ func TestExample_PruneKeepsTheCheckpointThePlannerTook(t *testing.T) {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if took != "" {
-				http.Error(w, "away", http.StatusServiceUnavailable)
-				return
-			}
 			for _, rep := range batch {
 				if rep.Checkpoint != "" {
-					took = rep.Checkpoint
+					held = rep.Checkpoint
 				}
+			}
+			if phase == up && held != "" {
+				phase = away // after this batch
 			}
 			w.WriteHeader(http.StatusNoContent)
 		default:
@@ -148,29 +156,69 @@ func TestExample_PruneKeepsTheCheckpointThePlannerTook(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	progress := filepath.Join(dir, "run.jsonl")
-	cmd := startTorchrunExample(t, 1, progress, "CHECKPOINT_DIR="+ckpt, "CHECKPOINT_EVERY=1", "STEP_SLEEP=0.05",
-		"TOTAL_STEPS=100000", "SCHEDULEARN_ADDR="+srv.URL, "SCHEDULEARN_JOB_ID=j-1", "SCHEDULEARN_TOKEN=job-token")
-	held := func() string {
+	holds := func() (int, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return took
+		return phase, held
 	}
+	saved := func() []int {
+		files, err := filepath.Glob(filepath.Join(ckpt, "model-step*.pt"))
+		must.NoError(t, err)
+		var steps []int
+		for _, f := range files {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "model-step"), ".pt"))
+			must.NoError(t, err, must.Sprint(f))
+			steps = append(steps, n)
+		}
+		return steps
+	}
+	progress := filepath.Join(dir, "run.jsonl")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(progress + ".log"); err == nil && t.Failed() {
+			t.Logf("the example's output:\n%s", b)
+		}
+	})
+	cmd := startTorchrunExample(t, 1, progress, "CHECKPOINT_DIR="+ckpt, "CHECKPOINT_EVERY=1", "STEP_SLEEP=0.05",
+		"TOTAL_STEPS=100000", "SCHEDULEARN_ADDR="+srv.URL, "SCHEDULEARN_JOB_ID=j-1", "SCHEDULEARN_TOKEN=job-token")
 	waitUntil(t, 3*time.Minute, func() error {
-		if held() == "" {
-			return errors.New("no checkpoint taken yet")
+		if p, _ := holds(); p != away {
+			return errors.New("no checkpoint recorded yet")
 		}
 		return nil
 	})
-	step, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(held()), "model-step"), ".pt"))
-	must.NoError(t, err, must.Sprint(held()))
-	// Five checkpoints more (one every 5 steps): the last three kept.
+	_, first := holds()
+	firstStep, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(first), "model-step"), ".pt"))
+	must.NoError(t, err, must.Sprint(first))
+	// Five checkpoints more (one every 5 steps) while the planner is away:
+	// none deleted, the one it holds among them.
 	waitUntil(t, 3*time.Minute, func() error {
-		if recs := readProgress(t, progress); len(recs) == 0 || recs[len(recs)-1].Step < step+26 {
-			return errors.New("not far enough yet")
+		if steps := saved(); steps[len(steps)-1] < firstStep+25 {
+			return fmt.Errorf("checkpoints so far: %v", steps)
 		}
 		return nil
 	})
+	_, err = os.Stat(first)
+	must.NoError(t, err, must.Sprint("the checkpoint the planner holds was deleted while it was away"))
+	steps := saved()
+	for i := 1; i < len(steps); i++ {
+		must.Eq(t, steps[i-1]+5, steps[i], must.Sprintf("a checkpoint was deleted while the planner was away: %v", steps))
+	}
+
+	// Back: it records what was queued (it then holds a later one), and
+	// the example is down to its last three again.
+	mu.Lock()
+	phase = back
+	mu.Unlock()
+	waitUntil(t, 3*time.Minute, func() error {
+		_, now := holds()
+		if steps := saved(); now == first || len(steps) != 3 {
+			return fmt.Errorf("the planner holds %s; checkpoints %v", filepath.Base(now), steps)
+		}
+		return nil
+	})
+	_, err = os.Stat(first)
+	must.True(t, errors.Is(err, os.ErrNotExist), must.Sprintf("the checkpoint the planner no longer holds was kept: %v", err))
+
 	must.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -180,9 +228,4 @@ func TestExample_PruneKeepsTheCheckpointThePlannerTook(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("torchrun did not stop within a minute of SIGTERM")
 	}
-	_, err = os.Stat(held())
-	must.NoError(t, err, must.Sprint("the checkpoint the planner holds was deleted"))
-	files, err := filepath.Glob(filepath.Join(ckpt, "model-step*.pt"))
-	must.NoError(t, err)
-	must.Len(t, 4, files, must.Sprintf("the last three and the one the planner holds: %v", files))
 }

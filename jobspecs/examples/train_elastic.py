@@ -52,10 +52,10 @@ Model checkpoints, for the planner's model delivery: every CHECKPOINT_EVERY
 commits, rank 0 saves the model's state_dict (torch.save) to
 model-step<step>.pt in $CHECKPOINT_DIR, or in $NOMAD_ALLOC_DIR/checkpoints
 when that is unset (neither: no checkpoints), writing a temporary file and
-renaming it, keeps the last three (and those the planner may hold, named
-in .planner-holds.json there for the next process, and the one it resumed
-from: a restart resumes from what the planner holds, which may be older
-when it was away; see kept()), and reports the path with the SDK's
+renaming it, keeps the last three (and the one the planner holds, those
+it may yet record and the one it resumed from: a restart resumes from what
+the planner holds, which may be older when it was away; while it cannot
+be asked, every one; see kept()), and reports the path with the SDK's
 checkpoint= argument. When the accuracy reaches the jobspec's tier1 (and
 goal), the planner copies the first checkpoint reported at or after that
 step; it reads the path on its own machine, so CHECKPOINT_DIR should be on
@@ -287,42 +287,33 @@ def validation_accuracy(model, val):
     return acc
 
 
-# The file in CHECKPOINT_DIR naming the checkpoints the planner may hold
-# (kept()): a new process that saves there (a new rank 0, workers started
-# again) knows nothing of what the last one reported.
-HELD_FILE = ".planner-holds.json"
-
-
 def kept(reporter, resumed):
-    """The checkpoints save_model must not delete: the one this process
-    resumed from, and those the planner may hold as the job's resume point
-    (the SDK reporter's held_checkpoints(): the newest it took, and any of
-    reports whose answer was lost), or, before this process has any, those
-    HELD_FILE names. A restart resumes from what the planner holds, which
-    may be older than what the job saved since: the planner may be away,
-    or cut off from this host."""
+    """The checkpoints save_model must not delete, or None: delete none.
+
+    A restart resumes from the checkpoint the planner holds, which may be
+    older than those saved since (the planner away, or cut off from this
+    host, while the job saved more): that one (the SDK's
+    planner_resume_point(), asked now), those of reports queued or sent
+    without an answer, which it may yet record (the reporter's
+    unconfirmed_checkpoints()), and the one this process resumed from.
+    When the planner cannot be asked, None: nothing is deleted until it can
+    be. Without the SDK, only the one resumed from."""
     out = set()
     if resumed is not None:
         out.add(os.path.abspath(resumed[0]))
-    held_of = getattr(reporter, "held_checkpoints", None) if reporter is not None else None
-    held = [c.checkpoint for c in held_of()] if held_of is not None else []
-    marker = os.path.join(CHECKPOINT_DIR, HELD_FILE) if CHECKPOINT_DIR else ""
-    if held and marker:
-        try:
-            os.makedirs(CHECKPOINT_DIR, exist_ok=True)
-            with open(marker + ".tmp", "w") as f:
-                json.dump(held, f)
-            os.replace(marker + ".tmp", marker)
-        except OSError as e:
-            print(f"failed to write {marker}: {e}", file=sys.stderr, flush=True)
-    elif marker:
-        try:
-            with open(marker) as f:
-                named = json.load(f)
-            held = [p for p in named if isinstance(p, str)] if isinstance(named, list) else []
-        except (OSError, ValueError):
-            held = []
-    out.update(os.path.abspath(p) for p in held)
+    try:
+        from schedulearn import PlannerUnavailable, planner_resume_point
+    except ImportError:  # no SDK, or one older than planner_resume_point()
+        return out
+    unconfirmed = getattr(reporter, "unconfirmed_checkpoints", None) if reporter is not None else None
+    if unconfirmed is not None:  # before the planner's answer: none slips between the two
+        out.update(os.path.abspath(p) for p in unconfirmed())
+    try:
+        held = planner_resume_point()
+    except PlannerUnavailable:
+        return None
+    if held is not None:
+        out.add(os.path.abspath(held.checkpoint))
     return out
 
 
@@ -335,12 +326,13 @@ def checkpoint_step(name):
     return int(digits) if digits.isdigit() else None
 
 
-def save_model(model, step, force=False, keep=()):
+def save_model(model, step, force=False, keep=lambda: set()):
     """Saves the model's weights for delivery, every CHECKPOINT_EVERY
     commits, or now if force (call it at commits, on rank 0); returns the
-    path, or None. Then deletes, but for those in keep (kept()), the
-    checkpoints of later steps (a run this one resumed before: abandoned)
-    and all but the last CHECKPOINT_KEEP up to this step."""
+    path, or None. Then deletes, but for those keep() names (kept(); None:
+    delete none), the checkpoints of later steps (a run this one resumed
+    before: abandoned) and all but the last CHECKPOINT_KEEP up to this
+    step."""
     if not CHECKPOINT_DIR or (not force and step % (COMMIT_EVERY * CHECKPOINT_EVERY) != 0):
         return None
     try:
@@ -351,9 +343,11 @@ def save_model(model, step, force=False, keep=()):
         os.replace(tmp, path)
         steps = sorted((s, f) for f in os.listdir(CHECKPOINT_DIR) if (s := checkpoint_step(f)) is not None)
         upto = [f for s, f in steps if s <= step]
-        for f in [f for s, f in steps if s > step] + upto[:-CHECKPOINT_KEEP]:
+        drop = [f for s, f in steps if s > step] + upto[:-CHECKPOINT_KEEP]
+        kept_now = keep() if drop else set()
+        for f in drop if kept_now is not None else []:
             old = os.path.abspath(os.path.join(CHECKPOINT_DIR, f))
-            if old not in keep and old != path:
+            if old not in kept_now and old != path:
                 os.remove(old)
         return path
     except OSError as e:  # a full disk must not stop training
@@ -509,7 +503,7 @@ def run_horovod():
                     acc = validation_accuracy(model, val)
                     # At the goal, save at once: that model is the one delivered.
                     at_goal = TARGET is not None and TARGET.reached("accuracy", acc)
-                    path = save_model(model, state.step, force=at_goal, keep=kept(reporter, resumed))
+                    path = save_model(model, state.step, force=at_goal, keep=lambda: kept(reporter, resumed))
                     if reporter is not None:
                         reporter.report(state.step, metric="accuracy", value=acc, checkpoint=path)
                     if at_goal:
@@ -549,7 +543,9 @@ def run_horovod():
     def save_now():
         if hvd.rank() != 0:
             return None
-        path = save_model(model, state.step, force=True, keep=kept(reporter, resumed))
+        # On SIGTERM save and report at once: delete nothing (asking the
+        # planner what it holds could take the time left to report).
+        path = save_model(model, state.step, force=True, keep=lambda: None)
         return (path, state.step) if path else None
 
     save_on_sigterm(reporter, save_now, step_lock)
@@ -605,7 +601,8 @@ def run_torchrun():
     def save_now():
         if rank != 0:
             return None
-        path = save_model(model, current["step"], force=True, keep=kept(reporter, resumed))
+        # Delete nothing on SIGTERM (see the horovod path).
+        path = save_model(model, current["step"], force=True, keep=lambda: None)
         return (path, current["step"]) if path else None
 
     save_on_sigterm(reporter, save_now, step_lock)
@@ -635,7 +632,7 @@ def run_torchrun():
                     reporter.report(step, checkpoint=os.path.abspath(ckpt))
             if rank == 0:
                 acc = validation_accuracy(model, val)
-                path = save_model(model, step, keep=kept(reporter, resumed))
+                path = save_model(model, step, keep=lambda: kept(reporter, resumed))
                 if reporter is not None:
                     reporter.report(step, metric="accuracy", value=acc, checkpoint=path)
             if STOP_FILE:

@@ -1,13 +1,14 @@
-"""The example's checkpoint pruning (jobspecs/examples/train_elastic.py):
-it keeps the last three, and never what a restart would resume from."""
+"""The example's checkpoint pruning (jobspecs/examples/train_elastic.py): it
+keeps the last three, and never what a restart could resume from: the
+checkpoint the planner holds, those it may yet record, the one resumed
+from; while the planner cannot be asked, every one."""
 
 import importlib.util
-import json
 import os
 
 import pytest
 
-import schedulearn
+from conftest import free_port
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "jobspecs", "examples", "train_elastic.py")
 
@@ -19,8 +20,20 @@ def example(tmp_path, monkeypatch):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     monkeypatch.setattr(mod, "CHECKPOINT_DIR", str(tmp_path / "ckpt"))
+    for k in ("SCHEDULEARN_ADDR", "SCHEDULEARN_JOB_ID", "SCHEDULEARN_TOKEN", "SCHEDULEARN_REPORT_TOKEN"):
+        monkeypatch.delenv(k, raising=False)
     mod.model = torch.nn.Linear(2, 2)
     return mod
+
+
+@pytest.fixture
+def run_by(monkeypatch):
+    """Makes the example a job of the planner at addr."""
+    def at(addr):
+        monkeypatch.setenv("SCHEDULEARN_ADDR", addr)
+        monkeypatch.setenv("SCHEDULEARN_JOB_ID", "j-1")
+        monkeypatch.setenv("SCHEDULEARN_REPORT_TOKEN", "job-token")
+    return at
 
 
 def steps(mod):
@@ -32,47 +45,50 @@ def path(mod, step):
 
 
 class FakeReporter:
-    def __init__(self, *held):
-        self.held = list(held)
+    def __init__(self, *unconfirmed):
+        self.unconfirmed = list(unconfirmed)
 
-    def held_checkpoints(self):
-        return [schedulearn.Resume(p, s) for p, s in self.held]
+    def unconfirmed_checkpoints(self):
+        return list(self.unconfirmed)
 
 
-def test_keeps_the_last_three(example):
+def save(mod, s, reporter=None, resumed=None):
+    assert mod.save_model(mod.model, s, force=True, keep=lambda: mod.kept(reporter, resumed)) == path(mod, s)
+
+
+def test_keeps_the_last_three_outside_the_planner(example):
     for s in (20, 40, 60, 80, 100):
-        assert example.save_model(example.model, s, force=True) == path(example, s)
+        save(example, s)
     assert steps(example) == [60, 80, 100]
 
 
-def test_keeps_what_the_planner_holds(example):
-    # The planner took 20, then was cut off while the job saved on.
-    r = FakeReporter()
-    example.save_model(example.model, 20, force=True, keep=example.kept(r, None))
-    r.held = [(path(example, 20), 20)]
+def test_keeps_what_the_planner_holds(example, planner, run_by):
+    # The planner took 20; the job saved on, its reports unanswered.
+    run_by(planner.addr)
+    save(example, 20)
+    planner.get_answer = (200, {"checkpoint": path(example, 20), "step": 20})
     for s in (40, 60, 80, 100):
-        example.save_model(example.model, s, force=True, keep=example.kept(r, None))
+        save(example, s)
     assert steps(example) == [20, 60, 80, 100]
+    assert len(planner.gets) == 2, "asked only when a file was to go"
 
 
-def test_a_new_process_keeps_what_the_last_one_left_held(example):
-    # A new rank 0 (or workers started again) has no answer of its own
-    # yet: HELD_FILE names what the last process's planner took.
-    old = FakeReporter()
-    example.save_model(example.model, 40, force=True)
-    old.held = [(path(example, 40), 40)]
-    for s in (45, 50, 55):
-        example.save_model(example.model, s, force=True, keep=example.kept(old, None))
-    new = FakeReporter()
-    for s in (60, 65, 70):
-        example.save_model(example.model, s, force=True, keep=example.kept(new, None))
-    assert steps(example) == [40, 60, 65, 70]
-    with open(os.path.join(example.CHECKPOINT_DIR, example.HELD_FILE)) as f:
-        assert json.load(f) == [path(example, 40)]
-    # Once the planner takes one of the new process's, the old one goes.
-    new.held = [(path(example, 70), 70)]
-    example.save_model(example.model, 75, force=True, keep=example.kept(new, None))
-    assert steps(example) == [65, 70, 75]
+def test_keeps_what_the_planner_may_yet_record(example, planner, run_by):
+    run_by(planner.addr)
+    r = FakeReporter()
+    for s in (20, 40):
+        save(example, s, r)
+    r.unconfirmed = [path(example, 40)]  # sent, unanswered
+    for s in (60, 80, 100):
+        save(example, s, r)
+    assert steps(example) == [40, 60, 80, 100]
+
+
+def test_deletes_nothing_while_the_planner_cannot_be_asked(example, run_by):
+    run_by("http://127.0.0.1:%d" % free_port())  # nobody there
+    for s in (20, 40, 60, 80, 100):
+        save(example, s)
+    assert steps(example) == [20, 40, 60, 80, 100]
 
 
 def test_resumed_from_an_older_step(example):
@@ -84,8 +100,15 @@ def test_resumed_from_an_older_step(example):
         with open(path(example, s), "wb") as f:
             f.write(b"x")
     resumed = (path(example, 40), 40)
-    assert example.save_model(example.model, 60, force=True, keep=example.kept(None, resumed)) == path(example, 60)
+    save(example, 60, resumed=resumed)
     assert steps(example) == [40, 60]
     for s in (80, 100, 120):
-        example.save_model(example.model, s, force=True, keep=example.kept(None, resumed))
+        save(example, s, resumed=resumed)
     assert steps(example) == [40, 80, 100, 120]
+
+
+def test_sigterm_save_deletes_nothing(example):
+    for s in (20, 40, 60):
+        save(example, s)
+    assert example.save_model(example.model, 61, force=True, keep=lambda: None) == path(example, 61)
+    assert steps(example) == [20, 40, 60, 61]

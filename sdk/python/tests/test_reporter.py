@@ -151,60 +151,26 @@ def test_planner_down_then_up(clean_env, reporters):
         planner.stop()
 
 
-def test_acknowledged_checkpoint(clean_env, reporters, tmp_path):
-    # The newest checkpoint of a report the planner took: where a restart
-    # resumes, so the file a script that prunes checkpoints must keep
-    # while the planner is away.
-    port = free_port()
-    planner = FakePlanner(port)
-    try:
-        r = reporters(planner.addr, "job", "t", interval=0.05)
-        assert r.acknowledged_checkpoint is None
-        r.report(10, checkpoint=str(tmp_path / "a-10.pt"))
-        r.report(11)
-        assert r.flush(5)
-        assert r.acknowledged_checkpoint == schedulearn.Resume(str(tmp_path / "a-10.pt"), 10)
-        r.report(20, checkpoint=str(tmp_path / "a-20.pt"))
-        r.report(30, checkpoint=str(tmp_path / "a-30.pt"))
-        assert r.flush(5)
-        assert r.acknowledged_checkpoint == schedulearn.Resume(str(tmp_path / "a-30.pt"), 30)
-    finally:
-        planner.stop()
-    r.report(40, checkpoint=str(tmp_path / "a-40.pt"))  # the planner is away
-    assert not r.flush(0.5)
-    assert r.acknowledged_checkpoint == schedulearn.Resume(str(tmp_path / "a-30.pt"), 30), \
-        "a report not taken is no acknowledgement"
-
-
-def test_held_checkpoints_include_a_lost_answer(clean_env, planner, reporters, tmp_path):
-    # The planner recorded the batch but its answer was lost (a 503 after
-    # the write, a timeout): it may hold that checkpoint, until a later
-    # batch is taken.
-    r = reporters(planner.addr, "job", "t", interval=0.05)
+def test_unconfirmed_checkpoints(clean_env, planner, reporters, tmp_path):
+    # The checkpoints of reports queued or sent without an answer: the
+    # planner may yet record one of them as the resume point.
+    r = reporters(planner.addr, "job", "t", interval=60)
+    assert r.unconfirmed_checkpoints() == []
     r.report(10, checkpoint=str(tmp_path / "a-10.pt"))
-    assert r.flush(5)
-    assert r.held_checkpoints() == [schedulearn.Resume(str(tmp_path / "a-10.pt"), 10)]
-    planner.lose = 1
-    planner.codes = [503] * 200  # then away
+    r.report(11)
     r.report(20, checkpoint=str(tmp_path / "a-20.pt"))
-    assert not r.flush(1)
-    assert [x["step"] for x in planner.reports()] == [10, 20], "the planner recorded step 20"
-    assert r.acknowledged_checkpoint == schedulearn.Resume(str(tmp_path / "a-10.pt"), 10)
-    assert sorted(c.step for c in r.held_checkpoints()) == [10, 20]
+    assert r.unconfirmed_checkpoints() == [str(tmp_path / "a-10.pt"), str(tmp_path / "a-20.pt")]
+    planner.lose = 1  # recorded, its answer lost: kept, and sent again
+    planner.codes = [503] * 10
+    assert not r.flush(0.5)
+    assert r.unconfirmed_checkpoints() == [str(tmp_path / "a-10.pt"), str(tmp_path / "a-20.pt")]
     planner.codes = []
+    assert r.flush(10)
+    assert r.unconfirmed_checkpoints() == []
+    planner.codes = [400]  # refused: not to be recorded
     r.report(30, checkpoint=str(tmp_path / "a-30.pt"))
     assert r.flush(5)
-    assert r.held_checkpoints() == [schedulearn.Resume(str(tmp_path / "a-30.pt"), 30)]
-
-
-def test_refused_checkpoint_is_not_acknowledged(clean_env, planner, reporters, tmp_path):
-    planner.codes = [400]
-    r = reporters(planner.addr, "job", "t", interval=0.05)
-    r.report(10, checkpoint=str(tmp_path / "a-10.pt"))
-    assert r.flush(5)
-    assert r.dropped == 1
-    assert r.acknowledged_checkpoint is None
-    assert r.held_checkpoints() == []
+    assert r.unconfirmed_checkpoints() == []
 
 
 def test_5xx_and_409_are_retried(clean_env, planner, reporters):

@@ -185,6 +185,23 @@ def test_a_newer_checkpoint_not_here_is_said(tmp_path, planner, warned, caplog):
     assert caplog.messages == []
 
 
+def test_planner_resume_point(tmp_path, planner, warned):
+    # The planner's word alone, its path unchecked: what a script that
+    # prunes checkpoints keeps; None outside a planner; an error when it
+    # cannot be asked (then prune nothing).
+    planner.get_answer = (200, {"checkpoint": "/ckpt/model-step00000040.pt", "step": 40})
+    assert schedulearn.planner_resume_point(job_env(planner.addr)) == schedulearn.Resume("/ckpt/model-step00000040.pt", 40)
+    planner.get_answer = (200, {"checkpoint": "", "step": 0})
+    assert schedulearn.planner_resume_point(job_env(planner.addr)) is None
+    assert schedulearn.planner_resume_point({}) is None
+    for answer in [(503, {"error": "away"}), (200, b"garbage")]:
+        planner.get_answer = answer
+        with pytest.raises(schedulearn.PlannerUnavailable, match="cannot ask the planner at http://127.0.0.1:"):
+            schedulearn.planner_resume_point(job_env(planner.addr))
+    with pytest.raises(schedulearn.PlannerUnavailable):
+        schedulearn.planner_resume_point(job_env("http://127.0.0.1:%d" % free_port()), timeout=1)
+
+
 def test_injected_opener(tmp_path, warned):
     new, = checkpoints(tmp_path, 80)
     seen = []

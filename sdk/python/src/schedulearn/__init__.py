@@ -28,7 +28,8 @@ import threading
 from .gns import NoiseScale, noise_scale
 from .reporter import (ENV_ADDR, ENV_JOB_ID, ENV_REPORT_TOKEN, ENV_TARGET_METRIC, ENV_TOKEN,
                        TOKEN_HEADER, BatchAdvice, Reporter)
-from .resume import ENV_RESUME_CHECKPOINT, ENV_RESUME_STEP, Resume, resume
+from .resume import (ENV_RESUME_CHECKPOINT, ENV_RESUME_STEP, PlannerUnavailable, Resume, planner_resume_point,
+                     resume)
 from .signals import on_sigterm
 from .target import ENV_TARGET_DIRECTION, ENV_TARGET_GOAL, BatchSpec, Target, batch_spec, target
 
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = ["Reporter", "report", "default_reporter", "BatchAdvice", "noise_scale", "NoiseScale",
            "on_sigterm", "Target", "target", "BatchSpec", "batch_spec", "Resume", "resume",
+           "planner_resume_point", "PlannerUnavailable",
            "ENV_RESUME_CHECKPOINT", "ENV_RESUME_STEP", "ENV_ADDR", "ENV_JOB_ID",
            "ENV_REPORT_TOKEN", "ENV_TOKEN", "ENV_TARGET_METRIC", "ENV_TARGET_GOAL", "ENV_TARGET_DIRECTION",
            "TOKEN_HEADER", "__version__"]

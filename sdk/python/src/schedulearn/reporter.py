@@ -251,12 +251,6 @@ class Reporter:
         self.dropped = 0
         #: The last step reported (None before the first report).
         self.last_step = None
-        # The newest checkpoint (path, step) of a report the planner took,
-        # and those of the batch last sent whose answer was lost (a timeout,
-        # a reset, a 5xx: it may have been recorded), until a batch is taken
-        # or refused.
-        self._acknowledged = None
-        self._unanswered = []
 
         # Reentrant: a signal handler (on_sigterm) may report and flush
         # while the main thread it interrupted is inside report().
@@ -301,35 +295,14 @@ class Reporter:
         """Where reports go ("" when disabled)."""
         return self._url
 
-    @property
-    def acknowledged_checkpoint(self):
-        """The newest checkpoint of a report the planner took, as a
-        :class:`schedulearn.Resume` (path and step), or None before any."""
-        from .resume import Resume  # resume imports this module
-
-        with self._lock:
-            a = self._acknowledged
-        return Resume(*a) if a is not None else None
-
-    def held_checkpoints(self):
-        """The checkpoints the planner may hold as the job's resume point,
-        as :class:`schedulearn.Resume` (path and step): the newest of a
-        report it took (:attr:`acknowledged_checkpoint`), and those of the
-        reports sent since whose answer was lost (a timeout, a reset, a
-        5xx: the planner may have recorded them). Empty before any.
-
-        A restart resumes from what the planner holds, which may be older
-        than the newest checkpoint the job saved: the planner may be away,
-        or cut off from this host, while the job saves more. A script that
-        deletes old checkpoints must keep these files.
+    def unconfirmed_checkpoints(self):
+        """The checkpoints (paths) of the reports queued or sent without an
+        answer: the planner may yet record one of them as the job's resume
+        point. A script that deletes old checkpoints keeps these, and the
+        one the planner holds now (:func:`schedulearn.planner_resume_point`).
         """
-        from .resume import Resume  # resume imports this module
-
         with self._lock:
-            out = list(self._unanswered)
-            if self._acknowledged is not None:
-                out.append(self._acknowledged)
-        return [Resume(*c) for c in out]
+            return [r["checkpoint"] for _, _, r in self._pending if "checkpoint" in r]
 
     def pending(self):
         """How many reports wait to be sent."""
@@ -514,24 +487,14 @@ class Reporter:
             last_attempt = time.monotonic()
             outcome = self._send(batch)
             with self._changed:
-                if outcome == "retry":
-                    # Lost answers included: the planner may hold these
-                    # (a batch that was recorded, then dropped from the
-                    # queue while it grew, as well).
-                    sent = [(r["checkpoint"], r["step"]) for _, _, r in batch if "checkpoint" in r]
-                    self._unanswered = list(dict.fromkeys(self._unanswered + sent))[-_MAX_UNANSWERED:]
-                else:
+                if outcome != "retry":
                     last = batch[-1][0]
                     while self._pending and self._pending[0][0] <= last:
                         self._pending.popleft()
                     if outcome == "ok":
                         self.sent += len(batch)
-                        for _, _, r in batch:
-                            if "checkpoint" in r:  # the planner keeps the last it took
-                                self._acknowledged = (r["checkpoint"], r["step"])
                     else:
                         self.dropped += len(batch)
-                    self._unanswered = []
                 if outcome == "fatal":
                     self.dropped += len(self._pending)
                     self._pending.clear()
@@ -607,10 +570,6 @@ class Reporter:
         if key not in self._warned:
             self._warned.add(key)
             log.warning(fmt, *args)
-
-
-# The most checkpoints of unanswered batches held_checkpoints keeps.
-_MAX_UNANSWERED = 16
 
 
 def failures_backoff(failures, cap):

@@ -106,24 +106,65 @@ def _from_environment(env):
         return None
 
 
-def _from_planner(env, opener, timeout):
+class PlannerUnavailable(Exception):
+    """The planner could not be asked where the job resumes, or its answer
+    could not be read."""
+
+
+def planner_resume_point(environ=None, *, opener=None, timeout=PLANNER_TIMEOUT):
+    """The checkpoint the planner holds now as the job's resume point
+    (``GET /v1/jobs/{id}/resume``): a :class:`Resume` (its path as the
+    planner has it, unchecked here), or None when it holds none, or when
+    the job is not run by a planner (``SCHEDULEARN_ADDR``,
+    ``SCHEDULEARN_JOB_ID`` or the token unset).
+
+    Raises :class:`PlannerUnavailable` when the planner cannot be asked
+    (down, slow: ``timeout`` seconds; cut off) or answers something
+    unreadable. A script that deletes old checkpoints asks before it does,
+    keeps the one named, and deletes nothing when it cannot ask: a restart
+    resumes from what the planner holds, which may be older than the
+    checkpoints saved since (the planner away, or cut off from this host,
+    while the job saved more).
+    """
+    env = os.environ if environ is None else environ
+    url, token = _resume_url(env)
+    if not url:
+        return None
+    try:
+        return _ask(url, token, opener, timeout)
+    except Exception as e:  # down, slow, refused, garbage
+        raise PlannerUnavailable("cannot ask the planner at %s where the job resumes: %s" % (url, e)) from e
+
+
+def _resume_url(env):
+    """The job's resume URL and token, ("", "") when not run by a planner."""
     addr = env.get(ENV_ADDR, "").strip()
     job_id = env.get(ENV_JOB_ID, "").strip()
     token = (env.get(ENV_REPORT_TOKEN) or env.get(ENV_TOKEN, "")).strip()
     if not (addr and job_id and token):
-        return None
+        return "", ""
     if "://" not in addr:
         addr = "http://" + addr
-    url = addr.rstrip("/") + "/v1/jobs/" + urllib.parse.quote(job_id, safe="") + "/resume"
+    return addr.rstrip("/") + "/v1/jobs/" + urllib.parse.quote(job_id, safe="") + "/resume", token
+
+
+def _ask(url, token, opener, timeout):
+    req = urllib.request.Request(url, method="GET")
+    req.add_header("User-Agent", _USER_AGENT)
+    req.add_header(TOKEN_HEADER, token)
+    if opener is None:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(req, timeout=timeout) as resp:
+        body = resp.read(_MAX_ANSWER + 1)
+    return _parse(body)
+
+
+def _from_planner(env, opener, timeout):
+    url, token = _resume_url(env)
+    if not url:
+        return None
     try:
-        req = urllib.request.Request(url, method="GET")
-        req.add_header("User-Agent", _USER_AGENT)
-        req.add_header(TOKEN_HEADER, token)
-        if opener is None:
-            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(req, timeout=timeout) as resp:
-            body = resp.read(_MAX_ANSWER + 1)
-        return _parse(body)
+        return _ask(url, token, opener, timeout)
     except Exception as e:  # down, slow, refused, garbage: the environment's
         _warn_once("schedulearn: cannot ask the planner at %s where to resume (%s); "
                    "using the environment's checkpoint, if any", url, e)
