@@ -287,31 +287,52 @@ def validation_accuracy(model, val):
     return acc
 
 
+# While the planner cannot be asked which checkpoint it holds, kept() asks
+# again only after ASK_AGAIN seconds (deleting nothing meanwhile), each time
+# within ASK_TIMEOUT: a planner cut off would otherwise hold rank 0, and
+# every rank behind it, at each checkpoint.
+ASK_AGAIN = 60.0
+ASK_TIMEOUT = 1.0
+_asking = {"next": 0.0, "warned": False}
+
+
 def kept(reporter, resumed):
     """The checkpoints save_model must not delete, or None: delete none.
 
     A restart resumes from the checkpoint the planner holds, which may be
     older than those saved since (the planner away, or cut off from this
     host, while the job saved more): that one (the SDK's
-    planner_resume_point(), asked now), those of reports queued or sent
-    without an answer, which it may yet record (the reporter's
-    unconfirmed_checkpoints()), and the one this process resumed from.
-    When the planner cannot be asked, None: nothing is deleted until it can
-    be. Without the SDK, only the one resumed from."""
+    planner_resume_point(), asked now), those of reports queued or being
+    sent, which it may yet record (the reporter's
+    unconfirmed_checkpoints(), read first: none slips between the two),
+    and the one this process resumed from. When the planner cannot be
+    asked, None, and none is deleted until it can be (said once). Without
+    the SDK's planner_resume_point, the one resumed from, or None where a
+    reporter reports checkpoints."""
     out = set()
     if resumed is not None:
         out.add(os.path.abspath(resumed[0]))
     try:
         from schedulearn import PlannerUnavailable, planner_resume_point
     except ImportError:  # no SDK, or one older than planner_resume_point()
-        return out
+        return out if reporter is None else None
     unconfirmed = getattr(reporter, "unconfirmed_checkpoints", None) if reporter is not None else None
-    if unconfirmed is not None:  # before the planner's answer: none slips between the two
+    if unconfirmed is not None:
         out.update(os.path.abspath(p) for p in unconfirmed())
-    try:
-        held = planner_resume_point()
-    except PlannerUnavailable:
+    now = time.monotonic()
+    if now < _asking["next"]:
         return None
+    try:
+        held = planner_resume_point(timeout=ASK_TIMEOUT)
+    except PlannerUnavailable as e:
+        _asking["next"] = now + ASK_AGAIN
+        if not _asking["warned"]:
+            _asking["warned"] = True
+            print(f"{e}; deleting no checkpoint until it can be asked", file=sys.stderr, flush=True)
+        return None
+    if _asking["warned"]:
+        _asking["warned"] = False
+        print("the planner can be asked again: deleting old checkpoints again", file=sys.stderr, flush=True)
     if held is not None:
         out.add(os.path.abspath(held.checkpoint))
     return out

@@ -80,11 +80,15 @@ func (b *backend) ReportProgress(ctx context.Context, id string, reports []api.P
 	return b.a.planner.ReportProgressAdvice(ctx, id, reports)
 }
 
-// Resume reads the job as Job does (bounded, the last known record
-// while the store does not answer) and answers the planner's resume
-// point for it. Any planner answers it, as a read.
+// Resume answers the planner's resume point of job id from the store's
+// record (bounded, as every read), never from the last one known while
+// the store does not answer: a script that deletes old checkpoints keeps
+// the one named (the SDK's planner_resume_point), and an older record
+// would name one the store no longer holds. Without the store's answer it
+// fails: the SDK's resume() then keeps to the launcher's environment, and
+// the script deletes nothing. Any planner answers it, as a read.
 func (b *backend) Resume(ctx context.Context, id string) (*structs.Resume, error) {
-	j, err := b.Job(ctx, id)
+	j, err := b.a.known.store(ctx, id, b.a.store.GetJob)
 	if err != nil {
 		return nil, err
 	}

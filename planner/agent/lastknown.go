@@ -161,6 +161,15 @@ func queryKey(q *structs.JobQuery) string {
 		q.From != nil, from.Submitted.Format(time.RFC3339Nano), from.ID, q.Reverse, q.Limit)
 }
 
+// store reads one job with read, bounded as the other reads are, and never
+// answers a record kept: for an answer that must be the store's (a job's
+// resume point, which a script keeps while it deletes older checkpoints).
+func (k *lastKnown) store(ctx context.Context, id string, read func(context.Context, string) (*structs.Job, error)) (*structs.Job, error) {
+	rctx, cancel := context.WithTimeout(ctx, k.timeout)
+	defer cancel()
+	return read(rctx, id)
+}
+
 // job reads one job with read, or answers its record from the last list
 // or a page kept.
 func (k *lastKnown) job(ctx context.Context, id string, read func(context.Context, string) (*structs.Job, error)) (*structs.Job, error) {

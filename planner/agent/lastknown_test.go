@@ -45,6 +45,8 @@ func TestLastKnown_AnswersTheLastListWhileTheStoreDoesNot(t *testing.T) {
 			must.Eq(t, structs.JobRunning, j.State)
 			_, err = k.job(context.Background(), "c", getFail)
 			must.ErrorIs(t, err, down, must.Sprint("a job the last list does not hold"))
+			_, err = k.store(context.Background(), "a", getFail)
+			must.ErrorIs(t, err, down, must.Sprint("a read that must be the store's (a resume point) answers no record kept"))
 		}},
 		{"a store that never answers: bounded", func(t *testing.T, k *lastKnown) {
 			k.keep([]*structs.Job{{ID: "a"}}, time.Now())

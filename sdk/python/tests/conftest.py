@@ -25,6 +25,8 @@ class FakePlanner:
         # JSON, or bytes, as they are); the GETs asked, (path, headers).
         self.get_answer = (200, {"checkpoint": "", "step": 0})
         self.gets = []
+        # Called at each GET before it is answered, when set.
+        self.on_get = None
         # How many of the next reports are recorded and answered 503 (the
         # answer lost after the planner recorded them), before codes.
         self.lose = 0
@@ -62,6 +64,8 @@ class FakePlanner:
                 self.wfile.write(out)
 
             def do_GET(self):
+                if planner.on_get is not None:
+                    planner.on_get()
                 with planner.lock:
                     planner.gets.append((self.path, dict(self.headers)))
                     code, out = planner.get_answer

@@ -1,7 +1,7 @@
 """The example's checkpoint pruning (jobspecs/examples/train_elastic.py): it
-keeps the last three, and never what a restart could resume from: the
-checkpoint the planner holds, those it may yet record, the one resumed
-from; while the planner cannot be asked, every one."""
+keeps the last three, the checkpoint the planner says it holds, those of
+this process's reports it may yet record, and the one resumed from; while
+the planner cannot be asked, every one."""
 
 import importlib.util
 import os
@@ -84,11 +84,36 @@ def test_keeps_what_the_planner_may_yet_record(example, planner, run_by):
     assert steps(example) == [40, 60, 80, 100]
 
 
-def test_deletes_nothing_while_the_planner_cannot_be_asked(example, run_by):
+def test_unconfirmed_read_before_the_planner_is_asked(example, planner, run_by):
+    # The report of 45 is answered while the planner is asked, which
+    # answers what it held before (40): read after that answer, 45 would
+    # be neither unconfirmed nor held, and deleted.
+    run_by(planner.addr)
+    os.makedirs(example.CHECKPOINT_DIR)
+    for s in (40, 45, 50, 55):
+        with open(path(example, s), "wb") as f:
+            f.write(b"x")
+    r = FakeReporter(path(example, 45))
+    planner.get_answer = (200, {"checkpoint": path(example, 40), "step": 40})
+    planner.on_get = r.unconfirmed.clear
+    save(example, 60, r)
+    assert steps(example) == [40, 45, 50, 55, 60]
+
+
+def test_deletes_nothing_while_the_planner_cannot_be_asked(example, planner, run_by, monkeypatch, capsys):
     run_by("http://127.0.0.1:%d" % free_port())  # nobody there
     for s in (20, 40, 60, 80, 100):
         save(example, s)
     assert steps(example) == [20, 40, 60, 80, 100]
+    assert capsys.readouterr().err.count("deleting no checkpoint until it can be asked") == 1
+    # Asked again only after ASK_AGAIN: then back to the last three.
+    run_by(planner.addr)
+    save(example, 120)
+    assert steps(example) == [20, 40, 60, 80, 100, 120] and planner.gets == []
+    monkeypatch.setattr(example, "_asking", {"next": 0.0, "warned": True})
+    save(example, 140)
+    assert steps(example) == [100, 120, 140]
+    assert "deleting old checkpoints again" in capsys.readouterr().err
 
 
 def test_resumed_from_an_older_step(example):

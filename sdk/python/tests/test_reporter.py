@@ -173,6 +173,25 @@ def test_unconfirmed_checkpoints(clean_env, planner, reporters, tmp_path):
     assert r.unconfirmed_checkpoints() == []
 
 
+def test_unconfirmed_includes_the_batch_in_flight(clean_env, reporters, tmp_path):
+    # A planner that takes the request and has not answered yet (it may
+    # record it): the batch stays unconfirmed though the queue, overflowing
+    # meanwhile, dropped its reports.
+    a10 = str(tmp_path / "a-10.pt")
+    with socket.socket() as hole:
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(10)
+        r = reporters("127.0.0.1:%d" % hole.getsockname()[1], "job", "t", batch_size=2, interval=0.05,
+                      timeout=5, max_pending=2)
+        r.report(10, checkpoint=a10)
+        r.report(11)  # a full batch: sent at once
+        time.sleep(0.5)
+        for s in range(12, 20):
+            r.report(s)
+        assert r.dropped >= 2, "the queue dropped the batch in flight"
+        assert r.unconfirmed_checkpoints() == [a10]
+
+
 def test_5xx_and_409_are_retried(clean_env, planner, reporters):
     planner.codes = [503, 500, 409]
     r = reporters(planner.addr, "job", "t", interval=60)

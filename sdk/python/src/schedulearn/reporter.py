@@ -258,6 +258,7 @@ class Reporter:
         self._changed = threading.Condition(self._lock)  # the queue shrank
         self._wake = threading.Event()
         self._pending = collections.deque()  # (seq, timestamp, report dict)
+        self._in_flight = []  # the batch being sent, until its answer
         self._seq = 0
         self._flushing = 0
         self._closing = False
@@ -296,13 +297,21 @@ class Reporter:
         return self._url
 
     def unconfirmed_checkpoints(self):
-        """The checkpoints (paths) of the reports queued or sent without an
-        answer: the planner may yet record one of them as the job's resume
+        """The checkpoints (paths) of this reporter's reports queued or
+        being sent (a batch whose answer is lost stays queued, and is sent
+        again): the planner may yet record one of them as the job's resume
         point. A script that deletes old checkpoints keeps these, and the
-        one the planner holds now (:func:`schedulearn.planner_resume_point`).
+        one the planner holds now (:func:`schedulearn.planner_resume_point`,
+        asked after this is read).
         """
         with self._lock:
-            return [r["checkpoint"] for _, _, r in self._pending if "checkpoint" in r]
+            seen = set()
+            out = []
+            for seq, _, r in itertools.chain(self._in_flight, self._pending):
+                if "checkpoint" in r and seq not in seen:
+                    seen.add(seq)
+                    out.append(r["checkpoint"])
+            return out
 
     def pending(self):
         """How many reports wait to be sent."""
@@ -484,9 +493,13 @@ class Reporter:
                     continue
             with self._lock:
                 batch = list(itertools.islice(self._pending, self.batch_size))
+                # Its reports may leave the queue meanwhile (max_pending)
+                # and still be recorded: unconfirmed until the answer.
+                self._in_flight = batch
             last_attempt = time.monotonic()
             outcome = self._send(batch)
             with self._changed:
+                self._in_flight = []
                 if outcome != "retry":
                     last = batch[-1][0]
                     while self._pending and self._pending[0][0] <= last:

@@ -113,14 +113,16 @@ class PlannerUnavailable(Exception):
 
 def planner_resume_point(environ=None, *, opener=None, timeout=PLANNER_TIMEOUT):
     """The checkpoint the planner holds now as the job's resume point
-    (``GET /v1/jobs/{id}/resume``): a :class:`Resume` (its path as the
-    planner has it, unchecked here), or None when it holds none, or when
-    the job is not run by a planner (``SCHEDULEARN_ADDR``,
+    (``GET /v1/jobs/{id}/resume``, from its store): a :class:`Resume` (its
+    path as the planner has it, unchecked here), or None when it holds
+    none, when the last checkpoint reported lies outside its
+    ``checkpoint_dirs`` (a restart does not resume from it), or when the
+    job is not run by a planner (``SCHEDULEARN_ADDR``,
     ``SCHEDULEARN_JOB_ID`` or the token unset).
 
     Raises :class:`PlannerUnavailable` when the planner cannot be asked
-    (down, slow: ``timeout`` seconds; cut off) or answers something
-    unreadable. A script that deletes old checkpoints asks before it does,
+    (down, slow: ``timeout`` seconds; cut off; its store not answering) or
+    answers something unreadable. A script that deletes old checkpoints asks before it does,
     keeps the one named, and deletes nothing when it cannot ask: a restart
     resumes from what the planner holds, which may be older than the
     checkpoints saved since (the planner away, or cut off from this host,
