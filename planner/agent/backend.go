@@ -80,19 +80,19 @@ func (b *backend) ReportProgress(ctx context.Context, id string, reports []api.P
 	return b.a.planner.ReportProgressAdvice(ctx, id, reports)
 }
 
-// Resume answers the planner's resume point of job id from the store's
-// record (bounded, as every read), never from the last one known while
-// the store does not answer: a script that deletes old checkpoints keeps
-// the one named (the SDK's planner_resume_point), and an older record
-// would name one the store no longer holds. Without the store's answer it
-// fails: the SDK's resume() then keeps to the launcher's environment, and
-// the script deletes nothing. Any planner answers it, as a read.
-func (b *backend) Resume(ctx context.Context, id string) (*structs.Resume, error) {
-	j, err := b.a.known.store(ctx, id, b.a.store.GetJob)
+// Resume reads the job as Job does (bounded, the last known record while
+// the store does not answer) and answers the planner's resume point for
+// it, and, for a record kept, as of when (the API marks the answer: a
+// script keeps the checkpoint it names while it deletes older ones, and
+// the SDK's planner_resume_point refuses a marked answer, whose record may
+// name one the store no longer holds; resume() at a worker's start takes
+// it). Any planner answers it, as a read.
+func (b *backend) Resume(ctx context.Context, id string) (*structs.Resume, time.Time, error) {
+	j, asOf, err := b.a.known.jobAsOf(ctx, id, b.a.store.GetJob)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return b.a.planner.ResumePoint(j), nil
+	return b.a.planner.ResumePoint(j), asOf, nil
 }
 
 func (b *backend) Policies(ctx context.Context) ([]api.PolicyInfo, error) {

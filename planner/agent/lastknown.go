@@ -161,42 +161,40 @@ func queryKey(q *structs.JobQuery) string {
 		q.From != nil, from.Submitted.Format(time.RFC3339Nano), from.ID, q.Reverse, q.Limit)
 }
 
-// store reads one job with read, bounded as the other reads are, and never
-// answers a record kept: for an answer that must be the store's (a job's
-// resume point, which a script keeps while it deletes older checkpoints).
-func (k *lastKnown) store(ctx context.Context, id string, read func(context.Context, string) (*structs.Job, error)) (*structs.Job, error) {
-	rctx, cancel := context.WithTimeout(ctx, k.timeout)
-	defer cancel()
-	return read(rctx, id)
-}
-
 // job reads one job with read, or answers its record from the last list
 // or a page kept.
 func (k *lastKnown) job(ctx context.Context, id string, read func(context.Context, string) (*structs.Job, error)) (*structs.Job, error) {
+	j, _, err := k.jobAsOf(ctx, id, read)
+	return j, err
+}
+
+// jobAsOf is job, and when the read that gave a record kept began (zero for
+// the store's answer).
+func (k *lastKnown) jobAsOf(ctx context.Context, id string, read func(context.Context, string) (*structs.Job, error)) (*structs.Job, time.Time, error) {
 	rctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
 	j, err := read(rctx, id)
 	if err == nil || errors.Is(err, structs.ErrNotFound) {
-		return j, err
+		return j, time.Time{}, err
 	}
 	if !k.failing(ctx, err) {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, c := range k.jobs {
 		if c.ID == id {
-			return c.Clone(), nil
+			return c.Clone(), k.listAt, nil
 		}
 	}
 	for _, p := range k.pages {
 		for _, c := range p.page.Jobs {
 			if c.ID == id {
-				return c.Clone(), nil
+				return c.Clone(), p.at, nil
 			}
 		}
 	}
-	return nil, err
+	return nil, time.Time{}, err
 }
 
 // keep remembers a list the store gave to a read that began at began,

@@ -45,8 +45,16 @@ func TestLastKnown_AnswersTheLastListWhileTheStoreDoesNot(t *testing.T) {
 			must.Eq(t, structs.JobRunning, j.State)
 			_, err = k.job(context.Background(), "c", getFail)
 			must.ErrorIs(t, err, down, must.Sprint("a job the last list does not hold"))
-			_, err = k.store(context.Background(), "a", getFail)
-			must.ErrorIs(t, err, down, must.Sprint("a read that must be the store's (a resume point) answers no record kept"))
+			listed := k.listAt
+			j, asOf, err := k.jobAsOf(context.Background(), "a", getFail)
+			must.NoError(t, err)
+			must.Eq(t, "a", j.ID)
+			must.Eq(t, listed, asOf, must.Sprint("a record kept says as of when"))
+			_, asOf, err = k.jobAsOf(context.Background(), "a", func(context.Context, string) (*structs.Job, error) {
+				return &structs.Job{ID: "a"}, nil
+			})
+			must.NoError(t, err)
+			must.True(t, asOf.IsZero(), must.Sprint("the store's answer is not marked"))
 		}},
 		{"a store that never answers: bounded", func(t *testing.T, k *lastKnown) {
 			k.keep([]*structs.Job{{ID: "a"}}, time.Now())

@@ -52,9 +52,10 @@ type Backend interface {
 	// checkpoint_dirs only: Planner.ResumePoint), or nil when none, for
 	// its processes that start without being told one: new workers of a
 	// launcher that lived. The job is read as Job reads it (bounded, the
-	// last known record while the store does not answer). ErrNotFound for
-	// an unknown ID.
-	Resume(ctx context.Context, id string) (*structs.Resume, error)
+	// last known record while the store does not answer: staleAsOf, not
+	// zero then, is when the read that gave it began). ErrNotFound for an
+	// unknown ID.
+	Resume(ctx context.Context, id string) (res *structs.Resume, staleAsOf time.Time, err error)
 
 	// Policies lists the policies the planner can run: the builtins and
 	// the external plugins it found, with the active one marked.

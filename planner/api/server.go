@@ -547,11 +547,17 @@ func (s *Server) reportProgress(_ http.ResponseWriter, r *http.Request) (int, an
 // planner's checkpoint_dirs only), or {"checkpoint": "", "step": 0}
 // when there is none: what a worker that starts without being told one
 // (a launcher that lived started it again) asks.
-func (s *Server) resume(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	id := r.PathValue("id")
-	res, err := s.backend.Resume(r.Context(), id)
+	res, staleAsOf, err := s.backend.Resume(r.Context(), id)
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to read the resume point of job %q: %w", id, err)
+	}
+	if !staleAsOf.IsZero() {
+		// From the record read last: the SDK's planner_resume_point
+		// refuses it (a script would keep a checkpoint the store may no
+		// longer hold, and delete the one it does).
+		w.Header().Set(StaleAsOfHeader, staleAsOf.UTC().Format(time.RFC3339Nano))
 	}
 	if res == nil {
 		res = &structs.Resume{}

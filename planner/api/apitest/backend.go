@@ -285,14 +285,14 @@ func (b *Backend) ReportProgress(_ context.Context, id string, reports []api.Pro
 
 // Resume is the job's checkpoint under CheckpointDirs, as the planner
 // answers it; nil when none.
-func (b *Backend) Resume(_ context.Context, id string) (*structs.Resume, error) {
+func (b *Backend) Resume(_ context.Context, id string) (*structs.Resume, time.Time, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	j, err := b.enterJob("Resume", id)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return j.ResumeUnder(b.CheckpointDirs), nil
+	return j.ResumeUnder(b.CheckpointDirs), time.Time{}, nil
 }
 
 // Policies lists the builtins, sorted by name.

@@ -21,8 +21,9 @@ class FakePlanner:
         # Bodies of the replies to the next reports taken: a dict (sent as
         # JSON) or bytes (as they are) with 200, None for a 204; then 204.
         self.replies = []
-        # The answer to every GET: a status and a body (a dict, sent as
-        # JSON, or bytes, as they are); the GETs asked, (path, headers).
+        # The answer to every GET: a status, a body (a dict, sent as JSON,
+        # or bytes, as they are) and optionally headers (a dict); the GETs
+        # asked, (path, headers).
         self.get_answer = (200, {"checkpoint": "", "step": 0})
         self.gets = []
         # Called at each GET before it is answered, when set.
@@ -68,10 +69,12 @@ class FakePlanner:
                     planner.on_get()
                 with planner.lock:
                     planner.gets.append((self.path, dict(self.headers)))
-                    code, out = planner.get_answer
+                    code, out, *extra = planner.get_answer
                 if not isinstance(out, bytes):
                     out = json.dumps(out).encode()
                 self.send_response(code)
+                for k, v in (extra[0] if extra else {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()

@@ -202,6 +202,17 @@ def test_planner_resume_point(tmp_path, planner, warned):
         schedulearn.planner_resume_point(job_env("http://127.0.0.1:%d" % free_port()), timeout=1)
 
 
+def test_an_answer_from_the_record_read_last(tmp_path, planner, warned):
+    # The planner's store does not answer: it answers from the record it
+    # read last, and says so. A worker's start takes it (the best there
+    # is); a script deleting checkpoints must not trust it.
+    new, = checkpoints(tmp_path, 80)
+    planner.get_answer = (200, {"checkpoint": new, "step": 80}, {"X-Schedulearn-Stale-As-Of": "2026-12-01T04:25:00Z"})
+    assert schedulearn.resume(job_env(planner.addr)) == schedulearn.Resume(new, 80)
+    with pytest.raises(schedulearn.PlannerUnavailable, match="as of 2026-12-01T04:25:00Z: its store does not answer"):
+        schedulearn.planner_resume_point(job_env(planner.addr))
+
+
 def test_injected_opener(tmp_path, warned):
     new, = checkpoints(tmp_path, 80)
     seen = []

@@ -39,6 +39,10 @@ log = logging.getLogger("schedulearn")
 ENV_RESUME_CHECKPOINT = "SCHEDULEARN_RESUME_CHECKPOINT"
 ENV_RESUME_STEP = "SCHEDULEARN_RESUME_STEP"
 
+#: On the planner's answer from the record it read last (its store not
+#: answering): when that read began.
+STALE_AS_OF_HEADER = "X-Schedulearn-Stale-As-Of"
+
 #: How long the planner may take to answer, in seconds.
 PLANNER_TIMEOUT = 3.0
 # The most of the planner's answer read: a path and a step, well under it.
@@ -133,9 +137,13 @@ def planner_resume_point(environ=None, *, opener=None, timeout=PLANNER_TIMEOUT):
     if not url:
         return None
     try:
-        return _ask(url, token, opener, timeout)
+        r, stale = _ask(url, token, opener, timeout)
     except Exception as e:  # down, slow, refused, garbage
         raise PlannerUnavailable("cannot ask the planner at %s where the job resumes: %s" % (url, e)) from e
+    if stale:
+        raise PlannerUnavailable("the planner at %s answered where the job resumes from the record it read as of "
+                                 "%s: its store does not answer" % (url, stale))
+    return r
 
 
 def _resume_url(env):
@@ -151,6 +159,8 @@ def _resume_url(env):
 
 
 def _ask(url, token, opener, timeout):
+    """The planner's answer and, when it answered from the record it read
+    last (its store not answering), as of when ("" otherwise)."""
     req = urllib.request.Request(url, method="GET")
     req.add_header("User-Agent", _USER_AGENT)
     req.add_header(TOKEN_HEADER, token)
@@ -158,7 +168,9 @@ def _ask(url, token, opener, timeout):
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(req, timeout=timeout) as resp:
         body = resp.read(_MAX_ANSWER + 1)
-    return _parse(body)
+        headers = getattr(resp, "headers", None)
+        stale = (headers.get(STALE_AS_OF_HEADER) or "") if headers is not None else ""
+    return _parse(body), stale
 
 
 def _from_planner(env, opener, timeout):
@@ -166,7 +178,7 @@ def _from_planner(env, opener, timeout):
     if not url:
         return None
     try:
-        return _ask(url, token, opener, timeout)
+        return _ask(url, token, opener, timeout)[0]  # as of the record read last, if so: the best there is
     except Exception as e:  # down, slow, refused, garbage: the environment's
         _warn_once("schedulearn: cannot ask the planner at %s where to resume (%s); "
                    "using the environment's checkpoint, if any", url, e)
