@@ -45,16 +45,7 @@ func TestExample_TorchrunSavesOnSIGTERMAndResumes(t *testing.T) {
 		}
 		return nil
 	})
-	// As Nomad stops a task: SIGTERM to torchrun, which passes it on.
-	must.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		t.Logf("torchrun stopped: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("torchrun did not stop within a minute of SIGTERM")
-	}
+	sigtermTorchrun(t, cmd)
 	recs := readProgress(t, first)
 	last := recs[len(recs)-1].Step
 	saved := filepath.Join(ckpt, fmt.Sprintf("model-step%08d.pt", last))
@@ -64,6 +55,7 @@ func TestExample_TorchrunSavesOnSIGTERMAndResumes(t *testing.T) {
 	second := filepath.Join(dir, "second.jsonl")
 	cmd = run(second, "TOTAL_STEPS="+strconv.Itoa(last+5),
 		"SCHEDULEARN_RESUME_CHECKPOINT="+saved, "SCHEDULEARN_RESUME_STEP="+strconv.Itoa(last))
+	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
@@ -166,9 +158,7 @@ func TestExample_PruneKeepsTheCheckpointThePlannerHolds(t *testing.T) {
 		must.NoError(t, err)
 		var steps []int
 		for _, f := range files {
-			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "model-step"), ".pt"))
-			must.NoError(t, err, must.Sprint(f))
-			steps = append(steps, n)
+			steps = append(steps, checkpointStep(t, f))
 		}
 		return steps
 	}
@@ -187,8 +177,7 @@ func TestExample_PruneKeepsTheCheckpointThePlannerHolds(t *testing.T) {
 		return nil
 	})
 	_, first := holds()
-	firstStep, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(first), "model-step"), ".pt"))
-	must.NoError(t, err, must.Sprint(first))
+	firstStep := checkpointStep(t, first)
 	// Five checkpoints more (one every 5 steps) while the planner is away:
 	// none deleted, the one it holds among them.
 	waitUntil(t, 3*time.Minute, func() error {
@@ -197,7 +186,7 @@ func TestExample_PruneKeepsTheCheckpointThePlannerHolds(t *testing.T) {
 		}
 		return nil
 	})
-	_, err = os.Stat(first)
+	_, err := os.Stat(first)
 	must.NoError(t, err, must.Sprint("the checkpoint the planner holds was deleted while it was away"))
 	steps := saved()
 	for i := 1; i < len(steps); i++ {
@@ -219,6 +208,13 @@ func TestExample_PruneKeepsTheCheckpointThePlannerHolds(t *testing.T) {
 	_, err = os.Stat(first)
 	must.True(t, errors.Is(err, os.ErrNotExist), must.Sprintf("the checkpoint the planner no longer holds was kept: %v", err))
 
+	sigtermTorchrun(t, cmd)
+}
+
+// sigtermTorchrun stops the example as Nomad stops a task (SIGTERM to
+// torchrun, which passes it on) and waits a minute at most for it to end.
+func sigtermTorchrun(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	must.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -228,4 +224,13 @@ func TestExample_PruneKeepsTheCheckpointThePlannerHolds(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("torchrun did not stop within a minute of SIGTERM")
 	}
+}
+
+// checkpointStep is the step of the example's model checkpoint at path
+// (model-step<step>.pt).
+func checkpointStep(t *testing.T, path string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "model-step"), ".pt"))
+	must.NoError(t, err, must.Sprint(path))
+	return n
 }

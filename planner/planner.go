@@ -779,7 +779,7 @@ func (p *Planner) Stop(ctx context.Context, id string) (*structs.Job, error) {
 		return nil
 	})
 	switch {
-	case ended != nil && errors.Is(err, ended):
+	case ended != nil: // update returns mutate's error as it is
 		return nil, ended
 	case err != nil && running:
 		return nil, fmt.Errorf("failed to record stop of job %s (its run goes on): %w", id, err)

@@ -365,11 +365,12 @@ def save_model(model, step, force=False, keep=lambda: set()):
         steps = sorted((s, f) for f in os.listdir(CHECKPOINT_DIR) if (s := checkpoint_step(f)) is not None)
         upto = [f for s, f in steps if s <= step]
         drop = [f for s, f in steps if s > step] + upto[:-CHECKPOINT_KEEP]
-        kept_now = keep() if drop else set()
-        for f in drop if kept_now is not None else []:
-            old = os.path.abspath(os.path.join(CHECKPOINT_DIR, f))
-            if old not in kept_now and old != path:
-                os.remove(old)
+        kept_now = keep() if drop else None  # asked only when a file would go
+        if kept_now is not None:
+            for f in drop:
+                old = os.path.abspath(os.path.join(CHECKPOINT_DIR, f))
+                if old not in kept_now and old != path:
+                    os.remove(old)
         return path
     except OSError as e:  # a full disk must not stop training
         print(f"failed to save a checkpoint at step {step}: {e}", file=sys.stderr, flush=True)
