@@ -147,6 +147,11 @@ type Planner struct {
 	// and the health watch's requeues); past it the job fails, saying
 	// so. 0: never (the agent's default is config.DefaultRetries).
 	Retries int
+	// ShrinksAtOnce is how many of a round's in-place shrinks the
+	// actuator carries out at once (each drains its leaving workers
+	// first: seconds, up to the actuator's bound); below 2, one after
+	// another, as the simulator's actuator needs (startShrinks).
+	ShrinksAtOnce int
 	// Watch is the health watch (see health.go); nil: off, as in the
 	// simulator, whose jobs report only when what the policies read
 	// changes.

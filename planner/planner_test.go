@@ -104,8 +104,10 @@ type fakeActuator struct {
 	unplacedGPUs map[string]map[string]int
 	// infra is an ended job's Outcome.Infrastructure, by name.
 	infra map[string]string
-	// onApply, when set, runs at the start of every Apply (unlocked).
-	onApply func(j *structs.Job)
+	// onApply, when set, runs at the start of every Apply (unlocked), and
+	// onTarget after it, told the target too.
+	onApply  func(j *structs.Job)
+	onTarget func(j *structs.Job, target policy.Allocation)
 	// ending, by name: a start fails with ErrRunEnding, naming this
 	// launcher.
 	ending map[string]string
@@ -124,6 +126,9 @@ func (e *fakeActuator) Runs(context.Context) ([]string, error) {
 func (e *fakeActuator) Apply(_ context.Context, j *structs.Job, target policy.Allocation) error {
 	if e.onApply != nil {
 		e.onApply(j)
+	}
+	if e.onTarget != nil {
+		e.onTarget(j, target)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -235,6 +240,69 @@ func TestRound_FIFOThenElasticFIFO(t *testing.T) {
 	jb := state(t, st, b.ID)
 	must.Eq(t, "fifo", jb.History[0].Policy)
 	must.Eq(t, 4, jb.History[0].GPUs)
+}
+
+// A round's shrinks drain at once (ShrinksAtOnce): one whose drain cannot
+// finish holds neither the others nor the grows and starts behind them,
+// which still go after every shrink has ended, and the records come in
+// the plan's order. One after another below 2 (the simulator).
+func TestRound_ShrinksAtOnce(t *testing.T) {
+	for _, atOnce := range []int{0, 3} {
+		t.Run(strconv.Itoa(atOnce), func(t *testing.T) {
+			ctx := context.Background()
+			p, st, exec, now := newPlanner(t, "elastic-fifo", node("n1", 8))
+			p.ShrinksAtOnce = atOnce
+			a := submit(t, p, now, spec(t, "a", 1, 4))
+			b := submit(t, p, now, spec(t, "b", 1, 4))
+			must.NoError(t, p.Round(ctx))
+			must.Eq(t, []string{"a:4", "b:4"}, exec.take())
+
+			var mu sync.Mutex
+			inFlight, most := 0, 0
+			var order []string
+			both := make(chan struct{})
+			exec.onTarget = func(j *structs.Job, target policy.Allocation) {
+				mu.Lock()
+				order = append(order, j.Spec.Name)
+				if target.Total() >= j.GPUs() {
+					if inFlight > 0 {
+						t.Errorf("%s grew while a shrink was in flight", j.Spec.Name)
+					}
+					mu.Unlock()
+					return
+				}
+				inFlight++
+				most = max(most, inFlight)
+				if inFlight == 2 {
+					close(both)
+				}
+				mu.Unlock()
+				if atOnce >= 2 {
+					// Each shrink waits for the other, as drains
+					// that take long would: one after another,
+					// this round would never end.
+					select {
+					case <-both:
+					case <-time.After(30 * time.Second):
+						t.Error("the shrinks did not run at once")
+					}
+				}
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+			}
+			c := submit(t, p, now, spec(t, "c", 6, 6))
+			must.NoError(t, p.Round(ctx))
+			must.Eq(t, 1, state(t, st, a.ID).GPUs())
+			must.Eq(t, 1, state(t, st, b.ID).GPUs())
+			must.Eq(t, 6, state(t, st, c.ID).GPUs())
+			calls := exec.take()
+			must.SliceContainsAll(t, []string{"a:1", "b:1", "c:6"}, calls)
+			must.Eq(t, "c:6", calls[2], must.Sprint("the start after both shrinks"))
+			must.Eq(t, "c", order[2])
+			must.Eq(t, max(1, min(atOnce, 2)), most)
+		})
+	}
 }
 
 // A change Nomad refuses is not recorded; the next round tries again.

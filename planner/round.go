@@ -206,6 +206,7 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 			}
 		}
 	}
+	shrinks := p.startShrinks(ctx, live, changes, at, models)
 	for _, k := range order {
 		ch := changes[k]
 		fail := func(err error) {
@@ -255,16 +256,20 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 			}
 			continue
 		}
-		// The model of its GPUs, to which the actuator pins its workers.
-		j.GPUModel = models.of(ch.To)
-		applyStart := time.Now()
-		err := p.Actuator.Apply(ctx, j, ch.To)
+		var res applied
+		if s, ok := shrinks[k]; ok {
+			res = <-s
+			j = res.j
+		} else {
+			res = p.applyChange(ctx, j, ch, models)
+		}
+		err := res.err
 		if errors.Is(err, ErrRunEnding) {
 			// Not a failure: it starts once the old launcher is gone.
 			live[at[k]] = p.noteRunEnding(ctx, live[at[k]], err, now)
 			continue
 		}
-		p.metrics().Change(ch.Kind, time.Since(applyStart), err != nil)
+		p.metrics().Change(ch.Kind, res.took, err != nil)
 		if err != nil {
 			fail(fmt.Errorf("failed to %s job %s: %w", ch.Kind, j.ID, err))
 			continue
@@ -295,6 +300,60 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 		}
 	}
 	return errs
+}
+
+// applied is what the actuator did of one change: j is the job's record
+// copy it changed.
+type applied struct {
+	j    *structs.Job
+	err  error
+	took time.Duration
+}
+
+// applyChange has the actuator carry out change ch of job j (a copy of its
+// record), pinned to the model of its new GPUs.
+func (p *Planner) applyChange(ctx context.Context, j *structs.Job, ch policy.Change, models nodeModels) applied {
+	j.GPUModel = models.of(ch.To)
+	start := time.Now()
+	err := p.Actuator.Apply(ctx, j, ch.To)
+	return applied{j: j, err: err, took: time.Since(start)}
+}
+
+// startShrinks has the actuator carry out the plan's in-place shrinks
+// (changes[k] of live[at[k]]: GPUs kept on some node, added on none, on
+// the same model), ShrinksAtOnce of them at once, and returns where each
+// one's result comes, by k. A shrink drains the workers that leave first,
+// which can take up to the actuator's bound (a run that does not let
+// them go): one after another, every other job's change, and the next
+// round's reading of the jobs that ended, would wait behind it. The
+// shrinks touch distinct jobs and free GPUs only, so no change of the
+// round depends on another's running first; apply records their results
+// in the plan's order. None when ShrinksAtOnce is below 2 (the simulator:
+// its actuator is not safe for concurrent use).
+func (p *Planner) startShrinks(ctx context.Context, live []*structs.Job, changes []policy.Change, at []int, models nodeModels) map[int]<-chan applied {
+	if p.ShrinksAtOnce < 2 {
+		return nil
+	}
+	out := map[int]<-chan applied{}
+	slots := make(chan struct{}, p.ShrinksAtOnce)
+	for k, ch := range changes {
+		j := live[at[k]]
+		if ch.From.Total() == 0 || ch.To.Total() == 0 || !addsNone(ch) {
+			continue
+		}
+		if _, _, moves := modelMove(j, ch, models); moves {
+			continue
+		}
+		rec := *j
+		res := make(chan applied, 1)
+		out[k] = res
+		go func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			res <- p.applyChange(ctx, &rec, ch, models)
+		}()
+	}
+	return out
 }
 
 // modelMove says whether change ch of job j (its record) moves it from

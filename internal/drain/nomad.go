@@ -23,16 +23,25 @@ type Client struct {
 	// LauncherGroup is the group of the launcher task (default "launcher"):
 	// where the drain variable lives and whose discovery is watched.
 	LauncherGroup string
-	// Timeout bounds each wait (default 5 minutes).
+	// Timeout bounds a drain, both its waits (default 5 minutes).
 	Timeout time.Duration
 	// Poll is how often waits look (default 1s).
 	Poll time.Duration
-	// Forced, when set, makes Resize go on when a drain does not finish
-	// within Timeout: Nomad then stops the leaving workers while they
-	// train, and Horovod's elastic run recovers as from failed workers,
-	// from its last commit. It is called with the job, the workers and
-	// why the drain did not finish. nil: such a Resize fails instead (and
-	// cancels the drain), and the job keeps its size.
+	// ReadTimeout bounds each of a wait's looks (default 10s): a read of
+	// a file in an allocation on a node that is cut off but not yet seen
+	// to be (its agent's connection to the servers not yet dropped) can
+	// hang for minutes, and would hold the wait past the moment the node
+	// is known cut off, when the wait could end.
+	ReadTimeout time.Duration
+	// Forced, when set, makes Resize go on when a drain cannot finish:
+	// it did not within Timeout, or the job's launcher is gone (its
+	// allocation ended, or unknown: its node cut off, where it fences
+	// itself), so nothing will drop the workers from discovery. Nomad then
+	// stops the leaving workers while they train, and Horovod's elastic
+	// run recovers as from failed workers, from its last commit (or the
+	// run has ended with its launcher). It is called with the job, the
+	// workers and why the drain did not finish. nil: such a Resize fails
+	// instead (and cancels the drain), and the job keeps its size.
 	Forced func(job string, workers []string, err error)
 }
 
@@ -40,11 +49,22 @@ type Client struct {
 // Timeout.
 var errDrainTimeout = errors.New("drain timed out")
 
+// errLauncherGone is a drain that cannot finish: the job's launcher
+// allocation has ended or is on a node cut off.
+var errLauncherGone = errors.New("the job's launcher is gone")
+
 func (c *Client) timeout() time.Duration {
 	if c.Timeout > 0 {
 		return c.Timeout
 	}
 	return 5 * time.Minute
+}
+
+func (c *Client) readTimeout() time.Duration {
+	if c.ReadTimeout > 0 {
+		return c.ReadTimeout
+	}
+	return 10 * time.Second
 }
 
 func (c *Client) poll() time.Duration {
@@ -79,8 +99,9 @@ func (c *Client) write(ctx context.Context) *nomadapi.WriteOptions {
 // fails, or that the re-registration then fails, is cancelled (Undrain),
 // so those workers rejoin the training;
 // one that only ran out of time goes on to the re-registration when the
-// Client has Forced (a resize is then bounded by Timeout twice, not
-// held by a run that does not let its workers go).
+// Client has Forced, as does one whose launcher is gone (a resize is
+// then bounded by Timeout, not held by a run that does not let its
+// workers go).
 func (c *Client) Resize(ctx context.Context, current, next *nomadapi.Job) ([]string, error) {
 	id := *current.ID
 	want := map[string]int{}
@@ -113,7 +134,8 @@ func (c *Client) Resize(ctx context.Context, current, next *nomadapi.Job) ([]str
 	}
 	if len(drained) > 0 {
 		if err := c.Drain(ctx, id, drained); err != nil {
-			if c.Forced == nil || !errors.Is(err, errDrainTimeout) || ctx.Err() != nil {
+			cannot := errors.Is(err, errDrainTimeout) || errors.Is(err, errLauncherGone)
+			if c.Forced == nil || !cannot || ctx.Err() != nil {
 				// The workers rejoin: the job keeps its size.
 				if uerr := c.Undrain(context.WithoutCancel(ctx), id, drained); uerr != nil {
 					err = errors.Join(err, uerr)
@@ -162,9 +184,12 @@ func ClientTerminal(status string) bool {
 
 // Drain marks allocIDs of job id draining and returns once the launcher's
 // discovery has dropped them and their agents run no command (or they
-// have stopped).
-func (c *Client) Drain(ctx context.Context, id string, allocIDs []string) error {
+// have stopped), within the Client's Timeout (errDrainTimeout). It fails
+// at once with errLauncherGone once the job's launcher is gone.
+func (c *Client) Drain(parent context.Context, id string, allocIDs []string) error {
 	since := time.Now()
+	ctx, cancel := context.WithTimeout(parent, c.timeout())
+	defer cancel()
 	// Drained allocations that have stopped since are pruned on the way.
 	all, _, err := c.Nomad.Jobs().Allocations(id, false, c.query(ctx))
 	if err != nil {
@@ -187,7 +212,7 @@ func (c *Client) Drain(ctx context.Context, id string, allocIDs []string) error 
 	}); err != nil {
 		return err
 	}
-	err = c.waitFor(ctx, "discovery to drop the draining workers", func(ctx context.Context) error {
+	err = c.waitFor(parent, ctx, "discovery to drop the draining workers", func(ctx context.Context) error {
 		d, err := c.Discovered(ctx, id)
 		if err != nil {
 			return err
@@ -205,7 +230,7 @@ func (c *Client) Drain(ctx context.Context, id string, allocIDs []string) error 
 	if err != nil {
 		return fmt.Errorf("failed to drain workers of %s: %w", id, err)
 	}
-	err = c.waitFor(ctx, "the draining workers to go idle", func(ctx context.Context) error {
+	err = c.waitFor(parent, ctx, "the draining workers to go idle", func(ctx context.Context) error {
 		for _, a := range allocIDs {
 			if err := c.idle(ctx, a); err != nil {
 				return err
@@ -275,14 +300,22 @@ func (c *Client) idle(ctx context.Context, allocID string) error {
 }
 
 // Discovered reads the host set job id's launcher's discovery last
-// printed.
+// printed. It fails with errLauncherGone when the job has no launcher
+// allocation that runs or may (pending).
 func (c *Client) Discovered(ctx context.Context, id string) (*Discovered, error) {
 	allocs, _, err := c.Nomad.Jobs().Allocations(id, false, c.query(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("failed to list allocations of %s: %w", id, err)
 	}
+	starting := false
 	for _, stub := range allocs {
-		if stub.TaskGroup != c.launcherGroup() || stub.ClientStatus != nomadapi.AllocClientStatusRunning {
+		if stub.TaskGroup != c.launcherGroup() || stub.DesiredStatus != nomadapi.AllocDesiredStatusRun {
+			continue
+		}
+		if stub.ClientStatus == nomadapi.AllocClientStatusPending {
+			starting = true
+		}
+		if stub.ClientStatus != nomadapi.AllocClientStatusRunning {
 			continue
 		}
 		a, _, err := c.Nomad.Allocations().Info(stub.ID, c.query(ctx))
@@ -294,6 +327,9 @@ func (c *Client) Discovered(ctx context.Context, id string) (*Discovered, error)
 			return nil, err
 		}
 		return &d, nil
+	}
+	if !starting {
+		return nil, fmt.Errorf("%w: no launcher of %s runs or starts", errLauncherGone, id)
 	}
 	return nil, fmt.Errorf("no running launcher in %s", id)
 }
@@ -314,16 +350,21 @@ func (c *Client) readAllocFile(ctx context.Context, a *nomadapi.Allocation, path
 	return nil
 }
 
-// waitFor polls check until it succeeds, ctx ends or the timeout passes.
-func (c *Client) waitFor(parent context.Context, what string, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(parent, c.timeout())
-	defer cancel()
+// waitFor polls check, each look bounded by ReadTimeout, until it
+// succeeds, fails with errLauncherGone, or ctx (parent's, with the
+// drain's deadline) ends.
+func (c *Client) waitFor(parent, ctx context.Context, what string, check func(context.Context) error) error {
 	tick := time.NewTicker(c.poll())
 	defer tick.Stop()
 	for {
-		err := check(ctx)
+		look, cancel := context.WithTimeout(ctx, c.readTimeout())
+		err := check(look)
+		cancel()
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, errLauncherGone) {
+			return fmt.Errorf("stopped waiting for %s: %w", what, err)
 		}
 		select {
 		case <-ctx.Done():

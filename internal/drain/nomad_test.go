@@ -26,6 +26,12 @@ type fakeNomad struct {
 	registered []map[string]int
 	variable   *nomadapi.Variable
 	w1Status   string // w1's client status ("" running)
+	// launcherStatus is the launcher's client status ("" pending: its
+	// discovery never reports); a running one's discovery file is read
+	// from the server, and the read hangs until the caller gives up (a
+	// node cut off that nobody has noticed yet), counted in hung.
+	launcherStatus string
+	hung           int
 }
 
 func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -36,8 +42,15 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode([]*nomadapi.AllocationListStub{
 			{ID: "w0", Name: "train-x.worker-n1[0]", TaskGroup: "worker-n1", DesiredStatus: "run", ClientStatus: "running"},
 			{ID: "w1", Name: "train-x.worker-n1[1]", TaskGroup: "worker-n1", DesiredStatus: "run", ClientStatus: cmp.Or(f.w1Status, "running")},
-			{ID: "l0", Name: "train-x.launcher[0]", TaskGroup: "launcher", DesiredStatus: "run", ClientStatus: "pending"},
+			{ID: "l0", Name: "train-x.launcher[0]", TaskGroup: "launcher", DesiredStatus: "run", ClientStatus: cmp.Or(f.launcherStatus, "pending")},
 		})
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/allocation/l0":
+		_ = json.NewEncoder(w).Encode(&nomadapi.Allocation{ID: "l0", NodeID: "n3", TaskGroup: "launcher", ClientStatus: f.launcherStatus})
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/client/fs/cat/l0":
+		f.hung++
+		f.mu.Unlock()
+		<-r.Context().Done()
+		f.mu.Lock()
 	case strings.HasPrefix(r.URL.Path, "/v1/var/"):
 		if r.Method == http.MethodGet {
 			if f.variable == nil {
@@ -66,6 +79,18 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, "not faked: "+r.Method+" "+r.URL.String(), http.StatusNotImplemented)
 	}
+}
+
+func (f *fakeNomad) set(launcherStatus string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.launcherStatus = launcherStatus
+}
+
+func (f *fakeNomad) hangs() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hung
 }
 
 func job(workers int) *nomadapi.Job {
@@ -143,5 +168,72 @@ func TestResize_WorkerOnACutOffNodeLeavesUndrained(t *testing.T) {
 	must.Less(t, 5*time.Second, time.Since(start))
 	must.Eq(t, []string{"w1"}, left)
 	must.SliceEmpty(t, f.drains, must.Sprint("nothing to drain"))
+	must.Eq(t, []map[string]int{{"launcher": 1, "worker-n1": 1}}, f.registered)
+}
+
+// A drain whose launcher is gone (its allocation ended, or unknown: its
+// node cut off, where it fences itself) cannot finish: nothing will drop
+// the workers from discovery. A forcing client resizes at once, without
+// waiting out the timeout; one that does not force fails at once and
+// cancels the drain.
+func TestResize_LauncherGone(t *testing.T) {
+	for _, status := range []string{nomadapi.AllocClientStatusUnknown, nomadapi.AllocClientStatusFailed, nomadapi.AllocClientStatusComplete} {
+		t.Run(status+" forced", func(t *testing.T) {
+			c, f := fakeClient(t)
+			c.Timeout = time.Minute
+			f.set(status)
+			var forced error
+			c.Forced = func(_ string, _ []string, err error) { forced = err }
+			start := time.Now()
+			left, err := c.Resize(context.Background(), job(2), job(1))
+			must.NoError(t, err)
+			must.Less(t, 5*time.Second, time.Since(start))
+			must.ErrorIs(t, forced, errLauncherGone)
+			must.Eq(t, []string{"w1"}, left)
+			must.Eq(t, []map[string]int{{"launcher": 1, "worker-n1": 1}}, f.registered)
+		})
+		t.Run(status+" not forced", func(t *testing.T) {
+			c, f := fakeClient(t)
+			c.Timeout = time.Minute
+			f.set(status)
+			start := time.Now()
+			_, err := c.Resize(context.Background(), job(2), job(1))
+			must.ErrorIs(t, err, errLauncherGone)
+			must.Less(t, 5*time.Second, time.Since(start))
+			must.Eq(t, []string{"w1", ""}, f.drains, must.Sprint("drained, then undrained"))
+			must.SliceEmpty(t, f.registered)
+		})
+	}
+}
+
+// A read of the launcher's discovery that hangs (its node cut off, not
+// yet noticed) is given up after ReadTimeout and looked at again, so the
+// drain ends as soon as Nomad marks the launcher unknown, not when the
+// hung read or the drain's timeout would end.
+func TestResize_HungReadDoesNotHoldTheDrain(t *testing.T) {
+	c, f := fakeClient(t)
+	c.Timeout = time.Minute
+	c.ReadTimeout = 50 * time.Millisecond
+	f.set(nomadapi.AllocClientStatusRunning)
+	var forced error
+	c.Forced = func(_ string, _ []string, err error) { forced = err }
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := c.Resize(context.Background(), job(2), job(1))
+		done <- err
+	}()
+	for f.hangs() < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.set(nomadapi.AllocClientStatusUnknown) // the node is seen cut off
+	select {
+	case err := <-done:
+		must.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drain went on waiting after its launcher was seen cut off")
+	}
+	must.Less(t, 30*time.Second, time.Since(start))
+	must.ErrorIs(t, forced, errLauncherGone)
 	must.Eq(t, []map[string]int{{"launcher": 1, "worker-n1": 1}}, f.registered)
 }

@@ -181,6 +181,9 @@ func New(cfg *config.Config, logger hclog.Logger) (*Agent, error) {
 		Metrics:  rec,
 		// A requeued job resumes only from a checkpoint in these.
 		CheckpointDirs: cfg.CheckpointDirs,
+		// Nomad's actuator is safe for concurrent use: a drain that
+		// cannot finish holds only its own job's shrink.
+		ShrinksAtOnce: shrinksAtOnce,
 	}
 	a.planner.Retries, a.planner.Watch = recoveryOptions(cfg)
 	// The planner nudges the delivery worker; the worker writes its
@@ -470,3 +473,7 @@ func (a *Agent) leaderAddr(ctx context.Context) string {
 	}
 	return ""
 }
+
+// shrinksAtOnce is how many of a round's shrinks (drains) the agent's
+// planner carries out at once: a few Nomad reads a second each.
+const shrinksAtOnce = 8

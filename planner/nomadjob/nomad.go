@@ -203,18 +203,19 @@ func (n *Nomad) resize(ctx context.Context, j *structs.Job, current *nomadapi.Jo
 	}
 	d := &drain.Client{Nomad: n.Client, Namespace: n.Options.Namespace, LauncherGroup: LauncherGroup,
 		Timeout: drainTimeout, Forced: func(job string, workers []string, err error) {
-			n.Logger.Warn("drain did not finish in time: the workers are stopped while they train, and the run recovers from its last commit",
+			n.Logger.Warn("drain cannot finish: the workers are stopped undrained (the run recovers from its last commit, or has ended with its launcher)",
 				"job", job, "workers", workers, "error", err)
 		}}
 	_, err := d.Resize(ctx, current, &next)
 	return err
 }
 
-// drainTimeout bounds each of a shrink's waits for the leaving workers
-// (discovery drops them, they go idle): a round applies its changes one
-// after another, so a run that does not let its workers go would hold
-// every other job's change behind it. After it the workers are stopped
-// anyway (drain.Client.Forced). A drain takes 1-5 s on the lab.
+// drainTimeout bounds a shrink's wait for the leaving workers (discovery
+// drops them, they go idle): a round applies its changes one after
+// another, so a run that does not let its workers go would hold every
+// other job's change behind it. After it the workers are stopped anyway
+// (drain.Client.Forced), as they are at once when the job's launcher is
+// gone. A drain takes 1-5 s on the lab.
 const drainTimeout = 2 * time.Minute
 
 // DefaultOutcomeTimeout bounds one Outcome (a few reads, and for an ended
