@@ -113,6 +113,8 @@ type fakeActuator struct {
 	ending map[string]string
 	// failTimes, by name: the next n Applies of the job fail.
 	failTimes map[string]int
+	// failErr is what a failure returns (nil: "nomad said no").
+	failErr error
 	// runs is what Runs lists (RunLister), by job ID.
 	runs []string
 }
@@ -134,6 +136,9 @@ func (e *fakeActuator) Apply(_ context.Context, j *structs.Job, target policy.Al
 	defer e.mu.Unlock()
 	if e.fail[j.Spec.Name] {
 		delete(e.fail, j.Spec.Name)
+		if e.failErr != nil {
+			return e.failErr
+		}
 		return errors.New("nomad said no")
 	}
 	if e.failTimes[j.Spec.Name] > 0 {
@@ -302,6 +307,29 @@ func TestRound_ShrinksAtOnce(t *testing.T) {
 			must.Eq(t, "c", order[2])
 			must.Eq(t, max(1, min(atOnce, 2)), most)
 		})
+	}
+}
+
+// A change the actuator gets no answer for in time (Nomad frozen) holds
+// the rest of the round's changes for the next round, each of which would
+// wait as long; the next round carries them out.
+func TestRound_UnansweredChangeHoldsTheRest(t *testing.T) {
+	ctx := context.Background()
+	p, st, exec, now := newPlanner(t, "fifo", node("n1", 8))
+	a := submit(t, p, now, spec(t, "a", 2, 2))
+	b := submit(t, p, now, spec(t, "b", 2, 2))
+	c := submit(t, p, now, spec(t, "c", 2, 2))
+	exec.fail["a"] = true
+	exec.failErr = fmt.Errorf("failed to register nomad job train-a: %w", context.DeadlineExceeded)
+	err := p.Round(ctx)
+	must.ErrorIs(t, err, context.DeadlineExceeded)
+	must.ErrorContains(t, err, "start of job "+b.ID+" waits for the next round: a change before it got no answer in time")
+	must.ErrorContains(t, err, "start of job "+c.ID+" waits for the next round")
+	must.SliceEmpty(t, exec.take(), must.Sprint("b and c were tried after a got no answer"))
+	must.NoError(t, p.Round(ctx))
+	must.Eq(t, []string{"a:2", "b:2", "c:2"}, exec.take())
+	for _, j := range []*structs.Job{a, b, c} {
+		must.Eq(t, structs.JobRunning, state(t, st, j.ID).State)
 	}
 }
 

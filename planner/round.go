@@ -193,29 +193,29 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 	models := nodeModels{nodes: nodes}
 	var errs []error
 	kept := map[string]int{} // GPUs by node that failed changes did not free
-	// The changes that add GPUs on no node in the records (stops, shrinks,
-	// and moves between models, whose runs stop first) go first, in the
-	// plan's order, so that one that fails keeps its GPUs from the others
-	// (kept).
-	order := make([]int, 0, len(changes))
-	for _, first := range []bool{true, false} {
-		for k, ch := range changes {
-			_, _, moves := modelMove(live[at[k]], ch, models)
-			if (moves || addsNone(ch)) == first {
-				order = append(order, k)
-			}
-		}
-	}
+	order := changeOrder(live, changes, at, models)
 	shrinks := p.startShrinks(ctx, live, changes, at, models)
+	// unanswered is a change the actuator gave up on for want of an
+	// answer (its backend frozen, say): the changes after it wait for
+	// the next round, each of which would wait as long (a round of fifty
+	// starts would take half an hour).
+	var unanswered error
 	for _, k := range order {
 		ch := changes[k]
 		fail := func(err error) {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				unanswered = err
+			}
 			errs = append(errs, err)
 			for n, g := range ch.From {
 				if d := g - ch.To[n]; d > 0 {
 					kept[n] += d
 				}
 			}
+		}
+		if _, ran := shrinks[k]; unanswered != nil && !ran {
+			errs = append(errs, fmt.Errorf("%s of job %s waits for the next round: a change before it got no answer in time", ch.Kind, ch.Job))
+			continue
 		}
 		if n := keptNode(ch, kept); n != "" {
 			errs = append(errs, fmt.Errorf("%s of job %s waits for the next round: a change that was to free GPUs on node %s failed (%d GPUs there are still held)", ch.Kind, ch.Job, n, kept[n]))
@@ -300,6 +300,24 @@ func (p *Planner) apply(ctx context.Context, live []*structs.Job, snap *policy.S
 		}
 	}
 	return errs
+}
+
+// changeOrder is the order in which apply carries out the changes
+// (changes[k] of live[at[k]]): those that add GPUs on no node in the
+// records (stops, shrinks, and moves between models, whose runs stop
+// first) go first, in the plan's order, so that one that fails keeps its
+// GPUs from the others (apply's kept).
+func changeOrder(live []*structs.Job, changes []policy.Change, at []int, models nodeModels) []int {
+	order := make([]int, 0, len(changes))
+	for _, first := range []bool{true, false} {
+		for k, ch := range changes {
+			_, _, moves := modelMove(live[at[k]], ch, models)
+			if (moves || addsNone(ch)) == first {
+				order = append(order, k)
+			}
+		}
+	}
+	return order
 }
 
 // applied is what the actuator did of one change: j is the job's record

@@ -27,12 +27,16 @@ type Client struct {
 	Timeout time.Duration
 	// Poll is how often waits look (default 1s).
 	Poll time.Duration
-	// ReadTimeout bounds each of a wait's looks (default 10s): a read of
-	// a file in an allocation on a node that is cut off but not yet seen
-	// to be (its agent's connection to the servers not yet dropped) can
-	// hang for minutes, and would hold the wait past the moment the node
-	// is known cut off, when the wait could end.
-	ReadTimeout time.Duration
+	// CallTimeout bounds each call to Nomad (default 10s): each of a
+	// wait's looks, the listing of the workers, each write of the drain
+	// variable, the re-registration. Nomad's client has no timeout of its
+	// own: a frozen server would hold the caller (the planner's round)
+	// for as long as it stayed frozen, and a read of a file in an
+	// allocation on a node that is cut off but not yet seen to be (its
+	// agent's connection to the servers not yet dropped) can hang for
+	// minutes, past the moment the node is known cut off, when the wait
+	// could end.
+	CallTimeout time.Duration
 	// Forced, when set, makes Resize go on when a drain cannot finish:
 	// it did not within Timeout, or the job's launcher is gone (its
 	// allocation ended, or unknown: its node cut off, where it fences
@@ -60,11 +64,12 @@ func (c *Client) timeout() time.Duration {
 	return 5 * time.Minute
 }
 
-func (c *Client) readTimeout() time.Duration {
-	if c.ReadTimeout > 0 {
-		return c.ReadTimeout
+// call bounds one call to Nomad (CallTimeout).
+func (c *Client) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.CallTimeout > 0 {
+		return context.WithTimeout(ctx, c.CallTimeout)
 	}
-	return 10 * time.Second
+	return context.WithTimeout(ctx, 10*time.Second)
 }
 
 func (c *Client) poll() time.Duration {
@@ -120,7 +125,9 @@ func (c *Client) Resize(ctx context.Context, current, next *nomadapi.Job) ([]str
 		if tg.Name == nil || tg.Count == nil || want[*tg.Name] >= *tg.Count {
 			continue
 		}
-		allocs, err := c.live(ctx, id, *tg.Name)
+		lctx, cancel := c.call(ctx)
+		allocs, err := c.live(lctx, id, *tg.Name)
+		cancel()
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +152,9 @@ func (c *Client) Resize(ctx context.Context, current, next *nomadapi.Job) ([]str
 			c.Forced(id, drained, err)
 		}
 	}
-	if _, _, err := c.Nomad.Jobs().EnforceRegister(next, *current.JobModifyIndex, c.write(ctx)); err != nil {
+	rctx, cancel := c.call(ctx)
+	defer cancel()
+	if _, _, err := c.Nomad.Jobs().EnforceRegister(next, *current.JobModifyIndex, c.write(rctx)); err != nil {
 		err = fmt.Errorf("failed to resize nomad job %s: %w", id, err)
 		if len(drained) > 0 {
 			if uerr := c.Undrain(ctx, id, drained); uerr != nil {
@@ -191,7 +200,9 @@ func (c *Client) Drain(parent context.Context, id string, allocIDs []string) err
 	ctx, cancel := context.WithTimeout(parent, c.timeout())
 	defer cancel()
 	// Drained allocations that have stopped since are pruned on the way.
-	all, _, err := c.Nomad.Jobs().Allocations(id, false, c.query(ctx))
+	lctx, lcancel := c.call(ctx)
+	all, _, err := c.Nomad.Jobs().Allocations(id, false, c.query(lctx))
+	lcancel()
 	if err != nil {
 		return fmt.Errorf("failed to list allocations of %s: %w", id, err)
 	}
@@ -252,8 +263,11 @@ func (c *Client) Undrain(ctx context.Context, id string, allocIDs []string) erro
 	})
 }
 
-// updateDrains read-modify-writes the drain variable with check-and-set.
+// updateDrains read-modify-writes the drain variable with check-and-set,
+// within one CallTimeout.
 func (c *Client) updateDrains(ctx context.Context, id string, edit func([]string) []string) error {
+	ctx, cancel := c.call(ctx)
+	defer cancel()
 	path := Variable(id, c.launcherGroup())
 	for attempt := 0; attempt < 10; attempt++ {
 		v, _, err := c.Nomad.Variables().Peek(path, c.query(ctx))
@@ -350,14 +364,14 @@ func (c *Client) readAllocFile(ctx context.Context, a *nomadapi.Allocation, path
 	return nil
 }
 
-// waitFor polls check, each look bounded by ReadTimeout, until it
+// waitFor polls check, each look bounded by CallTimeout, until it
 // succeeds, fails with errLauncherGone, or ctx (parent's, with the
 // drain's deadline) ends.
 func (c *Client) waitFor(parent, ctx context.Context, what string, check func(context.Context) error) error {
 	tick := time.NewTicker(c.poll())
 	defer tick.Stop()
 	for {
-		look, cancel := context.WithTimeout(ctx, c.readTimeout())
+		look, cancel := c.call(ctx)
 		err := check(look)
 		cancel()
 		if err == nil {

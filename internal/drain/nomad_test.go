@@ -207,13 +207,13 @@ func TestResize_LauncherGone(t *testing.T) {
 }
 
 // A read of the launcher's discovery that hangs (its node cut off, not
-// yet noticed) is given up after ReadTimeout and looked at again, so the
+// yet noticed) is given up after CallTimeout and looked at again, so the
 // drain ends as soon as Nomad marks the launcher unknown, not when the
 // hung read or the drain's timeout would end.
 func TestResize_HungReadDoesNotHoldTheDrain(t *testing.T) {
 	c, f := fakeClient(t)
 	c.Timeout = time.Minute
-	c.ReadTimeout = 50 * time.Millisecond
+	c.CallTimeout = 50 * time.Millisecond
 	f.set(nomadapi.AllocClientStatusRunning)
 	var forced error
 	c.Forced = func(_ string, _ []string, err error) { forced = err }

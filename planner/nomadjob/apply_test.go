@@ -60,11 +60,9 @@ func TestApply_StartWaitsForTheLauncherOfThePreviousRun(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			client, err := nomadapi.NewClient(&nomadapi.Config{Address: srv.URL})
-			must.NoError(t, err)
-			n := &Nomad{Client: client, Logger: hclog.NewNullLogger()}
-			j := &structs.Job{ID: "j-1", State: structs.JobQueued, Spec: jobspec.Spec{Name: "j", Command: "python3", GPUs: jobspec.GPUs{Min: 1, Max: 1, PerWorker: 1}}}
-			err = n.Apply(context.Background(), j, policy.Allocation{"n1": 1})
+			n := nomadAt(t, srv.URL)
+			j := queuedJob()
+			err := n.Apply(context.Background(), j, policy.Allocation{"n1": 1})
 			if tc.waits {
 				must.ErrorIs(t, err, planner.ErrRunEnding)
 				must.StrContains(t, err.Error(), "launcher allocation 1a2b3c4d on node2 is "+tc.status)
@@ -114,4 +112,45 @@ func TestRuns(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, []string{"queued-3", "running-1", "starting-2", "workers-left-8"}, ids) // the client sorts by ID
 	must.Eq(t, 1, lists.Load())
+}
+
+// A start that finds its Nomad job registered (the registration went
+// through, its answer was lost: the call timed out) goes on from that
+// registration, whose modify index becomes the run's (NomadRunIndex, by
+// which Outcome tells this run's launcher from an earlier one's).
+func TestApply_StartAfterALostAnswerKeepsItsRunIndex(t *testing.T) {
+	j := queuedJob()
+	target := policy.Allocation{"n1": 1}
+	current := Build(j, target, Options{})
+	current.JobModifyIndex = ptr(uint64(77))
+	var registered atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/job/train-j-1":
+			_ = json.NewEncoder(w).Encode(current)
+		case r.Method != http.MethodGet && (r.URL.Path == "/v1/jobs" || r.URL.Path == "/v1/job/train-j-1"):
+			registered.Add(1)
+			_ = json.NewEncoder(w).Encode(&nomadapi.JobRegisterResponse{JobModifyIndex: 78})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	n := nomadAt(t, srv.URL)
+	must.NoError(t, n.Apply(context.Background(), j, target))
+	must.Eq(t, 77, j.NomadRunIndex)
+	must.Eq(t, 1, registered.Load(), must.Sprint("registered once, as a resize to the same counts"))
+}
+
+// nomadAt is the planner's actuator on the (fake) Nomad at addr.
+func nomadAt(t *testing.T, addr string) *Nomad {
+	t.Helper()
+	client, err := nomadapi.NewClient(&nomadapi.Config{Address: addr})
+	must.NoError(t, err)
+	return &Nomad{Client: client, Logger: hclog.NewNullLogger()}
+}
+
+// queuedJob is a queued 1-GPU job j-1.
+func queuedJob() *structs.Job {
+	return &structs.Job{ID: "j-1", State: structs.JobQueued, Spec: jobspec.Spec{Name: "j", Command: "python3", GPUs: jobspec.GPUs{Min: 1, Max: 1, PerWorker: 1}}}
 }

@@ -26,6 +26,9 @@ type Nomad struct {
 	Logger  hclog.Logger
 	// OutcomeTimeout bounds one Outcome (DefaultOutcomeTimeout when 0).
 	OutcomeTimeout time.Duration
+	// ApplyTimeout bounds a start or a stop, and a resize's first read
+	// (DefaultApplyTimeout when 0).
+	ApplyTimeout time.Duration
 }
 
 var (
@@ -44,13 +47,30 @@ func (n *Nomad) write(ctx context.Context) *nomadapi.WriteOptions {
 // Apply implements planner.Actuator. It records the Nomad job's ID in j,
 // and at a start the job's modify index (NomadRunIndex: Outcome tells
 // this run's launcher from an earlier one's by it).
+//
+// Every call to Nomad is bounded (a frozen server would hold the round,
+// and every round after it): a start or a stop, a few calls, by
+// ApplyTimeout; a resize's reads and writes each by the drain client's
+// call timeout, and its drain by drainTimeout.
 func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocation) error {
 	id := JobID(j)
 	j.NomadJobID = id
-	current, err := n.registered(ctx, id)
+	rctx, cancel := context.WithTimeout(ctx, cmp.Or(n.ApplyTimeout, DefaultApplyTimeout))
+	defer cancel()
+	current, err := n.registered(rctx, id)
 	if err != nil {
 		return err
 	}
+	if target.Total() > 0 && current != nil {
+		if j.GPUs() == 0 && current.JobModifyIndex != nil {
+			// A start that finds the job registered: its registration
+			// went through but the answer was lost (say, past the
+			// timeout); this run began there.
+			j.NomadRunIndex = *current.JobModifyIndex
+		}
+		return n.resize(ctx, j, current, target)
+	}
+	ctx = rctx
 	if target.Total() == 0 {
 		if current == nil {
 			return nil
@@ -63,24 +83,25 @@ func (n *Nomad) Apply(ctx context.Context, j *structs.Job, target policy.Allocat
 		n.deleteSecrets(ctx, j)
 		return nil
 	}
-	if current == nil {
-		if running, err := n.runningLauncher(ctx, id); err != nil {
-			return err
-		} else if running != "" {
-			return fmt.Errorf("%w (%s)", planner.ErrRunEnding, running)
-		}
-		if err := n.writeSecrets(ctx, j); err != nil {
-			return err
-		}
-		resp, _, err := n.Client.Jobs().Register(Build(j, target, n.Options), n.write(ctx))
-		if err != nil {
-			return fmt.Errorf("failed to register nomad job %s: %w", id, err)
-		}
-		j.NomadRunIndex = resp.JobModifyIndex
-		return nil
+	if running, err := n.runningLauncher(ctx, id); err != nil {
+		return err
+	} else if running != "" {
+		return fmt.Errorf("%w (%s)", planner.ErrRunEnding, running)
 	}
-	return n.resize(ctx, j, current, target)
+	if err := n.writeSecrets(ctx, j); err != nil {
+		return err
+	}
+	resp, _, err := n.Client.Jobs().Register(Build(j, target, n.Options), n.write(ctx))
+	if err != nil {
+		return fmt.Errorf("failed to register nomad job %s: %w", id, err)
+	}
+	j.NomadRunIndex = resp.JobModifyIndex
+	return nil
 }
+
+// DefaultApplyTimeout bounds a start or a stop (Apply): three or four
+// calls to Nomad, each well under a second from a server that answers.
+const DefaultApplyTimeout = 30 * time.Second
 
 // Runs implements planner.RunLister: the jobs (by the planner's job ID)
 // whose Nomad jobs, named train-<id>, are not stopped and have a task
